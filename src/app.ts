@@ -1,0 +1,116 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { sql, type Kysely } from 'kysely';
+import type { Config } from './config.ts';
+import type { Database } from './db/types.ts';
+import { createAuthenticator } from './http/auth.ts';
+import { createErrorHandler } from './http/error-handler.ts';
+import { ApiError, notFound, unauthorized, RATE_LIMITED_MESSAGE } from './http/errors.ts';
+import { createRunWrite, purgeExpiredIdempotencyKeys } from './http/idempotency.ts';
+import type { RouteDeps } from './http/types.ts';
+import { openapiOptions } from './http/openapi.ts';
+import { rateLimitHeaders, type BucketSettings, type RateLimiter } from './http/rate-limit.ts';
+import { ErrorResponse } from './http/schema.ts';
+import { validatorCompiler } from './http/validation.ts';
+import { itemRoutes } from './items/routes.ts';
+import { newId } from './lib/ids.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    businessId: string;
+  }
+  interface FastifyContextConfig {
+    /** Supplyline's own operation, marked `x-supplyline-extension` in the OpenAPI document. */
+    extension?: boolean;
+  }
+}
+
+export interface AppDeps {
+  db: Kysely<Database>;
+  config: Config;
+  /** Null when RATE_LIMIT_RPS=0. */
+  rateLimiter: RateLimiter | null;
+  logger?: FastifyServerOptions['logger'];
+  clock?: () => number;
+}
+
+export type App = FastifyInstance;
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export async function createApp(deps: AppDeps) {
+  const { db, config, rateLimiter } = deps;
+  const clock = deps.clock ?? Date.now;
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    bodyLimit: config.bodyLimitBytes,
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId('req');
+    },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setErrorHandler(createErrorHandler(config.bodyLimitBytes));
+  app.removeContentTypeParser(['text/plain']);
+  app.decorateRequest('businessId', '');
+  app.addSchema(ErrorResponse);
+
+  const bucket: BucketSettings = { ratePerSecond: config.rateLimitRps, burst: config.rateLimitBurst };
+  const authenticator = createAuthenticator(db, config.authCacheMs, clock);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    if (!request.url.startsWith('/api/')) return;
+    const businessId = request.headers['x-business-id'];
+    const keyId = await authenticator.verify(businessId, request.headers['x-api-key']);
+    // Failed authentication is limited per client address; everything else per business.
+    const decision = rateLimiter ? await rateLimiter.take(keyId ? `bus:${businessId}` : `ip:${request.ip}`) : null;
+    if (decision) {
+      reply.headers(rateLimitHeaders(decision, bucket));
+      if (!decision.allowed) {
+        reply.header('retry-after', String(decision.retryAfterSeconds));
+        throw new ApiError('RATE_LIMITED', RATE_LIMITED_MESSAGE);
+      }
+    }
+    if (!keyId) throw unauthorized();
+    request.businessId = businessId as string;
+  });
+
+  app.setNotFoundHandler(async (request) => {
+    throw notFound(`Route ${request.method} ${request.url.split('?')[0]} not found`);
+  });
+
+  await app.register(swagger, openapiOptions());
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+    const ready = await Promise.race([
+      sql`select 1`.execute(db).then(() => true, () => false),
+      new Promise<boolean>((resolve) => setTimeout(resolve, 2000, false).unref()),
+    ]);
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ok' : 'unavailable' });
+  });
+
+  const routeDeps: RouteDeps = { db, runWrite: createRunWrite(db, config.idempotencyTtlHours, clock) };
+  await app.register(async (api) => {
+    await itemRoutes(api, routeDeps);
+  }, { prefix: '/api/v1' });
+
+  // Expired idempotency records are purged in the background; a failure here is retried next time.
+  const purge = setInterval(() => {
+    purgeExpiredIdempotencyKeys(db, new Date(clock())).catch((err) => app.log.warn({ err }, 'idempotency purge failed'));
+  }, 10 * 60_000);
+  purge.unref();
+  app.addHook('onClose', async () => clearInterval(purge));
+
+  return app;
+}

@@ -1,0 +1,96 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { newId } from '../lib/ids.ts';
+import { nowIso, toIso } from '../lib/time.ts';
+import type { Db } from '../db/types.ts';
+
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+export interface CreatedKey {
+  keyId: string;
+  apiKey: string;
+}
+
+/** A key is 32 random hex characters, shown once; only its SHA-256 hash is stored. */
+export async function createApiKey(db: Db, businessId: string): Promise<CreatedKey> {
+  const apiKey = randomBytes(16).toString('hex');
+  const keyId = newId('key');
+  await db.insertInto('api_keys').values({
+    id: keyId,
+    business_id: businessId,
+    prefix: apiKey.slice(0, 8),
+    key_hash: hashApiKey(apiKey),
+    created_at: nowIso(),
+  }).execute();
+  return { keyId, apiKey };
+}
+
+export interface CreatedBusiness extends CreatedKey {
+  businessId: string;
+  defaultItemListId: string;
+}
+
+/** A business comes with its default item list and a first API key. Run inside a transaction. */
+export async function createBusiness(db: Db, name: string): Promise<CreatedBusiness> {
+  const businessId = newId('bus');
+  const now = nowIso();
+  await db.insertInto('businesses').values({ id: businessId, name, created_at: now, updated_at: now }).execute();
+  const defaultItemListId = newId('list');
+  await db.insertInto('item_lists').values({
+    id: defaultItemListId,
+    business_id: businessId,
+    label: 'Default Item List',
+    status: 'ACTIVE',
+    is_default: 1,
+    global_price_factor: '1',
+    global_cost_factor: '1',
+    created_at: now,
+    updated_at: now,
+  }).execute();
+  const key = await createApiKey(db, businessId);
+  return { businessId, defaultItemListId, ...key };
+}
+
+export async function findBusiness(db: Db, businessId: string) {
+  return db.selectFrom('businesses').selectAll().where('id', '=', businessId).executeTakeFirst();
+}
+
+export async function countBusinesses(db: Db): Promise<number> {
+  const row = await db.selectFrom('businesses').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function listApiKeys(db: Db, businessId: string) {
+  const rows = await db.selectFrom('api_keys')
+    .select(['id', 'prefix', 'created_at', 'last_used_at', 'revoked_at'])
+    .where('business_id', '=', businessId)
+    .orderBy('created_at').orderBy('id')
+    .execute();
+  return rows.map((r) => ({
+    id: r.id,
+    prefix: r.prefix,
+    createdAt: toIso(r.created_at),
+    lastUsedAt: toIso(r.last_used_at),
+    revokedAt: toIso(r.revoked_at),
+  }));
+}
+
+/** Returns false when no such key exists; revoking twice keeps the first time. */
+export async function revokeApiKey(db: Db, keyId: string): Promise<boolean> {
+  const key = await db.selectFrom('api_keys').select(['id', 'revoked_at']).where('id', '=', keyId).executeTakeFirst();
+  if (!key) return false;
+  if (key.revoked_at === null) {
+    await db.updateTable('api_keys').set({ revoked_at: nowIso() }).where('id', '=', keyId).execute();
+  }
+  return true;
+}
+
+export async function findActiveKeys(db: Db, businessId: string) {
+  return db.selectFrom('api_keys').select(['id', 'key_hash', 'last_used_at'])
+    .where('business_id', '=', businessId).where('revoked_at', 'is', null).execute();
+}
+
+export async function touchApiKey(db: Db, keyId: string): Promise<void> {
+  await db.updateTable('api_keys').set({ last_used_at: nowIso() }).where('id', '=', keyId).execute();
+}

@@ -1,0 +1,60 @@
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly databaseUrl: string;
+  readonly redisUrl: string | null;
+  readonly rateLimitRps: number;
+  readonly rateLimitBurst: number;
+  readonly idempotencyTtlHours: number;
+  readonly logLevel: string;
+  readonly bodyLimitBytes: number;
+  /** How long a verified key stays cached; revocation must reach every instance within 5 s. */
+  readonly authCacheMs: number;
+}
+
+export class ConfigError extends Error {}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+type Env = Record<string, string | undefined>;
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got '${raw}'`);
+  }
+  return Number(raw);
+}
+
+function databaseUrl(raw: string | undefined): string {
+  const url = raw === undefined || raw === '' ? 'sqlite:./data/supplyline.db' : raw;
+  if (!/^(sqlite:.+|postgres(ql)?:\/\/.+)$/.test(url)) {
+    throw new ConfigError(`DATABASE_URL must be sqlite:PATH or postgres://..., got '${url.replace(/:[^:@/]*@/, ':***@')}'`);
+  }
+  return url;
+}
+
+/** Reads every setting once, at start; a bad value stops the process with a clear message. */
+export function loadConfig(env: Env = process.env): Config {
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got '${logLevel}'`);
+  }
+  const redisUrl = env.REDIS_URL || null;
+  if (redisUrl !== null && !/^rediss?:\/\/.+/.test(redisUrl)) {
+    throw new ConfigError(`REDIS_URL must start with redis:// or rediss://`);
+  }
+  return Object.freeze({
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    host: env.HOST || '127.0.0.1',
+    databaseUrl: databaseUrl(env.DATABASE_URL),
+    redisUrl,
+    rateLimitRps: integer(env, 'RATE_LIMIT_RPS', 50, 0, 1_000_000),
+    rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', 100, 1, 10_000_000),
+    idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 24 * 365),
+    logLevel,
+    bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 100 * 1024 * 1024),
+    authCacheMs: 4000,
+  });
+}

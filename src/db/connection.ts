@@ -1,0 +1,57 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
+import type { Database, Dialect } from './types.ts';
+
+export interface DatabaseHandle {
+  db: Kysely<Database>;
+  dialect: Dialect;
+  /** For messages and logs: the URL without its password. */
+  describe: string;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** PostgreSQL only: the schema every connection uses (tests give each run its own). */
+  schema?: string;
+  poolSize?: number;
+}
+
+function openSqlite(path: string): Kysely<Database> {
+  const file = resolve(path);
+  if (path !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  const sqlite = new SQLite(path === ':memory:' ? path : file);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+}
+
+function openPostgres(url: string, options: DatabaseOptions): Kysely<Database> {
+  if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
+    throw new Error('invalid schema name');
+  }
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: 5000,
+    options: options.schema ? `-c search_path=${options.schema}` : undefined,
+  });
+  // An idle client losing its server must not take the process down; the next query reports it.
+  pool.on('error', () => {});
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}
+
+/** One Kysely object from DATABASE_URL: `sqlite:PATH` or `postgres://...`. */
+export function createDatabase(url: string, options: DatabaseOptions = {}): DatabaseHandle {
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length);
+    const db = openSqlite(path);
+    return { db, dialect: 'sqlite', describe: `sqlite:${path}`, close: () => db.destroy() };
+  }
+  const db = openPostgres(url, options);
+  return { db, dialect: 'postgres', describe: url.replace(/:[^:@/]*@/, ':***@'), close: () => db.destroy() };
+}

@@ -1,0 +1,29 @@
+import { Migrator, type Kysely, type Migration, type MigrationResultSet } from 'kysely';
+import { foundation } from './migrations/0001-foundation.ts';
+import type { Database, Dialect } from './types.ts';
+
+function migrations(dialect: Dialect): Record<string, Migration> {
+  return {
+    '0001-foundation': foundation(dialect),
+  };
+}
+
+function isBusy(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code ?? '';
+  return code.startsWith('SQLITE_BUSY') || code === '40P01';
+}
+
+/**
+ * Brings the schema up to date. On PostgreSQL, Kysely's migrator holds an advisory lock, so
+ * instances starting together run each migration once; on SQLite a writer that loses the race
+ * retries, and then finds nothing left to do.
+ */
+export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations(dialect) } });
+  for (let attempt = 1; ; attempt++) {
+    const result: MigrationResultSet = await migrator.migrateToLatest();
+    if (!result.error) return (result.results ?? []).map((r) => r.migrationName);
+    if (attempt >= 5 || !isBusy(result.error)) throw result.error;
+    await new Promise((r) => setTimeout(r, 100 * attempt));
+  }
+}

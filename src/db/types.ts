@@ -1,0 +1,124 @@
+import type { ColumnType, Kysely, Transaction } from 'kysely';
+
+/** Stored as timestamptz on PostgreSQL and ISO text on SQLite; always written as ISO text. */
+type Timestamp = ColumnType<Date | string, string, string>;
+type NullableTimestamp = ColumnType<Date | string | null, string | null | undefined, string | null>;
+/** jsonb on PostgreSQL (arrives parsed), text on SQLite; always written as JSON text. */
+type Json = ColumnType<unknown, string | null | undefined, string | null>;
+/** numeric on PostgreSQL, text on SQLite; both arrive as decimal text. */
+type Numeric = ColumnType<string, string, string>;
+type NullableNumeric = ColumnType<string | null, string | null | undefined, string | null>;
+/** boolean on PostgreSQL, integer on SQLite; written as 0 or 1. */
+type Flag = ColumnType<boolean | number, number, number>;
+
+export interface BusinessTable {
+  id: string;
+  name: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ApiKeyTable {
+  id: string;
+  business_id: string;
+  prefix: string;
+  key_hash: string;
+  created_at: Timestamp;
+  last_used_at: NullableTimestamp;
+  revoked_at: NullableTimestamp;
+}
+
+export interface ItemListTable {
+  id: string;
+  business_id: string;
+  label: string;
+  status: string;
+  is_default: Flag;
+  global_price_factor: Numeric;
+  global_cost_factor: Numeric;
+  start_date: NullableTimestamp;
+  end_date: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  deleted_at: NullableTimestamp;
+}
+
+export interface ItemListEntryTable {
+  id: string;
+  business_id: string;
+  item_list_id: string;
+  item_variant_id: string;
+  override_flat_price: NullableNumeric;
+  currency: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ItemTable {
+  id: string;
+  business_id: string;
+  name: string;
+  handle: string;
+  description: string | null;
+  img_url: string | null;
+  custom_type: string | null;
+  brand: string | null;
+  vendor_name: string | null;
+  type: string;
+  status: string;
+  properties: Json;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  deleted_at: NullableTimestamp;
+}
+
+export interface PlatformItemTable {
+  id: string;
+  business_id: string;
+  created_at: Timestamp;
+}
+
+export interface ItemVariantTable {
+  id: string;
+  business_id: string;
+  item_id: string;
+  variant_name: string;
+  sku: string | null;
+  barcode: string | null;
+  currency: string;
+  price: Numeric;
+  cost: NullableNumeric;
+  weight: NullableNumeric;
+  unit_of_measure: string | null;
+  sequence: number;
+  properties: Json;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  deleted_at: NullableTimestamp;
+}
+
+export interface IdempotencyKeyTable {
+  business_id: string;
+  key: string;
+  fingerprint: string;
+  response_status: number;
+  response_headers: Json;
+  response_body: string;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+}
+
+export interface Database {
+  businesses: BusinessTable;
+  api_keys: ApiKeyTable;
+  item_lists: ItemListTable;
+  item_list_entries: ItemListEntryTable;
+  items: ItemTable;
+  platform_items: PlatformItemTable;
+  item_variants: ItemVariantTable;
+  idempotency_keys: IdempotencyKeyTable;
+}
+
+/** What every repository function takes first: the database or an open transaction. */
+export type Db = Kysely<Database> | Transaction<Database>;
+export type Dialect = 'sqlite' | 'postgres';

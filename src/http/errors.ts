@@ -1,0 +1,56 @@
+export const ERROR_STATUS = {
+  VALIDATION_ERROR: 400,
+  UNAUTHORIZED: 401,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  PRECONDITION_FAILED: 412,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  IDEMPOTENCY_KEY_IN_USE: 409,
+  IDEMPOTENCY_KEY_REUSED: 422,
+  RATE_LIMITED: 429,
+  INTERNAL_ERROR: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+export type FieldErrors = Record<string, string>;
+
+/** The one error type: thrown anywhere, turned into HTTP once, by the error handler. */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly fieldErrors?: FieldErrors;
+
+  constructor(code: ErrorCode, message: string, fieldErrors?: FieldErrors) {
+    super(message);
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+    this.fieldErrors = fieldErrors;
+  }
+}
+
+export const VALIDATION_MESSAGE = 'Validation failed. Please review the highlighted fields.';
+
+export const validationError = (fieldErrors: FieldErrors, message = VALIDATION_MESSAGE) =>
+  new ApiError('VALIDATION_ERROR', message, fieldErrors);
+export const badRequest = (message: string) => new ApiError('VALIDATION_ERROR', message);
+export const notFound = (message: string) => new ApiError('NOT_FOUND', message);
+export const conflict = (message: string) => new ApiError('CONFLICT', message);
+export const unauthorized = () => new ApiError('UNAUTHORIZED', 'Unauthorized');
+export const preconditionFailed = (message: string) => new ApiError('PRECONDITION_FAILED', message);
+
+export const RATE_LIMITED_MESSAGE = "You're sending requests too quickly. Please try again shortly.";
+
+export interface ErrorBody {
+  errorCode: ErrorCode;
+  message: string;
+  error: string;
+  requestId: string;
+  fieldErrors?: FieldErrors;
+}
+
+export function errorBody(error: ApiError, requestId: string): ErrorBody {
+  const body: ErrorBody = { errorCode: error.code, message: error.message, error: error.message, requestId };
+  if (error.fieldErrors) body.fieldErrors = error.fieldErrors;
+  return body;
+}

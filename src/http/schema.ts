@@ -1,0 +1,60 @@
+import { Type, type TSchema } from 'typebox';
+import { ID_PATTERN } from '../lib/ids.ts';
+
+/** Shared schema pieces. Field documentation lives here, in descriptions and examples. */
+
+export const CURRENCIES = ['USD', 'EUR', 'GBP', 'CAD', 'AUD', 'NZD', 'CHF', 'JPY', 'CNY', 'INR', 'BRL', 'MXN', 'ARS', 'COP', 'PHP'] as const;
+export const Currency = Type.Enum([...CURRENCIES], { description: 'ISO 4217 currency code (contract 2.3)', examples: ['AUD'] });
+
+export const Id = (description: string, example: string) =>
+  Type.String({ pattern: ID_PATTERN, maxLength: 64, description, examples: [example] });
+
+export const DateTime = (description: string) =>
+  Type.String({ format: 'date-time', description: `${description} (RFC 3339)`, examples: ['2025-01-15T10:30:00.000Z'] });
+
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/** A free-form JSON object: at most 64 KiB and 32 levels, no `__proto__`, `constructor` or `prototype` keys. */
+export const Properties = Type.Record(Type.String(), Type.Unknown(), {
+  'x-properties': true,
+  description: 'Free-form JSON object, namespaced by system key; deep-merged on PATCH. At most 64 KiB and 32 levels deep.',
+  examples: [{ sage200Evo: { salesOrderNo: 456 } }],
+});
+
+export const Text = (maxLength: number, description: string, minLength = 0) =>
+  Type.String({ minLength, maxLength, description });
+
+export const Money = (description: string) =>
+  Type.Number({ minimum: 0, maximum: 1e12, description });
+
+export const IdParams = Type.Object({ id: Id('Resource id', 'itm_01jd5x8m2k3n4p5q6r7s8t9v0w') });
+
+export const SuccessResponse = Type.Object({ success: Type.Literal(true) });
+
+export const PageQuery = {
+  page: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'Page number, from 1' }),
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size, 1 to 100' }),
+  includeDeleted: Type.Boolean({ default: false, description: 'Include soft-deleted records, so that a mirror can see deletions (extension)' }),
+};
+
+export const PropertyFilterQuery = {
+  propertyPath: Type.String({ minLength: 1, maxLength: 1024, description: 'Dot path into properties, e.g. sage200Evo.salesOrderNo', examples: ['sage200Evo.salesOrderNo'] }),
+  propertyValue: Type.String({ maxLength: 1024, description: 'Matches the JSON scalar at propertyPath as text: "456" matches 456 and "456"' }),
+  propertyExists: Type.Boolean({ description: 'true: the key is present (even when null); false: it is absent' }),
+};
+
+export const ListEnvelope = <T extends TSchema>(item: T) =>
+  Type.Object({
+    items: Type.Array(item),
+    total: Type.Integer({ description: 'Number of matching records across all pages' }),
+    page: Type.Integer(),
+    pageSize: Type.Integer({ description: 'The limit used for this page' }),
+  });
+
+export const ErrorResponse = Type.Object({
+  errorCode: Type.String({ examples: ['VALIDATION_ERROR'] }),
+  message: Type.String(),
+  error: Type.String({ description: 'Same text as message, for clients that read the single-field shape' }),
+  requestId: Type.String(),
+  fieldErrors: Type.Optional(Type.Record(Type.String(), Type.String())),
+}, { $id: 'ErrorResponse', description: 'The error body of every 4xx and 5xx answer' });

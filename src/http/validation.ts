@@ -1,0 +1,95 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+import { checkProperties } from '../lib/json.ts';
+import type { FieldErrors } from './errors.ts';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+const MAX_FIELD_ERRORS = 50;
+
+function makeAjv(coerceTypes: boolean | 'array'): Ajv {
+  const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
+  addFormats(ajv);
+  // `x-properties: true` marks a free-form JSON object bounded in size, depth and key names.
+  ajv.addKeyword({
+    keyword: 'x-properties',
+    schemaType: 'boolean',
+    errors: true,
+    validate: function check(enabled: boolean, data: unknown, _parent?: unknown, context?: { instancePath: string }): boolean {
+      const problem = enabled ? checkProperties(data) : null;
+      (check as ValidateFunction).errors = problem
+        ? [{ keyword: 'x-properties', message: problem, params: {}, instancePath: context?.instancePath ?? '', schemaPath: '' }]
+        : [];
+      return problem === null;
+    },
+  });
+  return ajv;
+}
+
+// Bodies are JSON and keep their types; query strings, params and headers are text and are coerced.
+const bodyAjv = makeAjv(false);
+const textAjv = makeAjv('array');
+
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
+  (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+
+function valueAt(root: unknown, pointer: string): unknown {
+  let node = root;
+  for (const raw of pointer.split('/').slice(1)) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = (node as Record<string, unknown>)[raw.replace(/~1/g, '/').replace(/~0/g, '~')];
+  }
+  return node;
+}
+
+function describe(value: unknown): string {
+  if (value === undefined) return 'undefined';
+  if (typeof value === 'string') return `'${value.length > 100 ? value.slice(0, 100) + '…' : value}'`;
+  if (value === null || typeof value !== 'object') return String(value);
+  return Array.isArray(value) ? 'array' : 'object';
+}
+
+function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  return typeof value;
+}
+
+function messageFor(error: ErrorObject, data: unknown): string {
+  const value = valueAt(data, error.instancePath);
+  switch (error.keyword) {
+    case 'enum': {
+      const allowed = (error.params as { allowedValues: unknown[] }).allowedValues;
+      return `Invalid enum value. Expected ${allowed.map((v) => `'${v}'`).join(' | ')}, received ${describe(value)}`;
+    }
+    case 'required': return 'Required';
+    case 'additionalProperties': return 'Unrecognized key';
+    case 'type': return `Expected ${(error.params as { type: string }).type}, received ${typeName(value)}`;
+    case 'format': return `Invalid ${(error.params as { format: string }).format}`;
+    case 'anyOf': return 'Invalid value';
+    default: return (error.message ?? 'Invalid value').replace(/^must /, 'Must ');
+  }
+}
+
+function pathFor(error: ErrorObject): string {
+  const parts = error.instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const params = error.params as { missingProperty?: string; additionalProperty?: string };
+  if (error.keyword === 'required' && params.missingProperty) parts.push(params.missingProperty);
+  if (error.keyword === 'additionalProperties' && params.additionalProperty) parts.push(params.additionalProperty);
+  return parts.join('.') || '(root)';
+}
+
+/** Turns Ajv's errors into `fieldErrors` keyed by dotted path, one message per path. */
+export function toFieldErrors(errors: ErrorObject[], data: unknown): FieldErrors {
+  const out: FieldErrors = {};
+  // A failing `anyOf` (nullable fields) reports each branch; the most specific branch error wins.
+  const rank = (e: ErrorObject) => (e.keyword === 'anyOf' ? 2 : e.keyword === 'type' && (e.params as { type?: string }).type === 'null' ? 1 : 0);
+  const ordered = [...errors].sort((a, b) => rank(a) - rank(b));
+  for (const error of ordered) {
+    const path = pathFor(error);
+    if (path in out) continue;
+    if (Object.keys(out).length >= MAX_FIELD_ERRORS) break;
+    out[path] = messageFor(error, data);
+  }
+  return out;
+}

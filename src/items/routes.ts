@@ -1,0 +1,69 @@
+import { Type } from 'typebox';
+import { notFound } from '../http/errors.ts';
+import { readPropertyFilter } from '../http/list-query.ts';
+import { IdParams } from '../http/schema.ts';
+import type { ApiInstance, RouteDeps } from '../http/types.ts';
+import { nowIso, parseDateTime } from '../lib/time.ts';
+import { createItem, deleteItem, findItem, listItems } from './repository.ts';
+import {
+  CreateItemBody, CreateItemResponse, ItemListResponse, ItemResponse, ListItemsQuery, UpdateItemBody,
+} from './schema.ts';
+import { ITEM_NOT_FOUND, patchItem } from './service.ts';
+
+const tags = ['Items'];
+
+export async function itemRoutes(app: ApiInstance, { db, runWrite }: RouteDeps) {
+  app.post('/items', {
+    schema: {
+      tags, operationId: 'createItem', summary: 'Create an item with its variants',
+      body: CreateItemBody, response: { 201: CreateItemResponse },
+    },
+  }, (request, reply) => runWrite(request, reply, async (trx) => {
+    const created = await createItem(trx, request.businessId, request.body, nowIso());
+    return { status: 201, body: { success: true, ...created } };
+  }));
+
+  app.get('/items', {
+    config: { extension: true },
+    schema: {
+      tags, operationId: 'listItems', summary: 'List items, newest first',
+      querystring: ListItemsQuery, response: { 200: ItemListResponse },
+    },
+  }, async (request) => {
+    const { query } = request;
+    return listItems(db, request.businessId, {
+      page: query.page,
+      limit: query.limit,
+      includeDeleted: query.includeDeleted,
+      status: query.status,
+      updatedSince: query.updatedSince === undefined ? undefined : parseDateTime(query.updatedSince),
+      property: readPropertyFilter(query),
+    });
+  });
+
+  app.get('/items/:id', {
+    schema: { tags, operationId: 'getItem', summary: 'Get an item with its variants', params: IdParams, response: { 200: ItemResponse } },
+  }, async (request) => {
+    const item = await findItem(db, request.businessId, request.params.id);
+    if (!item) throw notFound(ITEM_NOT_FOUND);
+    return item;
+  });
+
+  app.patch('/items/:id', {
+    schema: {
+      tags, operationId: 'updateItem', summary: 'Update an item and create, update or delete its variants',
+      params: IdParams, body: UpdateItemBody, response: { 200: ItemResponse },
+    },
+  }, (request, reply) => runWrite(request, reply, async (trx) => {
+    await patchItem(trx, request.businessId, request.params.id, request.body, nowIso());
+    return { status: 200, body: await findItem(trx, request.businessId, request.params.id) };
+  }));
+
+  app.delete('/items/:id', {
+    schema: { tags, operationId: 'deleteItem', summary: 'Soft-delete an item and its variants', params: IdParams, response: { 204: Type.Null({ description: 'Deleted; no body' }) } },
+  }, async (request, reply) => {
+    const deleted = await db.transaction().execute((trx) => deleteItem(trx, request.businessId, request.params.id, nowIso()));
+    if (!deleted) throw notFound(ITEM_NOT_FOUND);
+    return reply.code(204).send(null);
+  });
+}

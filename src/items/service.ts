@@ -1,0 +1,42 @@
+import type { Db } from '../db/types.ts';
+import { badRequest, notFound } from '../http/errors.ts';
+import {
+  countLiveVariants, findItemRow, findMissingVariants, updateItem, type ItemChanges,
+} from './repository.ts';
+import type { UpdateItemInput } from './schema.ts';
+
+export const ITEM_NOT_FOUND = 'Item not found';
+
+/** Checks an item PATCH against the stored item, then applies it; run inside the write's transaction. */
+export async function patchItem(db: Db, businessId: string, id: string, input: UpdateItemInput, now: string): Promise<void> {
+  if (Object.keys(input).length === 0) throw badRequest('No valid fields provided for update');
+  const item = await findItemRow(db, businessId, id);
+  if (!item) throw notFound(ITEM_NOT_FOUND);
+
+  const updates = input.updateVariants ?? [];
+  const deletes = input.deleteVariants ?? [];
+  const missing = await findMissingVariants(db, businessId, id, [...updates.map((v) => v.id), ...deletes]);
+  if (missing.length > 0) throw notFound(`Item variant(s) not found: ${missing.join(', ')}`);
+
+  const creates = input.createVariants ?? [];
+  if (deletes.length > 0 && (await countLiveVariants(db, businessId, id)) - new Set(deletes).size + creates.length < 1) {
+    throw badRequest('An item must keep at least one variant');
+  }
+
+  const changes: ItemChanges = {
+    fields: {
+      ...(input.name !== undefined && { name: input.name }),
+      ...(input.description !== undefined && { description: input.description }),
+      ...(input.imgUrl !== undefined && { img_url: input.imgUrl }),
+      ...(input.customType !== undefined && { custom_type: input.customType }),
+      ...(input.brand !== undefined && { brand: input.brand }),
+      ...(input.vendorName !== undefined && { vendor_name: input.vendorName }),
+      ...(input.status !== undefined && { status: input.status }),
+    },
+    properties: input.properties,
+    createVariants: creates,
+    updateVariants: updates,
+    deleteVariants: deletes,
+  };
+  await updateItem(db, businessId, item, changes, now);
+}

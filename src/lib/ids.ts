@@ -1,0 +1,37 @@
+import { randomBytes } from 'node:crypto';
+
+const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz'; // Crockford base32, lower case
+
+export type IdPrefix =
+  | 'bus' | 'key' | 'itm' | 'var' | 'list' | 'ile' | 'prt' | 'phm' | 'eml' | 'phn' | 'loc'
+  | 'ord' | 'oi' | 'inv' | 'ili' | 'req';
+
+/**
+ * A ULID-shaped id: 48 bits of milliseconds then 80 random bits, base32.
+ * Sorting ids as text sorts them by creation time, which keeps btree inserts local.
+ */
+let lastTime = -1;
+const lastRandom = new Uint8Array(16);
+
+export function newId(prefix: IdPrefix, now = Date.now()): string {
+  if (now > lastTime) {
+    lastTime = now;
+    const bytes = randomBytes(16);
+    for (let i = 0; i < 16; i++) lastRandom[i] = bytes[i] & 31;
+  } else {
+    // Same millisecond (or a clock step back): increment, so ids made in one process stay ordered.
+    for (let i = 15; i >= 0 && ++lastRandom[i] === 32; i--) lastRandom[i] = 0;
+  }
+  let time = '';
+  let t = lastTime;
+  for (let i = 0; i < 10; i++) {
+    time = ALPHABET[t % 32] + time;
+    t = Math.floor(t / 32);
+  }
+  let rand = '';
+  for (let i = 0; i < 16; i++) rand += ALPHABET[lastRandom[i]];
+  return `${prefix}_${time}${rand}`;
+}
+
+/** Ids arriving from clients are bounded and plain, so they can never surprise a query or a log line. */
+export const ID_PATTERN = '^[A-Za-z0-9_-]{1,64}$';

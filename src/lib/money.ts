@@ -1,0 +1,30 @@
+import { Decimal } from 'decimal.js';
+
+const D = Decimal.clone({ precision: 40, rounding: Decimal.ROUND_HALF_EVEN });
+
+export type DecimalInput = string | number;
+
+/** Canonical decimal text: JSON numbers become their shortest exact decimal, never a float artefact. */
+export function toDecimalString(value: DecimalInput): string {
+  return new D(typeof value === 'number' ? String(value) : value).toFixed();
+}
+
+/** Decimal text from storage as a JSON number, for fields the reference returns as numbers. */
+export function toNumber(value: string | number | null): number | null {
+  if (value === null) return null;
+  return typeof value === 'number' ? value : Number(value);
+}
+
+export function multiply(a: DecimalInput, b: DecimalInput): string {
+  return new D(String(a)).times(new D(String(b))).toFixed();
+}
+
+export function sum(values: DecimalInput[]): string {
+  return values.reduce<Decimal>((acc, v) => acc.plus(new D(String(v))), new D(0)).toFixed();
+}
+
+/** Renders an amount with at least two decimals ("12.5" -> "12.50"), keeping any extra precision. */
+export function formatAmount(value: DecimalInput): string {
+  const d = new D(String(value));
+  return d.decimalPlaces() < 2 ? d.toFixed(2) : d.toFixed();
+}

@@ -1,0 +1,17 @@
+/** Timestamps are stored and returned as UTC ISO 8601 with milliseconds on both backends. */
+export function nowIso(): string {
+  return new Date().toISOString();
+}
+
+/** Normalises a database timestamp (pg gives Date, SQLite gives text) to ISO 8601 with ms. */
+export function toIso(value: Date | string): string;
+export function toIso(value: Date | string | null | undefined): string | null;
+export function toIso(value: Date | string | null | undefined): string | null {
+  if (value === null || value === undefined) return null;
+  return (value instanceof Date ? value : new Date(value)).toISOString();
+}
+
+/** Parses an RFC 3339 input (already format-checked by the schema) to the stored form. */
+export function parseDateTime(value: string): string {
+  return new Date(value).toISOString();
+}

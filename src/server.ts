@@ -1,0 +1,72 @@
+import { createApp } from './app.ts';
+import { countBusinesses, createBusiness } from './businesses/repository.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { createRateLimiter, openDatabase } from './runtime.ts';
+
+function loadOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(`Configuration error: ${error.message}`);
+      process.exit(1);
+    }
+    throw error;
+  }
+}
+
+async function main() {
+  const config = loadOrExit();
+  const handle = await openDatabase(config);
+  const { db } = handle;
+  const logger = {
+    level: config.logLevel,
+    redact: { paths: ['req.headers["x-api-key"]', 'req.headers.authorization'], censor: '[redacted]' },
+  };
+  const rateLimiter = createRateLimiter(config, (error) => console.error(`rate limit store error: ${(error as Error).message}`));
+  const app = await createApp({ db, config, rateLimiter, logger });
+
+  // A first start on an empty database gets a demo business, so that curl works straight away.
+  const demo = (await countBusinesses(db)) === 0
+    ? await db.transaction().execute((trx) => createBusiness(trx, 'Demo Supplier'))
+    : null;
+
+  await app.listen({ port: config.port, host: config.host });
+  const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;
+  if (demo) {
+    console.log([
+      '',
+      'Created a demo business. The API key is shown only this once:',
+      `  X-Business-Id: ${demo.businessId}`,
+      `  X-API-Key:     ${demo.apiKey}`,
+      '',
+      'Try it:',
+      `  curl -s ${base}/api/v1/items -H 'X-Business-Id: ${demo.businessId}' -H 'X-API-Key: ${demo.apiKey}'`,
+      '',
+    ].join('\n'));
+  }
+  console.log(`Supplyline is listening on ${base} (database ${handle.describe}); API docs at ${base}/docs`);
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    console.log(`${signal} received: finishing in-flight requests, then closing the database`);
+    try {
+      await app.close();
+      await rateLimiter?.close();
+      await handle.close();
+      process.exit(0);
+    } catch (error) {
+      console.error(`shutdown failed: ${(error as Error).message}`);
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((error) => {
+  console.error(`Supplyline failed to start: ${(error as Error).message}`);
+  process.exit(1);
+});

@@ -1,0 +1,148 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe } from 'node:test';
+import type { Kysely } from 'kysely';
+import pg from 'pg';
+import { createApp, type App } from '../../src/app.ts';
+import { createBusiness, createApiKey } from '../../src/businesses/repository.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { createDatabase, type DatabaseHandle } from '../../src/db/connection.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import type { Database } from '../../src/db/types.ts';
+import type { RateLimiter } from '../../src/http/rate-limit.ts';
+
+export type BackendName = 'sqlite' | 'postgres';
+
+/** SQLite always; PostgreSQL too when TEST_DATABASE_URL is set. */
+export const backends: BackendName[] = ['sqlite', ...(process.env.TEST_DATABASE_URL ? ['postgres' as const] : [])];
+
+export interface Tenant {
+  businessId: string;
+  apiKey: string;
+  keyId: string;
+  headers: Record<string, string>;
+}
+
+export interface Response<T = any> {
+  status: number;
+  body: T;
+  headers: Record<string, string | string[] | number | undefined>;
+}
+
+export interface RequestOptions {
+  as?: Tenant | null;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface TestDatabase {
+  handle: DatabaseHandle;
+  /** The same database again, as another instance would open it. */
+  url: string;
+  schema?: string;
+  drop(): Promise<void>;
+}
+
+/** A throwaway database: a fresh SQLite file, or a fresh PostgreSQL schema. Migrated. */
+export async function createTestDatabase(backend: BackendName): Promise<TestDatabase> {
+  if (backend === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'supplyline-test-'));
+    const url = `sqlite:${join(dir, 'test.db')}`;
+    const handle = createDatabase(url);
+    await migrateToLatest(handle.db, handle.dialect);
+    return { handle, url, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const url = process.env.TEST_DATABASE_URL!;
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`create schema ${schema}`);
+  await admin.end();
+  const handle = createDatabase(url, { schema });
+  await migrateToLatest(handle.db, handle.dialect);
+  return {
+    handle, url, schema,
+    drop: async () => {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      await c.query(`drop schema ${schema} cascade`);
+      await c.end();
+    },
+  };
+}
+
+export class TestContext {
+  constructor(readonly backend: BackendName, readonly database: TestDatabase, readonly app: App, readonly config: Config) {}
+
+  get db(): Kysely<Database> {
+    return this.database.handle.db;
+  }
+
+  /** A fresh business with its own key, as every test should use. */
+  async createTenant(name = 'Test Supplier'): Promise<Tenant> {
+    const created = await this.db.transaction().execute((trx) => createBusiness(trx, name));
+    return tenant(created.businessId, created.apiKey, created.keyId);
+  }
+
+  async addKey(owner: Tenant): Promise<Tenant> {
+    const key = await createApiKey(this.db, owner.businessId);
+    return tenant(owner.businessId, key.apiKey, key.keyId);
+  }
+
+  async request<T = any>(method: string, url: string, options: RequestOptions = {}): Promise<Response<T>> {
+    const headers: Record<string, string> = { ...(options.as ? options.as.headers : {}), ...options.headers };
+    const hasBody = options.body !== undefined;
+    if (hasBody && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+    const response = await this.app.inject({
+      method: method as 'GET',
+      url,
+      headers,
+      payload: hasBody ? (typeof options.body === 'string' ? options.body : JSON.stringify(options.body)) : undefined,
+    });
+    const text = response.body;
+    let body: any = text;
+    try { body = text === '' ? undefined : JSON.parse(text); } catch { /* not JSON: keep the text */ }
+    return { status: response.statusCode, body, headers: response.headers };
+  }
+
+  async close(): Promise<void> {
+    await this.app.close();
+    await this.database.handle.close();
+    await this.database.drop();
+  }
+}
+
+function tenant(businessId: string, apiKey: string, keyId: string): Tenant {
+  return { businessId, apiKey, keyId, headers: { 'x-business-id': businessId, 'x-api-key': apiKey } };
+}
+
+export interface ContextOptions {
+  config?: Partial<Config>;
+  rateLimiter?: RateLimiter | null;
+  clock?: () => number;
+}
+
+export async function createTestContext(backend: BackendName, options: ContextOptions = {}): Promise<TestContext> {
+  const database = await createTestDatabase(backend);
+  const config = Object.freeze({ ...loadConfig({ RATE_LIMIT_RPS: '0' }), ...options.config });
+  const app = await createApp({ db: database.handle.db, config, rateLimiter: options.rateLimiter ?? null, clock: options.clock });
+  await app.ready();
+  return new TestContext(backend, database, app, config);
+}
+
+/**
+ * Declares a suite once per backend, with a fresh database for the suite:
+ * `describeEachBackend('POST /api/v1/items', (ctx) => { it(...) })`.
+ */
+export function describeEachBackend(title: string, body: (ctx: () => TestContext) => void, options: ContextOptions = {}): void {
+  for (const backend of backends) {
+    describe(`[${backend}] ${title}`, () => {
+      let context: TestContext | undefined;
+      before(async () => { context = await createTestContext(backend, options); });
+      after(async () => { await context?.close(); });
+      body(() => context!);
+    });
+  }
+}

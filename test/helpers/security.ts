@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { revokeApiKey } from '../../src/businesses/repository.ts';
+import type { Tenant, TestContext } from './context.ts';
+
+export interface SecurityCase {
+  method: string;
+  /** Builds a URL to a resource that `owner` owns (creating it if needed). */
+  url: (ctx: TestContext, owner: Tenant) => Promise<string> | string;
+  body?: unknown;
+  /** False for collection routes, where there is no other tenant's resource to reach. */
+  crossTenant?: boolean;
+}
+
+export function assertUnauthorized(response: { status: number; body: any; headers: Record<string, unknown> }) {
+  assert.equal(response.status, 401);
+  assert.deepEqual(Object.keys(response.body).sort(), ['error', 'errorCode', 'message', 'requestId']);
+  assert.equal(response.body.errorCode, 'UNAUTHORIZED');
+  assert.equal(response.body.message, 'Unauthorized');
+  assert.equal(response.body.requestId, response.headers['x-request-id']);
+}
+
+/** The same four cases for every route: no key, wrong key, revoked key, another tenant's resource. */
+export function securityCases(ctx: () => TestContext, spec: SecurityCase): void {
+  const name = `${spec.method}`;
+  it(`${name}: no credentials gives 401`, async () => {
+    const owner = await ctx().createTenant();
+    const url = await spec.url(ctx(), owner);
+    assertUnauthorized(await ctx().request(spec.method, url, { body: spec.body }));
+    assertUnauthorized(await ctx().request(spec.method, url, { body: spec.body, headers: { 'x-business-id': owner.businessId } }));
+  });
+
+  it(`${name}: a wrong key, or a key of another business, gives 401`, async () => {
+    const owner = await ctx().createTenant();
+    const other = await ctx().createTenant();
+    const url = await spec.url(ctx(), owner);
+    const wrong = { 'x-business-id': owner.businessId, 'x-api-key': '0'.repeat(32) };
+    assertUnauthorized(await ctx().request(spec.method, url, { body: spec.body, headers: wrong }));
+    const crossed = { 'x-business-id': owner.businessId, 'x-api-key': other.apiKey };
+    assertUnauthorized(await ctx().request(spec.method, url, { body: spec.body, headers: crossed }));
+  });
+
+  it(`${name}: a revoked key gives 401`, async () => {
+    const owner = await ctx().createTenant();
+    const url = await spec.url(ctx(), owner);
+    const spare = await ctx().addKey(owner);
+    await revokeApiKey(ctx().db, spare.keyId);
+    assertUnauthorized(await ctx().request(spec.method, url, { as: spare, body: spec.body }));
+  });
+
+  if (spec.crossTenant === false) return;
+  it(`${name}: another business's resource is a 404, never its data`, async () => {
+    const owner = await ctx().createTenant();
+    const intruder = await ctx().createTenant();
+    const url = await spec.url(ctx(), owner);
+    const response = await ctx().request(spec.method, url, { as: intruder, body: spec.body });
+    assert.equal(response.status, 404);
+    assert.equal(response.body.errorCode, 'NOT_FOUND');
+    assert.ok(!JSON.stringify(response.body).includes(owner.businessId));
+  });
+}
