@@ -15,6 +15,8 @@ import { rateLimitHeaders, type BucketSettings, type RateLimiter } from './http/
 import { ErrorResponse } from './http/schema.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { itemRoutes } from './items/routes.ts';
+import { buyerRoutes } from './buyers/routes.ts';
+import { pricingRoutes } from './pricing/routes.ts';
 import { newId } from './lib/ids.ts';
 
 declare module 'fastify' {
@@ -43,6 +45,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export async function createApp(deps: AppDeps) {
   const { db, config, rateLimiter } = deps;
   const clock = deps.clock ?? Date.now;
+  const errorHandler = createErrorHandler(config.bodyLimitBytes);
   const app = Fastify({
     logger: deps.logger ?? false,
     bodyLimit: config.bodyLimitBytes,
@@ -54,10 +57,15 @@ export async function createApp(deps: AppDeps) {
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId('req');
     },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    // Errors raised by the router itself (bad URL encoding, overlong ids) get the same body as the rest.
+    frameworkErrors: (error, request, reply) => {
+      reply.header('x-request-id', request.id);
+      return errorHandler(error, request, reply);
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
-  app.setErrorHandler(createErrorHandler(config.bodyLimitBytes));
+  app.setErrorHandler(errorHandler);
   app.removeContentTypeParser(['text/plain']);
   app.decorateRequest('businessId', '');
   app.addSchema(ErrorResponse);
@@ -103,6 +111,8 @@ export async function createApp(deps: AppDeps) {
   const routeDeps: RouteDeps = { db, runWrite: createRunWrite(db, config.idempotencyTtlHours, clock) };
   await app.register(async (api) => {
     await itemRoutes(api, routeDeps);
+    await buyerRoutes(api, routeDeps);
+    await pricingRoutes(api, routeDeps);
   }, { prefix: '/api/v1' });
 
   // Expired idempotency records are purged in the background; a failure here is retried next time.

@@ -1,10 +1,12 @@
-import { Migrator, type Kysely, type Migration, type MigrationResultSet } from 'kysely';
+import { Migrator, sql, type Kysely, type Migration, type MigrationResultSet } from 'kysely';
 import { foundation } from './migrations/0001-foundation.ts';
+import { buyersAndPricing } from './migrations/0002-buyers-pricing.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
     '0001-foundation': foundation(dialect),
+    '0002-buyers-pricing': buyersAndPricing(dialect),
   };
 }
 
@@ -19,7 +21,12 @@ function isBusy(error: unknown): boolean {
  * retries, and then finds nothing left to do.
  */
 export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations(dialect) } });
+  // Kysely looks for its bookkeeping tables in every schema unless told which one; name ours, so
+  // that another schema in the same database (another deployment, a test run) is never mistaken for it.
+  const migrationTableSchema = dialect === 'postgres'
+    ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0].schema
+    : undefined;
+  const migrator = new Migrator({ db, migrationTableSchema, provider: { getMigrations: async () => migrations(dialect) } });
   for (let attempt = 1; ; attempt++) {
     const result: MigrationResultSet = await migrator.migrateToLatest();
     if (!result.error) return (result.results ?? []).map((r) => r.migrationName);

@@ -24,6 +24,10 @@ export function toApiError(error: FastifyError, request: FastifyRequest, bodyLim
       return badRequest('Request body is empty; send a JSON object');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return badRequest('Request body is not valid JSON');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return badRequest('A path parameter is too long');
+    case 'FST_ERR_BAD_URL':
+      return badRequest('The URL is malformed');
   }
   if (/forbidden prototype property/i.test(error.message)) {
     return badRequest('Request body must not contain the keys __proto__ or constructor.prototype');

@@ -86,8 +86,8 @@ export class RedisRateLimiter implements RateLimiter {
 
   constructor(url: string, private readonly settings: BucketSettings, private readonly prefix = 'supplyline:rl:',
     private readonly onError: (error: unknown) => void = () => {}) {
-    // Fail fast rather than queue: a slow or absent Redis must not hold requests.
-    this.redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
+    // Bounded waits: a slow or absent Redis may delay a request by at most a second, never hold it.
+    this.redis = new Redis(url, { maxRetriesPerRequest: 1, commandTimeout: 1000, connectTimeout: 2000 });
     this.redis.on('error', onError);
     this.redis.defineCommand('supplylineTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
   }
@@ -105,10 +105,6 @@ export class RedisRateLimiter implements RateLimiter {
       this.onError(error);
       return { allowed: true, remaining: this.settings.burst, resetSeconds: 0, retryAfterSeconds: 0 };
     }
-  }
-
-  async ready(): Promise<void> {
-    if (this.redis.status !== 'ready') await new Promise((resolve) => this.redis.once('ready', resolve));
   }
 
   async close(): Promise<void> {

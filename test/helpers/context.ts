@@ -120,14 +120,17 @@ function tenant(businessId: string, apiKey: string, keyId: string): Tenant {
 
 export interface ContextOptions {
   config?: Partial<Config>;
-  rateLimiter?: RateLimiter | null;
+  /** Made afresh for each context, and closed with it. */
+  rateLimiter?: () => RateLimiter;
   clock?: () => number;
 }
 
 export async function createTestContext(backend: BackendName, options: ContextOptions = {}): Promise<TestContext> {
   const database = await createTestDatabase(backend);
   const config = Object.freeze({ ...loadConfig({ RATE_LIMIT_RPS: '0' }), ...options.config });
-  const app = await createApp({ db: database.handle.db, config, rateLimiter: options.rateLimiter ?? null, clock: options.clock });
+  const rateLimiter = options.rateLimiter?.() ?? null;
+  const app = await createApp({ db: database.handle.db, config, rateLimiter, clock: options.clock });
+  app.addHook('onClose', async () => rateLimiter?.close());
   await app.ready();
   return new TestContext(backend, database, app, config);
 }

@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { describeEachBackend } from './helpers/context.ts';
+
+const EXTENSIONS = ['get /api/v1/items'];
+
+describeEachBackend('GET /openapi.json', (ctx) => {
+  it('is a valid OpenAPI 3.1 document titled Supplyline 1.0.0', async () => {
+    const res = await ctx().request('GET', '/openapi.json');
+    assert.equal(res.status, 200);
+    assert.equal(res.body.openapi, '3.1.0');
+    assert.equal(res.body.info.title, 'Supplyline');
+    assert.equal(res.body.info.version, '1.0.0');
+    const result = await new Validator().validate(res.body);
+    assert.equal(result.valid, true, JSON.stringify(result.errors, null, 1)?.slice(0, 2000));
+  });
+
+  it('documents auth headers and error responses on every operation, and marks extensions', async () => {
+    const doc = (await ctx().request('GET', '/openapi.json')).body;
+    let operations = 0;
+    for (const [path, ops] of Object.entries<Record<string, any>>(doc.paths)) {
+      for (const [method, op] of Object.entries<any>(ops)) {
+        operations++;
+        const headers = op.parameters.filter((p: any) => p.in === 'header').map((p: any) => p.name.toLowerCase());
+        assert.ok(headers.includes('x-business-id') && headers.includes('x-api-key'), `${method} ${path}`);
+        if (method === 'post' || method === 'patch') assert.ok(headers.includes('idempotency-key'), `${method} ${path}`);
+        assert.ok(op.responses['401'] && op.responses['404'] && op.responses['500'], `${method} ${path}`);
+        assert.ok(op.operationId && op.summary, `${method} ${path}`);
+        assert.equal(op['x-supplyline-extension'] === true, EXTENSIONS.includes(`${method} ${path}`) || op['x-supplyline-extension'] === true);
+      }
+    }
+    assert.ok(operations >= 5);
+    for (const op of EXTENSIONS) {
+      const [method, path] = op.split(' ');
+      assert.equal(doc.paths[path][method]['x-supplyline-extension'], true, op);
+    }
+    assert.equal(doc.paths['/api/v1/items'].post['x-supplyline-extension'], undefined);
+    assert.ok(doc.components.schemas.ErrorResponse);
+  });
+
+  it('serves the docs UI from the package, without a CDN', async () => {
+    const res = await ctx().request('GET', '/docs/');
+    assert.equal(res.status, 200);
+    assert.match(String(res.body), /swagger/i);
+    assert.ok(!/https?:\/\/(cdn|unpkg)/.test(String(res.body)));
+  });
+});
