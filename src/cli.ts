@@ -1,0 +1,192 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { createApiKey, createBusiness, findBusiness, listApiKeys, revokeApiKey } from './businesses/repository.ts';
+import { ConfigError, loadConfig } from './config.ts';
+import { createDatabase, type DatabaseHandle } from './db/connection.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import type { Db } from './db/types.ts';
+
+/** The caller got the invocation wrong: exit code 2 and a pointer to the usage text. */
+class UsageError extends Error {}
+/** An expected failure (unknown business or key): exit code 1 and the message, never a stack. */
+class CliError extends Error {}
+
+type Values = Record<string, string | boolean | undefined>;
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+interface Command {
+  usage: string;
+  options: Options;
+  required: string[];
+  /** `applied` lists the migrations that ran just before this command. */
+  run(handle: DatabaseHandle, values: Values, applied: string[]): Promise<void>;
+}
+
+const json: Options = { json: { type: 'boolean' } };
+
+const commands: Record<string, Command> = {
+  'business create': {
+    usage: 'business create --name NAME [--json]   create a business and its first API key',
+    options: { name: { type: 'string' }, ...json },
+    required: ['name'],
+    async run({ db }, values) {
+      const name = String(values.name).trim();
+      if (name === '') throw new UsageError('--name must not be empty');
+      const created = await db.transaction().execute((trx) => createBusiness(trx, name));
+      if (values.json) return printJson({ businessId: created.businessId, apiKey: created.apiKey });
+      printLines(
+        `Created business ${created.businessId} (${name}).`,
+        'Its API key is shown only this once; store it now:',
+        `  X-Business-Id: ${created.businessId}`,
+        `  X-API-Key:     ${created.apiKey}`,
+        `  (key id ${created.keyId}, for revoking it later)`,
+      );
+    },
+  },
+  'key create': {
+    usage: 'key create --business ID [--json]      add an API key to a business',
+    options: { business: { type: 'string' }, ...json },
+    required: ['business'],
+    async run({ db }, values) {
+      const businessId = await requireBusiness(db, String(values.business));
+      const key = await createApiKey(db, businessId);
+      if (values.json) return printJson({ businessId, keyId: key.keyId, apiKey: key.apiKey });
+      printLines(
+        `Created key ${key.keyId} for business ${businessId}.`,
+        'The API key is shown only this once; store it now:',
+        `  X-API-Key: ${key.apiKey}`,
+      );
+    },
+  },
+  'key list': {
+    usage: 'key list --business ID [--json]        list a business\'s API keys (never the keys themselves)',
+    options: { business: { type: 'string' }, ...json },
+    required: ['business'],
+    async run({ db }, values) {
+      const businessId = await requireBusiness(db, String(values.business));
+      const keys = await listApiKeys(db, businessId);
+      if (values.json) return printJson(keys);
+      if (keys.length === 0) return printLines(`Business ${businessId} has no API keys.`);
+      printTable(
+        ['ID', 'PREFIX', 'CREATED', 'LAST USED', 'REVOKED'],
+        keys.map((k) => [k.id, k.prefix, k.createdAt, k.lastUsedAt ?? '-', k.revokedAt ?? '-']),
+      );
+    },
+  },
+  'key revoke': {
+    usage: 'key revoke --key-id ID                 revoke an API key',
+    options: { 'key-id': { type: 'string' } },
+    required: ['key-id'],
+    async run({ db }, values) {
+      const keyId = String(values['key-id']);
+      if (!(await revokeApiKey(db, keyId))) throw new CliError(`Key ${keyId} not found`);
+      // Instances cache verified keys briefly (config.authCacheMs), so say when it really stops working.
+      printLines(`Revoked key ${keyId}. Revocation takes effect on every instance within 5 seconds.`);
+    },
+  },
+  migrate: {
+    usage: 'migrate                                apply pending database migrations',
+    options: {},
+    required: [],
+    async run({ describe }, _values, applied) {
+      if (applied.length === 0) return printLines(`Database is up to date (${describe}).`);
+      printLines(`Applied ${applied.length} migration(s) to ${describe}:`, ...applied.map((name) => `  ${name}`));
+    },
+  },
+};
+
+function formatUsage(): string {
+  return [
+    'Usage: supplyline <command> [options]   (or: npm run cli -- <command> [options])',
+    '',
+    'Commands:',
+    ...Object.values(commands).map((c) => `  ${c.usage}`),
+    '  help                                   show this text',
+    '',
+    'The database comes from DATABASE_URL (sqlite:PATH or postgres://...; default sqlite:./data/supplyline.db).',
+    'Pending migrations are applied before every command.',
+  ].join('\n');
+}
+
+async function requireBusiness(db: Db, businessId: string): Promise<string> {
+  if (!(await findBusiness(db, businessId))) throw new CliError(`Business ${businessId} not found`);
+  return businessId;
+}
+
+function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value)}\n`);
+}
+
+function printLines(...lines: string[]): void {
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+function printTable(header: string[], rows: string[][]): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const format = (row: string[]) => row.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd();
+  printLines(format(header), ...rows.map(format));
+}
+
+/** Splits argv into a command and its validated options; throws UsageError for anything off. */
+function parseCommand(argv: string[]): { command: Command; values: Values } | 'help' {
+  if (argv.length === 0 || ['help', '--help', '-h'].includes(argv[0])) return 'help';
+  const words = argv[0] === 'migrate' ? 1 : 2;
+  const name = argv.slice(0, words).join(' ');
+  const command = commands[name];
+  if (!command) throw new UsageError(`Unknown command '${name}'`);
+  let values: Values;
+  try {
+    ({ values } = parseArgs({
+      args: argv.slice(words),
+      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    // parseArgs reports bad flags as TypeErrors with ERR_PARSE_ARGS_* codes; anything else is a bug.
+    if (String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')) throw new UsageError((error as Error).message);
+    throw error;
+  }
+  if (values.help) return 'help';
+  const missing = command.required.filter((option) => values[option] === undefined);
+  if (missing.length > 0) throw new UsageError(`'${name}' needs ${missing.map((o) => `--${o}`).join(' and ')}`);
+  return { command, values };
+}
+
+/** Returns the exit code: 0 on success, 1 for failures, 2 for usage errors. */
+async function runCli(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
+  let handle: DatabaseHandle | undefined;
+  try {
+    const parsed = parseCommand(argv);
+    if (parsed === 'help') {
+      printLines(formatUsage());
+      return 0;
+    }
+    // The same two steps as runtime.ts's openDatabase, without importing the HTTP stack it sits
+    // next to (a third of each invocation's start-up time), and keeping the list of what ran.
+    handle = createDatabase(loadConfig(env).databaseUrl);
+    const applied = await migrateToLatest(handle.db, handle.dialect);
+    await parsed.command.run(handle, parsed.values, applied);
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      process.stderr.write(`Error: ${error.message}\nRun 'supplyline help' for usage.\n`);
+      return 2;
+    }
+    const prefix = error instanceof ConfigError ? 'Configuration error' : 'Error';
+    // Unexpected errors (an unreachable database, say) are reported the same way: operators need
+    // the message, and a stack trace would only bury it.
+    const message = error instanceof Error ? error.message || error.name : String(error);
+    process.stderr.write(`${prefix}: ${message}${error instanceof CliError || error instanceof ConfigError ? '' : formatCause(error)}\n`);
+    return 1;
+  } finally {
+    await handle?.close().catch(() => {});
+  }
+}
+
+function formatCause(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? ` (${code})` : '';
+}
+
+// exitCode rather than process.exit(), so output piped to another program is flushed first.
+process.exitCode = await runCli(process.argv.slice(2));

@@ -1,0 +1,184 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { createBusiness, findActiveKeys, findBusiness, hashApiKey } from '../src/businesses/repository.ts';
+import { createDatabase } from '../src/db/connection.ts';
+import { backends, type BackendName } from './helpers/context.ts';
+
+const root = dirname(dirname(fileURLToPath(import.meta.url)));
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI as an operator would, in its own process; with `bin`, through bin/supplyline.js from that cwd. */
+function runCli(args: string[], databaseUrl: string, bin?: { cwd: string }): Promise<Result> {
+  const [file, ...prefix] = bin ? [join(root, 'bin', 'supplyline.js')] : [process.execPath, '--import', 'tsx', 'src/cli.ts'];
+  return new Promise((resolve) => {
+    execFile(file, [...prefix, ...args], { cwd: bin?.cwd ?? root, env: { ...process.env, DATABASE_URL: databaseUrl } }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/**
+ * A throwaway database URL. On PostgreSQL this is a whole database rather than a schema,
+ * because the CLI only takes DATABASE_URL and has no way to be told a schema.
+ */
+async function createDatabaseUrl(backend: BackendName): Promise<{ url: string; drop(): Promise<void> }> {
+  if (backend === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'supplyline-cli-'));
+    return { url: `sqlite:${join(dir, 'cli.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const adminUrl = process.env.TEST_DATABASE_URL!;
+  const name = `cli_${randomBytes(6).toString('hex')}`;
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const withAdmin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    try { await client.query(sql); } finally { await client.end(); }
+  };
+  await withAdmin(`create database ${name}`);
+  return { url: url.toString(), drop: () => withAdmin(`drop database if exists ${name} with (force)`) };
+}
+
+function assertNoStack(result: Result): void {
+  assert.doesNotMatch(result.stderr, /^\s+at /m, 'expected errors are reported without a stack trace');
+}
+
+describe('CLI arguments', () => {
+  const url = `sqlite:${join(tmpdir(), 'supplyline-cli-never-opened.db')}`;
+
+  it('prints usage for help, --help and no arguments, from the bin in any directory', async () => {
+    const [help, bare, bin] = await Promise.all([
+      runCli(['help'], url),
+      runCli([], url),
+      runCli(['--help'], url, { cwd: tmpdir() }),
+    ]);
+    for (const result of [help, bare, bin]) {
+      assert.equal(result.code, 0, result.stderr);
+      for (const command of ['business create', 'key create', 'key list', 'key revoke', 'migrate']) {
+        assert.match(result.stdout, new RegExp(command));
+      }
+    }
+  });
+
+  it('rejects unknown commands, unknown flags and missing values with exit code 2', async () => {
+    const results = await Promise.all([
+      runCli(['frobnicate'], url),
+      runCli(['business', 'create', '--name', 'A', '--bogus'], url),
+      runCli(['business', 'create'], url),
+      runCli(['key', 'list', '--business'], url),
+    ]);
+    for (const result of results) {
+      assert.equal(result.code, 2, result.stderr);
+      assert.match(result.stderr, /^Error: .+\nRun 'supplyline help' for usage\./);
+      assert.equal(result.stdout, '');
+      assertNoStack(result);
+    }
+    assert.match(results[0].stderr, /Unknown command 'frobnicate'/);
+    assert.match(results[1].stderr, /--bogus/);
+    assert.match(results[2].stderr, /needs --name/);
+  });
+
+  it('reports a bad DATABASE_URL with exit code 1', async () => {
+    const result = await runCli(['migrate'], 'mysql://localhost/x');
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /DATABASE_URL must be sqlite:PATH or postgres:/);
+    assertNoStack(result);
+  });
+});
+
+for (const backend of backends) {
+  describe(`[${backend}] CLI`, () => {
+    let database: { url: string; drop(): Promise<void> };
+    before(async () => { database = await createDatabaseUrl(backend); });
+    after(async () => { await database?.drop(); });
+
+    it('migrate applies the migrations once, then says the database is up to date', async () => {
+      const first = await runCli(['migrate'], database.url);
+      assert.equal(first.code, 0, first.stderr);
+      assert.match(first.stdout, /0001-foundation/);
+      const second = await runCli(['migrate'], database.url);
+      assert.equal(second.code, 0, second.stderr);
+      assert.match(second.stdout, /Database is up to date/);
+      assert.doesNotMatch(second.stdout, /0001-foundation/);
+    });
+
+    it('business create --json prints one line whose key is stored as a working key', async () => {
+      const result = await runCli(['business', 'create', '--name', 'Acme Wholesale', '--json'], database.url);
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stdout, /^\{[^\n]*\}\n$/);
+      const created = JSON.parse(result.stdout);
+      assert.deepEqual(Object.keys(created), ['businessId', 'apiKey']);
+      assert.match(created.businessId, /^bus_/);
+
+      const handle = createDatabase(database.url);
+      try {
+        assert.equal((await findBusiness(handle.db, created.businessId))?.name, 'Acme Wholesale');
+        const keys = await findActiveKeys(handle.db, created.businessId);
+        assert.deepEqual(keys.map((k) => k.key_hash), [hashApiKey(created.apiKey)]);
+      } finally {
+        await handle.close();
+      }
+    });
+
+    it('key create, list and revoke round-trip', async () => {
+      // Created in-process: the CLI's own business create is covered above, and each run costs a second.
+      const handle = createDatabase(database.url);
+      const business = await handle.db.transaction().execute((trx) => createBusiness(trx, 'Keys Ltd')).finally(() => handle.close());
+      const createdKey = await runCli(['key', 'create', '--business', business.businessId, '--json'], database.url);
+      assert.equal(createdKey.code, 0, createdKey.stderr);
+      const key = JSON.parse(createdKey.stdout);
+      assert.equal(key.businessId, business.businessId);
+      assert.match(key.keyId, /^key_/);
+      assert.notEqual(key.apiKey, business.apiKey);
+
+      const revoked = await runCli(['key', 'revoke', '--key-id', key.keyId], database.url);
+      assert.equal(revoked.code, 0, revoked.stderr);
+      assert.match(revoked.stdout, /every instance within 5 seconds/);
+
+      const [listed, table] = await Promise.all([
+        runCli(['key', 'list', '--business', business.businessId, '--json'], database.url),
+        runCli(['key', 'list', '--business', business.businessId], database.url),
+      ]);
+      assert.equal(listed.code, 0, listed.stderr);
+      const keys = JSON.parse(listed.stdout);
+      assert.equal(keys.length, 2);
+      type ListedKey = { id: string; prefix: string; revokedAt: string | null };
+      const revokedKey = keys.find((k: ListedKey) => k.id === key.keyId) as ListedKey;
+      const firstKey = keys.find((k: ListedKey) => k.id !== key.keyId) as ListedKey;
+      assert.match(revokedKey.revokedAt ?? '', /^\d{4}-\d\d-\d\dT/);
+      assert.equal(revokedKey.prefix, key.apiKey.slice(0, 8));
+      assert.equal(firstKey.revokedAt, null);
+
+      assert.equal(table.code, 0, table.stderr);
+      assert.match(table.stdout, /^ID\s+PREFIX\s+CREATED\s+LAST USED\s+REVOKED/);
+      assert.match(table.stdout, new RegExp(`${key.keyId}\\s+${key.apiKey.slice(0, 8)}\\s+\\S+\\s+-\\s+\\d{4}-`));
+      assert.doesNotMatch(table.stdout, new RegExp(key.apiKey), 'the list never shows a key');
+    });
+
+    it('unknown business and unknown key exit 1 with a message', async () => {
+      const [business, key] = await Promise.all([
+        runCli(['key', 'create', '--business', 'bus_missing', '--json'], database.url),
+        runCli(['key', 'revoke', '--key-id', 'key_missing'], database.url),
+      ]);
+      assert.equal(business.code, 1);
+      assert.equal(business.stdout, '');
+      assert.match(business.stderr, /Business bus_missing not found/);
+      assert.equal(key.code, 1);
+      assert.match(key.stderr, /Key key_missing not found/);
+      assertNoStack(business);
+      assertNoStack(key);
+    });
+  });
+}
