@@ -1,0 +1,172 @@
+import { sql, type Selectable } from 'kysely';
+import { offsetOf, propertyCondition, type Page, type PropertyFilter } from '../db/list.ts';
+import type { Db, PhantomTable } from '../db/types.ts';
+import { newId } from '../lib/ids.ts';
+import { deepMerge, readJson, writeJson, type JsonObject } from '../lib/json.ts';
+import { toIso } from '../lib/time.ts';
+import { findDefaultListId } from '../pricing/repository.ts';
+import { loadContacts, type ContactRows, type EmailRow, type LocationRow, type PhoneRow } from './contact-repository.ts';
+import type { Buyer, CreateBuyerInput } from './schema.ts';
+
+export type BuyerRow = Selectable<PhantomTable> & {
+  partnership_id: string;
+  partnership_status: string;
+  item_list_id: string | null;
+};
+
+const toEmail = (r: EmailRow) => ({
+  id: r.id, email: r.email, contactName: r.contact_name, isPrimary: Boolean(r.is_primary),
+  isVerified: Boolean(r.is_verified), verifiedAt: toIso(r.verified_at), sequence: r.sequence,
+});
+const toPhone = (r: PhoneRow) => ({
+  id: r.id, phone: r.phone, contactName: r.contact_name, isPrimary: Boolean(r.is_primary),
+  isVerified: Boolean(r.is_verified), verifiedAt: toIso(r.verified_at), sequence: r.sequence,
+});
+const toLocation = (r: LocationRow) => ({
+  id: r.id, label: r.label, type: r.type, status: r.status, addressLine1: r.address_line1, addressLine2: r.address_line2,
+  city: r.city, state: r.state, postcode: r.postcode, country: r.country, sequence: r.sequence,
+});
+
+export function toBuyer(row: BuyerRow, contacts: ContactRows): Buyer {
+  return {
+    id: row.id,
+    name: row.name,
+    legalName: row.legal_name,
+    primaryEmail: row.primary_email,
+    primaryPhone: row.primary_phone,
+    status: row.status,
+    partnershipId: row.partnership_id,
+    partnershipStatus: row.partnership_status,
+    itemListId: row.item_list_id,
+    buyerInfo: readJson(row.buyer_info),
+    properties: readJson(row.properties),
+    createdAt: toIso(row.created_at),
+    updatedAt: toIso(row.updated_at),
+    deletedAt: toIso(row.deleted_at),
+    emails: contacts.emails.map(toEmail),
+    phones: contacts.phones.map(toPhone),
+    locations: contacts.locations.map(toLocation),
+  };
+}
+
+export interface CreatedBuyer {
+  phantomId: string;
+  partnershipId: string;
+}
+
+/** The phantom, then the phantom buyer sharing its id, then the partnership on the default list. Contacts follow. */
+export async function insertBuyer(db: Db, businessId: string, input: CreateBuyerInput, now: string): Promise<CreatedBuyer> {
+  const { buyer } = input;
+  const phantomId = newId('phm');
+  await db.insertInto('phantoms').values({
+    id: phantomId,
+    business_id: businessId,
+    name: buyer.name,
+    legal_name: buyer.legalName ?? null,
+    // Primary contacts are settled once the contacts exist, so both always agree.
+    primary_email: null,
+    primary_phone: null,
+    status: 'ACTIVE',
+    buyer_info: writeJson(buyer.buyerInfo),
+    properties: writeJson(buyer.properties),
+    created_at: now,
+    updated_at: now,
+  }).execute();
+  await db.insertInto('phantom_buyers').values({ id: phantomId, business_id: businessId, created_at: now }).execute();
+  const partnershipId = newId('prt');
+  await db.insertInto('partnerships').values({
+    id: partnershipId,
+    business_id: businessId,
+    phantom_id: phantomId,
+    status: input.partnershipStatus ?? 'ACTIVE',
+    item_list_id: await findDefaultListId(db, businessId),
+    created_at: now,
+    updated_at: now,
+  }).execute();
+  return { phantomId, partnershipId };
+}
+
+function selectBuyers(db: Db, businessId: string) {
+  return db.selectFrom('phantoms')
+    .innerJoin('partnerships', (join) => join
+      .onRef('partnerships.phantom_id', '=', 'phantoms.id')
+      .onRef('partnerships.business_id', '=', 'phantoms.business_id'))
+    .where('phantoms.business_id', '=', businessId);
+}
+
+/** A live buyer of this business (phantom with its partnership), or undefined: missing, deleted or foreign. */
+export async function findBuyerRow(db: Db, businessId: string, id: string): Promise<BuyerRow | undefined> {
+  return selectBuyers(db, businessId).selectAll('phantoms')
+    .select(['partnerships.id as partnership_id', 'partnerships.status as partnership_status', 'partnerships.item_list_id'])
+    .where('phantoms.id', '=', id).where('phantoms.deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+export async function findBuyer(db: Db, businessId: string, id: string): Promise<Buyer | undefined> {
+  const row = await findBuyerRow(db, businessId, id);
+  return row && toBuyer(row, await loadContacts(db, businessId, [id]));
+}
+
+export interface ListBuyersOptions {
+  page: number;
+  limit: number;
+  includeDeleted: boolean;
+  updatedSince?: string;
+  partnershipStatus?: string;
+  property: PropertyFilter | null;
+}
+
+export async function listBuyers(db: Db, businessId: string, options: ListBuyersOptions): Promise<Page<Buyer>> {
+  let query = selectBuyers(db, businessId);
+  if (!options.includeDeleted) query = query.where('phantoms.deleted_at', 'is', null);
+  if (options.updatedSince) query = query.where('phantoms.updated_at', '>', options.updatedSince);
+  if (options.partnershipStatus) query = query.where('partnerships.status', '=', options.partnershipStatus);
+  if (options.property) query = query.where(propertyCondition(db, sql.ref('phantoms.properties'), options.property));
+
+  const { total } = await query.select((eb) => eb.fn.countAll().as('total')).executeTakeFirstOrThrow();
+  const rows = await query.selectAll('phantoms')
+    .select(['partnerships.id as partnership_id', 'partnerships.status as partnership_status', 'partnerships.item_list_id'])
+    .orderBy('phantoms.created_at', 'desc').orderBy('phantoms.id', 'desc')
+    .limit(options.limit).offset(offsetOf(options.page, options.limit))
+    .execute();
+  const contacts = await loadContacts(db, businessId, rows.map((r) => r.id));
+  const of = <T extends { phantom_id: string }>(list: T[], id: string) => list.filter((c) => c.phantom_id === id);
+  return {
+    items: rows.map((r) => toBuyer(r, {
+      emails: of(contacts.emails, r.id), phones: of(contacts.phones, r.id), locations: of(contacts.locations, r.id),
+    })),
+    total: Number(total),
+    page: options.page,
+    pageSize: options.limit,
+  };
+}
+
+export interface PhantomChanges {
+  name?: string;
+  legalName?: string | null;
+  buyerInfo?: JsonObject | null;
+  properties?: JsonObject;
+}
+
+/** Any buyer PATCH moves the phantom's updatedAt, so `updatedSince` sees contact and partnership changes too. */
+export async function updatePhantom(db: Db, businessId: string, row: BuyerRow, changes: PhantomChanges, now: string): Promise<void> {
+  await db.updateTable('phantoms').set({
+    ...(changes.name !== undefined && { name: changes.name }),
+    ...(changes.legalName !== undefined && { legal_name: changes.legalName }),
+    ...(changes.buyerInfo !== undefined && {
+      buyer_info: writeJson(changes.buyerInfo === null ? null : deepMerge(readJson(row.buyer_info), changes.buyerInfo)),
+    }),
+    ...(changes.properties !== undefined && { properties: writeJson(deepMerge(readJson(row.properties), changes.properties)) }),
+    updated_at: now,
+  }).where('business_id', '=', businessId).where('id', '=', row.id).execute();
+}
+
+export async function setPrimaryValues(db: Db, businessId: string, phantomId: string, values: { primary_email?: string | null; primary_phone?: string | null }): Promise<void> {
+  if (Object.keys(values).length === 0) return;
+  await db.updateTable('phantoms').set(values).where('business_id', '=', businessId).where('id', '=', phantomId).execute();
+}
+
+export async function updatePartnershipStatus(db: Db, businessId: string, partnershipId: string, status: string, now: string): Promise<void> {
+  await db.updateTable('partnerships').set({ status, updated_at: now })
+    .where('business_id', '=', businessId).where('id', '=', partnershipId).execute();
+}

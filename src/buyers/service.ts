@@ -1,0 +1,143 @@
+import type { Db } from '../db/types.ts';
+import { badRequest, notFound, validationError } from '../http/errors.ts';
+import {
+  deleteContacts, findMissingContacts, insertEmails, insertLocations, insertPhones, listPrimaryCandidates, nextSequence,
+  setPrimaryContact, updateEmail, updateLocation, updatePhone, type PrimaryCandidate, type PrimaryKind,
+} from './contact-repository.ts';
+import {
+  findBuyerRow, insertBuyer, setPrimaryValues, updatePartnershipStatus, updatePhantom, type CreatedBuyer,
+} from './repository.ts';
+import type { CreateBuyerInput, UpdateBuyerInput } from './schema.ts';
+
+export const BUYER_NOT_FOUND = 'Buyer not found';
+
+export interface PrimaryRequest {
+  /** The contact this request marked `isPrimary: true`, if any. */
+  chosenId?: string;
+  /** The buyer's `primaryEmail`/`primaryPhone` as sent: undefined when not sent, null to clear. */
+  requested?: string | null;
+  /** Field path for the error when the two disagree, e.g. `buyer.primaryEmail`. */
+  field: string;
+}
+
+export interface PrimaryOutcome {
+  primaryId: string | null;
+  value: string | null;
+  /** A primary value that matches no contact yet: it becomes a new primary contact. */
+  createValue?: string;
+}
+
+const sameContact = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+
+/**
+ * Settles the one primary contact of a kind, so that the buyer's primary field always equals the
+ * contact marked primary (or both are empty). An explicit `isPrimary` wins; otherwise the buyer's
+ * field picks (or adds) the matching contact; otherwise whatever is still marked primary stays.
+ */
+export function choosePrimary(contacts: PrimaryCandidate[], request: PrimaryRequest): PrimaryOutcome {
+  const chosen = request.chosenId === undefined ? undefined : contacts.find((c) => c.id === request.chosenId);
+  if (chosen) {
+    if (request.requested !== undefined && (request.requested === null || !sameContact(request.requested, chosen.value))) {
+      throw validationError({ [request.field]: 'Must match the contact marked isPrimary' });
+    }
+    return { primaryId: chosen.id, value: chosen.value };
+  }
+  if (request.requested === null) return { primaryId: null, value: null };
+  if (request.requested !== undefined) {
+    const match = contacts.find((c) => sameContact(c.value, request.requested!));
+    return match ? { primaryId: match.id, value: match.value } : { primaryId: null, value: request.requested, createValue: request.requested };
+  }
+  const current = contacts.find((c) => c.isPrimary);
+  return { primaryId: current?.id ?? null, value: current?.value ?? null };
+}
+
+/** At most one contact of a kind may be marked primary in one request. */
+function checkOnePrimary(groups: Array<[string, Array<{ isPrimary?: boolean }> | undefined]>): void {
+  let seen = false;
+  for (const [path, list] of groups) {
+    for (const [i, contact] of (list ?? []).entries()) {
+      if (!contact.isPrimary) continue;
+      if (seen) throw validationError({ [`${path}.${i}.isPrimary`]: 'At most one contact can be primary' });
+      seen = true;
+    }
+  }
+}
+
+async function settlePrimary(db: Db, kind: PrimaryKind, businessId: string, phantomId: string, request: PrimaryRequest, now: string): Promise<string | null> {
+  const outcome = choosePrimary(await listPrimaryCandidates(db, kind, businessId, phantomId), request);
+  let primaryId = outcome.primaryId;
+  if (outcome.createValue !== undefined) {
+    const sequence = await nextSequence(db, kind === 'email' ? 'phantom_emails' : 'phantom_phones', businessId, phantomId);
+    const [row] = kind === 'email'
+      ? await insertEmails(db, businessId, phantomId, [{ email: outcome.createValue }], sequence, now)
+      : await insertPhones(db, businessId, phantomId, [{ phone: outcome.createValue }], sequence, now);
+    primaryId = row.id;
+  }
+  await setPrimaryContact(db, kind, businessId, phantomId, primaryId, now);
+  return outcome.value;
+}
+
+/** Creates the whole buyer bundle; run inside the write's transaction. */
+export async function createBuyer(db: Db, businessId: string, input: CreateBuyerInput, now: string): Promise<CreatedBuyer> {
+  checkOnePrimary([['emails', input.emails]]);
+  checkOnePrimary([['phones', input.phones]]);
+  const created = await insertBuyer(db, businessId, input, now);
+  const id = created.phantomId;
+  const emails = await insertEmails(db, businessId, id, input.emails ?? [], 1, now);
+  const phones = await insertPhones(db, businessId, id, input.phones ?? [], 1, now);
+  await insertLocations(db, businessId, id, input.locations ?? [], 1, now);
+  const chosenEmail = emails[(input.emails ?? []).findIndex((e) => e.isPrimary)]?.id;
+  const chosenPhone = phones[(input.phones ?? []).findIndex((p) => p.isPrimary)]?.id;
+  await setPrimaryValues(db, businessId, id, {
+    primary_email: await settlePrimary(db, 'email', businessId, id, { chosenId: chosenEmail, requested: input.buyer.primaryEmail, field: 'buyer.primaryEmail' }, now),
+    primary_phone: await settlePrimary(db, 'phone', businessId, id, { chosenId: chosenPhone, requested: input.buyer.primaryPhone, field: 'buyer.primaryPhone' }, now),
+  });
+  return created;
+}
+
+const hasEntries = (value: unknown) => value !== undefined && (typeof value !== 'object' || value === null || Object.keys(value).length > 0);
+
+async function checkContactIds(db: Db, businessId: string, phantomId: string, input: UpdateBuyerInput): Promise<void> {
+  const checks = [
+    ['phantom_emails', 'email', [...(input.updateEmails ?? []).map((c) => c.id), ...(input.deleteEmails ?? [])]],
+    ['phantom_phones', 'phone', [...(input.updatePhones ?? []).map((c) => c.id), ...(input.deletePhones ?? [])]],
+    ['phantom_locations', 'location', [...(input.updateLocations ?? []).map((c) => c.id), ...(input.deleteLocations ?? [])]],
+  ] as const;
+  for (const [table, noun, ids] of checks) {
+    const missing = await findMissingContacts(db, table, businessId, phantomId, ids);
+    if (missing.length > 0) throw notFound(`Buyer ${noun}(s) not found: ${missing.join(', ')}`);
+  }
+}
+
+/** Checks a buyer PATCH against the stored buyer, then applies it; run inside the write's transaction. */
+export async function patchBuyer(db: Db, businessId: string, id: string, input: UpdateBuyerInput, now: string): Promise<void> {
+  if (!Object.values(input).some(hasEntries)) throw badRequest('No valid fields provided for update');
+  const row = await findBuyerRow(db, businessId, id);
+  if (!row) throw notFound(BUYER_NOT_FOUND);
+  await checkContactIds(db, businessId, id, input);
+  checkOnePrimary([['createEmails', input.createEmails], ['updateEmails', input.updateEmails]]);
+  checkOnePrimary([['createPhones', input.createPhones], ['updatePhones', input.updatePhones]]);
+
+  const buyer = input.buyer ?? {};
+  await updatePhantom(db, businessId, row, buyer, now);
+  if (input.partnershipStatus !== undefined) await updatePartnershipStatus(db, businessId, row.partnership_id, input.partnershipStatus, now);
+
+  await deleteContacts(db, 'phantom_emails', businessId, id, input.deleteEmails ?? []);
+  await deleteContacts(db, 'phantom_phones', businessId, id, input.deletePhones ?? []);
+  await deleteContacts(db, 'phantom_locations', businessId, id, input.deleteLocations ?? []);
+  for (const email of input.updateEmails ?? []) await updateEmail(db, businessId, id, email, now);
+  for (const phone of input.updatePhones ?? []) await updatePhone(db, businessId, id, phone, now);
+  for (const location of input.updateLocations ?? []) await updateLocation(db, businessId, id, location, now);
+  const emails = await insertEmails(db, businessId, id, input.createEmails ?? [], await nextSequence(db, 'phantom_emails', businessId, id), now);
+  const phones = await insertPhones(db, businessId, id, input.createPhones ?? [], await nextSequence(db, 'phantom_phones', businessId, id), now);
+  await insertLocations(db, businessId, id, input.createLocations ?? [], await nextSequence(db, 'phantom_locations', businessId, id), now);
+
+  const chosenEmail = emails[(input.createEmails ?? []).findIndex((e) => e.isPrimary)]?.id
+    ?? input.updateEmails?.find((e) => e.isPrimary)?.id;
+  const chosenPhone = phones[(input.createPhones ?? []).findIndex((p) => p.isPrimary)]?.id
+    ?? input.updatePhones?.find((p) => p.isPrimary)?.id;
+  await setPrimaryValues(db, businessId, id, {
+    primary_email: await settlePrimary(db, 'email', businessId, id, { chosenId: chosenEmail, requested: buyer.primaryEmail, field: 'buyer.primaryEmail' }, now),
+    primary_phone: await settlePrimary(db, 'phone', businessId, id, { chosenId: chosenPhone, requested: buyer.primaryPhone, field: 'buyer.primaryPhone' }, now),
+  });
+}

@@ -1,0 +1,70 @@
+import { multiply } from '../lib/money.ts';
+
+/** The terms of a price list that decide whether, and how, it prices a variant. Decimals as text. */
+export interface ListTerms {
+  status: string;
+  globalPriceFactor: string;
+  globalCostFactor: string;
+  /** ISO 8601; null means open-ended. */
+  startDate: string | null;
+  endDate: string | null;
+}
+
+export interface EntryTerms {
+  id: string;
+  overrideFlatPrice: string | null;
+  currency: string | null;
+}
+
+export interface VariantTerms {
+  price: string;
+  cost: string | null;
+  currency: string;
+}
+
+/** A list with its entry for the variant (null when the list has none). */
+export interface PricingCandidate {
+  list: ListTerms;
+  entry: EntryTerms | null;
+}
+
+export interface EffectivePrice {
+  entryId: string;
+  price: string;
+  cost: string;
+  currency: string;
+}
+
+/** A list applies when it is ACTIVE and `now` lies within its dates, both ends inclusive. */
+export function isListApplicable(list: ListTerms, now: Date): boolean {
+  if (list.status !== 'ACTIVE') return false;
+  const t = now.getTime();
+  if (list.startDate !== null && t < Date.parse(list.startDate)) return false;
+  if (list.endDate !== null && t > Date.parse(list.endDate)) return false;
+  return true;
+}
+
+/**
+ * Prices one entry: the override when set, else the variant's price times the price factor;
+ * cost is the variant's cost (0 when it has none) times the cost factor. Decimal arithmetic only.
+ */
+export function priceEntry(variant: VariantTerms, list: ListTerms, entry: EntryTerms): EffectivePrice {
+  return {
+    entryId: entry.id,
+    price: entry.overrideFlatPrice ?? multiply(variant.price, list.globalPriceFactor),
+    cost: multiply(variant.cost ?? '0', list.globalCostFactor),
+    currency: entry.currency ?? variant.currency,
+  };
+}
+
+/**
+ * The price a buyer pays: its assigned list when that list applies now and has an entry for the
+ * variant, otherwise the default list (which always applies). Null when neither has an entry.
+ */
+export function resolveEffectivePrice(
+  variant: VariantTerms, assigned: PricingCandidate | null, fallback: PricingCandidate | null, now: Date,
+): EffectivePrice | null {
+  if (assigned?.entry && isListApplicable(assigned.list, now)) return priceEntry(variant, assigned.list, assigned.entry);
+  if (fallback?.entry) return priceEntry(variant, fallback.list, fallback.entry);
+  return null;
+}

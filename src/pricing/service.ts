@@ -1,0 +1,36 @@
+import type { Db } from '../db/types.ts';
+import { validationError, type FieldErrors } from '../http/errors.ts';
+import { findLivePartnershipIds, findLiveVariantIds, insertPriceList } from './repository.ts';
+import type { CreatePriceListInput } from './schema.ts';
+
+export const PRICE_LIST_NOT_FOUND = 'Price list not found';
+
+/**
+ * Checks every reference of a new price list (one fieldErrors entry per bad one), then writes it.
+ * Foreign ids read exactly like unknown ones, so nothing about other businesses leaks.
+ */
+export async function createPriceList(db: Db, businessId: string, input: CreatePriceListInput, now: string): Promise<string> {
+  const errors: FieldErrors = {};
+  const { startDate, endDate } = input.itemListData;
+  if (startDate != null && endDate != null && Date.parse(endDate) < Date.parse(startDate)) {
+    errors['itemListData.endDate'] = 'Must not be before startDate';
+  }
+
+  const entries = input.entries ?? [];
+  const variants = await findLiveVariantIds(db, businessId, entries.map((e) => e.itemVariantId));
+  const seen = new Set<string>();
+  entries.forEach((entry, i) => {
+    if (!variants.has(entry.itemVariantId)) errors[`entries.${i}.itemVariantId`] = 'Item variant not found';
+    else if (seen.has(entry.itemVariantId)) errors[`entries.${i}.itemVariantId`] = 'Item variant is listed more than once';
+    seen.add(entry.itemVariantId);
+  });
+
+  const partnerships = input.partnerships ?? [];
+  const live = await findLivePartnershipIds(db, businessId, partnerships);
+  partnerships.forEach((id, i) => {
+    if (!live.has(id)) errors[`partnerships.${i}`] = 'Partnership not found';
+  });
+
+  if (Object.keys(errors).length > 0) throw validationError(errors);
+  return insertPriceList(db, businessId, input, now);
+}
