@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import { createApp } from './app.ts';
 import { countBusinesses, createBusiness } from './businesses/repository.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
@@ -32,7 +33,8 @@ async function main() {
     : null;
 
   await app.listen({ port: config.port, host: config.host });
-  const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;
+  const { port } = app.server.address() as AddressInfo;
+  const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   if (demo) {
     console.log([
       '',

@@ -1,0 +1,2 @@
+// The benchmark suite (data generator, autocannon scenarios, ceiling run) is its own issue.
+console.log('No benchmark scenarios yet: see the performance issue.');

@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { newId } from '../src/lib/ids.ts';
+import { canonicalJson, checkProperties, deepMerge } from '../src/lib/json.ts';
+import { formatAmount, multiply, sum, toDecimalString } from '../src/lib/money.ts';
+
+describe('deepMerge', () => {
+  it('merges as the contract example says', () => {
+    const stored = { unleashed: { guid: '123' } };
+    const once = deepMerge(stored, { sage200Evo: { salesOrderNo: 456 } });
+    assert.deepEqual(once, { unleashed: { guid: '123' }, sage200Evo: { salesOrderNo: 456 } });
+    assert.deepEqual(deepMerge(once, { sage200Evo: { invoiceNo: 'I1' } }), {
+      unleashed: { guid: '123' }, sage200Evo: { salesOrderNo: 456, invoiceNo: 'I1' },
+    });
+  });
+
+  it('stores null as a value, and replaces arrays and scalars', () => {
+    assert.deepEqual(deepMerge({ a: { b: 1 }, c: [1, 2] }, { a: null, c: [3] }), { a: null, c: [3] });
+    assert.deepEqual(deepMerge(null, { a: null }), { a: null });
+  });
+
+  it('keeps every key of both sides, patch winning at the leaves (property)', () => {
+    fc.assert(fc.property(fc.object(), fc.object(), (a, b) => {
+      const merged = deepMerge(a, b);
+      for (const k of Object.keys(b)) assert.ok(k in merged);
+      for (const k of Object.keys(a)) assert.ok(k in merged);
+      assert.deepEqual(deepMerge(merged, b), merged, 'merging the same patch twice changes nothing');
+    }));
+  });
+});
+
+describe('checkProperties', () => {
+  it('accepts ordinary objects and rejects depth, size and forbidden keys', () => {
+    assert.equal(checkProperties({ a: { b: [1, { c: null }] } }), null);
+    let deep: unknown = 1;
+    for (let i = 0; i < 32; i++) deep = { n: deep };
+    assert.equal(checkProperties(deep), null, '32 levels are allowed');
+    assert.match(checkProperties({ n: deep }) ?? '', /32 levels/);
+    assert.match(checkProperties({ a: { constructor: 1 } }) ?? '', /constructor/);
+    assert.match(checkProperties({ big: 'x'.repeat(70_000) }) ?? '', /bytes/);
+  });
+
+  it('checks depth without recursion, so hostile nesting cannot overflow the stack', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    assert.match(checkProperties({ a: deep }) ?? '', /levels deep/);
+  });
+});
+
+describe('canonicalJson', () => {
+  it('ignores key order', () => {
+    fc.assert(fc.property(fc.object(), (o) => {
+      const reversed = Object.fromEntries(Object.entries(o).reverse());
+      assert.equal(canonicalJson(reversed), canonicalJson(o));
+    }));
+  });
+});
+
+describe('money', () => {
+  it('is exact decimal arithmetic', () => {
+    assert.equal(sum([multiply('0.1', 3), '9.9']), '10.2');
+    assert.equal(toDecimalString(0.1), '0.1');
+    assert.equal(formatAmount('12.5'), '12.50');
+    assert.equal(formatAmount('1.005'), '1.005');
+  });
+
+  it('sums integers like integers (property)', () => {
+    fc.assert(fc.property(fc.array(fc.integer({ min: -1e9, max: 1e9 })), (xs) => {
+      assert.equal(sum(xs), String(xs.reduce((a, b) => a + b, 0)));
+    }));
+  });
+});
+
+describe('ids', () => {
+  it('have the prefix and sort by creation, even within one millisecond', () => {
+    const ids = Array.from({ length: 1000 }, () => newId('ord', 1_700_000_000_000));
+    assert.ok(ids.every((id) => /^ord_[0-9a-z]{26}$/.test(id)));
+    assert.deepEqual([...ids].sort(), ids);
+    assert.equal(new Set(ids).size, ids.length);
+    assert.ok(newId('ord', 1_700_000_000_001) > ids[999]);
+  });
+});
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    const c = loadConfig({});
+    assert.equal(c.port, 3000);
+    assert.equal(c.host, '127.0.0.1');
+    assert.equal(c.databaseUrl, 'sqlite:./data/supplyline.db');
+    assert.equal(c.redisUrl, null);
+    assert.equal(c.rateLimitRps, 50);
+    assert.equal(c.rateLimitBurst, 100);
+    assert.equal(c.idempotencyTtlHours, 24);
+    assert.equal(c.bodyLimitBytes, 1024 * 1024);
+    assert.ok(Object.isFrozen(c));
+  });
+
+  it('rejects bad values with a message naming the variable', () => {
+    const bad: Array<Record<string, string>> = [
+      { PORT: 'abc' }, { PORT: '70000' }, { RATE_LIMIT_RPS: '-1' }, { RATE_LIMIT_BURST: '0' },
+      { DATABASE_URL: 'mysql://x' }, { LOG_LEVEL: 'loud' }, { REDIS_URL: 'http://x' }, { IDEMPOTENCY_TTL_HOURS: '0' },
+      { BODY_LIMIT_BYTES: '1.5' },
+    ];
+    for (const env of bad) {
+      const name = Object.keys(env)[0];
+      assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && e.message.startsWith(name), name);
+    }
+  });
+});

@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+
+// The test runner marks its children with NODE_TEST_CONTEXT; a server started from here must not inherit it.
+const { NODE_TEST_CONTEXT: _ignored, ...baseEnv } = process.env;
+const dir = mkdtempSync(join(tmpdir(), 'supplyline-server-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Started { child: ChildProcess; output: () => string; base: string }
+
+function start(env: Record<string, string>): Promise<Started> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    env: { ...baseEnv, PORT: '0', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => { out += d; });
+  child.stderr!.on('data', (d) => { out += d; });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 20_000);
+    const check = () => {
+      const m = out.match(/listening on (http:\/\/\S+)/);
+      if (m) { clearTimeout(timer); resolve({ child, output: () => out, base: m[1] }); }
+    };
+    child.stdout!.on('data', check);
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited ${code}:\n${out}`)); });
+  });
+}
+
+const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
+describe('npm start (src/server.ts)', () => {
+  it('creates the database, prints a working demo key once, and shuts down cleanly on SIGTERM', async () => {
+    const env = { DATABASE_URL: `sqlite:${join(dir, 'nested', 'supplyline.db')}` };
+    const first = await start(env);
+    const businessId = first.output().match(/X-Business-Id: (bus_\w+)/)?.[1];
+    const apiKey = first.output().match(/X-API-Key:\s+([0-9a-f]{32})/)?.[1];
+    assert.ok(businessId && apiKey, first.output());
+    assert.match(first.output(), /curl -s http:\/\/127\.0\.0\.1:\d+\/api\/v1\/items/);
+    assert.match(first.output(), /\/docs/);
+    const res = await fetch(`${first.base}/api/v1/items`, { headers: { 'x-business-id': businessId, 'x-api-key': apiKey } });
+    assert.equal(res.status, 200);
+    first.child.kill('SIGTERM');
+    assert.equal(await exited(first.child), 0);
+
+    const second = await start(env);
+    assert.ok(!/X-API-Key/.test(second.output()), 'the demo key is printed only on the first start');
+    second.child.kill('SIGINT');
+    assert.equal(await exited(second.child), 0);
+  });
+
+  it('finishes in-flight requests before exiting', async () => {
+    const server = await start({ DATABASE_URL: `sqlite:${join(dir, 'inflight.db')}` });
+    const pending = Array.from({ length: 20 }, () => fetch(`${server.base}/readyz`).then((r) => r.status));
+    server.child.kill('SIGTERM');
+    const statuses = await Promise.allSettled(pending);
+    assert.equal(await exited(server.child), 0);
+    // Requests already accepted complete; none is answered with a server error.
+    for (const s of statuses) if (s.status === 'fulfilled') assert.equal(s.value, 200);
+  });
+
+  it('exits 1 with a clear message on bad configuration', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { env: { ...baseEnv, PORT: 'abc' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d) => { err += d; });
+    assert.equal(await exited(child), 1);
+    assert.match(err, /PORT must be a whole number/);
+  });
+});
