@@ -10,9 +10,14 @@ function migrations(dialect: Dialect): Record<string, Migration> {
   };
 }
 
-function isBusy(error: unknown): boolean {
-  const code = (error as { code?: string } | null)?.code ?? '';
-  return code.startsWith('SQLITE_BUSY') || code === '40P01';
+/**
+ * Losing a start-up race on SQLite shows as a busy database, or as "already exists" when the
+ * winner's tables appear under a read that began before its commit. Either way, trying again
+ * finds the work done.
+ */
+function isStartupRace(error: unknown): boolean {
+  const { code = '', message = '' } = (error ?? {}) as { code?: string; message?: string };
+  return code.startsWith('SQLITE_BUSY') || code === '40P01' || /already exists|database is locked/.test(message);
 }
 
 /**
@@ -30,7 +35,7 @@ export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect): P
   for (let attempt = 1; ; attempt++) {
     const result: MigrationResultSet = await migrator.migrateToLatest();
     if (!result.error) return (result.results ?? []).map((r) => r.migrationName);
-    if (attempt >= 5 || !isBusy(result.error)) throw result.error;
+    if (attempt >= 5 || !isStartupRace(result.error)) throw result.error;
     await new Promise((r) => setTimeout(r, 100 * attempt));
   }
 }
