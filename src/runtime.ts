@@ -1,4 +1,3 @@
-import { createApp } from './app.ts';
 import type { Config } from './config.ts';
 import { createDatabase, type DatabaseHandle } from './db/connection.ts';
 import { migrateToLatest } from './db/migrate.ts';
@@ -22,5 +21,3 @@ export async function openDatabase(config: Config, options: Parameters<typeof cr
   }
   return handle;
 }
-
-export { createApp };

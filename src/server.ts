@@ -32,23 +32,7 @@ async function main() {
     ? await db.transaction().execute((trx) => createBusiness(trx, 'Demo Supplier'))
     : null;
 
-  await app.listen({ port: config.port, host: config.host });
-  const { port } = app.server.address() as AddressInfo;
-  const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-  if (demo) {
-    console.log([
-      '',
-      'Created a demo business. The API key is shown only this once:',
-      `  X-Business-Id: ${demo.businessId}`,
-      `  X-API-Key:     ${demo.apiKey}`,
-      '',
-      'Try it:',
-      `  curl -s ${base}/api/v1/items -H 'X-Business-Id: ${demo.businessId}' -H 'X-API-Key: ${demo.apiKey}'`,
-      '',
-    ].join('\n'));
-  }
-  console.log(`Supplyline is listening on ${base} (database ${handle.describe}); API docs at ${base}/docs`);
-
+  // Handlers go in before listening, so a signal that arrives right after start is still graceful.
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -66,6 +50,24 @@ async function main() {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  await app.listen({ port: config.port, host: config.host });
+  const { port } = app.server.address() as AddressInfo;
+  const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  if (demo) {
+    console.log([
+      '',
+      'Created a demo business. The API key is shown only this once:',
+      `  X-Business-Id: ${demo.businessId}`,
+      `  X-API-Key:     ${demo.apiKey}`,
+      '',
+      'Try it:',
+      `  curl -s ${base}/api/v1/items -H 'X-Business-Id: ${demo.businessId}' -H 'X-API-Key: ${demo.apiKey}'`,
+      '',
+    ].join('\n'));
+  }
+  console.log(`Supplyline is listening on ${base} (database ${handle.describe}); API docs at ${base}/docs`);
+
 }
 
 main().catch((error) => {
