@@ -27,11 +27,6 @@ async function main() {
   const rateLimiter = createRateLimiter(config, (error) => console.error(`rate limit store error: ${(error as Error).message}`));
   const app = await createApp({ db, config, rateLimiter, logger });
 
-  // A first start on an empty database gets a demo business, so that curl works straight away.
-  const demo = (await countBusinesses(db)) === 0
-    ? await db.transaction().execute((trx) => createBusiness(trx, 'Demo Supplier'))
-    : null;
-
   // Handlers go in before listening, so a signal that arrives right after start is still graceful.
   let closing = false;
   const shutdown = async (signal: string) => {
@@ -53,6 +48,11 @@ async function main() {
 
   await app.listen({ port: config.port, host: config.host });
   const { port } = app.server.address() as AddressInfo;
+  // A first start on an empty database gets a demo business, so that curl works straight away.
+  // It is made only once listening succeeded, so its key is never created without being shown.
+  const demo = (await countBusinesses(db)) === 0
+    ? await db.transaction().execute((trx) => createBusiness(trx, 'Demo Supplier'))
+    : null;
   const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   if (demo) {
     console.log([

@@ -138,3 +138,14 @@ for (const backend of backends) {
     });
   });
 }
+
+describeEachBackend('Idempotency-Key fingerprint', (ctx) => {
+  it('treats a trailing slash as the same request', async () => {
+    const t = await ctx().createTenant();
+    const headers = { 'idempotency-key': 'slash' };
+    await ctx().request('POST', '/api/v1/items', { as: t, body: body(), headers });
+    const again = await ctx().request('POST', '/api/v1/items/', { as: t, body: body(), headers });
+    assert.equal(again.status, 201);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+  });
+});

@@ -282,3 +282,25 @@ describeEachBackend('GET /api/v1/items', (ctx) => {
     assert.equal(res.body.total, 0);
   });
 });
+
+describeEachBackend('Item input edge cases', (ctx) => {
+  it('bounds merged properties to 64 KiB, not only each PATCH', async () => {
+    const t = await ctx().createTenant();
+    const { id } = await createItem(ctx(), t);
+    const chunk = 'x'.repeat(30_000);
+    assert.equal((await ctx().request('PATCH', `/api/v1/items/${id}`, { as: t, body: { properties: { a: chunk } } })).status, 200);
+    assert.equal((await ctx().request('PATCH', `/api/v1/items/${id}`, { as: t, body: { properties: { b: chunk } } })).status, 200);
+    const third = await ctx().request('PATCH', `/api/v1/items/${id}`, { as: t, body: { properties: { c: chunk } } });
+    assert.equal(third.status, 400);
+    assert.match(third.body.fieldErrors.properties, /bytes/);
+    const got = await ctx().request('GET', `/api/v1/items/${id}`, { as: t });
+    assert.deepEqual(Object.keys(got.body.properties), ['a', 'b']);
+  });
+
+  it('answers a leap-second timestamp with 400, not 500', async () => {
+    const t = await ctx().createTenant();
+    const res = await ctx().request('GET', '/api/v1/items?updatedSince=2016-12-31T23:59:60Z', { as: t });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.fieldErrors.updatedSince, 'Invalid date-time');
+  });
+});

@@ -2,7 +2,8 @@ import { sql, type Selectable } from 'kysely';
 import { offsetOf, propertyCondition, type Page, type PropertyFilter } from '../db/list.ts';
 import type { Db, PhantomTable } from '../db/types.ts';
 import { newId } from '../lib/ids.ts';
-import { deepMerge, readJson, writeJson, type JsonObject } from '../lib/json.ts';
+import { mergeStoredProperties } from '../http/properties.ts';
+import { readJson, writeJson, type JsonObject } from '../lib/json.ts';
 import { toIso } from '../lib/time.ts';
 import { findDefaultListId } from '../pricing/repository.ts';
 import { loadContacts, type ContactRows, type EmailRow, type LocationRow, type PhoneRow } from './contact-repository.ts';
@@ -154,9 +155,9 @@ export async function updatePhantom(db: Db, businessId: string, row: BuyerRow, c
     ...(changes.name !== undefined && { name: changes.name }),
     ...(changes.legalName !== undefined && { legal_name: changes.legalName }),
     ...(changes.buyerInfo !== undefined && {
-      buyer_info: writeJson(changes.buyerInfo === null ? null : deepMerge(readJson(row.buyer_info), changes.buyerInfo)),
+      buyer_info: changes.buyerInfo === null ? null : mergeStoredProperties(row.buyer_info, changes.buyerInfo, 'buyer.buyerInfo'),
     }),
-    ...(changes.properties !== undefined && { properties: writeJson(deepMerge(readJson(row.properties), changes.properties)) }),
+    ...(changes.properties !== undefined && { properties: mergeStoredProperties(row.properties, changes.properties, 'buyer.properties') }),
     updated_at: now,
   }).where('business_id', '=', businessId).where('id', '=', row.id).execute();
 }

@@ -31,8 +31,11 @@ export class ApiError extends Error {
 
 export const VALIDATION_MESSAGE = 'Validation failed. Please review the highlighted fields.';
 
+const MAX_FIELD_ERRORS = 50;
+
+/** At most 50 field errors: enough to fix a request, never a response larger than the request. */
 export const validationError = (fieldErrors: FieldErrors, message = VALIDATION_MESSAGE) =>
-  new ApiError('VALIDATION_ERROR', message, fieldErrors);
+  new ApiError('VALIDATION_ERROR', message, Object.fromEntries(Object.entries(fieldErrors).slice(0, MAX_FIELD_ERRORS)));
 export const badRequest = (message: string) => new ApiError('VALIDATION_ERROR', message);
 export const notFound = (message: string) => new ApiError('NOT_FOUND', message);
 export const conflict = (message: string) => new ApiError('CONFLICT', message);

@@ -21,7 +21,8 @@ const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 function fingerprintOf(request: FastifyRequest): string {
   return createHash('sha256')
-    .update(`${request.method} ${request.url}\n${canonicalJson(request.body ?? null)}`)
+    // The route's path without a trailing slash, so /items and /items/ are one request.
+    .update(`${request.method} ${request.url.replace(/\/+(?=\?|$)/, '')}\n${canonicalJson(request.body ?? null)}`)
     .digest('hex');
 }
 

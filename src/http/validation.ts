@@ -10,6 +10,10 @@ const MAX_FIELD_ERRORS = 50;
 function makeAjv(coerceTypes: boolean | 'array'): Ajv {
   const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
   addFormats(ajv);
+  // RFC 3339 allows a leap second (:60), which no backend stores; refuse it here rather than fail later.
+  const dateTime = ajv.formats['date-time'] as { validate: (s: string) => boolean } | ((s: string) => boolean);
+  const checkDateTime = typeof dateTime === 'function' ? dateTime : dateTime.validate;
+  ajv.addFormat('date-time', (value: string) => checkDateTime(value) && !Number.isNaN(Date.parse(value)));
   // `x-properties: true` marks a free-form JSON object bounded in size, depth and key names.
   ajv.addKeyword({
     keyword: 'x-properties',

@@ -3,10 +3,12 @@ import { isUniqueViolation } from '../db/dialect.ts';
 import { offsetOf, propertyCondition, type Page, type PropertyFilter } from '../db/list.ts';
 import type { Db, ItemTable, ItemVariantTable } from '../db/types.ts';
 import { conflict } from '../http/errors.ts';
+import { mergeStoredProperties } from '../http/properties.ts';
 import { newId } from '../lib/ids.ts';
-import { deepMerge, readJson, writeJson, type JsonObject } from '../lib/json.ts';
+import { readJson, writeJson, type JsonObject } from '../lib/json.ts';
 import { toDecimalString, toNumber } from '../lib/money.ts';
 import { toIso } from '../lib/time.ts';
+import { findDefaultListId } from '../pricing/repository.ts';
 import type { CreateItemInput, CreateVariantInput, Item, UpdateVariantInput, Variant } from './schema.ts';
 
 type ItemRow = Selectable<ItemTable>;
@@ -75,12 +77,6 @@ async function freeHandle(db: Db, businessId: string, base: string): Promise<str
   let handle = base;
   for (let n = 2; taken.has(handle); n++) handle = `${base}-${n}`;
   return handle;
-}
-
-async function findDefaultListId(db: Db, businessId: string): Promise<string> {
-  const row = await db.selectFrom('item_lists').select('id')
-    .where('business_id', '=', businessId).where('is_default', '=', 1).executeTakeFirstOrThrow();
-  return row.id;
 }
 
 function variantValues(input: UpdateVariantInput | CreateVariantInput) {
@@ -239,7 +235,7 @@ export async function countLiveVariants(db: Db, businessId: string, itemId: stri
 export async function updateItem(db: Db, businessId: string, item: ItemRow, changes: ItemChanges, now: string): Promise<void> {
   const properties = changes.properties === undefined
     ? {}
-    : { properties: writeJson(deepMerge(readJson(item.properties), changes.properties)) };
+    : { properties: mergeStoredProperties(item.properties, changes.properties, 'properties') };
   await db.updateTable('items').set({ ...changes.fields, ...properties, updated_at: now })
     .where('business_id', '=', businessId).where('id', '=', item.id).execute();
 
@@ -247,7 +243,7 @@ export async function updateItem(db: Db, businessId: string, item: ItemRow, chan
     const values: Record<string, unknown> = variantValues(variant);
     if (variant.properties !== undefined) {
       const current = await db.selectFrom('item_variants').select('properties').where('id', '=', variant.id).executeTakeFirstOrThrow();
-      values.properties = writeJson(deepMerge(readJson(current.properties), variant.properties));
+      values.properties = mergeStoredProperties(current.properties, variant.properties, 'updateVariants.properties');
     }
     await db.updateTable('item_variants').set({ ...values, updated_at: now })
       .where('business_id', '=', businessId).where('id', '=', variant.id).execute();
