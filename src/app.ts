@@ -7,7 +7,7 @@ import type { Config } from './config.ts';
 import type { Database } from './db/types.ts';
 import { createAuthenticator } from './http/auth.ts';
 import { createErrorHandler } from './http/error-handler.ts';
-import { ApiError, notFound, unauthorized, RATE_LIMITED_MESSAGE } from './http/errors.ts';
+import { ApiError, badRequest, notFound, unauthorized, RATE_LIMITED_MESSAGE } from './http/errors.ts';
 import { createRunWrite, purgeExpiredIdempotencyKeys } from './http/idempotency.ts';
 import type { RouteDeps } from './http/types.ts';
 import { openapiOptions } from './http/openapi.ts';
@@ -17,6 +17,7 @@ import { validatorCompiler } from './http/validation.ts';
 import { itemRoutes } from './items/routes.ts';
 import { buyerRoutes } from './buyers/routes.ts';
 import { pricingRoutes } from './pricing/routes.ts';
+import { orderRoutes } from './orders/routes.ts';
 import { newId } from './lib/ids.ts';
 
 declare module 'fastify' {
@@ -40,6 +41,7 @@ export interface AppDeps {
 
 export type App = FastifyInstance;
 
+const NUL_MESSAGE = 'Text must not contain the NUL character (\\u0000)';
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export async function createApp(deps: AppDeps) {
@@ -67,6 +69,13 @@ export async function createApp(deps: AppDeps) {
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(errorHandler);
   app.removeContentTypeParser(['text/plain']);
+  // PostgreSQL text cannot hold NUL; refuse it at the door on both backends, rather than fail deep inside.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if ((body as string).includes('\\u0000')) return done(badRequest(NUL_MESSAGE), undefined);
+    return parseJson(request, body as string, done);
+  });
   app.decorateRequest('businessId', '');
   app.addSchema(ErrorResponse);
 
@@ -76,6 +85,7 @@ export async function createApp(deps: AppDeps) {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     if (!request.url.startsWith('/api/')) return;
+    if (request.url.includes('%00')) throw badRequest(NUL_MESSAGE);
     const businessId = request.headers['x-business-id'];
     const keyId = await authenticator.verify(businessId, request.headers['x-api-key']);
     // Failed authentication is limited per client address; everything else per business.
@@ -113,6 +123,7 @@ export async function createApp(deps: AppDeps) {
     await itemRoutes(api, routeDeps);
     await buyerRoutes(api, routeDeps);
     await pricingRoutes(api, routeDeps);
+    await orderRoutes(api, routeDeps);
   }, { prefix: '/api/v1' });
 
   // Expired idempotency records are purged in the background; a failure here is retried next time.

@@ -100,3 +100,14 @@ for (const backend of backends) {
     });
   });
 }
+
+describeEachBackend('NUL characters', (ctx) => {
+  it('are refused with 400 in bodies and query strings, on both backends', async () => {
+    const t = await ctx().createTenant();
+    const body = await ctx().request('POST', '/api/v1/items', { as: t, body: { item: { name: 'a\u0000b' }, variants: [{ currency: 'AUD', price: 1 }] } });
+    assert.equal(body.status, 400);
+    assert.match(body.body.message, /NUL/);
+    const query = await ctx().request('GET', '/api/v1/items?propertyPath=a&propertyValue=%00', { as: t });
+    assert.equal(query.status, 400);
+  });
+});
