@@ -74,6 +74,8 @@ export async function createApp(deps: AppDeps) {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if ((body as string).includes('\\u0000')) return done(badRequest(NUL_MESSAGE), undefined);
+    // Many clients send Content-Type: application/json on a GET or DELETE without a body.
+    if (body === '' && (request.method === 'GET' || request.method === 'DELETE')) return done(null, undefined);
     return parseJson(request, body as string, done);
   });
   app.decorateRequest('businessId', '');

@@ -255,6 +255,12 @@ describeEachBackend('GET /api/v1/items', (ctx) => {
     assert.deepEqual(await ids(`${path}&propertyExists=true`), [num.id, str.id, nul.id].sort());
     assert.deepEqual(await ids(`${path}&propertyExists=false`), [none.id, bare.id].sort());
     assert.deepEqual(await ids(`propertyPath=unleashed.guid&propertyValue=g`), [none.id]);
+    assert.deepEqual(await ids(`${path}&propertyValue=4.56e2`), [num.id], 'numbers compare by value');
+    assert.deepEqual(await ids(`${path}&propertyValue=null`), [], 'null never matches a value');
+    const tiny = await createItem(ctx(), t, { item: { name: 'T', properties: { n: { small: 1e-7, big: 1e21, flag: true } } } });
+    assert.deepEqual(await ids('propertyPath=n.small&propertyValue=1e-7'), [tiny.id]);
+    assert.deepEqual(await ids('propertyPath=n.big&propertyValue=1e%2B21'), [tiny.id]);
+    assert.deepEqual(await ids('propertyPath=n.flag&propertyValue=true'), [tiny.id]);
   });
 
   it('enforces the property filter rules with 400', async () => {
@@ -302,5 +308,29 @@ describeEachBackend('Item input edge cases', (ctx) => {
     const res = await ctx().request('GET', '/api/v1/items?updatedSince=2016-12-31T23:59:60Z', { as: t });
     assert.equal(res.status, 400);
     assert.equal(res.body.fieldErrors.updatedSince, 'Invalid date-time');
+  });
+});
+
+describeEachBackend('Item list and update details', (ctx) => {
+  it('treats status=DELETED as a request for deleted items', async () => {
+    const t = await ctx().createTenant();
+    const { id } = await createItem(ctx(), t);
+    await ctx().request('DELETE', `/api/v1/items/${id}`, { as: t, headers: { 'content-type': 'application/json' } });
+    const res = await ctx().request('GET', '/api/v1/items?status=DELETED', { as: t });
+    assert.deepEqual(res.body.items.map((i: any) => i.id), [id]);
+  });
+
+  it('rejects a variant update that changes nothing, so updatedAt never moves for nothing', async () => {
+    const t = await ctx().createTenant();
+    const { id, variantIds } = await createItem(ctx(), t);
+    const res = await ctx().request('PATCH', `/api/v1/items/${id}`, { as: t, body: { updateVariants: [{ id: variantIds[0] }] } });
+    assert.equal(res.status, 400);
+    assert.ok(res.body.fieldErrors['updateVariants.0']);
+  });
+
+  it('names the text it received for a query number', async () => {
+    const t = await ctx().createTenant();
+    const res = await ctx().request('GET', '/api/v1/items?limit=1.5', { as: t });
+    assert.equal(res.body.fieldErrors.limit, "Expected integer, received '1.5'");
   });
 });

@@ -1,4 +1,4 @@
-import { PostgresAdapter, sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
+import { PostgresAdapter, sql, type Expression, type RawBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import type { Db, Dialect } from './types.ts';
 
 /** The one place that asks which backend a query runs on. */
@@ -21,21 +21,42 @@ export function jsonPathExists(db: Db, column: Expression<unknown>, segments: st
     : sql<SqlBool>`json_type(${column}, ${sqlitePath(segments)}) is not null`;
 }
 
+const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
+
 /**
- * True when the scalar at the path, as JSON scalar text, equals the value:
- * "456" matches both 456 and "456"; true matches "true". Objects, arrays and null never match.
+ * True when the scalar at the path equals the value given as text: a string or boolean by its
+ * text ("true"), a number by numeric value ("456", "456.0" and "4.56e2" all match 456; "456"
+ * also matches the string "456"). Objects, arrays and null never match.
  */
 export function jsonPathEquals(db: Db, column: Expression<unknown>, segments: string[], value: string): RawBuilder<SqlBool> {
+  const number = JSON_NUMBER.test(value) && Number.isFinite(Number(value)) ? value : null;
   if (dialectOf(db) === 'postgres') {
-    return sql<SqlBool>`(jsonb_typeof(${column} #> ${segments}::text[]) in ('string', 'number', 'boolean') and ${column} #>> ${segments}::text[] = ${value})`;
+    const at = sql`${column} #> ${segments}::text[]`;
+    const numeric = number === null ? sql`false` : sql`(${at})::numeric = ${number}::numeric`;
+    return sql<SqlBool>`(case jsonb_typeof(${at})
+      when 'string' then ${column} #>> ${segments}::text[] = ${value}
+      when 'boolean' then ${column} #>> ${segments}::text[] = ${value}
+      when 'number' then ${numeric}
+      else false end)`;
   }
   const path = sqlitePath(segments);
+  const numeric = number === null ? sql`0` : sql`json_extract(${column}, ${path}) = ${Number(number)}`;
   return sql<SqlBool>`(case json_type(${column}, ${path})
-    when 'true' then 'true' when 'false' then 'false'
-    when 'text' then json_extract(${column}, ${path})
-    when 'integer' then cast(json_extract(${column}, ${path}) as text)
-    when 'real' then cast(json_extract(${column}, ${path}) as text)
-    end) = ${value}`;
+    when 'text' then json_extract(${column}, ${path}) = ${value}
+    when 'true' then ${value} = 'true'
+    when 'false' then ${value} = 'false'
+    when 'integer' then ${numeric}
+    when 'real' then ${numeric}
+    else 0 end)`;
+}
+
+/**
+ * Locks the selected rows until the transaction ends (`for update`) on PostgreSQL, so that a
+ * read-modify-write of one row is serialised across connections and instances. A no-op on
+ * SQLite, where one connection runs one transaction at a time already.
+ */
+export function forUpdate<DB, TB extends keyof DB, O>(db: Db, query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O> {
+  return dialectOf(db) === 'postgres' ? query.forUpdate() : query;
 }
 
 /** Whether an error is a unique-constraint violation, on either backend. */

@@ -68,7 +68,13 @@ function messageFor(error: ErrorObject, data: unknown): string {
     }
     case 'required': return 'Required';
     case 'additionalProperties': return 'Unrecognized key';
-    case 'type': return `Expected ${(error.params as { type: string }).type}, received ${typeName(value)}`;
+    case 'type': {
+      const expected = (error.params as { type: string }).type;
+      // Query-string values are always text; name the text rather than its type.
+      return typeof value === 'string' && expected !== 'string'
+        ? `Expected ${expected}, received ${describe(value)}`
+        : `Expected ${expected}, received ${typeName(value)}`;
+    }
     case 'format': return `Invalid ${(error.params as { format: string }).format}`;
     case 'anyOf': return 'Invalid value';
     default: return (error.message ?? 'Invalid value').replace(/^must /, 'Must ');

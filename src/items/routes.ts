@@ -34,7 +34,8 @@ export async function itemRoutes(app: ApiInstance, { db, runWrite }: RouteDeps) 
     return listItems(db, request.businessId, {
       page: query.page,
       limit: query.limit,
-      includeDeleted: query.includeDeleted,
+      // Asking for DELETED items is asking for deleted items.
+      includeDeleted: query.includeDeleted || query.status === 'DELETED',
       status: query.status,
       updatedSince: query.updatedSince === undefined ? undefined : parseDateTime(query.updatedSince),
       property: readPropertyFilter(query),

@@ -126,7 +126,7 @@ export const ItemResponse = Type.Object({
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
   deletedAt: Nullable(Type.String({ format: 'date-time' })),
-  variants: Type.Array(VariantResponse, { description: 'Live variants in sequence order' }),
+  variants: Type.Array(VariantResponse, { description: 'Live variants in sequence order (deleted ones too in a list with includeDeleted=true)' }),
 });
 export type Item = Static<typeof ItemResponse>;
 export type Variant = Static<typeof VariantResponse>;

@@ -1,5 +1,5 @@
 import type { Db } from '../db/types.ts';
-import { badRequest, notFound } from '../http/errors.ts';
+import { badRequest, notFound, validationError } from '../http/errors.ts';
 import {
   countLiveVariants, findItemRow, findMissingVariants, updateItem, type ItemChanges,
 } from './repository.ts';
@@ -14,6 +14,8 @@ export async function patchItem(db: Db, businessId: string, id: string, input: U
   if (!item) throw notFound(ITEM_NOT_FOUND);
 
   const updates = input.updateVariants ?? [];
+  const empty = updates.flatMap((v, i) => (Object.keys(v).length === 1 ? [`updateVariants.${i}`] : []));
+  if (empty.length > 0) throw validationError(Object.fromEntries(empty.map((path) => [path, 'No fields to update besides id'])));
   const deletes = input.deleteVariants ?? [];
   const missing = await findMissingVariants(db, businessId, id, [...updates.map((v) => v.id), ...deletes]);
   if (missing.length > 0) throw notFound(`Item variant(s) not found: ${missing.join(', ')}`);
