@@ -1,12 +1,14 @@
 import { Migrator, sql, type Kysely, type Migration, type MigrationResultSet } from 'kysely';
 import { foundation } from './migrations/0001-foundation.ts';
 import { buyersAndPricing } from './migrations/0002-buyers-pricing.ts';
+import { orders } from './migrations/0003-orders.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
     '0001-foundation': foundation(dialect),
     '0002-buyers-pricing': buyersAndPricing(dialect),
+    '0003-orders': orders(dialect),
   };
 }
 

@@ -177,6 +177,54 @@ export interface IdempotencyKeyTable {
   expires_at: Timestamp;
 }
 
+export interface OrderTable {
+  id: string;
+  business_id: string;
+  partnership_id: string;
+  membership_id: string | null;
+  integration_id: string | null;
+  phase: string;
+  status: string;
+  internal_reference: string;
+  external_reference: string | null;
+  notes: string | null;
+  delivery_address: string | null;
+  expected_delivery_at: Timestamp;
+  delivered_at: NullableTimestamp;
+  shipped_at: NullableTimestamp;
+  shipped_by: NullableTimestamp;
+  currency: string;
+  total_amount: Numeric;
+  properties: Json;
+  version: number;
+  ingested_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  deleted_at: NullableTimestamp;
+}
+
+export interface OrderItemTable {
+  id: string;
+  business_id: string;
+  order_id: string;
+  item_list_entry_id: string;
+  line_number: number;
+  quantity: Numeric;
+  unit_of_measure: string;
+  currency: string;
+  price: Numeric;
+  cost: Numeric;
+  properties: Json;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface BusinessCounterTable {
+  business_id: string;
+  name: string;
+  value: number;
+}
+
 export interface Database {
   businesses: BusinessTable;
   api_keys: ApiKeyTable;
@@ -192,6 +240,9 @@ export interface Database {
   phantom_emails: PhantomEmailTable;
   phantom_phones: PhantomPhoneTable;
   phantom_locations: PhantomLocationTable;
+  orders: OrderTable;
+  order_items: OrderItemTable;
+  business_counters: BusinessCounterTable;
 }
 
 /** What every repository function takes first: the database or an open transaction. */

@@ -52,7 +52,8 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
       if (!url.startsWith('/api/')) return { schema, url };
       const method = String(route.method);
       if ((route.config as { extension?: boolean } | undefined)?.extension) extensions.add(`${method.toLowerCase()} ${url.replace(/:(\w+)/g, '{$1}')}`);
-      const headers = { ...AUTH_HEADERS, ...(method === 'POST' || method === 'PATCH' ? IDEMPOTENCY_HEADER : {}) };
+      const own = (schema.headers as { properties?: Record<string, never> } | undefined)?.properties ?? {};
+      const headers = { ...AUTH_HEADERS, ...(method === 'POST' || method === 'PATCH' ? IDEMPOTENCY_HEADER : {}), ...own };
       return {
         url,
         schema: {

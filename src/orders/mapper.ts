@@ -1,0 +1,68 @@
+import type { Selectable } from 'kysely';
+import type { OrderItemTable, OrderTable } from '../db/types.ts';
+import { readJson } from '../lib/json.ts';
+import { formatAmount, toNumber } from '../lib/money.ts';
+import { toIso } from '../lib/time.ts';
+import type { Order, OrderItem } from './schema.ts';
+
+export type OrderRow = Selectable<OrderTable>;
+
+/** An order item row joined with its entry and the entry's variant (one query per page of orders). */
+export type OrderItemRow = Selectable<OrderItemTable> & {
+  item_variant_id: string;
+  item_id: string;
+  variant_name: string;
+  sku: string | null;
+};
+
+export function toOrderItem(row: OrderItemRow): OrderItem {
+  return {
+    id: row.id,
+    orderId: row.order_id,
+    lineNumber: row.line_number,
+    itemListEntryId: row.item_list_entry_id,
+    itemListEntry: {
+      id: row.item_list_entry_id,
+      itemVariantId: row.item_variant_id,
+      itemVariant: { id: row.item_variant_id, itemId: row.item_id, variantName: row.variant_name, sku: row.sku },
+    },
+    quantity: toNumber(row.quantity)!,
+    unitOfMeasure: row.unit_of_measure,
+    currency: row.currency,
+    price: formatAmount(row.price),
+    cost: formatAmount(row.cost),
+    properties: readJson(row.properties),
+    createdAt: toIso(row.created_at),
+    updatedAt: toIso(row.updated_at),
+  };
+}
+
+export function toOrder(row: OrderRow, items: OrderItemRow[]): Order {
+  return {
+    id: row.id,
+    partnershipId: row.partnership_id,
+    membershipId: row.membership_id,
+    integrationId: row.integration_id,
+    phase: row.phase,
+    status: row.status,
+    internalReference: row.internal_reference,
+    externalReference: row.external_reference,
+    notes: row.notes,
+    deliveryAddress: row.delivery_address,
+    expectedDeliveryAt: toIso(row.expected_delivery_at),
+    deliveredAt: toIso(row.delivered_at),
+    shippedAt: toIso(row.shipped_at),
+    shippedBy: toIso(row.shipped_by),
+    currency: row.currency,
+    totalAmount: formatAmount(row.total_amount),
+    properties: readJson(row.properties),
+    version: Number(row.version),
+    createdAt: toIso(row.created_at),
+    updatedAt: toIso(row.updated_at),
+    deletedAt: toIso(row.deleted_at),
+    orderItems: items.map(toOrderItem),
+  };
+}
+
+/** The ETag of an order: its version, as a strong validator. */
+export const etagOf = (version: number) => `"${version}"`;

@@ -1,0 +1,137 @@
+import type { Updateable } from 'kysely';
+import type { Db, OrderTable } from '../db/types.ts';
+import { badRequest, notFound, preconditionFailed, validationError, type FieldErrors } from '../http/errors.ts';
+import { newId } from '../lib/ids.ts';
+import { mergeStoredProperties } from '../http/properties.ts';
+import { writeJson } from '../lib/json.ts';
+import { toDecimalString } from '../lib/money.ts';
+import { parseDateTime, toIso } from '../lib/time.ts';
+import {
+  deleteOrderItems, findEntries, findOrderItemRows, findOrderRow, insertOrderItems, updateOrderItem, updateOrderRow,
+} from './repository.ts';
+import type { OrderRow } from './mapper.ts';
+import type { UpdateOrderInput } from './schema.ts';
+import { DUPLICATE_ENTRY, MIXED_CURRENCIES, ORDER_NOT_FOUND, totalOf } from './service.ts';
+
+/** `If-Match: "3"`, `W/"3"`, a list of them, or `*`. */
+export function matchesVersion(ifMatch: string, version: number): boolean {
+  return ifMatch.split(',').map((tag) => tag.trim()).some((tag) =>
+    tag === '*' || tag.replace(/^W\//, '').replace(/^"(.*)"$/, '$1') === String(version));
+}
+
+function hasChanges(input: UpdateOrderInput): boolean {
+  return Object.keys(input.order ?? {}).length > 0 || (input.createOrderItems?.length ?? 0) > 0
+    || (input.updateOrderItems?.length ?? 0) > 0 || (input.deleteOrderItems?.length ?? 0) > 0;
+}
+
+/** updatedAt only grows, even for two writes in one millisecond, so `updatedSince` never misses one. */
+function laterThan(now: string, previous: Date | string): string {
+  const floor = new Date(toIso(previous)).getTime() + 1;
+  return new Date(Math.max(Date.parse(now), floor)).toISOString();
+}
+
+const dateOrNull = (value: string | null) => (value === null ? null : parseDateTime(value));
+
+function orderFields(order: NonNullable<UpdateOrderInput['order']>): Updateable<OrderTable> {
+  return {
+    ...(order.phase !== undefined && { phase: order.phase }),
+    ...(order.status !== undefined && { status: order.status }),
+    ...(order.externalReference !== undefined && { external_reference: order.externalReference }),
+    ...(order.notes !== undefined && { notes: order.notes }),
+    ...(order.deliveryAddress !== undefined && { delivery_address: order.deliveryAddress }),
+    ...(order.expectedDeliveryAt !== undefined && { expected_delivery_at: parseDateTime(order.expectedDeliveryAt) }),
+    ...(order.shippedBy !== undefined && { shipped_by: dateOrNull(order.shippedBy) }),
+    ...(order.shippedAt !== undefined && { shipped_at: dateOrNull(order.shippedAt) }),
+    ...(order.deliveredAt !== undefined && { delivered_at: dateOrNull(order.deliveredAt) }),
+  };
+}
+
+/**
+ * Applies a PATCH in the caller's transaction. The order row is locked first (PostgreSQL) and
+ * everything is read after the lock, so concurrent PATCHes queue and none is lost.
+ */
+export async function patchOrder(db: Db, businessId: string, id: string, input: UpdateOrderInput, ifMatch: string | undefined, now: string): Promise<number> {
+  if (!hasChanges(input)) throw badRequest('No valid fields provided for update');
+  const row: OrderRow | undefined = await findOrderRow(db, businessId, id, true);
+  if (!row) throw notFound(ORDER_NOT_FOUND);
+  if (ifMatch !== undefined && !matchesVersion(ifMatch, Number(row.version))) {
+    throw preconditionFailed(`The order has changed: its current version is ${row.version}`);
+  }
+
+  const stored = await findOrderItemRows(db, businessId, id);
+  const updates = input.updateOrderItems ?? [];
+  const deletes = new Set(input.deleteOrderItems ?? []);
+  const creates = input.createOrderItems ?? [];
+  const storedIds = new Set(stored.map((i) => i.id));
+  const missing = [...new Set([...updates.map((u) => u.id), ...deletes])].filter((itemId) => !storedIds.has(itemId));
+  if (missing.length > 0) throw notFound(`Order item(s) not found: ${missing.join(', ')}`);
+
+  const entries = await findEntries(db, businessId, creates.map((c) => c.itemListEntryId));
+  const errors: FieldErrors = {};
+  creates.forEach((c, i) => {
+    if (!entries.has(c.itemListEntryId)) errors[`createOrderItems.${i}.itemListEntryId`] = 'Not a live item list entry of this business';
+  });
+  if (Object.keys(errors).length > 0) throw validationError(errors);
+  // Deletes apply first, so an item can be replaced by a new one for the same entry in one request.
+  const kept = stored.filter((i) => !deletes.has(i.id));
+  const entryIds = [...kept.map((i) => i.item_list_entry_id), ...creates.map((c) => c.itemListEntryId)];
+  if (new Set(entryIds).size !== entryIds.length) throw badRequest(DUPLICATE_ENTRY);
+
+  // The items as they will be, to check currencies and compute the total before writing.
+  const updateOf = new Map(updates.map((u) => [u.id, u]));
+  const final = [
+    ...kept.map((i) => {
+      const u = updateOf.get(i.id);
+      return {
+        quantity: u?.quantity === undefined ? String(i.quantity) : toDecimalString(u.quantity),
+        price: u?.price === undefined ? String(i.price) : toDecimalString(u.price),
+        currency: u?.currency ?? i.currency,
+      };
+    }),
+    ...creates.map((c) => ({ quantity: toDecimalString(c.quantity), price: toDecimalString(c.price), currency: c.currency })),
+  ];
+  const currencies = new Set(final.map((i) => i.currency));
+  if (currencies.size > 1) throw validationError({ orderItems: MIXED_CURRENCIES });
+  const [itemCurrency] = currencies;
+  const order = input.order ?? {};
+  if (order.currency !== undefined && itemCurrency !== undefined && order.currency !== itemCurrency) {
+    throw validationError({ 'order.currency': `Must equal the items' currency (${itemCurrency})` });
+  }
+
+  await deleteOrderItems(db, businessId, id, [...deletes]);
+  for (const u of updates) {
+    if (deletes.has(u.id)) continue;
+    const current = stored.find((i) => i.id === u.id)!;
+    await updateOrderItem(db, businessId, u.id, {
+      ...(u.quantity !== undefined && { quantity: toDecimalString(u.quantity) }),
+      ...(u.unitOfMeasure !== undefined && { unit_of_measure: u.unitOfMeasure }),
+      ...(u.currency !== undefined && { currency: u.currency }),
+      ...(u.price !== undefined && { price: toDecimalString(u.price) }),
+      ...(u.cost !== undefined && { cost: toDecimalString(u.cost) }),
+      ...(u.lineNumber !== undefined && { line_number: u.lineNumber }),
+      ...(u.properties !== undefined && { properties: mergeStoredProperties(current.properties, u.properties, 'updateOrderItems.properties') }),
+      updated_at: now,
+    });
+  }
+  let nextLine = Math.max(0, ...stored.map((i) => i.line_number));
+  await insertOrderItems(db, creates.map((c) => ({
+    id: newId('oi'), business_id: businessId, order_id: id, item_list_entry_id: c.itemListEntryId,
+    line_number: c.lineNumber ?? ++nextLine, quantity: toDecimalString(c.quantity), unit_of_measure: c.unitOfMeasure,
+    currency: c.currency, price: toDecimalString(c.price), cost: toDecimalString(c.cost),
+    properties: writeJson(c.properties), created_at: now, updated_at: now,
+  })));
+
+  const itemsChanged = updates.length + deletes.size + creates.length > 0;
+  const version = Number(row.version) + 1;
+  await updateOrderRow(db, businessId, id, {
+    ...orderFields(order),
+    ...(order.properties !== undefined && { properties: mergeStoredProperties(row.properties, order.properties, 'order.properties') }),
+    ...(order.currency !== undefined ? { currency: order.currency } : itemCurrency !== undefined && { currency: itemCurrency }),
+    ...(order.totalAmount !== undefined
+      ? { total_amount: toDecimalString(order.totalAmount) }
+      : itemsChanged && { total_amount: totalOf(final) }),
+    version,
+    updated_at: laterThan(now, row.updated_at),
+  });
+  return version;
+}

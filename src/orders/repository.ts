@@ -1,0 +1,109 @@
+import type { Insertable, Updateable } from 'kysely';
+import { forUpdate } from '../db/dialect.ts';
+import type { Db, OrderItemTable, OrderTable } from '../db/types.ts';
+import { toOrder, type OrderItemRow, type OrderRow } from './mapper.ts';
+import type { Order } from './schema.ts';
+
+/**
+ * The next value of a per-business counter. The upsert takes the counter row's lock inside the
+ * caller's transaction, so concurrent creators queue on it and never share a number.
+ */
+export async function nextCounterValue(db: Db, businessId: string, name: string): Promise<number> {
+  const row = await db.insertInto('business_counters').values({ business_id: businessId, name, value: 1 })
+    .onConflict((oc) => oc.columns(['business_id', 'name'])
+      .doUpdateSet((eb) => ({ value: eb('business_counters.value', '+', 1) })))
+    .returning('value').executeTakeFirstOrThrow();
+  return Number(row.value);
+}
+
+export async function insertOrder(db: Db, order: Insertable<OrderTable>): Promise<void> {
+  await db.insertInto('orders').values(order).execute();
+}
+
+export async function insertOrderItems(db: Db, items: Insertable<OrderItemTable>[]): Promise<void> {
+  if (items.length > 0) await db.insertInto('order_items').values(items).execute();
+}
+
+/** A live order of this business; with `lock`, its row stays locked until the transaction ends. */
+export async function findOrderRow(db: Db, businessId: string, id: string, lock = false): Promise<OrderRow | undefined> {
+  const query = db.selectFrom('orders').selectAll()
+    .where('business_id', '=', businessId).where('id', '=', id).where('deleted_at', 'is', null);
+  return (lock ? forUpdate(db, query) : query).executeTakeFirst();
+}
+
+/** The items of several orders with their entries and variants: one query, whatever the count. */
+export async function loadOrderItems(db: Db, businessId: string, orderIds: string[]): Promise<Map<string, OrderItemRow[]>> {
+  const byOrder = new Map<string, OrderItemRow[]>();
+  if (orderIds.length === 0) return byOrder;
+  const rows = await db.selectFrom('order_items')
+    .innerJoin('item_list_entries', 'item_list_entries.id', 'order_items.item_list_entry_id')
+    .innerJoin('item_variants', 'item_variants.id', 'item_list_entries.item_variant_id')
+    .selectAll('order_items')
+    .select(['item_variants.id as item_variant_id', 'item_variants.item_id', 'item_variants.variant_name', 'item_variants.sku'])
+    .where('order_items.business_id', '=', businessId).where('order_items.order_id', 'in', orderIds)
+    .orderBy('order_items.line_number').orderBy('order_items.id')
+    .execute();
+  for (const row of rows) {
+    const list = byOrder.get(row.order_id);
+    if (list) list.push(row); else byOrder.set(row.order_id, [row]);
+  }
+  return byOrder;
+}
+
+export async function findOrder(db: Db, businessId: string, id: string): Promise<Order | undefined> {
+  const row = await findOrderRow(db, businessId, id);
+  return row && toOrder(row, (await loadOrderItems(db, businessId, [id])).get(id) ?? []);
+}
+
+export async function updateOrderRow(db: Db, businessId: string, id: string, values: Updateable<OrderTable>): Promise<void> {
+  await db.updateTable('orders').set(values).where('business_id', '=', businessId).where('id', '=', id).execute();
+}
+
+/** The order's items as stored, for checks and totals inside a PATCH. */
+export async function findOrderItemRows(db: Db, businessId: string, orderId: string) {
+  return db.selectFrom('order_items').selectAll()
+    .where('business_id', '=', businessId).where('order_id', '=', orderId).execute();
+}
+
+export async function updateOrderItem(db: Db, businessId: string, id: string, values: Updateable<OrderItemTable>): Promise<void> {
+  await db.updateTable('order_items').set(values).where('business_id', '=', businessId).where('id', '=', id).execute();
+}
+
+export async function deleteOrderItems(db: Db, businessId: string, orderId: string, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db.deleteFrom('order_items')
+    .where('business_id', '=', businessId).where('order_id', '=', orderId).where('id', 'in', ids).execute();
+}
+
+/** Item list entries of this business with their variants and lists, keyed by entry id. */
+export async function findEntries(db: Db, businessId: string, entryIds: string[]) {
+  const rows = await db.selectFrom('item_list_entries')
+    .innerJoin('item_variants', 'item_variants.id', 'item_list_entries.item_variant_id')
+    .innerJoin('item_lists', 'item_lists.id', 'item_list_entries.item_list_id')
+    .select([
+      'item_list_entries.id', 'item_list_entries.override_flat_price', 'item_list_entries.currency as entry_currency',
+      'item_variants.price', 'item_variants.cost', 'item_variants.currency as variant_currency', 'item_variants.unit_of_measure',
+      'item_lists.status', 'item_lists.global_price_factor', 'item_lists.global_cost_factor',
+      'item_lists.start_date', 'item_lists.end_date',
+    ])
+    .where('item_list_entries.business_id', '=', businessId).where('item_list_entries.id', 'in', entryIds.length > 0 ? entryIds : [''])
+    .where('item_variants.deleted_at', 'is', null).where('item_lists.deleted_at', 'is', null)
+    .execute();
+  return new Map(rows.map((r) => [r.id, r]));
+}
+export type EntryRow = Awaited<ReturnType<typeof findEntries>> extends Map<string, infer R> ? R : never;
+
+/** Soft delete: deletedAt and phase DELETED, version raised. False when there is no live order. */
+export async function softDeleteOrder(db: Db, businessId: string, id: string, now: string): Promise<boolean> {
+  const result = await db.updateTable('orders')
+    .set((eb) => ({ deleted_at: now, updated_at: now, phase: 'DELETED', version: eb('version', '+', 1) }))
+    .where('business_id', '=', businessId).where('id', '=', id).where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** Records the first announcement only; later ones match no row and change nothing. */
+export async function markIngested(db: Db, businessId: string, id: string, now: string): Promise<void> {
+  await db.updateTable('orders').set({ ingested_at: now })
+    .where('business_id', '=', businessId).where('id', '=', id).where('ingested_at', 'is', null).execute();
+}

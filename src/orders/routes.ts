@@ -1,0 +1,117 @@
+import { createHash } from 'node:crypto';
+import { Type } from 'typebox';
+import { findBuyerRow } from '../buyers/repository.ts';
+import { BUYER_NOT_FOUND } from '../buyers/service.ts';
+import { badRequest, notFound, validationError } from '../http/errors.ts';
+import { readPropertyFilter } from '../http/list-query.ts';
+import { SuccessResponse } from '../http/schema.ts';
+import type { ApiInstance, RouteDeps } from '../http/types.ts';
+import { nowIso, parseDateTime } from '../lib/time.ts';
+import { listOrders } from './list-repository.ts';
+import { etagOf } from './mapper.ts';
+import { patchOrder } from './patch-service.ts';
+import { findOrder, softDeleteOrder } from './repository.ts';
+import {
+  BuyerOrderParams, CreateOrderBody, IngestOrderBody, ListOrdersQuery, OrderListResponse, OrderParams, OrderResponse, UpdateOrderBody,
+} from './schema.ts';
+import { createOrder, ingestOrder, ORDER_NOT_FOUND } from './service.ts';
+
+const tags = ['Orders'];
+const preconditionFailed = Type.Unsafe<unknown>({ $ref: 'ErrorResponse#', description: 'If-Match named a version that is no longer current; nothing was changed' });
+const since = (value: string | undefined) => (value === undefined ? undefined : parseDateTime(value));
+
+/** Contract 4.3: the key, when sent, is the hex SHA-256 of `${orderId}-${businessId}-order-integration`. */
+export const ingestionKeyOf = (orderId: string, businessId: string) =>
+  createHash('sha256').update(`${orderId}-${businessId}-order-integration`).digest('hex');
+
+export async function orderRoutes(app: ApiInstance, { db, runWrite }: RouteDeps) {
+  app.post('/buyers/:id/orders', {
+    config: { extension: true },
+    schema: {
+      tags, operationId: 'createBuyerOrder', summary: 'Create an order for a buyer, priced from its item list',
+      params: BuyerOrderParams, body: CreateOrderBody, response: { 201: OrderResponse },
+    },
+  }, async (request, reply) => {
+    const buyer = await findBuyerRow(db, request.businessId, request.params.id);
+    if (!buyer) throw notFound(BUYER_NOT_FOUND);
+    return runWrite(request, reply, async (trx) => {
+      const { id, version } = await createOrder(trx, request.businessId, buyer.partnership_id, request.body, nowIso());
+      return { status: 201, body: await findOrder(trx, request.businessId, id), headers: { etag: etagOf(version) } };
+    });
+  });
+
+  app.post('/orders', {
+    schema: {
+      tags, operationId: 'createOrder', summary: 'Announce an order (ingestion notification); idempotent',
+      description: 'The Idempotency-Key, when sent, must be the hex SHA-256 of `${orderId}-${businessId}-order-integration`; '
+        + 'otherwise 400 "Invalid idempotency key format". Repeats change nothing.',
+      body: IngestOrderBody, response: { 202: SuccessResponse },
+    },
+  }, async (request, reply) => {
+    const { orderId, businessId } = request.body;
+    if (businessId !== request.businessId) throw validationError({ businessId: 'Must be the business of the credentials' });
+    const key = request.headers['idempotency-key'];
+    // The key is fully determined by the body, and repeats change nothing, so no replay store is needed.
+    if (key !== undefined && (typeof key !== 'string' || key.toLowerCase() !== ingestionKeyOf(orderId, businessId))) {
+      throw badRequest('Invalid idempotency key format');
+    }
+    await db.transaction().execute((trx) => ingestOrder(trx, request.businessId, orderId, nowIso()));
+    return reply.code(202).send({ success: true });
+  });
+
+  app.get('/orders', {
+    schema: {
+      tags, operationId: 'listOrders', summary: 'List orders with their items, newest first',
+      description: 'Examples: `?propertyPath=sage200Evo.salesOrderNo&propertyExists=false` (orders not yet synced to an ERP), '
+        + '`?propertyPath=sage200Evo.salesOrderNo&propertyValue=12345`, '
+        + '`?phase=ACTIVE&status=ACCEPTED&propertyPath=sage200Evo.salesOrderNo&propertyExists=false`, '
+        + '`?modifiedSince=2025-01-15T10:30:00.000Z` (poll for changes). Soft-deleted orders are left out unless includeDeleted=true.',
+      querystring: ListOrdersQuery, response: { 200: OrderListResponse },
+    },
+  }, async (request) => {
+    const { query } = request;
+    if (query.modifiedSince !== undefined && (query.createdSince !== undefined || query.updatedSince !== undefined)) {
+      throw validationError({ modifiedSince: 'modifiedSince cannot be combined with createdSince or updatedSince' });
+    }
+    return listOrders(db, request.businessId, {
+      page: query.page,
+      limit: query.limit,
+      includeDeleted: query.includeDeleted,
+      createdSince: since(query.createdSince),
+      updatedSince: since(query.updatedSince),
+      modifiedSince: since(query.modifiedSince),
+      phase: query.phase,
+      status: query.status,
+      property: readPropertyFilter(query),
+    });
+  });
+
+  app.get('/orders/:id', {
+    schema: { tags, operationId: 'getOrder', summary: 'Get an order with its items', params: OrderParams, response: { 200: OrderResponse } },
+  }, async (request, reply) => {
+    const order = await findOrder(db, request.businessId, request.params.id);
+    if (!order) throw notFound(ORDER_NOT_FOUND);
+    return reply.header('etag', etagOf(order.version)).send(order);
+  });
+
+  app.patch('/orders/:id', {
+    schema: {
+      tags, operationId: 'updateOrder', summary: 'Update an order\'s fields, properties and items in one transaction',
+      params: OrderParams, body: UpdateOrderBody,
+      headers: Type.Object({ 'if-match': Type.Optional(Type.String({ maxLength: 200, description: 'The ETag last read ("<version>"); a stale one gives 412' })) }),
+      response: { 200: OrderResponse, 412: preconditionFailed },
+    },
+  }, (request, reply) => runWrite(request, reply, async (trx) => {
+    const { businessId } = request;
+    const version = await patchOrder(trx, businessId, request.params.id, request.body, request.headers['if-match'], nowIso());
+    return { status: 200, body: await findOrder(trx, businessId, request.params.id), headers: { etag: etagOf(version) } };
+  }));
+
+  app.delete('/orders/:id', {
+    schema: { tags, operationId: 'deleteOrder', summary: 'Soft-delete an order', params: OrderParams, response: { 204: Type.Null({ description: 'Deleted; no body' }) } },
+  }, async (request, reply) => {
+    const deleted = await db.transaction().execute((trx) => softDeleteOrder(trx, request.businessId, request.params.id, nowIso()));
+    if (!deleted) throw notFound(ORDER_NOT_FOUND);
+    return reply.code(204).send(null);
+  });
+}

@@ -1,0 +1,172 @@
+import { Type, type Static } from 'typebox';
+import {
+  Currency, DateTime, Id, ListEnvelope, Nullable, PageQuery, Properties, PropertyFilterQuery, Text,
+} from '../http/schema.ts';
+
+export const ORDER_PHASES = ['DRAFT', 'PENDING', 'ACTIVE', 'ARCHIVED', 'REJECTED', 'CANCELLED', 'DELETED'] as const;
+/** Contract 3.2: the values PATCH accepts and responses carry. */
+export const ORDER_STATUSES = ['UNASSIGNED', 'ACCEPTED', 'PACKED', 'IN_TRANSIT', 'DELIVERED', 'RETURNED', 'NOT_APPLICABLE'] as const;
+/** The order guide's extra values, accepted by the list filter only (contract 3.2). */
+const GUIDE_STATUSES = ['PREPARING', 'SHIPPED', 'CANCELLED'] as const;
+
+export const OrderPhase = Type.Enum([...ORDER_PHASES], { description: 'High-level lifecycle (contract 3.1); moves freely', examples: ['ACTIVE'] });
+export const OrderStatus = Type.Enum([...ORDER_STATUSES], { description: 'Physical fulfilment (contract 3.2); moves freely', examples: ['ACCEPTED'] });
+
+const Quantity = Type.Number({ exclusiveMinimum: 0, maximum: 1e9, description: 'Quantity ordered (> 0)', examples: [3] });
+const Amount = (description: string) => Type.Number({ minimum: 0, maximum: 1e12, description, examples: [12.5] });
+const LineNumber = Type.Integer({ minimum: 1, maximum: 100_000, description: 'Position on the order, from 1' });
+const UnitOfMeasure = Text(32, 'Unit of measure, e.g. "EA" or "kg"', 1);
+const EntryId = Id('An item list entry of this business', 'ile_01jd5x8m2k3n4p5q6r7s8t9v0w');
+const OrderItemId = Id('Order item id', 'oi_01jd5x8m2k3n4p5q6r7s8t9v0w');
+
+export const OrderParams = Type.Object({ id: Id('Order id', 'ord_01jd5x8m2k3n4p5q6r7s8t9v0w') });
+export const BuyerOrderParams = Type.Object({ id: Id('Buyer id (the phantom id)', 'phm_01jd5x8m2k3n4p5q6r7s8t9v0w') });
+
+export const CreateOrderItem = Type.Object({
+  itemListEntryId: Type.Optional(EntryId),
+  itemVariantId: Type.Optional(Id('A variant on the buyer\'s item list; resolved to its entry', 'var_01jd5x8m2k3n4p5q6r7s8t9v0w')),
+  quantity: Quantity,
+  unitOfMeasure: Type.Optional(UnitOfMeasure),
+  price: Type.Optional(Amount('Unit price; the buyer\'s list price when left out')),
+  cost: Type.Optional(Amount('Unit cost; the variant\'s cost times the list\'s cost factor when left out')),
+  lineNumber: Type.Optional(LineNumber),
+  properties: Type.Optional(Nullable(Properties)),
+}, { additionalProperties: false, description: 'Exactly one of itemListEntryId and itemVariantId' });
+
+export const CreateOrderBody = Type.Object({
+  expectedDeliveryAt: DateTime('When the buyer expects delivery'),
+  internalReference: Type.Optional(Text(255, 'The supplier\'s order number; the next SO-000001 style number when left out', 1)),
+  externalReference: Type.Optional(Nullable(Text(255, 'The buyer\'s purchase-order reference'))),
+  notes: Type.Optional(Nullable(Text(10_000, 'Free-text notes'))),
+  deliveryAddress: Type.Optional(Nullable(Text(2000, 'Delivery address, one free-text string'))),
+  membershipId: Type.Optional(Nullable(Text(64, 'The member who placed the order'))),
+  phase: Type.Optional({ ...OrderPhase, default: 'PENDING' }),
+  status: Type.Optional({ ...OrderStatus, default: 'UNASSIGNED' }),
+  currency: Type.Optional({ ...Currency, description: 'Must equal the items\' currency when sent' }),
+  properties: Type.Optional(Nullable(Properties)),
+  orderItems: Type.Array(CreateOrderItem, { minItems: 1, maxItems: 500, description: 'At least one item, one per item list entry' }),
+}, { additionalProperties: false });
+export type CreateOrderInput = Static<typeof CreateOrderBody>;
+export type CreateOrderItemInput = Static<typeof CreateOrderItem>;
+
+const itemFields = {
+  quantity: Quantity,
+  unitOfMeasure: UnitOfMeasure,
+  currency: Currency,
+  price: Amount('Unit price'),
+  cost: Amount('Unit cost'),
+};
+
+export const PatchCreateOrderItem = Type.Object({
+  itemListEntryId: EntryId,
+  ...itemFields,
+  lineNumber: Type.Optional(LineNumber),
+  properties: Type.Optional(Nullable(Properties)),
+}, { additionalProperties: false });
+
+export const PatchUpdateOrderItem = Type.Object({
+  id: OrderItemId,
+  quantity: Type.Optional(itemFields.quantity),
+  unitOfMeasure: Type.Optional(itemFields.unitOfMeasure),
+  currency: Type.Optional(itemFields.currency),
+  price: Type.Optional(itemFields.price),
+  cost: Type.Optional(itemFields.cost),
+  lineNumber: Type.Optional(LineNumber),
+  properties: Type.Optional(Properties),
+}, { additionalProperties: false });
+
+export const UpdateOrderBody = Type.Object({
+  order: Type.Optional(Type.Object({
+    phase: Type.Optional(OrderPhase),
+    status: Type.Optional(OrderStatus),
+    externalReference: Type.Optional(Nullable(Text(255, 'The buyer\'s purchase-order reference'))),
+    notes: Type.Optional(Nullable(Text(10_000, 'Free-text notes'))),
+    deliveryAddress: Type.Optional(Nullable(Text(2000, 'Delivery address'))),
+    expectedDeliveryAt: Type.Optional(DateTime('Expected delivery')),
+    shippedBy: Type.Optional(Nullable(DateTime('Ship-by time'))),
+    shippedAt: Type.Optional(Nullable(DateTime('When it was shipped'))),
+    deliveredAt: Type.Optional(Nullable(DateTime('When it was delivered'))),
+    currency: Type.Optional(Currency),
+    totalAmount: Type.Optional(Amount('Sets the total explicitly; otherwise it is recomputed when items change')),
+    properties: Type.Optional(Properties),
+  }, { additionalProperties: false })),
+  createOrderItems: Type.Optional(Type.Array(PatchCreateOrderItem, { maxItems: 500 })),
+  updateOrderItems: Type.Optional(Type.Array(PatchUpdateOrderItem, { maxItems: 500 })),
+  deleteOrderItems: Type.Optional(Type.Array(OrderItemId, { maxItems: 500 })),
+}, {
+  additionalProperties: false,
+  examples: [{ order: { phase: 'ACTIVE', status: 'ACCEPTED', properties: { sage200Evo: { salesOrderNo: 456 } } } }],
+});
+export type UpdateOrderInput = Static<typeof UpdateOrderBody>;
+export type PatchCreateOrderItemInput = Static<typeof PatchCreateOrderItem>;
+export type PatchUpdateOrderItemInput = Static<typeof PatchUpdateOrderItem>;
+
+export const IngestOrderBody = Type.Object({
+  orderId: Id('The order being announced', 'ord_01jd5x8m2k3n4p5q6r7s8t9v0w'),
+  businessId: Text(64, 'The caller\'s own business id', 1),
+}, { additionalProperties: false });
+
+const DateTimeOut = Type.String({ format: 'date-time' });
+const JsonObjectOut = Type.Record(Type.String(), Type.Unknown());
+
+export const OrderItemResponse = Type.Object({
+  id: Type.String(),
+  orderId: Type.String(),
+  lineNumber: Type.Integer(),
+  itemListEntryId: Type.String(),
+  itemListEntry: Type.Object({
+    id: Type.String(),
+    itemVariantId: Type.String(),
+    itemVariant: Type.Object({ id: Type.String(), itemId: Type.String(), variantName: Type.String(), sku: Nullable(Type.String()) }),
+  }),
+  quantity: Type.Number(),
+  unitOfMeasure: Type.String(),
+  currency: Type.String(),
+  price: Type.String({ description: 'Decimal as a string', examples: ['12.50'] }),
+  cost: Type.String({ description: 'Decimal as a string', examples: ['4.00'] }),
+  properties: Nullable(JsonObjectOut),
+  createdAt: DateTimeOut,
+  updatedAt: DateTimeOut,
+});
+
+export const OrderResponse = Type.Object({
+  id: Type.String(),
+  partnershipId: Type.String(),
+  membershipId: Nullable(Type.String()),
+  integrationId: Nullable(Type.String()),
+  phase: Type.String(),
+  status: Type.String(),
+  internalReference: Type.String({ examples: ['SO-000001'] }),
+  externalReference: Nullable(Type.String()),
+  notes: Nullable(Type.String()),
+  deliveryAddress: Nullable(Type.String()),
+  expectedDeliveryAt: DateTimeOut,
+  deliveredAt: Nullable(DateTimeOut),
+  shippedAt: Nullable(DateTimeOut),
+  shippedBy: Nullable(DateTimeOut),
+  currency: Type.String(),
+  totalAmount: Type.String({ description: 'Sum of quantity × price, decimal as a string', examples: ['37.50'] }),
+  properties: Nullable(JsonObjectOut),
+  version: Type.Integer({ description: 'Raised by every change; the ETag carries it' }),
+  createdAt: DateTimeOut,
+  updatedAt: DateTimeOut,
+  deletedAt: Nullable(DateTimeOut),
+  orderItems: Type.Array(OrderItemResponse),
+});
+export type Order = Static<typeof OrderResponse>;
+export type OrderItem = Static<typeof OrderItemResponse>;
+
+export const ListOrdersQuery = Type.Object({
+  ...PageQuery,
+  createdSince: Type.Optional(DateTime('Only orders created strictly after this time')),
+  updatedSince: Type.Optional(DateTime('Only orders updated strictly after this time')),
+  modifiedSince: Type.Optional(DateTime('Only orders created or updated strictly after this time; not with createdSince or updatedSince')),
+  phase: Type.Optional(OrderPhase),
+  status: Type.Optional(Type.Enum([...ORDER_STATUSES, ...GUIDE_STATUSES], { description: 'Fulfilment status filter' })),
+  propertyPath: Type.Optional(PropertyFilterQuery.propertyPath),
+  propertyValue: Type.Optional(PropertyFilterQuery.propertyValue),
+  propertyExists: Type.Optional(PropertyFilterQuery.propertyExists),
+}, { additionalProperties: false });
+export type ListOrdersInput = Static<typeof ListOrdersQuery>;
+
+export const OrderListResponse = ListEnvelope(OrderResponse);

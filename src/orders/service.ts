@@ -1,0 +1,116 @@
+import type { Insertable } from 'kysely';
+import type { Db, OrderItemTable } from '../db/types.ts';
+import { badRequest, notFound, validationError, type FieldErrors } from '../http/errors.ts';
+import { newId } from '../lib/ids.ts';
+import { writeJson } from '../lib/json.ts';
+import { multiply, sum, toDecimalString } from '../lib/money.ts';
+import { findEffectiveEntry } from '../pricing/effective-price.ts';
+import { priceEntry } from '../pricing/resolve.ts';
+import {
+  findEntries, insertOrder, insertOrderItems, markIngested, nextCounterValue, findOrderRow, type EntryRow,
+} from './repository.ts';
+import type { CreateOrderInput } from './schema.ts';
+
+export const ORDER_NOT_FOUND = 'Order not found';
+export const DUPLICATE_ENTRY = 'one or more order items already exist; an order can only have one item per item list entry';
+export const MIXED_CURRENCIES = 'All order items must be in one currency';
+
+/** Prices one entry with its own list's terms: the override, or the variant's price times the factor. */
+export function priceOfEntry(entry: EntryRow) {
+  return priceEntry(
+    { price: String(entry.price), cost: entry.cost === null ? null : String(entry.cost), currency: entry.variant_currency },
+    {
+      status: entry.status, globalPriceFactor: String(entry.global_price_factor), globalCostFactor: String(entry.global_cost_factor),
+      startDate: null, endDate: null,
+    },
+    { id: entry.id, overrideFlatPrice: entry.override_flat_price === null ? null : String(entry.override_flat_price), currency: entry.entry_currency },
+  );
+}
+
+/** Sum of quantity × price, in decimal arithmetic. */
+export const totalOf = (items: Array<{ quantity: string; price: string }>) => sum(items.map((i) => multiply(i.quantity, i.price)));
+
+export const formatReference = (n: number) => `SO-${String(n).padStart(6, '0')}`;
+
+/**
+ * Creates an order for a buyer's partnership: each item resolves to an entry (a variant through
+ * the buyer's effective list) and is priced from it unless the request sets price or cost.
+ */
+export async function createOrder(db: Db, businessId: string, partnershipId: string, input: CreateOrderInput, now: string) {
+  const errors: FieldErrors = {};
+  const resolved = new Map<number, { entryId: string; price: string; cost: string; currency: string }>();
+  for (const [i, item] of input.orderItems.entries()) {
+    if ((item.itemListEntryId === undefined) === (item.itemVariantId === undefined)) {
+      errors[`orderItems.${i}`] = 'Give exactly one of itemListEntryId and itemVariantId';
+    } else if (item.itemVariantId !== undefined) {
+      const price = await findEffectiveEntry(db, businessId, partnershipId, item.itemVariantId, new Date(now));
+      if (price) resolved.set(i, price);
+      else errors[`orderItems.${i}.itemVariantId`] = 'Not a live variant on the buyer\'s item list';
+    }
+  }
+  const entryIds = input.orderItems.map((item, i) => resolved.get(i)?.entryId ?? item.itemListEntryId ?? '');
+  const entries = await findEntries(db, businessId, entryIds.filter(Boolean));
+  for (const [i, item] of input.orderItems.entries()) {
+    if (item.itemListEntryId === undefined || errors[`orderItems.${i}`]) continue;
+    const entry = entries.get(item.itemListEntryId);
+    if (entry) resolved.set(i, priceOfEntry(entry));
+    else errors[`orderItems.${i}.itemListEntryId`] = 'Not a live item list entry of this business';
+  }
+  if (Object.keys(errors).length > 0) throw validationError(errors);
+  if (new Set(entryIds).size !== entryIds.length) throw badRequest(DUPLICATE_ENTRY);
+
+  const orderId = newId('ord');
+  const items: Insertable<OrderItemTable>[] = input.orderItems.map((item, i) => {
+    const price = resolved.get(i)!;
+    return {
+      id: newId('oi'),
+      business_id: businessId,
+      order_id: orderId,
+      item_list_entry_id: price.entryId,
+      line_number: item.lineNumber ?? i + 1,
+      quantity: toDecimalString(item.quantity),
+      unit_of_measure: item.unitOfMeasure ?? entries.get(price.entryId)?.unit_of_measure ?? 'EA',
+      currency: price.currency,
+      price: item.price === undefined ? price.price : toDecimalString(item.price),
+      cost: item.cost === undefined ? price.cost : toDecimalString(item.cost),
+      properties: writeJson(item.properties),
+      created_at: now,
+      updated_at: now,
+    };
+  });
+  const currencies = new Set(items.map((i) => i.currency));
+  if (currencies.size > 1) throw validationError({ orderItems: MIXED_CURRENCIES });
+  const [currency] = currencies;
+  if (input.currency !== undefined && input.currency !== currency) {
+    throw validationError({ currency: `Must equal the items' currency (${currency})` });
+  }
+
+  const reference = input.internalReference ?? formatReference(await nextCounterValue(db, businessId, 'order'));
+  await insertOrder(db, {
+    id: orderId,
+    business_id: businessId,
+    partnership_id: partnershipId,
+    membership_id: input.membershipId ?? null,
+    phase: input.phase ?? 'PENDING',
+    status: input.status ?? 'UNASSIGNED',
+    internal_reference: reference,
+    external_reference: input.externalReference ?? null,
+    notes: input.notes ?? null,
+    delivery_address: input.deliveryAddress ?? null,
+    expected_delivery_at: new Date(input.expectedDeliveryAt).toISOString(),
+    currency,
+    total_amount: totalOf(items as Array<{ quantity: string; price: string }>),
+    properties: writeJson(input.properties),
+    version: 1,
+    created_at: now,
+    updated_at: now,
+  });
+  await insertOrderItems(db, items);
+  return { id: orderId, version: 1 };
+}
+
+/** Records the announcement of a live order of this business; repeats change nothing. */
+export async function ingestOrder(db: Db, businessId: string, orderId: string, now: string): Promise<void> {
+  if (!(await findOrderRow(db, businessId, orderId))) throw notFound(ORDER_NOT_FOUND);
+  await markIngested(db, businessId, orderId, now);
+}

@@ -1,0 +1,239 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { createApp } from '../src/app.ts';
+import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
+import { securityCases } from './helpers/security.ts';
+import { createFixture, createOrder, getOrder, patchOrder } from './orders-fixtures.ts';
+
+const list = (ctx: TestContext, as: Tenant, query = '') => ctx.request('GET', `/api/v1/orders${query}`, { as });
+
+/** Creates orders and pins their timestamps, so that strict windows can be tested to the millisecond. */
+async function ordersAt(ctx: TestContext, as: Tenant, times: Array<[created: string, updated: string]>) {
+  const f = await createFixture(ctx, as);
+  const ids: string[] = [];
+  for (const [created, updated] of times) {
+    const { id } = await createOrder(ctx, as, f);
+    await ctx.db.updateTable('orders').set({ created_at: created, updated_at: updated }).where('id', '=', id).execute();
+    ids.push(id);
+  }
+  return ids;
+}
+
+const idsOf = (res: { body: { items: Array<{ id: string }> } }) => res.body.items.map((o) => o.id);
+
+function assertBadRequest(res: { status: number; body: any }, field: string) {
+  assert.equal(res.status, 400, JSON.stringify(res.body));
+  assert.equal(res.body.errorCode, 'VALIDATION_ERROR');
+  assert.ok(res.body.fieldErrors?.[field], JSON.stringify(res.body));
+}
+
+describeEachBackend('GET /api/v1/orders', (ctx) => {
+  securityCases(ctx, { method: 'GET', url: () => '/api/v1/orders', crossTenant: false });
+
+  it('answers the envelope with defaults page 1 and limit 20, full orders with items, newest first', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    const a = await createOrder(ctx(), t, f);
+    const b = await createOrder(ctx(), t, f);
+    const res = await list(ctx(), t);
+    assert.equal(res.status, 200);
+    assert.deepEqual(Object.keys(res.body).sort(), ['items', 'page', 'pageSize', 'total']);
+    assert.deepEqual([res.body.total, res.body.page, res.body.pageSize], [2, 1, 20]);
+    assert.deepEqual(idsOf(res), [b.id, a.id]);
+    assert.deepEqual(res.body.items[1], (await getOrder(ctx(), t, a.id)).body);
+    assert.equal(res.body.items[0].orderItems[0].itemListEntry.itemVariant.id, f.variantIds[0]);
+  });
+
+  it('limit is at most 100 (101 gives 400); page is at least 1', async () => {
+    const t = await ctx().createTenant();
+    assert.equal((await list(ctx(), t, '?limit=100')).status, 200);
+    assertBadRequest(await list(ctx(), t, '?limit=101'), 'limit');
+    assertBadRequest(await list(ctx(), t, '?page=0'), 'page');
+  });
+
+  it('pages in createdAt desc, id desc order, stable across pages', async () => {
+    const t = await ctx().createTenant();
+    const same = '2025-01-01T00:00:00.000Z';
+    const ids = await ordersAt(ctx(), t, [[same, same], [same, same], ['2025-01-02T00:00:00.000Z', same], [same, same], [same, same]]);
+    const expected = [ids[2], ...[ids[0], ids[1], ids[3], ids[4]].sort().reverse()];
+    const pages = [];
+    for (const page of [1, 2, 3]) pages.push(...idsOf(await list(ctx(), t, `?limit=2&page=${page}`)));
+    assert.deepEqual(pages, expected);
+    const last = await list(ctx(), t, '?limit=2&page=3');
+    assert.deepEqual([last.body.total, last.body.page, last.body.pageSize], [5, 3, 2]);
+  });
+
+  it('createdSince, updatedSince and modifiedSince are strictly greater, at millisecond precision', async () => {
+    const t = await ctx().createTenant();
+    const [old, edited, fresh] = await ordersAt(ctx(), t, [
+      ['2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z'],
+      ['2025-01-01T00:00:00.000Z', '2025-03-01T00:00:00.001Z'],
+      ['2025-03-01T00:00:00.000Z', '2025-03-01T00:00:00.000Z'],
+    ]);
+    assert.deepEqual(idsOf(await list(ctx(), t, '?createdSince=2025-03-01T00:00:00.000Z')), []);
+    assert.deepEqual(idsOf(await list(ctx(), t, '?createdSince=2025-02-28T23:59:59.999Z')), [fresh]);
+    assert.deepEqual(idsOf(await list(ctx(), t, '?updatedSince=2025-03-01T00:00:00.000Z')), [edited]);
+    assert.deepEqual(idsOf(await list(ctx(), t, '?modifiedSince=2025-02-01T00:00:00Z')), [fresh, edited]);
+    assert.deepEqual(idsOf(await list(ctx(), t, '?modifiedSince=2025-03-01T00:00:00.000Z')), [edited]);
+    // An offset is another way to write the same instant.
+    assert.deepEqual(idsOf(await list(ctx(), t, `?createdSince=${encodeURIComponent('2025-03-01T10:00:00.000+10:00')}`)), []);
+    assert.deepEqual(idsOf(await list(ctx(), t, '?modifiedSince=2024-01-01T00:00:00Z')).length, 3, String(old));
+  });
+
+  it('rule 1: modifiedSince cannot be combined with createdSince or updatedSince; those two combine', async () => {
+    const t = await ctx().createTenant();
+    const ts = '2025-01-01T00:00:00Z';
+    assertBadRequest(await list(ctx(), t, `?modifiedSince=${ts}&createdSince=${ts}`), 'modifiedSince');
+    assertBadRequest(await list(ctx(), t, `?modifiedSince=${ts}&updatedSince=${ts}`), 'modifiedSince');
+    assert.equal((await list(ctx(), t, `?createdSince=${ts}&updatedSince=${ts}`)).status, 200);
+  });
+
+  it('createdSince and updatedSince combined apply both', async () => {
+    const t = await ctx().createTenant();
+    const [, both] = await ordersAt(ctx(), t, [
+      ['2025-01-01T00:00:00.000Z', '2025-06-01T00:00:00.000Z'],
+      ['2025-03-01T00:00:00.000Z', '2025-06-01T00:00:00.000Z'],
+      ['2025-03-01T00:00:00.000Z', '2025-03-01T00:00:00.000Z'],
+    ]);
+    assert.deepEqual(idsOf(await list(ctx(), t, '?createdSince=2025-02-01T00:00:00Z&updatedSince=2025-05-01T00:00:00Z')), [both]);
+  });
+
+  it('rule 2: propertyValue and propertyExists cannot be used together', async () => {
+    const t = await ctx().createTenant();
+    assertBadRequest(await list(ctx(), t, '?propertyPath=a&propertyValue=1&propertyExists=true'), 'propertyValue');
+  });
+
+  it('rule 3: propertyValue and propertyExists each require propertyPath', async () => {
+    const t = await ctx().createTenant();
+    assertBadRequest(await list(ctx(), t, '?propertyValue=1'), 'propertyPath');
+    assertBadRequest(await list(ctx(), t, '?propertyExists=false'), 'propertyPath');
+  });
+
+  it('rule 4: an invalid timestamp gives 400', async () => {
+    const t = await ctx().createTenant();
+    for (const name of ['createdSince', 'updatedSince', 'modifiedSince']) {
+      assertBadRequest(await list(ctx(), t, `?${name}=yesterday`), name);
+      assertBadRequest(await list(ctx(), t, `?${name}=2025-13-01T00:00:00Z`), name);
+    }
+  });
+
+  it('rule 5: only the caller\'s orders, without soft-deleted ones unless includeDeleted=true', async () => {
+    const t = await ctx().createTenant();
+    const other = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    const kept = await createOrder(ctx(), t, f);
+    const gone = await createOrder(ctx(), t, f);
+    await createOrder(ctx(), other, await createFixture(ctx(), other));
+    assert.equal((await ctx().request('DELETE', `/api/v1/orders/${gone.id}`, { as: t })).status, 204);
+    const res = await list(ctx(), t);
+    assert.deepEqual([idsOf(res), res.body.total], [[kept.id], 1]);
+    const all = await list(ctx(), t, '?includeDeleted=true');
+    assert.deepEqual(idsOf(all), [gone.id, kept.id]);
+    assert.equal(all.body.items[0].phase, 'DELETED');
+    assert.match(all.body.items[0].deletedAt, /Z$/);
+  });
+
+  it('filters by phase and status enums, rejecting unknown values', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    const a = await createOrder(ctx(), t, f, { phase: 'ACTIVE', status: 'ACCEPTED' });
+    await createOrder(ctx(), t, f, { phase: 'ACTIVE' });
+    await createOrder(ctx(), t, f, { status: 'ACCEPTED' });
+    assert.deepEqual(idsOf(await list(ctx(), t, '?phase=ACTIVE&status=ACCEPTED')), [a.id]);
+    assert.equal((await list(ctx(), t, '?phase=ACTIVE')).body.total, 2);
+    assert.equal((await list(ctx(), t, '?status=ACCEPTED')).body.total, 2);
+    assert.equal((await list(ctx(), t, '?status=SHIPPED')).body.total, 0);
+    const bad = await list(ctx(), t, '?phase=SHIPPED');
+    assertBadRequest(bad, 'phase');
+    assert.match(bad.body.fieldErrors.phase, /^Invalid enum value\. Expected 'DRAFT' \| /);
+  });
+
+  it('filters by property: exists (a null value is present), absent, and value as JSON scalar text', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    const num = await createOrder(ctx(), t, f, { properties: { sage200Evo: { salesOrderNo: 456 } } });
+    const str = await createOrder(ctx(), t, f, { properties: { sage200Evo: { salesOrderNo: '456' } } });
+    const nul = await createOrder(ctx(), t, f, { properties: { sage200Evo: { salesOrderNo: null } } });
+    const obj = await createOrder(ctx(), t, f, { properties: { sage200Evo: { salesOrderNo: { n: 456 } } } });
+    const none = await createOrder(ctx(), t, f, { properties: { unleashed: { guid: '123' } } });
+    const bare = await createOrder(ctx(), t, f);
+    const path = '?propertyPath=sage200Evo.salesOrderNo';
+    assert.deepEqual(idsOf(await list(ctx(), t, `${path}&propertyExists=true`)), [obj.id, nul.id, str.id, num.id]);
+    assert.deepEqual(idsOf(await list(ctx(), t, path)), [obj.id, nul.id, str.id, num.id]);
+    assert.deepEqual(idsOf(await list(ctx(), t, `${path}&propertyExists=false`)), [bare.id, none.id]);
+    assert.deepEqual(idsOf(await list(ctx(), t, `${path}&propertyValue=456`)), [str.id, num.id]);
+    assert.deepEqual(idsOf(await list(ctx(), t, `${path}&propertyValue=12345`)), []);
+    assert.deepEqual(idsOf(await list(ctx(), t, `?phase=PENDING&status=UNASSIGNED${path.replace('?', '&')}&propertyExists=false`)), [bare.id, none.id]);
+    assertBadRequest(await list(ctx(), t, '?propertyPath=a..b'), 'propertyPath');
+  });
+
+  it('loads a page of 100 orders with their items in as many queries as a page of 3 (no N+1)', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    for (let i = 0; i < 3; i++) await createOrder(ctx(), t, f, { orderItems: [{ itemVariantId: f.variantIds[0], quantity: 1 }, { itemVariantId: f.variantIds[1], quantity: 1 }] });
+    let queries = 0;
+    const counting = ctx().db.withPlugin({
+      transformQuery: (args) => { queries++; return args.node; },
+      transformResult: async (args) => args.result,
+    });
+    const app = await createApp({ db: counting, config: ctx().config, rateLimiter: null });
+    const run = async () => {
+      await app.inject({ method: 'GET', url: '/api/v1/orders?limit=100', headers: t.headers }); // warms the auth cache
+      queries = 0;
+      const res = await app.inject({ method: 'GET', url: '/api/v1/orders?limit=100', headers: t.headers });
+      return { n: queries, body: res.json() };
+    };
+    const small = await run();
+    for (let i = 0; i < 97; i++) await createOrder(ctx(), t, f, { orderItems: [{ itemVariantId: f.variantIds[0], quantity: 1 }, { itemVariantId: f.variantIds[1], quantity: 1 }] });
+    const large = await run();
+    await app.close();
+    assert.equal(large.body.items.length, 100);
+    assert.ok(large.body.items.every((o: any) => o.orderItems.length === 2));
+    assert.equal(large.n, small.n);
+    assert.ok(large.n >= 3 && large.n <= 4, `${large.n} queries`);
+  });
+});
+
+describeEachBackend('GET /api/v1/orders/:id', (ctx) => {
+  securityCases(ctx, {
+    method: 'GET',
+    url: async (c, owner) => `/api/v1/orders/${(await createOrder(c, owner, await createFixture(c, owner))).id}`,
+  });
+
+  it('returns the order with an ETag of its version; 404 Order not found when missing or deleted', async () => {
+    const t = await ctx().createTenant();
+    const o = await createOrder(ctx(), t, await createFixture(ctx(), t));
+    const got = await getOrder(ctx(), t, o.id);
+    assert.equal(got.status, 200);
+    assert.equal(got.headers.etag, '"1"');
+    await patchOrder(ctx(), t, o.id, { order: { notes: 'x' } });
+    assert.equal((await getOrder(ctx(), t, o.id)).headers.etag, '"2"');
+    const missing = await getOrder(ctx(), t, 'ord_missing');
+    assert.deepEqual([missing.status, missing.body.errorCode, missing.body.message, missing.body.error], [404, 'NOT_FOUND', 'Order not found', 'Order not found']);
+    await ctx().request('DELETE', `/api/v1/orders/${o.id}`, { as: t });
+    assert.equal((await getOrder(ctx(), t, o.id)).body.message, 'Order not found');
+  });
+});
+
+describeEachBackend('DELETE /api/v1/orders/:id', (ctx) => {
+  securityCases(ctx, {
+    method: 'DELETE',
+    url: async (c, owner) => `/api/v1/orders/${(await createOrder(c, owner, await createFixture(c, owner))).id}`,
+  });
+
+  it('soft-deletes: 204 without a body, the row kept with deletedAt and phase DELETED, then 404 everywhere', async () => {
+    const t = await ctx().createTenant();
+    const o = await createOrder(ctx(), t, await createFixture(ctx(), t));
+    const res = await ctx().request('DELETE', `/api/v1/orders/${o.id}`, { as: t });
+    assert.equal(res.status, 204);
+    assert.equal(res.body, undefined);
+    const row = await ctx().db.selectFrom('orders').selectAll().where('id', '=', o.id).executeTakeFirstOrThrow();
+    assert.equal(row.phase, 'DELETED');
+    assert.ok(row.deleted_at);
+    assert.equal(Number(row.version), 2);
+    assert.equal((await getOrder(ctx(), t, o.id)).status, 404);
+    assert.equal((await ctx().request('DELETE', `/api/v1/orders/${o.id}`, { as: t })).status, 404);
+    const patch = await patchOrder(ctx(), t, o.id, { order: { notes: 'x' } });
+    assert.deepEqual([patch.status, patch.body.message], [404, 'Order not found']);
+  });
+});
