@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { describeEachBackend } from './helpers/context.ts';
 import { securityCases } from './helpers/security.ts';
-import { createFixture, createOrder, DELIVERY, getOrder, ISO_MS, postOrder } from './orders-fixtures.ts';
+import { createFixture, createOrder, DELIVERY, getOrder, ISO_MS, postOrder } from './helpers/orders.ts';
 
 const ORDER_KEYS = [
   'createdAt', 'currency', 'deletedAt', 'deliveredAt', 'deliveryAddress', 'expectedDeliveryAt', 'externalReference', 'id',

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { it } from 'node:test';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
 import { securityCases } from './helpers/security.ts';
-import { createFixture, createOrder, getOrder } from './orders-fixtures.ts';
+import { createFixture, createOrder, getOrder } from './helpers/orders.ts';
 
 const keyOf = (orderId: string, businessId: string) =>
   createHash('sha256').update(`${orderId}-${businessId}-order-integration`).digest('hex');

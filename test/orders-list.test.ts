@@ -3,7 +3,7 @@ import { it } from 'node:test';
 import { createApp } from '../src/app.ts';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
 import { securityCases } from './helpers/security.ts';
-import { createFixture, createOrder, getOrder, patchOrder } from './orders-fixtures.ts';
+import { createFixture, createOrder, getOrder, patchOrder } from './helpers/orders.ts';
 
 const list = (ctx: TestContext, as: Tenant, query = '') => ctx.request('GET', `/api/v1/orders${query}`, { as });
 

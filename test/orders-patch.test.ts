@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
 import { securityCases } from './helpers/security.ts';
-import { createFixture, createOrder, getOrder, patchOrder, type OrderFixture } from './orders-fixtures.ts';
+import { createFixture, createOrder, getOrder, patchOrder, type OrderFixture } from './helpers/orders.ts';
 
 const DUPLICATE = 'one or more order items already exist; an order can only have one item per item list entry';
 const newItem = (entryId: string, extra: Record<string, unknown> = {}) =>

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { Tenant, TestContext } from './helpers/context.ts';
+import type { Tenant, TestContext } from './context.ts';
 
 /** A catalogue and a buyer to order with: variants priced 10, 2.5 and 0.1 (AUD), and their default-list entries. */
 export interface OrderFixture {
