@@ -69,6 +69,8 @@ describeEachBackend('Idempotency-Key', (ctx) => {
     const again = await ctx().request('PATCH', '/api/v1/items/itm_missing', { as: t, body: { name: 'x' }, headers });
     assert.equal(again.status, 404);
     assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.body.requestId, again.headers['x-request-id']);
+    assert.equal(again.body.message, first.body.message);
   });
 
   it('scopes keys by business', async () => {

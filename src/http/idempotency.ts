@@ -44,9 +44,12 @@ function replay(reply: FastifyReply, record: StoredRecord, fingerprint: string):
   if (record.fingerprint !== fingerprint) {
     throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request');
   }
+  const body = record.response_body === '' ? undefined : JSON.parse(record.response_body);
+  // A replayed error names this request, so its requestId matches the X-Request-Id header.
+  if (record.response_status >= 400 && body && typeof body === 'object') body.requestId = reply.request.id;
   return send(reply, {
     status: record.response_status,
-    body: record.response_body === '' ? undefined : JSON.parse(record.response_body),
+    body,
     headers: readJson<Record<string, string>>(record.response_headers) ?? undefined,
   }, true);
 }
