@@ -1,58 +1,14 @@
-import { sql, type Selectable } from 'kysely';
+import { sql } from 'kysely';
 import { isUniqueViolation } from '../db/dialect.ts';
 import { offsetOf, propertyCondition, type Page, type PropertyFilter } from '../db/list.ts';
-import type { Db, ItemTable, ItemVariantTable } from '../db/types.ts';
+import type { Db } from '../db/types.ts';
 import { conflict } from '../http/errors.ts';
 import { mergeStoredProperties } from '../http/properties.ts';
 import { newId } from '../lib/ids.ts';
-import { readJson, writeJson, type JsonObject } from '../lib/json.ts';
-import { toDecimalString, toNumber } from '../lib/money.ts';
-import { toIso } from '../lib/time.ts';
-import { findDefaultListId } from '../pricing/repository.ts';
-import type { CreateItemInput, CreateVariantInput, Item, UpdateVariantInput, Variant } from './schema.ts';
-
-type ItemRow = Selectable<ItemTable>;
-type VariantRow = Selectable<ItemVariantTable>;
-
-export function toVariant(row: VariantRow): Variant {
-  return {
-    id: row.id,
-    itemId: row.item_id,
-    variantName: row.variant_name,
-    sku: row.sku,
-    barcode: row.barcode,
-    currency: row.currency,
-    price: toNumber(row.price)!,
-    cost: toNumber(row.cost),
-    weight: toNumber(row.weight),
-    unitOfMeasure: row.unit_of_measure,
-    sequence: row.sequence,
-    properties: readJson(row.properties),
-    createdAt: toIso(row.created_at),
-    updatedAt: toIso(row.updated_at),
-    deletedAt: toIso(row.deleted_at),
-  };
-}
-
-export function toItem(row: ItemRow, variants: VariantRow[]): Item {
-  return {
-    id: row.id,
-    name: row.name,
-    handle: row.handle,
-    description: row.description,
-    imgUrl: row.img_url,
-    customType: row.custom_type,
-    brand: row.brand,
-    vendorName: row.vendor_name,
-    type: row.type,
-    status: row.status,
-    properties: readJson(row.properties),
-    createdAt: toIso(row.created_at),
-    updatedAt: toIso(row.updated_at),
-    deletedAt: toIso(row.deleted_at),
-    variants: variants.map(toVariant),
-  };
-}
+import { writeJson, type JsonObject } from '../lib/json.ts';
+import { toItem, type ItemRow, type VariantRow } from './mapper.ts';
+import type { CreateItemInput, CreateVariantInput, Item, UpdateVariantInput } from './schema.ts';
+import { insertVariants, liveVariantsOf, variantValues } from './variant-repository.ts';
 
 /** A handle made from a name: lower case, words joined by hyphens. */
 export function handleFromName(name: string): string {
@@ -77,44 +33,6 @@ async function freeHandle(db: Db, businessId: string, base: string): Promise<str
   let handle = base;
   for (let n = 2; taken.has(handle); n++) handle = `${base}-${n}`;
   return handle;
-}
-
-function variantValues(input: UpdateVariantInput | CreateVariantInput) {
-  return {
-    ...(input.variantName !== undefined && { variant_name: input.variantName }),
-    ...(input.sku !== undefined && { sku: input.sku }),
-    ...(input.barcode !== undefined && { barcode: input.barcode }),
-    ...(input.currency !== undefined && { currency: input.currency }),
-    ...(input.price !== undefined && { price: toDecimalString(input.price) }),
-    ...(input.cost !== undefined && { cost: input.cost === null ? null : toDecimalString(input.cost) }),
-    ...(input.weight !== undefined && { weight: input.weight === null ? null : toDecimalString(input.weight) }),
-    ...(input.unitOfMeasure !== undefined && { unit_of_measure: input.unitOfMeasure }),
-    ...(input.sequence !== undefined && { sequence: input.sequence }),
-  };
-}
-
-/** Inserts variants and gives each one an entry, without price override, on the default item list. */
-export async function insertVariants(db: Db, businessId: string, itemId: string, variants: CreateVariantInput[], firstSequence: number, now: string): Promise<string[]> {
-  if (variants.length === 0) return [];
-  const rows = variants.map((v, i) => ({
-    id: newId('var'),
-    business_id: businessId,
-    item_id: itemId,
-    variant_name: v.variantName ?? 'Default',
-    currency: v.currency,
-    price: toDecimalString(v.price),
-    sequence: firstSequence + i,
-    ...variantValues(v),
-    properties: writeJson(v.properties),
-    created_at: now,
-    updated_at: now,
-  }));
-  await db.insertInto('item_variants').values(rows).execute();
-  const listId = await findDefaultListId(db, businessId);
-  await db.insertInto('item_list_entries').values(rows.map((r) => ({
-    id: newId('ile'), business_id: businessId, item_list_id: listId, item_variant_id: r.id, created_at: now, updated_at: now,
-  }))).execute();
-  return rows.map((r) => r.id);
 }
 
 /** Item, then its platform (ownership) record with the same id, then the variants. */
@@ -156,13 +74,6 @@ export async function findItemRow(db: Db, businessId: string, id: string): Promi
   return db.selectFrom('items').selectAll()
     .where('business_id', '=', businessId).where('id', '=', id).where('deleted_at', 'is', null)
     .executeTakeFirst();
-}
-
-async function liveVariantsOf(db: Db, businessId: string, itemIds: string[]): Promise<VariantRow[]> {
-  if (itemIds.length === 0) return [];
-  return db.selectFrom('item_variants').selectAll()
-    .where('business_id', '=', businessId).where('item_id', 'in', itemIds).where('deleted_at', 'is', null)
-    .orderBy('sequence').orderBy('id').execute();
 }
 
 /** A live item of this business with its live variants, or undefined (missing, deleted or foreign). */
@@ -213,22 +124,6 @@ export interface ItemChanges {
   createVariants: CreateVariantInput[];
   updateVariants: UpdateVariantInput[];
   deleteVariants: string[];
-}
-
-/** Ids among `ids` that are not live variants of the item. */
-export async function findMissingVariants(db: Db, businessId: string, itemId: string, ids: string[]): Promise<string[]> {
-  if (ids.length === 0) return [];
-  const found = new Set((await db.selectFrom('item_variants').select('id')
-    .where('business_id', '=', businessId).where('item_id', '=', itemId)
-    .where('id', 'in', ids).where('deleted_at', 'is', null).execute()).map((r) => r.id));
-  return [...new Set(ids)].filter((id) => !found.has(id));
-}
-
-export async function countLiveVariants(db: Db, businessId: string, itemId: string): Promise<number> {
-  const row = await db.selectFrom('item_variants').select((eb) => eb.fn.countAll().as('n'))
-    .where('business_id', '=', businessId).where('item_id', '=', itemId).where('deleted_at', 'is', null)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
 }
 
 /** Applies an item PATCH; the caller has checked the item and the variant ids and runs this in a transaction. */

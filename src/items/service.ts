@@ -1,8 +1,7 @@
 import type { Db } from '../db/types.ts';
 import { badRequest, notFound, validationError } from '../http/errors.ts';
-import {
-  countLiveVariants, findItemRow, findMissingVariants, updateItem, type ItemChanges,
-} from './repository.ts';
+import { findItemRow, updateItem, type ItemChanges } from './repository.ts';
+import { countLiveVariants, findMissingVariants } from './variant-repository.ts';
 import type { UpdateItemInput } from './schema.ts';
 
 export const ITEM_NOT_FOUND = 'Item not found';
