@@ -18,6 +18,7 @@ import { itemRoutes } from './items/routes.ts';
 import { buyerRoutes } from './buyers/routes.ts';
 import { pricingRoutes } from './pricing/routes.ts';
 import { orderRoutes } from './orders/routes.ts';
+import { invoiceRoutes } from './invoices/routes.ts';
 import { newId } from './lib/ids.ts';
 
 declare module 'fastify' {
@@ -126,6 +127,7 @@ export async function createApp(deps: AppDeps) {
     await buyerRoutes(api, routeDeps);
     await pricingRoutes(api, routeDeps);
     await orderRoutes(api, routeDeps);
+    await invoiceRoutes(api, routeDeps);
   }, { prefix: '/api/v1' });
 
   // Expired idempotency records are purged in the background; a failure here is retried next time.

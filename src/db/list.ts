@@ -1,4 +1,4 @@
-import { sql, type Expression, type SqlBool } from 'kysely';
+import { sql, type Expression, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import { jsonPathEquals, jsonPathExists } from './dialect.ts';
 import type { Db } from './types.ts';
 
@@ -23,3 +23,48 @@ export interface Page<T> {
 }
 
 export const offsetOf = (page: number, limit: number) => (page - 1) * limit;
+
+/** The filters every resource list shares: soft-deleted rows, a strict `createdSince`, status, one property filter. */
+export interface ListFilters {
+  includeDeleted: boolean;
+  createdSince?: string;
+  status?: string;
+  property: PropertyFilter | null;
+}
+
+export interface Paging {
+  page: number;
+  limit: number;
+}
+
+/**
+ * Adds the shared filters to a single-table list query. Columns are named with `sql.ref`, so any
+ * table with `deleted_at`, `created_at`, `status` and `properties` columns can use it.
+ */
+export function applyListFilters<DB, TB extends keyof DB, O>(
+  db: Db, query: SelectQueryBuilder<DB, TB, O>, filters: ListFilters,
+): SelectQueryBuilder<DB, TB, O> {
+  let q = query;
+  if (!filters.includeDeleted) q = q.where(sql<SqlBool>`${sql.ref('deleted_at')} is null`);
+  if (filters.createdSince) q = q.where(sql<SqlBool>`${sql.ref('created_at')} > ${filters.createdSince}`);
+  if (filters.status) q = q.where(sql<SqlBool>`${sql.ref('status')} = ${filters.status}`);
+  if (filters.property) q = q.where(propertyCondition(db, sql.ref('properties'), filters.property));
+  return q;
+}
+
+/**
+ * One page of a filtered list in the standard envelope: the count, the page in `createdAt desc,
+ * id desc` order (stable across pages), then `toItems`, which loads the page's children in one
+ * query and maps the rows. Three queries whatever the page size.
+ */
+export async function fetchPage<DB, TB extends keyof DB, Row extends { id: string }, T>(
+  query: SelectQueryBuilder<DB, TB, Row>, paging: Paging, toItems: (rows: Row[]) => Promise<T[]>,
+): Promise<Page<T>> {
+  // The row type is generic here, so TypeScript cannot see the alias; the cast only names it.
+  const counted = await query.clearSelect().select(sql`count(*)`.as('total')).executeTakeFirstOrThrow() as { total: number | string | bigint };
+  const rows = await query
+    .orderBy(sql.ref('created_at'), 'desc').orderBy(sql.ref('id'), 'desc')
+    .limit(paging.limit).offset(offsetOf(paging.page, paging.limit))
+    .execute();
+  return { items: await toItems(rows), total: Number(counted.total), page: paging.page, pageSize: paging.limit };
+}

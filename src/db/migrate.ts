@@ -2,6 +2,7 @@ import { Migrator, sql, type Kysely, type Migration, type MigrationResultSet } f
 import { foundation } from './migrations/0001-foundation.ts';
 import { buyersAndPricing } from './migrations/0002-buyers-pricing.ts';
 import { orders } from './migrations/0003-orders.ts';
+import { invoices } from './migrations/0004-invoices.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -9,6 +10,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0001-foundation': foundation(dialect),
     '0002-buyers-pricing': buyersAndPricing(dialect),
     '0003-orders': orders(dialect),
+    '0004-invoices': invoices(dialect),
   };
 }
 

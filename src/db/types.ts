@@ -219,6 +219,41 @@ export interface OrderItemTable {
   updated_at: Timestamp;
 }
 
+export interface InvoiceTable {
+  id: string;
+  business_id: string;
+  partnership_id: string;
+  order_id: string;
+  invoice_number: string;
+  status: string;
+  reference: string | null;
+  notes: string | null;
+  due_at: NullableTimestamp;
+  currency: string;
+  total_amount: Numeric;
+  properties: Json;
+  version: number;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  deleted_at: NullableTimestamp;
+}
+
+export interface InvoiceLineItemTable {
+  id: string;
+  business_id: string;
+  invoice_id: string;
+  order_item_id: string;
+  item_variant_id: string;
+  description: string;
+  quantity: Numeric;
+  unit_amount: Numeric;
+  line_amount: Numeric;
+  currency: string;
+  line_number: number;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface BusinessCounterTable {
   business_id: string;
   name: string;
@@ -243,6 +278,8 @@ export interface Database {
   orders: OrderTable;
   order_items: OrderItemTable;
   business_counters: BusinessCounterTable;
+  invoices: InvoiceTable;
+  invoice_line_items: InvoiceLineItemTable;
 }
 
 /** What every repository function takes first: the database or an open transaction. */

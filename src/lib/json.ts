@@ -23,7 +23,11 @@ export function deepMerge(target: JsonObject | null, patch: JsonObject): JsonObj
   const out: JsonObject = { ...(target ?? {}) };
   for (const [key, value] of Object.entries(patch)) {
     const current = out[key];
-    out[key] = isPlainObject(value) && isPlainObject(current) ? deepMerge(current, value) : value;
+    // defineProperty, not assignment: a key named __proto__ must stay data, never a prototype.
+    Object.defineProperty(out, key, {
+      value: isPlainObject(value) && isPlainObject(current) ? deepMerge(current, value) : value,
+      enumerable: true, writable: true, configurable: true,
+    });
   }
   return out;
 }

@@ -5,7 +5,7 @@ import { newId } from '../lib/ids.ts';
 import { mergeStoredProperties } from '../http/properties.ts';
 import { writeJson } from '../lib/json.ts';
 import { toDecimalString } from '../lib/money.ts';
-import { parseDateTime, toIso } from '../lib/time.ts';
+import { laterThan, parseDateTime } from '../lib/time.ts';
 import {
   deleteOrderItems, findEntries, findOrderItemRows, findOrderRow, insertOrderItems, updateOrderItem, updateOrderRow,
 } from './repository.ts';
@@ -22,12 +22,6 @@ export function matchesVersion(ifMatch: string, version: number): boolean {
 function hasChanges(input: UpdateOrderInput): boolean {
   return Object.keys(input.order ?? {}).length > 0 || (input.createOrderItems?.length ?? 0) > 0
     || (input.updateOrderItems?.length ?? 0) > 0 || (input.deleteOrderItems?.length ?? 0) > 0;
-}
-
-/** updatedAt only grows, even for two writes in one millisecond, so `updatedSince` never misses one. */
-function laterThan(now: string, previous: Date | string): string {
-  const floor = new Date(toIso(previous)).getTime() + 1;
-  return new Date(Math.max(Date.parse(now), floor)).toISOString();
 }
 
 const dateOrNull = (value: string | null) => (value === null ? null : parseDateTime(value));

@@ -1,0 +1,79 @@
+import { Type } from 'typebox';
+import { notFound } from '../http/errors.ts';
+import { readPropertyFilter } from '../http/list-query.ts';
+import type { ApiInstance, RouteDeps } from '../http/types.ts';
+import { nowIso, parseDateTime } from '../lib/time.ts';
+import { etagOf } from '../orders/mapper.ts';
+import { listInvoices } from './list-repository.ts';
+import { findInvoice } from './repository.ts';
+import { CreateInvoiceBody, InvoiceListResponse, InvoiceParams, InvoiceResponse, ListInvoicesQuery, UpdateInvoiceBody } from './schema.ts';
+import { createInvoice, INVOICE_NOT_FOUND, patchInvoice } from './service.ts';
+
+const tags = ['Invoices'];
+const ref = (description: string) => Type.Unsafe<unknown>({ $ref: 'ErrorResponse#', description });
+/** The reference's artefact flag is a property filter on a fixed path; an explicit propertyPath wins. */
+const ARTEFACT_PATH = ['invoiceArtefact'];
+
+export async function invoiceRoutes(app: ApiInstance, { db, runWrite }: RouteDeps) {
+  app.post('/invoices', {
+    config: { extension: true },
+    schema: {
+      tags, operationId: 'createInvoice', summary: 'Invoice an order: its items become line items',
+      description: 'One live invoice per order: a second gives 409 unless the first is VOIDED or deleted. '
+        + 'The invoice starts as DRAFT with the next INV-000001 style number.',
+      body: CreateInvoiceBody,
+      response: { 201: InvoiceResponse, 409: ref('The order already has a live invoice, or the Idempotency-Key is in use') },
+    },
+  }, (request, reply) => runWrite(request, reply, async (trx) => {
+    const { id, version } = await createInvoice(trx, request.businessId, request.body, nowIso());
+    return { status: 201, body: await findInvoice(trx, request.businessId, id), headers: { etag: etagOf(version) } };
+  }));
+
+  app.get('/invoices', {
+    schema: {
+      tags, operationId: 'listInvoices', summary: 'List invoices with their line items, newest first',
+      description: 'Examples: `?hasArtefact=false` (invoices without a generated document), `?status=AUTHORISED`, '
+        + '`?propertyPath=xero.invoiceId&propertyExists=false` (not yet synced). propertyPath takes precedence over hasArtefact. '
+        + 'Soft-deleted invoices are left out unless includeDeleted=true.',
+      querystring: ListInvoicesQuery, response: { 200: InvoiceListResponse },
+    },
+  }, async (request) => {
+    const { query } = request;
+    const property = readPropertyFilter(query)
+      ?? (query.hasArtefact === undefined ? null : { segments: ARTEFACT_PATH, exists: query.hasArtefact });
+    return listInvoices(db, request.businessId, {
+      page: query.page,
+      limit: query.limit,
+      includeDeleted: query.includeDeleted,
+      createdSince: query.createdSince === undefined ? undefined : parseDateTime(query.createdSince),
+      status: query.status,
+      property,
+    });
+  });
+
+  app.get('/invoices/:id', {
+    schema: { tags, operationId: 'getInvoice', summary: 'Get an invoice with its line items', params: InvoiceParams, response: { 200: InvoiceResponse } },
+  }, async (request, reply) => {
+    const invoice = await findInvoice(db, request.businessId, request.params.id);
+    if (!invoice) throw notFound(INVOICE_NOT_FOUND);
+    return reply.header('etag', etagOf(invoice.version)).send(invoice);
+  });
+
+  app.patch('/invoices/:id', {
+    schema: {
+      tags, operationId: 'updateInvoice', summary: 'Update an invoice\'s status, reference, notes, due date or properties',
+      description: 'Status moves freely between the reference values and never changes the order. properties are deep-merged.',
+      params: InvoiceParams, body: UpdateInvoiceBody,
+      headers: Type.Object({ 'if-match': Type.Optional(Type.String({ maxLength: 200, description: 'The ETag last read ("<version>"); a stale one gives 412' })) }),
+      response: {
+        200: InvoiceResponse,
+        409: ref('Un-voiding would give the order a second live invoice, or the Idempotency-Key is in use'),
+        412: ref('If-Match named a version that is no longer current; nothing was changed'),
+      },
+    },
+  }, (request, reply) => runWrite(request, reply, async (trx) => {
+    const { businessId } = request;
+    const version = await patchInvoice(trx, businessId, request.params.id, request.body, request.headers['if-match'], nowIso());
+    return { status: 200, body: await findInvoice(trx, businessId, request.params.id), headers: { etag: etagOf(version) } };
+  }));
+}

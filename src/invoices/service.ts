@@ -1,0 +1,121 @@
+import type { Insertable, Updateable } from 'kysely';
+import { isUniqueViolation } from '../db/dialect.ts';
+import type { Db, InvoiceLineItemTable, InvoiceTable } from '../db/types.ts';
+import { badRequest, conflict, notFound, preconditionFailed, validationError } from '../http/errors.ts';
+import { mergeStoredProperties } from '../http/properties.ts';
+import { newId } from '../lib/ids.ts';
+import { writeJson } from '../lib/json.ts';
+import { multiply, sum } from '../lib/money.ts';
+import { laterThan, parseDateTime } from '../lib/time.ts';
+import { matchesVersion } from '../orders/patch-service.ts';
+import { findOrderRow, nextCounterValue } from '../orders/repository.ts';
+import { ORDER_NOT_FOUND } from '../orders/service.ts';
+import {
+  findInvoiceRow, findLiveInvoiceForOrder, findOrderItemsToInvoice, insertInvoice, insertInvoiceLineItems, updateInvoiceRow,
+} from './repository.ts';
+import type { CreateInvoiceInput, UpdateInvoiceInput } from './schema.ts';
+
+export const INVOICE_NOT_FOUND = 'Invoice not found';
+export const NO_UPDATE = 'No valid fields provided for update';
+
+export const formatInvoiceNumber = (n: number) => `INV-${String(n).padStart(6, '0')}`;
+
+const alreadyInvoiced = (invoiceNumber?: string) =>
+  conflict(`The order already has a live invoice${invoiceNumber ? ` (${invoiceNumber})` : ''}; void it before invoicing the order again`);
+
+/** A single-variant item's variant is named "Default", which says nothing on an invoice. */
+export const describeLine = (itemName: string, variantName: string) =>
+  (variantName === 'Default' ? itemName : `${itemName} - ${variantName}`);
+
+/** The partial unique index is the backstop for the one-live-invoice rule; its violation is the same 409. */
+async function guardUnique<T>(write: () => Promise<T>, onViolation: () => Error): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    throw isUniqueViolation(error) ? onViolation() : error;
+  }
+}
+
+/**
+ * Invoices a live order: its items become line items priced as ordered. The order row is locked
+ * first, so concurrent requests for one order queue and the second finds the first's invoice.
+ */
+export async function createInvoice(db: Db, businessId: string, input: CreateInvoiceInput, now: string) {
+  const order = await findOrderRow(db, businessId, input.orderId, true);
+  if (!order) throw notFound(ORDER_NOT_FOUND);
+  const live = await findLiveInvoiceForOrder(db, businessId, order.id);
+  if (live) throw alreadyInvoiced(live.invoice_number);
+  const items = await findOrderItemsToInvoice(db, businessId, order.id);
+  if (items.length === 0) throw validationError({ orderId: 'The order has no items to invoice' });
+
+  const invoiceId = newId('inv');
+  const lines: Insertable<InvoiceLineItemTable>[] = items.map((item) => ({
+    id: newId('ili'),
+    business_id: businessId,
+    invoice_id: invoiceId,
+    order_item_id: item.id,
+    item_variant_id: item.item_variant_id,
+    description: describeLine(item.item_name, item.variant_name),
+    quantity: String(item.quantity),
+    unit_amount: String(item.price),
+    line_amount: multiply(String(item.quantity), String(item.price)),
+    currency: item.currency,
+    line_number: item.line_number,
+    created_at: now,
+    updated_at: now,
+  }));
+  const invoiceNumber = formatInvoiceNumber(await nextCounterValue(db, businessId, 'invoice'));
+  await guardUnique(() => insertInvoice(db, {
+    id: invoiceId,
+    business_id: businessId,
+    partnership_id: order.partnership_id,
+    order_id: order.id,
+    invoice_number: invoiceNumber,
+    status: 'DRAFT',
+    reference: input.reference ?? null,
+    notes: input.notes ?? null,
+    due_at: input.dueAt ? parseDateTime(input.dueAt) : null,
+    currency: order.currency,
+    total_amount: sum(lines.map((l) => l.line_amount)),
+    properties: writeJson(input.properties),
+    version: 1,
+    created_at: now,
+    updated_at: now,
+  }), () => alreadyInvoiced());
+  await insertInvoiceLineItems(db, lines);
+  return { id: invoiceId, version: 1 };
+}
+
+function invoiceFields(input: UpdateInvoiceInput, storedProperties: unknown): Updateable<InvoiceTable> {
+  return {
+    ...(input.status !== undefined && { status: input.status }),
+    ...(input.reference !== undefined && { reference: input.reference }),
+    ...(input.notes !== undefined && { notes: input.notes }),
+    ...(input.dueAt !== undefined && { due_at: input.dueAt === null ? null : parseDateTime(input.dueAt) }),
+    ...(input.properties !== undefined && { properties: mergeStoredProperties(storedProperties, input.properties, 'properties') }),
+  };
+}
+
+/**
+ * Applies a PATCH in the caller's transaction, under the invoice's row lock. Status moves freely;
+ * the one rule is that un-voiding must not give the order a second live invoice. The order itself
+ * is never touched.
+ */
+export async function patchInvoice(db: Db, businessId: string, id: string, input: UpdateInvoiceInput, ifMatch: string | undefined, now: string): Promise<number> {
+  if (Object.keys(input).length === 0) throw badRequest(NO_UPDATE);
+  const row = await findInvoiceRow(db, businessId, id, true);
+  if (!row) throw notFound(INVOICE_NOT_FOUND);
+  if (ifMatch !== undefined && !matchesVersion(ifMatch, Number(row.version))) {
+    throw preconditionFailed(`The invoice has changed: its current version is ${row.version}`);
+  }
+  const revived = row.status === 'VOIDED' && input.status !== undefined && input.status !== 'VOIDED';
+  const other = revived ? await findLiveInvoiceForOrder(db, businessId, row.order_id, id) : undefined;
+  if (other) throw conflict(`The order already has another live invoice (${other.invoice_number}); this one stays VOIDED`);
+
+  const version = Number(row.version) + 1;
+  await guardUnique(
+    () => updateInvoiceRow(db, businessId, id, { ...invoiceFields(input, row.properties), version, updated_at: laterThan(now, row.updated_at) }),
+    () => conflict('The order already has another live invoice; this one stays VOIDED'),
+  );
+  return version;
+}
