@@ -1,2 +1,78 @@
-// The benchmark suite (data generator, autocannon scenarios, ceiling run) is its own issue.
-console.log('No benchmark scenarios yet: see the performance issue.');
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import { startCeiling } from './ceiling.ts';
+import { createBenchDatabase } from './database.ts';
+import { loadFixtures } from './fixtures.ts';
+import { runLoad, warmUp } from './load.ts';
+import { formatTable, machine, saveReport, type Report, type Row } from './report.ts';
+import { buildScenarios } from './scenarios.ts';
+import { runDemo, sampleRss, startServer } from './server.ts';
+
+const { values } = parseArgs({
+  options: {
+    db: { type: 'string', default: 'sqlite' },
+    orders: { type: 'string', default: '10000' },
+    duration: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '10' },
+    only: { type: 'string' },
+    // An already generated database (for example 1,000,000 orders made once with `cli demo`), kept afterwards.
+    url: { type: 'string' },
+    business: { type: 'string' },
+    key: { type: 'string' },
+  },
+});
+const reuse = values.url !== undefined;
+if (reuse && (!values.business || !values.key)) throw new Error('--url needs --business and --key');
+const db = reuse ? (values.url!.startsWith('sqlite:') ? 'sqlite' : 'postgres') : values.db;
+const backend = db === 'postgres' ? 'postgres' : db === 'sqlite' ? 'sqlite' : undefined;
+if (!backend) throw new Error('--db must be sqlite or postgres');
+const orders = Number(values.orders);
+const options = { duration: Number(values.duration), connections: Number(values.connections) };
+const startedAt = new Date().toISOString();
+
+const database = reuse
+  ? { url: values.url!, describe: `${values.url} (existing data)`, drop: async () => {} }
+  : await createBenchDatabase(backend);
+console.error(`Benchmark on ${database.describe}: ${orders.toLocaleString('en')} orders, ${options.duration} s per scenario, ${options.connections} connections`);
+let server: Awaited<ReturnType<typeof startServer>> | undefined;
+try {
+  const generationStarted = performance.now();
+  const demo = reuse ? { businessId: values.business!, apiKey: values.key!, log: '' } : await runDemo(database.url, orders);
+  const generationSeconds = (performance.now() - generationStarted) / 1000;
+  const rate = Number(demo.log.match(/\(([\d,]+) orders\/s\)/)?.[1].replace(/,/g, '') ?? 0);
+  server = await startServer(database.url);
+  const fixtures = await loadFixtures(server.base, demo);
+
+  const rows: Row[] = [];
+  const only = values.only?.split(',') ?? [];
+  const scenarios = buildScenarios(fixtures).filter((s) => only.length === 0 || only.some((o) => s.name.includes(o)));
+  for (const scenario of scenarios) {
+    // A short warm-up, so that JIT and the page cache do not count against the first scenario.
+    await warmUp(server.base, scenario.requests, options.connections);
+    const loadAverage = loadavg()[0];
+    const stopRss = sampleRss(server.pid);
+    const result = await runLoad(server.base, scenario.requests, options);
+    rows.push({ scenario: scenario.name, kind: scenario.kind, ...result, rssMb: stopRss(), loadAverage });
+    console.error(`${scenario.name}: ${result.requestsPerSecond} req/s, p50 ${result.p50} ms, errors ${result.errors} ${JSON.stringify(result.statusCodes)}`);
+  }
+
+  const sample = await fetch(`${server.base}/api/v1/orders/${fixtures.tenItemOrderId}`, { headers: fixtures.headers });
+  const ceilingServer = await startCeiling(Buffer.from(await sample.arrayBuffer()), sample.headers.get('content-type') ?? 'application/json');
+  await warmUp(ceilingServer.url, [{ method: 'GET', path: '/' }], options.connections);
+  const ceiling = await runLoad(ceilingServer.url, [{ method: 'GET', path: '/' }], options);
+  await ceilingServer.close();
+  const get = rows.find((r) => r.scenario.startsWith('get order'));
+  if (get) get.ratioToCeiling = get.requestsPerSecond / ceiling.requestsPerSecond;
+
+  const report: Report = {
+    backend, orders, ...options, startedAt, ceiling, rows,
+    generation: { seconds: Math.round(generationSeconds * 10) / 10, ordersPerSecond: rate, log: demo.log.split('\n').filter((l) => l.startsWith('Created') || l.includes('orders/s')).join(' ') },
+    machine: machine(loadavg()),
+  };
+  console.log(`\n${backend}, ${orders.toLocaleString('en')} orders, ${options.connections} connections, ${options.duration} s per scenario (load average ${report.machine.loadAverage.map((l) => l.toFixed(1)).join(' ')})\n`);
+  console.log(formatTable(report));
+  console.log(`\nSaved ${saveReport(report)}`);
+} finally {
+  await server?.stop();
+  await database.drop();
+}

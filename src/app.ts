@@ -1,7 +1,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { sql, type Kysely } from 'kysely';
 import type { Config } from './config.ts';
 import type { Database } from './db/types.ts';
@@ -9,6 +9,7 @@ import { createAuthenticator } from './http/auth.ts';
 import { createErrorHandler } from './http/error-handler.ts';
 import { ApiError, badRequest, notFound, unauthorized, RATE_LIMITED_MESSAGE } from './http/errors.ts';
 import { createRunWrite, purgeExpiredIdempotencyKeys } from './http/idempotency.ts';
+import { registerMetrics, registerRequestLog, type PoolStats } from './http/metrics.ts';
 import type { RouteDeps } from './http/types.ts';
 import { openapiOptions } from './http/openapi.ts';
 import { rateLimitHeaders, type BucketSettings, type RateLimiter } from './http/rate-limit.ts';
@@ -38,6 +39,18 @@ export interface AppDeps {
   rateLimiter: RateLimiter | null;
   logger?: FastifyServerOptions['logger'];
   clock?: () => number;
+  /** Pool use for /metrics (PostgreSQL). */
+  poolStats?: () => PoolStats | null;
+  /** Adds process and Node.js metrics to /metrics; the server turns it on. */
+  processMetrics?: boolean;
+}
+
+/** pino options for the server: JSON lines at `level`, and keys never written even if a header is logged. */
+export function loggerOptions(level: string) {
+  return {
+    level,
+    redact: { paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'headers["x-api-key"]'], censor: '[redacted]' },
+  };
 }
 
 export type App = FastifyInstance;
@@ -51,6 +64,8 @@ export async function createApp(deps: AppDeps) {
   const errorHandler = createErrorHandler(config.bodyLimitBytes);
   const app = Fastify({
     logger: deps.logger ?? false,
+    // registerRequestLog writes one line per request instead of Fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.bodyLimitBytes,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
@@ -80,6 +95,8 @@ export async function createApp(deps: AppDeps) {
     return parseJson(request, body as string, done);
   });
   app.decorateRequest('businessId', '');
+  registerRequestLog(app);
+  registerMetrics(app, { poolStats: deps.poolStats, processMetrics: deps.processMetrics });
   app.addSchema(ErrorResponse);
 
   const bucket: BucketSettings = { ratePerSecond: config.rateLimitRps, burst: config.rateLimitBurst };

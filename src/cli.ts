@@ -3,6 +3,7 @@ import { createApiKey, createBusiness, findBusiness, listApiKeys, revokeApiKey }
 import { ConfigError, loadConfig } from './config.ts';
 import { createDatabase, type DatabaseHandle } from './db/connection.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import { DEMO_OPTIONS, runDemoCommand } from './demo/command.ts';
 import type { Db } from './db/types.ts';
 
 /** The caller got the invocation wrong: exit code 2 and a pointer to the usage text. */
@@ -83,6 +84,12 @@ const commands: Record<string, Command> = {
       printLines(`Revoked key ${keyId}. Revocation takes effect on every instance within 5 seconds.`);
     },
   },
+  demo: {
+    usage: 'demo [--orders N] [--items M] [--buyers K] [--json]  create a business full of demo data (default 300 orders, 40 items, 20 buyers)',
+    options: DEMO_OPTIONS,
+    required: [],
+    run: ({ db }, values) => runDemoCommand(db, values, (message) => new UsageError(message)),
+  },
   migrate: {
     usage: 'migrate                                apply pending database migrations',
     options: {},
@@ -129,7 +136,7 @@ function printTable(header: string[], rows: string[][]): void {
 /** Splits argv into a command and its validated options; throws UsageError for anything off. */
 function parseCommand(argv: string[]): { command: Command; values: Values } | 'help' {
   if (argv.length === 0 || ['help', '--help', '-h'].includes(argv[0])) return 'help';
-  const words = argv[0] === 'migrate' ? 1 : 2;
+  const words = argv[0] === 'migrate' || argv[0] === 'demo' ? 1 : 2;
   const name = argv.slice(0, words).join(' ');
   const command = commands[name];
   if (!command) throw new UsageError(`Unknown command '${name}'`);

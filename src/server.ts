@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { createApp } from './app.ts';
+import { createApp, loggerOptions } from './app.ts';
 import { countBusinesses, createBusiness } from './businesses/repository.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createRateLimiter, openDatabase } from './runtime.ts';
@@ -20,12 +20,9 @@ async function main() {
   const config = loadOrExit();
   const handle = await openDatabase(config);
   const { db } = handle;
-  const logger = {
-    level: config.logLevel,
-    redact: { paths: ['req.headers["x-api-key"]', 'req.headers.authorization'], censor: '[redacted]' },
-  };
+  const logger = loggerOptions(config.logLevel);
   const rateLimiter = createRateLimiter(config, (error) => console.error(`rate limit store error: ${(error as Error).message}`));
-  const app = await createApp({ db, config, rateLimiter, logger });
+  const app = await createApp({ db, config, rateLimiter, logger, poolStats: handle.poolStats, processMetrics: true });
 
   // Handlers go in before listening, so a signal that arrives right after start is still graceful.
   let closing = false;

@@ -11,6 +11,8 @@ export interface DatabaseHandle {
   /** For messages and logs: the URL without its password. */
   describe: string;
   close(): Promise<void>;
+  /** PostgreSQL pool use, for /metrics; absent on SQLite. */
+  poolStats?: () => { total: number; idle: number; waiting: number; max: number };
 }
 
 export interface DatabaseOptions {
@@ -30,7 +32,7 @@ function openSqlite(path: string): Kysely<Database> {
   return new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
 }
 
-function openPostgres(url: string, options: DatabaseOptions): Kysely<Database> {
+function openPostgres(url: string, options: DatabaseOptions): { db: Kysely<Database>; pool: pg.Pool } {
   if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
     throw new Error('invalid schema name');
   }
@@ -42,7 +44,7 @@ function openPostgres(url: string, options: DatabaseOptions): Kysely<Database> {
   });
   // An idle client losing its server must not take the process down; the next query reports it.
   pool.on('error', () => {});
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), pool };
 }
 
 /** One Kysely object from DATABASE_URL: `sqlite:PATH` or `postgres://...`. */
@@ -52,6 +54,9 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     const db = openSqlite(path);
     return { db, dialect: 'sqlite', describe: `sqlite:${path}`, close: () => db.destroy() };
   }
-  const db = openPostgres(url, options);
-  return { db, dialect: 'postgres', describe: url.replace(/:[^:@/]*@/, ':***@'), close: () => db.destroy() };
+  const { db, pool } = openPostgres(url, options);
+  return {
+    db, dialect: 'postgres', describe: url.replace(/:[^:@/]*@/, ':***@'), close: () => db.destroy(),
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max }),
+  };
 }

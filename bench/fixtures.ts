@@ -1,0 +1,51 @@
+import { createHash } from 'node:crypto';
+import type { Credentials } from './server.ts';
+
+interface OrderLike { id: string; orderItems: Array<{ id: string }>; properties: Record<string, any> | null }
+
+/** What the scenarios need, found through the API itself. */
+export interface Fixtures {
+  headers: Record<string, string>;
+  businessId: string;
+  /** An order with exactly 10 items. */
+  tenItemOrderId: string;
+  /** Orders with their first item, for PATCH. */
+  patchTargets: Array<{ id: string; itemId: string }>;
+  /** Order ids with the ingestion idempotency key. */
+  ingestTargets: Array<{ id: string; key: string }>;
+  salesOrderNumbers: string[];
+  modifiedSince: string;
+  buyerId: string;
+  variantIds: string[];
+}
+
+export async function loadFixtures(base: string, credentials: Credentials): Promise<Fixtures> {
+  const headers = { 'x-business-id': credentials.businessId, 'x-api-key': credentials.apiKey };
+  const get = async (path: string) => {
+    const res = await fetch(`${base}/api/v1${path}`, { headers });
+    if (res.status !== 200) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`);
+    return res.json() as Promise<any>;
+  };
+  const orders: OrderLike[] = [];
+  for (let page = 1; page <= 20 && (page === 1 || !orders.some((o) => o.orderItems.length === 10)); page++) {
+    orders.push(...(await get(`/orders?limit=100&page=${page}`)).items);
+  }
+  const ten = orders.find((o) => o.orderItems.length === 10);
+  if (!ten) throw new Error('no order with 10 items among the newest 2,000');
+  const numbers = orders.map((o) => o.properties?.sage200Evo?.salesOrderNo).filter((n) => n !== undefined && n !== null).map(String);
+  const buyers = (await get('/buyers?limit=100')).items as Array<{ id: string; itemListId: string | null }>;
+  const items = (await get('/items?limit=100')).items as Array<{ variants: Array<{ id: string }> }>;
+  return {
+    headers,
+    businessId: credentials.businessId,
+    tenItemOrderId: ten.id,
+    patchTargets: orders.slice(0, 500).map((o) => ({ id: o.id, itemId: o.orderItems[0].id })),
+    ingestTargets: orders.map((o) => ({
+      id: o.id, key: createHash('sha256').update(`${o.id}-${credentials.businessId}-order-integration`).digest('hex'),
+    })),
+    salesOrderNumbers: numbers.slice(0, 200),
+    modifiedSince: new Date(Date.now() - 7 * 86_400_000).toISOString(),
+    buyerId: buyers[0].id,
+    variantIds: items.flatMap((i) => i.variants.map((v) => v.id)),
+  };
+}

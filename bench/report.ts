@@ -1,0 +1,54 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import type { LoadResult } from './load.ts';
+
+export interface Row extends LoadResult {
+  scenario: string;
+  kind: string;
+  rssMb: number;
+  /** The machine's 1-minute load average when the scenario started: the machine is shared. */
+  loadAverage: number;
+  ratioToCeiling?: number;
+}
+
+export interface Report {
+  backend: string;
+  orders: number;
+  duration: number;
+  connections: number;
+  generation: { seconds: number; ordersPerSecond: number; log: string };
+  machine: { cpus: number; model: string; memoryGb: number; node: string; loadAverage: number[] };
+  startedAt: string;
+  ceiling: LoadResult;
+  rows: Row[];
+}
+
+export function machine(loadAverage: number[]) {
+  return {
+    cpus: cpus().length, model: cpus()[0]?.model ?? 'unknown', memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version, loadAverage,
+  };
+}
+
+const fmt = (n: number, digits = 0) => n.toLocaleString('en', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+export function formatTable(report: Report): string {
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'RSS MB', 'load', 'note'];
+  const rows = [
+    ...report.rows.map((r) => [r.scenario, fmt(r.requestsPerSecond), fmt(r.p50, 1), fmt(r.p99, 1), fmt(r.errors), fmt(r.rssMb), r.loadAverage.toFixed(1),
+      r.ratioToCeiling === undefined ? '' : `${r.ratioToCeiling.toFixed(2)} × ceiling`]),
+    ['ceiling (bare node:http, same bytes)', fmt(report.ceiling.requestsPerSecond), fmt(report.ceiling.p50, 1), fmt(report.ceiling.p99, 1), fmt(report.ceiling.errors), '', '', ''],
+  ];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 || i === 7 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
+  return [line(header), `|${widths.map((w, i) => (i === 0 || i === 7 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`, ...rows.map(line)].join('\n');
+}
+
+/** bench/results/<backend>-<orders>-<timestamp>.json */
+export function saveReport(report: Report): string {
+  const dir = join(import.meta.dirname, 'results');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${report.backend}-${report.orders}-${report.startedAt.replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  return file;
+}

@@ -1,0 +1,69 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+// A benchmark started from the test runner must not pass its marker on to the children.
+const { NODE_TEST_CONTEXT: _ignored, ...baseEnv } = process.env;
+
+export interface Credentials { businessId: string; apiKey: string }
+
+/** Runs `cli demo --json` on the database and returns the new business's credentials. */
+export function runDemo(databaseUrl: string, orders: number): Promise<Credentials & { log: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'demo', '--orders', String(orders), '--json'], {
+    env: { ...baseEnv, DATABASE_URL: databaseUrl }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => { out += d; });
+  child.stderr.on('data', (d) => { err += d; process.stderr.write(d); });
+  return new Promise((resolve, reject) => {
+    child.on('exit', (code) => {
+      if (code !== 0) return reject(new Error(`demo failed (${code}):\n${err}`));
+      const last = out.trim().split('\n').at(-1)!;
+      resolve({ ...(JSON.parse(last) as Credentials), log: err });
+    });
+  });
+}
+
+export interface Server { base: string; pid: number; child: ChildProcess; stop(): Promise<void> }
+
+/** `src/server.ts` as a child process, on a free port, rate limits off, warnings only. */
+export function startServer(databaseUrl: string): Promise<Server> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    env: { ...baseEnv, DATABASE_URL: databaseUrl, PORT: '0', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => { out += d; });
+  child.stderr!.on('data', (d) => { out += d; });
+  const stop = () => new Promise<void>((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 60_000);
+    child.stdout!.on('data', () => {
+      const m = out.match(/listening on (http:\/\/\S+)/);
+      if (m) { clearTimeout(timer); resolve({ base: m[1], pid: child.pid!, child, stop }); }
+    });
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited ${code}:\n${out}`)); });
+  });
+}
+
+/** Samples a process's resident set size (VmRSS) until stopped; returns the largest, in MB. */
+export function sampleRss(pid: number, everyMs = 200): () => number {
+  let max = 0;
+  const read = () => {
+    try {
+      const m = readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/);
+      if (m) max = Math.max(max, Number(m[1]) / 1024);
+    } catch { /* the process is gone, or this is not Linux */ }
+  };
+  read();
+  const timer = setInterval(read, everyMs);
+  return () => {
+    clearInterval(timer);
+    read();
+    return Math.round(max);
+  };
+}

@@ -1,0 +1,51 @@
+import { CompiledQuery } from 'kysely';
+import { dialectOf } from '../db/dialect.ts';
+import type { Db } from '../db/types.ts';
+
+/** Bound parameters per statement: under SQLite's 32,766 and PostgreSQL's 65,535. */
+const MAX_PARAMETERS = 30_000;
+/** Very long statements cost more to parse than they save in round trips. */
+const MAX_ROWS = 1_000;
+
+type Constant = string | number | null;
+
+/** Constants are the generator's own values (ids, codes), never user input; quotes are doubled regardless. */
+function literal(value: Constant): string {
+  if (value === null) return 'null';
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new Error('not a finite number');
+    return String(value);
+  }
+  return `'${value.replace(/'/g, "''")}'`;
+}
+
+/**
+ * Multi-row INSERTs of positional rows, chunked to stay under both backends' parameter limits.
+ * Raw SQL rather than the query builder: building and compiling a 1,000-row Kysely query costs
+ * more than running it, and the demo inserts millions of rows.
+ */
+export async function insertRows(
+  db: Db, table: string, columns: readonly string[], rows: readonly unknown[][], constants: Record<string, Constant> = {},
+): Promise<void> {
+  if (rows.length === 0) return;
+  const postgres = dialectOf(db) === 'postgres';
+  const perStatement = Math.max(1, Math.min(MAX_ROWS, Math.floor(MAX_PARAMETERS / columns.length)));
+  const fixed = Object.keys(constants);
+  const head = `insert into ${table} (${[...columns, ...fixed].join(', ')}) values `;
+  // Values shared by every row are written once as literals: fewer parameters to bind per row.
+  const tail = fixed.map((c) => `,${literal(constants[c])}`).join('');
+  for (let start = 0; start < rows.length; start += perStatement) {
+    const chunk = rows.slice(start, start + perStatement);
+    const parameters: unknown[] = [];
+    const tuples: string[] = [];
+    for (const row of chunk) {
+      let tuple = '(';
+      for (let c = 0; c < columns.length; c++) {
+        parameters.push(row[c]);
+        tuple += (c === 0 ? '' : ',') + (postgres ? `$${parameters.length}` : '?');
+      }
+      tuples.push(`${tuple}${tail})`);
+    }
+    await db.executeQuery(CompiledQuery.raw(head + tuples.join(','), parameters));
+  }
+}

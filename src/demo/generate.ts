@@ -1,0 +1,117 @@
+import { sql, type Kysely } from 'kysely';
+import { createBusiness } from '../businesses/repository.ts';
+import { dialectOf } from '../db/dialect.ts';
+import type { Database } from '../db/types.ts';
+import { insertRows } from './bulk.ts';
+import { insertBuyers, insertCatalogue } from './catalogue.ts';
+import { insertOrders } from './orders.ts';
+import { createRandom } from './random.ts';
+
+export interface DemoOptions {
+  orders: number;
+  items: number;
+  buyers: number;
+  name?: string;
+  /** The same seed gives the same catalogue, buyers and orders (ids and the key differ). */
+  seed?: number;
+  onProgress?: (ordersDone: number) => void;
+}
+
+export interface DemoResult {
+  businessId: string;
+  apiKey: string;
+  orders: number;
+  orderItems: number;
+  items: number;
+  variants: number;
+  buyers: number;
+  /** Order generation only (orders and their items), the part that scales. */
+  orderSeconds: number;
+  ordersPerSecond: number;
+  /** CPU time of this process for the orders: steadier than wall time on a busy machine. */
+  orderCpuSeconds: number;
+  totalSeconds: number;
+}
+
+export const DEMO_DEFAULTS = { orders: 300, items: 40, buyers: 20 } as const;
+
+const BATCH = 5_000;
+/** One transaction per this many orders: large enough to amortise commits, small enough to keep the WAL in check. */
+const PER_TRANSACTION = 50_000;
+const TWO_YEARS = 730 * 86_400_000;
+
+/**
+ * A new business with a realistic catalogue, buyers, price lists and orders spread over the last
+ * two years. Rows go in with multi-row INSERTs in large transactions; the order counter ends equal
+ * to the number of orders, so the next order created through the API gets the next SO number.
+ */
+export async function generateDemo(db: Kysely<Database>, options: DemoOptions): Promise<DemoResult> {
+  const started = performance.now();
+  // SQLite's default page cache is 2 MB: the growing indexes of a big insert spill out of it and
+  // are written again and again. A larger cache for the duration makes generation several times faster.
+  const sqlite = dialectOf(db) === 'sqlite';
+  const cacheSize = sqlite ? (await sql<{ cache_size: number }>`pragma cache_size`.execute(db)).rows[0].cache_size : 0;
+  // Foreign keys are checked on every row (three primary-key lookups per order item). The rows are
+  // consistent by construction, and the test checks them with `pragma foreign_key_check`.
+  if (sqlite) await sql`pragma cache_size = -262144`.execute(db);
+  if (sqlite) await sql`pragma foreign_keys = off`.execute(db);
+  try {
+    return await generate(db, options, started);
+  } finally {
+    if (sqlite) {
+      await sql`pragma foreign_keys = on`.execute(db);
+      await sql.raw(`pragma cache_size = ${Number(cacheSize)}`).execute(db);
+    }
+  }
+}
+
+async function generate(db: Kysely<Database>, options: DemoOptions, started: number): Promise<DemoResult> {
+  const rnd = createRandom(options.seed ?? 20_261_122);
+  const nowMs = Date.now();
+  const startMs = nowMs - TWO_YEARS;
+  const catalogueMs = startMs - 30 * 86_400_000;
+  const setup = await db.transaction().execute(async (trx) => {
+    const business = await createBusiness(trx, options.name ?? 'Demo Wholesale Supplies');
+    const variants = await insertCatalogue(trx, business.businessId, business.defaultItemListId, options.items, rnd, catalogueMs);
+    const buyers = await insertBuyers(trx, business.businessId, business.defaultItemListId, variants, options.buyers, rnd, catalogueMs);
+    return { business, variants, buyers };
+  });
+  const { businessId } = setup.business;
+
+  const ordersStarted = performance.now();
+  const cpuStarted = process.cpuUsage();
+  // Orders end a minute before now, so that everything the benchmark creates sorts after them.
+  const stepMs = options.orders === 0 ? 0 : (TWO_YEARS - 60_000) / options.orders;
+  let done = 0;
+  let orderItems = 0;
+  while (done < options.orders || done === 0) {
+    const end = Math.min(options.orders, done + PER_TRANSACTION);
+    await db.transaction().execute(async (trx) => {
+      for (let first = done; first < end; first += BATCH) {
+        const count = Math.min(BATCH, end - first);
+        orderItems += await insertOrders(trx, businessId, setup.buyers, { firstSequence: first + 1, count, startMs, stepMs, nowMs }, rnd);
+        options.onProgress?.(first + count);
+      }
+      if (end === options.orders && options.orders > 0) {
+        await insertRows(trx, 'business_counters', ['business_id', 'name', 'value'], [[businessId, 'order', options.orders]]);
+      }
+    });
+    done = end;
+    if (options.orders === 0) break;
+  }
+  const orderSeconds = (performance.now() - ordersStarted) / 1000;
+  const cpu = process.cpuUsage(cpuStarted);
+  return {
+    businessId,
+    apiKey: setup.business.apiKey,
+    orders: options.orders,
+    orderItems,
+    items: options.items,
+    variants: setup.variants.length,
+    buyers: options.buyers,
+    orderSeconds,
+    ordersPerSecond: orderSeconds > 0 ? Math.round(options.orders / orderSeconds) : 0,
+    orderCpuSeconds: (cpu.user + cpu.system) / 1e6,
+    totalSeconds: (performance.now() - started) / 1000,
+  };
+}

@@ -1,0 +1,92 @@
+import type { FastifyInstance } from 'fastify';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Connection pool use; PostgreSQL only (SQLite has one connection and nothing to report). */
+export interface PoolStats {
+  total: number;
+  idle: number;
+  waiting: number;
+  max: number;
+}
+
+export interface MetricsOptions {
+  poolStats?: () => PoolStats | null;
+  /** Process and Node.js metrics (memory, CPU, event-loop lag); on for the server, off in tests. */
+  processMetrics?: boolean;
+}
+
+/** Requests that matched no route share one label, so that scanners cannot blow up the series count. */
+const UNMATCHED = 'unmatched';
+
+const routeOf = (request: { routeOptions: { url?: string } }) => request.routeOptions.url ?? UNMATCHED;
+
+/**
+ * Serves `GET /metrics` (Prometheus text format) from a registry of this app's own, so several
+ * apps in one process (tests) never share or clash over series.
+ */
+export function registerMetrics(app: FastifyInstance, options: MetricsOptions = {}): Registry {
+  const registry = new Registry();
+  if (options.processMetrics) collectDefaultMetrics({ register: registry });
+
+  const labelNames = ['method', 'route', 'status'] as const;
+  const requests = new Counter({
+    name: 'supplyline_http_requests_total', help: 'HTTP requests answered, by route pattern and status', labelNames, registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'supplyline_http_request_duration_seconds', help: 'Time from request received to response sent, by route pattern and status',
+    labelNames, buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [registry],
+  });
+  const rateLimited = new Counter({
+    name: 'supplyline_rate_limit_rejections_total', help: 'Requests refused with 429 by the token bucket', labelNames: ['route'], registers: [registry],
+  });
+  const replays = new Counter({
+    name: 'supplyline_idempotent_replays_total', help: 'Responses replayed from a stored Idempotency-Key record', labelNames: ['route'], registers: [registry],
+  });
+  const pool = options.poolStats;
+  new Gauge({
+    name: 'supplyline_db_pool_connections', help: 'Database pool connections by state (PostgreSQL): total open, idle, max; waiting = queued acquirers',
+    labelNames: ['state'], registers: [registry],
+    collect() {
+      const stats = pool?.();
+      if (!stats) return;
+      for (const state of ['total', 'idle', 'waiting', 'max'] as const) this.set({ state }, stats[state]);
+      this.set({ state: 'in_use' }, stats.total - stats.idle);
+    },
+  });
+
+  // onSend sees the headers the handler set, including a replay's `idempotent-replayed`.
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (reply.getHeader('idempotent-replayed') === 'true') replays.inc({ route: routeOf(request) });
+    return payload;
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const labels = { method: request.method, route: routeOf(request), status: String(reply.statusCode) };
+    requests.inc(labels);
+    duration.observe(labels, reply.elapsedTime / 1000);
+    if (reply.statusCode === 429) rateLimited.inc({ route: labels.route });
+  });
+
+  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+    reply.header('content-type', registry.contentType);
+    return registry.metrics();
+  });
+  return registry;
+}
+
+/**
+ * One log line per request, written when the response is sent: request id (pino's `reqId`),
+ * business, method, route pattern, URL path, status and latency. Headers are never logged, so
+ * neither is a key.
+ */
+export function registerRequestLog(app: FastifyInstance): void {
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info({
+      businessId: request.businessId || undefined,
+      method: request.method,
+      route: routeOf(request),
+      path: request.url.split('?')[0],
+      statusCode: reply.statusCode,
+      responseTimeMs: Math.round(reply.elapsedTime * 100) / 100,
+    }, 'request completed');
+  });
+}

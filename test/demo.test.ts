@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { createApp, type App } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { generateDemo, type DemoResult } from '../src/demo/generate.ts';
+import { backends, createTestDatabase, type TestDatabase } from './helpers/context.ts';
+
+const ORDERS = 1_200;
+
+for (const backend of backends) {
+  describe(`[${backend}] demo data generator`, () => {
+    let database: TestDatabase;
+    let app: App;
+    let demo: DemoResult;
+    const get = async (url: string) => {
+      const res = await app.inject({ method: 'GET', url, headers: { 'x-business-id': demo.businessId, 'x-api-key': demo.apiKey } });
+      return { status: res.statusCode, body: res.json() };
+    };
+
+    before(async () => {
+      database = await createTestDatabase(backend);
+      demo = await generateDemo(database.handle.db, { orders: ORDERS, items: 12, buyers: 6 });
+      app = await createApp({ db: database.handle.db, config: Object.freeze(loadConfig({ RATE_LIMIT_RPS: '0' })), rateLimiter: null });
+      await app.ready();
+    });
+    after(async () => {
+      await app?.close();
+      await database?.handle.close();
+      await database?.drop();
+    });
+
+    it('creates the requested numbers of rows, with the usual id prefixes', async () => {
+      const { db } = database.handle;
+      const count = async (table: 'orders' | 'items' | 'phantoms' | 'partnerships' | 'order_items') =>
+        Number((await db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).where('business_id', '=', demo.businessId).executeTakeFirstOrThrow()).n);
+      assert.equal(await count('orders'), ORDERS);
+      assert.equal(await count('items'), 12);
+      assert.equal(await count('phantoms'), 6);
+      assert.equal(await count('partnerships'), 6);
+      assert.equal(await count('order_items'), demo.orderItems);
+      const variants = await db.selectFrom('item_variants').select('id').where('business_id', '=', demo.businessId).execute();
+      const entries = await db.selectFrom('item_list_entries').innerJoin('item_lists', 'item_lists.id', 'item_list_entries.item_list_id')
+        .select('item_list_entries.id').where('item_lists.business_id', '=', demo.businessId).where('item_lists.is_default', '=', 1).execute();
+      assert.equal(entries.length, variants.length, 'every variant is on the default list');
+      assert.ok(variants.length >= 12 && variants.length <= 48);
+      const orders = await db.selectFrom('orders').select(['id', 'partnership_id', 'created_at', 'updated_at', 'version'])
+        .where('business_id', '=', demo.businessId).execute();
+      for (const o of orders) {
+        assert.match(o.id, /^ord_[0-9a-z]{26}$/);
+        assert.match(o.partnership_id, /^prt_/);
+        assert.ok(new Date(o.updated_at).getTime() >= new Date(o.created_at).getTime());
+        assert.equal(Number(o.version), 1);
+      }
+      const item = await db.selectFrom('order_items').select(['id', 'item_list_entry_id']).where('business_id', '=', demo.businessId).executeTakeFirstOrThrow();
+      assert.match(item.id, /^oi_/);
+      assert.match(item.item_list_entry_id, /^ile_/);
+      if (backend === 'sqlite') {
+        assert.deepEqual((await sql`pragma foreign_key_check`.execute(db)).rows, []);
+        assert.equal((await sql<{ foreign_keys: number }>`pragma foreign_keys`.execute(db)).rows[0].foreign_keys, 1);
+      }
+    });
+
+    it('numbers orders SO-000001 upwards in createdAt order, and the counter continues from there', async () => {
+      const { db } = database.handle;
+      const refs = await db.selectFrom('orders').select('internal_reference').where('business_id', '=', demo.businessId)
+        .orderBy('created_at').orderBy('id').execute();
+      assert.deepEqual(refs.map((r) => r.internal_reference), refs.map((_, i) => `SO-${String(i + 1).padStart(6, '0')}`));
+      const counter = await db.selectFrom('business_counters').select('value')
+        .where('business_id', '=', demo.businessId).where('name', '=', 'order').executeTakeFirstOrThrow();
+      assert.equal(Number(counter.value), ORDERS);
+    });
+
+    it('is served by the API: lists with exact totals, GET and PATCH work on generated orders', async () => {
+      const list = await get('/api/v1/orders?limit=100');
+      assert.equal(list.status, 200);
+      const deleted = Number((await database.handle.db.selectFrom('orders').select((eb) => eb.fn.countAll().as('n'))
+        .where('business_id', '=', demo.businessId).where('deleted_at', 'is not', null).executeTakeFirstOrThrow()).n);
+      assert.equal(list.body.total, ORDERS - deleted);
+      assert.equal(list.body.items.length, 100);
+      const withItems = list.body.items.find((o: { orderItems: unknown[] }) => o.orderItems.length > 1);
+      assert.ok(withItems);
+
+      const one = await get(`/api/v1/orders/${withItems.id}`);
+      assert.equal(one.status, 200);
+      assert.deepEqual(one.body, withItems);
+      const sum = withItems.orderItems.reduce((s: number, i: { quantity: number; price: string }) => s + i.quantity * Number(i.price), 0);
+      assert.ok(Math.abs(sum - Number(withItems.totalAmount)) < 0.005, 'totalAmount is the sum of quantity × price');
+
+      const patched = await app.inject({
+        method: 'PATCH', url: `/api/v1/orders/${withItems.id}`,
+        headers: { 'x-business-id': demo.businessId, 'x-api-key': demo.apiKey, 'content-type': 'application/json' },
+        payload: JSON.stringify({ order: { properties: { sage200Evo: { salesOrderNo: 999_999 } } }, updateOrderItems: [{ id: withItems.orderItems[0].id, quantity: 7 }] }),
+      });
+      assert.equal(patched.statusCode, 200, patched.body);
+      assert.equal(patched.json().version, 2);
+
+      const synced = await get('/api/v1/orders?propertyPath=sage200Evo.salesOrderNo&propertyValue=999999');
+      assert.equal(synced.status, 200);
+      assert.equal(synced.body.total, 1);
+      const unsynced = await get('/api/v1/orders?propertyPath=sage200Evo.salesOrderNo&propertyExists=false');
+      assert.equal(unsynced.status, 200);
+      assert.ok(unsynced.body.total > ORDERS * 0.4 && unsynced.body.total < ORDERS * 0.9, `about 60% unsynced, got ${unsynced.body.total}`);
+      const active = await get('/api/v1/orders?phase=ACTIVE&status=ACCEPTED');
+      assert.equal(active.status, 200);
+    });
+  });
+}

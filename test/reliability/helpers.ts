@@ -1,0 +1,149 @@
+import assert from 'node:assert/strict';
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import pg from 'pg';
+
+const run = promisify(execFile);
+
+// The test runner marks its children with NODE_TEST_CONTEXT; a server started from here must not inherit it.
+const { NODE_TEST_CONTEXT: _ignored, ...baseEnv } = process.env;
+export { baseEnv };
+
+export const PG_URL = process.env.TEST_DATABASE_URL;
+export const REDIS_URL = process.env.TEST_REDIS_URL;
+
+/**
+ * The skip reason when a service is missing, or null when the test can run. Under CI=true a missing
+ * service is a failure, never a skip.
+ */
+export function missing(...needs: Array<'postgres' | 'redis'>): string | null {
+  const absent = needs.filter((n) => (n === 'postgres' ? !PG_URL : !REDIS_URL));
+  if (absent.length === 0) return null;
+  const note = `skipped: set ${absent.map((n) => (n === 'postgres' ? 'TEST_DATABASE_URL' : 'TEST_REDIS_URL')).join(' and ')} to run this part`;
+  if (process.env.CI === 'true') throw new Error(`CI=true but ${note}`);
+  console.log(`# note: ${note}`);
+  return note;
+}
+
+export interface Server {
+  child: ChildProcess;
+  base: string;
+  output(): string;
+  /** SIGKILL, and wait for the exit. */
+  kill(): Promise<void>;
+  /** SIGTERM, and wait for the exit. */
+  stop(): Promise<void>;
+}
+
+const exited = (child: ChildProcess) => new Promise<void>((resolve) => {
+  if (child.exitCode !== null || child.signalCode !== null) return resolve();
+  child.once('exit', () => resolve());
+});
+
+/** Spawns `node --import tsx src/server.ts` on a free port and waits for "listening on". */
+export function startServer(env: Record<string, string>, timeoutMs = 60_000): Promise<Server> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    env: { ...baseEnv, PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_RPS: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const append = (d: Buffer) => { out = (out + d).slice(-200_000); };
+  child.stdout!.on('data', append);
+  child.stderr!.on('data', append);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start:\n${out}`)); }, timeoutMs);
+    const onExit = (code: number | null) => { clearTimeout(timer); reject(new Error(`server exited ${code}:\n${out}`)); };
+    child.once('exit', onExit);
+    child.stdout!.on('data', function check() {
+      const m = out.match(/listening on (http:\/\/\S+)/);
+      if (!m) return;
+      clearTimeout(timer);
+      child.off('exit', onExit);
+      child.stdout!.off('data', check);
+      resolve({
+        child, base: m[1], output: () => out,
+        kill: async () => { child.kill('SIGKILL'); await exited(child); },
+        stop: async () => { child.kill('SIGTERM'); await exited(child); },
+      });
+    });
+  });
+}
+
+export interface Tenant { businessId: string; apiKey: string; headers: Record<string, string> }
+
+/** `src/cli.ts business create --json` against DATABASE_URL, as an operator would. */
+export async function cliCreateBusiness(databaseUrl: string, name = 'Reliability Supplier'): Promise<Tenant> {
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'business', 'create', '--name', name, '--json'], {
+    env: { ...baseEnv, DATABASE_URL: databaseUrl },
+  });
+  const { businessId, apiKey } = JSON.parse(stdout.trim().split('\n').pop()!);
+  return { businessId, apiKey, headers: { 'x-business-id': businessId, 'x-api-key': apiKey } };
+}
+
+/** A fresh PostgreSQL database (not a schema: servers are spawned with a plain DATABASE_URL). */
+export async function createPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `supplyline_rel_${randomBytes(5).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(PG_URL!);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: PG_URL });
+      await c.connect();
+      await c.query(`drop database if exists ${name} with (force)`);
+      await c.end();
+    },
+  };
+}
+
+export interface Reply { status: number; body: any; headers: Headers }
+
+/** One HTTP call; network errors come back as status 0 so that load loops can count them. */
+export async function call(base: string, method: string, path: string, options: { as?: Tenant; body?: unknown; headers?: Record<string, string> } = {}): Promise<Reply> {
+  const headers: Record<string, string> = { ...options.as?.headers, ...options.headers };
+  if (options.body !== undefined) headers['content-type'] ??= 'application/json';
+  try {
+    const res = await fetch(base + path, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body) });
+    const text = await res.text();
+    let body: any = text;
+    try { body = text === '' ? undefined : JSON.parse(text); } catch { /* keep text */ }
+    return { status: res.status, body, headers: res.headers };
+  } catch (error) {
+    return { status: 0, body: String(error), headers: new Headers() };
+  }
+}
+
+export const DELIVERY = '2030-01-15T10:30:00.000Z';
+
+/** An item with one variant, and a buyer: what an order needs. */
+export async function createCatalogue(base: string, as: Tenant): Promise<{ variantId: string; buyerId: string }> {
+  const item = await call(base, 'POST', '/api/v1/items', {
+    as, body: { item: { name: `Widget ${randomBytes(4).toString('hex')}` }, variants: [{ variantName: 'Default', currency: 'AUD', price: 12.5, cost: 4 }] },
+  });
+  assert.equal(item.status, 201, JSON.stringify(item.body));
+  const buyer = await call(base, 'POST', '/api/v1/buyers', { as, body: { buyer: { name: 'Acme Foods' } } });
+  assert.equal(buyer.status, 201, JSON.stringify(buyer.body));
+  return { variantId: item.body.variantIds[0], buyerId: buyer.body.id };
+}
+
+export const orderBody = (variantId: string, extra: Record<string, unknown> = {}) =>
+  ({ expectedDeliveryAt: DELIVERY, orderItems: [{ itemVariantId: variantId, quantity: 2 }], ...extra });
+
+/** Runs `work` over `items` with at most `limit` at once. */
+export async function pool<T, R>(items: T[], limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await work(items[i], i);
+    }
+  }));
+  return results;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

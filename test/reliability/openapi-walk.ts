@@ -1,0 +1,93 @@
+import { sql } from 'kysely';
+import type { TestContext, Tenant } from '../helpers/context.ts';
+
+/** One operation of /openapi.json. */
+export interface Operation {
+  method: string;
+  path: string;
+  params: Array<{ in: string; name: string; schema?: any; required?: boolean }>;
+  body?: any;
+}
+
+export function operationsOf(doc: any): Operation[] {
+  return Object.entries<Record<string, any>>(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({
+    method: method.toUpperCase(), path, params: op.parameters ?? [], body: op.requestBody?.content?.['application/json']?.schema,
+  })));
+}
+
+export interface Fixture {
+  itemId: string;
+  variantId: string;
+  buyerId: string;
+  partnershipId: string;
+  listId: string;
+  orderId: string;
+  invoiceId?: string;
+}
+
+/** One of each resource: an item, a buyer, a price list, an order and (when the build has them) an invoice. */
+export async function createResources(ctx: TestContext, as: Tenant): Promise<Fixture> {
+  const ok = (r: { status: number; body: any }, what: string) => {
+    if (r.status >= 300) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body;
+  };
+  const item = ok(await ctx.request('POST', '/api/v1/items', {
+    as, body: { item: { name: `Widget ${Math.random()}`, properties: { colour: 'blue' } }, variants: [{ variantName: 'V', currency: 'AUD', price: 10, cost: 4 }] },
+  }), 'item');
+  const buyer = ok(await ctx.request('POST', '/api/v1/buyers', {
+    as, body: { buyer: { name: 'Acme' }, emails: [{ email: 'a@example.com' }], phones: [{ phone: '+61 2 5550 1234' }], locations: [{ addressLine1: '1 Main St' }] },
+  }), 'buyer');
+  const list = ok(await ctx.request('POST', '/api/v1/pricing', {
+    as, body: { itemListData: { label: `List ${Math.random()}` }, entries: [{ itemVariantId: item.variantIds[0], overrideFlatPrice: 9 }] },
+  }), 'price list');
+  const order = ok(await ctx.request('POST', `/api/v1/buyers/${buyer.id}/orders`, {
+    as, body: { expectedDeliveryAt: '2030-01-15T10:30:00.000Z', orderItems: [{ itemVariantId: item.variantIds[0], quantity: 2 }], properties: { erp: { no: 1 } } },
+  }), 'order');
+  const doc = (await ctx.request('GET', '/openapi.json')).body;
+  let invoiceId: string | undefined;
+  if (doc.paths['/api/v1/invoices']?.post) {
+    invoiceId = ok(await ctx.request('POST', '/api/v1/invoices', { as, body: { orderId: order.id } }), 'invoice').id;
+  }
+  return {
+    itemId: item.id, variantId: item.variantIds[0], buyerId: buyer.id, partnershipId: buyer.partnershipId,
+    listId: list.id, orderId: order.id, invoiceId,
+  };
+}
+
+/** The id of the fixture's resource that an operation's `{id}` names. */
+export function idFor(path: string, f: Fixture): string | undefined {
+  if (path.startsWith('/api/v1/items/')) return f.itemId;
+  if (path.startsWith('/api/v1/buyers/')) return f.buyerId;
+  if (path.startsWith('/api/v1/pricing/')) return f.listId;
+  if (path.startsWith('/api/v1/orders/')) return f.orderId;
+  if (path.startsWith('/api/v1/invoices/')) return f.invoiceId;
+  return undefined;
+}
+
+export const urlFor = (op: Operation, id: string | undefined, query = '') =>
+  op.path.replace('{id}', encodeURIComponent(id ?? 'missing')) + (query ? `?${query}` : '');
+
+/** Every row of every table that carries the business's id (and its business row), sorted, as text. */
+export async function snapshotBusiness(ctx: TestContext, businessId: string): Promise<string> {
+  // Only this database's own tables: other runs create and drop schemas beside it at any time.
+  const tables = ctx.backend === 'postgres'
+    ? Object.values((await sql<{ table_name: string; column_name: string }>`select table_name, column_name from information_schema.columns
+        where table_schema = current_schema()`.execute(ctx.db)).rows.reduce<Record<string, { name: string; columns: Array<{ name: string }> }>>((acc, r) => {
+        (acc[r.table_name] ??= { name: r.table_name, columns: [] }).columns.push({ name: r.column_name });
+        return acc;
+      }, {}))
+    : (await ctx.db.introspection.getTables()).filter((t) => !t.isView);
+  const out: Record<string, unknown[]> = {};
+  for (const table of tables) {
+    const columns = table.columns.map((c) => c.name);
+    // Idempotency records of refused requests and a key's last use are bookkeeping, not business data.
+    if (table.name === 'idempotency_keys') continue;
+    const column = columns.includes('business_id') ? 'business_id' : table.name === 'businesses' ? 'id' : null;
+    if (!column) continue;
+    const rows = await (ctx.db as any).selectFrom(table.name).selectAll().where(column, '=', businessId).execute();
+    out[table.name] = rows
+      .map((r: Record<string, unknown>) => { const { last_used_at: _ignored, ...rest } = r; return JSON.stringify(rest); })
+      .sort();
+  }
+  return JSON.stringify(out);
+}
