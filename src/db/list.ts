@@ -55,16 +55,37 @@ export function applyListFilters<DB, TB extends keyof DB, O>(
 /**
  * One page of a filtered list in the standard envelope: the count, the page in `createdAt desc,
  * id desc` order (stable across pages), then `toItems`, which loads the page's children in one
- * query and maps the rows. Three queries whatever the page size.
+ * query and maps the rows. Three queries whatever the page size (four with `rowsByIds`).
+ * `count`, when given, supplies the exact total instead of `count(*)` over the filtered query
+ * (e.g. from maintained counts);
+ * `pageIds` the page's ids instead of the filtered query; `rowsByIds` the rows by primary key
+ * instead of the filtered query restricted to those ids (whose filters can lead a planner
+ * without statistics to scan an index of the whole business instead of looking up 20 keys).
  */
 export async function fetchPage<DB, TB extends keyof DB, Row extends { id: string }, T>(
   query: SelectQueryBuilder<DB, TB, Row>, paging: Paging, toItems: (rows: Row[]) => Promise<T[]>,
+  count?: () => Promise<number>,
+  pageIds?: () => Promise<string[]>,
+  rowsByIds?: (ids: string[]) => Promise<Row[]>,
 ): Promise<Page<T>> {
+  const total = count ? await count() : await countOf(query);
+  const sorted = query.orderBy(sql.ref('created_at'), 'desc').orderBy(sql.ref('id'), 'desc')
+    .limit(paging.limit).offset(offsetOf(paging.page, paging.limit));
+  if (!pageIds && !rowsByIds) return { items: await toItems(await sorted.execute()), total, page: paging.page, pageSize: paging.limit };
+  // The page's ids first (an index can answer this without reading rows, however many rows the
+  // filter and the sort have to pass over), then only those rows by primary key.
+  const ids = pageIds ? await pageIds()
+    : (await sorted.clearSelect().select(sql<string>`${sql.ref('id')}`.as('id')).execute() as unknown as Array<{ id: string }>).map((r) => r.id);
+  const found = ids.length === 0 ? []
+    : rowsByIds ? await rowsByIds(ids) : await query.where(sql<SqlBool>`${sql.ref('id')} in (${sql.join(ids)})`).execute();
+  const byId = new Map(found.map((r) => [r.id, r]));
+  const rows = ids.map((id) => byId.get(id)).filter((r): r is Row => r !== undefined);
+  return { items: await toItems(rows), total, page: paging.page, pageSize: paging.limit };
+}
+
+/** `count(*)` of the rows a list query selects. */
+export async function countOf<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): Promise<number> {
   // The row type is generic here, so TypeScript cannot see the alias; the cast only names it.
   const counted = await query.clearSelect().select(sql`count(*)`.as('total')).executeTakeFirstOrThrow() as { total: number | string | bigint };
-  const rows = await query
-    .orderBy(sql.ref('created_at'), 'desc').orderBy(sql.ref('id'), 'desc')
-    .limit(paging.limit).offset(offsetOf(paging.page, paging.limit))
-    .execute();
-  return { items: await toItems(rows), total: Number(counted.total), page: paging.page, pageSize: paging.limit };
+  return Number(counted.total);
 }

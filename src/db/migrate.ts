@@ -3,6 +3,8 @@ import { foundation } from './migrations/0001-foundation.ts';
 import { buyersAndPricing } from './migrations/0002-buyers-pricing.ts';
 import { orders } from './migrations/0003-orders.ts';
 import { invoices } from './migrations/0004-invoices.ts';
+import { orderListIndexes } from './migrations/0005-order-list-indexes.ts';
+import { orderProperties } from './migrations/0005-order-properties.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -11,6 +13,8 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0002-buyers-pricing': buyersAndPricing(dialect),
     '0003-orders': orders(dialect),
     '0004-invoices': invoices(dialect),
+    '0005-order-list-indexes': orderListIndexes(dialect),
+    '0005-order-properties': orderProperties(dialect),
   };
 }
 

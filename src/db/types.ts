@@ -260,6 +260,29 @@ export interface BusinessCounterTable {
   value: number;
 }
 
+/** Live orders per business, phase and status: maintained in every order write's transaction. */
+export interface OrderCountTable {
+  business_id: string;
+  phase: string;
+  status: string;
+  n: ColumnType<number | string | bigint, number, number>;
+}
+
+/** One row per property path of a live order (src/orders/properties-index.ts). */
+export interface OrderPropertyTable {
+  business_id: string;
+  order_id: string;
+  path: string;
+  value: string | null;
+}
+
+/** Live orders per business and property path. */
+export interface OrderPropertyCountTable {
+  business_id: string;
+  path: string;
+  n: ColumnType<number | string | bigint, number, number>;
+}
+
 export interface Database {
   businesses: BusinessTable;
   api_keys: ApiKeyTable;
@@ -278,6 +301,9 @@ export interface Database {
   orders: OrderTable;
   order_items: OrderItemTable;
   business_counters: BusinessCounterTable;
+  order_counts: OrderCountTable;
+  order_properties: OrderPropertyTable;
+  order_property_counts: OrderPropertyCountTable;
   invoices: InvoiceTable;
   invoice_line_items: InvoiceLineItemTable;
 }

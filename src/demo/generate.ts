@@ -94,6 +94,13 @@ async function generate(db: Kysely<Database>, options: DemoOptions, started: num
       }
       if (end === options.orders && options.orders > 0) {
         await insertRows(trx, 'business_counters', ['business_id', 'name', 'value'], [[businessId, 'order', options.orders]]);
+        // The maintained live-order counts the list's total reads (the API keeps them in every write).
+        await sql`insert into order_counts (business_id, phase, status, n)
+          select business_id, phase, status, count(*) from orders where business_id = ${businessId} and deleted_at is null
+          group by business_id, phase, status`.execute(trx);
+        await sql`insert into order_property_counts (business_id, path, n)
+          select business_id, path, count(*) from order_properties where business_id = ${businessId}
+          group by business_id, path`.execute(trx);
       }
     });
     done = end;

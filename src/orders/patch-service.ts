@@ -9,6 +9,8 @@ import { laterThan, parseDateTime } from '../lib/time.ts';
 import {
   deleteOrderItems, findEntries, findOrderItemRows, findOrderRow, insertOrderItems, updateOrderItem, updateOrderRow,
 } from './repository.ts';
+import { bumpOrderCounts } from './counts.ts';
+import { reindexOrderProperties } from './properties-index.ts';
 import type { OrderRow } from './mapper.ts';
 import type { UpdateOrderInput } from './schema.ts';
 import { DUPLICATE_ENTRY, MIXED_CURRENCIES, ORDER_NOT_FOUND, totalOf } from './service.ts';
@@ -117,9 +119,10 @@ export async function patchOrder(db: Db, businessId: string, id: string, input: 
 
   const itemsChanged = updates.length + deletes.size + creates.length > 0;
   const version = Number(row.version) + 1;
+  const properties = order.properties === undefined ? undefined : mergeStoredProperties(row.properties, order.properties, 'order.properties');
   await updateOrderRow(db, businessId, id, {
     ...orderFields(order),
-    ...(order.properties !== undefined && { properties: mergeStoredProperties(row.properties, order.properties, 'order.properties') }),
+    ...(properties !== undefined && { properties }),
     ...(order.currency !== undefined ? { currency: order.currency } : itemCurrency !== undefined && { currency: itemCurrency }),
     ...(order.totalAmount !== undefined
       ? { total_amount: toDecimalString(order.totalAmount) }
@@ -127,5 +130,15 @@ export async function patchOrder(db: Db, businessId: string, id: string, input: 
     version,
     updated_at: laterThan(now, row.updated_at),
   });
+  // The row is locked and was read after the lock, so row.phase/status/properties are what this update replaces.
+  if (properties !== undefined) await reindexOrderProperties(db, businessId, id, row.properties, properties);
+  const phase = order.phase ?? row.phase;
+  const status = order.status ?? row.status;
+  if (phase !== row.phase || status !== row.status) {
+    await bumpOrderCounts(db, businessId, [
+      { phase: row.phase, status: row.status, delta: -1 },
+      { phase, status, delta: 1 },
+    ]);
+  }
   return version;
 }

@@ -1,6 +1,8 @@
 import type { Insertable, Updateable } from 'kysely';
 import { forUpdate } from '../db/dialect.ts';
 import type { Db, OrderItemTable, OrderTable } from '../db/types.ts';
+import { bumpOrderCounts } from './counts.ts';
+import { indexOrderProperties, unindexOrderProperties } from './properties-index.ts';
 import { toOrder, type OrderItemRow, type OrderRow } from './mapper.ts';
 import type { Order } from './schema.ts';
 
@@ -16,8 +18,11 @@ export async function nextCounterValue(db: Db, businessId: string, name: string)
   return Number(row.value);
 }
 
+/** Inserts a live order, counts it in `order_counts` and indexes its properties, in the caller's transaction. */
 export async function insertOrder(db: Db, order: Insertable<OrderTable>): Promise<void> {
   await db.insertInto('orders').values(order).execute();
+  await bumpOrderCounts(db, order.business_id, [{ phase: order.phase, status: order.status, delta: 1 }]);
+  await indexOrderProperties(db, order.business_id, order.id, order.properties);
 }
 
 export async function insertOrderItems(db: Db, items: Insertable<OrderItemTable>[]): Promise<void> {
@@ -93,13 +98,23 @@ export async function findEntries(db: Db, businessId: string, entryIds: string[]
 }
 export type EntryRow = Awaited<ReturnType<typeof findEntries>> extends Map<string, infer R> ? R : never;
 
-/** Soft delete: deletedAt and phase DELETED, version raised. False when there is no live order. */
+/**
+ * Soft delete: deletedAt and phase DELETED, version raised, and the order no longer counted in
+ * `order_counts`. The row is read under its lock first (PostgreSQL), so the phase and status
+ * taken off the counts are the ones the update replaces. False when there is no live order.
+ */
 export async function softDeleteOrder(db: Db, businessId: string, id: string, now: string): Promise<boolean> {
+  const current = await forUpdate(db, db.selectFrom('orders').select(['phase', 'status'])
+    .where('business_id', '=', businessId).where('id', '=', id).where('deleted_at', 'is', null)).executeTakeFirst();
+  if (!current) return false;
   const result = await db.updateTable('orders')
     .set((eb) => ({ deleted_at: now, updated_at: now, phase: 'DELETED', version: eb('version', '+', 1) }))
     .where('business_id', '=', businessId).where('id', '=', id).where('deleted_at', 'is', null)
     .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+  if (Number(result.numUpdatedRows) === 0) return false;
+  await bumpOrderCounts(db, businessId, [{ phase: current.phase, status: current.status, delta: -1 }]);
+  await unindexOrderProperties(db, businessId, id);
+  return true;
 }
 
 /** Records the first announcement only; later ones match no row and change nothing. */

@@ -1,0 +1,39 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/types.ts';
+
+export interface CountChange {
+  phase: string;
+  status: string;
+  delta: number;
+}
+
+/**
+ * Applies changes to the maintained live-order counts, in the caller's transaction. Each change is
+ * an atomic upsert (`n = n + excluded.n`), so concurrent writers never lose an increment; rows are
+ * touched in (phase, status) order so that two transactions moving orders in opposite directions
+ * take the row locks in the same order and cannot deadlock on PostgreSQL.
+ */
+export async function bumpOrderCounts(db: Db, businessId: string, changes: CountChange[]): Promise<void> {
+  const net = new Map<string, CountChange>();
+  for (const c of changes) {
+    const key = `${c.phase}\u0000${c.status}`;
+    const prev = net.get(key);
+    net.set(key, { phase: c.phase, status: c.status, delta: (prev?.delta ?? 0) + c.delta });
+  }
+  const ordered = [...net.entries()].filter(([, c]) => c.delta !== 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  for (const [, c] of ordered) {
+    await db.insertInto('order_counts').values({ business_id: businessId, phase: c.phase, status: c.status, n: c.delta })
+      .onConflict((oc) => oc.columns(['business_id', 'phase', 'status'])
+        .doUpdateSet({ n: sql<number>`order_counts.n + excluded.n` }))
+      .execute();
+  }
+}
+
+/** The number of live orders of the business, optionally of one phase and/or status, from the maintained counts. */
+export async function countLiveOrders(db: Db, businessId: string, phase?: string, status?: string): Promise<number> {
+  let query = db.selectFrom('order_counts').select(sql<number | string | null>`sum(n)`.as('total')).where('business_id', '=', businessId);
+  if (phase) query = query.where('phase', '=', phase);
+  if (status) query = query.where('status', '=', status);
+  const row = await query.executeTakeFirst();
+  return Number(row?.total ?? 0);
+}

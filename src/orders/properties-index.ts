@@ -1,0 +1,191 @@
+import { sql, type Expression, type SqlBool } from 'kysely';
+import { dialectOf, PROPERTY_PATH_MAX_SEGMENTS, PROPERTY_SEGMENT } from '../db/dialect.ts';
+import { offsetOf, type Paging, type PropertyFilter } from '../db/list.ts';
+import type { Db } from '../db/types.ts';
+import { readJson } from '../lib/json.ts';
+
+/**
+ * The flattened property index of live orders: one `order_properties` row per path present in an
+ * order's properties (every prefix: `a` and `a.b` for {"a":{"b":1}}), and `order_property_counts`
+ * with the number of live orders that have each path. Both are written in the transaction of every
+ * write that sets an order's properties (create, PATCH) or soft-deletes it (its rows go), so a
+ * filter on a live order's properties reads an index instead of parsing JSON.
+ *
+ * `value` encodes the scalar with its JSON type, so that matching keeps the JSON-function rules
+ * (src/db/dialect.ts jsonPathEquals): `s:<text>` for strings, `b:true`/`b:false`, `n:<canonical>`
+ * for numbers (an exact decimal form: 456, 456.0 and 4.56e2 are all `n:456e0`), and NULL for null,
+ * objects and arrays, which are present but never match a value.
+ */
+
+const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
+const ANY_NUMBER = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
+
+/** Exact canonical text of a decimal number: sign, significant digits without trailing zeros, exponent. */
+export function canonicalNumber(text: string): string | null {
+  const m = ANY_NUMBER.exec(text);
+  if (!m) return null;
+  let digits = (m[2] + (m[3] ?? '')).replace(/^0+/, '');
+  if (digits === '') return '0e0';
+  let exponent = BigInt(m[4] ?? '0') - BigInt((m[3] ?? '').length);
+  const trimmed = digits.replace(/0+$/, '');
+  exponent += BigInt(digits.length - trimmed.length);
+  digits = trimmed;
+  return `${m[1]}${digits}e${exponent}`;
+}
+
+function scalarOf(value: unknown): string | null {
+  if (typeof value === 'string') return `s:${value}`;
+  if (typeof value === 'boolean') return `b:${value}`;
+  // Stored numbers are JavaScript doubles written by JSON.stringify, so String(value) is their exact text.
+  if (typeof value === 'number') return Number.isFinite(value) ? `n:${canonicalNumber(String(value))}` : null;
+  return null;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Every path a filter can name, with its encoded value. Keys a filter cannot name (other
+ * characters, over 64 characters, deeper than the path limit) are left out with everything under
+ * them; arrays are leaves, as in SQLite's `$."key"` paths.
+ */
+export function propertyPaths(properties: unknown): Array<{ path: string; value: string | null }> {
+  const out: Array<{ path: string; value: string | null }> = [];
+  const walk = (object: Record<string, unknown>, prefix: string, depth: number) => {
+    for (const [key, value] of Object.entries(object)) {
+      if (!PROPERTY_SEGMENT.test(key)) continue;
+      const path = prefix === '' ? key : `${prefix}.${key}`;
+      out.push({ path, value: scalarOf(value) });
+      if (isObject(value) && depth + 1 < PROPERTY_PATH_MAX_SEGMENTS) walk(value, path, depth + 1);
+    }
+  };
+  const parsed = readJson<unknown>(properties);
+  if (isObject(parsed)) walk(parsed, '', 0);
+  return out;
+}
+
+/** Adds to the per-path counts in sorted path order (no lock-order deadlocks on PostgreSQL), atomically. */
+export async function bumpPathCounts(db: Db, businessId: string, deltas: Map<string, number>): Promise<void> {
+  const paths = [...deltas.keys()].filter((p) => deltas.get(p) !== 0).sort();
+  for (const path of paths) {
+    await db.insertInto('order_property_counts').values({ business_id: businessId, path, n: deltas.get(path)! })
+      .onConflict((oc) => oc.columns(['business_id', 'path']).doUpdateSet({ n: sql<number>`order_property_counts.n + excluded.n` }))
+      .execute();
+  }
+}
+
+const ROWS_PER_INSERT = 500;
+
+async function insertPathRows(db: Db, rows: Array<{ business_id: string; order_id: string; path: string; value: string | null }>) {
+  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
+    await db.insertInto('order_properties').values(rows.slice(i, i + ROWS_PER_INSERT)).execute();
+  }
+}
+
+/** Indexes a new live order's properties, in the creating transaction. */
+export async function indexOrderProperties(db: Db, businessId: string, orderId: string, properties: unknown): Promise<void> {
+  const paths = propertyPaths(properties);
+  if (paths.length === 0) return;
+  await insertPathRows(db, paths.map((p) => ({ business_id: businessId, order_id: orderId, ...p })));
+  await bumpPathCounts(db, businessId, new Map(paths.map((p) => [p.path, 1])));
+}
+
+/** Re-indexes a live order whose properties changed (the order row is locked by the caller). */
+export async function reindexOrderProperties(db: Db, businessId: string, orderId: string, before: unknown, after: unknown): Promise<void> {
+  const old = propertyPaths(before);
+  const next = propertyPaths(after);
+  await db.deleteFrom('order_properties').where('order_id', '=', orderId).execute();
+  await insertPathRows(db, next.map((p) => ({ business_id: businessId, order_id: orderId, ...p })));
+  const deltas = new Map<string, number>();
+  for (const p of old) deltas.set(p.path, -1);
+  for (const p of next) deltas.set(p.path, (deltas.get(p.path) ?? 0) + 1);
+  await bumpPathCounts(db, businessId, deltas);
+}
+
+/** Removes a soft-deleted order from the index: the side table holds live orders only. */
+export async function unindexOrderProperties(db: Db, businessId: string, orderId: string): Promise<void> {
+  const gone = await db.deleteFrom('order_properties').where('order_id', '=', orderId).returning('path').execute();
+  await bumpPathCounts(db, businessId, new Map(gone.map((r) => [r.path, -1])));
+}
+
+/**
+ * Whether the side table answers this filter. On PostgreSQL `#>` also steps into arrays by
+ * integer segments (`tags.0`), which the side table does not index; such paths keep the JSON
+ * functions, so every answer stays what it was.
+ */
+export function sideTableServes(db: Db, filter: PropertyFilter): boolean {
+  return !(dialectOf(db) === 'postgres' && filter.segments.some((s) => /^[+-]?\d+$/.test(s.trim())));
+}
+
+/** The encoded values a propertyValue matches, by the rules of each backend's JSON comparison. */
+export function matchingValues(db: Db, value: string): string[] {
+  const values = [`s:${value}`];
+  if (value === 'true' || value === 'false') values.push(`b:${value}`);
+  if (JSON_NUMBER.test(value) && Number.isFinite(Number(value))) {
+    // PostgreSQL compares numeric exactly; SQLite compares json_extract's value with the filter
+    // as a double, so there the filter is rounded to a double first.
+    const canonical = canonicalNumber(dialectOf(db) === 'postgres' ? value : String(Number(value)));
+    if (canonical) values.push(`n:${canonical}`);
+  }
+  return values;
+}
+
+/** The WHERE condition on `orders` for a property filter, through the side table. */
+export function sideTableCondition(db: Db, businessId: string, filter: PropertyFilter): Expression<SqlBool> {
+  const path = filter.segments.join('.');
+  if (filter.value !== undefined) {
+    const values = matchingValues(db, filter.value);
+    return sql<SqlBool>`orders.id in (select order_id from order_properties
+      where business_id = ${businessId} and path = ${path} and value in (${sql.join(values)}))`;
+  }
+  const present = sql<SqlBool>`exists (select 1 from order_properties p where p.order_id = orders.id and p.path = ${path})`;
+  return filter.exists === false ? sql<SqlBool>`not ${present}` : present;
+}
+
+/** The exact number of live orders matching only this property filter, without reading orders. */
+export async function countByProperty(db: Db, businessId: string, filter: PropertyFilter, liveTotal: () => Promise<number>): Promise<number> {
+  const path = filter.segments.join('.');
+  if (filter.value !== undefined) {
+    const row = await db.selectFrom('order_properties').select(sql<number | string>`count(*)`.as('n'))
+      .where('business_id', '=', businessId).where('path', '=', path).where('value', 'in', matchingValues(db, filter.value))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+  const counted = await db.selectFrom('order_property_counts').select('n')
+    .where('business_id', '=', businessId).where('path', '=', path).executeTakeFirst();
+  const withPath = Number(counted?.n ?? 0);
+  return filter.exists === false ? (await liveTotal()) - withPath : withPath;
+}
+
+/** Up to this many matching orders are collected and sorted; more are found by walking the page order. */
+export const FEW_CANDIDATES = 5_000;
+
+/** Whether at most FEW_CANDIDATES live orders match a value or have a path (a bounded count of index entries). */
+export async function fewCandidates(db: Db, businessId: string, filter: PropertyFilter): Promise<boolean> {
+  const path = filter.segments.join('.');
+  if (filter.value === undefined) {
+    const counted = await db.selectFrom('order_property_counts').select('n')
+      .where('business_id', '=', businessId).where('path', '=', path).executeTakeFirst();
+    return Number(counted?.n ?? 0) <= FEW_CANDIDATES;
+  }
+  const rows = await db.selectFrom('order_properties').select('order_id')
+    .where('business_id', '=', businessId).where('path', '=', path).where('value', 'in', matchingValues(db, filter.value))
+    .limit(FEW_CANDIDATES + 1).execute();
+  return rows.length <= FEW_CANDIDATES;
+}
+
+/**
+ * One page of the live orders that match a value or have a path, driven from the side table (its
+ * rows are live orders of the business only, so nothing else needs checking), joined to orders
+ * by primary key for the sort. On SQLite `cross join` fixes the side table as the outer loop: the
+ * planner has no statistics and would otherwise walk the orders' created_at index to avoid a sort.
+ * PostgreSQL treats it as an inner join and plans it from its statistics.
+ */
+export async function pageFromSideTable(db: Db, businessId: string, filter: PropertyFilter, paging: Paging): Promise<string[]> {
+  const path = filter.segments.join('.');
+  const value = filter.value === undefined ? sql`` : sql`and p.value in (${sql.join(matchingValues(db, filter.value))})`;
+  const result = await sql<{ id: string }>`select o.id from order_properties p cross join orders o
+    where o.id = p.order_id and p.business_id = ${businessId} and p.path = ${path} ${value}
+    order by o.created_at desc, o.id desc limit ${paging.limit} offset ${offsetOf(paging.page, paging.limit)}`.execute(db);
+  return result.rows.map((r) => r.id);
+}
