@@ -1,8 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { FifoSqliteDialect } from './fifo-sqlite.ts';
 import type { Database, Dialect } from './types.ts';
 
 export interface DatabaseHandle {
@@ -29,7 +30,7 @@ function openSqlite(path: string): Kysely<Database> {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return new Kysely<Database>({ dialect: new FifoSqliteDialect({ database: sqlite }) });
 }
 
 function openPostgres(url: string, options: DatabaseOptions): { db: Kysely<Database>; pool: pg.Pool } {
