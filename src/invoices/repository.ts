@@ -3,6 +3,7 @@ import { forUpdate } from '../db/dialect.ts';
 import type { Db, InvoiceLineItemTable, InvoiceTable } from '../db/types.ts';
 import { toInvoice, type InvoiceLineItemRow, type InvoiceRow } from './mapper.ts';
 import type { Invoice } from './schema.ts';
+import { groupBy } from '../lib/group.ts';
 
 export async function insertInvoice(db: Db, invoice: Insertable<InvoiceTable>): Promise<void> {
   await db.insertInto('invoices').values(invoice).execute();
@@ -29,17 +30,12 @@ export async function findLiveInvoiceForOrder(db: Db, businessId: string, orderI
 
 /** The line items of several invoices: one query, whatever the count. */
 export async function loadInvoiceLineItems(db: Db, businessId: string, invoiceIds: string[]): Promise<Map<string, InvoiceLineItemRow[]>> {
-  const byInvoice = new Map<string, InvoiceLineItemRow[]>();
-  if (invoiceIds.length === 0) return byInvoice;
+  if (invoiceIds.length === 0) return new Map();
   const rows = await db.selectFrom('invoice_line_items').selectAll()
     .where('business_id', '=', businessId).where('invoice_id', 'in', invoiceIds)
     .orderBy('line_number').orderBy('id')
     .execute();
-  for (const row of rows) {
-    const list = byInvoice.get(row.invoice_id);
-    if (list) list.push(row); else byInvoice.set(row.invoice_id, [row]);
-  }
-  return byInvoice;
+  return groupBy(rows, (row) => row.invoice_id);
 }
 
 export async function findInvoice(db: Db, businessId: string, id: string): Promise<Invoice | undefined> {

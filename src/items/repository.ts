@@ -6,9 +6,10 @@ import { conflict } from '../http/errors.ts';
 import { mergeStoredProperties } from '../http/properties.ts';
 import { newId } from '../lib/ids.ts';
 import { writeJson, type JsonObject } from '../lib/json.ts';
-import { toItem, type ItemRow, type VariantRow } from './mapper.ts';
+import { toItem, type ItemRow } from './mapper.ts';
 import type { CreateItemInput, CreateVariantInput, Item, UpdateVariantInput } from './schema.ts';
 import { insertVariants, liveVariantsOf, variantValues } from './variant-repository.ts';
+import { groupBy } from '../lib/group.ts';
 
 /** A handle made from a name: lower case, words joined by hyphens. */
 export function handleFromName(name: string): string {
@@ -108,8 +109,7 @@ export async function listItems(db: Db, businessId: string, options: ListItemsOp
     .where('business_id', '=', businessId).where('item_id', 'in', rows.length ? rows.map((r) => r.id) : [''])
     .$if(!options.includeDeleted, (q) => q.where('deleted_at', 'is', null))
     .orderBy('sequence').orderBy('id').execute();
-  const byItem = new Map<string, VariantRow[]>();
-  for (const v of variants) byItem.set(v.item_id, [...(byItem.get(v.item_id) ?? []), v]);
+  const byItem = groupBy(variants, (v) => v.item_id);
   return {
     items: rows.map((r) => toItem(r, byItem.get(r.id) ?? [])),
     total: Number(total),

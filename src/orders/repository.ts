@@ -5,6 +5,7 @@ import { bumpOrderCounts } from './counts.ts';
 import { indexOrderProperties, unindexOrderProperties } from './properties-index.ts';
 import { toOrder, type OrderItemRow, type OrderRow } from './mapper.ts';
 import type { Order } from './schema.ts';
+import { groupBy } from '../lib/group.ts';
 
 /**
  * The next value of a per-business counter. The upsert takes the counter row's lock inside the
@@ -38,8 +39,7 @@ export async function findOrderRow(db: Db, businessId: string, id: string, lock 
 
 /** The items of several orders with their entries and variants: one query, whatever the count. */
 export async function loadOrderItems(db: Db, businessId: string, orderIds: string[]): Promise<Map<string, OrderItemRow[]>> {
-  const byOrder = new Map<string, OrderItemRow[]>();
-  if (orderIds.length === 0) return byOrder;
+  if (orderIds.length === 0) return new Map();
   const rows = await db.selectFrom('order_items')
     .innerJoin('item_list_entries', 'item_list_entries.id', 'order_items.item_list_entry_id')
     .innerJoin('item_variants', 'item_variants.id', 'item_list_entries.item_variant_id')
@@ -48,11 +48,7 @@ export async function loadOrderItems(db: Db, businessId: string, orderIds: strin
     .where('order_items.business_id', '=', businessId).where('order_items.order_id', 'in', orderIds)
     .orderBy('order_items.line_number').orderBy('order_items.id')
     .execute();
-  for (const row of rows) {
-    const list = byOrder.get(row.order_id);
-    if (list) list.push(row); else byOrder.set(row.order_id, [row]);
-  }
-  return byOrder;
+  return groupBy(rows, (row) => row.order_id);
 }
 
 export async function findOrder(db: Db, businessId: string, id: string): Promise<Order | undefined> {
