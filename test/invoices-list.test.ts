@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { createApp } from '../src/app.ts';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
+import { createQueryCounter } from './helpers/queries.ts';
 import { securityCases } from './helpers/security.ts';
 import { createFixture, createOrder, type OrderFixture } from './helpers/orders.ts';
 
@@ -160,22 +160,12 @@ describeEachBackend('GET /api/v1/invoices', (ctx) => {
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);
     for (let i = 0; i < 2; i++) await invoice(ctx(), t, f);
-    let queries = 0;
-    const counting = ctx().db.withPlugin({
-      transformQuery: (args) => { queries++; return args.node; },
-      transformResult: async (args) => args.result,
-    });
-    const app = await createApp({ db: counting, config: ctx().config, rateLimiter: null });
-    const run = async () => {
-      await app.inject({ method: 'GET', url: '/api/v1/invoices?limit=100', headers: t.headers }); // warms the auth cache
-      queries = 0;
-      const res = await app.inject({ method: 'GET', url: '/api/v1/invoices?limit=100', headers: t.headers });
-      return { n: queries, body: res.json() };
-    };
+    const counter = await createQueryCounter(ctx(), t);
+    const run = () => counter.measure('/api/v1/invoices?limit=100');
     const small = await run();
     for (let i = 0; i < 28; i++) await invoice(ctx(), t, f);
     const large = await run();
-    await app.close();
+    await counter.close();
     assert.equal(large.body.items.length, 30);
     assert.ok(large.body.items.every((o: any) => o.invoiceLineItems.length === 1));
     assert.equal(large.n, small.n);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { createApp } from '../src/app.ts';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
+import { createQueryCounter } from './helpers/queries.ts';
 import { securityCases } from './helpers/security.ts';
 import { createFixture, createOrder, getOrder, patchOrder } from './helpers/orders.ts';
 
@@ -171,22 +171,12 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);
     for (let i = 0; i < 3; i++) await createOrder(ctx(), t, f, { orderItems: [{ itemVariantId: f.variantIds[0], quantity: 1 }, { itemVariantId: f.variantIds[1], quantity: 1 }] });
-    let queries = 0;
-    const counting = ctx().db.withPlugin({
-      transformQuery: (args) => { queries++; return args.node; },
-      transformResult: async (args) => args.result,
-    });
-    const app = await createApp({ db: counting, config: ctx().config, rateLimiter: null });
-    const run = async () => {
-      await app.inject({ method: 'GET', url: '/api/v1/orders?limit=100', headers: t.headers }); // warms the auth cache
-      queries = 0;
-      const res = await app.inject({ method: 'GET', url: '/api/v1/orders?limit=100', headers: t.headers });
-      return { n: queries, body: res.json() };
-    };
+    const counter = await createQueryCounter(ctx(), t);
+    const run = () => counter.measure('/api/v1/orders?limit=100');
     const small = await run();
     for (let i = 0; i < 97; i++) await createOrder(ctx(), t, f, { orderItems: [{ itemVariantId: f.variantIds[0], quantity: 1 }, { itemVariantId: f.variantIds[1], quantity: 1 }] });
     const large = await run();
-    await app.close();
+    await counter.close();
     assert.equal(large.body.items.length, 100);
     assert.ok(large.body.items.every((o: any) => o.orderItems.length === 2));
     assert.equal(large.n, small.n);
