@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { FifoSqliteDialect } from './fifo-sqlite.ts';
+import { QueuedSqliteDialect } from './sqlite-dialect.ts';
 import type { Database, Dialect } from './types.ts';
 
 export interface DatabaseHandle {
@@ -30,7 +30,7 @@ function openSqlite(path: string): Kysely<Database> {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  return new Kysely<Database>({ dialect: new FifoSqliteDialect({ database: sqlite }) });
+  return new Kysely<Database>({ dialect: new QueuedSqliteDialect(sqlite) });
 }
 
 function openPostgres(url: string, options: DatabaseOptions): { db: Kysely<Database>; pool: pg.Pool } {
