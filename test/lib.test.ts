@@ -4,7 +4,9 @@ import fc from 'fast-check';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { newId } from '../src/lib/ids.ts';
 import { canonicalJson, checkProperties, deepMerge } from '../src/lib/json.ts';
+import { Decimal } from 'decimal.js';
 import { formatAmount, multiply, sum, toDecimalString } from '../src/lib/money.ts';
+import { toIso } from '../src/lib/time.ts';
 
 describe('deepMerge', () => {
   it('merges as the contract example says', () => {
@@ -66,10 +68,37 @@ describe('money', () => {
     assert.equal(formatAmount('1.005'), '1.005');
   });
 
+  it('formats any decimal text as decimal.js would, two places at least (property)', () => {
+    const reference = (text: string) => {
+      const d = new Decimal(text);
+      return d.decimalPlaces() < 2 ? d.toFixed(2) : d.toFixed();
+    };
+    const decimalText = fc.tuple(fc.constantFrom('', '-'), fc.stringMatching(/^\d{1,12}$/), fc.option(fc.stringMatching(/^\d{0,8}$/)), fc.option(fc.integer({ min: -30, max: 30 })))
+      .map(([sign, whole, fraction, exponent]) => `${sign}${whole}${fraction === null ? '' : `.${fraction}`}${exponent === null ? '' : `e${exponent}`}`)
+      .filter((t) => !/\.(e|$)/.test(t));
+    fc.assert(fc.property(decimalText, (text) => assert.equal(formatAmount(text), reference(text), text)), { numRuns: 2000 });
+    for (const text of ['0', '-0', '0.5', '-0.5', '12', '12.5', '12.50', '012.5', '1.005', '100', '1e3', '1.50e1']) {
+      assert.equal(formatAmount(text), reference(text), text);
+    }
+  });
+
   it('sums integers like integers (property)', () => {
     fc.assert(fc.property(fc.array(fc.integer({ min: -1e9, max: 1e9 })), (xs) => {
       assert.equal(sum(xs), String(xs.reduce((a, b) => a + b, 0)));
     }));
+  });
+});
+
+describe('toIso', () => {
+  it('gives toISOString() of any stored form: text from SQLite, Date from PostgreSQL (property)', () => {
+    fc.assert(fc.property(fc.date({ min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true }), (date) => {
+      const expected = date.toISOString();
+      assert.equal(toIso(date), expected);
+      assert.equal(toIso(expected), expected);
+      assert.equal(toIso(expected.replace('Z', '+00:00')), expected);
+    }), { numRuns: 2000 });
+    assert.equal(toIso('2026-11-22 10:00:00+02'), '2026-11-22T08:00:00.000Z');
+    assert.equal(toIso(null), null);
   });
 });
 

@@ -23,8 +23,17 @@ export function sum(values: DecimalInput[]): string {
   return values.reduce<Decimal>((acc, v) => acc.plus(new D(String(v))), new D(0)).toFixed();
 }
 
+/** Text that decimal.js's toFixed() gives back unchanged: no exponent, no leading zeros, no trailing fractional zeros, no -0. */
+const PLAIN_DECIMAL = /^(-?(0|[1-9]\d*)\.\d*[1-9]|-?[1-9]\d*|0)$/;
+
 /** Renders an amount with at least two decimals ("12.5" -> "12.50"), keeping any extra precision. */
 export function formatAmount(value: DecimalInput): string {
+  // Stored amounts are canonical decimal text already; only the padding is left to do.
+  if (typeof value === 'string' && PLAIN_DECIMAL.test(value)) {
+    const point = value.indexOf('.');
+    if (point === -1) return `${value}.00`;
+    return value.length - point === 2 ? `${value}0` : value;
+  }
   const d = new D(String(value));
   return d.decimalPlaces() < 2 ? d.toFixed(2) : d.toFixed();
 }

@@ -8,8 +8,13 @@ export function toIso(value: Date | string): string;
 export function toIso(value: Date | string | null | undefined): string | null;
 export function toIso(value: Date | string | null | undefined): string | null {
   if (value === null || value === undefined) return null;
+  // SQLite returns the stored text, which is already in this form; skip the Date round trip.
+  if (typeof value === 'string' && CANONICAL_ISO.test(value)) return value;
   return (value instanceof Date ? value : new Date(value)).toISOString();
 }
+
+/** What `Date.prototype.toISOString` gives for years 0000 to 9999. */
+const CANONICAL_ISO = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/;
 
 /** Parses an RFC 3339 input (already format-checked by the schema) to the stored form. */
 export function parseDateTime(value: string): string {
