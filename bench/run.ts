@@ -6,7 +6,7 @@ import { loadFixtures } from './fixtures.ts';
 import { runLoad, warmUp } from './load.ts';
 import { formatTable, machine, saveReport, type Report, type Row } from './report.ts';
 import { buildScenarios } from './scenarios.ts';
-import { runDemo, sampleRss, startServer } from './server.ts';
+import { buildDist, runDemo, sampleRss, startServer } from './server.ts';
 
 const { values } = parseArgs({
   options: {
@@ -30,6 +30,7 @@ const orders = Number(values.orders);
 const options = { duration: Number(values.duration), connections: Number(values.connections) };
 const startedAt = new Date().toISOString();
 
+buildDist();
 const database = reuse
   ? { url: values.url!, describe: `${values.url} (existing data)`, drop: async () => {} }
   : await createBenchDatabase(backend);

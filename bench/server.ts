@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 // A benchmark started from the test runner must not pass its marker on to the children.
@@ -6,9 +6,14 @@ const { NODE_TEST_CONTEXT: _ignored, ...baseEnv } = process.env;
 
 export interface Credentials { businessId: string; apiKey: string }
 
-/** Runs `cli demo --json` on the database and returns the new business's credentials. */
+/** Builds dist/ as `npm start` does, so that the benchmark measures what ships. */
+export function buildDist(): void {
+  execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit' });
+}
+
+/** Runs `cli demo --json` (dist/cli.js) on the database and returns the new business's credentials. */
 export function runDemo(databaseUrl: string, orders: number): Promise<Credentials & { log: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'demo', '--orders', String(orders), '--json'], {
+  const child = spawn(process.execPath, ['--enable-source-maps', 'dist/cli.js', 'demo', '--orders', String(orders), '--json'], {
     env: { ...baseEnv, DATABASE_URL: databaseUrl }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -26,9 +31,9 @@ export function runDemo(databaseUrl: string, orders: number): Promise<Credential
 
 export interface Server { base: string; pid: number; child: ChildProcess; stop(): Promise<void> }
 
-/** `src/server.ts` as a child process, on a free port, rate limits off, warnings only. */
+/** The server as `npm start` runs it (dist/server.js), as a child process, on a free port, rate limits off, warnings only. */
 export function startServer(databaseUrl: string): Promise<Server> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  const child = spawn(process.execPath, ['--enable-source-maps', 'dist/server.js'], {
     env: { ...baseEnv, DATABASE_URL: databaseUrl, PORT: '0', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -13,8 +13,10 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 interface Started { child: ChildProcess; output: () => string; base: string }
 
-function start(env: Record<string, string>): Promise<Started> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+/** The server from source, or with `npm start`: the newcomer's command, which builds dist/ and runs it. */
+function start(env: Record<string, string>, { npm = false } = {}): Promise<Started> {
+  const [command, args] = npm ? ['npm', ['start']] : [process.execPath, ['--import', 'tsx', 'src/server.ts']];
+  const child = spawn(command, args, {
     env: { ...baseEnv, PORT: '0', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -35,9 +37,9 @@ const exited = (child: ChildProcess) =>
   new Promise<number | string | null>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
 
 describe('npm start (src/server.ts)', () => {
-  it('creates the database, prints a working demo key once, and shuts down cleanly on SIGTERM', async () => {
+  it('builds and starts with npm start, creates the database, prints a working demo key once, and shuts down cleanly on SIGTERM', async () => {
     const env = { DATABASE_URL: `sqlite:${join(dir, 'nested', 'supplyline.db')}` };
-    const first = await start(env);
+    const first = await start(env, { npm: true });
     const businessId = first.output().match(/X-Business-Id: (bus_\w+)/)?.[1];
     const apiKey = first.output().match(/X-API-Key:\s+([0-9a-f]{32})/)?.[1];
     assert.ok(businessId && apiKey, first.output());
@@ -48,7 +50,7 @@ describe('npm start (src/server.ts)', () => {
     first.child.kill('SIGTERM');
     assert.equal(await exited(first.child), 0);
 
-    const second = await start(env);
+    const second = await start(env, { npm: true });
     assert.ok(!/X-API-Key/.test(second.output()), 'the demo key is printed only on the first start');
     second.child.kill('SIGINT');
     assert.equal(await exited(second.child), 0);
