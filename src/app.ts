@@ -21,6 +21,7 @@ import { pricingRoutes } from './pricing/routes.ts';
 import { orderRoutes } from './orders/routes.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
 import { newId } from './lib/ids.ts';
+import { RenderCache } from './lib/render-cache.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -138,7 +139,11 @@ export async function createApp(deps: AppDeps) {
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ok' : 'unavailable' });
   });
 
-  const routeDeps: RouteDeps = { db, runWrite: createRunWrite(db, config.idempotencyTtlHours, clock) };
+  const routeDeps: RouteDeps = {
+    db,
+    runWrite: createRunWrite(db, config.idempotencyTtlHours, clock),
+    orderCache: new RenderCache(config.responseCacheMb * 1024 * 1024),
+  };
   await app.register(async (api) => {
     await itemRoutes(api, routeDeps);
     await buyerRoutes(api, routeDeps);

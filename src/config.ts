@@ -10,6 +10,8 @@ export interface Config {
   readonly bodyLimitBytes: number;
   /** How long a verified key stays cached; revocation must reach every instance within 5 s. */
   readonly authCacheMs: number;
+  /** Memory for rendered orders (src/orders/render.ts), in MB; 0 turns the cache off. */
+  readonly responseCacheMb: number;
 }
 
 export class ConfigError extends Error {}
@@ -56,5 +58,6 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 100 * 1024 * 1024),
     authCacheMs: 4000,
+    responseCacheMb: integer(env, 'RESPONSE_CACHE_MB', 32, 0, 4096),
   });
 }

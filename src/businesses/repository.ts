@@ -94,3 +94,22 @@ export async function findActiveKeys(db: Db, businessId: string) {
 export async function touchApiKey(db: Db, keyId: string): Promise<void> {
   await db.updateTable('api_keys').set({ last_used_at: nowIso() }).where('id', '=', keyId).execute();
 }
+
+/**
+ * The next value of a per-business counter. The upsert takes the counter row's lock inside the
+ * caller's transaction, so concurrent creators queue on it and never share a number.
+ */
+export async function nextCounterValue(db: Db, businessId: string, name: string): Promise<number> {
+  const row = await db.insertInto('business_counters').values({ business_id: businessId, name, value: 1 })
+    .onConflict((oc) => oc.columns(['business_id', 'name'])
+      .doUpdateSet((eb) => ({ value: eb('business_counters.value', '+', 1) })))
+    .returning('value').executeTakeFirstOrThrow();
+  return Number(row.value);
+}
+
+/** A counter's current value, 0 before its first use; read-only, so it takes no lock. */
+export async function findCounterValue(db: Db, businessId: string, name: string): Promise<number> {
+  const row = await db.selectFrom('business_counters').select('value')
+    .where('business_id', '=', businessId).where('name', '=', name).executeTakeFirst();
+  return Number(row?.value ?? 0);
+}

@@ -8,7 +8,8 @@ import { writeJson } from '../lib/json.ts';
 import { multiply, sum } from '../lib/money.ts';
 import { laterThan, parseDateTime } from '../lib/time.ts';
 import { matchesVersion } from '../orders/patch-service.ts';
-import { findOrderRow, nextCounterValue } from '../orders/repository.ts';
+import { nextCounterValue } from '../businesses/repository.ts';
+import { findOrderRow } from '../orders/repository.ts';
 import { ORDER_NOT_FOUND } from '../orders/service.ts';
 import {
   findInvoiceRow, findLiveInvoiceForOrder, findOrderItemsToInvoice, insertInvoice, insertInvoiceLineItems, updateInvoiceRow,

@@ -1,3 +1,4 @@
+import { nextCounterValue } from '../businesses/repository.ts';
 import type { Db } from '../db/types.ts';
 import { newId } from '../lib/ids.ts';
 import { writeJson } from '../lib/json.ts';
@@ -5,6 +6,14 @@ import { toDecimalString } from '../lib/money.ts';
 import { findDefaultListId } from '../pricing/repository.ts';
 import type { VariantRow } from './mapper.ts';
 import type { CreateVariantInput, UpdateVariantInput } from './schema.ts';
+
+/** The business counter of changes to variant names and SKUs, which orders show (src/orders/render.ts stamps them with it). */
+export const CATALOGUE_COUNTER = 'catalogue';
+
+/** Marks every rendered order of the business stale; in the transaction that renames a variant or changes its SKU. */
+export async function bumpCatalogueVersion(db: Db, businessId: string): Promise<void> {
+  await nextCounterValue(db, businessId, CATALOGUE_COUNTER);
+}
 
 export function variantValues(input: UpdateVariantInput | CreateVariantInput) {
   return {

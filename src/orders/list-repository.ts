@@ -1,10 +1,8 @@
 import { applyListFilters, fetchPage, type ListFilters, type Page, type Paging } from '../db/list.ts';
 import type { Db } from '../db/types.ts';
 import { countLiveOrders } from './counts.ts';
-import { toOrder } from './mapper.ts';
+import type { OrderRow } from './mapper.ts';
 import { countByProperty, fewCandidates, pageFromSideTable, sideTableCondition, sideTableServes } from './properties-index.ts';
-import { loadOrderItems } from './repository.ts';
-import type { Order } from './schema.ts';
 
 export interface ListOrdersOptions extends ListFilters, Paging {
   updatedSince?: string;
@@ -13,7 +11,8 @@ export interface ListOrdersOptions extends ListFilters, Paging {
 }
 
 /**
- * A page of orders with their items: the total, the page's ids, its rows, their items.
+ * A page of orders: the total, the page's ids, its rows, and `render` for the rows (which loads
+ * their items; src/orders/render.ts).
  *
  * The total comes from the maintained counts when the only filters are phase/status or one
  * property filter on live orders (`order_counts`, `order_property_counts`, or a count of the
@@ -21,7 +20,9 @@ export interface ListOrdersOptions extends ListFilters, Paging {
  * live orders use the side table `order_properties`; with includeDeleted they keep the JSON
  * functions, because soft-deleted orders are not in the side table.
  */
-export async function listOrders(db: Db, businessId: string, options: ListOrdersOptions): Promise<Page<Order>> {
+export async function listOrders<T>(
+  db: Db, businessId: string, options: ListOrdersOptions, render: (rows: OrderRow[]) => Promise<T[]>,
+): Promise<Page<T>> {
   const property = options.property;
   const bySideTable = property !== null && !options.includeDeleted && sideTableServes(db, property);
   let query = applyListFilters(db, db.selectFrom('orders').where('business_id', '=', businessId),
@@ -47,10 +48,7 @@ export async function listOrders(db: Db, businessId: string, options: ListOrders
     pageIds = () => pageFromSideTable(db, businessId, property, options);
   }
 
-  return fetchPage(query.selectAll(), options, async (rows) => {
-    const items = await loadOrderItems(db, businessId, rows.map((r) => r.id));
-    return rows.map((r) => toOrder(r, items.get(r.id) ?? []));
-  }, count, pageIds, async (ids) => {
+  return fetchPage(query.selectAll(), options, render, count, pageIds, async (ids) => {
     // By primary key only: the ids were just selected with every filter. A row soft-deleted since
     // is left out, as it would have been a moment later; other changes show as they are now.
     const rows = await db.selectFrom('orders').selectAll().where('id', 'in', ids).execute();

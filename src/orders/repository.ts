@@ -7,18 +7,6 @@ import { toOrder, type OrderItemRow, type OrderRow } from './mapper.ts';
 import type { Order } from './schema.ts';
 import { groupBy } from '../lib/group.ts';
 
-/**
- * The next value of a per-business counter. The upsert takes the counter row's lock inside the
- * caller's transaction, so concurrent creators queue on it and never share a number.
- */
-export async function nextCounterValue(db: Db, businessId: string, name: string): Promise<number> {
-  const row = await db.insertInto('business_counters').values({ business_id: businessId, name, value: 1 })
-    .onConflict((oc) => oc.columns(['business_id', 'name'])
-      .doUpdateSet((eb) => ({ value: eb('business_counters.value', '+', 1) })))
-    .returning('value').executeTakeFirstOrThrow();
-  return Number(row.value);
-}
-
 /** Inserts a live order, counts it in `order_counts` and indexes its properties, in the caller's transaction. */
 export async function insertOrder(db: Db, order: Insertable<OrderTable>): Promise<void> {
   await db.insertInto('orders').values(order).execute();

@@ -4,12 +4,14 @@ import { findBuyerRow } from '../buyers/repository.ts';
 import { BUYER_NOT_FOUND } from '../buyers/service.ts';
 import { badRequest, notFound, validationError } from '../http/errors.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
+import { pageJson, sendRendered, serializerOf } from '../http/rendered.ts';
 import { SuccessResponse } from '../http/schema.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { nowIso, parseDateTime } from '../lib/time.ts';
 import { listOrders } from './list-repository.ts';
 import { etagOf } from './mapper.ts';
 import { patchOrder } from './patch-service.ts';
+import { renderOrder, renderOrders } from './render.ts';
 import { findOrder, softDeleteOrder } from './repository.ts';
 import {
   BuyerOrderParams, CreateOrderBody, IngestOrderBody, ListOrdersQuery, OrderListResponse, OrderParams, OrderResponse, UpdateOrderBody,
@@ -24,7 +26,7 @@ const since = (value: string | undefined) => (value === undefined ? undefined : 
 export const ingestionKeyOf = (orderId: string, businessId: string) =>
   createHash('sha256').update(`${orderId}-${businessId}-order-integration`).digest('hex');
 
-export async function orderRoutes(app: ApiInstance, { db, runWrite }: RouteDeps) {
+export async function orderRoutes(app: ApiInstance, { db, runWrite, orderCache }: RouteDeps) {
   app.post('/buyers/:id/orders', {
     config: { extension: true },
     schema: {
@@ -68,12 +70,12 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite }: RouteDeps)
         + '`?modifiedSince=2025-01-15T10:30:00.000Z` (poll for changes). Soft-deleted orders are left out unless includeDeleted=true.',
       querystring: ListOrdersQuery, response: { 200: OrderListResponse },
     },
-  }, async (request) => {
-    const { query } = request;
+  }, async (request, reply) => {
+    const { query, businessId } = request;
     if (query.modifiedSince !== undefined && (query.createdSince !== undefined || query.updatedSince !== undefined)) {
       throw validationError({ modifiedSince: 'modifiedSince cannot be combined with createdSince or updatedSince' });
     }
-    return listOrders(db, request.businessId, {
+    const page = await listOrders(db, businessId, {
       page: query.page,
       limit: query.limit,
       includeDeleted: query.includeDeleted,
@@ -83,15 +85,16 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite }: RouteDeps)
       phase: query.phase,
       status: query.status,
       property: readPropertyFilter(query),
-    });
+    }, (rows) => renderOrders(db, orderCache, businessId, rows, serializerOf(reply, OrderResponse)));
+    return sendRendered(reply, pageJson(page));
   });
 
   app.get('/orders/:id', {
     schema: { tags, operationId: 'getOrder', summary: 'Get an order with its items', params: OrderParams, response: { 200: OrderResponse } },
   }, async (request, reply) => {
-    const order = await findOrder(db, request.businessId, request.params.id);
+    const order = await renderOrder(db, orderCache, request.businessId, request.params.id, serializerOf(reply, OrderResponse));
     if (!order) throw notFound(ORDER_NOT_FOUND);
-    return reply.header('etag', etagOf(order.version)).send(order);
+    return sendRendered(reply.header('etag', etagOf(order.version)), order.json);
   });
 
   app.patch('/orders/:id', {

@@ -1,4 +1,5 @@
 import type { Insertable } from 'kysely';
+import { nextCounterValue } from '../businesses/repository.ts';
 import type { Db, OrderItemTable } from '../db/types.ts';
 import { badRequest, notFound, validationError, type FieldErrors } from '../http/errors.ts';
 import { newId } from '../lib/ids.ts';
@@ -7,7 +8,7 @@ import { multiply, sum, toDecimalString } from '../lib/money.ts';
 import { findEffectiveEntry } from '../pricing/effective-price.ts';
 import { priceEntry } from '../pricing/resolve.ts';
 import {
-  findEntries, insertOrder, insertOrderItems, markIngested, nextCounterValue, findOrderRow, type EntryRow,
+  findEntries, insertOrder, insertOrderItems, markIngested, findOrderRow, type EntryRow,
 } from './repository.ts';
 import type { CreateOrderInput } from './schema.ts';
 

@@ -1,23 +1,27 @@
 import { createApp } from '../../src/app.ts';
+import type { Config } from '../../src/config.ts';
 import type { Tenant, TestContext } from './context.ts';
 
 /**
  * An app whose database counts the queries it runs: `measure(url)` answers a GET once to warm
- * the auth cache, then again, and returns the second answer with its query count.
+ * the auth cache, then again, and returns the second answer with its query count. The rendered
+ * order cache is off unless `config` turns it on, so that the count is of loading, not of the cache.
  */
-export async function createQueryCounter(ctx: TestContext, as: Tenant) {
-  let queries = 0;
+export async function createQueryCounter(ctx: TestContext, as: Tenant, config: Partial<Config> = { responseCacheMb: 0 }) {
+  let queries: string[] = [];
   const counting = ctx.db.withPlugin({
-    transformQuery: (args) => { queries++; return args.node; },
+    // The query tree as JSON names its tables, enough to tell which ones a request read.
+    transformQuery: (args) => { queries.push(JSON.stringify(args.node)); return args.node; },
     transformResult: async (args) => args.result,
   });
-  const app = await createApp({ db: counting, config: ctx.config, rateLimiter: null });
+  const app = await createApp({ db: counting, config: { ...ctx.config, ...config }, rateLimiter: null });
   return {
-    async measure(url: string): Promise<{ n: number; body: any }> {
+    async measure(url: string): Promise<{ n: number; body: any; reads: (table: string) => boolean }> {
       await app.inject({ method: 'GET', url, headers: as.headers });
-      queries = 0;
+      queries = [];
       const res = await app.inject({ method: 'GET', url, headers: as.headers });
-      return { n: queries, body: res.json() };
+      const seen = queries;
+      return { n: seen.length, body: res.json(), reads: (table) => seen.some((q) => q.includes(`"name":"${table}"`)) };
     },
     close: () => app.close(),
   };

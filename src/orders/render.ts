@@ -1,0 +1,69 @@
+import { sql } from 'kysely';
+import { findCounterValue } from '../businesses/repository.ts';
+import type { Db } from '../db/types.ts';
+import { CATALOGUE_COUNTER as CATALOGUE } from '../items/variant-repository.ts';
+import type { RenderCache } from '../lib/render-cache.ts';
+import { toOrder, type OrderRow } from './mapper.ts';
+import { findOrder, loadOrderItems } from './repository.ts';
+import type { Order } from './schema.ts';
+
+/**
+ * Rendered orders are cached (src/lib/render-cache.ts) under a stamp of everything their JSON is
+ * made of: the order's `version`, which every change to the order or its items raises, and the
+ * business's catalogue version, which every change to a variant's name or SKU raises (the only
+ * data from other rows in an order's JSON; an entry's variant and item ids never change).
+ *
+ * A stamp's parts are read no later than the data they cover (the version with the order row, the
+ * catalogue version before the items), so data newer than its stamp can be cached under an older
+ * stamp, never the reverse; versions only grow, so such an entry is simply never matched again.
+ */
+export type SerializeOrder = (order: Order) => string;
+
+const render = (serialize: SerializeOrder, order: Order) => Buffer.from(serialize(order));
+
+const keyOf = (businessId: string, orderId: string) => `${businessId}/${orderId}`;
+const stampOf = (version: number | string, catalogue: number) => `${Number(version)}/${catalogue}`;
+
+/** A live order's JSON bytes and version, from the cache when its stamp is current; one query then. */
+export async function renderOrder(
+  db: Db, cache: RenderCache, businessId: string, id: string, serialize: SerializeOrder,
+): Promise<{ json: Buffer; version: number } | undefined> {
+  if (!cache.enabled) {
+    const order = await findOrder(db, businessId, id);
+    return order && { json: render(serialize, order), version: order.version };
+  }
+  // Raw SQL: on a cache hit this is the request's only query, and building it with the query
+  // builder cost as much as running it.
+  const { rows: [stamp] } = await sql<{ version: number | string; catalogue: number | string | null }>`select version,
+      (select value from business_counters where business_id = ${businessId} and name = ${CATALOGUE}) as catalogue
+    from orders where business_id = ${businessId} and id = ${id} and deleted_at is null`.execute(db);
+  if (!stamp) return undefined;
+  const catalogue = Number(stamp.catalogue ?? 0);
+  const key = keyOf(businessId, id);
+  const cached = cache.get(key, stampOf(stamp.version, catalogue));
+  if (cached !== undefined) return { json: cached, version: Number(stamp.version) };
+
+  const order = await findOrder(db, businessId, id);
+  if (!order) return undefined;
+  const json = render(serialize, order);
+  cache.set(key, stampOf(order.version, catalogue), json);
+  return { json, version: order.version };
+}
+
+/** The JSON bytes of a page of order rows, in order: cached ones as they are, the rest with their items loaded in one query. */
+export async function renderOrders(
+  db: Db, cache: RenderCache, businessId: string, rows: OrderRow[], serialize: SerializeOrder,
+): Promise<Buffer[]> {
+  const catalogue = cache.enabled ? await findCounterValue(db, businessId, CATALOGUE) : 0;
+  const json = rows.map((row) => cache.get(keyOf(businessId, row.id), stampOf(row.version, catalogue)));
+  const missing = rows.filter((_, i) => json[i] === undefined);
+  if (missing.length === 0) return json as Buffer[];
+
+  const items = await loadOrderItems(db, businessId, missing.map((r) => r.id));
+  return rows.map((row, i) => {
+    if (json[i] !== undefined) return json[i];
+    const rendered = render(serialize, toOrder(row, items.get(row.id) ?? []));
+    cache.set(keyOf(businessId, row.id), stampOf(row.version, catalogue), rendered);
+    return rendered;
+  });
+}
