@@ -19,6 +19,8 @@ const { values } = parseArgs({
     url: { type: 'string' },
     business: { type: 'string' },
     key: { type: 'string' },
+    // A directory for the server's CPU profile (node --cpu-prof), written when the run ends.
+    profile: { type: 'string' },
   },
 });
 const reuse = values.url !== undefined;
@@ -41,7 +43,7 @@ try {
   const demo = reuse ? { businessId: values.business!, apiKey: values.key!, log: '' } : await runDemo(database.url, orders);
   const generationSeconds = (performance.now() - generationStarted) / 1000;
   const rate = Number(demo.log.match(/\(([\d,]+) orders\/s\)/)?.[1].replace(/,/g, '') ?? 0);
-  server = await startServer(database.url);
+  server = await startServer(database.url, values.profile);
   const fixtures = await loadFixtures(server.base, demo);
 
   const rows: Row[] = [];

@@ -31,9 +31,13 @@ export function runDemo(databaseUrl: string, orders: number): Promise<Credential
 
 export interface Server { base: string; pid: number; child: ChildProcess; stop(): Promise<void> }
 
-/** The server as `npm start` runs it (dist/server.js), as a child process, on a free port, rate limits off, warnings only. */
-export function startServer(databaseUrl: string): Promise<Server> {
-  const child = spawn(process.execPath, ['--enable-source-maps', 'dist/server.js'], {
+/**
+ * The server as `npm start` runs it (dist/server.js), as a child process, on a free port, rate
+ * limits off, warnings only; with `profileDir`, it writes a V8 CPU profile there when it stops.
+ */
+export function startServer(databaseUrl: string, profileDir?: string): Promise<Server> {
+  const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  const child = spawn(process.execPath, [...profile, '--enable-source-maps', 'dist/server.js'], {
     env: { ...baseEnv, DATABASE_URL: databaseUrl, PORT: '0', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
