@@ -62,7 +62,7 @@ export async function patchOrder(db: Db, businessId: string, id: string, input: 
   const missing = [...new Set([...updates.map((u) => u.id), ...deletes])].filter((itemId) => !storedIds.has(itemId));
   if (missing.length > 0) throw notFound(`Order item(s) not found: ${missing.join(', ')}`);
 
-  const entries = await findEntries(db, businessId, creates.map((c) => c.itemListEntryId));
+  const entries = creates.length === 0 ? new Map() : await findEntries(db, businessId, creates.map((c) => c.itemListEntryId));
   const errors: FieldErrors = {};
   creates.forEach((c, i) => {
     if (!entries.has(c.itemListEntryId)) errors[`createOrderItems.${i}.itemListEntryId`] = 'Not a live item list entry of this business';

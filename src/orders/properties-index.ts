@@ -90,15 +90,28 @@ export async function indexOrderProperties(db: Db, businessId: string, orderId: 
   await bumpPathCounts(db, businessId, new Map(paths.map((p) => [p.path, 1])));
 }
 
-/** Re-indexes a live order whose properties changed (the order row is locked by the caller). */
+/**
+ * Re-indexes a live order whose properties changed (the order row is locked by the caller): only
+ * the paths that went, came or changed value are written, so a PATCH that sets one key rewrites
+ * one row, not the order's whole index.
+ */
 export async function reindexOrderProperties(db: Db, businessId: string, orderId: string, before: unknown, after: unknown): Promise<void> {
-  const old = propertyPaths(before);
+  const old = new Map(propertyPaths(before).map((p) => [p.path, p.value]));
   const next = propertyPaths(after);
-  await db.deleteFrom('order_properties').where('order_id', '=', orderId).execute();
-  await insertPathRows(db, next.map((p) => ({ business_id: businessId, order_id: orderId, ...p })));
+  const gone = new Set(old.keys());
+  const added: typeof next = [];
+  for (const p of next) {
+    gone.delete(p.path);
+    if (!old.has(p.path)) added.push(p);
+    else if (old.get(p.path) !== p.value) {
+      await db.updateTable('order_properties').set({ value: p.value }).where('order_id', '=', orderId).where('path', '=', p.path).execute();
+    }
+  }
+  if (gone.size > 0) await db.deleteFrom('order_properties').where('order_id', '=', orderId).where('path', 'in', [...gone]).execute();
+  await insertPathRows(db, added.map((p) => ({ business_id: businessId, order_id: orderId, ...p })));
   const deltas = new Map<string, number>();
-  for (const p of old) deltas.set(p.path, -1);
-  for (const p of next) deltas.set(p.path, (deltas.get(p.path) ?? 0) + 1);
+  for (const path of gone) deltas.set(path, -1);
+  for (const p of added) deltas.set(p.path, 1);
   await bumpPathCounts(db, businessId, deltas);
 }
 
