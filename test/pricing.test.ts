@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { revokeApiKey } from '../src/businesses/repository.ts';
-import { findEffectiveEntry } from '../src/pricing/effective-price.ts';
+import type { Db } from '../src/db/types.ts';
+import { findEffectiveEntries } from '../src/pricing/effective-price.ts';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
 import { assertUnauthorized, securityCases } from './helpers/security.ts';
 
@@ -234,9 +235,12 @@ describeEachBackend('GET /api/v1/pricing', (ctx) => {
   });
 });
 
-describeEachBackend('findEffectiveEntry', (ctx) => {
+describeEachBackend('findEffectiveEntries', (ctx) => {
   const now = new Date();
   const day = 86_400_000;
+  /** One variant's price, as the batch gives it. */
+  const findEffectiveEntry = async (db: Db, businessId: string, partnershipId: string, variantId: string, at: Date) =>
+    (await findEffectiveEntries(db, businessId, partnershipId, [variantId], at)).get(variantId) ?? null;
 
   it('prices from the assigned list when it applies, else from the default list', async () => {
     const t = await ctx().createTenant();
@@ -246,7 +250,7 @@ describeEachBackend('findEffectiveEntry', (ctx) => {
     const find = (variantId: string) => findEffectiveEntry(ctx().db, t.businessId, partner.partnershipId, variantId, now);
 
     const defaultPrice = await find(priced);
-    assert.deepEqual({ ...defaultPrice, entryId: undefined }, { entryId: undefined, price: '20', cost: '8', currency: 'AUD' });
+    assert.deepEqual({ ...defaultPrice, entryId: undefined }, { entryId: undefined, price: '20', cost: '8', currency: 'AUD', unitOfMeasure: null });
     assert.equal((await find(noCost))?.cost, '0');
 
     const listId = await createList(ctx(), t, {
@@ -256,11 +260,15 @@ describeEachBackend('findEffectiveEntry', (ctx) => {
     });
     const vipEntries = (await getList(ctx(), t, listId)).body.entries;
     const vip = await find(priced);
-    assert.deepEqual(vip, { entryId: vipEntries.find((e: any) => e.itemVariantId === priced).id, price: '18', cost: '12', currency: 'AUD' });
-    assert.deepEqual({ ...(await find(noCost)), entryId: undefined }, { entryId: undefined, price: '4.4', cost: '0', currency: 'NZD' });
+    assert.deepEqual(vip, { entryId: vipEntries.find((e: any) => e.itemVariantId === priced).id, price: '18', cost: '12', currency: 'AUD', unitOfMeasure: null });
+    assert.deepEqual({ ...(await find(noCost)), entryId: undefined }, { entryId: undefined, price: '4.4', cost: '0', currency: 'NZD', unitOfMeasure: null });
     assert.equal((await find(unlisted))?.price, '3', 'a variant the assigned list lacks comes from the default list');
     const defaultEntries = (await getList(ctx(), t, defaultListId)).body.entries;
     assert.equal((await find(unlisted))?.entryId, defaultEntries.find((e: any) => e.itemVariantId === unlisted).id);
+
+    const all = await findEffectiveEntries(ctx().db, t.businessId, partner.partnershipId, [priced, unlisted, noCost, priced, 'var_missing'], now);
+    assert.deepEqual([...all.keys()].sort(), [priced, unlisted, noCost].sort(), 'one answer per live variant, in one call');
+    for (const v of [priced, unlisted, noCost]) assert.deepEqual(all.get(v), await find(v), 'a batch prices each variant as alone');
   });
 
   it('ignores an assigned list that is not ACTIVE or not current', async () => {

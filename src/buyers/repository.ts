@@ -103,6 +103,14 @@ export async function findBuyerRow(db: Db, businessId: string, id: string): Prom
     .executeTakeFirst();
 }
 
+/** The partnership of a live buyer of this business: all that ordering for the buyer needs. */
+export async function findBuyerPartnershipId(db: Db, businessId: string, id: string): Promise<string | undefined> {
+  const row = await selectBuyers(db, businessId).select('partnerships.id')
+    .where('phantoms.id', '=', id).where('phantoms.deleted_at', 'is', null)
+    .executeTakeFirst();
+  return row?.id;
+}
+
 export async function findBuyer(db: Db, businessId: string, id: string): Promise<Buyer | undefined> {
   const row = await findBuyerRow(db, businessId, id);
   return row && toBuyer(row, await loadContacts(db, businessId, [id]));

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Type } from 'typebox';
-import { findBuyerRow } from '../buyers/repository.ts';
+import { findBuyerPartnershipId } from '../buyers/repository.ts';
 import { BUYER_NOT_FOUND } from '../buyers/service.ts';
 import { badRequest, notFound, validationError } from '../http/errors.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
@@ -34,10 +34,10 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, orderCache }
       params: BuyerOrderParams, body: CreateOrderBody, response: { 201: OrderResponse },
     },
   }, async (request, reply) => {
-    const buyer = await findBuyerRow(db, request.businessId, request.params.id);
-    if (!buyer) throw notFound(BUYER_NOT_FOUND);
+    const partnershipId = await findBuyerPartnershipId(db, request.businessId, request.params.id);
+    if (!partnershipId) throw notFound(BUYER_NOT_FOUND);
     return runWrite(request, reply, async (trx) => {
-      const { id, version } = await createOrder(trx, request.businessId, buyer.partnership_id, request.body, nowIso());
+      const { id, version } = await createOrder(trx, request.businessId, partnershipId, request.body, nowIso());
       return { status: 201, body: await findOrder(trx, request.businessId, id), headers: { etag: etagOf(version) } };
     });
   });

@@ -5,7 +5,7 @@ import { badRequest, notFound, validationError, type FieldErrors } from '../http
 import { newId } from '../lib/ids.ts';
 import { writeJson } from '../lib/json.ts';
 import { multiply, sum, toDecimalString } from '../lib/money.ts';
-import { findEffectiveEntry } from '../pricing/effective-price.ts';
+import { findEffectiveEntries } from '../pricing/effective-price.ts';
 import { priceEntry } from '../pricing/resolve.ts';
 import {
   findEntries, insertOrder, insertOrderItems, markIngested, findOrderRow, type EntryRow,
@@ -39,24 +39,26 @@ export const formatReference = (n: number) => `SO-${String(n).padStart(6, '0')}`
  */
 export async function createOrder(db: Db, businessId: string, partnershipId: string, input: CreateOrderInput, now: string) {
   const errors: FieldErrors = {};
-  const resolved = new Map<number, { entryId: string; price: string; cost: string; currency: string }>();
+  const resolved = new Map<number, { entryId: string; price: string; cost: string; currency: string; unitOfMeasure?: string | null }>();
+  const prices = await findEffectiveEntries(db, businessId, partnershipId,
+    input.orderItems.flatMap((item) => (item.itemListEntryId === undefined && item.itemVariantId !== undefined ? [item.itemVariantId] : [])),
+    new Date(now));
+  const byEntry = input.orderItems.flatMap((item) => (item.itemVariantId === undefined && item.itemListEntryId !== undefined ? [item.itemListEntryId] : []));
+  const entries = byEntry.length === 0 ? new Map<string, EntryRow>() : await findEntries(db, businessId, byEntry);
   for (const [i, item] of input.orderItems.entries()) {
     if ((item.itemListEntryId === undefined) === (item.itemVariantId === undefined)) {
       errors[`orderItems.${i}`] = 'Give exactly one of itemListEntryId and itemVariantId';
     } else if (item.itemVariantId !== undefined) {
-      const price = await findEffectiveEntry(db, businessId, partnershipId, item.itemVariantId, new Date(now));
+      const price = prices.get(item.itemVariantId);
       if (price) resolved.set(i, price);
       else errors[`orderItems.${i}.itemVariantId`] = 'Not a live variant on the buyer\'s item list';
+    } else {
+      const entry = entries.get(item.itemListEntryId!);
+      if (entry) resolved.set(i, { ...priceOfEntry(entry), unitOfMeasure: entry.unit_of_measure });
+      else errors[`orderItems.${i}.itemListEntryId`] = 'Not a live item list entry of this business';
     }
   }
   const entryIds = input.orderItems.map((item, i) => resolved.get(i)?.entryId ?? item.itemListEntryId ?? '');
-  const entries = await findEntries(db, businessId, entryIds.filter(Boolean));
-  for (const [i, item] of input.orderItems.entries()) {
-    if (item.itemListEntryId === undefined || errors[`orderItems.${i}`]) continue;
-    const entry = entries.get(item.itemListEntryId);
-    if (entry) resolved.set(i, priceOfEntry(entry));
-    else errors[`orderItems.${i}.itemListEntryId`] = 'Not a live item list entry of this business';
-  }
   if (Object.keys(errors).length > 0) throw validationError(errors);
   if (new Set(entryIds).size !== entryIds.length) throw badRequest(DUPLICATE_ENTRY);
 
@@ -70,7 +72,7 @@ export async function createOrder(db: Db, businessId: string, partnershipId: str
       item_list_entry_id: price.entryId,
       line_number: item.lineNumber ?? i + 1,
       quantity: toDecimalString(item.quantity),
-      unit_of_measure: item.unitOfMeasure ?? entries.get(price.entryId)?.unit_of_measure ?? 'EA',
+      unit_of_measure: item.unitOfMeasure ?? price.unitOfMeasure ?? 'EA',
       currency: price.currency,
       price: item.price === undefined ? price.price : toDecimalString(item.price),
       cost: item.cost === undefined ? price.cost : toDecimalString(item.cost),

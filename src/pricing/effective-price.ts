@@ -4,38 +4,47 @@ import { resolveEffectivePrice, type EffectivePrice, type PricingCandidate } fro
 
 export type { EffectivePrice } from './resolve.ts';
 
+export interface VariantPrice extends EffectivePrice {
+  /** The variant's own unit of measure, the default for an order item. */
+  unitOfMeasure: string | null;
+}
+
 /**
- * What a partnership's buyer pays for a variant right now: the entry of its assigned list when
- * that list applies and lists the variant, else the default list's entry. Null when the variant
- * or partnership is not a live one of this business, or no list has an entry for the variant.
- * Three queries; safe inside the caller's transaction.
+ * What a partnership's buyer pays right now for each of several variants: the entry of its
+ * assigned list when that list applies and lists the variant, else the default list's entry.
+ * A variant is missing from the map when it or the partnership is not a live one of this
+ * business, or no list has an entry for it. Two queries whatever the number of variants; safe
+ * inside the caller's transaction.
  */
-export async function findEffectiveEntry(
-  db: Db, businessId: string, partnershipId: string, variantId: string, now: Date,
-): Promise<EffectivePrice | null> {
-  const variant = await db.selectFrom('item_variants').select(['price', 'cost', 'currency'])
-    .where('business_id', '=', businessId).where('id', '=', variantId).where('deleted_at', 'is', null)
-    .executeTakeFirst();
-  const partnership = await db.selectFrom('partnerships').select('item_list_id')
+export async function findEffectiveEntries(
+  db: Db, businessId: string, partnershipId: string, variantIds: string[], now: Date,
+): Promise<Map<string, VariantPrice>> {
+  const prices = new Map<string, VariantPrice>();
+  const partnership = variantIds.length === 0 ? undefined : await db.selectFrom('partnerships').select('item_list_id')
     .where('business_id', '=', businessId).where('id', '=', partnershipId).where('deleted_at', 'is', null)
     .executeTakeFirst();
-  if (!variant || !partnership) return null;
+  if (!partnership) return prices;
 
   const assignedId = partnership.item_list_id ?? '';
-  const lists = await db.selectFrom('item_lists')
-    .leftJoin('item_list_entries', (join) => join
-      .onRef('item_list_entries.item_list_id', '=', 'item_lists.id')
-      .on('item_list_entries.item_variant_id', '=', variantId))
+  // Only lists that have an entry for a variant can price it, so entries join lists inner.
+  const rows = await db.selectFrom('item_variants')
+    .innerJoin('item_list_entries', 'item_list_entries.item_variant_id', 'item_variants.id')
+    .innerJoin('item_lists', 'item_lists.id', 'item_list_entries.item_list_id')
     .select([
+      'item_variants.id as variant_id', 'item_variants.price', 'item_variants.cost', 'item_variants.currency as variant_currency',
+      'item_variants.unit_of_measure',
       'item_lists.id as list_id', 'item_lists.is_default', 'item_lists.status', 'item_lists.global_price_factor',
       'item_lists.global_cost_factor', 'item_lists.start_date', 'item_lists.end_date',
       'item_list_entries.id as entry_id', 'item_list_entries.override_flat_price', 'item_list_entries.currency',
     ])
+    .where('item_variants.business_id', '=', businessId).where('item_variants.id', 'in', [...new Set(variantIds)])
+    .where('item_variants.deleted_at', 'is', null)
     .where('item_lists.business_id', '=', businessId).where('item_lists.deleted_at', 'is', null)
     .where((eb) => eb.or([eb('item_lists.id', '=', assignedId), eb('item_lists.is_default', '=', 1)]))
     .execute();
 
-  const candidate = (row: (typeof lists)[number] | undefined): PricingCandidate | null => row ? {
+  type Row = (typeof rows)[number];
+  const candidate = (row: Row | undefined): PricingCandidate | null => row ? {
     list: {
       status: row.status,
       globalPriceFactor: String(row.global_price_factor),
@@ -43,12 +52,16 @@ export async function findEffectiveEntry(
       startDate: toIso(row.start_date),
       endDate: toIso(row.end_date),
     },
-    entry: row.entry_id === null ? null : { id: row.entry_id, overrideFlatPrice: row.override_flat_price, currency: row.currency },
+    entry: { id: row.entry_id, overrideFlatPrice: row.override_flat_price, currency: row.currency },
   } : null;
-  const assigned = lists.find((l) => l.list_id === assignedId && !l.is_default);
-  const fallback = lists.find((l) => Boolean(l.is_default));
-  return resolveEffectivePrice(
-    { price: String(variant.price), cost: variant.cost === null ? null : String(variant.cost), currency: variant.currency },
-    candidate(assigned), candidate(fallback), now,
-  );
+  for (const variantId of new Set(rows.map((r) => r.variant_id))) {
+    const own = rows.filter((r) => r.variant_id === variantId);
+    const { price, cost, variant_currency: currency, unit_of_measure: unitOfMeasure } = own[0];
+    const resolved = resolveEffectivePrice(
+      { price: String(price), cost: cost === null ? null : String(cost), currency },
+      candidate(own.find((r) => r.list_id === assignedId && !r.is_default)), candidate(own.find((r) => Boolean(r.is_default))), now,
+    );
+    if (resolved) prices.set(variantId, { ...resolved, unitOfMeasure });
+  }
+  return prices;
 }
