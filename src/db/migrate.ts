@@ -5,6 +5,7 @@ import { orders } from './migrations/0003-orders.ts';
 import { invoices } from './migrations/0004-invoices.ts';
 import { orderListIndexes } from './migrations/0005-order-list-indexes.ts';
 import { orderProperties } from './migrations/0005-order-properties.ts';
+import { orderItemsIndex } from './migrations/0006-order-items-index.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -15,6 +16,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0004-invoices': invoices(dialect),
     '0005-order-list-indexes': orderListIndexes(dialect),
     '0005-order-properties': orderProperties(dialect),
+    '0006-order-items-index': orderItemsIndex(dialect),
   };
 }
 
