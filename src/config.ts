@@ -10,6 +10,8 @@ export interface Config {
   readonly bodyLimitBytes: number;
   /** How long a verified key stays cached; revocation must reach every instance within 5 s. */
   readonly authCacheMs: number;
+  /** PostgreSQL: name statements (off for a pooler in transaction mode that cannot keep them). */
+  readonly pgPreparedStatements: boolean;
   /** Memory for rendered orders (src/orders/render.ts), in MB; 0 turns the cache off. */
   readonly responseCacheMb: number;
 }
@@ -27,6 +29,14 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
     throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got '${raw}'`);
   }
   return Number(raw);
+}
+
+function flag(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (/^(on|true|1)$/i.test(raw.trim())) return true;
+  if (/^(off|false|0)$/i.test(raw.trim())) return false;
+  throw new ConfigError(`${name} must be on or off, got '${raw}'`);
 }
 
 function databaseUrl(raw: string | undefined): string {
@@ -58,6 +68,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 100 * 1024 * 1024),
     authCacheMs: 4000,
+    pgPreparedStatements: flag(env, 'PG_PREPARED_STATEMENTS', true),
     responseCacheMb: integer(env, 'RESPONSE_CACHE_MB', 32, 0, 4096),
   });
 }

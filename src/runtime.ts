@@ -12,7 +12,7 @@ export function createRateLimiter(config: Config, onError: (error: unknown) => v
 
 /** Opens the database from config and brings its schema up to date. */
 export async function openDatabase(config: Config, options: Parameters<typeof createDatabase>[1] = {}): Promise<DatabaseHandle> {
-  const handle = createDatabase(config.databaseUrl, options);
+  const handle = createDatabase(config.databaseUrl, { prepare: config.pgPreparedStatements, ...options });
   try {
     await migrateToLatest(handle.db, handle.dialect);
   } catch (error) {

@@ -123,6 +123,9 @@ describe('loadConfig', () => {
     assert.equal(c.rateLimitBurst, 100);
     assert.equal(c.idempotencyTtlHours, 24);
     assert.equal(c.bodyLimitBytes, 1024 * 1024);
+    assert.equal(c.responseCacheMb, 32);
+    assert.equal(c.pgPreparedStatements, true);
+    assert.equal(loadConfig({ PG_PREPARED_STATEMENTS: 'off' }).pgPreparedStatements, false);
     assert.ok(Object.isFrozen(c));
   });
 
@@ -130,7 +133,7 @@ describe('loadConfig', () => {
     const bad: Array<Record<string, string>> = [
       { PORT: 'abc' }, { PORT: '70000' }, { RATE_LIMIT_RPS: '-1' }, { RATE_LIMIT_BURST: '0' },
       { DATABASE_URL: 'mysql://x' }, { LOG_LEVEL: 'loud' }, { REDIS_URL: 'http://x' }, { IDEMPOTENCY_TTL_HOURS: '0' },
-      { BODY_LIMIT_BYTES: '1.5' },
+      { BODY_LIMIT_BYTES: '1.5' }, { RESPONSE_CACHE_MB: '-1' }, { PG_PREPARED_STATEMENTS: 'maybe' },
     ];
     for (const env of bad) {
       const name = Object.keys(env)[0];

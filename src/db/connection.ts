@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { preparingPool } from './pg-prepared.ts';
 import { QueuedSqliteDialect } from './sqlite-dialect.ts';
 import type { Database, Dialect } from './types.ts';
 
@@ -20,6 +21,8 @@ export interface DatabaseOptions {
   /** PostgreSQL only: the schema every connection uses (tests give each run its own). */
   schema?: string;
   poolSize?: number;
+  /** PostgreSQL only: name statements so that each connection parses and plans them once (default on). */
+  prepare?: boolean;
 }
 
 function openSqlite(path: string): Kysely<Database> {
@@ -45,7 +48,8 @@ function openPostgres(url: string, options: DatabaseOptions): { db: Kysely<Datab
   });
   // An idle client losing its server must not take the process down; the next query reports it.
   pool.on('error', () => {});
-  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), pool };
+  const dialect = new PostgresDialect({ pool: options.prepare === false ? pool : preparingPool(pool) });
+  return { db: new Kysely<Database>({ dialect }), pool };
 }
 
 /** One Kysely object from DATABASE_URL: `sqlite:PATH` or `postgres://...`. */
