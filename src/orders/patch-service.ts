@@ -43,10 +43,11 @@ function orderFields(order: NonNullable<UpdateOrderInput['order']>): Updateable<
 }
 
 /**
- * Applies a PATCH in the caller's transaction. The order row is locked first (PostgreSQL) and
- * everything is read after the lock, so concurrent PATCHes queue and none is lost.
+ * Applies a PATCH in the caller's transaction and returns the order row as it now is. The order
+ * row is locked first (PostgreSQL) and everything is read after the lock, so concurrent PATCHes
+ * queue and none is lost.
  */
-export async function patchOrder(db: Db, businessId: string, id: string, input: UpdateOrderInput, ifMatch: string | undefined, now: string): Promise<number> {
+export async function patchOrder(db: Db, businessId: string, id: string, input: UpdateOrderInput, ifMatch: string | undefined, now: string): Promise<OrderRow> {
   if (!hasChanges(input)) throw badRequest('No valid fields provided for update');
   const row: OrderRow | undefined = await findOrderRow(db, businessId, id, true);
   if (!row) throw notFound(ORDER_NOT_FOUND);
@@ -120,7 +121,7 @@ export async function patchOrder(db: Db, businessId: string, id: string, input: 
   const itemsChanged = updates.length + deletes.size + creates.length > 0;
   const version = Number(row.version) + 1;
   const properties = order.properties === undefined ? undefined : mergeStoredProperties(row.properties, order.properties, 'order.properties');
-  await updateOrderRow(db, businessId, id, {
+  const updated = await updateOrderRow(db, businessId, id, {
     ...orderFields(order),
     ...(properties !== undefined && { properties }),
     ...(order.currency !== undefined ? { currency: order.currency } : itemCurrency !== undefined && { currency: itemCurrency }),
@@ -140,5 +141,5 @@ export async function patchOrder(db: Db, businessId: string, id: string, input: 
       { phase, status, delta: 1 },
     ]);
   }
-  return version;
+  return updated;
 }

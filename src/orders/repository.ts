@@ -8,10 +8,11 @@ import type { Order } from './schema.ts';
 import { groupBy } from '../lib/group.ts';
 
 /** Inserts a live order, counts it in `order_counts` and indexes its properties, in the caller's transaction. */
-export async function insertOrder(db: Db, order: Insertable<OrderTable>): Promise<void> {
-  await db.insertInto('orders').values(order).execute();
+export async function insertOrder(db: Db, order: Insertable<OrderTable>): Promise<OrderRow> {
+  const row = await db.insertInto('orders').values(order).returningAll().executeTakeFirstOrThrow();
   await bumpOrderCounts(db, order.business_id, [{ phase: order.phase, status: order.status, delta: 1 }]);
   await indexOrderProperties(db, order.business_id, order.id, order.properties);
+  return row;
 }
 
 export async function insertOrderItems(db: Db, items: Insertable<OrderItemTable>[]): Promise<void> {
@@ -39,13 +40,20 @@ export async function loadOrderItems(db: Db, businessId: string, orderIds: strin
   return groupBy(rows, (row) => row.order_id);
 }
 
-export async function findOrder(db: Db, businessId: string, id: string): Promise<Order | undefined> {
-  const row = await findOrderRow(db, businessId, id);
-  return row && toOrder(row, (await loadOrderItems(db, businessId, [id])).get(id) ?? []);
+/** An order row with its items, as the API shows it. */
+export async function withItems(db: Db, row: OrderRow): Promise<Order> {
+  return toOrder(row, (await loadOrderItems(db, row.business_id, [row.id])).get(row.id) ?? []);
 }
 
-export async function updateOrderRow(db: Db, businessId: string, id: string, values: Updateable<OrderTable>): Promise<void> {
-  await db.updateTable('orders').set(values).where('business_id', '=', businessId).where('id', '=', id).execute();
+export async function findOrder(db: Db, businessId: string, id: string): Promise<Order | undefined> {
+  const row = await findOrderRow(db, businessId, id);
+  return row && withItems(db, row);
+}
+
+/** Updates an order row and returns it as it now is. */
+export async function updateOrderRow(db: Db, businessId: string, id: string, values: Updateable<OrderTable>): Promise<OrderRow> {
+  return db.updateTable('orders').set(values).where('business_id', '=', businessId).where('id', '=', id)
+    .returningAll().executeTakeFirstOrThrow();
 }
 
 /** The order's items as stored, for checks and totals inside a PATCH. */
@@ -104,5 +112,6 @@ export async function softDeleteOrder(db: Db, businessId: string, id: string, no
 /** Records the first announcement only; later ones match no row and change nothing. */
 export async function markIngested(db: Db, businessId: string, id: string, now: string): Promise<void> {
   await db.updateTable('orders').set({ ingested_at: now })
-    .where('business_id', '=', businessId).where('id', '=', id).where('ingested_at', 'is', null).execute();
+    .where('business_id', '=', businessId).where('id', '=', id).where('ingested_at', 'is', null).where('deleted_at', 'is', null)
+    .execute();
 }

@@ -12,7 +12,7 @@ import { listOrders } from './list-repository.ts';
 import { etagOf } from './mapper.ts';
 import { patchOrder } from './patch-service.ts';
 import { renderOrder, renderOrders } from './render.ts';
-import { findOrder, softDeleteOrder } from './repository.ts';
+import { softDeleteOrder, withItems } from './repository.ts';
 import {
   BuyerOrderParams, CreateOrderBody, IngestOrderBody, ListOrdersQuery, OrderListResponse, OrderParams, OrderResponse, UpdateOrderBody,
 } from './schema.ts';
@@ -37,8 +37,8 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, orderCache }
     const partnershipId = await findBuyerPartnershipId(db, request.businessId, request.params.id);
     if (!partnershipId) throw notFound(BUYER_NOT_FOUND);
     return runWrite(request, reply, async (trx) => {
-      const { id, version } = await createOrder(trx, request.businessId, partnershipId, request.body, nowIso());
-      return { status: 201, body: await findOrder(trx, request.businessId, id), headers: { etag: etagOf(version) } };
+      const order = await withItems(trx, await createOrder(trx, request.businessId, partnershipId, request.body, nowIso()));
+      return { status: 201, body: order, headers: { etag: etagOf(order.version) } };
     });
   });
 
@@ -57,7 +57,7 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, orderCache }
     if (key !== undefined && (typeof key !== 'string' || key.toLowerCase() !== ingestionKeyOf(orderId, businessId))) {
       throw badRequest('Invalid idempotency key format');
     }
-    await db.transaction().execute((trx) => ingestOrder(trx, request.businessId, orderId, nowIso()));
+    await ingestOrder(db, request.businessId, orderId, nowIso());
     return reply.code(202).send({ success: true });
   });
 
@@ -105,9 +105,8 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, orderCache }
       response: { 200: OrderResponse, 412: preconditionFailed },
     },
   }, (request, reply) => runWrite(request, reply, async (trx) => {
-    const { businessId } = request;
-    const version = await patchOrder(trx, businessId, request.params.id, request.body, request.headers['if-match'], nowIso());
-    return { status: 200, body: await findOrder(trx, businessId, request.params.id), headers: { etag: etagOf(version) } };
+    const order = await withItems(trx, await patchOrder(trx, request.businessId, request.params.id, request.body, request.headers['if-match'], nowIso()));
+    return { status: 200, body: order, headers: { etag: etagOf(order.version) } };
   }));
 
   app.delete('/orders/:id', {

@@ -8,7 +8,7 @@ import { multiply, sum, toDecimalString } from '../lib/money.ts';
 import { findEffectiveEntries } from '../pricing/effective-price.ts';
 import { priceEntry } from '../pricing/resolve.ts';
 import {
-  findEntries, insertOrder, insertOrderItems, markIngested, findOrderRow, type EntryRow,
+  findEntries, insertOrder, insertOrderItems, markIngested, type EntryRow,
 } from './repository.ts';
 import type { CreateOrderInput } from './schema.ts';
 
@@ -89,7 +89,7 @@ export async function createOrder(db: Db, businessId: string, partnershipId: str
   }
 
   const reference = input.internalReference ?? formatReference(await nextCounterValue(db, businessId, 'order'));
-  await insertOrder(db, {
+  const row = await insertOrder(db, {
     id: orderId,
     business_id: businessId,
     partnership_id: partnershipId,
@@ -109,11 +109,18 @@ export async function createOrder(db: Db, businessId: string, partnershipId: str
     updated_at: now,
   });
   await insertOrderItems(db, items);
-  return { id: orderId, version: 1 };
+  return row;
 }
 
-/** Records the announcement of a live order of this business; repeats change nothing. */
+/**
+ * Records the announcement of a live order of this business; repeats change nothing. No
+ * transaction: the update only ever sets a missing time, so one read answers a repeat and
+ * concurrent first announcements record one time.
+ */
 export async function ingestOrder(db: Db, businessId: string, orderId: string, now: string): Promise<void> {
-  if (!(await findOrderRow(db, businessId, orderId))) throw notFound(ORDER_NOT_FOUND);
-  await markIngested(db, businessId, orderId, now);
+  const order = await db.selectFrom('orders').select('ingested_at')
+    .where('business_id', '=', businessId).where('id', '=', orderId).where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (!order) throw notFound(ORDER_NOT_FOUND);
+  if (order.ingested_at === null) await markIngested(db, businessId, orderId, now);
 }
