@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { createDatabase, type DatabaseHandle } from '../src/db/connection.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
@@ -39,6 +40,35 @@ for (const backend of backends) {
           assert.deepEqual(await migrateToLatest(handles[0].db, handles[0].dialect), [], 'nothing left to do');
         } finally {
           await Promise.all(handles.map((h) => h.close()));
+        }
+      });
+    });
+  });
+}
+
+for (const backend of backends) {
+  describe(`[${backend}] migration 0007-count-shards`, () => {
+    it('keeps the existing counts, as shard 0 of each', async () => {
+      await withEmptyDatabase(backend, async (open) => {
+        const handle = open();
+        try {
+          await migrateToLatest(handle.db, handle.dialect, '0006-order-items-index');
+          const db = handle.db as unknown as Kysely<any>;
+          const now = new Date().toISOString();
+          await db.insertInto('businesses').values({ id: 'bus_1', name: 'B', created_at: now, updated_at: now }).execute();
+          await db.insertInto('order_counts').values([
+            { business_id: 'bus_1', phase: 'PENDING', status: 'UNASSIGNED', n: 5 },
+            { business_id: 'bus_1', phase: 'ACTIVE', status: 'ACCEPTED', n: 2 },
+          ]).execute();
+          await db.insertInto('order_property_counts').values({ business_id: 'bus_1', path: 'a.b', n: 3 }).execute();
+
+          assert.deepEqual(await migrateToLatest(handle.db, handle.dialect), ['0007-count-shards']);
+          const counts = await db.selectFrom('order_counts').select(['phase', 'status', 'shard', 'n']).orderBy('phase').execute();
+          assert.deepEqual(counts.map((c) => [c.phase, c.status, c.shard, Number(c.n)]), [['ACTIVE', 'ACCEPTED', 0, 2], ['PENDING', 'UNASSIGNED', 0, 5]]);
+          const paths = await db.selectFrom('order_property_counts').select(['path', 'shard', 'n']).execute();
+          assert.deepEqual(paths.map((c) => [c.path, c.shard, Number(c.n)]), [['a.b', 0, 3]]);
+        } finally {
+          await handle.close();
         }
       });
     });

@@ -6,6 +6,7 @@ import { invoices } from './migrations/0004-invoices.ts';
 import { orderListIndexes } from './migrations/0005-order-list-indexes.ts';
 import { orderProperties } from './migrations/0005-order-properties.ts';
 import { orderItemsIndex } from './migrations/0006-order-items-index.ts';
+import { countShards } from './migrations/0007-count-shards.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -17,6 +18,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0005-order-list-indexes': orderListIndexes(dialect),
     '0005-order-properties': orderProperties(dialect),
     '0006-order-items-index': orderItemsIndex(dialect),
+    '0007-count-shards': countShards(dialect),
   };
 }
 
@@ -35,7 +37,7 @@ function isStartupRace(error: unknown): boolean {
  * instances starting together run each migration once; on SQLite a writer that loses the race
  * retries, and then finds nothing left to do.
  */
-export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect): Promise<string[]> {
+export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect, upTo?: string): Promise<string[]> {
   // Kysely looks for its bookkeeping tables in every schema unless told which one; name ours, so
   // that another schema in the same database (another deployment, a test run) is never mistaken for it.
   const migrationTableSchema = dialect === 'postgres'
@@ -43,7 +45,8 @@ export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect): P
     : undefined;
   const migrator = new Migrator({ db, migrationTableSchema, provider: { getMigrations: async () => migrations(dialect) } });
   for (let attempt = 1; ; attempt++) {
-    const result: MigrationResultSet = await migrator.migrateToLatest();
+    // `upTo` stops after that migration: tests use it to write rows in an older schema.
+    const result: MigrationResultSet = upTo === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(upTo);
     if (!result.error) return (result.results ?? []).map((r) => r.migrationName);
     if (attempt >= 5 || !isStartupRace(result.error)) throw result.error;
     await new Promise((r) => setTimeout(r, 100 * attempt));

@@ -265,6 +265,8 @@ export interface OrderCountTable {
   business_id: string;
   phase: string;
   status: string;
+  /** Concurrent writers add to different rows (src/db/dialect.ts countShard); a count is the sum. */
+  shard: number;
   n: ColumnType<number | string | bigint, number, number>;
 }
 
@@ -280,6 +282,7 @@ export interface OrderPropertyTable {
 export interface OrderPropertyCountTable {
   business_id: string;
   path: string;
+  shard: number;
   n: ColumnType<number | string | bigint, number, number>;
 }
 

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { countShard } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
 
 export interface CountChange {
@@ -8,8 +9,9 @@ export interface CountChange {
 }
 
 /**
- * Applies changes to the maintained live-order counts, in the caller's transaction. Each change is
- * an atomic upsert (`n = n + excluded.n`), so concurrent writers never lose an increment; rows are
+ * Applies changes to the maintained live-order counts, in the caller's transaction, on one shard
+ * of them. Each change is an atomic upsert (`n = n + excluded.n`), so concurrent writers never
+ * lose an increment; rows are
  * touched in (phase, status) order so that two transactions moving orders in opposite directions
  * take the row locks in the same order and cannot deadlock on PostgreSQL.
  */
@@ -21,9 +23,10 @@ export async function bumpOrderCounts(db: Db, businessId: string, changes: Count
     net.set(key, { phase: c.phase, status: c.status, delta: (prev?.delta ?? 0) + c.delta });
   }
   const ordered = [...net.entries()].filter(([, c]) => c.delta !== 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const shard = countShard(db);
   for (const [, c] of ordered) {
-    await db.insertInto('order_counts').values({ business_id: businessId, phase: c.phase, status: c.status, n: c.delta })
-      .onConflict((oc) => oc.columns(['business_id', 'phase', 'status'])
+    await db.insertInto('order_counts').values({ business_id: businessId, phase: c.phase, status: c.status, shard, n: c.delta })
+      .onConflict((oc) => oc.columns(['business_id', 'phase', 'status', 'shard'])
         .doUpdateSet({ n: sql<number>`order_counts.n + excluded.n` }))
       .execute();
   }

@@ -1,5 +1,5 @@
 import { sql, type Expression, type SqlBool } from 'kysely';
-import { dialectOf, PROPERTY_PATH_MAX_SEGMENTS, PROPERTY_SEGMENT } from '../db/dialect.ts';
+import { countShard, dialectOf, PROPERTY_PATH_MAX_SEGMENTS, PROPERTY_SEGMENT } from '../db/dialect.ts';
 import { offsetOf, type Paging, type PropertyFilter } from '../db/list.ts';
 import type { Db } from '../db/types.ts';
 import { readJson } from '../lib/json.ts';
@@ -64,12 +64,13 @@ export function propertyPaths(properties: unknown): Array<{ path: string; value:
   return out;
 }
 
-/** Adds to the per-path counts in sorted path order (no lock-order deadlocks on PostgreSQL), atomically. */
+/** Adds to the per-path counts, on one shard of them, in sorted path order (no lock-order deadlocks on PostgreSQL), atomically. */
 export async function bumpPathCounts(db: Db, businessId: string, deltas: Map<string, number>): Promise<void> {
   const paths = [...deltas.keys()].filter((p) => deltas.get(p) !== 0).sort();
+  const shard = countShard(db);
   for (const path of paths) {
-    await db.insertInto('order_property_counts').values({ business_id: businessId, path, n: deltas.get(path)! })
-      .onConflict((oc) => oc.columns(['business_id', 'path']).doUpdateSet({ n: sql<number>`order_property_counts.n + excluded.n` }))
+    await db.insertInto('order_property_counts').values({ business_id: businessId, path, shard, n: deltas.get(path)! })
+      .onConflict((oc) => oc.columns(['business_id', 'path', 'shard']).doUpdateSet({ n: sql<number>`order_property_counts.n + excluded.n` }))
       .execute();
   }
 }
@@ -155,6 +156,13 @@ export function sideTableCondition(db: Db, businessId: string, filter: PropertyF
   return filter.exists === false ? sql<SqlBool>`not ${present}` : present;
 }
 
+/** The number of live orders that have the path, from the maintained counts (the sum of its shards). */
+async function countWithPath(db: Db, businessId: string, path: string): Promise<number> {
+  const row = await db.selectFrom('order_property_counts').select(sql<number | string | null>`sum(n)`.as('n'))
+    .where('business_id', '=', businessId).where('path', '=', path).executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
 /** The exact number of live orders matching only this property filter, without reading orders. */
 export async function countByProperty(db: Db, businessId: string, filter: PropertyFilter, liveTotal: () => Promise<number>): Promise<number> {
   const path = filter.segments.join('.');
@@ -164,9 +172,7 @@ export async function countByProperty(db: Db, businessId: string, filter: Proper
       .executeTakeFirstOrThrow();
     return Number(row.n);
   }
-  const counted = await db.selectFrom('order_property_counts').select('n')
-    .where('business_id', '=', businessId).where('path', '=', path).executeTakeFirst();
-  const withPath = Number(counted?.n ?? 0);
+  const withPath = await countWithPath(db, businessId, path);
   return filter.exists === false ? (await liveTotal()) - withPath : withPath;
 }
 
@@ -177,9 +183,7 @@ export const FEW_CANDIDATES = 5_000;
 export async function fewCandidates(db: Db, businessId: string, filter: PropertyFilter): Promise<boolean> {
   const path = filter.segments.join('.');
   if (filter.value === undefined) {
-    const counted = await db.selectFrom('order_property_counts').select('n')
-      .where('business_id', '=', businessId).where('path', '=', path).executeTakeFirst();
-    return Number(counted?.n ?? 0) <= FEW_CANDIDATES;
+    return (await countWithPath(db, businessId, path)) <= FEW_CANDIDATES;
   }
   const rows = await db.selectFrom('order_properties').select('order_id')
     .where('business_id', '=', businessId).where('path', '=', path).where('value', 'in', matchingValues(db, filter.value))
