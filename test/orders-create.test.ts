@@ -71,6 +71,22 @@ describeEachBackend('POST /api/v1/buyers/:id/orders', (ctx) => {
     assert.equal(o.totalAmount, '10.50');
   });
 
+  it('answers with exactly what a later GET shows: items in line order, decimals, properties', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    const res = await postOrder(ctx(), t, f, {
+      properties: { shop: { id: 1, tags: ['a'] }, none: null },
+      orderItems: [
+        { itemListEntryId: f.entryIds[0], quantity: 0.25, price: 0.125, cost: 1e-7, lineNumber: 5, properties: { zeta: 1, a: [1, { b: null }], mid: { yy: 1, b: 2 } } },
+        { itemVariantId: f.variantIds[1], quantity: 3, lineNumber: 2 },
+        { itemVariantId: f.variantIds[2], quantity: 1000000 },
+      ],
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.deepEqual(res.body.orderItems.map((i: any) => i.lineNumber), [2, 3, 5]);
+    assert.equal(JSON.stringify((await getOrder(ctx(), t, res.body.id)).body), JSON.stringify(res.body));
+  });
+
   it('totals with decimal arithmetic: 0.1 × 3 + 9.9 is exactly 10.20', async () => {
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);

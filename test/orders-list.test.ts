@@ -180,7 +180,8 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
     assert.equal(large.body.items.length, 100);
     assert.ok(large.body.items.every((o: any) => o.orderItems.length === 2));
     assert.equal(large.n, small.n);
-    assert.ok(large.n >= 3 && large.n <= 4, `${large.n} queries`);
+    // Count, page ids, their versions, the rows not rendered yet (all, with the cache off), their items.
+    assert.ok(large.n >= 3 && large.n <= 5, `${large.n} queries`);
   });
 });
 

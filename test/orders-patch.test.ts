@@ -68,6 +68,31 @@ describeEachBackend('PATCH /api/v1/orders/:id', (ctx) => {
     assert.equal(res.body.version, 2);
   });
 
+  it('answers with exactly what a later GET shows, applying several updates of one item in order', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    const order = await createOrder(ctx(), t, f, {
+      orderItems: [{ itemVariantId: f.variantIds[0], quantity: 1, properties: { keep: true } }, { itemVariantId: f.variantIds[1], quantity: 1 }],
+    });
+    const [first, second] = order.orderItems;
+    const res = await patchOrder(ctx(), t, order.id, {
+      order: { properties: { erp: { id: 'E-1' } } },
+      createOrderItems: [newItem(f.entryIds[2], { quantity: 0.125, price: 1e-7, lineNumber: 1 })],
+      updateOrderItems: [
+        { id: first.id, quantity: 2.5, properties: { a: 1 } },
+        { id: first.id, price: 0.1, properties: { b: 2 } },
+        { id: second.id, lineNumber: 7 },
+      ],
+    });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    // Line 1 twice: by id then, and the new item's id is the newer.
+    const [updated, created, moved] = res.body.orderItems;
+    assert.deepEqual([updated.id, created.itemListEntryId, moved.id], [first.id, f.entryIds[2], second.id]);
+    assert.deepEqual([updated.lineNumber, created.lineNumber, moved.lineNumber], [1, 1, 7]);
+    assert.deepEqual([updated.quantity, updated.price, updated.properties], [2.5, '0.10', { keep: true, a: 1, b: 2 }]);
+    assert.equal(JSON.stringify((await getOrder(ctx(), t, order.id)).body), JSON.stringify(res.body));
+  });
+
   it('rule 2: properties deep-merge: other namespaces and nested fields are kept', async () => {
     const t = await ctx().createTenant();
     const order = await createOrder(ctx(), t, await createFixture(ctx(), t), { properties: { unleashed: { guid: '123' } } });

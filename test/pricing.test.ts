@@ -238,9 +238,14 @@ describeEachBackend('GET /api/v1/pricing', (ctx) => {
 describeEachBackend('findEffectiveEntries', (ctx) => {
   const now = new Date();
   const day = 86_400_000;
-  /** One variant's price, as the batch gives it. */
-  const findEffectiveEntry = async (db: Db, businessId: string, partnershipId: string, variantId: string, at: Date) =>
-    (await findEffectiveEntries(db, businessId, partnershipId, [variantId], at)).get(variantId) ?? null;
+  /** The list a partnership is assigned now, as the order route reads it with the buyer. */
+  const listOf = async (db: Db, partnershipId: string) =>
+    (await db.selectFrom('partnerships').select('item_list_id').where('id', '=', partnershipId).executeTakeFirstOrThrow()).item_list_id;
+  /** One variant's price terms for a partnership's buyer, as the batch gives them. */
+  const findEffectiveEntry = async (db: Db, businessId: string, partnershipId: string, variantId: string, at: Date) => {
+    const found = (await findEffectiveEntries(db, businessId, await listOf(db, partnershipId), [variantId], at)).get(variantId);
+    return found ? { entryId: found.entryId, price: found.price, cost: found.cost, currency: found.currency, unitOfMeasure: found.unitOfMeasure } : null;
+  };
 
   it('prices from the assigned list when it applies, else from the default list', async () => {
     const t = await ctx().createTenant();
@@ -266,9 +271,15 @@ describeEachBackend('findEffectiveEntries', (ctx) => {
     const defaultEntries = (await getList(ctx(), t, defaultListId)).body.entries;
     assert.equal((await find(unlisted))?.entryId, defaultEntries.find((e: any) => e.itemVariantId === unlisted).id);
 
-    const all = await findEffectiveEntries(ctx().db, t.businessId, partner.partnershipId, [priced, unlisted, noCost, priced, 'var_missing'], now);
+    const all = await findEffectiveEntries(ctx().db, t.businessId, await listOf(ctx().db, partner.partnershipId), [priced, unlisted, noCost, priced, 'var_missing'], now);
     assert.deepEqual([...all.keys()].sort(), [priced, unlisted, noCost].sort(), 'one answer per live variant, in one call');
-    for (const v of [priced, unlisted, noCost]) assert.deepEqual(all.get(v), await find(v), 'a batch prices each variant as alone');
+    for (const v of [priced, unlisted, noCost]) {
+      const { itemId, variantName, sku, ...terms } = all.get(v)!;
+      assert.deepEqual(terms, await find(v), 'a batch prices each variant as alone');
+      assert.match(itemId, /^itm_/);
+      assert.equal(typeof variantName, 'string');
+      assert.ok(sku === null || typeof sku === 'string');
+    }
   });
 
   it('ignores an assigned list that is not ACTIVE or not current', async () => {
@@ -286,14 +297,19 @@ describeEachBackend('findEffectiveEntries', (ctx) => {
     }
   });
 
-  it('returns null for another business\'s partnership or variant', async () => {
+  it('has no price for another business\'s variant, and never applies another business\'s list', async () => {
     const t = await ctx().createTenant();
     const other = await ctx().createTenant();
-    const { variantIds: [mine] } = await createVariants(ctx(), t);
+    const { variantIds: [mine] } = await createVariants(ctx(), t, [{ price: 20 }]);
     const { variantIds: [theirs] } = await createVariants(ctx(), other);
     const partner = await createPartnership(ctx(), t);
-    const foreign = await createPartnership(ctx(), other);
     assert.equal(await findEffectiveEntry(ctx().db, t.businessId, partner.partnershipId, theirs, now), null);
-    assert.equal(await findEffectiveEntry(ctx().db, t.businessId, foreign.partnershipId, mine, now), null);
+    const foreign = await createPartnership(ctx(), other);
+    const theirList = await createList(ctx(), other, {
+      itemListData: { label: 'Theirs' }, entries: [{ itemVariantId: theirs, overrideFlatPrice: 1 }], partnerships: [foreign.partnershipId],
+    });
+    const found = (await findEffectiveEntries(ctx().db, t.businessId, theirList, [mine, theirs], now));
+    assert.equal(found.get(mine)?.price, '20', 'their list is ignored: my default list prices my variant');
+    assert.equal(found.has(theirs), false);
   });
 });

@@ -103,12 +103,12 @@ export async function findBuyerRow(db: Db, businessId: string, id: string): Prom
     .executeTakeFirst();
 }
 
-/** The partnership of a live buyer of this business: all that ordering for the buyer needs. */
-export async function findBuyerPartnershipId(db: Db, businessId: string, id: string): Promise<string | undefined> {
-  const row = await selectBuyers(db, businessId).select('partnerships.id')
-    .where('phantoms.id', '=', id).where('phantoms.deleted_at', 'is', null)
+/** The partnership of a live buyer of this business and its assigned item list: what ordering for the buyer needs. */
+export async function findBuyerPartnership(db: Db, businessId: string, id: string): Promise<{ id: string; itemListId: string | null } | undefined> {
+  const row = await selectBuyers(db, businessId).select(['partnerships.id', 'partnerships.item_list_id'])
+    .where('phantoms.id', '=', id).where('phantoms.deleted_at', 'is', null).where('partnerships.deleted_at', 'is', null)
     .executeTakeFirst();
-  return row?.id;
+  return row && { id: row.id, itemListId: row.item_list_id };
 }
 
 export async function findBuyer(db: Db, businessId: string, id: string): Promise<Buyer | undefined> {

@@ -1,8 +1,10 @@
 import { applyListFilters, fetchPage, type ListFilters, type Page, type Paging } from '../db/list.ts';
 import type { Db } from '../db/types.ts';
 import { countLiveOrders } from './counts.ts';
-import type { OrderRow } from './mapper.ts';
+import type { OrderStub } from './mapper.ts';
 import { countByProperty, fewCandidates, pageFromSideTable, sideTableCondition, sideTableServes } from './properties-index.ts';
+
+const STUB = ['id', 'version', 'business_id', 'deleted_at'] as const;
 
 export interface ListOrdersOptions extends ListFilters, Paging {
   updatedSince?: string;
@@ -11,8 +13,8 @@ export interface ListOrdersOptions extends ListFilters, Paging {
 }
 
 /**
- * A page of orders: the total, the page's ids, its rows, and `render` for the rows (which loads
- * their items; src/orders/render.ts).
+ * A page of orders: the total, the page's ids, their versions, and `render` for those (which
+ * reads the rest of an order only when it has no rendering of that version; src/orders/render.ts).
  *
  * The total comes from the maintained counts when the only filters are phase/status or one
  * property filter on live orders (`order_counts`, `order_property_counts`, or a count of the
@@ -21,7 +23,7 @@ export interface ListOrdersOptions extends ListFilters, Paging {
  * functions, because soft-deleted orders are not in the side table.
  */
 export async function listOrders<T>(
-  db: Db, businessId: string, options: ListOrdersOptions, render: (rows: OrderRow[]) => Promise<T[]>,
+  db: Db, businessId: string, options: ListOrdersOptions, render: (orders: OrderStub[]) => Promise<T[]>,
 ): Promise<Page<T>> {
   const property = options.property;
   const bySideTable = property !== null && !options.includeDeleted && sideTableServes(db, property);
@@ -48,10 +50,10 @@ export async function listOrders<T>(
     pageIds = () => pageFromSideTable(db, businessId, property, options);
   }
 
-  return fetchPage(query.selectAll(), options, render, count, pageIds, async (ids) => {
+  return fetchPage(query.select(STUB), options, render, count, pageIds, async (ids) => {
     // By primary key only: the ids were just selected with every filter. A row soft-deleted since
     // is left out, as it would have been a moment later; other changes show as they are now.
-    const rows = await db.selectFrom('orders').selectAll().where('id', 'in', ids).execute();
+    const rows = await db.selectFrom('orders').select(STUB).where('id', 'in', ids).execute();
     return rows.filter((r) => r.business_id === businessId && (options.includeDeleted || r.deleted_at === null));
   });
 }

@@ -6,6 +6,8 @@ import { toIso } from '../lib/time.ts';
 import type { Order, OrderItem } from './schema.ts';
 
 export type OrderRow = Selectable<OrderTable>;
+/** What a list page reads of each order first: enough to find its rendering, and to drop one deleted since. */
+export type OrderStub = Pick<OrderRow, 'id' | 'version' | 'business_id' | 'deleted_at'>;
 
 /** An order item row joined with its entry and the entry's variant (one query per page of orders). */
 export type OrderItemRow = Selectable<OrderItemTable> & {
@@ -14,6 +16,14 @@ export type OrderItemRow = Selectable<OrderItemTable> & {
   variant_name: string;
   sku: string | null;
 };
+
+/** What an order item shows of its entry's variant. */
+export type VariantFields = Pick<OrderItemRow, 'item_variant_id' | 'item_id' | 'variant_name' | 'sku'>;
+
+/** A stored order item row with the variant fields an order shows for it. */
+export function withVariant(row: Selectable<OrderItemTable>, { item_variant_id, item_id, variant_name, sku }: VariantFields): OrderItemRow {
+  return { ...row, item_variant_id, item_id, variant_name, sku };
+}
 
 export function toOrderItem(row: OrderItemRow): OrderItem {
   return {

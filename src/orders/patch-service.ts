@@ -1,17 +1,14 @@
 import type { Updateable } from 'kysely';
 import type { Db, OrderTable } from '../db/types.ts';
 import { badRequest, notFound, preconditionFailed, validationError, type FieldErrors } from '../http/errors.ts';
-import { newId } from '../lib/ids.ts';
 import { mergeStoredProperties } from '../http/properties.ts';
-import { writeJson } from '../lib/json.ts';
 import { toDecimalString } from '../lib/money.ts';
 import { laterThan, parseDateTime } from '../lib/time.ts';
-import {
-  deleteOrderItems, findEntries, findOrderItemRows, findOrderRow, insertOrderItems, updateOrderItem, updateOrderRow,
-} from './repository.ts';
+import { writeItemChanges } from './patch-items.ts';
+import { findEntries, findOrderRow, loadOrderItems, updateOrderRow } from './repository.ts';
 import { bumpOrderCounts } from './counts.ts';
 import { reindexOrderProperties } from './properties-index.ts';
-import type { OrderRow } from './mapper.ts';
+import type { OrderItemRow, OrderRow } from './mapper.ts';
 import type { UpdateOrderInput } from './schema.ts';
 import { DUPLICATE_ENTRY, MIXED_CURRENCIES, ORDER_NOT_FOUND, totalOf } from './service.ts';
 
@@ -43,11 +40,13 @@ function orderFields(order: NonNullable<UpdateOrderInput['order']>): Updateable<
 }
 
 /**
- * Applies a PATCH in the caller's transaction and returns the order row as it now is. The order
- * row is locked first (PostgreSQL) and everything is read after the lock, so concurrent PATCHes
- * queue and none is lost.
+ * Applies a PATCH in the caller's transaction and returns the order row and its items as they now
+ * are. The order row is locked first (PostgreSQL) and everything is read after the lock, so
+ * concurrent PATCHes queue and none is lost.
  */
-export async function patchOrder(db: Db, businessId: string, id: string, input: UpdateOrderInput, ifMatch: string | undefined, now: string): Promise<OrderRow> {
+export async function patchOrder(
+  db: Db, businessId: string, id: string, input: UpdateOrderInput, ifMatch: string | undefined, now: string,
+): Promise<{ row: OrderRow; items: OrderItemRow[] }> {
   if (!hasChanges(input)) throw badRequest('No valid fields provided for update');
   const row: OrderRow | undefined = await findOrderRow(db, businessId, id, true);
   if (!row) throw notFound(ORDER_NOT_FOUND);
@@ -55,7 +54,7 @@ export async function patchOrder(db: Db, businessId: string, id: string, input: 
     throw preconditionFailed(`The order has changed: its current version is ${row.version}`);
   }
 
-  const stored = await findOrderItemRows(db, businessId, id);
+  const stored = (await loadOrderItems(db, businessId, [id])).get(id) ?? [];
   const updates = input.updateOrderItems ?? [];
   const deletes = new Set(input.deleteOrderItems ?? []);
   const creates = input.createOrderItems ?? [];
@@ -95,28 +94,7 @@ export async function patchOrder(db: Db, businessId: string, id: string, input: 
     throw validationError({ 'order.currency': `Must equal the items' currency (${itemCurrency})` });
   }
 
-  await deleteOrderItems(db, businessId, id, [...deletes]);
-  for (const u of updates) {
-    if (deletes.has(u.id)) continue;
-    const current = stored.find((i) => i.id === u.id)!;
-    await updateOrderItem(db, businessId, u.id, {
-      ...(u.quantity !== undefined && { quantity: toDecimalString(u.quantity) }),
-      ...(u.unitOfMeasure !== undefined && { unit_of_measure: u.unitOfMeasure }),
-      ...(u.currency !== undefined && { currency: u.currency }),
-      ...(u.price !== undefined && { price: toDecimalString(u.price) }),
-      ...(u.cost !== undefined && { cost: toDecimalString(u.cost) }),
-      ...(u.lineNumber !== undefined && { line_number: u.lineNumber }),
-      ...(u.properties !== undefined && { properties: mergeStoredProperties(current.properties, u.properties, 'updateOrderItems.properties') }),
-      updated_at: now,
-    });
-  }
-  let nextLine = Math.max(0, ...stored.map((i) => i.line_number));
-  await insertOrderItems(db, creates.map((c) => ({
-    id: newId('oi'), business_id: businessId, order_id: id, item_list_entry_id: c.itemListEntryId,
-    line_number: c.lineNumber ?? ++nextLine, quantity: toDecimalString(c.quantity), unit_of_measure: c.unitOfMeasure,
-    currency: c.currency, price: toDecimalString(c.price), cost: toDecimalString(c.cost),
-    properties: writeJson(c.properties), created_at: now, updated_at: now,
-  })));
+  const items = await writeItemChanges(db, businessId, id, stored, input, entries, now);
 
   const itemsChanged = updates.length + deletes.size + creates.length > 0;
   const version = Number(row.version) + 1;
@@ -141,5 +119,5 @@ export async function patchOrder(db: Db, businessId: string, id: string, input: 
       { phase, status, delta: 1 },
     ]);
   }
-  return updated;
+  return { row: updated, items };
 }

@@ -3,8 +3,8 @@ import { findCounterValue } from '../businesses/repository.ts';
 import type { Db } from '../db/types.ts';
 import { CATALOGUE_COUNTER as CATALOGUE } from '../items/variant-repository.ts';
 import type { RenderCache } from '../lib/render-cache.ts';
-import { toOrder, type OrderRow } from './mapper.ts';
-import { findOrder, loadOrderItems } from './repository.ts';
+import { toOrder, type OrderStub } from './mapper.ts';
+import { findOrder, findOrderRows, loadOrderItems } from './repository.ts';
 import type { Order } from './schema.ts';
 
 /**
@@ -50,20 +50,27 @@ export async function renderOrder(
   return { json, version: order.version };
 }
 
-/** The JSON bytes of a page of order rows, in order: cached ones as they are, the rest with their items loaded in one query. */
+/**
+ * The JSON bytes of a page of orders, in order: those rendered at their current version as they
+ * are, the rest read and rendered with their items in two queries. An order soft-deleted since
+ * the page was chosen is left out, as the page would have left it out a moment later.
+ */
 export async function renderOrders(
-  db: Db, cache: RenderCache, businessId: string, rows: OrderRow[], serialize: SerializeOrder,
+  db: Db, cache: RenderCache, businessId: string, stubs: OrderStub[], serialize: SerializeOrder,
 ): Promise<Buffer[]> {
   const catalogue = cache.enabled ? await findCounterValue(db, businessId, CATALOGUE) : 0;
-  const json = rows.map((row) => cache.get(keyOf(businessId, row.id), stampOf(row.version, catalogue)));
-  const missing = rows.filter((_, i) => json[i] === undefined);
+  const json = stubs.map((stub) => cache.get(keyOf(businessId, stub.id), stampOf(stub.version, catalogue)));
+  const missing = stubs.filter((_, i) => json[i] === undefined).map((stub) => stub.id);
   if (missing.length === 0) return json as Buffer[];
 
-  const items = await loadOrderItems(db, businessId, missing.map((r) => r.id));
-  return rows.map((row, i) => {
-    if (json[i] !== undefined) return json[i];
+  const rows = await findOrderRows(db, businessId, missing);
+  const items = await loadOrderItems(db, businessId, [...rows.keys()]);
+  return stubs.flatMap((stub, i) => {
+    if (json[i] !== undefined) return [json[i]];
+    const row = rows.get(stub.id);
+    if (!row || (stub.deleted_at === null && row.deleted_at !== null)) return [];
     const rendered = render(serialize, toOrder(row, items.get(row.id) ?? []));
     cache.set(keyOf(businessId, row.id), stampOf(row.version, catalogue), rendered);
-    return rendered;
+    return [rendered];
   });
 }

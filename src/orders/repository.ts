@@ -1,4 +1,4 @@
-import type { Insertable, Updateable } from 'kysely';
+import type { Insertable, Selectable, Updateable } from 'kysely';
 import { forUpdate } from '../db/dialect.ts';
 import type { Db, OrderItemTable, OrderTable } from '../db/types.ts';
 import { bumpOrderCounts } from './counts.ts';
@@ -7,16 +7,28 @@ import { toOrder, type OrderItemRow, type OrderRow } from './mapper.ts';
 import type { Order } from './schema.ts';
 import { groupBy } from '../lib/group.ts';
 
-/** Inserts a live order, counts it in `order_counts` and indexes its properties, in the caller's transaction. */
-export async function insertOrder(db: Db, order: Insertable<OrderTable>): Promise<OrderRow> {
-  const row = await db.insertInto('orders').values(order).returningAll().executeTakeFirstOrThrow();
-  await bumpOrderCounts(db, order.business_id, [{ phase: order.phase, status: order.status, delta: 1 }]);
+/**
+ * Inserts a live order with its items, indexes its properties and counts it, in the caller's
+ * transaction, and returns the rows as stored. The rows every creator of the business shares (the path and
+ * live-order counts, and the SO counter when `nextReference` is given) are written last: on
+ * PostgreSQL their row locks are then held for the last statements only, not the whole insert
+ * (creates under load were spending most of their time waiting on them); the reference the
+ * order was inserted with is replaced then.
+ */
+export async function insertOrder(
+  db: Db, order: Insertable<OrderTable>, items: Insertable<OrderItemTable>[], nextReference?: () => Promise<string>,
+): Promise<{ order: OrderRow; items: Array<Selectable<OrderItemTable>> }> {
+  const inserted = await db.insertInto('orders').values(order).returningAll().executeTakeFirstOrThrow();
+  const stored = await insertOrderItems(db, items);
   await indexOrderProperties(db, order.business_id, order.id, order.properties);
-  return row;
+  await bumpOrderCounts(db, order.business_id, [{ phase: order.phase, status: order.status, delta: 1 }]);
+  const row = nextReference ? await updateOrderRow(db, order.business_id, order.id, { internal_reference: await nextReference() }) : inserted;
+  return { order: row, items: stored };
 }
 
-export async function insertOrderItems(db: Db, items: Insertable<OrderItemTable>[]): Promise<void> {
-  if (items.length > 0) await db.insertInto('order_items').values(items).execute();
+/** Inserts order items and returns them as stored (PostgreSQL normalises jsonb and numeric on the way in). */
+export async function insertOrderItems(db: Db, items: Insertable<OrderItemTable>[]): Promise<Array<Selectable<OrderItemTable>>> {
+  return items.length === 0 ? [] : db.insertInto('order_items').values(items).returningAll().execute();
 }
 
 /** A live order of this business; with `lock`, its row stays locked until the transaction ends. */
@@ -24,6 +36,13 @@ export async function findOrderRow(db: Db, businessId: string, id: string, lock 
   const query = db.selectFrom('orders').selectAll()
     .where('business_id', '=', businessId).where('id', '=', id).where('deleted_at', 'is', null);
   return (lock ? forUpdate(db, query) : query).executeTakeFirst();
+}
+
+/** Orders of this business by id, deleted or not, keyed by id. */
+export async function findOrderRows(db: Db, businessId: string, ids: string[]): Promise<Map<string, OrderRow>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.selectFrom('orders').selectAll().where('business_id', '=', businessId).where('id', 'in', ids).execute();
+  return new Map(rows.map((r) => [r.id, r]));
 }
 
 /** The items of several orders with their entries and variants: one query, whatever the count. */
@@ -62,8 +81,10 @@ export async function findOrderItemRows(db: Db, businessId: string, orderId: str
     .where('business_id', '=', businessId).where('order_id', '=', orderId).execute();
 }
 
-export async function updateOrderItem(db: Db, businessId: string, id: string, values: Updateable<OrderItemTable>): Promise<void> {
-  await db.updateTable('order_items').set(values).where('business_id', '=', businessId).where('id', '=', id).execute();
+/** Updates an order item and returns it as stored. */
+export async function updateOrderItem(db: Db, businessId: string, id: string, values: Updateable<OrderItemTable>): Promise<Selectable<OrderItemTable>> {
+  return db.updateTable('order_items').set(values).where('business_id', '=', businessId).where('id', '=', id)
+    .returningAll().executeTakeFirstOrThrow();
 }
 
 export async function deleteOrderItems(db: Db, businessId: string, orderId: string, ids: string[]): Promise<void> {
@@ -80,6 +101,7 @@ export async function findEntries(db: Db, businessId: string, entryIds: string[]
     .select([
       'item_list_entries.id', 'item_list_entries.override_flat_price', 'item_list_entries.currency as entry_currency',
       'item_variants.price', 'item_variants.cost', 'item_variants.currency as variant_currency', 'item_variants.unit_of_measure',
+      'item_variants.id as item_variant_id', 'item_variants.item_id', 'item_variants.variant_name', 'item_variants.sku',
       'item_lists.status', 'item_lists.global_price_factor', 'item_lists.global_cost_factor',
       'item_lists.start_date', 'item_lists.end_date',
     ])

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Type } from 'typebox';
-import { findBuyerPartnershipId } from '../buyers/repository.ts';
+import { findBuyerPartnership } from '../buyers/repository.ts';
 import { BUYER_NOT_FOUND } from '../buyers/service.ts';
 import { badRequest, notFound, validationError } from '../http/errors.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
@@ -9,10 +9,10 @@ import { SuccessResponse } from '../http/schema.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { nowIso, parseDateTime } from '../lib/time.ts';
 import { listOrders } from './list-repository.ts';
-import { etagOf } from './mapper.ts';
+import { etagOf, toOrder } from './mapper.ts';
 import { patchOrder } from './patch-service.ts';
 import { renderOrder, renderOrders } from './render.ts';
-import { softDeleteOrder, withItems } from './repository.ts';
+import { softDeleteOrder } from './repository.ts';
 import {
   BuyerOrderParams, CreateOrderBody, IngestOrderBody, ListOrdersQuery, OrderListResponse, OrderParams, OrderResponse, UpdateOrderBody,
 } from './schema.ts';
@@ -34,10 +34,10 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, orderCache }
       params: BuyerOrderParams, body: CreateOrderBody, response: { 201: OrderResponse },
     },
   }, async (request, reply) => {
-    const partnershipId = await findBuyerPartnershipId(db, request.businessId, request.params.id);
-    if (!partnershipId) throw notFound(BUYER_NOT_FOUND);
+    const partnership = await findBuyerPartnership(db, request.businessId, request.params.id);
+    if (!partnership) throw notFound(BUYER_NOT_FOUND);
     return runWrite(request, reply, async (trx) => {
-      const order = await withItems(trx, await createOrder(trx, request.businessId, partnershipId, request.body, nowIso()));
+      const order = await createOrder(trx, request.businessId, partnership, request.body, nowIso());
       return { status: 201, body: order, headers: { etag: etagOf(order.version) } };
     });
   });
@@ -105,7 +105,8 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, orderCache }
       response: { 200: OrderResponse, 412: preconditionFailed },
     },
   }, (request, reply) => runWrite(request, reply, async (trx) => {
-    const order = await withItems(trx, await patchOrder(trx, request.businessId, request.params.id, request.body, request.headers['if-match'], nowIso()));
+    const { row, items } = await patchOrder(trx, request.businessId, request.params.id, request.body, request.headers['if-match'], nowIso());
+    const order = toOrder(row, items);
     return { status: 200, body: order, headers: { etag: etagOf(order.version) } };
   }));
 

@@ -1,16 +1,16 @@
-import type { Insertable } from 'kysely';
 import { nextCounterValue } from '../businesses/repository.ts';
-import type { Db, OrderItemTable } from '../db/types.ts';
+import type { Db } from '../db/types.ts';
 import { badRequest, notFound, validationError, type FieldErrors } from '../http/errors.ts';
 import { newId } from '../lib/ids.ts';
 import { writeJson } from '../lib/json.ts';
 import { multiply, sum, toDecimalString } from '../lib/money.ts';
-import { findEffectiveEntries } from '../pricing/effective-price.ts';
+import { findEffectiveEntries, type EffectivePrice } from '../pricing/effective-price.ts';
 import { priceEntry } from '../pricing/resolve.ts';
 import {
-  findEntries, insertOrder, insertOrderItems, markIngested, type EntryRow,
+  findEntries, insertOrder, markIngested, type EntryRow,
 } from './repository.ts';
-import type { CreateOrderInput } from './schema.ts';
+import { toOrder, withVariant, type VariantFields } from './mapper.ts';
+import type { CreateOrderInput, Order } from './schema.ts';
 
 export const ORDER_NOT_FOUND = 'Order not found';
 export const DUPLICATE_ENTRY = 'one or more order items already exist; an order can only have one item per item list entry';
@@ -34,13 +34,16 @@ export const totalOf = (items: Array<{ quantity: string; price: string }>) => su
 export const formatReference = (n: number) => `SO-${String(n).padStart(6, '0')}`;
 
 /**
- * Creates an order for a buyer's partnership: each item resolves to an entry (a variant through
- * the buyer's effective list) and is priced from it unless the request sets price or cost.
+ * Creates an order for a buyer's partnership and returns it as the API shows it: each item
+ * resolves to an entry (a variant through the buyer's effective list) and is priced from it
+ * unless the request sets price or cost.
  */
-export async function createOrder(db: Db, businessId: string, partnershipId: string, input: CreateOrderInput, now: string) {
+export async function createOrder(
+  db: Db, businessId: string, partnership: { id: string; itemListId: string | null }, input: CreateOrderInput, now: string,
+): Promise<Order> {
   const errors: FieldErrors = {};
-  const resolved = new Map<number, { entryId: string; price: string; cost: string; currency: string; unitOfMeasure?: string | null }>();
-  const prices = await findEffectiveEntries(db, businessId, partnershipId,
+  const resolved = new Map<number, EffectivePrice & { unitOfMeasure: string | null; variant: VariantFields }>();
+  const prices = await findEffectiveEntries(db, businessId, partnership.itemListId,
     input.orderItems.flatMap((item) => (item.itemListEntryId === undefined && item.itemVariantId !== undefined ? [item.itemVariantId] : [])),
     new Date(now));
   const byEntry = input.orderItems.flatMap((item) => (item.itemVariantId === undefined && item.itemListEntryId !== undefined ? [item.itemListEntryId] : []));
@@ -50,11 +53,13 @@ export async function createOrder(db: Db, businessId: string, partnershipId: str
       errors[`orderItems.${i}`] = 'Give exactly one of itemListEntryId and itemVariantId';
     } else if (item.itemVariantId !== undefined) {
       const price = prices.get(item.itemVariantId);
-      if (price) resolved.set(i, price);
+      if (price) {
+        resolved.set(i, { ...price, variant: { item_variant_id: item.itemVariantId, item_id: price.itemId, variant_name: price.variantName, sku: price.sku } });
+      }
       else errors[`orderItems.${i}.itemVariantId`] = 'Not a live variant on the buyer\'s item list';
     } else {
       const entry = entries.get(item.itemListEntryId!);
-      if (entry) resolved.set(i, { ...priceOfEntry(entry), unitOfMeasure: entry.unit_of_measure });
+      if (entry) resolved.set(i, { ...priceOfEntry(entry), unitOfMeasure: entry.unit_of_measure, variant: entry });
       else errors[`orderItems.${i}.itemListEntryId`] = 'Not a live item list entry of this business';
     }
   }
@@ -63,7 +68,7 @@ export async function createOrder(db: Db, businessId: string, partnershipId: str
   if (new Set(entryIds).size !== entryIds.length) throw badRequest(DUPLICATE_ENTRY);
 
   const orderId = newId('ord');
-  const items: Insertable<OrderItemTable>[] = input.orderItems.map((item, i) => {
+  const items = input.orderItems.map((item, i) => {
     const price = resolved.get(i)!;
     return {
       id: newId('oi'),
@@ -88,15 +93,15 @@ export async function createOrder(db: Db, businessId: string, partnershipId: str
     throw validationError({ currency: `Must equal the items' currency (${currency})` });
   }
 
-  const reference = input.internalReference ?? formatReference(await nextCounterValue(db, businessId, 'order'));
   const row = await insertOrder(db, {
     id: orderId,
     business_id: businessId,
-    partnership_id: partnershipId,
+    partnership_id: partnership.id,
     membership_id: input.membershipId ?? null,
     phase: input.phase ?? 'PENDING',
     status: input.status ?? 'UNASSIGNED',
-    internal_reference: reference,
+    // Until the SO number is taken, last, the order's own id; no other transaction can see it.
+    internal_reference: input.internalReference ?? orderId,
     external_reference: input.externalReference ?? null,
     notes: input.notes ?? null,
     delivery_address: input.deliveryAddress ?? null,
@@ -107,9 +112,12 @@ export async function createOrder(db: Db, businessId: string, partnershipId: str
     version: 1,
     created_at: now,
     updated_at: now,
-  });
-  await insertOrderItems(db, items);
-  return row;
+  }, items, input.internalReference === undefined ? async () => formatReference(await nextCounterValue(db, businessId, 'order')) : undefined);
+  // The answer from the rows as written, in the order a read gives them, rather than reading them back.
+  const variants = new Map(items.map((item, i) => [item.id, resolved.get(i)!.variant]));
+  const shown = row.items.map((item) => withVariant(item, variants.get(item.id)!))
+    .sort((a, b) => a.line_number - b.line_number || (a.id < b.id ? -1 : 1));
+  return toOrder(row.order, shown);
 }
 
 /**

@@ -7,32 +7,32 @@ export type { EffectivePrice } from './resolve.ts';
 export interface VariantPrice extends EffectivePrice {
   /** The variant's own unit of measure, the default for an order item. */
   unitOfMeasure: string | null;
+  /** What an order item shows of its variant. */
+  itemId: string;
+  variantName: string;
+  sku: string | null;
 }
 
 /**
- * What a partnership's buyer pays right now for each of several variants: the entry of its
- * assigned list when that list applies and lists the variant, else the default list's entry.
- * A variant is missing from the map when it or the partnership is not a live one of this
- * business, or no list has an entry for it. Two queries whatever the number of variants; safe
+ * What a buyer pays right now for each of several variants: the entry of its assigned list
+ * (`assignedListId`, the partnership's) when that list applies and lists the variant, else the
+ * default list's entry. A variant is missing from the map when it is not a live one of this
+ * business, or no list has an entry for it. One query whatever the number of variants; safe
  * inside the caller's transaction.
  */
 export async function findEffectiveEntries(
-  db: Db, businessId: string, partnershipId: string, variantIds: string[], now: Date,
+  db: Db, businessId: string, assignedListId: string | null, variantIds: string[], now: Date,
 ): Promise<Map<string, VariantPrice>> {
   const prices = new Map<string, VariantPrice>();
-  const partnership = variantIds.length === 0 ? undefined : await db.selectFrom('partnerships').select('item_list_id')
-    .where('business_id', '=', businessId).where('id', '=', partnershipId).where('deleted_at', 'is', null)
-    .executeTakeFirst();
-  if (!partnership) return prices;
-
-  const assignedId = partnership.item_list_id ?? '';
+  if (variantIds.length === 0) return prices;
+  const assignedId = assignedListId ?? '';
   // Only lists that have an entry for a variant can price it, so entries join lists inner.
   const rows = await db.selectFrom('item_variants')
     .innerJoin('item_list_entries', 'item_list_entries.item_variant_id', 'item_variants.id')
     .innerJoin('item_lists', 'item_lists.id', 'item_list_entries.item_list_id')
     .select([
       'item_variants.id as variant_id', 'item_variants.price', 'item_variants.cost', 'item_variants.currency as variant_currency',
-      'item_variants.unit_of_measure',
+      'item_variants.unit_of_measure', 'item_variants.item_id', 'item_variants.variant_name', 'item_variants.sku',
       'item_lists.id as list_id', 'item_lists.is_default', 'item_lists.status', 'item_lists.global_price_factor',
       'item_lists.global_cost_factor', 'item_lists.start_date', 'item_lists.end_date',
       'item_list_entries.id as entry_id', 'item_list_entries.override_flat_price', 'item_list_entries.currency',
@@ -56,12 +56,12 @@ export async function findEffectiveEntries(
   } : null;
   for (const variantId of new Set(rows.map((r) => r.variant_id))) {
     const own = rows.filter((r) => r.variant_id === variantId);
-    const { price, cost, variant_currency: currency, unit_of_measure: unitOfMeasure } = own[0];
+    const { price, cost, variant_currency: currency, unit_of_measure: unitOfMeasure, item_id: itemId, variant_name: variantName, sku } = own[0];
     const resolved = resolveEffectivePrice(
       { price: String(price), cost: cost === null ? null : String(cost), currency },
       candidate(own.find((r) => r.list_id === assignedId && !r.is_default)), candidate(own.find((r) => Boolean(r.is_default))), now,
     );
-    if (resolved) prices.set(variantId, { ...resolved, unitOfMeasure });
+    if (resolved) prices.set(variantId, { ...resolved, unitOfMeasure, itemId, variantName, sku });
   }
   return prices;
 }

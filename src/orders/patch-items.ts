@@ -1,0 +1,57 @@
+import type { Updateable } from 'kysely';
+import type { Db, OrderItemTable } from '../db/types.ts';
+import { mergeStoredProperties } from '../http/properties.ts';
+import { newId } from '../lib/ids.ts';
+import { writeJson } from '../lib/json.ts';
+import { toDecimalString } from '../lib/money.ts';
+import { withVariant, type OrderItemRow } from './mapper.ts';
+import { deleteOrderItems, insertOrderItems, updateOrderItem, type EntryRow } from './repository.ts';
+import type { UpdateOrderInput } from './schema.ts';
+
+type ItemChanges = Pick<UpdateOrderInput, 'createOrderItems' | 'updateOrderItems' | 'deleteOrderItems'>;
+
+/**
+ * Writes a PATCH's item changes (checked by the caller) to the order's `current` items and returns
+ * the items as they now are, in the order a read gives them: the rows with the updates applied,
+ * and the new rows with their entries' variants (`entries`), so that the answer needs no re-read.
+ */
+export async function writeItemChanges(
+  db: Db, businessId: string, orderId: string, current: OrderItemRow[], changes: ItemChanges, entries: Map<string, EntryRow>, now: string,
+): Promise<OrderItemRow[]> {
+  const deletes = new Set(changes.deleteOrderItems ?? []);
+  await deleteOrderItems(db, businessId, orderId, [...deletes]);
+  const items: OrderItemRow[] = [];
+  for (const stored of current) {
+    if (deletes.has(stored.id)) continue;
+    // Several updates of one item apply in the order sent, as one write.
+    let values: Updateable<OrderItemTable> | undefined;
+    for (const u of changes.updateOrderItems ?? []) {
+      if (u.id !== stored.id) continue;
+      values = {
+        ...values,
+        ...(u.quantity !== undefined && { quantity: toDecimalString(u.quantity) }),
+        ...(u.unitOfMeasure !== undefined && { unit_of_measure: u.unitOfMeasure }),
+        ...(u.currency !== undefined && { currency: u.currency }),
+        ...(u.price !== undefined && { price: toDecimalString(u.price) }),
+        ...(u.cost !== undefined && { cost: toDecimalString(u.cost) }),
+        ...(u.lineNumber !== undefined && { line_number: u.lineNumber }),
+        ...(u.properties !== undefined && {
+          properties: mergeStoredProperties(values?.properties ?? stored.properties, u.properties, 'updateOrderItems.properties'),
+        }),
+        updated_at: now,
+      };
+    }
+    items.push(values === undefined ? stored : withVariant(await updateOrderItem(db, businessId, stored.id, values), stored));
+  }
+
+  let nextLine = Math.max(0, ...current.map((i) => i.line_number));
+  const created = await insertOrderItems(db, (changes.createOrderItems ?? []).map((c) => ({
+    id: newId('oi'), business_id: businessId, order_id: orderId, item_list_entry_id: c.itemListEntryId,
+    line_number: c.lineNumber ?? ++nextLine, quantity: toDecimalString(c.quantity), unit_of_measure: c.unitOfMeasure,
+    currency: c.currency, price: toDecimalString(c.price), cost: toDecimalString(c.cost),
+    properties: writeJson(c.properties), created_at: now, updated_at: now,
+  })));
+  for (const row of created) items.push(withVariant(row, entries.get(row.item_list_entry_id)!));
+  return items.sort((a, b) => a.line_number - b.line_number || (a.id < b.id ? -1 : 1));
+}
+
