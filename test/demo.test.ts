@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { createApp, type App } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
+import { createDatabase } from '../src/db/connection.ts';
 import { generateDemo, type DemoResult } from '../src/demo/generate.ts';
 import { backends, createTestDatabase, type TestDatabase } from './helpers/context.ts';
 
@@ -60,6 +61,38 @@ for (const backend of backends) {
         assert.equal((await sql<{ foreign_keys: number }>`pragma foreign_keys`.execute(db)).rows[0].foreign_keys, 1);
       }
     });
+
+    if (backend === 'sqlite') {
+      const pragma = async (db: TestDatabase['handle']['db'], name: string) =>
+        Object.values((await sql.raw(`pragma ${name}`).execute(db)).rows[0] as object)[0];
+
+      it('restores the connection\'s settings and WAL after loading in a rollback journal', async () => {
+        const settings = async (db: TestDatabase['handle']['db']) => [
+          await pragma(db, 'journal_mode'), await pragma(db, 'synchronous'), await pragma(db, 'foreign_keys'),
+          await pragma(db, 'cache_size'), await pragma(db, 'busy_timeout'),
+        ];
+        const fresh = createDatabase(database.url);
+        try {
+          assert.deepEqual(await settings(database.handle.db), await settings(fresh.db));
+          assert.equal(await pragma(fresh.db, 'journal_mode'), 'wal');
+        } finally {
+          await fresh.close();
+        }
+      });
+
+      it('loads in WAL mode, unchanged, while another connection has the file open', async () => {
+        const other = createDatabase(database.url);
+        try {
+          await sql`select count(*) from orders`.execute(other.db);
+          const more = await generateDemo(database.handle.db, { orders: 50, items: 3, buyers: 2 });
+          assert.equal(Number((await sql<{ n: number }>`select count(*) as n from orders where business_id = ${more.businessId}`.execute(other.db)).rows[0].n), 50);
+          assert.equal(await pragma(database.handle.db, 'journal_mode'), 'wal');
+          assert.equal(await pragma(other.db, 'journal_mode'), 'wal');
+        } finally {
+          await other.close();
+        }
+      });
+    }
 
     if (backend === 'postgres') {
       it('leaves the loaded tables vacuumed and analysed, as after any bulk load', async () => {

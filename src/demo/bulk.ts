@@ -37,15 +37,26 @@ export async function insertRows(
   for (let start = 0; start < rows.length; start += perStatement) {
     const chunk = rows.slice(start, start + perStatement);
     const parameters: unknown[] = [];
-    const tuples: string[] = [];
-    for (const row of chunk) {
-      let tuple = '(';
-      for (let c = 0; c < columns.length; c++) {
-        parameters.push(row[c]);
-        tuple += (c === 0 ? '' : ',') + (postgres ? `$${parameters.length}` : '?');
-      }
-      tuples.push(`${tuple}${tail})`);
-    }
-    await db.executeQuery(CompiledQuery.raw(head + tuples.join(','), parameters));
+    for (const row of chunk) for (let c = 0; c < columns.length; c++) parameters.push(row[c]);
+    await db.executeQuery(CompiledQuery.raw(statementText(head, tail, columns.length, chunk.length, postgres), parameters));
   }
+}
+
+const texts = new Map<string, string>();
+
+/** The SQL of a multi-row insert; full chunks repeat, so the text is built once (and prepared once). */
+function statementText(head: string, tail: string, width: number, rows: number, postgres: boolean): string {
+  const key = `${head}|${tail}|${width}|${rows}|${postgres}`;
+  let text = texts.get(key);
+  if (text === undefined) {
+    const tuples: string[] = [];
+    for (let r = 0; r < rows; r++) {
+      const slots = Array.from({ length: width }, (_, c) => (postgres ? `$${r * width + c + 1}` : '?'));
+      tuples.push(`(${slots.join(',')}${tail})`);
+    }
+    text = head + tuples.join(',');
+    if (texts.size > 100) texts.clear();
+    texts.set(key, text);
+  }
+  return text;
 }

@@ -1,4 +1,5 @@
 import type { Db } from '../db/types.ts';
+import { writeJson } from '../lib/json.ts';
 import { propertyPaths } from '../orders/properties-index.ts';
 import { insertRows } from './bulk.ts';
 import { CURRENCY, type Buyer } from './catalogue.ts';
@@ -24,7 +25,7 @@ const STATUS: Record<Phase, Array<[string, number]>> = {
 };
 
 /** The shapes integrations leave on orders: ERP numbers, GUIDs, nested objects and explicit nulls. */
-function propertiesOf(rnd: Random, sequence: number, createdMs: number): string | null {
+function propertiesOf(rnd: Random, sequence: number, createdMs: number): Record<string, unknown> | null {
   if (rnd.chance(0.5)) return null;
   const salesOrderNo = rnd.chance(0.1) ? String(100_000 + sequence) : 100_000 + sequence;
   const guid = () => {
@@ -33,14 +34,14 @@ function propertiesOf(rnd: Random, sequence: number, createdMs: number): string 
     return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
   };
   switch (rnd.int(0, 4)) {
-    case 0: return JSON.stringify({ sage200Evo: { salesOrderNo } });
-    case 1: return JSON.stringify({
+    case 0: return { sage200Evo: { salesOrderNo } };
+    case 1: return {
       sage200Evo: { salesOrderNo, syncedAt: new Date(createdMs + 600_000).toISOString() },
       warehouse: { pickList: `PL-${sequence}`, bay: null },
-    });
-    case 2: return JSON.stringify({ unleashed: { guid: guid() } });
-    case 3: return JSON.stringify({ unleashed: { guid: guid(), status: 'Completed' }, sage200Evo: { salesOrderNo: null } });
-    default: return JSON.stringify({ channel: 'shopify', shopify: { order: { id: `gid://shopify/Order/${5_000_000 + sequence}`, tags: ['wholesale'] } } });
+    };
+    case 2: return { unleashed: { guid: guid() } };
+    case 3: return { unleashed: { guid: guid(), status: 'Completed' }, sage200Evo: { salesOrderNo: null } };
+    default: return { channel: 'shopify', shopify: { order: { id: `gid://shopify/Order/${5_000_000 + sequence}`, tags: ['wholesale'] } } };
   }
 }
 
@@ -91,7 +92,7 @@ export async function insertOrders(db: Db, businessId: string, buyers: Buyer[], 
     }
     const expectedMs = createdMs + rnd.int(2, 14) * DAY;
     const shipped = status === 'IN_TRANSIT' || status === 'DELIVERED' || status === 'RETURNED';
-    let properties: string | null = null;
+    let properties: Record<string, unknown> | null = null;
     orders.push([
       orderId, buyer.partnershipId, deleted ? 'DELETED' : phase, status, `SO-${String(sequence).padStart(6, '0')}`,
       rnd.chance(0.6) ? `PO-${rnd.int(10_000, 99_999)}` : null, rnd.chance(0.1) ? 'Leave at the loading dock' : null,
@@ -99,7 +100,7 @@ export async function insertOrders(db: Db, businessId: string, buyers: Buyer[], 
       status === 'DELIVERED' ? new Date(expectedMs).toISOString() : null,
       shipped ? new Date(createdMs + rnd.int(1, 3) * DAY).toISOString() : null,
       // Drawn here, in the middle of the row, to keep the seed's sequence of random numbers.
-      unitsToDecimal(totalUnits), (properties = propertiesOf(rnd, sequence, createdMs)),
+      unitsToDecimal(totalUnits), writeJson(properties = propertiesOf(rnd, sequence, createdMs)),
       rnd.chance(0.3) ? new Date(createdMs + 5_000).toISOString() : null, created, updated, deleted ? updated : null,
     ]);
     // The property side index holds live orders only, as the API maintains it.
