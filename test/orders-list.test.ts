@@ -98,6 +98,36 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
     assert.deepEqual(idsOf(await list(ctx(), t, '?createdSince=2025-02-01T00:00:00Z&updatedSince=2025-05-01T00:00:00Z')), [both]);
   });
 
+  it('modifiedSince and updatedSince page through orders created in the window, then older orders changed in it, at any page size', async () => {
+    const t = await ctx().createTenant();
+    const since = '2025-03-01T00:00:00.000Z';
+    const ids = await ordersAt(ctx(), t, [
+      ['2025-03-05T00:00:00.000Z', '2025-03-05T00:00:00.000Z'], // 0: created in the window
+      ['2025-03-02T00:00:00.000Z', '2025-03-09T00:00:00.000Z'], // 1: created in the window, changed since
+      ['2025-03-02T00:00:00.000Z', '2025-03-02T00:00:00.000Z'], // 2: same createdAt as 1 (id breaks the tie)
+      ['2025-02-20T00:00:00.000Z', '2025-03-10T00:00:00.000Z'], // 3: created before, changed in the window
+      ['2025-01-10T00:00:00.000Z', '2025-03-01T00:00:00.001Z'], // 4: created before, changed 1 ms into the window
+      ['2025-01-05T00:00:00.000Z', '2025-03-20T00:00:00.000Z'], // 5: created before, changed in the window
+      ['2025-02-25T00:00:00.000Z', since], //                        6: changed exactly at `since`: out
+      ['2025-01-01T00:00:00.000Z', '2025-01-02T00:00:00.000Z'], // 7: out
+    ]);
+    const expected = [ids[0], ...[ids[1], ids[2]].sort().reverse(), ids[3], ids[4], ids[5]];
+    for (const name of ['modifiedSince', 'updatedSince']) {
+      for (const limit of [1, 2, 3, 4, 7]) {
+        const seen: string[] = [];
+        for (let page = 1; page <= Math.ceil(expected.length / limit) + 1; page++) {
+          const res = await list(ctx(), t, `?${name}=${since}&limit=${limit}&page=${page}`);
+          assert.equal(res.body.total, expected.length, `${name} limit ${limit} page ${page}`);
+          seen.push(...idsOf(res));
+        }
+        assert.deepEqual(seen, expected, `${name} limit ${limit}`);
+      }
+    }
+    // Other filters still apply to both parts of the window.
+    await ctx().db.updateTable('orders').set({ status: 'ACCEPTED' }).where('id', 'in', [ids[2], ids[5], ids[7]]).execute();
+    assert.deepEqual(idsOf(await list(ctx(), t, `?modifiedSince=${since}&status=ACCEPTED&limit=1&page=2`)), [ids[5]]);
+  });
+
   it('rule 2: propertyValue and propertyExists cannot be used together', async () => {
     const t = await ctx().createTenant();
     assertBadRequest(await list(ctx(), t, '?propertyPath=a&propertyValue=1&propertyExists=true'), 'propertyValue');

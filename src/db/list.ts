@@ -74,13 +74,23 @@ export async function fetchPage<DB, TB extends keyof DB, Row extends { id: strin
   if (!pageIds && !rowsByIds) return { items: await toItems(await sorted.execute()), total, page: paging.page, pageSize: paging.limit };
   // The page's ids first (an index can answer this without reading rows, however many rows the
   // filter and the sort have to pass over), then only those rows by primary key.
-  const ids = pageIds ? await pageIds()
-    : (await sorted.clearSelect().select(sql<string>`${sql.ref('id')}`.as('id')).execute() as unknown as Array<{ id: string }>).map((r) => r.id);
+  const ids = pageIds ? await pageIds() : await selectPageIds(query, paging.limit, offsetOf(paging.page, paging.limit));
   const found = ids.length === 0 ? []
     : rowsByIds ? await rowsByIds(ids) : await query.where(sql<SqlBool>`${sql.ref('id')} in (${sql.join(ids)})`).execute();
   const byId = new Map(found.map((r) => [r.id, r]));
   const rows = ids.map((id) => byId.get(id)).filter((r): r is Row => r !== undefined);
   return { items: await toItems(rows), total, page: paging.page, pageSize: paging.limit };
+}
+
+/** The ids of `limit` rows from `offset` in the list order (`createdAt desc, id desc`), which an index can answer without reading rows. */
+export async function selectPageIds<DB, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, O>, limit: number, offset: number,
+): Promise<string[]> {
+  if (limit <= 0) return [];
+  const rows = await query.clearSelect().select(sql<string>`${sql.ref('id')}`.as('id'))
+    .orderBy(sql.ref('created_at'), 'desc').orderBy(sql.ref('id'), 'desc').limit(limit).offset(offset)
+    .execute() as unknown as Array<{ id: string }>;
+  return rows.map((r) => r.id);
 }
 
 /** `count(*)` of the rows a list query selects. */

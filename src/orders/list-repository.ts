@@ -1,5 +1,6 @@
-import { applyListFilters, fetchPage, type ListFilters, type Page, type Paging } from '../db/list.ts';
-import type { Db } from '../db/types.ts';
+import type { SelectQueryBuilder } from 'kysely';
+import { applyListFilters, countOf, fetchPage, offsetOf, selectPageIds, type ListFilters, type Page, type Paging } from '../db/list.ts';
+import type { Database, Db } from '../db/types.ts';
 import { countLiveOrders } from './counts.ts';
 import type { OrderStub } from './mapper.ts';
 import { countByProperty, fewCandidates, pageFromSideTable, sideTableCondition, sideTableServes } from './properties-index.ts';
@@ -30,11 +31,13 @@ export async function listOrders<T>(
   let query = applyListFilters(db, db.selectFrom('orders').where('business_id', '=', businessId),
     bySideTable ? { ...options, property: null } : options);
   if (bySideTable) query = query.where(sideTableCondition(db, businessId, property));
-  if (options.updatedSince) query = query.where('updated_at', '>', options.updatedSince);
-  // createdAt > t OR updatedAt > t is exactly updatedAt > t: updatedAt starts equal to createdAt
-  // and only grows. One range on the (business_id, updated_at) index instead of an OR scan.
-  if (options.modifiedSince) query = query.where('updated_at', '>', options.modifiedSince);
   if (options.phase) query = query.where('phase', '=', options.phase);
+  // createdAt > t OR updatedAt > t is exactly updatedAt > t: updatedAt starts equal to createdAt
+  // and only grows. So modifiedSince and updatedSince are both one range on the (business_id,
+  // updated_at) index instead of an OR scan; given both, the later time is the range.
+  const changedSince = [options.updatedSince, options.modifiedSince].filter((t) => t !== undefined).sort().at(-1);
+  const unchanged = query;
+  if (changedSince !== undefined) query = query.where('updated_at', '>', changedSince);
 
   const onlyLive = !options.includeDeleted && !options.createdSince && !options.updatedSince && !options.modifiedSince;
   const live = () => countLiveOrders(db, businessId, options.phase, options.status);
@@ -48,6 +51,8 @@ export async function listOrders<T>(
   let pageIds: (() => Promise<string[]>) | undefined;
   if (count !== undefined && bySideTable && property.exists !== false && await fewCandidates(db, businessId, property)) {
     pageIds = () => pageFromSideTable(db, businessId, property, options);
+  } else if (changedSince !== undefined) {
+    pageIds = () => pageChangedSince(unchanged, changedSince, options);
   }
 
   return fetchPage(query.select(STUB), options, render, count, pageIds, async (ids) => {
@@ -56,4 +61,23 @@ export async function listOrders<T>(
     const rows = await db.selectFrom('orders').select(STUB).where('id', 'in', ids).execute();
     return rows.filter((r) => r.business_id === businessId && (options.includeDeleted || r.deleted_at === null));
   });
+}
+
+/**
+ * The page's ids of the orders (of `query`) changed after `since`, without sorting every change in
+ * the window. An order created after `since` has changed after it (updatedAt ≥ createdAt), and all
+ * of those sort before any order created earlier, so the page is the newest such orders, read in
+ * page order from the created_at index; only a page past them reads the earlier-created orders
+ * changed in the window (a range of the updated_at index, sorted). Sorting the whole window instead
+ * cost 2.7 ms at 1M orders (16.6k changes in 7 days), for every poll of the first page.
+ */
+async function pageChangedSince<O>(query: SelectQueryBuilder<Database, 'orders', O>, since: string, paging: Paging): Promise<string[]> {
+  const offset = offsetOf(paging.page, paging.limit);
+  const created = query.where('created_at', '>', since);
+  const recent = await selectPageIds(created, paging.limit, offset);
+  if (recent.length === paging.limit) return recent;
+  // Short of a page: the created-after orders end on this page (or before it, when none came back).
+  const createdAfter = recent.length > 0 ? offset + recent.length : await countOf(created);
+  const older = query.where('created_at', '<=', since).where('updated_at', '>', since);
+  return [...recent, ...await selectPageIds(older, paging.limit - recent.length, Math.max(0, offset - createdAfter))];
 }
