@@ -120,10 +120,11 @@ describeEachBackend('Rendered orders (GET /api/v1/orders/:id and lists)', (ctx) 
       as: t, body: { updateVariants: [{ id: f.variantIds[0], variantName: 'Petite', sku: 'W-P' }] },
     });
     assert.equal(renamed.status, 200, JSON.stringify(renamed.body));
-    const after = (await getOrder(ctx(), t, order.id)).body.orderItems[0].itemListEntry.itemVariant;
-    assert.deepEqual([after.variantName, after.sku], ['Petite', 'W-P']);
+    // The list first: it must see the new catalogue version by itself, before a GET re-renders the order.
     const listed = (await ctx().request('GET', '/api/v1/orders', { as: t })).body.items[0].orderItems[0].itemListEntry.itemVariant;
     assert.deepEqual([listed.variantName, listed.sku], ['Petite', 'W-P']);
+    const after = (await getOrder(ctx(), t, order.id)).body.orderItems[0].itemListEntry.itemVariant;
+    assert.deepEqual([after.variantName, after.sku], ['Petite', 'W-P']);
   });
 
   it('shows a change made through another instance on the same database', async () => {

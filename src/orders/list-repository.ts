@@ -2,8 +2,8 @@ import type { SelectQueryBuilder } from 'kysely';
 import { applyListFilters, countOf, fetchPage, offsetOf, selectPageIds, type ListFilters, type Page, type Paging } from '../db/list.ts';
 import type { Database, Db } from '../db/types.ts';
 import { countLiveOrders } from './counts.ts';
-import type { OrderStub } from './mapper.ts';
-import { countByProperty, fewCandidates, pageFromSideTable, sideTableCondition, sideTableServes } from './properties-index.ts';
+import { countByProperty, FEW_CANDIDATES, pageFromSideTable, sideTableCondition, sideTableServes } from './properties-index.ts';
+import { catalogueColumn, type ListedOrder } from './render.ts';
 
 const STUB = ['id', 'version', 'business_id', 'deleted_at'] as const;
 
@@ -24,7 +24,7 @@ export interface ListOrdersOptions extends ListFilters, Paging {
  * functions, because soft-deleted orders are not in the side table.
  */
 export async function listOrders<T>(
-  db: Db, businessId: string, options: ListOrdersOptions, render: (orders: OrderStub[]) => Promise<T[]>,
+  db: Db, businessId: string, options: ListOrdersOptions, render: (orders: ListedOrder[]) => Promise<T[]>,
 ): Promise<Page<T>> {
   const property = options.property;
   const bySideTable = property !== null && !options.includeDeleted && sideTableServes(db, property);
@@ -40,25 +40,26 @@ export async function listOrders<T>(
   if (changedSince !== undefined) query = query.where('updated_at', '>', changedSince);
 
   const onlyLive = !options.includeDeleted && !options.createdSince && !options.updatedSince && !options.modifiedSince;
-  const live = () => countLiveOrders(db, businessId, options.phase, options.status);
-  let count: (() => Promise<number>) | undefined;
-  if (onlyLive && property === null) count = live;
-  else if (onlyLive && bySideTable && !options.phase && !options.status) count = () => countByProperty(db, businessId, property, live);
+  let total: number | undefined;
+  if (onlyLive && property === null) total = await countLiveOrders(db, businessId, options.phase, options.status);
+  else if (onlyLive && bySideTable && !options.phase && !options.status) total = await countByProperty(db, businessId, property);
 
   // A value (or a present path) that few orders have, and no other filter: the page comes from
   // the side table's matches, sorted. Walking the page order's index instead, which is what the
   // planners choose for an ORDER BY ... LIMIT, would pass over the whole business to find no match.
+  // The total is then exactly the number of those matches (the side table holds live orders only).
   let pageIds: (() => Promise<string[]>) | undefined;
-  if (count !== undefined && bySideTable && property.exists !== false && await fewCandidates(db, businessId, property)) {
+  if (total !== undefined && bySideTable && property.exists !== false && total <= FEW_CANDIDATES) {
     pageIds = () => pageFromSideTable(db, businessId, property, options);
   } else if (changedSince !== undefined) {
     pageIds = () => pageChangedSince(unchanged, changedSince, options);
   }
 
-  return fetchPage(query.select(STUB), options, render, count, pageIds, async (ids) => {
+  const count = total === undefined ? undefined : async () => total;
+  return fetchPage(query.select(STUB).select(catalogueColumn(businessId)), options, render, count, pageIds, async (ids) => {
     // By primary key only: the ids were just selected with every filter. A row soft-deleted since
     // is left out, as it would have been a moment later; other changes show as they are now.
-    const rows = await db.selectFrom('orders').select(STUB).where('id', 'in', ids).execute();
+    const rows = await db.selectFrom('orders').select(STUB).select(catalogueColumn(businessId)).where('id', 'in', ids).execute();
     return rows.filter((r) => r.business_id === businessId && (options.includeDeleted || r.deleted_at === null));
   });
 }

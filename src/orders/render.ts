@@ -1,5 +1,4 @@
 import { sql } from 'kysely';
-import { findCounterValue } from '../businesses/repository.ts';
 import type { Db } from '../db/types.ts';
 import { CATALOGUE_COUNTER as CATALOGUE } from '../items/variant-repository.ts';
 import type { RenderCache } from '../lib/render-cache.ts';
@@ -21,6 +20,16 @@ export type SerializeOrder = (order: Order) => string;
 
 const render = (serialize: SerializeOrder, order: Order) => Buffer.from(serialize(order));
 
+/**
+ * The business's catalogue version as a column, so that a list reads it in the statement that
+ * reads its orders' versions (no query of its own).
+ */
+export const catalogueColumn = (businessId: string) =>
+  sql<number | string | null>`(select value from business_counters where business_id = ${businessId} and name = ${CATALOGUE})`.as('catalogue');
+
+/** An order of a list page: its stub and the catalogue version read with it. */
+export type ListedOrder = OrderStub & { catalogue: number | string | null };
+
 const keyOf = (businessId: string, orderId: string) => `${businessId}/${orderId}`;
 const stampOf = (version: number | string, catalogue: number) => `${Number(version)}/${catalogue}`;
 
@@ -35,8 +44,7 @@ export async function renderOrder(
   // Raw SQL: on a cache hit this is the request's only query, and building it with the query
   // builder cost as much as running it.
   const { rows: [stamp] } = await sql<{ version: number | string; catalogue: number | string | null }>`select version,
-      (select value from business_counters where business_id = ${businessId} and name = ${CATALOGUE}) as catalogue
-    from orders where business_id = ${businessId} and id = ${id} and deleted_at is null`.execute(db);
+      ${catalogueColumn(businessId)} from orders where business_id = ${businessId} and id = ${id} and deleted_at is null`.execute(db);
   if (!stamp) return undefined;
   const catalogue = Number(stamp.catalogue ?? 0);
   const key = keyOf(businessId, id);
@@ -56,9 +64,10 @@ export async function renderOrder(
  * the page was chosen is left out, as the page would have left it out a moment later.
  */
 export async function renderOrders(
-  db: Db, cache: RenderCache, businessId: string, stubs: OrderStub[], serialize: SerializeOrder,
+  db: Db, cache: RenderCache, businessId: string, stubs: ListedOrder[], serialize: SerializeOrder,
 ): Promise<Buffer[]> {
-  const catalogue = cache.enabled ? await findCounterValue(db, businessId, CATALOGUE) : 0;
+  if (stubs.length === 0) return [];
+  const catalogue = Number(stubs[0].catalogue ?? 0);
   const json = stubs.map((stub) => cache.get(keyOf(businessId, stub.id), stampOf(stub.version, catalogue)));
   const missing = stubs.filter((_, i) => json[i] === undefined).map((stub) => stub.id);
   if (missing.length === 0) return json as Buffer[];
