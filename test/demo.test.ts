@@ -6,6 +6,7 @@ import { loadConfig } from '../src/config.ts';
 import { createDatabase } from '../src/db/connection.ts';
 import { generateDemo, type DemoResult } from '../src/demo/generate.ts';
 import { backends, createTestDatabase, type TestDatabase } from './helpers/context.ts';
+import { assertChangeCountsExact } from './helpers/orders.ts';
 
 const ORDERS = 1_200;
 
@@ -131,6 +132,10 @@ for (const backend of backends) {
       for (const { phase, status, n } of live) {
         assert.equal((await get(`/api/v1/orders?limit=1&phase=${phase}&status=${status}`)).body.total, Number(n));
       }
+      // And the changed-since counts, per day of updatedAt, with a window total against a brute-force count.
+      const changed = await assertChangeCountsExact(database.handle.db, demo.businessId);
+      const since = new Date(Date.now() - 30 * 86_400_000).toISOString();
+      assert.equal((await get(`/api/v1/orders?limit=1&modifiedSince=${since}`)).body.total, changed.live.filter((u) => u > since).length);
       assert.equal(list.body.items.length, 100);
       const withItems = list.body.items.find((o: { orderItems: unknown[] }) => o.orderItems.length > 1);
       assert.ok(withItems);

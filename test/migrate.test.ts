@@ -62,11 +62,50 @@ for (const backend of backends) {
           ]).execute();
           await db.insertInto('order_property_counts').values({ business_id: 'bus_1', path: 'a.b', n: 3 }).execute();
 
-          assert.deepEqual(await migrateToLatest(handle.db, handle.dialect), ['0007-count-shards']);
+          assert.deepEqual(await migrateToLatest(handle.db, handle.dialect, '0007-count-shards'), ['0007-count-shards']);
           const counts = await db.selectFrom('order_counts').select(['phase', 'status', 'shard', 'n']).orderBy('phase').execute();
           assert.deepEqual(counts.map((c) => [c.phase, c.status, c.shard, Number(c.n)]), [['ACTIVE', 'ACCEPTED', 0, 2], ['PENDING', 'UNASSIGNED', 0, 5]]);
           const paths = await db.selectFrom('order_property_counts').select(['path', 'shard', 'n']).execute();
           assert.deepEqual(paths.map((c) => [c.path, c.shard, Number(c.n)]), [['a.b', 0, 3]]);
+        } finally {
+          await handle.close();
+        }
+      });
+    });
+  });
+}
+
+for (const backend of backends) {
+  describe(`[${backend}] migration 0008-order-change-counts`, () => {
+    it('counts the live orders of each business by the UTC day of their updatedAt', async () => {
+      await withEmptyDatabase(backend, async (open) => {
+        const handle = open();
+        try {
+          await migrateToLatest(handle.db, handle.dialect, '0007-count-shards');
+          const db = handle.db as unknown as Kysely<any>;
+          const now = '2025-01-01T00:00:00.000Z';
+          for (const b of ['1', '2']) {
+            await db.insertInto('businesses').values({ id: `bus_${b}`, name: b, created_at: now, updated_at: now }).execute();
+            await db.insertInto('phantoms').values({ id: `phm_${b}`, business_id: `bus_${b}`, name: b, status: 'ACTIVE', created_at: now, updated_at: now }).execute();
+            await db.insertInto('partnerships').values({ id: `prt_${b}`, business_id: `bus_${b}`, phantom_id: `phm_${b}`, status: 'ACTIVE', created_at: now, updated_at: now }).execute();
+          }
+          const order = (id: string, business: string, updated: string, deleted: string | null = null) => ({
+            id, business_id: business, partnership_id: business.replace('bus', 'prt'), phase: 'PENDING', status: 'UNASSIGNED', internal_reference: id,
+            expected_delivery_at: now, currency: 'AUD', total_amount: '0', version: 1, created_at: now, updated_at: updated, deleted_at: deleted,
+          });
+          await db.insertInto('orders').values([
+            order('ord_1', 'bus_1', '2025-03-01T23:59:59.999Z'),
+            order('ord_2', 'bus_1', '2025-03-01T00:00:00.000Z'),
+            order('ord_3', 'bus_1', '2025-03-02T00:00:00.000Z'),
+            order('ord_4', 'bus_1', '2025-03-02T10:00:00.000Z', '2025-03-02T10:00:00.000Z'),
+            order('ord_5', 'bus_2', '2025-03-01T12:00:00.000Z'),
+          ]).execute();
+
+          assert.deepEqual(await migrateToLatest(handle.db, handle.dialect), ['0008-order-change-counts']);
+          const counts = await db.selectFrom('order_change_counts').select(['business_id', 'day', 'shard', 'n'])
+            .orderBy('business_id').orderBy('day').execute();
+          assert.deepEqual(counts.map((c) => [c.business_id, c.day, c.shard, Number(c.n)]),
+            [['bus_1', '2025-03-01', 0, 2], ['bus_1', '2025-03-02', 0, 1], ['bus_2', '2025-03-01', 0, 1]]);
         } finally {
           await handle.close();
         }

@@ -2,7 +2,8 @@ import { sql } from 'kysely';
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
-import { createFixture, createOrder, patchOrder, postOrder } from './helpers/orders.ts';
+import { recountChanges } from '../src/orders/counts.ts';
+import { assertChangeTotalsExact, createFixture, createOrder, patchOrder, postOrder } from './helpers/orders.ts';
 
 const PHASES = ['DRAFT', 'PENDING', 'ACTIVE', 'ARCHIVED', 'REJECTED', 'CANCELLED'];
 const STATUSES = ['UNASSIGNED', 'ACCEPTED', 'PACKED', 'DELIVERED', 'NOT_APPLICABLE'];
@@ -74,5 +75,41 @@ describeEachBackend('maintained order counts', (ctx) => {
     const results = await Promise.all(writes) as Array<{ status?: number }>;
     assert.ok(results.every((r) => [200, 201, 204, 404].includes(r.status ?? 0)), JSON.stringify(results.map((r) => r.status)));
     await assertTotalsExact(ctx(), t);
+  });
+
+  it('order_change_counts follow creates, PATCHes that move an order to another day, soft deletes and concurrent writers', async () => {
+    const t = await ctx().createTenant();
+    const other = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    await createOrder(ctx(), other, await createFixture(ctx(), other));
+    const orders = [];
+    for (let i = 0; i < 6; i++) orders.push(await createOrder(ctx(), t, f));
+    await assertChangeTotalsExact(ctx(), t);
+
+    // Orders last changed on earlier days (pinned directly, then recounted as a bulk load would).
+    const days = ['2025-03-01T10:00:00.000Z', '2025-03-01T23:59:59.999Z', '2025-03-02T00:00:00.000Z', '2025-06-30T12:00:00.000Z'];
+    for (const [i, at] of days.entries()) {
+      await ctx().db.updateTable('orders').set({ created_at: at, updated_at: at }).where('id', '=', orders[i].id).execute();
+    }
+    await recountChanges(ctx().db, t.businessId);
+    await assertChangeTotalsExact(ctx(), t);
+
+    // A PATCH moves an order from its old day to today; a second one keeps it on today; a delete takes it off its day.
+    assert.equal((await patchOrder(ctx(), t, orders[0].id, { order: { notes: 'moved to today' } })).status, 200);
+    assert.equal((await patchOrder(ctx(), t, orders[4].id, { order: { notes: 'same day' } })).status, 200);
+    assert.equal((await ctx().request('DELETE', `/api/v1/orders/${orders[1].id}`, { as: t })).status, 204);
+    assert.equal((await ctx().request('DELETE', `/api/v1/orders/${orders[1].id}`, { as: t })).status, 404);
+    await assertChangeTotalsExact(ctx(), t);
+
+    // Concurrent writers.
+    const writes: Array<Promise<unknown>> = [];
+    for (let i = 0; i < 8; i++) writes.push(patchOrder(ctx(), t, orders[i % 4 === 1 ? 2 : i % 4].id, { order: { notes: `n${i}` } }));
+    writes.push(ctx().request('DELETE', `/api/v1/orders/${orders[3].id}`, { as: t }));
+    writes.push(postOrder(ctx(), t, f), postOrder(ctx(), t, f));
+    const results = await Promise.all(writes) as Array<{ status?: number }>;
+    assert.ok(results.every((r) => [200, 201, 204, 404].includes(r.status ?? 0)), JSON.stringify(results.map((r) => r.status)));
+    await assertChangeTotalsExact(ctx(), t);
+    // The other business's counts are its own.
+    await assertChangeTotalsExact(ctx(), other);
   });
 });

@@ -59,6 +59,11 @@ export function forUpdate<DB, TB extends keyof DB, O>(db: Db, query: SelectQuery
   return dialectOf(db) === 'postgres' ? query.forUpdate() : query;
 }
 
+/** The UTC day (`YYYY-MM-DD`) of a timestamp column, as text. */
+export function utcDay(db: Db, column: Expression<unknown>): RawBuilder<string> {
+  return dialectOf(db) === 'postgres' ? sql<string>`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD')` : sql<string>`substr(${column}, 1, 10)`;
+}
+
 const COUNT_SHARDS = 16;
 
 /**

@@ -7,6 +7,7 @@ import { orderListIndexes } from './migrations/0005-order-list-indexes.ts';
 import { orderProperties } from './migrations/0005-order-properties.ts';
 import { orderItemsIndex } from './migrations/0006-order-items-index.ts';
 import { countShards } from './migrations/0007-count-shards.ts';
+import { orderChangeCounts } from './migrations/0008-order-change-counts.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -19,6 +20,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0005-order-properties': orderProperties(dialect),
     '0006-order-items-index': orderItemsIndex(dialect),
     '0007-count-shards': countShards(dialect),
+    '0008-order-change-counts': orderChangeCounts(dialect),
   };
 }
 

@@ -261,6 +261,14 @@ export interface BusinessCounterTable {
 }
 
 /** Live orders per business, phase and status: maintained in every order write's transaction. */
+/** Live orders whose `updated_at` falls on a UTC day (`YYYY-MM-DD`), for changed-since totals. */
+export interface OrderChangeCountTable {
+  business_id: string;
+  day: string;
+  shard: number;
+  n: ColumnType<number | string | bigint, number, number>;
+}
+
 export interface OrderCountTable {
   business_id: string;
   phase: string;
@@ -305,6 +313,7 @@ export interface Database {
   order_items: OrderItemTable;
   business_counters: BusinessCounterTable;
   order_counts: OrderCountTable;
+  order_change_counts: OrderChangeCountTable;
   order_properties: OrderPropertyTable;
   order_property_counts: OrderPropertyCountTable;
   invoices: InvoiceTable;

@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { createBusiness } from '../businesses/repository.ts';
 import { dialectOf } from '../db/dialect.ts';
 import type { Database } from '../db/types.ts';
+import { recountChanges } from '../orders/counts.ts';
 import { insertRows } from './bulk.ts';
 import { insertBuyers, insertCatalogue } from './catalogue.ts';
 import { insertOrders } from './orders.ts';
@@ -89,7 +90,7 @@ async function withSqliteLoadSettings<T>(db: Kysely<Database>, load: () => Promi
 
 /** The tables generation fills, and the ones the catalogue and buyers went into. */
 const LOADED_TABLES = [
-  'orders', 'order_items', 'order_properties', 'order_counts', 'order_property_counts', 'business_counters',
+  'orders', 'order_items', 'order_properties', 'order_counts', 'order_property_counts', 'order_change_counts', 'business_counters',
   'items', 'item_variants', 'item_lists', 'item_list_entries', 'phantoms', 'partnerships',
 ];
 
@@ -138,6 +139,7 @@ async function generate(db: Kysely<Database>, options: DemoOptions, started: num
         await sql`insert into order_property_counts (business_id, path, shard, n)
           select business_id, path, 0, count(*) from order_properties where business_id = ${businessId}
           group by business_id, path`.execute(trx);
+        await recountChanges(trx, businessId);
       }
     });
     done = end;

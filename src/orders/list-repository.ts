@@ -1,7 +1,7 @@
 import type { SelectQueryBuilder } from 'kysely';
 import { applyListFilters, countOf, fetchPage, offsetOf, selectPageIds, type ListFilters, type Page, type Paging } from '../db/list.ts';
 import type { Database, Db } from '../db/types.ts';
-import { countLiveOrders } from './counts.ts';
+import { countChangedSince, countLiveOrders } from './counts.ts';
 import { countByProperty, FEW_CANDIDATES, pageFromSideTable, sideTableCondition, sideTableServes } from './properties-index.ts';
 import { catalogueColumn, type ListedOrder } from './render.ts';
 
@@ -43,6 +43,9 @@ export async function listOrders<T>(
   let total: number | undefined;
   if (onlyLive && property === null) total = await countLiveOrders(db, businessId, options.phase, options.status);
   else if (onlyLive && bySideTable && !options.phase && !options.status) total = await countByProperty(db, businessId, property);
+  else if (changedSince !== undefined && !options.includeDeleted && !options.createdSince && property === null && !options.phase && !options.status) {
+    total = await countChangedSince(db, businessId, changedSince);
+  }
 
   // A value (or a present path) that few orders have, and no other filter: the page comes from
   // the side table's matches, sorted. Walking the page order's index instead, which is what the

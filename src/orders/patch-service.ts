@@ -6,7 +6,7 @@ import { toDecimalString } from '../lib/money.ts';
 import { laterThan, parseDateTime } from '../lib/time.ts';
 import { writeItemChanges } from './patch-items.ts';
 import { findEntries, findOrderRow, loadOrderItems, updateOrderRow } from './repository.ts';
-import { bumpOrderCounts } from './counts.ts';
+import { bumpChangeCounts, bumpOrderCounts, changeDay } from './counts.ts';
 import { reindexOrderProperties } from './properties-index.ts';
 import type { OrderItemRow, OrderRow } from './mapper.ts';
 import type { UpdateOrderInput } from './schema.ts';
@@ -119,5 +119,7 @@ export async function patchOrder(
       { phase, status, delta: 1 },
     ]);
   }
+  // Nothing to write when the new updatedAt is on the same day as the old one.
+  await bumpChangeCounts(db, businessId, [{ day: changeDay(row.updated_at), delta: -1 }, { day: changeDay(updated.updated_at), delta: 1 }]);
   return { row: updated, items };
 }

@@ -1,7 +1,7 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import { forUpdate } from '../db/dialect.ts';
 import type { Db, OrderItemTable, OrderTable } from '../db/types.ts';
-import { bumpOrderCounts } from './counts.ts';
+import { bumpChangeCounts, bumpOrderCounts, changeDay } from './counts.ts';
 import { indexOrderProperties, unindexOrderProperties } from './properties-index.ts';
 import { toOrder, type OrderItemRow, type OrderRow } from './mapper.ts';
 import type { Order } from './schema.ts';
@@ -22,6 +22,7 @@ export async function insertOrder(
   const stored = await insertOrderItems(db, items);
   await indexOrderProperties(db, order.business_id, order.id, order.properties);
   await bumpOrderCounts(db, order.business_id, [{ phase: order.phase, status: order.status, delta: 1 }]);
+  await bumpChangeCounts(db, order.business_id, [{ day: changeDay(order.updated_at), delta: 1 }]);
   const row = nextReference ? await updateOrderRow(db, order.business_id, order.id, { internal_reference: await nextReference() }) : inserted;
   return { order: row, items: stored };
 }
@@ -114,11 +115,11 @@ export type EntryRow = Awaited<ReturnType<typeof findEntries>> extends Map<strin
 
 /**
  * Soft delete: deletedAt and phase DELETED, version raised, and the order no longer counted in
- * `order_counts`. The row is read under its lock first (PostgreSQL), so the phase and status
+ * `order_counts`, `order_change_counts` or the property index. The row is read under its lock first (PostgreSQL), so the phase and status
  * taken off the counts are the ones the update replaces. False when there is no live order.
  */
 export async function softDeleteOrder(db: Db, businessId: string, id: string, now: string): Promise<boolean> {
-  const current = await forUpdate(db, db.selectFrom('orders').select(['phase', 'status'])
+  const current = await forUpdate(db, db.selectFrom('orders').select(['phase', 'status', 'updated_at'])
     .where('business_id', '=', businessId).where('id', '=', id).where('deleted_at', 'is', null)).executeTakeFirst();
   if (!current) return false;
   const result = await db.updateTable('orders')
@@ -128,6 +129,7 @@ export async function softDeleteOrder(db: Db, businessId: string, id: string, no
   if (Number(result.numUpdatedRows) === 0) return false;
   await bumpOrderCounts(db, businessId, [{ phase: current.phase, status: current.status, delta: -1 }]);
   await unindexOrderProperties(db, businessId, id);
+  await bumpChangeCounts(db, businessId, [{ day: changeDay(current.updated_at), delta: -1 }]);
   return true;
 }
 

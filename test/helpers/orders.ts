@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../src/db/types.ts';
+import { toIso } from '../../src/lib/time.ts';
 import type { Tenant, TestContext } from './context.ts';
 
 /** A catalogue and a buyer to order with: variants priced 10, 2.5 and 0.1 (AUD), and their default-list entries. */
@@ -52,3 +55,40 @@ export const patchOrder = (ctx: TestContext, as: Tenant, id: string, body: unkno
 export const getOrder = (ctx: TestContext, as: Tenant, id: string) => ctx.request('GET', `/api/v1/orders/${id}`, { as });
 
 export const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+
+/**
+ * The maintained `order_change_counts` of a business against a brute-force count per UTC day,
+ * and the modifiedSince/updatedSince totals the list gives against a brute-force count, for times
+ * at, just before and just after every order's updatedAt and at the edges of its day.
+ */
+export async function assertChangeTotalsExact(ctx: TestContext, as: Tenant): Promise<void> {
+  const { rows, live } = await assertChangeCountsExact(ctx.db, as.businessId);
+
+  const times = new Set<string>(['2000-01-01T00:00:00.000Z']);
+  for (const u of rows.map((r) => toIso(r.updated_at))) {
+    const ms = Date.parse(u);
+    for (const t of [ms - 1, ms, ms + 1, Date.parse(`${u.slice(0, 10)}T00:00:00.000Z`), Date.parse(`${u.slice(0, 10)}T23:59:59.999Z`)]) {
+      times.add(new Date(t).toISOString());
+    }
+  }
+  for (const since of times) {
+    const expected = live.filter((u) => u > since).length;
+    for (const name of ['modifiedSince', 'updatedSince']) {
+      const res = await ctx.request('GET', `/api/v1/orders?limit=1&${name}=${since}`, { as });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.total, expected, `${name}=${since}`);
+    }
+  }
+}
+
+/** `order_change_counts` of a business against a brute-force count of its live orders per UTC day of updatedAt. */
+export async function assertChangeCountsExact(db: Kysely<Database>, businessId: string) {
+  const rows = await db.selectFrom('orders').select(['updated_at', 'deleted_at']).where('business_id', '=', businessId).execute();
+  const live = rows.filter((r) => r.deleted_at === null).map((r) => toIso(r.updated_at));
+  const perDay = new Map<string, number>();
+  for (const u of live) perDay.set(u.slice(0, 10), (perDay.get(u.slice(0, 10)) ?? 0) + 1);
+  const counted = await db.selectFrom('order_change_counts').select(['day', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId).groupBy('day').having(sql`sum(n)`, '<>', 0).execute();
+  assert.deepEqual(Object.fromEntries(counted.map((c) => [c.day, Number(c.n)])), Object.fromEntries(perDay), 'order_change_counts per day');
+  return { rows, live };
+}
