@@ -93,6 +93,19 @@ describeEachBackend('POST /api/v1/items', (ctx) => {
     await createItem(ctx(), t, { item: { name: 'X', handle: 'cafe-creme' } });
   });
 
+  it('derives the next free handle past taken neighbours, whatever else shares the prefix', async () => {
+    const t = await ctx().createTenant();
+    const handleOf = async (body: Record<string, unknown>) => {
+      const created = await createItem(ctx(), t, body);
+      return (await ctx().request('GET', `/api/v1/items/${created.id}`, { as: t })).body.handle;
+    };
+    for (const handle of ['widget-3', 'widget-x', 'widgets', 'widget-2b', 'Widget-2']) await handleOf({ item: { name: 'Taken', handle } });
+    assert.equal(await handleOf({ item: { name: 'Widget' } }), 'widget');
+    // "Widget-2" differs by case, so "widget-2" is free; "widget-3" is taken.
+    assert.equal(await handleOf({ item: { name: 'Widget' } }), 'widget-2');
+    assert.equal(await handleOf({ item: { name: 'Widget' } }), 'widget-4');
+  });
+
   it('rejects properties that are too deep or use forbidden keys', async () => {
     const t = await ctx().createTenant();
     let deep: Record<string, unknown> = { leaf: 1 };

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { isUniqueViolation } from '../db/dialect.ts';
+import { isUniqueViolation, startsWith } from '../db/dialect.ts';
 import { offsetOf, propertyCondition, type Page, type PropertyFilter } from '../db/list.ts';
 import type { Db } from '../db/types.ts';
 import { conflict } from '../http/errors.ts';
@@ -29,7 +29,8 @@ async function isHandleTaken(db: Db, businessId: string, handle: string): Promis
 async function freeHandle(db: Db, businessId: string, base: string): Promise<string> {
   const taken = new Set((await db.selectFrom('items').select('handle')
     .where('business_id', '=', businessId).where('deleted_at', 'is', null)
-    .where((eb) => eb.or([eb('handle', '=', base), eb('handle', 'like', `${base}-%`)]))
+    // Every handle with the base as its prefix (one index range on SQLite); only base and base-N matter below.
+    .where(startsWith(db, 'handle', base))
     .execute()).map((r) => r.handle));
   let handle = base;
   for (let n = 2; taken.has(handle); n++) handle = `${base}-${n}`;

@@ -1,5 +1,6 @@
 import type { SelectQueryBuilder } from 'kysely';
 import { applyListFilters, countOf, fetchPage, offsetOf, selectPageIds, type ListFilters, type Page, type Paging } from '../db/list.ts';
+import { anyOf } from '../db/dialect.ts';
 import type { Database, Db } from '../db/types.ts';
 import { countChangedSince, countLiveOrders } from './counts.ts';
 import { countByProperty, FEW_CANDIDATES, pageFromSideTable, sideTableCondition, sideTableServes } from './properties-index.ts';
@@ -17,9 +18,9 @@ export interface ListOrdersOptions extends ListFilters, Paging {
  * A page of orders: the total, the page's ids, their versions, and `render` for those (which
  * reads the rest of an order only when it has no rendering of that version; src/orders/render.ts).
  *
- * The total comes from the maintained counts when the only filters are phase/status or one
- * property filter on live orders (`order_counts`, `order_property_counts`, or a count of the
- * property side table); otherwise it is a `count(*)` that indexes answer. Property filters on
+ * The total comes from the maintained counts when the only filter on live orders is phase/status,
+ * one property filter or a changed-since window (`order_counts`, `order_property_counts` or a count
+ * of the property side table, `order_change_counts`); otherwise it is a `count(*)` that indexes answer. Property filters on
  * live orders use the side table `order_properties`; with includeDeleted they keep the JSON
  * functions, because soft-deleted orders are not in the side table.
  */
@@ -39,11 +40,15 @@ export async function listOrders<T>(
   const unchanged = query;
   if (changedSince !== undefined) query = query.where('updated_at', '>', changedSince);
 
-  const onlyLive = !options.includeDeleted && !options.createdSince && !options.updatedSince && !options.modifiedSince;
+  // Live orders, filtered by at most one of: phase/status, one property filter, a changed-since window.
+  const live = !options.includeDeleted && !options.createdSince;
+  const byPhaseOrStatus = Boolean(options.phase || options.status);
   let total: number | undefined;
-  if (onlyLive && property === null) total = await countLiveOrders(db, businessId, options.phase, options.status);
-  else if (onlyLive && bySideTable && !options.phase && !options.status) total = await countByProperty(db, businessId, property);
-  else if (changedSince !== undefined && !options.includeDeleted && !options.createdSince && property === null && !options.phase && !options.status) {
+  if (live && changedSince === undefined && property === null) {
+    total = await countLiveOrders(db, businessId, options.phase, options.status);
+  } else if (live && changedSince === undefined && bySideTable && !byPhaseOrStatus) {
+    total = await countByProperty(db, businessId, property);
+  } else if (live && changedSince !== undefined && property === null && !byPhaseOrStatus) {
     total = await countChangedSince(db, businessId, changedSince);
   }
 
@@ -62,7 +67,7 @@ export async function listOrders<T>(
   return fetchPage(query.select(STUB).select(catalogueColumn(businessId)), options, render, count, pageIds, async (ids) => {
     // By primary key only: the ids were just selected with every filter. A row soft-deleted since
     // is left out, as it would have been a moment later; other changes show as they are now.
-    const rows = await db.selectFrom('orders').select(STUB).select(catalogueColumn(businessId)).where('id', 'in', ids).execute();
+    const rows = await db.selectFrom('orders').select(STUB).select(catalogueColumn(businessId)).where(anyOf(db, 'id', ids)).execute();
     return rows.filter((r) => r.business_id === businessId && (options.includeDeleted || r.deleted_at === null));
   });
 }

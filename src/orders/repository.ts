@@ -1,5 +1,5 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
-import { forUpdate } from '../db/dialect.ts';
+import { anyOf, forUpdate } from '../db/dialect.ts';
 import type { Db, OrderItemTable, OrderTable } from '../db/types.ts';
 import { bumpChangeCounts, bumpOrderCounts, changeDay } from './counts.ts';
 import { indexOrderProperties, unindexOrderProperties } from './properties-index.ts';
@@ -42,7 +42,7 @@ export async function findOrderRow(db: Db, businessId: string, id: string, lock 
 /** Orders of this business by id, deleted or not, keyed by id. */
 export async function findOrderRows(db: Db, businessId: string, ids: string[]): Promise<Map<string, OrderRow>> {
   if (ids.length === 0) return new Map();
-  const rows = await db.selectFrom('orders').selectAll().where('business_id', '=', businessId).where('id', 'in', ids).execute();
+  const rows = await db.selectFrom('orders').selectAll().where('business_id', '=', businessId).where(anyOf(db, 'id', ids)).execute();
   return new Map(rows.map((r) => [r.id, r]));
 }
 
@@ -54,7 +54,7 @@ export async function loadOrderItems(db: Db, businessId: string, orderIds: strin
     .innerJoin('item_variants', 'item_variants.id', 'item_list_entries.item_variant_id')
     .selectAll('order_items')
     .select(['item_variants.id as item_variant_id', 'item_variants.item_id', 'item_variants.variant_name', 'item_variants.sku'])
-    .where('order_items.business_id', '=', businessId).where('order_items.order_id', 'in', orderIds)
+    .where('order_items.business_id', '=', businessId).where(anyOf(db, 'order_items.order_id', orderIds))
     .orderBy('order_items.line_number').orderBy('order_items.id')
     .execute();
   return groupBy(rows, (row) => row.order_id);
