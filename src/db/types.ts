@@ -260,7 +260,6 @@ export interface BusinessCounterTable {
   value: number;
 }
 
-/** Live orders per business, phase and status: maintained in every order write's transaction. */
 /** Live orders whose `updated_at` falls on a UTC day (`YYYY-MM-DD`), for changed-since totals. */
 export interface OrderChangeCountTable {
   business_id: string;
@@ -269,6 +268,7 @@ export interface OrderChangeCountTable {
   n: ColumnType<number | string | bigint, number, number>;
 }
 
+/** Live orders per business, phase and status: maintained in every order write's transaction. */
 export interface OrderCountTable {
   business_id: string;
   phase: string;

@@ -20,9 +20,9 @@ export interface ListOrdersOptions extends ListFilters, Paging {
  *
  * The total comes from the maintained counts when the only filter on live orders is phase/status,
  * one property filter or a changed-since window (`order_counts`, `order_property_counts` or a count
- * of the property side table, `order_change_counts`); otherwise it is a `count(*)` that indexes answer. Property filters on
- * live orders use the side table `order_properties`; with includeDeleted they keep the JSON
- * functions, because soft-deleted orders are not in the side table.
+ * of the property side table, `order_change_counts`); otherwise it is a `count(*)` that indexes
+ * answer. Property filters on live orders use the side table `order_properties`; with
+ * includeDeleted they keep the JSON functions, because soft-deleted orders are not in the side table.
  */
 export async function listOrders<T>(
   db: Db, businessId: string, options: ListOrdersOptions, render: (orders: ListedOrder[]) => Promise<T[]>,

@@ -115,8 +115,9 @@ export type EntryRow = Awaited<ReturnType<typeof findEntries>> extends Map<strin
 
 /**
  * Soft delete: deletedAt and phase DELETED, version raised, and the order no longer counted in
- * `order_counts`, `order_change_counts` or the property index. The row is read under its lock first (PostgreSQL), so the phase and status
- * taken off the counts are the ones the update replaces. False when there is no live order.
+ * `order_counts`, `order_change_counts` or the property index. The row is read under its lock
+ * first (PostgreSQL), so the phase, status and day taken off the counts are the ones the update
+ * replaces. False when there is no live order.
  */
 export async function softDeleteOrder(db: Db, businessId: string, id: string, now: string): Promise<boolean> {
   const current = await forUpdate(db, db.selectFrom('orders').select(['phase', 'status', 'updated_at'])
