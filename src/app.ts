@@ -1,18 +1,21 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { sql, type Kysely } from 'kysely';
 import type { Config } from './config.ts';
 import type { Database } from './db/types.ts';
-import { createAuthenticator } from './http/auth.ts';
+import { createAuthenticator, registerApiGuard } from './http/auth.ts';
+import { connectionOptions, registerGracefulClose } from './http/connection.ts';
+import { registerJsonBody } from './http/json-body.ts';
+import { checkQueryEncoding } from './http/query-encoding.ts';
 import { createErrorHandler } from './http/error-handler.ts';
-import { ApiError, badRequest, notFound, unauthorized, RATE_LIMITED_MESSAGE } from './http/errors.ts';
+import { notFound } from './http/errors.ts';
 import { createRunWrite, purgeExpiredIdempotencyKeys } from './http/idempotency.ts';
 import { registerMetrics, registerRequestLog, type PoolStats } from './http/metrics.ts';
 import type { RouteDeps } from './http/types.ts';
 import { openapiOptions } from './http/openapi.ts';
-import { rateLimitHeaders, type BucketSettings, type RateLimiter } from './http/rate-limit.ts';
+import type { BucketSettings, RateLimiter } from './http/rate-limit.ts';
 import { ErrorResponse } from './http/schema.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { itemRoutes } from './items/routes.ts';
@@ -56,8 +59,11 @@ export function loggerOptions(level: string) {
 
 export type App = FastifyInstance;
 
-const NUL_MESSAGE = 'Text must not contain the NUL character (\\u0000)';
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+async function answerNotFound(request: FastifyRequest): Promise<never> {
+  throw notFound(`Route ${request.method} ${request.url.split('?')[0]} not found`);
+}
 
 export async function createApp(deps: AppDeps) {
   const { db, config, rateLimiter } = deps;
@@ -68,6 +74,7 @@ export async function createApp(deps: AppDeps) {
     // registerRequestLog writes one line per request instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.bodyLimitBytes,
+    ...connectionOptions(config),
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     requestIdHeader: false,
@@ -85,17 +92,8 @@ export async function createApp(deps: AppDeps) {
 
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(errorHandler);
-  app.removeContentTypeParser(['text/plain']);
-  // PostgreSQL text cannot hold NUL; refuse it at the door on both backends, rather than fail deep inside.
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if ((body as string).includes('\\u0000')) return done(badRequest(NUL_MESSAGE), undefined);
-    // Many clients send Content-Type: application/json on a GET or DELETE without a body.
-    if (body === '' && (request.method === 'GET' || request.method === 'DELETE')) return done(null, undefined);
-    return parseJson(request, body as string, done);
-  });
-  app.decorateRequest('businessId', '');
+  registerJsonBody(app, config.bodyLimitBytes);
+  registerGracefulClose(app);
   registerRequestLog(app);
   registerMetrics(app, { poolStats: deps.poolStats, processMetrics: deps.processMetrics });
   app.addSchema(ErrorResponse);
@@ -105,26 +103,11 @@ export async function createApp(deps: AppDeps) {
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
-    if (!request.url.startsWith('/api/')) return;
-    if (request.url.includes('%00')) throw badRequest(NUL_MESSAGE);
-    const businessId = request.headers['x-business-id'];
-    const keyId = await authenticator.verify(businessId, request.headers['x-api-key']);
-    // Failed authentication is limited per client address; everything else per business.
-    const decision = rateLimiter ? await rateLimiter.take(keyId ? `bus:${businessId}` : `ip:${request.ip}`) : null;
-    if (decision) {
-      reply.headers(rateLimitHeaders(decision, bucket));
-      if (!decision.allowed) {
-        reply.header('retry-after', String(decision.retryAfterSeconds));
-        throw new ApiError('RATE_LIMITED', RATE_LIMITED_MESSAGE);
-      }
-    }
-    if (!keyId) throw unauthorized();
-    request.businessId = businessId as string;
+    checkQueryEncoding(request.url);
   });
 
-  app.setNotFoundHandler(async (request) => {
-    throw notFound(`Route ${request.method} ${request.url.split('?')[0]} not found`);
-  });
+  app.decorateRequest('businessId', '');
+  app.setNotFoundHandler(answerNotFound);
 
   await app.register(swagger, openapiOptions());
   await app.register(swaggerUi, { routePrefix: '/docs' });
@@ -145,6 +128,9 @@ export async function createApp(deps: AppDeps) {
     orderCache: new RenderCache(config.responseCacheMb * 1024 * 1024),
   };
   await app.register(async (api) => {
+    registerApiGuard(api, { authenticator, rateLimiter, bucket });
+    // The API's own 404 handler, so that its hooks (authentication first) run for unknown paths too.
+    api.setNotFoundHandler(answerNotFound);
     await itemRoutes(api, routeDeps);
     await buyerRoutes(api, routeDeps);
     await pricingRoutes(api, routeDeps);

@@ -14,6 +14,14 @@ export interface Config {
   readonly pgPreparedStatements: boolean;
   /** Memory for rendered orders (src/orders/render.ts), in MB; 0 turns the cache off. */
   readonly responseCacheMb: number;
+  /** A client must send all its headers within this time (slow-header clients are closed). */
+  readonly headersTimeoutMs: number;
+  /** A client must send its whole request, body included, within this time. */
+  readonly requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this time. */
+  readonly keepAliveTimeoutMs: number;
+  /** On SIGTERM, requests in flight get this long to finish before the process exits anyway. */
+  readonly shutdownTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -57,6 +65,11 @@ export function loadConfig(env: Env = process.env): Config {
   if (redisUrl !== null && !/^rediss?:\/\/.+/.test(redisUrl)) {
     throw new ConfigError(`REDIS_URL must start with redis:// or rediss://`);
   }
+  const headersTimeoutMs = integer(env, 'HEADERS_TIMEOUT_MS', 10_000, 1000, 600_000);
+  const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', 15_000, 1000, 600_000);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(`HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not be larger than REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  }
   return Object.freeze({
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: env.HOST || '127.0.0.1',
@@ -70,5 +83,9 @@ export function loadConfig(env: Env = process.env): Config {
     authCacheMs: 4000,
     pgPreparedStatements: flag(env, 'PG_PREPARED_STATEMENTS', true),
     responseCacheMb: integer(env, 'RESPONSE_CACHE_MB', 32, 0, 4096),
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 1000, 600_000),
+    shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 9000, 1000, 600_000),
   });
 }

@@ -30,7 +30,16 @@ async function main() {
     if (closing) return;
     closing = true;
     console.log(`${signal} received: finishing in-flight requests, then closing the database`);
+    // Orchestrators kill after 30 s; exit on our own terms well before, whatever is still open.
+    setTimeout(() => {
+      console.error(`shutdown took longer than ${config.shutdownTimeoutMs} ms: closing the remaining connections`);
+      app.server.closeAllConnections();
+      process.exit(1);
+    }, config.shutdownTimeoutMs).unref();
     try {
+      // One turn of the event loop first: requests whose bytes arrived with the signal are parsed,
+      // so their connections are no longer idle when the idle ones are closed.
+      await new Promise((resolve) => setImmediate(resolve));
       await app.close();
       await rateLimiter?.close();
       await handle.close();

@@ -77,7 +77,7 @@ describeEachBackend('POST /api/v1/buyers/:id/orders', (ctx) => {
     const res = await postOrder(ctx(), t, f, {
       properties: { shop: { id: 1, tags: ['a'] }, none: null },
       orderItems: [
-        { itemListEntryId: f.entryIds[0], quantity: 0.25, price: 0.125, cost: 1e-7, lineNumber: 5, properties: { zeta: 1, a: [1, { b: null }], mid: { yy: 1, b: 2 } } },
+        { itemListEntryId: f.entryIds[0], quantity: 0.25, price: 0.125, cost: 0.000001, lineNumber: 5, properties: { zeta: 1, a: [1, { b: null }], mid: { yy: 1, b: 2 } } },
         { itemVariantId: f.variantIds[1], quantity: 3, lineNumber: 2 },
         { itemVariantId: f.variantIds[2], quantity: 1000000 },
       ],

@@ -77,7 +77,7 @@ describeEachBackend('PATCH /api/v1/orders/:id', (ctx) => {
     const [first, second] = order.orderItems;
     const res = await patchOrder(ctx(), t, order.id, {
       order: { properties: { erp: { id: 'E-1' } } },
-      createOrderItems: [newItem(f.entryIds[2], { quantity: 0.125, price: 1e-7, lineNumber: 1 })],
+      createOrderItems: [newItem(f.entryIds[2], { quantity: 0.125, price: 0.000001, lineNumber: 1 })],
       updateOrderItems: [
         { id: first.id, quantity: 2.5, properties: { a: 1 } },
         { id: first.id, price: 0.1, properties: { b: 2 } },

@@ -22,6 +22,21 @@ export function jsonPathExists(db: Db, column: Expression<unknown>, segments: st
 }
 
 const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
+const ZERO = /^-?0(\.0+)?([eE][+-]?\d+)?$/;
+
+/**
+ * The text a property filter compares numerically, or null when it names no number a stored
+ * property can hold. Stored numbers are doubles written by JSON.stringify: zero, or between about
+ * 5e-324 and 1.8e308 in size. `1e-20000` is none of them (and is out of PostgreSQL numeric's
+ * range), so it matches nothing rather than failing the query.
+ */
+export function comparableNumber(value: string): string | null {
+  if (!JSON_NUMBER.test(value)) return null;
+  const n = Number(value);
+  if (!Number.isFinite(n)) return null;
+  if (n === 0) return ZERO.test(value) ? '0' : null;
+  return value;
+}
 
 /**
  * True when the scalar at the path equals the value given as text: a string or boolean by its
@@ -29,7 +44,7 @@ const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
  * also matches the string "456"). Objects, arrays and null never match.
  */
 export function jsonPathEquals(db: Db, column: Expression<unknown>, segments: string[], value: string): RawBuilder<SqlBool> {
-  const number = JSON_NUMBER.test(value) && Number.isFinite(Number(value)) ? value : null;
+  const number = comparableNumber(value);
   if (dialectOf(db) === 'postgres') {
     const at = sql`${column} #> ${segments}::text[]`;
     const numeric = number === null ? sql`false` : sql`(${at})::numeric = ${number}::numeric`;

@@ -1,6 +1,10 @@
 import { timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
 import { findActiveKeys, hashApiKey, touchApiKey } from '../businesses/repository.ts';
 import type { Db } from '../db/types.ts';
+import { ApiError, badRequest, RATE_LIMITED_MESSAGE, unauthorized } from './errors.ts';
+import { NUL_MESSAGE } from './json-body.ts';
+import { rateLimitHeaders, type BucketSettings, type RateLimiter } from './rate-limit.ts';
 
 const MAX_HEADER_LENGTH = 256;
 
@@ -42,4 +46,37 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
       return match;
     },
   };
+}
+
+export interface ApiGuardOptions {
+  authenticator: Authenticator;
+  /** Null when RATE_LIMIT_RPS=0. */
+  rateLimiter: RateLimiter | null;
+  bucket: BucketSettings;
+}
+
+/**
+ * API-key authentication and rate limiting, registered inside the encapsulated `/api/v1` plugin, so
+ * they run for every route under it (and its 404s) however the client spelled the path: the
+ * router decides which handler runs, and that handler's own hooks decide who may run it. A test
+ * on the raw URL text would miss `/%61pi/v1/...` and absolute-form targets.
+ */
+export function registerApiGuard(api: FastifyInstance, options: ApiGuardOptions): void {
+  const { authenticator, rateLimiter, bucket } = options;
+  api.addHook('onRequest', async (request, reply) => {
+    if (request.url.includes('%00')) throw badRequest(NUL_MESSAGE);
+    const businessId = request.headers['x-business-id'];
+    const keyId = await authenticator.verify(businessId, request.headers['x-api-key']);
+    // Failed authentication is limited per client address; everything else per business.
+    const decision = rateLimiter ? await rateLimiter.take(keyId ? `bus:${businessId}` : `ip:${request.ip}`) : null;
+    if (decision) {
+      reply.headers(rateLimitHeaders(decision, bucket));
+      if (!decision.allowed) {
+        reply.header('retry-after', String(decision.retryAfterSeconds));
+        throw new ApiError('RATE_LIMITED', RATE_LIMITED_MESSAGE);
+      }
+    }
+    if (!keyId) throw unauthorized();
+    request.businessId = businessId as string;
+  });
 }

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, badRequest, errorBody, validationError } from './errors.ts';
+import { isDatabaseUnavailable } from '../db/errors.ts';
+import { ApiError, badRequest, errorBody, SERVICE_UNAVAILABLE_MESSAGE, UNAVAILABLE_RETRY_AFTER_SECONDS, validationError } from './errors.ts';
 import { toFieldErrors } from './validation.ts';
 
 function partOf(request: FastifyRequest, context: string | undefined): unknown {
@@ -33,19 +34,52 @@ export function toApiError(error: FastifyError, request: FastifyRequest, bodyLim
     return badRequest('Request body must not contain the keys __proto__ or constructor.prototype');
   }
   if (error instanceof SyntaxError) return badRequest('Request body is not valid JSON');
+  if (isDatabaseUnavailable(error)) return new ApiError('SERVICE_UNAVAILABLE', SERVICE_UNAVAILABLE_MESSAGE);
   if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
     return badRequest('Malformed request');
   }
   return new ApiError('INTERNAL_ERROR', 'Internal server error');
 }
 
+/** How much of an oversized body is read and thrown away, so that the client gets to read its 413. */
+const DISCARD_FACTOR = 4;
+const DISCARD_MS = 5000;
+
+/**
+ * An oversized body is refused before it is read. Closing the connection at once would reset it
+ * while the client is still sending, and most clients then report a broken pipe instead of the
+ * 413. So the rest of the body is read and discarded, up to a few times the limit or a few
+ * seconds; past that the connection is closed.
+ */
+function discardRestOfBody(request: FastifyRequest, reply: FastifyReply, bodyLimit: number): void {
+  reply.removeHeader('connection');
+  const raw = request.raw;
+  if (raw.complete) return;
+  let discarded = 0;
+  const stop = () => { clearTimeout(timer); raw.socket?.destroy(); };
+  const timer = setTimeout(stop, DISCARD_MS);
+  timer.unref();
+  raw.on('data', (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > DISCARD_FACTOR * bodyLimit) stop();
+  });
+  raw.on('end', () => clearTimeout(timer));
+  raw.on('close', () => clearTimeout(timer));
+  raw.resume();
+}
+
 export function createErrorHandler(bodyLimit: number) {
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const apiError = toApiError(error, request, bodyLimit);
-    if (apiError.status >= 500) {
+    if (apiError.code === 'SERVICE_UNAVAILABLE') {
+      reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
+      // The outage is logged without the driver's error text, which may name hosts or files.
+      request.log.warn({ code: (error as { code?: unknown }).code, businessId: request.businessId || undefined }, 'database unavailable');
+    } else if (apiError.status >= 500) {
       // Logged with context for us; the client gets only the generic text and the request id.
       request.log.error({ err: error, businessId: request.businessId || undefined }, 'request failed');
     }
+    if (apiError.code === 'PAYLOAD_TOO_LARGE') discardRestOfBody(request, reply, bodyLimit);
     return reply.code(apiError.status).send(errorBody(apiError, request.id));
   };
 }

@@ -9,7 +9,10 @@ export const ERROR_STATUS = {
   IDEMPOTENCY_KEY_IN_USE: 409,
   IDEMPOTENCY_KEY_REUSED: 422,
   RATE_LIMITED: 429,
+  REQUEST_TIMEOUT: 408,
+  HEADERS_TOO_LARGE: 431,
   INTERNAL_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -20,12 +23,15 @@ export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly fieldErrors?: FieldErrors;
+  /** What to do about it, where the message alone would leave a newcomer guessing. */
+  readonly hint?: string;
 
-  constructor(code: ErrorCode, message: string, fieldErrors?: FieldErrors) {
+  constructor(code: ErrorCode, message: string, fieldErrors?: FieldErrors, hint?: string) {
     super(message);
     this.code = code;
     this.status = ERROR_STATUS[code];
     this.fieldErrors = fieldErrors;
+    this.hint = hint;
   }
 }
 
@@ -39,7 +45,11 @@ export const validationError = (fieldErrors: FieldErrors, message = VALIDATION_M
 export const badRequest = (message: string) => new ApiError('VALIDATION_ERROR', message);
 export const notFound = (message: string) => new ApiError('NOT_FOUND', message);
 export const conflict = (message: string) => new ApiError('CONFLICT', message);
-export const unauthorized = () => new ApiError('UNAUTHORIZED', 'Unauthorized');
+export const UNAUTHORIZED_HINT = 'Send the X-Business-Id and X-API-Key headers of a live API key';
+export const unauthorized = () => new ApiError('UNAUTHORIZED', 'Unauthorized', undefined, UNAUTHORIZED_HINT);
+export const SERVICE_UNAVAILABLE_MESSAGE = 'The service is briefly unavailable. Please retry shortly.';
+/** Whole seconds a client should wait before retrying a 503. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
 export const preconditionFailed = (message: string) => new ApiError('PRECONDITION_FAILED', message);
 
 export const RATE_LIMITED_MESSAGE = "You're sending requests too quickly. Please try again shortly.";
@@ -50,10 +60,12 @@ export interface ErrorBody {
   error: string;
   requestId: string;
   fieldErrors?: FieldErrors;
+  hint?: string;
 }
 
 export function errorBody(error: ApiError, requestId: string): ErrorBody {
   const body: ErrorBody = { errorCode: error.code, message: error.message, error: error.message, requestId };
   if (error.fieldErrors) body.fieldErrors = error.fieldErrors;
+  if (error.hint) body.hint = error.hint;
   return body;
 }

@@ -24,8 +24,22 @@ export const Properties = Type.Record(Type.String(), Type.Unknown(), {
 export const Text = (maxLength: number, description: string, minLength = 0) =>
   Type.String({ minLength, maxLength, description });
 
-export const Money = (description: string) =>
-  Type.Number({ minimum: 0, maximum: 1e12, description });
+/**
+ * Numbers that become decimals: bounded in digits before and after the point, at most 15 together,
+ * so that the JSON double carries exactly what the client wrote and both backends store it exactly
+ * (docs/decisions.md, "Bounds for amounts, quantities and dates").
+ */
+export const Decimal = (description: string, integerDigits: number, scale: number, options: { exclusiveMinimum?: number; maximum?: number; examples?: number[] } = {}) =>
+  Type.Number({
+    ...(options.exclusiveMinimum === undefined ? { minimum: 0 } : { exclusiveMinimum: options.exclusiveMinimum }),
+    maximum: options.maximum ?? Number(`${'9'.repeat(integerDigits)}.${'9'.repeat(scale)}`),
+    'x-decimal': { integerDigits, scale },
+    description: `${description}. At most ${integerDigits} digits before the decimal point and ${scale} after it.`,
+    ...(options.examples ? { examples: options.examples } : {}),
+  });
+
+/** A unit price or cost: 0 to 999999999.999999. */
+export const Money = (description: string) => Decimal(description, 9, 6, { examples: [12.5] });
 
 export const IdParams = Type.Object({ id: Id('Resource id', 'itm_01jd5x8m2k3n4p5q6r7s8t9v0w') });
 
@@ -57,4 +71,5 @@ export const ErrorResponse = Type.Object({
   error: Type.String({ description: 'Same text as message, for clients that read the single-field shape' }),
   requestId: Type.String(),
   fieldErrors: Type.Optional(Type.Record(Type.String(), Type.String())),
+  hint: Type.Optional(Type.String({ description: 'What to do about it, on some errors (401 names the headers to send)' })),
 }, { $id: 'ErrorResponse', description: 'The error body of every 4xx and 5xx answer' });

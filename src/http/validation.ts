@@ -10,10 +10,23 @@ const MAX_FIELD_ERRORS = 50;
 function makeAjv(coerceTypes: boolean | 'array'): Ajv {
   const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
   addFormats(ajv);
-  // RFC 3339 allows a leap second (:60), which no backend stores; refuse it here rather than fail later.
   const dateTime = ajv.formats['date-time'] as { validate: (s: string) => boolean } | ((s: string) => boolean);
   const checkDateTime = typeof dateTime === 'function' ? dateTime : dateTime.validate;
-  ajv.addFormat('date-time', (value: string) => checkDateTime(value) && !Number.isNaN(Date.parse(value)));
+  ajv.addFormat('date-time', (value: string) => checkDateTime(value) && isStorableInstant(value));
+  ajv.addKeyword({
+    keyword: 'x-decimal',
+    type: 'number',
+    schemaType: 'object',
+    errors: true,
+    validate: function check(bounds: DecimalBounds, data: number, _parent?: unknown, context?: { instancePath: string }): boolean {
+      const ok = fitsDecimal(data, bounds);
+      (check as unknown as ValidateFunction).errors = ok ? [] : [{
+        keyword: 'x-decimal', params: {}, instancePath: context?.instancePath ?? '', schemaPath: '',
+        message: `Must have at most ${bounds.integerDigits} digits before the decimal point and ${bounds.scale} after it`,
+      }];
+      return ok;
+    },
+  });
   // `x-properties: true` marks a free-form JSON object bounded in size, depth and key names.
   ajv.addKeyword({
     keyword: 'x-properties',
@@ -28,6 +41,36 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
     },
   });
   return ajv;
+}
+
+/**
+ * A date-time is stored and answered as UTC with milliseconds (`0001-01-01T00:00:00.000Z`). One
+ * whose UTC form falls outside the years 0001-9999 cannot be written that way, and one with a
+ * leap second (:60) is stored by no backend: refused here, so a stored value never breaks a read.
+ */
+export function isStorableInstant(value: string): boolean {
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) return false;
+  const year = new Date(ms).getUTCFullYear();
+  return year >= 1 && year <= 9999;
+}
+
+export interface DecimalBounds {
+  integerDigits: number;
+  scale: number;
+}
+
+/**
+ * A JSON number arrives as a double: it is exact only up to 15 significant digits, so amounts and
+ * quantities are bounded in digits before and after the point (at most 15 together), and every
+ * value within the bounds reaches the decimal arithmetic as the text the client wrote.
+ */
+export function fitsDecimal(value: number, bounds: DecimalBounds): boolean {
+  if (!Number.isFinite(value)) return false;
+  const text = String(Math.abs(value));
+  if (text.includes('e')) return value === 0;
+  const [whole, fraction = ''] = text.split('.');
+  return (whole === '0' ? 0 : whole.length) <= bounds.integerDigits && fraction.length <= bounds.scale;
 }
 
 // Bodies are JSON and keep their types; query strings, params and headers are text and are coerced.

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import {
-  Currency, DateTime, Id, ListEnvelope, Money, Nullable, PageQuery, Properties, PropertyFilterQuery, Text,
+  Currency, DateTime, Decimal, Id, ListEnvelope, Money, Nullable, PageQuery, Properties, PropertyFilterQuery, Text,
 } from '../http/schema.ts';
 
 export const ITEM_STATUSES = ['ACTIVE', 'DRAFT', 'ARCHIVED'] as const;
@@ -21,7 +21,7 @@ const variantFields = {
   currency: Currency,
   price: Money('Unit price'),
   cost: Nullable(Money('Unit cost')),
-  weight: Nullable(Type.Number({ minimum: 0, maximum: 1e9, description: 'Weight, in unitOfMeasure when that is a weight unit' })),
+  weight: Nullable(Decimal('Weight, in unitOfMeasure when that is a weight unit', 9, 6)),
   unitOfMeasure: Nullable(Text(32, 'Unit of measure, e.g. "kg" or "EA"', 1)),
   sequence: Type.Integer({ minimum: 1, maximum: 100_000, description: 'Display order, from 1' }),
   properties: Nullable(Properties),

@@ -1,5 +1,5 @@
 import { sql, type Expression, type SqlBool } from 'kysely';
-import { countShard, dialectOf, PROPERTY_PATH_MAX_SEGMENTS, PROPERTY_SEGMENT } from '../db/dialect.ts';
+import { comparableNumber, countShard, dialectOf, PROPERTY_PATH_MAX_SEGMENTS, PROPERTY_SEGMENT } from '../db/dialect.ts';
 import { offsetOf, type Paging, type PropertyFilter } from '../db/list.ts';
 import type { Db } from '../db/types.ts';
 import { readJson } from '../lib/json.ts';
@@ -17,7 +17,6 @@ import { readJson } from '../lib/json.ts';
  * objects and arrays, which are present but never match a value.
  */
 
-const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
 const ANY_NUMBER = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
 
 /** Exact canonical text of a decimal number: sign, significant digits without trailing zeros, exponent. */
@@ -135,10 +134,11 @@ export function sideTableServes(db: Db, filter: PropertyFilter): boolean {
 export function matchingValues(db: Db, value: string): string[] {
   const values = [`s:${value}`];
   if (value === 'true' || value === 'false') values.push(`b:${value}`);
-  if (JSON_NUMBER.test(value) && Number.isFinite(Number(value))) {
+  const number = comparableNumber(value);
+  if (number !== null) {
     // PostgreSQL compares numeric exactly; SQLite compares json_extract's value with the filter
     // as a double, so there the filter is rounded to a double first.
-    const canonical = canonicalNumber(dialectOf(db) === 'postgres' ? value : String(Number(value)));
+    const canonical = canonicalNumber(dialectOf(db) === 'postgres' ? number : String(Number(number)));
     if (canonical) values.push(`n:${canonical}`);
   }
   return values;

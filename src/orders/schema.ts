@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import {
-  Currency, DateTime, Id, ListEnvelope, Nullable, PageQuery, Properties, PropertyFilterQuery, Text,
+  Currency, DateTime, Decimal, Id, ListEnvelope, Money, Nullable, PageQuery, Properties, PropertyFilterQuery, Text,
 } from '../http/schema.ts';
 
 export const ORDER_PHASES = ['DRAFT', 'PENDING', 'ACTIVE', 'ARCHIVED', 'REJECTED', 'CANCELLED', 'DELETED'] as const;
@@ -12,8 +12,8 @@ const GUIDE_STATUSES = ['PREPARING', 'SHIPPED', 'CANCELLED'] as const;
 export const OrderPhase = Type.Enum([...ORDER_PHASES], { description: 'High-level lifecycle (contract 3.1); moves freely', examples: ['ACTIVE'] });
 export const OrderStatus = Type.Enum([...ORDER_STATUSES], { description: 'Physical fulfilment (contract 3.2); moves freely', examples: ['ACCEPTED'] });
 
-const Quantity = Type.Number({ exclusiveMinimum: 0, maximum: 1e9, description: 'Quantity ordered (> 0)', examples: [3] });
-const Amount = (description: string) => Type.Number({ minimum: 0, maximum: 1e12, description, examples: [12.5] });
+const Quantity = Decimal('Quantity ordered (> 0)', 9, 6, { exclusiveMinimum: 0, examples: [3] });
+const Amount = Money;
 const LineNumber = Type.Integer({ minimum: 1, maximum: 100_000, description: 'Position on the order, from 1' });
 const UnitOfMeasure = Text(32, 'Unit of measure, e.g. "EA" or "kg"', 1);
 const EntryId = Id('An item list entry of this business', 'ile_01jd5x8m2k3n4p5q6r7s8t9v0w');
@@ -87,7 +87,7 @@ export const UpdateOrderBody = Type.Object({
     shippedAt: Type.Optional(Nullable(DateTime('When it was shipped'))),
     deliveredAt: Type.Optional(Nullable(DateTime('When it was delivered'))),
     currency: Type.Optional(Currency),
-    totalAmount: Type.Optional(Amount('Sets the total explicitly; otherwise it is recomputed when items change')),
+    totalAmount: Type.Optional(Decimal('Sets the total explicitly; otherwise it is recomputed when items change', 11, 4, { examples: [125.5] })),
     properties: Type.Optional(Properties),
   }, { additionalProperties: false })),
   createOrderItems: Type.Optional(Type.Array(PatchCreateOrderItem, { maxItems: 500 })),

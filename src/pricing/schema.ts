@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Currency, DateTime, Id, ListEnvelope, Nullable, PageQuery, Text } from '../http/schema.ts';
+import { Currency, DateTime, Decimal, Id, ListEnvelope, Money, Nullable, PageQuery, Text } from '../http/schema.ts';
 
 /** Item list statuses: the contract names only ACTIVE; only an ACTIVE list prices anything. */
 export const ITEM_LIST_STATUSES = ['ACTIVE', 'INACTIVE', 'DRAFT', 'ARCHIVED'] as const;
@@ -9,13 +9,11 @@ export const ItemListStatus = Type.Enum([...ITEM_LIST_STATUSES], {
 });
 
 const Factor = (description: string) =>
-  Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, default: 1, description, examples: [1.1] });
+  Type.Unsafe<number>({ ...Decimal(description, 7, 6, { exclusiveMinimum: 0, maximum: 1_000_000, examples: [1.1] }), default: 1 });
 
 export const CreateItemListEntry = Type.Object({
   itemVariantId: Id('A live variant of this business', 'var_01jd5x8m2k3n4p5q6r7s8t9v0w'),
-  overrideFlatPrice: Type.Optional(Nullable(Type.Number({
-    minimum: 0, maximum: 1e12, description: 'Fixed unit price for this variant; replaces price × globalPriceFactor', examples: [12.5],
-  }))),
+  overrideFlatPrice: Type.Optional(Nullable(Money('Fixed unit price for this variant; replaces price × globalPriceFactor'))),
   currency: Type.Optional(Nullable({ ...Currency, description: 'Currency of this entry; the variant\'s currency when left out' })),
 }, { additionalProperties: false });
 

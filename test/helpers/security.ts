@@ -14,9 +14,11 @@ export interface SecurityCase {
 
 export function assertUnauthorized(response: { status: number; body: any; headers: Record<string, unknown> }) {
   assert.equal(response.status, 401);
-  assert.deepEqual(Object.keys(response.body).sort(), ['error', 'errorCode', 'message', 'requestId']);
+  assert.deepEqual(Object.keys(response.body).sort(), ['error', 'errorCode', 'hint', 'message', 'requestId']);
   assert.equal(response.body.errorCode, 'UNAUTHORIZED');
   assert.equal(response.body.message, 'Unauthorized');
+  // The same hint for every failure: it names the headers, never which check failed.
+  assert.equal(response.body.hint, 'Send the X-Business-Id and X-API-Key headers of a live API key');
   assert.equal(response.body.requestId, response.headers['x-request-id']);
 }
 

@@ -1,0 +1,62 @@
+import { isUtf8 } from 'node:buffer';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ApiError, badRequest, validationError } from './errors.ts';
+
+export const NUL_MESSAGE = 'Text must not contain the NUL character (\\u0000)';
+export const UNSUPPORTED_MEDIA_TYPE_MESSAGE = 'Content-Type must be application/json (optionally with charset=utf-8)';
+const SURROGATE_MESSAGE = 'Must be valid Unicode text: a lone UTF-16 surrogate was sent';
+
+// `application/json`, any letter case, with at most one parameter: charset=utf-8 (quoted or not).
+const JSON_MEDIA_TYPE = /^\s*application\/json\s*(;\s*charset\s*=\s*(utf-8|"utf-8")\s*)?$/i;
+
+/** True for the only media type a body may have; anything else, malformed or another charset, is a 415. */
+export function isJsonMediaType(header: unknown): boolean {
+  return typeof header === 'string' && JSON_MEDIA_TYPE.test(header);
+}
+
+// A lone surrogate can only arrive as a JSON escape: as raw bytes it is not UTF-8 and is refused before.
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
+/** The dotted path of the first string (or key) that is not well-formed Unicode, or null. Iterative: bodies may be deep. */
+export function findIllFormedText(root: unknown): string | null {
+  const stack: Array<{ value: unknown; path: string[] }> = [{ value: root, path: [] }];
+  while (stack.length > 0) {
+    const { value, path } = stack.pop()!;
+    if (typeof value === 'string') {
+      if (!value.isWellFormed()) return path.join('.') || '(root)';
+    } else if (Array.isArray(value)) {
+      value.forEach((v, i) => stack.push({ value: v, path: [...path, String(i)] }));
+    } else if (value !== null && typeof value === 'object') {
+      for (const [key, v] of Object.entries(value)) {
+        if (!key.isWellFormed()) return path.join('.') || '(root)';
+        stack.push({ value: v, path: [...path, key] });
+      }
+    }
+  }
+  return null;
+}
+
+/**
+ * The one body parser. Every body must be UTF-8 JSON: bytes that are not UTF-8, a NUL (which
+ * PostgreSQL text cannot hold) and lone surrogates (which would be stored as U+FFFD) are refused,
+ * never changed, because a write must store exactly what it acknowledges.
+ */
+export function registerJsonBody(app: FastifyInstance, bodyLimit: number): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (request: FastifyRequest, body: Buffer | string, done) => {
+    const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+    // Many clients send Content-Type: application/json on a GET or DELETE without a body.
+    if (bytes.length === 0 && (request.method === 'GET' || request.method === 'DELETE' || request.method === 'HEAD')) return done(null, undefined);
+    if (!isJsonMediaType(request.headers['content-type'])) return done(new ApiError('UNSUPPORTED_MEDIA_TYPE', UNSUPPORTED_MEDIA_TYPE_MESSAGE), undefined);
+    if (!isUtf8(bytes)) return done(badRequest('Request body is not valid UTF-8'), undefined);
+    const text = bytes.toString('utf8');
+    if (text.includes('\\u0000')) return done(badRequest(NUL_MESSAGE), undefined);
+    parseJson(request, text, (error, value) => {
+      if (error) return done(error, undefined);
+      const bad = SURROGATE_ESCAPE.test(text) ? findIllFormedText(value) : null;
+      if (bad !== null) return done(validationError({ [bad]: SURROGATE_MESSAGE }), undefined);
+      return done(null, value);
+    });
+  });
+}
