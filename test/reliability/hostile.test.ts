@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { backends, createTestContext, type Tenant, type TestContext } from '../helpers/context.ts';
-import { createResources, idFor, operationsOf, snapshotBusiness, urlFor, type Fixture, type Operation } from './openapi-walk.ts';
+import { createResources, idFor, operationsOf, snapshotBusiness, spellingsOf, urlFor, type Fixture, type Operation } from './openapi-walk.ts';
 import { missing } from './helpers.ts';
 
 // SQLite always; the PostgreSQL runs need TEST_DATABASE_URL (a note when it is unset, a failure under CI=true).
@@ -16,7 +18,7 @@ interface Req {
   method: string;
   url: string;
   headers: Record<string, string | string[]>;
-  payload?: string;
+  payload?: string | Buffer;
   /** Invalid by construction: must be refused (4xx) and must change nothing. */
   invalid: boolean;
   label: string;
@@ -37,6 +39,26 @@ const BAD_QUERY = ['-1', '0', '101', '1e3', 'NaN', 'abc', '', 'x'.repeat(5000), 
 const ODD_IDS = ['x', ' ', '..', '%2e%2e', 'ord_', 'ORD_01JD5X8M2K3N4P5Q6R7S8T9V0W', 'itm_01jd5x8m2k3n4p5q6r7s8t9v0w', 'z'.repeat(199), '💥', "' or 1=1--", 'null', '0', '-1', 'NaN', '%20', 'a%2Fb', '{id}', 'undefined'];
 const BAD_CONTENT_TYPES = ['text/plain', 'application/xml', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonx', 'json', 'text/json'];
 const BAD_KEYS = ['', ' ', 'ü', 'k'.repeat(256), 'a b', '\t'];
+
+// The classes of issue 13, generated for every field and parameter they apply to.
+/** Date-times outside the years 0001-9999 in UTC, or not real instants: always refused. */
+const EXTREME_DATES = ['0000-01-01T00:00:00Z', '9999-12-31T23:59:59.999-14:00', '+010000-01-01T00:00:00Z', '-000001-01-01T00:00:00Z',
+  '2020-02-30T00:00:00Z', '1969-12-31T23:59:60Z', '2020-01-01T00:00:00+24:00'];
+/** The first and last instants that can be stored: may be accepted, and then must read back. */
+const EDGE_DATES = ['0001-01-01T00:00:00Z', '9999-12-31T23:59:59.999Z', '0001-01-01T10:00:00+10:00', '9999-12-31T09:59:59.999-14:00'];
+/** Beyond the documented bounds, or more digits than a double carries. */
+const EXTREME_NUMBERS = [1e9, 1e12, 1e15, 1e21, 1e308, -1e308, 0.1234567, 1e-7, -1e-7, 2 ** 53 + 1, 1234567890.5, 5e-324];
+const EDGE_NUMBERS = [999999.999999, 0.000001, 999999999.999999, 0];
+/** Numeric texts a property filter must compare safely (no match, or a 400). */
+const NUMERIC_TEXTS = ['1e-20000', '-1e-1000000', '1e400', '-1e999999', 'Infinity', '-Infinity', 'NaN', '1e+308', '0e0', '-0', '4.56e2', '0.' + '0'.repeat(900) + '1'];
+const LONE_SURROGATES = ['a\ud800b', '\udc00', 'x\ud83d', '\udfff\ud800'];
+/** Percent-encodings that are not UTF-8: an encoded surrogate, bytes that are no character, a cut sequence. */
+const BAD_ENCODINGS = ['%ED%A0%80', '%FF', '%E2%82', '%C0%AF', '%'];
+const BAD_JSON_TYPES = ['application/json;;', 'application/json; charset=latin1', 'application/json; charset=utf-16', 'application/json; charset=',
+  'application/json; foo', 'application/json; charset=utf-8; charset=latin1', ';', 'application/json, text/plain', 'application/json/x', 'application/ json'];
+const GOOD_JSON_TYPES = ['Application/JSON', 'APPLICATION/JSON; CHARSET=UTF-8', 'application/json;charset="utf-8"', 'application/json ; charset=utf-8'];
+/** Bytes that are not UTF-8 inside a JSON string: an encoded surrogate, a lone continuation byte, 0xFF. */
+const NOT_UTF8 = [Buffer.from([0xed, 0xa0, 0x80]), Buffer.from([0x80]), Buffer.from([0xff]), Buffer.from([0xc3])];
 
 function sample(schema: any): unknown {
   const s = nonNull(schema);
@@ -73,6 +95,13 @@ function schemaPaths(schema: any, prefix: Array<string | number> = [], depth = 0
   return out;
 }
 
+/** The leaf schema at a path found by schemaPaths. */
+function schemaAt(schema: any, path: Array<string | number>): any {
+  let node = nonNull(schema);
+  for (const k of path) node = nonNull(typeof k === 'number' ? node.items : node.properties?.[k]);
+  return node;
+}
+
 function setAt(root: unknown, path: Array<string | number>, value: unknown, remove = false): unknown {
   const copy = structuredClone(root) as any;
   let node = copy;
@@ -94,7 +123,7 @@ function requestsFor(op: Operation, tenant: Tenant, id: string | undefined, vali
   const writes = op.method === 'POST' || op.method === 'PATCH';
   const base = op.body ? sample(op.body) : undefined;
   const realUrl = urlFor(op, id);
-  const add = (r: Omit<Req, 'method'>) => out.push({ method: op.method, ...r });
+  const add = (r: Omit<Req, 'method'> & { method?: string }) => out.push({ method: op.method, ...r });
   const addBody = (body: unknown, label: string, url = realUrl, extra: Record<string, string> = {}) => {
     const payload = JSON.stringify(body);
     add({ url, headers: { ...json, ...extra }, payload, invalid: op.method === 'GET' || !(validate?.(body) ?? false), label });
@@ -185,6 +214,64 @@ function requestsFor(op: Operation, tenant: Tenant, id: string | undefined, vali
       }
     }
   }
+  // Issue 13's classes, for every field and parameter of the operation.
+  if (writes) {
+    for (const path of schemaPaths(op.body)) {
+      const leaf = schemaAt(op.body, path);
+      const type = Array.isArray(leaf.type) ? leaf.type[0] : leaf.type;
+      if (leaf.format === 'date-time') {
+        for (const value of EXTREME_DATES) add({ url: realUrl, headers: json, payload: JSON.stringify(setAt(base, path, value)), invalid: true, label: `date ${path.join('.')} = ${value}` });
+        for (const value of EDGE_DATES) addBody(setAt(base, path, value), `edge date ${path.join('.')} = ${value}`);
+        for (const r of out.slice(-EDGE_DATES.length)) r.invalid = false;
+      }
+      if (type === 'number' || type === 'integer') {
+        for (const value of [...EXTREME_NUMBERS, ...EDGE_NUMBERS]) {
+          add({ url: realUrl, headers: json, payload: JSON.stringify(setAt(base, path, value)), invalid: false, label: `number ${path.join('.')} = ${value}` });
+        }
+      }
+      if (type === 'string' || leaf['x-properties'] || type === 'object') {
+        for (const value of LONE_SURROGATES) {
+          const at = type === 'string' ? path : [...path, 'k'];
+          add({ url: realUrl, headers: json, payload: JSON.stringify(setAt(base, at, value)), invalid: true, label: `lone surrogate ${at.join('.')} ${JSON.stringify(value)}` });
+        }
+        if (type !== 'string') {
+          add({ url: realUrl, headers: json, payload: JSON.stringify(setAt(base, path, { ['k\ud800']: 1 })), invalid: true, label: `lone surrogate key in ${path.join('.')}` });
+        }
+        if (type === 'string' && !leaf.format && !leaf.enum && !leaf.pattern) {
+          for (const bytes of NOT_UTF8) {
+            const marker = 'NOT-UTF8-MARKER';
+            const [head, tail] = JSON.stringify(setAt(base, path, `a${marker}b`)).split(marker);
+            add({ url: realUrl, headers: json, payload: Buffer.concat([Buffer.from(head), bytes, Buffer.from(tail)]), invalid: true, label: `not UTF-8 in ${path.join('.')}` });
+          }
+        }
+      }
+    }
+    for (const ct of BAD_JSON_TYPES) add({ url: realUrl, headers: { ...auth, 'content-type': ct }, payload: JSON.stringify(base), invalid: true, label: `json content-type ${ct}` });
+    for (const ct of GOOD_JSON_TYPES) add({ url: realUrl, headers: { ...auth, 'content-type': ct }, payload: JSON.stringify(base), invalid: false, label: `json content-type ${ct}` });
+  } else {
+    const queryParams = op.params.filter((p) => p.in === 'query');
+    const target = op.method === 'DELETE' ? urlFor(op, 'missing_id') : realUrl;
+    const withQuery = (q: string) => `${target}${target.includes('?') ? '&' : '?'}${q}`;
+    for (const p of queryParams) {
+      const leaf = nonNull(p.schema);
+      for (const enc of BAD_ENCODINGS) add({ url: withQuery(`${p.name}=a${enc}b`), headers: auth, invalid: true, label: `${p.name} not UTF-8 ${enc}` });
+      if (leaf.format === 'date-time') {
+        for (const value of EXTREME_DATES) add({ url: withQuery(`${p.name}=${encodeURIComponent(value)}`), headers: auth, invalid: true, label: `${p.name} = ${value}` });
+        for (const value of EDGE_DATES) add({ url: withQuery(`${p.name}=${encodeURIComponent(value)}`), headers: auth, invalid: false, label: `${p.name} = ${value}` });
+      }
+      if (leaf.type === 'number' || leaf.type === 'integer') {
+        for (const value of [...EXTREME_NUMBERS, ...NUMERIC_TEXTS]) add({ url: withQuery(`${p.name}=${encodeURIComponent(String(value))}`), headers: auth, invalid: true, label: `${p.name} = ${value}` });
+      }
+      if (p.name === 'propertyValue') {
+        for (const value of NUMERIC_TEXTS) add({ url: withQuery(`propertyPath=a.b&propertyValue=${encodeURIComponent(value)}`), headers: auth, invalid: false, label: `propertyValue ${value.slice(0, 20)}` });
+      }
+    }
+    if (op.method === 'GET') {
+      add({ method: 'HEAD', url: realUrl, headers: auth, invalid: false, label: 'HEAD' } as Req);
+      add({ method: 'HEAD', url: realUrl, headers: { 'content-type': 'application/json' }, invalid: true, label: 'HEAD without credentials' } as Req);
+    }
+  }
+
   // Request ids the service must not echo blindly (valid requests otherwise, so not "invalid").
   for (const rid of ['x'.repeat(500), 'a b', '💥', '']) {
     add({ url: op.method === 'DELETE' ? urlFor(op, 'missing_id') : realUrl, headers: { ...(writes ? json : auth), 'x-request-id': rid }, payload: writes ? JSON.stringify(base) : undefined, invalid: op.method !== 'POST' && op.method !== 'PATCH', label: `x-request-id ${rid.slice(0, 10)}` });
@@ -199,9 +286,49 @@ async function send(ctx: TestContext, r: Req) {
   return { status: res.statusCode, body, requestId: res.headers['x-request-id'] };
 }
 
+/** A request over a real socket, with the request target exactly as given (absolute-form included). */
+function sendRaw(port: number, method: string, target: string, body?: string) {
+  return new Promise<{ status: number; body: any; requestId: string | string[] | undefined }>((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, method, path: target, headers: body ? { 'content-type': 'application/json' } : {} }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { text += d; });
+      res.on('end', () => {
+        let parsed: any = text;
+        try { parsed = JSON.parse(text); } catch { /* keep the text */ }
+        resolve({ status: res.statusCode ?? 0, body: parsed, requestId: res.headers['x-request-id'] });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** The read-back check: after an accepted write, the resource's GET and its collection's list both answer 200. */
+async function readBack(ctx: TestContext, tenant: Tenant, r: Req, body: any): Promise<number> {
+  const m = /^\/api\/v1\/(items|buyers|pricing|orders|invoices)(?:\/([^/?]+))?(\/orders)?/.exec(r.url);
+  if (!m) return 0;
+  const collection = m[3] ? 'orders' : m[1];
+  const urls = [`/api/v1/${collection}`];
+  let payload: any;
+  try { payload = JSON.parse(String(r.payload)); } catch { payload = undefined; }
+  const id = body?.id ?? (m[3] ? undefined : m[2]) ?? payload?.orderId;
+  if (id && r.method !== 'DELETE') urls.push(`/api/v1/${collection}/${id}`);
+  for (const url of urls) {
+    const res = await ctx.request('GET', url, { as: tenant });
+    assert.equal(res.status, 200, `read-back after ${r.method} ${r.url.slice(0, 100)} [${r.label}]: GET ${url} -> ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+  }
+  return urls.length;
+}
+
 function checkAnswer(r: Req, res: Awaited<ReturnType<typeof send>>) {
   const what = `${r.method} ${r.url.slice(0, 120)} [${r.label}] -> ${res.status} ${JSON.stringify(res.body)?.slice(0, 300)}`;
   assert.ok(res.status < 500, what);
+  if (r.method === 'HEAD') {
+    assert.equal(res.body, '', what);
+    assert.equal(typeof res.requestId, 'string', what);
+    return;
+  }
   if (res.status >= 400) {
     assert.equal(typeof res.body?.errorCode, 'string', what);
     assert.equal(typeof res.body.message, 'string', what);
@@ -244,12 +371,33 @@ for (const backend of backends) {
         counts.push(`${op.method} ${op.path} ${requests.length}`);
         total += requests.length;
       }
+      // Every other spelling of every path, without credentials, over a real socket (absolute-form targets need one).
+      await ctx.app.listen({ port: 0, host: '127.0.0.1' });
+      const port = (ctx.app.server.address() as AddressInfo).port;
+      let spelled = 0;
+      for (const op of operations) {
+        const path = op.path.replace('{id}', idFor(op.path, fixture) ?? 'missing');
+        for (const target of spellingsOf(path)) {
+          const res = await sendRaw(port, op.method, target, op.method === 'POST' || op.method === 'PATCH' ? '{}' : undefined);
+          const r: Req = { method: op.method, url: target, headers: {}, invalid: true, label: 'spelling without credentials' };
+          checkAnswer(r, res);
+          assert.ok([400, 401, 404].includes(res.status), `${op.method} ${target}: ${res.status}`);
+          spelled++;
+        }
+      }
+      total += spelled;
       assert.equal(await snapshotBusiness(ctx, tenant.businessId), before, 'the business\'s data is unchanged after the invalid requests');
 
       // Phase 2: edge cases the schema allows (they may succeed), then plainly valid requests.
       let edge = 0;
+      let readBacks = 0;
       for (const { requests } of plan) {
-        for (const r of requests.filter((x) => !x.invalid)) { checkAnswer(r, await send(ctx, r)); edge++; }
+        for (const r of requests.filter((x) => !x.invalid)) {
+          const res = await send(ctx, r);
+          checkAnswer(r, res);
+          edge++;
+          if (res.status < 300 && r.method !== 'GET' && r.method !== 'HEAD') readBacks += await readBack(ctx, tenant, r, res.body);
+        }
       }
       let valid = 0;
       for (const op of operations) {
@@ -271,10 +419,12 @@ for (const backend of backends) {
       for (const [method, url, body, expected] of writes) {
         const res = await ctx.request(method, url, { as: tenant, body });
         assert.equal(res.status, expected, `${method} ${url}: ${JSON.stringify(res.body)}`);
+        readBacks += await readBack(ctx, tenant, { method, url, headers: {}, payload: JSON.stringify(body), invalid: false, label: 'valid' }, res.body);
         valid++;
       }
       console.log(`# hostile [${backend}]: ${operations.length} operations, ${total} requests (${total - edge} invalid, ${edge} schema-valid edge cases) + ${valid} valid; `
-        + `statuses of the invalid ones ${JSON.stringify(statuses)}; no 5xx; data unchanged. Per operation: ${counts.join(', ')}`);
+        + `statuses of the invalid ones ${JSON.stringify(statuses)}; no 5xx; data unchanged; ${spelled} path spellings over a socket; ${readBacks} read-backs after accepted writes. `
+        + `Per operation: ${counts.join(', ')}`);
     });
   });
 }

@@ -91,3 +91,38 @@ export async function snapshotBusiness(ctx: TestContext, businessId: string): Pr
   }
   return JSON.stringify(out);
 }
+
+const encodeFirst = (segment: string) => `%${segment.charCodeAt(0).toString(16)}${segment.slice(1)}`;
+const encodeAll = (segment: string) => [...segment].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).join('');
+
+/** Every other way of writing the same path: each must reach authentication, or no route at all. */
+export function spellingsOf(path: string): string[] {
+  const [, api, version, ...rest] = path.split('/');
+  const tail = rest.join('/');
+  const up = (s: string) => s.toUpperCase();
+  return [
+    `/${encodeFirst(api)}/${version}/${tail}`,
+    `/${api.slice(0, 2)}%${api.charCodeAt(2).toString(16)}/${version}/${tail}`,
+    `/${api}/${encodeAll(version)}/${tail}`,
+    `/${encodeAll(api)}/${encodeAll(version)}/${rest.map(encodeAll).join('/')}`,
+    `/${api}/${version}/${encodeFirst(rest[0])}${rest.length > 1 ? '/' + rest.slice(1).join('/') : ''}`,
+    `/${api}%2F${version}/${tail}`,
+    `http://localhost/${api}/${version}/${tail}`,
+    `HTTP://LOCALHOST/${api}/${version}/${tail}`,
+    `hTtP://Example.COM:80/${api}/${version}/${tail}`,
+    `https://localhost/${encodeFirst(api)}/${version}/${tail}`,
+    `//${api}/${version}/${tail}`,
+    `/${api}//${version}/${tail}`,
+    `/${api}/${version}//${tail}`,
+    `/x/../${api}/${version}/${tail}`,
+    `/${api}/./${version}/${tail}`,
+    `/${api}/${version}/./${tail}`,
+    `/%2e/${api}/${version}/${tail}`,
+    `/${up(api)}/${version}/${tail}`,
+    `/${api.charAt(0).toUpperCase()}${api.slice(1)}/${up(version)}/${tail}`,
+    `/${api}/${version}/${up(tail)}`,
+    `/${api}/${version}/${tail}/`,
+    `/${api}/${version}/${tail};x=1`,
+    `/${api}/${version}/${tail}?%61=1`,
+  ];
+}
