@@ -149,9 +149,12 @@ describeEachBackend('Hostile input: HEAD', (ctx) => {
     const urls = ['/api/v1/orders', `/api/v1/orders/${orderId}`, '/api/v1/items', '/api/v1/buyers', `/api/v1/buyers/${f.buyerId}`,
       '/api/v1/invoices', `/api/v1/invoices/${invoice.body.id}`, '/api/v1/pricing', '/healthz', '/openapi.json'];
     for (const url of urls) {
-      const get = await ctx().request('GET', url, { as: t });
+      // HEAD first, before any GET has rendered (and cached) the resource.
       const head = await ctx().request('HEAD', url, { as: t });
+      const get = await ctx().request('GET', url, { as: t });
       assert.equal(head.status, get.status, `HEAD ${url}: ${head.status}`);
+      const typed = await ctx().request('HEAD', url, { as: t, headers: { 'content-type': 'application/json' } });
+      assert.equal(typed.status, get.status, `HEAD ${url} with a Content-Type: ${typed.status}`);
       assert.equal(head.body, undefined, url);
       assert.equal(head.headers['content-type'], get.headers['content-type'], url);
       if (get.headers.etag) assert.equal(head.headers.etag, get.headers.etag, url);
