@@ -6,7 +6,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Config } from './config.ts';
 import type { Database } from './db/types.ts';
 import { createAuthenticator, registerApiGuard } from './http/auth.ts';
-import { connectionOptions, registerGracefulClose } from './http/connection.ts';
+import { connectionOptions, registerConnectionHandling } from './http/connection.ts';
 import { registerJsonBody } from './http/json-body.ts';
 import { checkQueryEncoding } from './http/query-encoding.ts';
 import { createErrorHandler } from './http/error-handler.ts';
@@ -93,7 +93,7 @@ export async function createApp(deps: AppDeps) {
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(errorHandler);
   registerJsonBody(app, config.bodyLimitBytes);
-  registerGracefulClose(app);
+  registerConnectionHandling(app);
   registerRequestLog(app);
   registerMetrics(app, { poolStats: deps.poolStats, processMetrics: deps.processMetrics });
   app.addSchema(ErrorResponse);
@@ -103,8 +103,9 @@ export async function createApp(deps: AppDeps) {
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
-    checkQueryEncoding(request.url);
   });
+  // Every route's query must decode; the API checks it already, after authentication (registerApiGuard).
+  app.addHook('preValidation', async (request) => checkQueryEncoding(request.url));
 
   app.decorateRequest('businessId', '');
   app.setNotFoundHandler(answerNotFound);

@@ -5,6 +5,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { createApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createDatabase } from '../src/db/connection.ts';
@@ -66,6 +67,17 @@ function assertErrorBody(answer: Answer, status: number, code: string) {
   assert.equal(body.errorCode, code);
   assert.equal(body.error, body.message);
   assert.equal(body.requestId, answer.headers['x-request-id']);
+}
+
+/** Writes raw bytes and collects everything the server sends until it closes the connection. */
+function rawExchange(port: number, host: string, text: string): Promise<string> {
+  return new Promise((resolve) => {
+    let out = '';
+    const socket = connect(port, host, () => socket.write(text));
+    socket.on('data', (d) => { out += d; if (out.includes('\r\n\r\n') && /content-length: (\d+)/i.test(out)) { const n = Number(/content-length: (\d+)/i.exec(out)![1]); if (Buffer.byteLength(out.split('\r\n\r\n').slice(1).join('\r\n\r\n')) >= n) socket.end(); } });
+    socket.on('close', () => resolve(out));
+    socket.on('error', () => resolve(out));
+  });
 }
 
 const exited = (server: Server) => new Promise<number | null>((resolve) => {
@@ -172,6 +184,37 @@ for (const backend of backends) {
       }
     });
 
+    it('answers Expect other than 100-continue with a 417 and the standard error body', async () => {
+      const url = new URL(server.base);
+      const raw = await rawExchange(Number(url.port), url.hostname, 'GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\n\r\n');
+      const [head, body] = raw.split('\r\n\r\n');
+      assert.match(head, /^HTTP\/1\.1 417 /);
+      const parsed = JSON.parse(body);
+      assert.equal(parsed.errorCode, 'EXPECTATION_FAILED');
+      assert.match(head, new RegExp(`x-request-id: ${parsed.requestId}`, 'i'));
+    });
+
+    it('gives one answer per request, even when the body of an answered request then times out', { timeout: 30_000 }, async () => {
+      const quick = await startServer({ DATABASE_URL: databaseUrl, HEADERS_TIMEOUT_MS: '1000', REQUEST_TIMEOUT_MS: '2000' });
+      try {
+        const url = new URL(quick.base);
+        const raw = await new Promise<string>((resolve) => {
+          let text = '';
+          const socket = connect(Number(url.port), url.hostname, () => {
+            socket.write('PATCH /api/v1/orders/ord_01jd5x8m2k3n4p5q6r7s8t9v0w HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{');
+          });
+          const drip = setInterval(() => { if (!socket.destroyed) socket.write(' '); }, 500);
+          socket.on('data', (d) => { text += d; });
+          socket.on('close', () => { clearInterval(drip); resolve(text); });
+          socket.on('error', () => {});
+        });
+        const statusLines = raw.match(/HTTP\/1\.1 \d{3}/g) ?? [];
+        assert.deepEqual(statusLines, ['HTTP/1.1 401'], raw);
+      } finally {
+        await quick.kill();
+      }
+    });
+
     it('over a real socket: HEAD answers like GET without a body, and Content-Type variants give 201 or 415, never 500', async () => {
       const { variantId, buyerId } = await createCatalogue(server.base, tenant);
       const created = await send(server.base, {
@@ -195,6 +238,37 @@ for (const backend of backends) {
         const res = await send(server.base, { method: 'POST', path: '/api/v1/items', headers: { ...tenant.headers, 'content-type': ct }, body: item });
         assert.equal(res.status, status, `${ct}: ${res.body}`);
       }
+    });
+
+    it('survives PostgreSQL ending its connections under load: 200 or 503, never a crash, and recovers', { skip: backend !== 'postgres' }, async () => {
+      const { variantId, buyerId } = await createCatalogue(server.base, tenant);
+      const created = await send(server.base, {
+        method: 'POST', path: `/api/v1/buyers/${buyerId}/orders`, headers: { ...tenant.headers, 'content-type': 'application/json' }, body: JSON.stringify(orderBody(variantId)),
+      });
+      const orderId = JSON.parse(created.body).id;
+      const database = new URL(databaseUrl).pathname.slice(1);
+      const admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+      await admin.connect();
+      const statuses: Record<number, number> = {};
+      let stop = false;
+      const agent = new Agent({ keepAlive: true, maxSockets: 4 });
+      const load = Promise.all(Array.from({ length: 4 }, async (_, w) => {
+        while (!stop) {
+          const res = await send(server.base, { path: w % 2 ? `/api/v1/orders/${orderId}` : '/api/v1/orders?limit=20', headers: tenant.headers, agent }).catch(() => ({ status: 0 }));
+          statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+        }
+      }));
+      for (let i = 0; i < 15; i++) {
+        await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [database]);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      stop = true;
+      await load;
+      await admin.end();
+      agent.destroy();
+      assert.equal(server.child.exitCode, null, `the server exited: ${server.output().slice(-2000)}`);
+      assert.deepEqual(Object.keys(statuses).filter((s) => s !== '200' && s !== '503'), [], JSON.stringify(statuses));
+      assert.equal((await send(server.base, { path: `/api/v1/orders/${orderId}`, headers: tenant.headers })).status, 200);
     });
 
     it('on SIGTERM under load: every request already sent gets its normal answer, idle connections close at once, and it exits within 10 s', { timeout: 60_000 }, async () => {

@@ -91,8 +91,8 @@ export async function findActiveKeys(db: Db, businessId: string) {
     .where('business_id', '=', businessId).where('revoked_at', 'is', null).execute();
 }
 
-export async function touchApiKey(db: Db, keyId: string): Promise<void> {
-  await db.updateTable('api_keys').set({ last_used_at: nowIso() }).where('id', '=', keyId).execute();
+export async function touchApiKey(db: Db, keyId: string, at: string = nowIso()): Promise<void> {
+  await db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', keyId).execute();
 }
 
 /**

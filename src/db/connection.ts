@@ -46,8 +46,12 @@ function openPostgres(url: string, options: DatabaseOptions): { db: Kysely<Datab
     connectionTimeoutMillis: 5000,
     options: options.schema ? `-c search_path=${options.schema}` : undefined,
   });
-  // An idle client losing its server must not take the process down; the next query reports it.
+  // A client losing its server must not take the process down: the pool listens on idle clients,
+  // and this listener covers a client that is checked out between two queries (a transaction, or
+  // a request between its statements). The query in progress, or the next one, reports the loss,
+  // and the pool drops the broken client when it is released.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   const dialect = new PostgresDialect({ pool: options.prepare === false ? pool : preparingPool(pool) });
   return { db: new Kysely<Database>({ dialect }), pool };
 }

@@ -4,9 +4,12 @@ import { findActiveKeys, hashApiKey, touchApiKey } from '../businesses/repositor
 import type { Db } from '../db/types.ts';
 import { ApiError, badRequest, RATE_LIMITED_MESSAGE, unauthorized } from './errors.ts';
 import { NUL_MESSAGE } from './json-body.ts';
+import { checkQueryEncoding } from './query-encoding.ts';
 import { rateLimitHeaders, type BucketSettings, type RateLimiter } from './rate-limit.ts';
 
 const MAX_HEADER_LENGTH = 256;
+/** How precisely a key's `last_used_at` is kept. */
+const LAST_USED_RESOLUTION_MS = 60_000;
 
 export interface Authenticator {
   /** The key id when the pair is valid and live, otherwise null. */
@@ -20,6 +23,17 @@ export interface Authenticator {
 export function createAuthenticator(db: Db, cacheMs: number, clock: () => number = Date.now): Authenticator {
   const cache = new Map<string, { keyId: string; until: number }>();
 
+  /**
+   * `last_used_at` is bookkeeping: written at most once a minute per key, so that reads do not
+   * need the write lock (SQLite) or a write round trip on every cache miss, and never allowed to
+   * fail a request, since a locked or busy database must not turn a read into a 503.
+   */
+  const recordUse = async (keyId: string, lastUsedAt: unknown, now: number) => {
+    const last = lastUsedAt ? new Date(String(lastUsedAt)).getTime() : 0;
+    if (now - last < LAST_USED_RESOLUTION_MS) return;
+    await touchApiKey(db, keyId, new Date(now).toISOString()).catch(() => {});
+  };
+
   return {
     async verify(businessId, apiKey) {
       if (typeof businessId !== 'string' || typeof apiKey !== 'string') return null;
@@ -31,19 +45,19 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
       if (cached && cached.until > now) return cached.keyId;
 
       const expected = Buffer.from(presented, 'hex');
-      let match: string | null = null;
+      let match: { id: string; last_used_at: unknown } | null = null;
       for (const key of await findActiveKeys(db, businessId)) {
         // Every live key is compared, in constant time, so timing tells nothing about which one matched.
-        if (timingSafeEqual(Buffer.from(key.key_hash, 'hex'), expected)) match = key.id;
+        if (timingSafeEqual(Buffer.from(key.key_hash, 'hex'), expected)) match = key;
       }
       if (match === null) {
         cache.delete(slot);
         return null;
       }
       if (cache.size > 10_000) cache.clear();
-      cache.set(slot, { keyId: match, until: now + cacheMs });
-      await touchApiKey(db, match);
-      return match;
+      cache.set(slot, { keyId: match.id, until: now + cacheMs });
+      await recordUse(match.id, match.last_used_at, now);
+      return match.id;
     },
   };
 }
@@ -64,7 +78,6 @@ export interface ApiGuardOptions {
 export function registerApiGuard(api: FastifyInstance, options: ApiGuardOptions): void {
   const { authenticator, rateLimiter, bucket } = options;
   api.addHook('onRequest', async (request, reply) => {
-    if (request.url.includes('%00')) throw badRequest(NUL_MESSAGE);
     const businessId = request.headers['x-business-id'];
     const keyId = await authenticator.verify(businessId, request.headers['x-api-key']);
     // Failed authentication is limited per client address; everything else per business.
@@ -78,5 +91,8 @@ export function registerApiGuard(api: FastifyInstance, options: ApiGuardOptions)
     }
     if (!keyId) throw unauthorized();
     request.businessId = businessId as string;
+    // Checks of what was sent come after who sent it: a stranger learns nothing but 401.
+    if (request.url.includes('%00')) throw badRequest(NUL_MESSAGE);
+    checkQueryEncoding(request.url);
   });
 }

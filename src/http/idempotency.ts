@@ -14,7 +14,11 @@ export interface WriteResult {
 
 export type WriteWork = (trx: Transaction<Database>) => Promise<WriteResult>;
 
-/** Runs a write in one transaction and sends its result, honouring `Idempotency-Key`. */
+/**
+ * Runs a write in one transaction and sends its result, honouring `Idempotency-Key`. It resolves
+ * once the answer is sent (it awaits the reply, as Fastify asks of a handler that calls send), so
+ * that Fastify never tries to send a second one.
+ */
 export type RunWrite = (request: FastifyRequest, reply: FastifyReply, work: WriteWork) => Promise<void>;
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -26,11 +30,11 @@ function fingerprintOf(request: FastifyRequest): string {
     .digest('hex');
 }
 
-function send(reply: FastifyReply, result: WriteResult, replayed = false): void {
+async function send(reply: FastifyReply, result: WriteResult, replayed = false): Promise<void> {
   reply.code(result.status);
   if (result.headers) reply.headers(result.headers);
   if (replayed) reply.header('idempotent-replayed', 'true');
-  reply.send(result.body === undefined ? null : result.body);
+  await reply.send(result.body === undefined ? null : result.body);
 }
 
 async function findRecord(db: Db, businessId: string, key: string) {
@@ -40,7 +44,7 @@ async function findRecord(db: Db, businessId: string, key: string) {
 
 type StoredRecord = NonNullable<Awaited<ReturnType<typeof findRecord>>>;
 
-function replay(reply: FastifyReply, record: StoredRecord, fingerprint: string): void {
+function replay(reply: FastifyReply, record: StoredRecord, fingerprint: string): Promise<void> {
   if (record.fingerprint !== fingerprint) {
     throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request');
   }

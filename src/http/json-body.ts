@@ -5,6 +5,7 @@ import { ApiError, badRequest, validationError } from './errors.ts';
 export const NUL_MESSAGE = 'Text must not contain the NUL character (\\u0000)';
 export const UNSUPPORTED_MEDIA_TYPE_MESSAGE = 'Content-Type must be application/json (optionally with charset=utf-8)';
 const SURROGATE_MESSAGE = 'Must be valid Unicode text: a lone UTF-16 surrogate was sent';
+const NUL_FIELD_MESSAGE = 'Must not contain the NUL character (\\u0000)';
 
 // `application/json`, any letter case, with at most one parameter: charset=utf-8 (quoted or not).
 const JSON_MEDIA_TYPE = /^\s*application\/json\s*(;\s*charset\s*=\s*(utf-8|"utf-8")\s*)?$/i;
@@ -14,21 +15,27 @@ export function isJsonMediaType(header: unknown): boolean {
   return typeof header === 'string' && JSON_MEDIA_TYPE.test(header);
 }
 
-// A lone surrogate can only arrive as a JSON escape: as raw bytes it is not UTF-8 and is refused before.
-const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+// A lone surrogate or a NUL can only arrive as a JSON escape (raw surrogate bytes are not UTF-8, raw
+// control characters not JSON), so only a body whose text has such an escape needs the walk.
+const SUSPECT_ESCAPE = /\\u(0000|[dD][89a-fA-F])/;
 
-/** The dotted path of the first string (or key) that is not well-formed Unicode, or null. Iterative: bodies may be deep. */
-export function findIllFormedText(root: unknown): string | null {
+const textProblem = (text: string): string | null =>
+  text.includes('\u0000') ? NUL_FIELD_MESSAGE : text.isWellFormed() ? null : SURROGATE_MESSAGE;
+
+/** The dotted path and problem of the first string (or key) that cannot be stored as sent, or null. Iterative: bodies may be deep. */
+export function findUnstorableText(root: unknown): { path: string; problem: string } | null {
   const stack: Array<{ value: unknown; path: string[] }> = [{ value: root, path: [] }];
   while (stack.length > 0) {
     const { value, path } = stack.pop()!;
     if (typeof value === 'string') {
-      if (!value.isWellFormed()) return path.join('.') || '(root)';
+      const problem = textProblem(value);
+      if (problem) return { path: path.join('.') || '(root)', problem };
     } else if (Array.isArray(value)) {
       value.forEach((v, i) => stack.push({ value: v, path: [...path, String(i)] }));
     } else if (value !== null && typeof value === 'object') {
       for (const [key, v] of Object.entries(value)) {
-        if (!key.isWellFormed()) return path.join('.') || '(root)';
+        const problem = textProblem(key);
+        if (problem) return { path: path.join('.') || '(root)', problem: problem === NUL_FIELD_MESSAGE ? NUL_FIELD_MESSAGE : 'Keys must be valid Unicode text: a lone UTF-16 surrogate was sent' };
         stack.push({ value: v, path: [...path, key] });
       }
     }
@@ -51,12 +58,12 @@ export function registerJsonBody(app: FastifyInstance, bodyLimit: number): void 
     if (!isJsonMediaType(request.headers['content-type'])) return done(new ApiError('UNSUPPORTED_MEDIA_TYPE', UNSUPPORTED_MEDIA_TYPE_MESSAGE), undefined);
     if (!isUtf8(bytes)) return done(badRequest('Request body is not valid UTF-8'), undefined);
     const text = bytes.toString('utf8');
-    if (text.includes('\\u0000')) return done(badRequest(NUL_MESSAGE), undefined);
     parseJson(request, text, (error, value) => {
       if (error) return done(error, undefined);
-      const bad = SURROGATE_ESCAPE.test(text) ? findIllFormedText(value) : null;
-      if (bad !== null) return done(validationError({ [bad]: SURROGATE_MESSAGE }), undefined);
-      return done(null, value);
+      const bad = SUSPECT_ESCAPE.test(text) ? findUnstorableText(value) : null;
+      if (bad === null) return done(null, value);
+      // PostgreSQL text cannot hold NUL; it is refused on both backends rather than fail deep inside.
+      return done(validationError({ [bad.path]: bad.problem }, bad.problem === NUL_FIELD_MESSAGE ? NUL_MESSAGE : undefined), undefined);
     });
   });
 }

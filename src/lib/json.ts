@@ -51,6 +51,14 @@ export function checkProperties(value: unknown): string | null {
   const stack: Array<[unknown, number]> = [[value, 1]];
   while (stack.length > 0) {
     const [node, depth] = stack.pop()!;
+    // A number JSON.parse could not hold exactly would be stored as something else (1e309 as null).
+    if (typeof node === 'number') {
+      if (!Number.isFinite(node)) return 'must not contain numbers beyond ±1.7976931348623157e308; send them as strings';
+      if (Number.isInteger(node) && !Number.isSafeInteger(node)) {
+        return `must not contain whole numbers beyond ±${Number.MAX_SAFE_INTEGER}, which lose digits; send them as strings`;
+      }
+      continue;
+    }
     if (typeof node !== 'object' || node === null) continue;
     if (depth > PROPERTIES_MAX_DEPTH) return `must be at most ${PROPERTIES_MAX_DEPTH} levels deep`;
     for (const key of Object.keys(node)) {
