@@ -46,6 +46,17 @@ export const PROPERTIES_MAX_BYTES = 64 * 1024;
 export const PROPERTIES_MAX_DEPTH = 32;
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
+/**
+ * Whether a parsed whole number probably lost digits: past 2^53 a double keeps about 16 of them,
+ * so a number whose shortest text needs more than 15 (9007199254740993 arrives as ...992) was not
+ * stored as written, while 1e21 or 2^60 are exact.
+ */
+function losesDigits(value: number): boolean {
+  if (!Number.isInteger(value) || Number.isSafeInteger(value)) return false;
+  const mantissa = String(Math.abs(value)).split('e')[0].replace('.', '').replace(/0+$/, '');
+  return mantissa.length > 15;
+}
+
 /** Returns why a properties value is unacceptable, or null. Depth is checked before anything recursive. */
 export function checkProperties(value: unknown): string | null {
   const stack: Array<[unknown, number]> = [[value, 1]];
@@ -54,8 +65,8 @@ export function checkProperties(value: unknown): string | null {
     // A number JSON.parse could not hold exactly would be stored as something else (1e309 as null).
     if (typeof node === 'number') {
       if (!Number.isFinite(node)) return 'must not contain numbers beyond ±1.7976931348623157e308; send them as strings';
-      if (Number.isInteger(node) && !Number.isSafeInteger(node)) {
-        return `must not contain whole numbers beyond ±${Number.MAX_SAFE_INTEGER}, which lose digits; send them as strings`;
+      if (losesDigits(node)) {
+        return `must not contain whole numbers beyond ±${Number.MAX_SAFE_INTEGER} with more than 15 significant digits, which lose digits; send them as strings`;
       }
       continue;
     }
