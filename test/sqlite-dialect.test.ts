@@ -3,10 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import SQLite from 'better-sqlite3';
 import { Kysely, sql } from 'kysely';
 import { createDatabase } from '../src/db/connection.ts';
 import { QueuedSqliteDialect } from '../src/db/sqlite-dialect.ts';
+import { openSqliteDatabase } from '../src/db/sqlite-driver.ts';
 
 describe('SQLite connection queue', () => {
   it('serves concurrent transactions first come, first served', async () => {
@@ -30,7 +30,7 @@ describe('SQLite connection queue', () => {
 
 describe('SQLite statement cache', () => {
   function open() {
-    const sqlite = new SQLite(':memory:');
+    const sqlite = openSqliteDatabase(':memory:');
     const prepared: string[] = [];
     const prepare = sqlite.prepare.bind(sqlite);
     sqlite.prepare = ((source: string) => {

@@ -1,10 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { preparingPool } from './pg-prepared.ts';
 import { QueuedSqliteDialect } from './sqlite-dialect.ts';
+import { openSqliteDatabase } from './sqlite-driver.ts';
 import type { Database, Dialect } from './types.ts';
 
 export interface DatabaseHandle {
@@ -28,7 +28,7 @@ export interface DatabaseOptions {
 function openSqlite(path: string): Kysely<Database> {
   const file = resolve(path);
   if (path !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-  const sqlite = new SQLite(path === ':memory:' ? path : file);
+  const sqlite = openSqliteDatabase(path === ':memory:' ? path : file);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');

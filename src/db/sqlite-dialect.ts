@@ -1,15 +1,16 @@
-import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import {
   CompiledQuery, SelectQueryNode, SqliteDialect, type DatabaseConnection, type Driver, type QueryResult,
 } from 'kysely';
+import type { SqliteDatabase, SqliteStatement as Statement } from './sqlite-driver.ts';
 
 /** Distinct statements kept prepared; far more than the application's queries, so eviction is rare. */
 const STATEMENT_CACHE_SIZE = 1000;
 
 /**
- * The one better-sqlite3 connection, with its prepared statements cached by SQL text. Kysely's
- * own driver prepares every query afresh, which cost a fifth of the server's CPU on a get-order
- * load; the application issues a few hundred distinct statements, so a bounded cache holds them all.
+ * The one SQLite connection (better-sqlite3, chosen in sqlite-driver.ts), with its prepared
+ * statements cached by SQL text. Kysely's own driver prepares every query afresh, which cost a
+ * fifth of the server's CPU on a get-order load; the application issues a few hundred distinct
+ * statements, so a bounded cache holds them all.
  */
 class CachingConnection implements DatabaseConnection {
   readonly #db: SqliteDatabase;

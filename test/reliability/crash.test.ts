@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import SQLite from 'better-sqlite3';
+import { openSqliteDatabase } from '../../src/db/sqlite-driver.ts';
 import {
   call, cliCreateBusiness, createCatalogue, createPgDatabase, missing, orderBody, sleep, startServer, type Server, type Tenant,
 } from './helpers.ts';
@@ -114,7 +114,7 @@ describe('kill -9 under write load, then restart', () => {
   it('[sqlite] loses no acknowledged write, duplicates nothing on retry, and the file passes integrity_check', { timeout: 180_000 }, async () => {
     const file = join(dir, 'crash.db');
     const note = await crashAndVerify('sqlite', `sqlite:${file}`);
-    const db = new SQLite(file, { readonly: true });
+    const db = openSqliteDatabase(file, { readonly: true });
     const check = db.pragma('integrity_check', { simple: true });
     db.close();
     assert.equal(check, 'ok');
