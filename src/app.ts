@@ -14,7 +14,7 @@ import { notFound } from './http/errors.ts';
 import { createRunWrite, purgeExpiredIdempotencyKeys } from './http/idempotency.ts';
 import { registerMetrics, registerRequestLog, type PoolStats } from './http/metrics.ts';
 import type { RouteDeps } from './http/types.ts';
-import { openapiOptions } from './http/openapi.ts';
+import { docsUiOptions, openapiOptions } from './http/openapi.ts';
 import type { BucketSettings, RateLimiter } from './http/rate-limit.ts';
 import { ErrorResponse } from './http/schema.ts';
 import { validatorCompiler } from './http/validation.ts';
@@ -111,8 +111,11 @@ export async function createApp(deps: AppDeps) {
   app.setNotFoundHandler(answerNotFound);
 
   await app.register(swagger, openapiOptions());
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(swaggerUi, docsUiOptions());
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // A browser is sent to the docs; curl shows where they are.
+  app.get('/', { schema: { hide: true } }, async (_request, reply) =>
+    reply.code(302).header('location', '/docs').send({ name: 'Supplyline', docs: '/docs', openapi: '/openapi.json', health: '/healthz' }));
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
