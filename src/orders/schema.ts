@@ -123,7 +123,11 @@ export type PatchUpdateOrderItemInput = Static<typeof PatchUpdateOrderItem>;
 export const IngestOrderBody = Type.Object({
   orderId: Id('The order being announced', 'ord_01jd5x8m2k3n4p5q6r7s8t9v0w'),
   businessId: Text(64, 'The caller\'s own business id', 1),
-}, { title: 'IngestOrderBody', additionalProperties: false });
+}, {
+  title: 'IngestOrderBody',
+  additionalProperties: false,
+  examples: [{ orderId: 'ord_01jd5x8m2k3n4p5q6r7s8t9v0w', businessId: 'bus_1234567890abcdef' }],
+});
 
 const DateTimeOut = Type.String({ format: 'date-time' });
 const JsonObjectOut = Type.Record(Type.String(), Type.Unknown());
