@@ -16,7 +16,7 @@ import { registerMetrics, registerRequestLog, type PoolStats } from './http/metr
 import type { RouteDeps } from './http/types.ts';
 import { docsUiOptions, openapiOptions } from './http/openapi.ts';
 import type { BucketSettings, RateLimiter } from './http/rate-limit.ts';
-import { ErrorResponse } from './http/schema.ts';
+import { ErrorResponse, NoQuery } from './http/schema.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { itemRoutes } from './items/routes.ts';
 import { buyerRoutes } from './buyers/routes.ts';
@@ -124,6 +124,11 @@ export async function createApp(deps: AppDeps) {
       new Promise<boolean>((resolve) => setTimeout(resolve, 2000, false).unref()),
     ]);
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ok' : 'unavailable' });
+  });
+
+  // Unknown query parameters are refused on every operation, as on lists, so a typo shows.
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith('/api/') && route.schema && !route.schema.querystring) route.schema.querystring = NoQuery;
   });
 
   const routeDeps: RouteDeps = {

@@ -28,14 +28,11 @@ function errorResponses(method: string, url: string) {
     400: errorRef('Validation failed (fieldErrors keyed by path), or a malformed request'),
     401: errorRef('Missing or invalid credentials (X-Business-Id and X-API-Key)'),
     ...(canMiss ? { 404: errorRef('Not found, or owned by another business') } : {}),
-    ...(writes
-      ? {
-        409: errorRef('Conflict, or the Idempotency-Key is in use by a request still running'),
-        413: errorRef('Body larger than the limit'),
-        415: errorRef('Body is not application/json'),
-        422: errorRef('The Idempotency-Key was used with a different request'),
-      }
-      : {}),
+    ...(writes ? { 409: errorRef('Conflict, or the Idempotency-Key is in use by a request still running') } : {}),
+    // Any request may carry a body, even where none is expected.
+    413: errorRef('Body larger than the limit'),
+    415: errorRef('Body is not application/json'),
+    ...(writes ? { 422: errorRef('The Idempotency-Key was used with a different request') } : {}),
     429: errorRef('Rate limited; wait Retry-After seconds'),
     500: errorRef('Unexpected error; quote the requestId to support'),
   };

@@ -44,6 +44,9 @@ export const Money = (description: string) => Decimal(description, 9, 6, { examp
 
 export const IdParams = Type.Object({ id: Id('Resource id', 'itm_01jd5x8m2k3n4p5q6r7s8t9v0w') });
 
+/** The query of an operation that takes no query parameters: any parameter is refused. */
+export const NoQuery = Type.Object({}, { additionalProperties: false });
+
 export const SuccessResponse = Type.Object({ success: Type.Literal(true) }, { title: 'Success' });
 
 /** page and limit have defaults, so the document shows them optional (src/http/openapi.ts). */

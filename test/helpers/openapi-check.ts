@@ -89,7 +89,9 @@ export function createResponseChecker(document: unknown) {
     const headers = Object.fromEntries(Object.entries(response.requestHeaders ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
     for (const param of operation.parameters.map((p) => resolve(doc, p))) {
       if (param.in !== 'query' && param.in !== 'header') continue;
-      const value = param.in === 'query' ? query.get(param.name) ?? undefined : headers[param.name.toLowerCase()];
+      const raw = param.in === 'query' ? query.get(param.name) ?? undefined : headers[param.name.toLowerCase()];
+      // A header sent twice reaches the server as one value, joined as Node joins it.
+      const value = Array.isArray(raw) ? raw.join(', ') : raw;
       if (value === undefined) {
         if (param.required) problems.push(`${where}: the server accepted a request without the required ${param.in} parameter ${param.name}`);
         continue;
@@ -161,3 +163,20 @@ export function createResponseChecker(document: unknown) {
 }
 
 export type ResponseChecker = ReturnType<typeof createResponseChecker>;
+
+/**
+ * The document with every local `$ref` replaced by what it names (siblings of a `$ref` kept), for
+ * tools that read schemas directly rather than through a validator. The document has no cycles.
+ */
+export function dereference<T>(document: T): T {
+  const doc = document as any;
+  const visit = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(visit);
+    if (node === null || typeof node !== 'object') return node;
+    const { $ref, ...rest } = node as Record<string, unknown>;
+    const own = Object.fromEntries(Object.entries(rest).map(([k, v]) => [k, visit(v)]));
+    if (typeof $ref !== 'string' || !$ref.startsWith('#/')) return $ref === undefined ? own : { $ref, ...own };
+    return { ...(visit(resolve(doc, { $ref })) as object), ...own };
+  };
+  return visit(doc) as T;
+}
