@@ -1,4 +1,4 @@
-import { RATE_LIMITED_MESSAGE, VALIDATION_MESSAGE } from './errors.ts';
+import { RATE_LIMITED_MESSAGE, UNAUTHORIZED_HINT, VALIDATION_MESSAGE } from './errors.ts';
 
 /** The two credentials headers, as security schemes, so the docs UI has one Authorize dialog. */
 export const SECURITY_SCHEMES = {
@@ -60,7 +60,7 @@ export function errorExample(status: number, method: string, tag: string | undef
         : required.length > 0 ? { [required[0]]: 'Required' } : { '(root)': 'Must NOT have additional properties' };
       return body('VALIDATION_ERROR', VALIDATION_MESSAGE, fieldErrors);
     }
-    case 401: return body('UNAUTHORIZED', 'Unauthorized');
+    case 401: return { ...body('UNAUTHORIZED', 'Unauthorized'), hint: UNAUTHORIZED_HINT };
     case 404: return body('NOT_FOUND', NOT_FOUND[tag ?? ''] ?? 'Not found');
     case 409: return body('IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still being processed');
     case 412: return body('PRECONDITION_FAILED', `The ${tag === 'Invoices' ? 'invoice' : 'order'} has changed: its current version is 4`);
