@@ -8,6 +8,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route's 2xx answers carry `ETag: "<version>"` (declared as a required response header). */
     etag?: boolean;
+    /** False for a POST or PATCH that never replays a stored answer (no Idempotent-Replayed header). */
+    replays?: boolean;
   }
 }
 
@@ -69,6 +71,7 @@ const PROPERTY_RULES = 'Property filters: propertyPath alone matches records whe
 export function openapiOptions(): FastifyDynamicSwaggerOptions {
   const extensions = new Set<string>();
   const etags = new Set<string>();
+  const noReplays = new Set<string>();
   const key = (method: string, url: string) => `${method.toLowerCase()} ${url.replace(/:(\w+)/g, '{$1}')}`;
   return {
     openapi: {
@@ -97,9 +100,10 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
     transform: ({ schema, url, route }) => {
       if (!url.startsWith('/api/')) return { schema, url };
       const method = String(route.method);
-      const config = route.config as { extension?: boolean; etag?: boolean } | undefined;
+      const config = route.config as { extension?: boolean; etag?: boolean; replays?: boolean } | undefined;
       if (config?.extension) extensions.add(key(method, url));
       if (config?.etag) etags.add(key(method, url));
+      if (config?.replays === false) noReplays.add(key(method, url));
       const own = (schema.headers as { properties?: Record<string, never> } | undefined)?.properties ?? {};
       const headers = { ...(method === 'POST' || method === 'PATCH' ? IDEMPOTENCY_HEADER : {}), ...own };
       const querystring = documentQuery(schema.querystring);
@@ -125,7 +129,7 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
       for (const [path, operations] of Object.entries(doc.paths ?? {})) {
         for (const [method, operation] of Object.entries(operations as Record<string, any>)) {
           if (extensions.has(`${method} ${path}`)) operation['x-supplyline-extension'] = true;
-          decorateResponses(operation, method, etags.has(`${method} ${path}`));
+          decorateResponses(operation, method, etags.has(`${method} ${path}`), !noReplays.has(`${method} ${path}`));
         }
       }
       nameComponents(doc);
@@ -137,8 +141,8 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
 const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
 /** Response headers, 2xx descriptions and per-status error examples. */
-function decorateResponses(operation: Record<string, any>, method: string, etag: boolean) {
-  const writes = method === 'post' || method === 'patch';
+function decorateResponses(operation: Record<string, any>, method: string, etag: boolean, replays: boolean) {
+  const writes = replays && (method === 'post' || method === 'patch');
   const tag = operation.tags?.[0] as string | undefined;
   for (const [status, response] of Object.entries<Record<string, any>>(operation.responses ?? {})) {
     const code = Number(status);

@@ -46,10 +46,16 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, orderCache }
   });
 
   app.post('/orders', {
+    config: { replays: false },
     schema: {
       tags, operationId: 'createOrder', summary: 'Announce an order (ingestion notification); idempotent',
       description: 'The Idempotency-Key, when sent, must be the hex SHA-256 of `${orderId}-${businessId}-order-integration`; '
         + 'otherwise 400 "Invalid idempotency key format". Repeats change nothing.',
+      headers: Type.Object({
+        'idempotency-key': Type.Optional(Type.String({
+          description: 'The lowercase or uppercase hex SHA-256 of `${orderId}-${businessId}-order-integration`; anything else is 400',
+        })),
+      }),
       body: IngestOrderBody, response: { 202: SuccessResponse },
     },
   }, async (request, reply) => {
