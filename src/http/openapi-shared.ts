@@ -1,4 +1,4 @@
-import { RATE_LIMITED_MESSAGE, UNAUTHORIZED_HINT, VALIDATION_MESSAGE } from './errors.ts';
+import { RATE_LIMITED_MESSAGE, SERVICE_UNAVAILABLE_MESSAGE, UNAUTHORIZED_HINT, VALIDATION_MESSAGE } from './errors.ts';
 
 /** The two credentials headers, as security schemes, so the docs UI has one Authorize dialog. */
 export const SECURITY_SCHEMES = {
@@ -69,6 +69,7 @@ export function errorExample(status: number, method: string, tag: string | undef
     case 422: return body('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request');
     case 429: return body('RATE_LIMITED', RATE_LIMITED_MESSAGE);
     case 500: return body('INTERNAL_ERROR', 'Internal server error');
+    case 503: return body('SERVICE_UNAVAILABLE', SERVICE_UNAVAILABLE_MESSAGE);
     default: return null;
   }
 }

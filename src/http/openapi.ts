@@ -37,6 +37,7 @@ function errorResponses(method: string, url: string) {
     ...(writes ? { 422: errorRef('The Idempotency-Key was used with a different request') } : {}),
     429: errorRef('Rate limited; wait Retry-After seconds'),
     500: errorRef('Unexpected error; quote the requestId to support'),
+    503: errorRef('The database is unavailable for now; retry after Retry-After seconds'),
   };
 }
 
@@ -150,7 +151,7 @@ function decorateResponses(operation: Record<string, any>, method: string, etag:
       'X-Request-Id': ref('X-Request-Id'),
       RateLimit: ref('RateLimit'),
       'RateLimit-Policy': ref('RateLimit-Policy'),
-      ...(code === 429 ? { 'Retry-After': ref('Retry-After') } : {}),
+      ...(code === 429 || code === 503 ? { 'Retry-After': ref('Retry-After') } : {}),
       ...(etag && code < 300 ? { ETag: ref('ETag') } : {}),
       // Stored answers (2xx, and 4xx other than 400) of a POST or PATCH are replayed.
       ...(writes && code !== 400 && code < 500 ? { 'Idempotent-Replayed': ref('Idempotent-Replayed') } : {}),

@@ -1,5 +1,6 @@
 import { Type, type TSchema } from 'typebox';
 import { ID_PATTERN } from '../lib/ids.ts';
+import { ERROR_STATUS } from './errors.ts';
 
 /** Shared schema pieces. Field documentation lives here, in descriptions and examples. */
 
@@ -76,8 +77,7 @@ export const ListEnvelope = <T extends TSchema>(item: T, title: string) =>
 
 export const ErrorResponse = Type.Object({
   errorCode: Type.String({
-    description: 'VALIDATION_ERROR, UNAUTHORIZED, NOT_FOUND, CONFLICT, PRECONDITION_FAILED, IDEMPOTENCY_KEY_IN_USE, '
-      + 'IDEMPOTENCY_KEY_REUSED, RATE_LIMITED, PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE or INTERNAL_ERROR',
+    description: `One of ${Object.keys(ERROR_STATUS).join(', ')}; more may be added`,
     examples: ['NOT_FOUND'],
   }),
   message: Type.String({ description: 'What went wrong, for people' }),
