@@ -14,9 +14,9 @@ import { notFound } from './http/errors.ts';
 import { createRunWrite, purgeExpiredIdempotencyKeys } from './http/idempotency.ts';
 import { registerMetrics, registerRequestLog, type PoolStats } from './http/metrics.ts';
 import type { RouteDeps } from './http/types.ts';
-import { openapiOptions } from './http/openapi.ts';
+import { docsUiOptions, openapiOptions } from './http/openapi.ts';
 import type { BucketSettings, RateLimiter } from './http/rate-limit.ts';
-import { ErrorResponse } from './http/schema.ts';
+import { ErrorResponse, NoQuery } from './http/schema.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { itemRoutes } from './items/routes.ts';
 import { buyerRoutes } from './buyers/routes.ts';
@@ -111,8 +111,11 @@ export async function createApp(deps: AppDeps) {
   app.setNotFoundHandler(answerNotFound);
 
   await app.register(swagger, openapiOptions());
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(swaggerUi, docsUiOptions());
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // A browser is sent to the docs; curl shows where they are.
+  app.get('/', { schema: { hide: true } }, async (_request, reply) =>
+    reply.code(302).header('location', '/docs').send({ name: 'Supplyline', docs: '/docs', openapi: '/openapi.json', health: '/healthz' }));
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
@@ -121,6 +124,11 @@ export async function createApp(deps: AppDeps) {
       new Promise<boolean>((resolve) => setTimeout(resolve, 2000, false).unref()),
     ]);
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ok' : 'unavailable' });
+  });
+
+  // Unknown query parameters are refused on every operation, as on lists, so a typo shows.
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith('/api/') && route.schema && !route.schema.querystring) route.schema.querystring = NoQuery;
   });
 
   const routeDeps: RouteDeps = {

@@ -5,7 +5,7 @@ import { createApp, type App } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createDatabase } from '../src/db/connection.ts';
 import { generateDemo, type DemoResult } from '../src/demo/generate.ts';
-import { backends, createTestDatabase, type TestDatabase } from './helpers/context.ts';
+import { backends, checkResponsesOf, createTestDatabase, type TestDatabase } from './helpers/context.ts';
 import { assertChangeCountsExact } from './helpers/orders.ts';
 
 const ORDERS = 1_200;
@@ -25,6 +25,7 @@ for (const backend of backends) {
       demo = await generateDemo(database.handle.db, { orders: ORDERS, items: 12, buyers: 6 });
       app = await createApp({ db: database.handle.db, config: Object.freeze(loadConfig({ RATE_LIMIT_RPS: '0' })), rateLimiter: null });
       await app.ready();
+      checkResponsesOf(app);
     });
     after(async () => {
       await app?.close();

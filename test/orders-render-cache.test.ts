@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { createApp, type App } from '../src/app.ts';
 import { createDatabase } from '../src/db/connection.ts';
 import { RenderCache } from '../src/lib/render-cache.ts';
-import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
+import { checkResponsesOf, describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
 import { createFixture, createOrder, getOrder, patchOrder } from './helpers/orders.ts';
 import { createQueryCounter } from './helpers/queries.ts';
 
@@ -46,6 +46,8 @@ describe('RenderCache', () => {
 async function openSecondInstance(ctx: TestContext): Promise<{ app: App; close(): Promise<void> }> {
   const handle = createDatabase(ctx.database.url, { schema: ctx.database.schema });
   const app = await createApp({ db: handle.db, config: ctx.config, rateLimiter: null });
+  await app.ready();
+  checkResponsesOf(app);
   return { app, close: async () => { await app.close(); await handle.close(); } };
 }
 

@@ -37,7 +37,7 @@ export function toBuyer(row: BuyerRow, contacts: ContactRows): Buyer {
     primaryPhone: row.primary_phone,
     status: row.status,
     partnershipId: row.partnership_id,
-    partnershipStatus: row.partnership_status,
+    partnershipStatus: row.partnership_status as Buyer['partnershipStatus'],
     itemListId: row.item_list_id,
     buyerInfo: readJson(row.buyer_info),
     properties: readJson(row.properties),

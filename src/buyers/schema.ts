@@ -1,8 +1,9 @@
 import { Type, type Static } from 'typebox';
-import { DateTime, Id, ListEnvelope, Nullable, PageQuery, Properties, PropertyFilterQuery, Text } from '../http/schema.ts';
+import { DateTime, Id, IncludeDeletedQuery, ListEnvelope, Nullable, PageQuery, Properties, PropertyFilterQuery, Text } from '../http/schema.ts';
 
 export const PARTNERSHIP_STATUSES = ['DECLINED', 'PENDING', 'REVIEW', 'ACTIVE', 'PAUSED', 'SUSPENDED', 'EXPIRED', 'TERMINATED'] as const;
 export const PartnershipStatus = Type.Enum([...PARTNERSHIP_STATUSES], {
+  title: 'PartnershipStatus',
   description: 'Status of the partnership between the supplier and this buyer', examples: ['ACTIVE'],
 });
 
@@ -22,13 +23,13 @@ export const CreateEmail = Type.Object({
   email: Email,
   contactName: Type.Optional(ContactName),
   isPrimary: Type.Optional(IsPrimary),
-}, { additionalProperties: false });
+}, { title: 'CreateEmail', additionalProperties: false });
 
 export const CreatePhone = Type.Object({
   phone: Phone,
   contactName: Type.Optional(ContactName),
   isPrimary: Type.Optional(IsPrimary),
-}, { additionalProperties: false });
+}, { title: 'CreatePhone', additionalProperties: false });
 
 const locationFields = {
   label: Type.Optional(Nullable(Text(255, 'Label, e.g. "Main warehouse"'))),
@@ -42,7 +43,7 @@ const locationFields = {
 };
 const AddressLine1 = Text(255, 'First address line', 1);
 
-export const CreateLocation = Type.Object({ ...locationFields, addressLine1: AddressLine1 }, { additionalProperties: false });
+export const CreateLocation = Type.Object({ ...locationFields, addressLine1: AddressLine1 }, { title: 'CreateLocation', additionalProperties: false });
 
 const ContactId = (description: string, example: string) => Id(description, example);
 const UpdateEmail = Type.Object({
@@ -77,7 +78,15 @@ export const CreateBuyerBody = Type.Object({
   emails: Type.Optional(Type.Array(CreateEmail, contacts)),
   phones: Type.Optional(Type.Array(CreatePhone, contacts)),
   locations: Type.Optional(Type.Array(CreateLocation, contacts)),
-}, { additionalProperties: false });
+}, {
+  title: 'CreateBuyerBody',
+  additionalProperties: false,
+  examples: [{
+    buyer: { name: 'Acme Foods', legalName: 'Acme Foods Pty Ltd' },
+    emails: [{ email: 'orders@acme.example', isPrimary: true }],
+    locations: [{ label: 'Main warehouse', type: 'WAREHOUSE', addressLine1: '1 Dock Road', city: 'Sydney', country: 'AU' }],
+  }],
+});
 export type CreateBuyerInput = Static<typeof CreateBuyerBody>;
 
 const IdList = (description: string, example: string) => Type.Array(Id(description, example), contacts);
@@ -98,7 +107,7 @@ export const UpdateBuyerBody = Type.Object({
   createLocations: Type.Optional(Type.Array(CreateLocation, contacts)),
   updateLocations: Type.Optional(Type.Array(UpdateLocation, contacts)),
   deleteLocations: Type.Optional(IdList('Location id', 'loc_01jd5x8m2k3n4p5q6r7s8t9v0w')),
-}, { additionalProperties: false });
+}, { title: 'UpdateBuyerBody', additionalProperties: false, examples: [{ buyer: { buyerInfo: { notes: 'Deliveries before 9am' } } }] });
 export type UpdateBuyerInput = Static<typeof UpdateBuyerBody>;
 export type CreateEmailInput = Static<typeof CreateEmail>;
 export type CreatePhoneInput = Static<typeof CreatePhone>;
@@ -114,7 +123,7 @@ export const CreateBuyerResponse = Type.Object({
   id: Type.String({ description: 'The buyer id; equals phantomId' }),
   phantomId: Type.String({ description: 'The buyer organisation (phm_)' }),
   partnershipId: Type.String({ description: 'The supplier-to-buyer partnership (prt_); orders attach here' }),
-});
+}, { title: 'BuyerCreated' });
 
 const Timestamps = {
   createdAt: Type.String({ format: 'date-time' }),
@@ -128,10 +137,10 @@ const Verification = {
 
 export const EmailResponse = Type.Object({
   id: Type.String(), email: Type.String(), contactName: Nullable(Type.String()), isPrimary: Type.Boolean(), ...Verification,
-});
+}, { title: 'BuyerEmail' });
 export const PhoneResponse = Type.Object({
   id: Type.String(), phone: Type.String(), contactName: Nullable(Type.String()), isPrimary: Type.Boolean(), ...Verification,
-});
+}, { title: 'BuyerPhone' });
 export const LocationResponse = Type.Object({
   id: Type.String(),
   label: Nullable(Type.String()),
@@ -144,7 +153,7 @@ export const LocationResponse = Type.Object({
   postcode: Nullable(Type.String()),
   country: Nullable(Type.String()),
   sequence: Type.Integer(),
-});
+}, { title: 'BuyerLocation' });
 
 export const BuyerResponse = Type.Object({
   id: Type.String({ description: 'The buyer id (phantom id, phm_)' }),
@@ -154,7 +163,7 @@ export const BuyerResponse = Type.Object({
   primaryPhone: Nullable(Type.String()),
   status: Type.String({ description: 'Status of the buyer organisation (ACTIVE)' }),
   partnershipId: Type.String(),
-  partnershipStatus: Type.String({ description: PARTNERSHIP_STATUSES.join(', ') }),
+  partnershipStatus: PartnershipStatus,
   itemListId: Nullable(Type.String({ description: 'The price list assigned to the partnership' })),
   buyerInfo: Nullable(Type.Record(Type.String(), Type.Unknown())),
   properties: Nullable(Type.Record(Type.String(), Type.Unknown())),
@@ -163,11 +172,12 @@ export const BuyerResponse = Type.Object({
   emails: Type.Array(EmailResponse),
   phones: Type.Array(PhoneResponse),
   locations: Type.Array(LocationResponse),
-});
+}, { title: 'Buyer' });
 export type Buyer = Static<typeof BuyerResponse>;
 
 export const ListBuyersQuery = Type.Object({
   ...PageQuery,
+  ...IncludeDeletedQuery,
   updatedSince: Type.Optional(DateTime('Only buyers updated strictly after this time')),
   partnershipStatus: Type.Optional(PartnershipStatus),
   propertyPath: Type.Optional(PropertyFilterQuery.propertyPath),
@@ -175,4 +185,4 @@ export const ListBuyersQuery = Type.Object({
   propertyExists: Type.Optional(PropertyFilterQuery.propertyExists),
 }, { additionalProperties: false });
 
-export const BuyerListResponse = ListEnvelope(BuyerResponse);
+export const BuyerListResponse = ListEnvelope(BuyerResponse, 'BuyerPage');

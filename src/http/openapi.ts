@@ -1,10 +1,18 @@
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
+import type { FastifySwaggerUiOptions } from '@fastify/swagger-ui';
 import { Type } from 'typebox';
+import { nameComponents } from './openapi-components.ts';
+import { errorExample, HEADERS, SECURITY_SCHEMES } from './openapi-shared.ts';
 
-const AUTH_HEADERS = {
-  'x-business-id': Type.String({ description: 'The business (tenant) id; also written X-Business-ID', examples: ['bus_1234567890abcdef'] }),
-  'x-api-key': Type.String({ description: 'A live API key of that business (secret; never in client-side code)' }),
-};
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route's 2xx answers carry `ETag: "<version>"` (declared as a required response header). */
+    etag?: boolean;
+    /** False for a POST or PATCH that never replays a stored answer (no Idempotent-Replayed header). */
+    replays?: boolean;
+  }
+}
+
 const IDEMPOTENCY_HEADER = {
   'idempotency-key': Type.Optional(Type.String({
     maxLength: 255,
@@ -14,52 +22,106 @@ const IDEMPOTENCY_HEADER = {
 
 const errorRef = (description: string) => ({ description, $ref: 'ErrorResponse#' });
 
-function errorResponses(method: string) {
+function errorResponses(method: string, url: string) {
+  const writes = method === 'POST' || method === 'PATCH';
+  // A path id can be missing; a POST can name a missing order, variant or partnership.
+  const canMiss = url.includes(':') || method === 'POST';
   return {
     400: errorRef('Validation failed (fieldErrors keyed by path), or a malformed request'),
-    401: errorRef('Missing or invalid credentials'),
-    404: errorRef('Not found, or owned by another business'),
-    ...(method === 'POST' || method === 'PATCH'
-      ? {
-        409: errorRef('Conflict, or the Idempotency-Key is in use by a request still running'),
-        413: errorRef('Body larger than the limit'),
-        415: errorRef('Body is not application/json'),
-        422: errorRef('The Idempotency-Key was used with a different request'),
-      }
-      : {}),
-    429: errorRef('Rate limited; see Retry-After'),
+    401: errorRef('Missing or invalid credentials (X-Business-Id and X-API-Key)'),
+    ...(canMiss ? { 404: errorRef('Not found, or owned by another business') } : {}),
+    ...(writes ? { 409: errorRef('Conflict, or the Idempotency-Key is in use by a request still running') } : {}),
+    // Any request may carry a body, even where none is expected.
+    413: errorRef('Body larger than the limit'),
+    415: errorRef('Body is not application/json'),
+    ...(writes ? { 422: errorRef('The Idempotency-Key was used with a different request') } : {}),
+    429: errorRef('Rate limited; wait Retry-After seconds'),
     500: errorRef('Unexpected error; quote the requestId to support'),
+    503: errorRef('The database is unavailable for now; retry after Retry-After seconds'),
   };
 }
 
+type JsonObject = { type?: string; properties?: Record<string, any>; required?: string[] };
+
 /**
- * Adds what every operation shares (auth headers, Idempotency-Key, error responses) to the
- * document only, and marks Supplyline's own operations with `x-supplyline-extension`.
+ * A query parameter with a default is optional: the server fills the default in. Examples are
+ * dropped from query parameters, because the docs UI pre-fills them and sends them as filters.
+ */
+function documentQuery(querystring: unknown): unknown {
+  const schema = querystring as JsonObject | undefined;
+  if (!schema?.properties) return querystring;
+  const properties = Object.fromEntries(Object.entries(schema.properties).map(([name, property]) => {
+    const { examples: _examples, ...rest } = property as Record<string, unknown>;
+    return [name, rest];
+  }));
+  const required = (schema.required ?? []).filter((name) => schema.properties![name]?.default === undefined);
+  return { ...schema, properties, required };
+}
+
+const LIST_RULES = 'Every query parameter is optional; an unknown one is refused with 400.';
+const PROPERTY_RULES = 'Property filters: propertyPath alone matches records where the key is present (even when null); '
+  + 'with propertyValue, the JSON scalar at the path must equal it as text ("456" matches 456 and "456"); '
+  + 'with propertyExists=false, the key must be absent. propertyValue and propertyExists cannot be used together, '
+  + 'and each requires propertyPath (400 otherwise).';
+
+/**
+ * Adds what every operation shares (auth, Idempotency-Key, error responses, response headers)
+ * to the document only, names the shapes as components, and marks Supplyline's own operations
+ * with `x-supplyline-extension`.
  */
 export function openapiOptions(): FastifyDynamicSwaggerOptions {
   const extensions = new Set<string>();
+  const etags = new Set<string>();
+  const noReplays = new Set<string>();
+  const key = (method: string, url: string) => `${method.toLowerCase()} ${url.replace(/:(\w+)/g, '{$1}')}`;
   return {
     openapi: {
       openapi: '3.1.0',
       info: {
         title: 'Supplyline',
         version: '1.0.0',
-        description: 'Supplier-side trading service: items, buyers, price lists, orders and invoices.',
+        description: 'Supplier-side trading service: items, buyers, price lists, orders and invoices.\n\n'
+          + 'Every `/api/v1` request carries `X-Business-Id` and `X-API-Key` (use **Authorize** to set both). '
+          + 'Bodies are JSON. Errors have `{errorCode, message, error, requestId}`, and validation errors `fieldErrors` keyed by path. '
+          + 'Send an `Idempotency-Key` on any POST or PATCH to make it safe to retry. '
+          + 'Operations marked `x-supplyline-extension` are Supplyline\'s own, beyond the integration contract.',
       },
+      servers: [{ url: '/', description: 'The server that serves this document' }],
+      components: { securitySchemes: SECURITY_SCHEMES as never, headers: HEADERS as never },
+      security: [{ BusinessId: [], ApiKey: [] }],
+      tags: [
+        { name: 'Items', description: 'Items and their variants' },
+        { name: 'Buyers', description: 'Phantom buyers, their partnerships and contacts' },
+        { name: 'Pricing', description: 'Price lists (item lists), their entries and assignments' },
+        { name: 'Orders', description: 'Orders, their items and properties, and the ingestion call' },
+        { name: 'Invoices', description: 'Invoices made from orders, and their line items' },
+      ],
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string) || `def-${i}` },
     transform: ({ schema, url, route }) => {
       if (!url.startsWith('/api/')) return { schema, url };
       const method = String(route.method);
-      if ((route.config as { extension?: boolean } | undefined)?.extension) extensions.add(`${method.toLowerCase()} ${url.replace(/:(\w+)/g, '{$1}')}`);
+      const config = route.config as { extension?: boolean; etag?: boolean; replays?: boolean } | undefined;
+      if (config?.extension) extensions.add(key(method, url));
+      if (config?.etag) etags.add(key(method, url));
+      if (config?.replays === false) noReplays.add(key(method, url));
       const own = (schema.headers as { properties?: Record<string, never> } | undefined)?.properties ?? {};
-      const headers = { ...AUTH_HEADERS, ...(method === 'POST' || method === 'PATCH' ? IDEMPOTENCY_HEADER : {}), ...own };
+      const headers = { ...(method === 'POST' || method === 'PATCH' ? IDEMPOTENCY_HEADER : {}), ...own };
+      const querystring = documentQuery(schema.querystring);
+      const queryNames = Object.keys((querystring as JsonObject | undefined)?.properties ?? {});
+      const rules = [
+        ...(querystring ? [LIST_RULES] : []),
+        ...(queryNames.includes('propertyPath') ? [PROPERTY_RULES] : []),
+      ];
+      const description = [schema.description, ...rules].filter(Boolean).join('\n\n') || undefined;
       return {
         url,
         schema: {
           ...schema,
-          headers: Type.Object(headers),
-          response: { ...errorResponses(method), ...(schema.response as object) },
+          ...(description ? { description } : {}),
+          ...(querystring ? { querystring } : {}),
+          ...(Object.keys(headers).length > 0 ? { headers: Type.Object(headers) } : { headers: undefined }),
+          response: { ...errorResponses(method, url), ...(schema.response as object) },
         } as typeof schema,
       };
     },
@@ -68,9 +130,50 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
       for (const [path, operations] of Object.entries(doc.paths ?? {})) {
         for (const [method, operation] of Object.entries(operations as Record<string, any>)) {
           if (extensions.has(`${method} ${path}`)) operation['x-supplyline-extension'] = true;
+          decorateResponses(operation, method, etags.has(`${method} ${path}`), !noReplays.has(`${method} ${path}`));
         }
       }
+      nameComponents(doc);
       return doc;
     },
+  };
+}
+
+const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+/** Response headers, 2xx descriptions and per-status error examples. */
+function decorateResponses(operation: Record<string, any>, method: string, etag: boolean, replays: boolean) {
+  const writes = replays && (method === 'post' || method === 'patch');
+  const tag = operation.tags?.[0] as string | undefined;
+  for (const [status, response] of Object.entries<Record<string, any>>(operation.responses ?? {})) {
+    const code = Number(status);
+    response.headers = {
+      'X-Request-Id': ref('X-Request-Id'),
+      RateLimit: ref('RateLimit'),
+      'RateLimit-Policy': ref('RateLimit-Policy'),
+      ...(code === 429 || code === 503 ? { 'Retry-After': ref('Retry-After') } : {}),
+      ...(etag && code < 300 ? { ETag: ref('ETag') } : {}),
+      // Stored answers (2xx, and 4xx other than 400) of a POST or PATCH are replayed.
+      ...(writes && code !== 400 && code < 500 ? { 'Idempotent-Replayed': ref('Idempotent-Replayed') } : {}),
+      ...response.headers,
+    };
+    const content = response.content?.['application/json'];
+    if (code >= 400 && content && content.example === undefined && content.examples === undefined) {
+      const example = errorExample(code, method, tag, operation.requestBody);
+      if (example) content.example = example;
+    }
+  }
+}
+
+const LOGO = `<svg xmlns="http://www.w3.org/2000/svg" width="220" height="40" viewBox="0 0 220 40">`
+  + `<text x="0" y="29" font-family="sans-serif" font-size="26" font-weight="700" fill="#ffffff">Supplyline API</text></svg>`;
+
+/** /docs: the product's name and logo, one Authorize dialog kept across reloads, "Try it out" ready. */
+export function docsUiOptions(): FastifySwaggerUiOptions {
+  return {
+    routePrefix: '/docs',
+    logo: { type: 'image/svg+xml', content: Buffer.from(LOGO), href: '/docs', target: '_self' },
+    theme: { title: 'Supplyline API' },
+    uiConfig: { persistAuthorization: true, displayOperationId: true, docExpansion: 'list', tryItOutEnabled: true },
   };
 }

@@ -1,10 +1,11 @@
 import { Type, type TSchema } from 'typebox';
 import { ID_PATTERN } from '../lib/ids.ts';
+import { ERROR_STATUS } from './errors.ts';
 
 /** Shared schema pieces. Field documentation lives here, in descriptions and examples. */
 
 export const CURRENCIES = ['USD', 'EUR', 'GBP', 'CAD', 'AUD', 'NZD', 'CHF', 'JPY', 'CNY', 'INR', 'BRL', 'MXN', 'ARS', 'COP', 'PHP'] as const;
-export const Currency = Type.Enum([...CURRENCIES], { description: 'ISO 4217 currency code (contract 2.3)', examples: ['AUD'] });
+export const Currency = Type.Enum([...CURRENCIES], { title: 'Currency', description: 'ISO 4217 currency code (contract 2.3)', examples: ['AUD'] });
 
 export const Id = (description: string, example: string) =>
   Type.String({ pattern: ID_PATTERN, maxLength: 64, description, examples: [example] });
@@ -16,6 +17,7 @@ export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Ty
 
 /** A free-form JSON object: at most 64 KiB and 32 levels, no `__proto__`, `constructor` or `prototype` keys. */
 export const Properties = Type.Record(Type.String(), Type.Unknown(), {
+  title: 'Properties',
   'x-properties': true,
   description: 'Free-form JSON object, namespaced by system key; deep-merged on PATCH. At most 64 KiB and 32 levels deep.',
   examples: [{ sage200Evo: { salesOrderNo: 456 } }],
@@ -43,11 +45,18 @@ export const Money = (description: string) => Decimal(description, 9, 6, { examp
 
 export const IdParams = Type.Object({ id: Id('Resource id', 'itm_01jd5x8m2k3n4p5q6r7s8t9v0w') });
 
-export const SuccessResponse = Type.Object({ success: Type.Literal(true) });
+/** The query of an operation that takes no query parameters: any parameter is refused. */
+export const NoQuery = Type.Object({}, { additionalProperties: false });
 
+export const SuccessResponse = Type.Object({ success: Type.Literal(true) }, { title: 'Success' });
+
+/** page and limit have defaults, so the document shows them optional (src/http/openapi.ts). */
 export const PageQuery = {
   page: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'Page number, from 1' }),
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size, 1 to 100' }),
+};
+
+export const IncludeDeletedQuery = {
   includeDeleted: Type.Boolean({ default: false, description: 'Include soft-deleted records, so that a mirror can see deletions (extension)' }),
 };
 
@@ -57,19 +66,25 @@ export const PropertyFilterQuery = {
   propertyExists: Type.Boolean({ description: 'true: the key is present (even when null); false: it is absent' }),
 };
 
-export const ListEnvelope = <T extends TSchema>(item: T) =>
+/** A page of a list; `title` names it in the document (e.g. OrderPage). */
+export const ListEnvelope = <T extends TSchema>(item: T, title: string) =>
   Type.Object({
     items: Type.Array(item),
-    total: Type.Integer({ description: 'Number of matching records across all pages' }),
-    page: Type.Integer(),
-    pageSize: Type.Integer({ description: 'The limit used for this page' }),
-  });
+    total: Type.Integer({ minimum: 0, description: 'Number of matching records across all pages' }),
+    page: Type.Integer({ minimum: 1 }),
+    pageSize: Type.Integer({ minimum: 1, description: 'The limit used for this page' }),
+  }, { title });
 
 export const ErrorResponse = Type.Object({
-  errorCode: Type.String({ examples: ['VALIDATION_ERROR'] }),
-  message: Type.String(),
+  errorCode: Type.String({
+    description: `One of ${Object.keys(ERROR_STATUS).join(', ')}; more may be added`,
+    examples: ['NOT_FOUND'],
+  }),
+  message: Type.String({ description: 'What went wrong, for people' }),
   error: Type.String({ description: 'Same text as message, for clients that read the single-field shape' }),
-  requestId: Type.String(),
-  fieldErrors: Type.Optional(Type.Record(Type.String(), Type.String())),
+  requestId: Type.String({ description: 'Quote it to support; also the X-Request-Id header' }),
+  fieldErrors: Type.Optional(Type.Record(Type.String(), Type.String(), {
+    description: 'Validation errors keyed by path, e.g. order.phase or variants.0.price',
+  })),
   hint: Type.Optional(Type.String({ description: 'What to do about it, on some errors (401 names the headers to send)' })),
 }, { $id: 'ErrorResponse', description: 'The error body of every 4xx and 5xx answer' });

@@ -8,7 +8,8 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 const MAX_FIELD_ERRORS = 50;
 
 function makeAjv(coerceTypes: boolean | 'array'): Ajv {
-  const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false });
+  // verbose: a failed `oneOf` names its alternatives from the schema (see messageFor).
+  const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false, verbose: true });
   addFormats(ajv);
   const dateTime = ajv.formats['date-time'] as { validate: (s: string) => boolean } | ((s: string) => boolean);
   const checkDateTime = typeof dateTime === 'function' ? dateTime : dateTime.validate;
@@ -120,6 +121,11 @@ function messageFor(error: ErrorObject, data: unknown): string {
     }
     case 'format': return `Invalid ${(error.params as { format: string }).format}`;
     case 'anyOf': return 'Invalid value';
+    case 'oneOf': {
+      // `oneOf: [{required: [a]}, {required: [b]}]` is how a schema says "exactly one of a and b".
+      const names = ((error.schema as Array<{ required?: string[] }>) ?? []).flatMap((branch) => branch.required ?? []);
+      return names.length > 0 ? `Give exactly one of ${names.join(' and ')}` : 'Must match exactly one alternative';
+    }
     default: return (error.message ?? 'Invalid value').replace(/^must /, 'Must ');
   }
 }
@@ -139,6 +145,8 @@ export function toFieldErrors(errors: ErrorObject[], data: unknown): FieldErrors
   const rank = (e: ErrorObject) => (e.keyword === 'anyOf' ? 2 : e.keyword === 'type' && (e.params as { type?: string }).type === 'null' ? 1 : 0);
   const ordered = [...errors].sort((a, b) => rank(a) - rank(b));
   for (const error of ordered) {
+    // A oneOf branch's own failures are reported once, by the oneOf error itself.
+    if (error.schemaPath.includes('/oneOf/')) continue;
     const path = pathFor(error);
     if (path in out) continue;
     if (Object.keys(out).length >= MAX_FIELD_ERRORS) break;

@@ -16,7 +16,7 @@ const ARTEFACT_PATH = ['invoiceArtefact'];
 
 export async function invoiceRoutes(app: ApiInstance, { db, runWrite }: RouteDeps) {
   app.post('/invoices', {
-    config: { extension: true },
+    config: { extension: true, etag: true },
     schema: {
       tags, operationId: 'createInvoice', summary: 'Invoice an order: its items become line items',
       description: 'One live invoice per order: a second gives 409 unless the first is VOIDED or deleted. '
@@ -34,7 +34,7 @@ export async function invoiceRoutes(app: ApiInstance, { db, runWrite }: RouteDep
       tags, operationId: 'listInvoices', summary: 'List invoices with their line items, newest first',
       description: 'Examples: `?hasArtefact=false` (invoices without a generated document), `?status=AUTHORISED`, '
         + '`?propertyPath=xero.invoiceId&propertyExists=false` (not yet synced). propertyPath takes precedence over hasArtefact. '
-        + 'Soft-deleted invoices are left out unless includeDeleted=true.',
+        + 'Status DELETED is a status like the others (filter with status=DELETED); invoices have no soft delete, so there is no includeDeleted.',
       querystring: ListInvoicesQuery, response: { 200: InvoiceListResponse },
     },
   }, async (request) => {
@@ -44,7 +44,8 @@ export async function invoiceRoutes(app: ApiInstance, { db, runWrite }: RouteDep
     return listInvoices(db, request.businessId, {
       page: query.page,
       limit: query.limit,
-      includeDeleted: query.includeDeleted,
+      // Invoices are never soft-deleted through the API; a row an operator marked deleted stays out.
+      includeDeleted: false,
       createdSince: query.createdSince === undefined ? undefined : parseDateTime(query.createdSince),
       status: query.status,
       property,
@@ -52,6 +53,7 @@ export async function invoiceRoutes(app: ApiInstance, { db, runWrite }: RouteDep
   });
 
   app.get('/invoices/:id', {
+    config: { etag: true },
     schema: { tags, operationId: 'getInvoice', summary: 'Get an invoice with its line items', params: InvoiceParams, response: { 200: InvoiceResponse } },
   }, async (request, reply) => {
     const invoice = await findInvoice(db, request.businessId, request.params.id);
@@ -60,6 +62,7 @@ export async function invoiceRoutes(app: ApiInstance, { db, runWrite }: RouteDep
   });
 
   app.patch('/invoices/:id', {
+    config: { etag: true },
     schema: {
       tags, operationId: 'updateInvoice', summary: 'Update an invoice\'s status, reference, notes, due date or properties',
       description: 'Status moves freely between the reference values and never changes the order. properties are deep-merged.',

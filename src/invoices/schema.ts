@@ -7,7 +7,10 @@ export const INVOICE_STATUSES = [
 ] as const;
 
 export const InvoiceStatus = Type.Enum([...INVOICE_STATUSES], {
-  description: 'Invoice status (reference values); moves freely. A VOIDED invoice frees its order for a new invoice', examples: ['PAID'],
+  title: 'InvoiceStatus',
+  description: 'Invoice status (reference values); moves freely. A VOIDED invoice frees its order for a new invoice. '
+    + 'DELETED is a status like the others, not a soft delete: such an invoice is still fetched and listed',
+  examples: ['PAID'],
 });
 
 const Reference = Text(255, 'The invoice reference, e.g. the accounting system\'s number');
@@ -22,7 +25,7 @@ export const CreateInvoiceBody = Type.Object({
   notes: Type.Optional(Nullable(Notes)),
   dueAt: Type.Optional(Nullable(DateTime('When payment is due'))),
   properties: Type.Optional(Nullable(Properties)),
-}, { additionalProperties: false, examples: [{ orderId: 'ord_01jd5x8m2k3n4p5q6r7s8t9v0w', reference: 'PO-1234', dueAt: '2025-02-15T00:00:00.000Z' }] });
+}, { title: 'CreateInvoiceBody', additionalProperties: false, examples: [{ orderId: 'ord_01jd5x8m2k3n4p5q6r7s8t9v0w', reference: 'PO-1234', dueAt: '2025-02-15T00:00:00.000Z' }] });
 export type CreateInvoiceInput = Static<typeof CreateInvoiceBody>;
 
 export const UpdateInvoiceBody = Type.Object({
@@ -32,6 +35,7 @@ export const UpdateInvoiceBody = Type.Object({
   dueAt: Type.Optional(Nullable(DateTime('When payment is due'))),
   properties: Type.Optional({ ...Properties, examples: [{ xero: { invoiceId: '243216c5-369e-4056-ac67-05388f86dc81' } }] }),
 }, {
+  title: 'UpdateInvoiceBody',
   additionalProperties: false,
   description: 'A missing key leaves the field unchanged; null clears it. properties are deep-merged, exactly like an order\'s',
   examples: [{ status: 'PAID', properties: { xero: { invoiceId: '243216c5-369e-4056-ac67-05388f86dc81' } } }],
@@ -54,14 +58,14 @@ export const InvoiceLineItemResponse = Type.Object({
   lineNumber: Type.Integer({ description: 'The order item\'s line number' }),
   createdAt: DateTimeOut,
   updatedAt: DateTimeOut,
-});
+}, { title: 'InvoiceLineItem' });
 
 export const InvoiceResponse = Type.Object({
   id: Type.String({ examples: ['inv_01jd5x8m2k3n4p5q6r7s8t9v0w'] }),
   invoiceNumber: Type.String({ description: 'Per-business sequence', examples: ['INV-000001'] }),
   partnershipId: Type.String(),
   orderId: Type.String(),
-  status: Type.String({ examples: ['DRAFT'] }),
+  status: InvoiceStatus,
   reference: Nullable(Type.String()),
   notes: Nullable(Type.String()),
   dueAt: Nullable(DateTimeOut),
@@ -71,16 +75,16 @@ export const InvoiceResponse = Type.Object({
   version: Type.Integer({ description: 'Raised by every change; the ETag carries it' }),
   createdAt: DateTimeOut,
   updatedAt: DateTimeOut,
-  deletedAt: Nullable(DateTimeOut),
+  deletedAt: Nullable({ ...DateTimeOut, description: 'Always null: invoices are not soft-deleted through the API (status DELETED is a status)' }),
   invoiceLineItems: Type.Array(InvoiceLineItemResponse),
-});
+}, { title: 'Invoice' });
 export type Invoice = Static<typeof InvoiceResponse>;
 export type InvoiceLineItem = Static<typeof InvoiceLineItemResponse>;
 
 export const ListInvoicesQuery = Type.Object({
   ...PageQuery,
   createdSince: Type.Optional(DateTime('Only invoices created strictly after this time')),
-  status: Type.Optional(InvoiceStatus),
+  status: Type.Optional({ ...InvoiceStatus, description: 'Only invoices with this status (DELETED included: it is a status)' }),
   hasArtefact: Type.Optional(Type.Boolean({ description: 'true: properties.invoiceArtefact exists; false: it is absent. Ignored when propertyPath is given' })),
   propertyPath: Type.Optional(PropertyFilterQuery.propertyPath),
   propertyValue: Type.Optional(PropertyFilterQuery.propertyValue),
@@ -88,4 +92,4 @@ export const ListInvoicesQuery = Type.Object({
 }, { additionalProperties: false });
 export type ListInvoicesInput = Static<typeof ListInvoicesQuery>;
 
-export const InvoiceListResponse = ListEnvelope(InvoiceResponse);
+export const InvoiceListResponse = ListEnvelope(InvoiceResponse, 'InvoicePage');

@@ -39,7 +39,7 @@ export function toItem(row: ItemRow, variants: VariantRow[]): Item {
     brand: row.brand,
     vendorName: row.vendor_name,
     type: row.type,
-    status: row.status,
+    status: row.status as Item['status'],
     properties: readJson(row.properties),
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),

@@ -1,10 +1,11 @@
 import { Type, type Static } from 'typebox';
 import {
-  Currency, DateTime, Decimal, Id, ListEnvelope, Money, Nullable, PageQuery, Properties, PropertyFilterQuery, Text,
+  Currency, DateTime, Decimal, Id, IncludeDeletedQuery, ListEnvelope, Money, Nullable, PageQuery, Properties, PropertyFilterQuery, Text,
 } from '../http/schema.ts';
 
 export const ITEM_STATUSES = ['ACTIVE', 'DRAFT', 'ARCHIVED'] as const;
-export const ItemStatus = Type.Enum([...ITEM_STATUSES], { description: 'Writable item status; DELETED is set only by DELETE' });
+export const ItemStatus = Type.Enum([...ITEM_STATUSES], { title: 'ItemStatus', description: 'Writable item status; DELETED is set only by DELETE' });
+const ItemStatusOut = Type.Enum([...ITEM_STATUSES, 'DELETED'], { description: 'ACTIVE, DRAFT or ARCHIVED; DELETED after a soft delete' });
 const ItemType = Type.String({
   pattern: '^[A-Z][A-Z0-9_]{0,63}$', description: 'Item type in upper case, e.g. OTHER', examples: ['OTHER'],
 });
@@ -37,7 +38,7 @@ export const CreateVariant = Type.Object({
   unitOfMeasure: Type.Optional(variantFields.unitOfMeasure),
   sequence: Type.Optional(variantFields.sequence),
   properties: Type.Optional(variantFields.properties),
-}, { additionalProperties: false });
+}, { title: 'CreateVariant', additionalProperties: false });
 
 export const UpdateVariant = Type.Object({
   id: Id('Variant id', 'var_01jd5x8m2k3n4p5q6r7s8t9v0w'),
@@ -51,7 +52,7 @@ export const UpdateVariant = Type.Object({
   unitOfMeasure: Type.Optional(variantFields.unitOfMeasure),
   sequence: Type.Optional(variantFields.sequence),
   properties: Type.Optional(Properties),
-}, { additionalProperties: false });
+}, { title: 'UpdateVariant', additionalProperties: false, description: 'Changes to an existing variant; properties are deep-merged' });
 
 const itemFields = {
   description: Type.Optional(Nullable(Text(10_000, 'Long description'))),
@@ -72,7 +73,14 @@ export const CreateItemBody = Type.Object({
     properties: Type.Optional(Nullable(Properties)),
   }, { additionalProperties: false }),
   variants: Type.Array(CreateVariant, { minItems: 1, maxItems: 100, description: 'At least one variant' }),
-}, { additionalProperties: false });
+}, {
+  title: 'CreateItemBody',
+  additionalProperties: false,
+  examples: [{
+    item: { name: 'Green Tea 500g', type: 'OTHER', status: 'ACTIVE' },
+    variants: [{ variantName: 'Default', sku: 'TEA-500', currency: 'AUD', price: 12.5, cost: 4, unitOfMeasure: 'EA' }],
+  }],
+});
 export type CreateItemInput = Static<typeof CreateItemBody>;
 export type CreateVariantInput = Static<typeof CreateVariant>;
 
@@ -83,7 +91,11 @@ export const UpdateItemBody = Type.Object({
   createVariants: Type.Optional(Type.Array(CreateVariant, { maxItems: 100 })),
   updateVariants: Type.Optional(Type.Array(UpdateVariant, { maxItems: 100 })),
   deleteVariants: Type.Optional(Type.Array(Id('Variant id', 'var_01jd5x8m2k3n4p5q6r7s8t9v0w'), { maxItems: 100 })),
-}, { additionalProperties: false });
+}, {
+  title: 'UpdateItemBody',
+  additionalProperties: false,
+  examples: [{ description: 'Loose-leaf green tea', properties: { shopify: { productId: '8123' } } }],
+});
 export type UpdateItemInput = Static<typeof UpdateItemBody>;
 export type UpdateVariantInput = Static<typeof UpdateVariant>;
 
@@ -91,7 +103,7 @@ export const CreateItemResponse = Type.Object({
   success: Type.Literal(true),
   id: Type.String({ description: 'The new item id (itm_)' }),
   variantIds: Type.Array(Type.String(), { description: 'Variant ids (var_), in the order the variants were sent' }),
-});
+}, { title: 'ItemCreated' });
 
 export const VariantResponse = Type.Object({
   id: Type.String(),
@@ -109,7 +121,7 @@ export const VariantResponse = Type.Object({
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
   deletedAt: Nullable(Type.String({ format: 'date-time' })),
-});
+}, { title: 'Variant' });
 
 export const ItemResponse = Type.Object({
   id: Type.String(),
@@ -121,24 +133,25 @@ export const ItemResponse = Type.Object({
   brand: Nullable(Type.String()),
   vendorName: Nullable(Type.String()),
   type: Type.String(),
-  status: Type.String({ description: 'ACTIVE, DRAFT, ARCHIVED or DELETED' }),
+  status: ItemStatusOut,
   properties: Nullable(Type.Record(Type.String(), Type.Unknown())),
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
   deletedAt: Nullable(Type.String({ format: 'date-time' })),
   variants: Type.Array(VariantResponse, { description: 'Live variants in sequence order (deleted ones too in a list with includeDeleted=true)' }),
-});
+}, { title: 'Item' });
 export type Item = Static<typeof ItemResponse>;
 export type Variant = Static<typeof VariantResponse>;
 
 export const ListItemsQuery = Type.Object({
   ...PageQuery,
+  ...IncludeDeletedQuery,
   updatedSince: Type.Optional(DateTime('Only items updated strictly after this time')),
-  status: Type.Optional(Type.Enum([...ITEM_STATUSES, 'DELETED'])),
+  status: Type.Optional({ ...ItemStatusOut, description: 'Only items with this status; DELETED implies includeDeleted=true' }),
   propertyPath: Type.Optional(PropertyFilterQuery.propertyPath),
   propertyValue: Type.Optional(PropertyFilterQuery.propertyValue),
   propertyExists: Type.Optional(PropertyFilterQuery.propertyExists),
 }, { additionalProperties: false });
 export type ListItemsInput = Static<typeof ListItemsQuery>;
 
-export const ItemListResponse = ListEnvelope(ItemResponse);
+export const ItemListResponse = ListEnvelope(ItemResponse, 'ItemPage');

@@ -28,9 +28,12 @@ export const ingestionKeyOf = (orderId: string, businessId: string) =>
 
 export async function orderRoutes(app: ApiInstance, { db, runWrite, orderCache }: RouteDeps) {
   app.post('/buyers/:id/orders', {
-    config: { extension: true },
+    config: { extension: true, etag: true },
     schema: {
       tags, operationId: 'createBuyerOrder', summary: 'Create an order for a buyer, priced from its item list',
+      description: 'Each item names exactly one of itemVariantId (priced from the buyer\'s price list, falling back to the default list) '
+        + 'and itemListEntryId; at most one item per item list entry (400 otherwise). Items must share one currency, which the order '
+        + 'takes (currency, when sent, must equal it). totalAmount is the sum of quantity × price.',
       params: BuyerOrderParams, body: CreateOrderBody, response: { 201: OrderResponse },
     },
   }, async (request, reply) => {
@@ -43,10 +46,16 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, orderCache }
   });
 
   app.post('/orders', {
+    config: { replays: false },
     schema: {
       tags, operationId: 'createOrder', summary: 'Announce an order (ingestion notification); idempotent',
       description: 'The Idempotency-Key, when sent, must be the hex SHA-256 of `${orderId}-${businessId}-order-integration`; '
         + 'otherwise 400 "Invalid idempotency key format". Repeats change nothing.',
+      headers: Type.Object({
+        'idempotency-key': Type.Optional(Type.String({
+          description: 'The lowercase or uppercase hex SHA-256 of `${orderId}-${businessId}-order-integration`; anything else is 400',
+        })),
+      }),
       body: IngestOrderBody, response: { 202: SuccessResponse },
     },
   }, async (request, reply) => {
@@ -67,7 +76,8 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, orderCache }
       description: 'Examples: `?propertyPath=sage200Evo.salesOrderNo&propertyExists=false` (orders not yet synced to an ERP), '
         + '`?propertyPath=sage200Evo.salesOrderNo&propertyValue=12345`, '
         + '`?phase=ACTIVE&status=ACCEPTED&propertyPath=sage200Evo.salesOrderNo&propertyExists=false`, '
-        + '`?modifiedSince=2025-01-15T10:30:00.000Z` (poll for changes). Soft-deleted orders are left out unless includeDeleted=true.',
+        + '`?modifiedSince=2025-01-15T10:30:00.000Z` (poll for changes). Soft-deleted orders are left out unless includeDeleted=true.\n\n'
+        + 'modifiedSince cannot be combined with createdSince or updatedSince (400); createdSince and updatedSince may be combined.',
       querystring: ListOrdersQuery, response: { 200: OrderListResponse },
     },
   }, async (request, reply) => {
@@ -90,6 +100,7 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, orderCache }
   });
 
   app.get('/orders/:id', {
+    config: { etag: true },
     schema: { tags, operationId: 'getOrder', summary: 'Get an order with its items', params: OrderParams, response: { 200: OrderResponse } },
   }, async (request, reply) => {
     const order = await renderOrder(db, orderCache, request.businessId, request.params.id, serializerOf(reply, OrderResponse));
@@ -98,8 +109,15 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, orderCache }
   });
 
   app.patch('/orders/:id', {
+    config: { etag: true },
     schema: {
       tags, operationId: 'updateOrder', summary: 'Update an order\'s fields, properties and items in one transaction',
+      description: 'Every part is optional, but a body with nothing to change is 400 "No valid fields provided for update". '
+        + 'order.properties is deep-merged (objects merge, arrays and scalars replace, null is stored). '
+        + 'createOrderItems needs an itemListEntryId the order does not have yet: one line per entry (400 otherwise); '
+        + 'a variant\'s entries are listed by GET /api/v1/pricing/{id}. Unknown ids in updateOrderItems or deleteOrderItems are 404. '
+        + 'totalAmount is recomputed from the items when they change, unless the same request sends order.totalAmount. '
+        + 'Send If-Match with the last ETag to get 412 instead of overwriting a change made in between.',
       params: OrderParams, body: UpdateOrderBody,
       headers: Type.Object({ 'if-match': Type.Optional(Type.String({ maxLength: 200, description: 'The ETag last read ("<version>"); a stale one gives 412' })) }),
       response: { 200: OrderResponse, 412: preconditionFailed },

@@ -1,16 +1,16 @@
 import { Type, type Static } from 'typebox';
 import {
-  Currency, DateTime, Decimal, Id, ListEnvelope, Money, Nullable, PageQuery, Properties, PropertyFilterQuery, Text,
+  Currency, DateTime, Decimal, Id, IncludeDeletedQuery, ListEnvelope, Money, Nullable, PageQuery, Properties, PropertyFilterQuery, Text,
 } from '../http/schema.ts';
 
 export const ORDER_PHASES = ['DRAFT', 'PENDING', 'ACTIVE', 'ARCHIVED', 'REJECTED', 'CANCELLED', 'DELETED'] as const;
 /** Contract 3.2: the values PATCH accepts and responses carry. */
 export const ORDER_STATUSES = ['UNASSIGNED', 'ACCEPTED', 'PACKED', 'IN_TRANSIT', 'DELIVERED', 'RETURNED', 'NOT_APPLICABLE'] as const;
-/** The order guide's extra values, accepted by the list filter only (contract 3.2). */
-const GUIDE_STATUSES = ['PREPARING', 'SHIPPED', 'CANCELLED'] as const;
 
-export const OrderPhase = Type.Enum([...ORDER_PHASES], { description: 'High-level lifecycle (contract 3.1); moves freely', examples: ['ACTIVE'] });
-export const OrderStatus = Type.Enum([...ORDER_STATUSES], { description: 'Physical fulfilment (contract 3.2); moves freely', examples: ['ACCEPTED'] });
+export const OrderPhase = Type.Enum([...ORDER_PHASES], {
+  title: 'OrderPhase', description: 'High-level lifecycle (contract 3.1); moves freely. DELETED is set by a soft delete', examples: ['ACTIVE'],
+});
+export const OrderStatus = Type.Enum([...ORDER_STATUSES], { title: 'OrderStatus', description: 'Physical fulfilment (contract 3.2); moves freely', examples: ['ACCEPTED'] });
 
 const Quantity = Decimal('Quantity ordered (> 0)', 9, 6, { exclusiveMinimum: 0, examples: [3] });
 const Amount = Money;
@@ -31,7 +31,12 @@ export const CreateOrderItem = Type.Object({
   cost: Type.Optional(Amount('Unit cost; the variant\'s cost times the list\'s cost factor when left out')),
   lineNumber: Type.Optional(LineNumber),
   properties: Type.Optional(Nullable(Properties)),
-}, { additionalProperties: false, description: 'Exactly one of itemListEntryId and itemVariantId' });
+}, {
+  title: 'CreateOrderItem',
+  additionalProperties: false,
+  description: 'Exactly one of itemListEntryId and itemVariantId; at most one item per item list entry',
+  oneOf: [{ required: ['itemListEntryId'] }, { required: ['itemVariantId'] }],
+});
 
 export const CreateOrderBody = Type.Object({
   expectedDeliveryAt: DateTime('When the buyer expects delivery'),
@@ -45,7 +50,15 @@ export const CreateOrderBody = Type.Object({
   currency: Type.Optional({ ...Currency, description: 'Must equal the items\' currency when sent' }),
   properties: Type.Optional(Nullable(Properties)),
   orderItems: Type.Array(CreateOrderItem, { minItems: 1, maxItems: 500, description: 'At least one item, one per item list entry' }),
-}, { additionalProperties: false });
+}, {
+  title: 'CreateOrderBody',
+  additionalProperties: false,
+  examples: [{
+    expectedDeliveryAt: '2030-01-15T10:30:00.000Z',
+    externalReference: 'PO-1234',
+    orderItems: [{ itemVariantId: 'var_01jd5x8m2k3n4p5q6r7s8t9v0w', quantity: 3 }],
+  }],
+});
 export type CreateOrderInput = Static<typeof CreateOrderBody>;
 export type CreateOrderItemInput = Static<typeof CreateOrderItem>;
 
@@ -62,7 +75,12 @@ export const PatchCreateOrderItem = Type.Object({
   ...itemFields,
   lineNumber: Type.Optional(LineNumber),
   properties: Type.Optional(Nullable(Properties)),
-}, { additionalProperties: false });
+}, {
+  title: 'PatchCreateOrderItem',
+  additionalProperties: false,
+  description: 'A new line for an item list entry the order does not have yet (GET /api/v1/pricing/{id} lists a list\'s entries; '
+    + 'every order item shows its itemListEntryId)',
+});
 
 export const PatchUpdateOrderItem = Type.Object({
   id: OrderItemId,
@@ -73,7 +91,7 @@ export const PatchUpdateOrderItem = Type.Object({
   cost: Type.Optional(itemFields.cost),
   lineNumber: Type.Optional(LineNumber),
   properties: Type.Optional(Properties),
-}, { additionalProperties: false });
+}, { title: 'PatchUpdateOrderItem', additionalProperties: false, description: 'Changes to an existing line; properties are deep-merged' });
 
 export const UpdateOrderBody = Type.Object({
   order: Type.Optional(Type.Object({
@@ -94,6 +112,7 @@ export const UpdateOrderBody = Type.Object({
   updateOrderItems: Type.Optional(Type.Array(PatchUpdateOrderItem, { maxItems: 500 })),
   deleteOrderItems: Type.Optional(Type.Array(OrderItemId, { maxItems: 500 })),
 }, {
+  title: 'UpdateOrderBody',
   additionalProperties: false,
   examples: [{ order: { phase: 'ACTIVE', status: 'ACCEPTED', properties: { sage200Evo: { salesOrderNo: 456 } } } }],
 });
@@ -104,7 +123,11 @@ export type PatchUpdateOrderItemInput = Static<typeof PatchUpdateOrderItem>;
 export const IngestOrderBody = Type.Object({
   orderId: Id('The order being announced', 'ord_01jd5x8m2k3n4p5q6r7s8t9v0w'),
   businessId: Text(64, 'The caller\'s own business id', 1),
-}, { additionalProperties: false });
+}, {
+  title: 'IngestOrderBody',
+  additionalProperties: false,
+  examples: [{ orderId: 'ord_01jd5x8m2k3n4p5q6r7s8t9v0w', businessId: 'bus_1234567890abcdef' }],
+});
 
 const DateTimeOut = Type.String({ format: 'date-time' });
 const JsonObjectOut = Type.Record(Type.String(), Type.Unknown());
@@ -118,7 +141,7 @@ export const OrderItemResponse = Type.Object({
     id: Type.String(),
     itemVariantId: Type.String(),
     itemVariant: Type.Object({ id: Type.String(), itemId: Type.String(), variantName: Type.String(), sku: Nullable(Type.String()) }),
-  }),
+  }, { description: 'The item list entry and its variant, for context' }),
   quantity: Type.Number(),
   unitOfMeasure: Type.String(),
   currency: Type.String(),
@@ -127,15 +150,15 @@ export const OrderItemResponse = Type.Object({
   properties: Nullable(JsonObjectOut),
   createdAt: DateTimeOut,
   updatedAt: DateTimeOut,
-});
+}, { title: 'OrderItem' });
 
 export const OrderResponse = Type.Object({
   id: Type.String(),
   partnershipId: Type.String(),
   membershipId: Nullable(Type.String()),
   integrationId: Nullable(Type.String()),
-  phase: Type.String(),
-  status: Type.String(),
+  phase: OrderPhase,
+  status: OrderStatus,
   internalReference: Type.String({ examples: ['SO-000001'] }),
   externalReference: Nullable(Type.String()),
   notes: Nullable(Type.String()),
@@ -152,21 +175,22 @@ export const OrderResponse = Type.Object({
   updatedAt: DateTimeOut,
   deletedAt: Nullable(DateTimeOut),
   orderItems: Type.Array(OrderItemResponse),
-});
+}, { title: 'Order' });
 export type Order = Static<typeof OrderResponse>;
 export type OrderItem = Static<typeof OrderItemResponse>;
 
 export const ListOrdersQuery = Type.Object({
   ...PageQuery,
+  ...IncludeDeletedQuery,
   createdSince: Type.Optional(DateTime('Only orders created strictly after this time')),
   updatedSince: Type.Optional(DateTime('Only orders updated strictly after this time')),
   modifiedSince: Type.Optional(DateTime('Only orders created or updated strictly after this time; not with createdSince or updatedSince')),
   phase: Type.Optional(OrderPhase),
-  status: Type.Optional(Type.Enum([...ORDER_STATUSES, ...GUIDE_STATUSES], { description: 'Fulfilment status filter' })),
+  status: Type.Optional(OrderStatus),
   propertyPath: Type.Optional(PropertyFilterQuery.propertyPath),
   propertyValue: Type.Optional(PropertyFilterQuery.propertyValue),
   propertyExists: Type.Optional(PropertyFilterQuery.propertyExists),
 }, { additionalProperties: false });
 export type ListOrdersInput = Static<typeof ListOrdersQuery>;
 
-export const OrderListResponse = ListEnvelope(OrderResponse);
+export const OrderListResponse = ListEnvelope(OrderResponse, 'OrderPage');

@@ -20,7 +20,7 @@ export function toPriceList(row: ItemListRow, entries: EntryRow[], partnershipId
   return {
     id: row.id,
     label: row.label,
-    status: row.status,
+    status: row.status as PriceList['status'],
     isDefault: Boolean(row.is_default),
     globalPriceFactor: toNumber(row.global_price_factor)!,
     globalCostFactor: toNumber(row.global_cost_factor)!,

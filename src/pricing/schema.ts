@@ -4,6 +4,7 @@ import { Currency, DateTime, Decimal, Id, ListEnvelope, Money, Nullable, PageQue
 /** Item list statuses: the contract names only ACTIVE; only an ACTIVE list prices anything. */
 export const ITEM_LIST_STATUSES = ['ACTIVE', 'INACTIVE', 'DRAFT', 'ARCHIVED'] as const;
 export const ItemListStatus = Type.Enum([...ITEM_LIST_STATUSES], {
+  title: 'PriceListStatus',
   description: 'Only an ACTIVE list within its dates is applied; otherwise its buyers get the default list',
   examples: ['ACTIVE'],
 });
@@ -15,7 +16,7 @@ export const CreateItemListEntry = Type.Object({
   itemVariantId: Id('A live variant of this business', 'var_01jd5x8m2k3n4p5q6r7s8t9v0w'),
   overrideFlatPrice: Type.Optional(Nullable(Money('Fixed unit price for this variant; replaces price × globalPriceFactor'))),
   currency: Type.Optional(Nullable({ ...Currency, description: 'Currency of this entry; the variant\'s currency when left out' })),
-}, { additionalProperties: false });
+}, { title: 'CreatePriceListEntry', additionalProperties: false });
 
 export const CreatePriceListBody = Type.Object({
   itemListData: Type.Object({
@@ -32,13 +33,21 @@ export const CreatePriceListBody = Type.Object({
   partnerships: Type.Optional(Type.Array(Id('Partnership id of this business', 'prt_01jd5x8m2k3n4p5q6r7s8t9v0w'), {
     maxItems: 10_000, description: 'Partnerships to assign this list to; each one\'s previous list is replaced', default: [],
   })),
-}, { additionalProperties: false });
+}, {
+  title: 'CreatePriceListBody',
+  additionalProperties: false,
+  examples: [{
+    itemListData: { label: 'Wholesale 2030', status: 'ACTIVE', globalPriceFactor: 0.9 },
+    entries: [{ itemVariantId: 'var_01jd5x8m2k3n4p5q6r7s8t9v0w', overrideFlatPrice: 11, currency: 'AUD' }],
+    partnerships: ['prt_01jd5x8m2k3n4p5q6r7s8t9v0w'],
+  }],
+});
 export type CreatePriceListInput = Static<typeof CreatePriceListBody>;
 
 export const CreatePriceListResponse = Type.Object({
   success: Type.Literal(true),
   id: Type.String({ description: 'The new price list id (list_)' }),
-});
+}, { title: 'PriceListCreated' });
 
 export const PriceListParams = Type.Object({ id: Id('Price list id', 'list_01jd5x8m2k3n4p5q6r7s8t9v0w') });
 
@@ -48,12 +57,12 @@ export const ItemListEntryResponse = Type.Object({
   itemId: Type.String(),
   overrideFlatPrice: Nullable(Type.Number()),
   currency: Nullable(Type.String()),
-});
+}, { title: 'PriceListEntry' });
 
 export const PriceListResponse = Type.Object({
   id: Type.String(),
   label: Type.String(),
-  status: Type.String({ description: ITEM_LIST_STATUSES.join(', ') }),
+  status: ItemListStatus,
   isDefault: Type.Boolean({ description: 'The business\'s default list: no overrides, factors 1, every variant' }),
   globalPriceFactor: Type.Number(),
   globalCostFactor: Type.Number(),
@@ -63,7 +72,7 @@ export const PriceListResponse = Type.Object({
   partnershipIds: Type.Array(Type.String(), { description: 'Live partnerships this list is assigned to' }),
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
-});
+}, { title: 'PriceList' });
 export type PriceList = Static<typeof PriceListResponse>;
 
 export const ListPriceListsQuery = Type.Object({
@@ -73,4 +82,4 @@ export const ListPriceListsQuery = Type.Object({
   updatedSince: Type.Optional(DateTime('Only lists updated strictly after this time')),
 }, { additionalProperties: false });
 
-export const PriceListListResponse = ListEnvelope(PriceListResponse);
+export const PriceListListResponse = ListEnvelope(PriceListResponse, 'PriceListPage');

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import { createDatabase, type DatabaseHandle } from '../../src/db/connection.ts'
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import type { Database } from '../../src/db/types.ts';
 import type { RateLimiter } from '../../src/http/rate-limit.ts';
+import { createResponseChecker } from './openapi-check.ts';
 
 export type BackendName = 'sqlite' | 'postgres';
 
@@ -132,7 +134,30 @@ export async function createTestContext(backend: BackendName, options: ContextOp
   const app = await createApp({ db: database.handle.db, config, rateLimiter, clock: options.clock });
   app.addHook('onClose', async () => rateLimiter?.close());
   await app.ready();
+  checkResponsesOf(app);
   return new TestContext(backend, database, app, config);
+}
+
+/**
+ * Every response of `app.inject` (so every `ctx.request`) is checked against the app's own
+ * /openapi.json: the status is declared, the body matches, the required headers are there.
+ * A mismatch fails the test that made the request, so a new route is covered by its own tests.
+ */
+export function checkResponsesOf(app: App): void {
+  const check = createResponseChecker(app.swagger());
+  const inject = app.inject.bind(app) as (options: any) => Promise<any>;
+  (app as { inject: unknown }).inject = async (options: any) => {
+    const response = await inject(options);
+    const { method = 'GET', url = '/' } = typeof options === 'string' ? { url: options } : options;
+    const target = typeof url === 'string' ? url : String(url.pathname ?? '/');
+    const payload = typeof options === 'object' ? options.payload : undefined;
+    const problems = check({
+      method, url: target, requestHeaders: options.headers, requestBody: typeof payload === 'string' ? payload : undefined,
+      status: response.statusCode, headers: response.headers, body: response.body,
+    });
+    if (problems.length > 0) throw new assert.AssertionError({ message: `Response differs from /openapi.json:\n${problems.join('\n')}` });
+    return response;
+  };
 }
 
 /**

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { TestContext, Tenant } from '../helpers/context.ts';
+import { dereference } from '../helpers/openapi-check.ts';
 
 /** One operation of /openapi.json. */
 export interface Operation {
@@ -9,7 +10,9 @@ export interface Operation {
   body?: any;
 }
 
-export function operationsOf(doc: any): Operation[] {
+export function operationsOf(document: any): Operation[] {
+  // Schemas are read directly below, so the document's named components are inlined first.
+  const doc = dereference(document);
   return Object.entries<Record<string, any>>(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({
     method: method.toUpperCase(), path, params: op.parameters ?? [], body: op.requestBody?.content?.['application/json']?.schema,
   })));
