@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
-import { recountChanges } from '../src/orders/counts.ts';
+import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { assertChangeTotalsExact, createFixture, createOrder, patchOrder, postOrder } from './helpers/orders.ts';
 
 const PHASES = ['DRAFT', 'PENDING', 'ACTIVE', 'ARCHIVED', 'REJECTED', 'CANCELLED'];
@@ -91,7 +91,7 @@ describeEachBackend('maintained order counts', (ctx) => {
     for (const [i, at] of days.entries()) {
       await ctx().db.updateTable('orders').set({ created_at: at, updated_at: at }).where('id', '=', orders[i].id).execute();
     }
-    await recountChanges(ctx().db, t.businessId);
+    await rebuildOrderProjections(ctx().db, t.businessId);
     await assertChangeTotalsExact(ctx(), t);
 
     // A PATCH moves an order from its old day to today; a second one keeps it on today; a delete takes it off its day.

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { recountChanges } from '../src/orders/counts.ts';
+import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
 import { createQueryCounter } from './helpers/queries.ts';
 import { securityCases } from './helpers/security.ts';
@@ -18,7 +18,7 @@ async function ordersAt(ctx: TestContext, as: Tenant, times: Array<[created: str
     ids.push(id);
   }
   // Written around the repositories, as a bulk load would be: the changed-since counts are rebuilt the same way.
-  await recountChanges(ctx.db, as.businessId);
+  await rebuildOrderProjections(ctx.db, as.businessId);
   return ids;
 }
 

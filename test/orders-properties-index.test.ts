@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { sql } from 'kysely';
 import { propertyCondition } from '../src/db/list.ts';
-import { canonicalNumber, propertyPaths } from '../src/orders/properties-index.ts';
+import { canonicalNumber, propertyPaths } from '../src/orders/projections/properties.ts';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
 import { createFixture, createOrder, patchOrder } from './helpers/orders.ts';
 

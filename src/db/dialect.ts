@@ -39,6 +39,23 @@ export function comparableNumber(value: string): string | null {
 }
 
 /**
+ * Whether a path can step into an array on this backend: PostgreSQL's `#>` takes an integer
+ * segment (`tags.0`) as an array index; SQLite's `$."0"` paths never do.
+ */
+export function jsonPathStepsIntoArrays(db: Db, segments: string[]): boolean {
+  return dialectOf(db) === 'postgres' && segments.some((s) => /^[+-]?\d+$/.test(s.trim()));
+}
+
+/**
+ * The number (from comparableNumber) as this backend's JSON comparison sees it: PostgreSQL
+ * compares numeric exactly; SQLite compares json_extract's value with the filter as a double, so
+ * there the filter is rounded to a double first.
+ */
+export function numberAsCompared(db: Db, number: string): string {
+  return dialectOf(db) === 'postgres' ? number : String(Number(number));
+}
+
+/**
  * True when the scalar at the path equals the value given as text: a string or boolean by its
  * text ("true"), a number by numeric value ("456", "456.0" and "4.56e2" all match 456; "456"
  * also matches the string "456"). Objects, arrays and null never match.

@@ -1,5 +1,5 @@
 import type { Db } from '../db/types.ts';
-import { insertRows } from './bulk.ts';
+import { insertRows } from '../db/bulk.ts';
 import { idAt, unitsToDecimal, type Random } from './random.ts';
 
 const ADJECTIVES = ['Blue', 'Red', 'Organic', 'Classic', 'Heavy Duty', 'Premium', 'Eco', 'Compact', 'Deluxe', 'Rustic', 'Smoked', 'Golden'];

@@ -2,8 +2,8 @@ import { sql, type Kysely } from 'kysely';
 import { createBusiness } from '../businesses/repository.ts';
 import { dialectOf } from '../db/dialect.ts';
 import type { Database } from '../db/types.ts';
-import { recountChanges } from '../orders/counts.ts';
-import { insertRows } from './bulk.ts';
+import { insertRows } from '../db/bulk.ts';
+import { rebuildOrderProjections } from '../orders/projections/index.ts';
 import { insertBuyers, insertCatalogue } from './catalogue.ts';
 import { insertOrders } from './orders.ts';
 import { createRandom } from './random.ts';
@@ -132,14 +132,8 @@ async function generate(db: Kysely<Database>, options: DemoOptions, started: num
       }
       if (end === options.orders && options.orders > 0) {
         await insertRows(trx, 'business_counters', ['business_id', 'name', 'value'], [[businessId, 'order', options.orders]]);
-        // The maintained live-order counts the list's total reads (the API keeps them in every write).
-        await sql`insert into order_counts (business_id, phase, status, shard, n)
-          select business_id, phase, status, 0, count(*) from orders where business_id = ${businessId} and deleted_at is null
-          group by business_id, phase, status`.execute(trx);
-        await sql`insert into order_property_counts (business_id, path, shard, n)
-          select business_id, path, 0, count(*) from order_properties where business_id = ${businessId}
-          group by business_id, path`.execute(trx);
-        await recountChanges(trx, businessId);
+        // The derived tables the API keeps in every write (counts, property index), from the orders as loaded.
+        await rebuildOrderProjections(trx, businessId);
       }
     });
     done = end;

@@ -1,7 +1,6 @@
 import type { Db } from '../db/types.ts';
 import { writeJson } from '../lib/json.ts';
-import { propertyPaths } from '../orders/properties-index.ts';
-import { insertRows } from './bulk.ts';
+import { insertRows } from '../db/bulk.ts';
 import { CURRENCY, type Buyer } from './catalogue.ts';
 import { idAt, unitsToDecimal, type Random } from './random.ts';
 
@@ -60,7 +59,6 @@ export async function insertOrders(db: Db, businessId: string, buyers: Buyer[], 
   const orders: unknown[][] = [];
   const items: unknown[][] = [];
   const picks: number[] = [];
-  const propertyRows: unknown[][] = [];
   for (let n = 0; n < batch.count; n++) {
     const sequence = batch.firstSequence + n;
     const createdMs = Math.floor(batch.startMs + (sequence - 1 + rnd.next()) * batch.stepMs);
@@ -92,7 +90,6 @@ export async function insertOrders(db: Db, businessId: string, buyers: Buyer[], 
     }
     const expectedMs = createdMs + rnd.int(2, 14) * DAY;
     const shipped = status === 'IN_TRANSIT' || status === 'DELIVERED' || status === 'RETURNED';
-    let properties: Record<string, unknown> | null = null;
     orders.push([
       orderId, buyer.partnershipId, deleted ? 'DELETED' : phase, status, `SO-${String(sequence).padStart(6, '0')}`,
       rnd.chance(0.6) ? `PO-${rnd.int(10_000, 99_999)}` : null, rnd.chance(0.1) ? 'Leave at the loading dock' : null,
@@ -100,15 +97,12 @@ export async function insertOrders(db: Db, businessId: string, buyers: Buyer[], 
       status === 'DELIVERED' ? new Date(expectedMs).toISOString() : null,
       shipped ? new Date(createdMs + rnd.int(1, 3) * DAY).toISOString() : null,
       // Drawn here, in the middle of the row, to keep the seed's sequence of random numbers.
-      unitsToDecimal(totalUnits), writeJson(properties = propertiesOf(rnd, sequence, createdMs)),
+      unitsToDecimal(totalUnits), writeJson(propertiesOf(rnd, sequence, createdMs)),
       rnd.chance(0.3) ? new Date(createdMs + 5_000).toISOString() : null, created, updated, deleted ? updated : null,
     ]);
-    // The property side index holds live orders only, as the API maintains it.
-    if (!deleted) for (const p of propertyPaths(properties)) propertyRows.push([orderId, p.path, p.value]);
   }
   await insertRows(db, 'orders', ORDER_COLUMNS, orders,
     { business_id: businessId, membership_id: null, integration_id: null, shipped_by: null, currency: CURRENCY, version: 1 });
   await insertRows(db, 'order_items', ITEM_COLUMNS, items, { business_id: businessId, currency: CURRENCY, properties: null });
-  await insertRows(db, 'order_properties', ['order_id', 'path', 'value'], propertyRows, { business_id: businessId });
   return items.length;
 }

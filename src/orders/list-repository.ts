@@ -2,8 +2,9 @@ import type { SelectQueryBuilder } from 'kysely';
 import { applyListFilters, countOf, fetchPage, offsetOf, selectPageIds, type ListFilters, type Page, type Paging } from '../db/list.ts';
 import { anyOf } from '../db/dialect.ts';
 import type { Database, Db } from '../db/types.ts';
-import { countChangedSince, countLiveOrders } from './counts.ts';
-import { countByProperty, FEW_CANDIDATES, pageFromSideTable, sideTableCondition, sideTableServes } from './properties-index.ts';
+import { countChangedSince } from './projections/change-counts.ts';
+import { countLiveOrders } from './projections/counts.ts';
+import { countByProperty, FEW_CANDIDATES, pageFromSideTable, sideTableCondition, sideTableServes } from './projections/properties.ts';
 import { catalogueColumn, type ListedOrder } from './render.ts';
 
 const STUB = ['id', 'version', 'business_id', 'deleted_at'] as const;

@@ -6,8 +6,7 @@ import { toDecimalString } from '../lib/money.ts';
 import { laterThan, parseDateTime } from '../lib/time.ts';
 import { writeItemChanges } from './patch-items.ts';
 import { findEntries, findOrderRow, loadOrderItems, updateOrderRow } from './repository.ts';
-import { bumpChangeCounts, bumpOrderCounts, changeDay } from './counts.ts';
-import { reindexOrderProperties } from './properties-index.ts';
+import { applyOrderChange } from './projections/index.ts';
 import type { OrderItemRow, OrderRow } from './mapper.ts';
 import type { UpdateOrderInput } from './schema.ts';
 import { DUPLICATE_ENTRY, MIXED_CURRENCIES, ORDER_NOT_FOUND, totalOf } from './service.ts';
@@ -109,17 +108,7 @@ export async function patchOrder(
     version,
     updated_at: laterThan(now, row.updated_at),
   });
-  // The row is locked and was read after the lock, so row.phase/status/properties are what this update replaces.
-  if (properties !== undefined) await reindexOrderProperties(db, businessId, id, row.properties, properties);
-  const phase = order.phase ?? row.phase;
-  const status = order.status ?? row.status;
-  if (phase !== row.phase || status !== row.status) {
-    await bumpOrderCounts(db, businessId, [
-      { phase: row.phase, status: row.status, delta: -1 },
-      { phase, status, delta: 1 },
-    ]);
-  }
-  // Nothing to write when the new updatedAt is on the same day as the old one.
-  await bumpChangeCounts(db, businessId, [{ day: changeDay(row.updated_at), delta: -1 }, { day: changeDay(updated.updated_at), delta: 1 }]);
+  // The row is locked and was read after the lock, so `row` is what this update replaces.
+  await applyOrderChange(db, row, updated);
   return { row: updated, items };
 }

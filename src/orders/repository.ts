@@ -1,8 +1,7 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import { anyOf, forUpdate } from '../db/dialect.ts';
 import type { Db, OrderItemTable, OrderTable } from '../db/types.ts';
-import { bumpChangeCounts, bumpOrderCounts, changeDay } from './counts.ts';
-import { indexOrderProperties, unindexOrderProperties } from './properties-index.ts';
+import { applyOrderChange } from './projections/index.ts';
 import { toOrder, type OrderItemRow, type OrderRow } from './mapper.ts';
 import type { Order } from './schema.ts';
 import { groupBy } from '../lib/group.ts';
@@ -20,9 +19,7 @@ export async function insertOrder(
 ): Promise<{ order: OrderRow; items: Array<Selectable<OrderItemTable>> }> {
   const inserted = await db.insertInto('orders').values(order).returningAll().executeTakeFirstOrThrow();
   const stored = await insertOrderItems(db, items);
-  await indexOrderProperties(db, order.business_id, order.id, order.properties);
-  await bumpOrderCounts(db, order.business_id, [{ phase: order.phase, status: order.status, delta: 1 }]);
-  await bumpChangeCounts(db, order.business_id, [{ day: changeDay(order.updated_at), delta: 1 }]);
+  await applyOrderChange(db, null, inserted);
   const row = nextReference ? await updateOrderRow(db, order.business_id, order.id, { internal_reference: await nextReference() }) : inserted;
   return { order: row, items: stored };
 }
@@ -114,24 +111,20 @@ export async function findEntries(db: Db, businessId: string, entryIds: string[]
 export type EntryRow = Awaited<ReturnType<typeof findEntries>> extends Map<string, infer R> ? R : never;
 
 /**
- * Soft delete: deletedAt and phase DELETED, version raised, and the order no longer counted in
- * `order_counts`, `order_change_counts` or the property index. The row is read under its lock
- * first (PostgreSQL), so the phase, status and day taken off the counts are the ones the update
- * replaces. False when there is no live order.
+ * Soft delete: deletedAt and phase DELETED, version raised, and the derived tables brought up to
+ * date (src/orders/projections). The row is read under its lock first (PostgreSQL), so what is
+ * taken off them is what the update replaces. Undefined when there is no live order.
  */
-export async function softDeleteOrder(db: Db, businessId: string, id: string, now: string): Promise<boolean> {
-  const current = await forUpdate(db, db.selectFrom('orders').select(['phase', 'status', 'updated_at'])
-    .where('business_id', '=', businessId).where('id', '=', id).where('deleted_at', 'is', null)).executeTakeFirst();
-  if (!current) return false;
-  const result = await db.updateTable('orders')
+export async function softDeleteOrder(db: Db, businessId: string, id: string, now: string): Promise<{ before: OrderRow; after: OrderRow } | undefined> {
+  const before = await findOrderRow(db, businessId, id, true);
+  if (!before) return undefined;
+  const after = await db.updateTable('orders')
     .set((eb) => ({ deleted_at: now, updated_at: now, phase: 'DELETED', version: eb('version', '+', 1) }))
     .where('business_id', '=', businessId).where('id', '=', id).where('deleted_at', 'is', null)
-    .executeTakeFirst();
-  if (Number(result.numUpdatedRows) === 0) return false;
-  await bumpOrderCounts(db, businessId, [{ phase: current.phase, status: current.status, delta: -1 }]);
-  await unindexOrderProperties(db, businessId, id);
-  await bumpChangeCounts(db, businessId, [{ day: changeDay(current.updated_at), delta: -1 }]);
-  return true;
+    .returningAll().executeTakeFirst();
+  if (!after) return undefined;
+  await applyOrderChange(db, before, after);
+  return { before, after };
 }
 
 /** Records the first announcement only; later ones match no row and change nothing. */

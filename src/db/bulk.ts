@@ -1,6 +1,6 @@
 import { CompiledQuery } from 'kysely';
-import { dialectOf } from '../db/dialect.ts';
-import type { Db } from '../db/types.ts';
+import { dialectOf } from './dialect.ts';
+import type { Db } from './types.ts';
 
 /** Bound parameters per statement: under SQLite's 32,766 and PostgreSQL's 65,535. */
 const MAX_PARAMETERS = 30_000;

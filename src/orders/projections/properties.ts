@@ -1,8 +1,10 @@
 import { sql, type Expression, type SqlBool } from 'kysely';
-import { comparableNumber, countShard, dialectOf, PROPERTY_PATH_MAX_SEGMENTS, PROPERTY_SEGMENT } from '../db/dialect.ts';
-import { offsetOf, type Paging, type PropertyFilter } from '../db/list.ts';
-import type { Db } from '../db/types.ts';
-import { readJson } from '../lib/json.ts';
+import {
+  comparableNumber, countShard, jsonPathStepsIntoArrays, numberAsCompared, PROPERTY_PATH_MAX_SEGMENTS, PROPERTY_SEGMENT,
+} from '../../db/dialect.ts';
+import { offsetOf, type Paging, type PropertyFilter } from '../../db/list.ts';
+import type { Db } from '../../db/types.ts';
+import { readJson } from '../../lib/json.ts';
 
 /**
  * The flattened property index of live orders: one `order_properties` row per path present in an
@@ -127,7 +129,7 @@ export async function unindexOrderProperties(db: Db, businessId: string, orderId
  * functions, so every answer stays what it was.
  */
 export function sideTableServes(db: Db, filter: PropertyFilter): boolean {
-  return !(dialectOf(db) === 'postgres' && filter.segments.some((s) => /^[+-]?\d+$/.test(s.trim())));
+  return !jsonPathStepsIntoArrays(db, filter.segments);
 }
 
 /** The encoded values a propertyValue matches, by the rules of each backend's JSON comparison. */
@@ -136,9 +138,7 @@ export function matchingValues(db: Db, value: string): string[] {
   if (value === 'true' || value === 'false') values.push(`b:${value}`);
   const number = comparableNumber(value);
   if (number !== null) {
-    // PostgreSQL compares numeric exactly; SQLite compares json_extract's value with the filter
-    // as a double, so there the filter is rounded to a double first.
-    const canonical = canonicalNumber(dialectOf(db) === 'postgres' ? number : String(Number(number)));
+    const canonical = canonicalNumber(numberAsCompared(db, number));
     if (canonical) values.push(`n:${canonical}`);
   }
   return values;

@@ -1,0 +1,95 @@
+import { sql } from 'kysely';
+import { insertRows } from '../../db/bulk.ts';
+import { utcDay } from '../../db/dialect.ts';
+import type { Db } from '../../db/types.ts';
+import type { OrderRow } from '../mapper.ts';
+import { bumpOrderCounts, type CountChange } from './counts.ts';
+import { bumpChangeCounts, changeDay } from './change-counts.ts';
+import { indexOrderProperties, propertyPaths, reindexOrderProperties, unindexOrderProperties } from './properties.ts';
+
+/**
+ * The derived order tables, and their one owner. Every write that changes an order calls
+ * `applyOrderChange` in its transaction with the row before and after; loads that write orders
+ * directly (the demo generator, `cli rebuild-projections`) call `rebuildOrderProjections`.
+ *
+ * - `order_counts`: live orders per (phase, status), the total of an unfiltered or phase/status list;
+ * - `order_change_counts`: live orders per UTC day of updatedAt, the total of a changed-since list;
+ * - `order_properties` and `order_property_counts`: the flattened properties of live orders and the
+ *   number of live orders per path, which property filters and their totals read.
+ */
+export type ProjectedOrder = Pick<OrderRow, 'id' | 'business_id' | 'phase' | 'status' | 'updated_at' | 'properties' | 'deleted_at'>;
+
+const isLive = (order: ProjectedOrder | null): order is ProjectedOrder => order !== null && order.deleted_at === null;
+
+/** Stored JSON as the driver returns it: text on SQLite, parsed (with normalised key order) on PostgreSQL. */
+const sameJson = (a: unknown, b: unknown) => a === b || (typeof a !== 'string' && JSON.stringify(a) === JSON.stringify(b));
+
+/**
+ * Brings every derived table from `before` to `after` (null: no such order; a deleted_at: not
+ * live), in the caller's transaction. The caller holds the order's row lock and read `before`
+ * after taking it, so what is taken off the tables is what was put there.
+ */
+export async function applyOrderChange(db: Db, before: ProjectedOrder | null, after: ProjectedOrder | null): Promise<void> {
+  const order = after ?? before;
+  if (!order) return;
+  const businessId = order.business_id;
+  const counts: CountChange[] = [];
+  const days: Array<{ day: string; delta: number }> = [];
+  if (isLive(before)) {
+    counts.push({ phase: before.phase, status: before.status, delta: -1 });
+    days.push({ day: changeDay(before.updated_at), delta: -1 });
+  }
+  if (isLive(after)) {
+    counts.push({ phase: after.phase, status: after.status, delta: 1 });
+    days.push({ day: changeDay(after.updated_at), delta: 1 });
+  }
+  if (isLive(before) && isLive(after)) {
+    if (!sameJson(before.properties, after.properties)) {
+      await reindexOrderProperties(db, businessId, order.id, before.properties, after.properties);
+    }
+  } else if (isLive(after)) {
+    await indexOrderProperties(db, businessId, order.id, after.properties);
+  } else if (isLive(before)) {
+    await unindexOrderProperties(db, businessId, order.id);
+  }
+  // Changes that cancel out (same phase and status, same day) write nothing.
+  await bumpOrderCounts(db, businessId, counts);
+  await bumpChangeCounts(db, businessId, days);
+}
+
+const BATCH = 5_000;
+
+/**
+ * Rebuilds every derived table of a business from its orders, in the caller's transaction: for
+ * loads that write orders directly. `onProgress` is called with the number of orders indexed.
+ */
+export async function rebuildOrderProjections(db: Db, businessId: string, onProgress?: (ordersIndexed: number) => void): Promise<void> {
+  for (const table of ['order_counts', 'order_change_counts', 'order_property_counts', 'order_properties'] as const) {
+    await db.deleteFrom(table).where('business_id', '=', businessId).execute();
+  }
+  await sql`insert into order_counts (business_id, phase, status, shard, n)
+    select business_id, phase, status, 0, count(*) from orders where business_id = ${businessId} and deleted_at is null
+    group by business_id, phase, status`.execute(db);
+  const day = utcDay(db, sql.ref('updated_at'));
+  await sql`insert into order_change_counts (business_id, day, shard, n)
+    select business_id, ${day}, 0, count(*) from orders where business_id = ${businessId} and deleted_at is null
+    group by business_id, ${day}`.execute(db);
+
+  let after = '';
+  let indexed = 0;
+  for (;;) {
+    const orders = await db.selectFrom('orders').select(['id', 'properties'])
+      .where('business_id', '=', businessId).where('id', '>', after).where('deleted_at', 'is', null)
+      .orderBy('id').limit(BATCH).execute();
+    if (orders.length === 0) break;
+    const rows: unknown[][] = [];
+    for (const o of orders) if (o.properties !== null) for (const p of propertyPaths(o.properties)) rows.push([o.id, p.path, p.value]);
+    await insertRows(db, 'order_properties', ['order_id', 'path', 'value'], rows, { business_id: businessId });
+    after = orders[orders.length - 1].id;
+    indexed += orders.length;
+    onProgress?.(indexed);
+  }
+  await sql`insert into order_property_counts (business_id, path, shard, n)
+    select business_id, path, 0, count(*) from order_properties where business_id = ${businessId}
+    group by business_id, path`.execute(db);
+}
