@@ -10,8 +10,8 @@ import { connectionOptions, registerConnectionHandling } from './http/connection
 import { registerJsonBody } from './http/json-body.ts';
 import { checkQueryEncoding } from './http/query-encoding.ts';
 import { createErrorHandler } from './http/error-handler.ts';
-import { notFound } from './http/errors.ts';
-import { createRunWrite, purgeExpiredIdempotencyKeys } from './http/idempotency.ts';
+import { notFound } from './lib/errors.ts';
+import { createRunWrite } from './http/write.ts';
 import { registerMetrics, registerRequestLog, type PoolStats } from './http/metrics.ts';
 import type { RouteDeps } from './http/types.ts';
 import { docsUiOptions, openapiOptions } from './http/openapi.ts';
@@ -25,10 +25,14 @@ import { orderRoutes } from './orders/routes.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
 import { newId } from './lib/ids.ts';
 import { RenderCache } from './lib/render-cache.ts';
+import { purgeExpiredIdempotencyKeys } from './write/idempotency-records.ts';
+import { createWriteRunner } from './write/runner.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
     businessId: string;
+    /** The API key that authenticated the request: the actor of its writes. */
+    apiKeyId: string;
   }
   interface FastifyContextConfig {
     /** Supplyline's own operation, marked `x-supplyline-extension` in the OpenAPI document. */
@@ -108,6 +112,7 @@ export async function createApp(deps: AppDeps) {
   app.addHook('preValidation', async (request) => checkQueryEncoding(request.url));
 
   app.decorateRequest('businessId', '');
+  app.decorateRequest('apiKeyId', '');
   app.setNotFoundHandler(answerNotFound);
 
   await app.register(swagger, openapiOptions());
@@ -131,9 +136,11 @@ export async function createApp(deps: AppDeps) {
     if (route.url.startsWith('/api/') && route.schema && !route.schema.querystring) route.schema.querystring = NoQuery;
   });
 
+  const writes = createWriteRunner(db, { idempotencyTtlHours: config.idempotencyTtlHours, clock });
   const routeDeps: RouteDeps = {
     db,
-    runWrite: createRunWrite(db, config.idempotencyTtlHours, clock),
+    runWrite: createRunWrite(writes),
+    writes,
     orderCache: new RenderCache(config.responseCacheMb * 1024 * 1024),
   };
   await app.register(async (api) => {

@@ -1,6 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import { createApp, loggerOptions } from './app.ts';
-import { countBusinesses, createBusiness } from './businesses/repository.ts';
+import { countBusinesses } from './businesses/repository.ts';
+import { openBusiness } from './businesses/service.ts';
+import { createWriteRunner } from './write/runner.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createRateLimiter, openDatabase } from './runtime.ts';
 
@@ -57,7 +59,7 @@ async function main() {
   // A first start on an empty database gets a demo business, so that curl works straight away.
   // It is made only once listening succeeded, so its key is never created without being shown.
   const demo = (await countBusinesses(db)) === 0
-    ? await db.transaction().execute((trx) => createBusiness(trx, 'Demo Supplier'))
+    ? await openBusiness(createWriteRunner(db), 'Demo Supplier')
     : null;
   const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   if (demo) {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { revokeApiKey, listApiKeys } from '../src/businesses/repository.ts';
+import { listApiKeys } from '../src/businesses/repository.ts';
 import { describeEachBackend } from './helpers/context.ts';
 import { assertUnauthorized } from './helpers/security.ts';
 
@@ -36,7 +36,7 @@ describeEachBackend('Authentication', (ctx) => {
     const second = await ctx().addKey(t);
     assert.equal((await ctx().request('GET', '/api/v1/items', { as: t })).status, 200);
     assert.equal((await ctx().request('GET', '/api/v1/items', { as: second })).status, 200);
-    await revokeApiKey(ctx().db, t.keyId);
+    await ctx().revokeKey(t);
     now += 5000;
     assertUnauthorized(await ctx().request('GET', '/api/v1/items', { as: t }));
     assert.equal((await ctx().request('GET', '/api/v1/items', { as: second })).status, 200);
@@ -45,7 +45,7 @@ describeEachBackend('Authentication', (ctx) => {
   it('stops accepting a revoked key within 5 seconds, even when it was cached', async () => {
     const t = await ctx().createTenant();
     assert.equal((await ctx().request('GET', '/api/v1/items', { as: t })).status, 200);
-    await revokeApiKey(ctx().db, t.keyId);
+    await ctx().revokeKey(t);
     now += 5000;
     assertUnauthorized(await ctx().request('GET', '/api/v1/items', { as: t }));
   });

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { revokeApiKey } from '../src/businesses/repository.ts';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
 import { assertUnauthorized, securityCases } from './helpers/security.ts';
 
@@ -25,7 +24,7 @@ function credentialCases(ctx: () => TestContext, method: string, url: string, bo
     assertUnauthorized(await ctx().request(method, url, { body }));
     assertUnauthorized(await ctx().request(method, url, { body, headers: { 'x-business-id': owner.businessId, 'x-api-key': '0'.repeat(32) } }));
     const spare = await ctx().addKey(owner);
-    await revokeApiKey(ctx().db, spare.keyId);
+    await ctx().revokeKey(owner, spare.keyId);
     assertUnauthorized(await ctx().request(method, url, { as: spare, body }));
     assert.equal(await countPhantoms(ctx(), owner), 0);
   });

@@ -7,7 +7,9 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { createBusiness, findActiveKeys, findBusiness, hashApiKey } from '../src/businesses/repository.ts';
+import { findActiveKeys, findBusiness, hashApiKey } from '../src/businesses/repository.ts';
+import { openBusiness } from '../src/businesses/service.ts';
+import { createWriteRunner } from '../src/write/runner.ts';
 import { createDatabase } from '../src/db/connection.ts';
 import { backends, type BackendName } from './helpers/context.ts';
 
@@ -135,7 +137,7 @@ for (const backend of backends) {
     it('key create, list and revoke round-trip', async () => {
       // Created in-process: the CLI's own business create is covered above, and each run costs a second.
       const handle = createDatabase(database.url);
-      const business = await handle.db.transaction().execute((trx) => createBusiness(trx, 'Keys Ltd')).finally(() => handle.close());
+      const business = await openBusiness(createWriteRunner(handle.db), 'Keys Ltd').finally(() => handle.close());
       const createdKey = await runCli(['key', 'create', '--business', business.businessId, '--json'], database.url);
       assert.equal(createdKey.code, 0, createdKey.stderr);
       const key = JSON.parse(createdKey.stdout);

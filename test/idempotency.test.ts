@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { purgeExpiredIdempotencyKeys } from '../src/http/idempotency.ts';
+import { purgeExpiredIdempotencyKeys } from '../src/write/idempotency-records.ts';
 import { backends, createTestContext, describeEachBackend, type TestContext } from './helpers/context.ts';
 
 let now = Date.parse('2026-03-01T00:00:00.000Z');

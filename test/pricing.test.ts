@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { revokeApiKey } from '../src/businesses/repository.ts';
 import type { Db } from '../src/db/types.ts';
 import { findEffectiveEntries } from '../src/pricing/effective-price.ts';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
@@ -41,7 +40,7 @@ describeEachBackend('POST /api/v1/pricing', (ctx) => {
     assertUnauthorized(await ctx().request('POST', '/api/v1/pricing', { body }));
     assertUnauthorized(await ctx().request('POST', '/api/v1/pricing', { body, headers: { 'x-business-id': owner.businessId, 'x-api-key': 'f'.repeat(32) } }));
     const spare = await ctx().addKey(owner);
-    await revokeApiKey(ctx().db, spare.keyId);
+    await ctx().revokeKey(owner, spare.keyId);
     assertUnauthorized(await ctx().request('POST', '/api/v1/pricing', { as: spare, body }));
     assert.equal(await countLists(ctx(), owner), 1);
   });

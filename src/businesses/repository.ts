@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { newId } from '../lib/ids.ts';
-import { nowIso, toIso } from '../lib/time.ts';
+import { toIso } from '../lib/time.ts';
 import type { Db } from '../db/types.ts';
 
 export function hashApiKey(key: string): string {
@@ -13,7 +13,7 @@ export interface CreatedKey {
 }
 
 /** A key is 32 random hex characters, shown once; only its SHA-256 hash is stored. */
-export async function createApiKey(db: Db, businessId: string): Promise<CreatedKey> {
+export async function insertApiKey(db: Db, businessId: string, now: string): Promise<CreatedKey> {
   const apiKey = randomBytes(16).toString('hex');
   const keyId = newId('key');
   await db.insertInto('api_keys').values({
@@ -21,7 +21,7 @@ export async function createApiKey(db: Db, businessId: string): Promise<CreatedK
     business_id: businessId,
     prefix: apiKey.slice(0, 8),
     key_hash: hashApiKey(apiKey),
-    created_at: nowIso(),
+    created_at: now,
   }).execute();
   return { keyId, apiKey };
 }
@@ -32,9 +32,7 @@ export interface CreatedBusiness extends CreatedKey {
 }
 
 /** A business comes with its default item list and a first API key. Run inside a transaction. */
-export async function createBusiness(db: Db, name: string): Promise<CreatedBusiness> {
-  const businessId = newId('bus');
-  const now = nowIso();
+export async function insertBusiness(db: Db, businessId: string, name: string, now: string): Promise<CreatedBusiness> {
   await db.insertInto('businesses').values({ id: businessId, name, created_at: now, updated_at: now }).execute();
   const defaultItemListId = newId('list');
   await db.insertInto('item_lists').values({
@@ -48,7 +46,7 @@ export async function createBusiness(db: Db, name: string): Promise<CreatedBusin
     created_at: now,
     updated_at: now,
   }).execute();
-  const key = await createApiKey(db, businessId);
+  const key = await insertApiKey(db, businessId, now);
   return { businessId, defaultItemListId, ...key };
 }
 
@@ -76,13 +74,17 @@ export async function listApiKeys(db: Db, businessId: string) {
   }));
 }
 
-/** Returns false when no such key exists; revoking twice keeps the first time. */
-export async function revokeApiKey(db: Db, keyId: string): Promise<boolean> {
-  const key = await db.selectFrom('api_keys').select(['id', 'revoked_at']).where('id', '=', keyId).executeTakeFirst();
+/** The business a key belongs to, if the key exists. */
+export async function findKeyBusiness(db: Db, keyId: string): Promise<string | undefined> {
+  return (await db.selectFrom('api_keys').select('business_id').where('id', '=', keyId).executeTakeFirst())?.business_id;
+}
+
+/** Returns false when the business has no such key; revoking twice keeps the first time. */
+export async function revokeApiKey(db: Db, businessId: string, keyId: string, now: string): Promise<boolean> {
+  const key = await db.selectFrom('api_keys').select(['id', 'revoked_at'])
+    .where('business_id', '=', businessId).where('id', '=', keyId).executeTakeFirst();
   if (!key) return false;
-  if (key.revoked_at === null) {
-    await db.updateTable('api_keys').set({ revoked_at: nowIso() }).where('id', '=', keyId).execute();
-  }
+  if (key.revoked_at === null) await db.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', keyId).execute();
   return true;
 }
 
@@ -91,7 +93,11 @@ export async function findActiveKeys(db: Db, businessId: string) {
     .where('business_id', '=', businessId).where('revoked_at', 'is', null).execute();
 }
 
-export async function touchApiKey(db: Db, keyId: string, at: string = nowIso()): Promise<void> {
+/**
+ * Bookkeeping, not a write of the service: one statement outside any transaction, made by the
+ * authenticator at most once a minute per key, and never allowed to fail a request.
+ */
+export async function touchApiKey(db: Db, keyId: string, at: string): Promise<void> {
   await db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', keyId).execute();
 }
 

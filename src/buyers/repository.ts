@@ -2,7 +2,7 @@ import { sql, type Selectable } from 'kysely';
 import { offsetOf, propertyCondition, type Page, type PropertyFilter } from '../db/list.ts';
 import type { Db, PhantomTable } from '../db/types.ts';
 import { newId } from '../lib/ids.ts';
-import { mergeStoredProperties } from '../http/properties.ts';
+import { mergeStoredProperties } from '../lib/properties.ts';
 import { readJson, writeJson, type JsonObject } from '../lib/json.ts';
 import { toIso } from '../lib/time.ts';
 import { findDefaultListId } from '../pricing/repository.ts';

@@ -1,7 +1,7 @@
-import { notFound } from '../http/errors.ts';
+import { notFound } from '../lib/errors.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
-import { nowIso, parseDateTime } from '../lib/time.ts';
+import { parseDateTime } from '../lib/time.ts';
 import { findBuyer, listBuyers } from './repository.ts';
 import {
   BuyerListResponse, BuyerParams, BuyerResponse, CreateBuyerBody, CreateBuyerResponse, ListBuyersQuery, UpdateBuyerBody,
@@ -17,9 +17,9 @@ export async function buyerRoutes(app: ApiInstance, { db, runWrite }: RouteDeps)
       summary: 'Create a phantom buyer: its partnership, organisation and contacts',
       body: CreateBuyerBody, response: { 201: CreateBuyerResponse },
     },
-  }, (request, reply) => runWrite(request, reply, async (trx) => {
-    const { phantomId, partnershipId } = await createBuyer(trx, request.businessId, request.body, nowIso());
-    return { status: 201, body: { success: true, id: phantomId, phantomId, partnershipId } };
+  }, (request, reply) => runWrite(request, reply, async (ctx) => {
+    const { resource, partnershipId } = await createBuyer(ctx, request.body);
+    return { status: 201, body: { success: true, id: resource.id, phantomId: resource.id, partnershipId } };
   }));
 
   app.get('/buyers', {
@@ -57,8 +57,8 @@ export async function buyerRoutes(app: ApiInstance, { db, runWrite }: RouteDeps)
       summary: 'Update a buyer, its partnership status, and create, update or delete its contacts',
       params: BuyerParams, body: UpdateBuyerBody, response: { 200: BuyerResponse },
     },
-  }, (request, reply) => runWrite(request, reply, async (trx) => {
-    await patchBuyer(trx, request.businessId, request.params.id, request.body, nowIso());
-    return { status: 200, body: await findBuyer(trx, request.businessId, request.params.id) };
+  }, (request, reply) => runWrite(request, reply, async (ctx) => {
+    const { resource } = await patchBuyer(ctx, request.params.id, request.body);
+    return { status: 200, body: resource };
   }));
 }

@@ -1,13 +1,14 @@
 import type { Db } from '../db/types.ts';
-import { badRequest, notFound, validationError } from '../http/errors.ts';
+import { badRequest, notFound, validationError } from '../lib/errors.ts';
 import {
   deleteContacts, findMissingContacts, insertEmails, insertLocations, insertPhones, listPrimaryCandidates, nextSequence,
   setPrimaryContact, updateEmail, updateLocation, updatePhone, type PrimaryCandidate, type PrimaryKind,
 } from './contact-repository.ts';
 import {
-  findBuyerRow, insertBuyer, setPrimaryValues, updatePartnershipStatus, updatePhantom, type CreatedBuyer,
+  findBuyer, findBuyerRow, insertBuyer, setPrimaryValues, updatePartnershipStatus, updatePhantom,
 } from './repository.ts';
-import type { CreateBuyerInput, UpdateBuyerInput } from './schema.ts';
+import type { Buyer, CreateBuyerInput, UpdateBuyerInput } from './schema.ts';
+import type { Written, WriteContext } from '../write/runner.ts';
 
 export const BUYER_NOT_FOUND = 'Buyer not found';
 
@@ -77,8 +78,9 @@ async function settlePrimary(db: Db, kind: PrimaryKind, businessId: string, phan
   return outcome.value;
 }
 
-/** Creates the whole buyer bundle; run inside the write's transaction. */
-export async function createBuyer(db: Db, businessId: string, input: CreateBuyerInput, now: string): Promise<CreatedBuyer> {
+/** Creates the whole buyer bundle. */
+export async function createBuyer(ctx: WriteContext, input: CreateBuyerInput): Promise<Written<Buyer> & { partnershipId: string }> {
+  const { trx: db, businessId, now } = ctx;
   checkOnePrimary([['emails', input.emails]]);
   checkOnePrimary([['phones', input.phones]]);
   const created = await insertBuyer(db, businessId, input, now);
@@ -92,7 +94,7 @@ export async function createBuyer(db: Db, businessId: string, input: CreateBuyer
     primary_email: await settlePrimary(db, 'email', businessId, id, { chosenId: chosenEmail, requested: input.buyer.primaryEmail, field: 'buyer.primaryEmail' }, now),
     primary_phone: await settlePrimary(db, 'phone', businessId, id, { chosenId: chosenPhone, requested: input.buyer.primaryPhone, field: 'buyer.primaryPhone' }, now),
   });
-  return created;
+  return { resource: (await findBuyer(db, businessId, id))!, before: null, partnershipId: created.partnershipId };
 }
 
 const hasEntries = (value: unknown) => value !== undefined && (typeof value !== 'object' || value === null || Object.keys(value).length > 0);
@@ -109,11 +111,13 @@ async function checkContactIds(db: Db, businessId: string, phantomId: string, in
   }
 }
 
-/** Checks a buyer PATCH against the stored buyer, then applies it; run inside the write's transaction. */
-export async function patchBuyer(db: Db, businessId: string, id: string, input: UpdateBuyerInput, now: string): Promise<void> {
+/** Checks a buyer PATCH against the stored buyer, then applies it. */
+export async function patchBuyer(ctx: WriteContext, id: string, input: UpdateBuyerInput): Promise<Written<Buyer>> {
+  const { trx: db, businessId, now } = ctx;
   if (!Object.values(input).some(hasEntries)) throw badRequest('No valid fields provided for update');
   const row = await findBuyerRow(db, businessId, id);
   if (!row) throw notFound(BUYER_NOT_FOUND);
+  const before = (await findBuyer(db, businessId, id))!;
   await checkContactIds(db, businessId, id, input);
   checkOnePrimary([['createEmails', input.createEmails], ['updateEmails', input.updateEmails]]);
   checkOnePrimary([['createPhones', input.createPhones], ['updatePhones', input.updatePhones]]);
@@ -140,4 +144,5 @@ export async function patchBuyer(db: Db, businessId: string, id: string, input: 
     primary_email: await settlePrimary(db, 'email', businessId, id, { chosenId: chosenEmail, requested: buyer.primaryEmail, field: 'buyer.primaryEmail' }, now),
     primary_phone: await settlePrimary(db, 'phone', businessId, id, { chosenId: chosenPhone, requested: buyer.primaryPhone, field: 'buyer.primaryPhone' }, now),
   });
+  return { resource: (await findBuyer(db, businessId, id))!, before };
 }

@@ -1,8 +1,10 @@
 import { sql, type Kysely } from 'kysely';
-import { createBusiness } from '../businesses/repository.ts';
+import { createBusiness } from '../businesses/service.ts';
 import { dialectOf } from '../db/dialect.ts';
 import type { Database } from '../db/types.ts';
 import { insertRows } from '../db/bulk.ts';
+import { newId } from '../lib/ids.ts';
+import { createWriteRunner, SYSTEM } from '../write/runner.ts';
 import { rebuildOrderProjections } from '../orders/projections/index.ts';
 import { insertBuyers, insertCatalogue } from './catalogue.ts';
 import { insertOrders } from './orders.ts';
@@ -108,8 +110,9 @@ async function generate(db: Kysely<Database>, options: DemoOptions, started: num
   const nowMs = Date.now();
   const startMs = nowMs - TWO_YEARS;
   const catalogueMs = startMs - 30 * 86_400_000;
-  const setup = await db.transaction().execute(async (trx) => {
-    const business = await createBusiness(trx, options.name ?? 'Demo Wholesale Supplies');
+  const writes = createWriteRunner(db, { clock: () => nowMs });
+  const setup = await writes.run({ businessId: newId('bus'), actor: SYSTEM }, async ({ trx, ...ctx }) => {
+    const business = await createBusiness({ trx, ...ctx }, options.name ?? 'Demo Wholesale Supplies');
     const variants = await insertCatalogue(trx, business.businessId, business.defaultItemListId, options.items, rnd, catalogueMs);
     const buyers = await insertBuyers(trx, business.businessId, business.defaultItemListId, variants, options.buyers, rnd, catalogueMs);
     return { business, variants, buyers };
@@ -124,7 +127,7 @@ async function generate(db: Kysely<Database>, options: DemoOptions, started: num
   let orderItems = 0;
   while (done < options.orders || done === 0) {
     const end = Math.min(options.orders, done + PER_TRANSACTION);
-    await db.transaction().execute(async (trx) => {
+    await writes.run({ businessId, actor: SYSTEM }, async ({ trx }) => {
       for (let first = done; first < end; first += BATCH) {
         const count = Math.min(BATCH, end - first);
         orderItems += await insertOrders(trx, businessId, setup.buyers, { firstSequence: first + 1, count, startMs, stepMs, nowMs }, rnd);

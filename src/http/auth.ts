@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { findActiveKeys, hashApiKey, touchApiKey } from '../businesses/repository.ts';
 import type { Db } from '../db/types.ts';
-import { ApiError, badRequest, RATE_LIMITED_MESSAGE, unauthorized } from './errors.ts';
+import { ApiError, badRequest, RATE_LIMITED_MESSAGE, unauthorized } from '../lib/errors.ts';
 import { NUL_MESSAGE } from './json-body.ts';
 import { checkQueryEncoding } from './query-encoding.ts';
 import { rateLimitHeaders, type BucketSettings, type RateLimiter } from './rate-limit.ts';
@@ -91,6 +91,7 @@ export function registerApiGuard(api: FastifyInstance, options: ApiGuardOptions)
     }
     if (!keyId) throw unauthorized();
     request.businessId = businessId as string;
+    request.apiKeyId = keyId;
     // Checks of what was sent come after who sent it: a stranger learns nothing but 401.
     if (request.url.includes('%00')) throw badRequest(NUL_MESSAGE);
     checkQueryEncoding(request.url);

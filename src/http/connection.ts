@@ -2,7 +2,7 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { newId } from '../lib/ids.ts';
-import { ApiError, errorBody, type ErrorCode } from './errors.ts';
+import { ApiError, errorBody, type ErrorCode } from '../lib/errors.ts';
 
 export interface ConnectionSettings {
   headersTimeoutMs: number;

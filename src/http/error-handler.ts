@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../db/errors.ts';
-import { ApiError, badRequest, errorBody, SERVICE_UNAVAILABLE_MESSAGE, UNAVAILABLE_RETRY_AFTER_SECONDS, validationError } from './errors.ts';
+import { ApiError, badRequest, errorBody, SERVICE_UNAVAILABLE_MESSAGE, UNAVAILABLE_RETRY_AFTER_SECONDS, validationError } from '../lib/errors.ts';
 import { toFieldErrors } from './validation.ts';
 
 function partOf(request: FastifyRequest, context: string | undefined): unknown {

@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ApiError, badRequest, validationError } from './errors.ts';
+import { ApiError, badRequest, validationError } from '../lib/errors.ts';
 
 export const NUL_MESSAGE = 'Text must not contain the NUL character (\\u0000)';
 export const UNSUPPORTED_MEDIA_TYPE_MESSAGE = 'Content-Type must be application/json (optionally with charset=utf-8)';

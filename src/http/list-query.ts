@@ -1,6 +1,6 @@
 import { PROPERTY_PATH_MAX_SEGMENTS, PROPERTY_SEGMENT } from '../db/dialect.ts';
 import type { PropertyFilter } from '../db/list.ts';
-import { validationError } from './errors.ts';
+import { validationError } from '../lib/errors.ts';
 
 export interface PropertyFilterInput {
   propertyPath?: string;

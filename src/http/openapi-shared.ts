@@ -1,4 +1,4 @@
-import { RATE_LIMITED_MESSAGE, SERVICE_UNAVAILABLE_MESSAGE, UNAUTHORIZED_HINT, VALIDATION_MESSAGE } from './errors.ts';
+import { RATE_LIMITED_MESSAGE, SERVICE_UNAVAILABLE_MESSAGE, UNAUTHORIZED_HINT, VALIDATION_MESSAGE } from '../lib/errors.ts';
 
 /** The two credentials headers, as security schemes, so the docs UI has one Authorize dialog. */
 export const SECURITY_SCHEMES = {

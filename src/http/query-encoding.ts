@@ -1,4 +1,4 @@
-import { validationError } from './errors.ts';
+import { validationError } from '../lib/errors.ts';
 
 /**
  * Refuses a query string whose percent-encoding is not UTF-8 (`%ED%A0%80` is an encoded lone

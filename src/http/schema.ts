@@ -1,6 +1,6 @@
 import { Type, type TSchema } from 'typebox';
 import { ID_PATTERN } from '../lib/ids.ts';
-import { ERROR_STATUS } from './errors.ts';
+import { ERROR_STATUS } from '../lib/errors.ts';
 
 /** Shared schema pieces. Field documentation lives here, in descriptions and examples. */
 

@@ -3,7 +3,8 @@ import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, Raw
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/types.ts';
 import type { RenderCache } from '../lib/render-cache.ts';
-import type { RunWrite } from './idempotency.ts';
+import type { WriteRunner } from '../write/runner.ts';
+import type { RunWrite } from './write.ts';
 
 export type ApiInstance = FastifyInstance<
   RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider
@@ -12,7 +13,10 @@ export type ApiInstance = FastifyInstance<
 /** What route modules receive: dependencies as parameters, built once. */
 export interface RouteDeps {
   db: Kysely<Database>;
+  /** A route's write, with Idempotency-Key and the response sent (src/http/write.ts). */
   runWrite: RunWrite;
+  /** The write runner itself, for a write that answers on its own terms (order ingestion). */
+  writes: WriteRunner;
   /** Rendered orders, each served only while its stamp is current (src/orders/render.ts). */
   orderCache: RenderCache;
 }

@@ -2,7 +2,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import { checkProperties } from '../lib/json.ts';
-import type { FieldErrors } from './errors.ts';
+import type { FieldErrors } from '../lib/errors.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 const MAX_FIELD_ERRORS = 50;

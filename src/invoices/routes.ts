@@ -1,9 +1,9 @@
 import { Type } from 'typebox';
-import { notFound } from '../http/errors.ts';
+import { notFound } from '../lib/errors.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
-import { nowIso, parseDateTime } from '../lib/time.ts';
-import { etagOf } from '../orders/mapper.ts';
+import { parseDateTime } from '../lib/time.ts';
+import { etagOf, parseIfMatch } from '../http/etag.ts';
 import { listInvoices } from './list-repository.ts';
 import { findInvoice } from './repository.ts';
 import { CreateInvoiceBody, InvoiceListResponse, InvoiceParams, InvoiceResponse, ListInvoicesQuery, UpdateInvoiceBody } from './schema.ts';
@@ -24,9 +24,9 @@ export async function invoiceRoutes(app: ApiInstance, { db, runWrite }: RouteDep
       body: CreateInvoiceBody,
       response: { 201: InvoiceResponse, 409: ref('The order already has a live invoice, or the Idempotency-Key is in use') },
     },
-  }, (request, reply) => runWrite(request, reply, async (trx) => {
-    const { id, version } = await createInvoice(trx, request.businessId, request.body, nowIso());
-    return { status: 201, body: await findInvoice(trx, request.businessId, id), headers: { etag: etagOf(version) } };
+  }, (request, reply) => runWrite(request, reply, async (ctx) => {
+    const { resource } = await createInvoice(ctx, request.body);
+    return { status: 201, body: resource, headers: { etag: etagOf(resource.version) } };
   }));
 
   app.get('/invoices', {
@@ -74,9 +74,8 @@ export async function invoiceRoutes(app: ApiInstance, { db, runWrite }: RouteDep
         412: ref('If-Match named a version that is no longer current; nothing was changed'),
       },
     },
-  }, (request, reply) => runWrite(request, reply, async (trx) => {
-    const { businessId } = request;
-    const version = await patchInvoice(trx, businessId, request.params.id, request.body, request.headers['if-match'], nowIso());
-    return { status: 200, body: await findInvoice(trx, businessId, request.params.id), headers: { etag: etagOf(version) } };
+  }, (request, reply) => runWrite(request, reply, async (ctx) => {
+    const { resource } = await patchInvoice(ctx, request.params.id, request.body, parseIfMatch(request.headers['if-match']));
+    return { status: 200, body: resource, headers: { etag: etagOf(resource.version) } };
   }));
 }

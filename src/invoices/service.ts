@@ -1,20 +1,21 @@
 import type { Insertable, Updateable } from 'kysely';
 import { isUniqueViolation } from '../db/dialect.ts';
-import type { Db, InvoiceLineItemTable, InvoiceTable } from '../db/types.ts';
-import { badRequest, conflict, notFound, preconditionFailed, validationError } from '../http/errors.ts';
-import { mergeStoredProperties } from '../http/properties.ts';
+import type { InvoiceLineItemTable, InvoiceTable } from '../db/types.ts';
+import { badRequest, conflict, notFound, validationError } from '../lib/errors.ts';
+import { mergeStoredProperties } from '../lib/properties.ts';
 import { newId } from '../lib/ids.ts';
 import { writeJson } from '../lib/json.ts';
 import { multiply, sum } from '../lib/money.ts';
 import { laterThan, parseDateTime } from '../lib/time.ts';
-import { matchesVersion } from '../orders/patch-service.ts';
+import { checkVersion, type ExpectedVersions } from '../lib/versions.ts';
+import type { Written, WriteContext } from '../write/runner.ts';
 import { nextCounterValue } from '../businesses/repository.ts';
 import { findOrderRow } from '../orders/repository.ts';
 import { ORDER_NOT_FOUND } from '../orders/service.ts';
 import {
-  findInvoiceRow, findLiveInvoiceForOrder, findOrderItemsToInvoice, insertInvoice, insertInvoiceLineItems, updateInvoiceRow,
+  findInvoice, findInvoiceRow, findLiveInvoiceForOrder, findOrderItemsToInvoice, insertInvoice, insertInvoiceLineItems, updateInvoiceRow,
 } from './repository.ts';
-import type { CreateInvoiceInput, UpdateInvoiceInput } from './schema.ts';
+import type { CreateInvoiceInput, Invoice, UpdateInvoiceInput } from './schema.ts';
 
 export const INVOICE_NOT_FOUND = 'Invoice not found';
 export const NO_UPDATE = 'No valid fields provided for update';
@@ -41,7 +42,8 @@ async function guardUnique<T>(write: () => Promise<T>, onViolation: () => Error)
  * Invoices a live order: its items become line items priced as ordered. The order row is locked
  * first, so concurrent requests for one order queue and the second finds the first's invoice.
  */
-export async function createInvoice(db: Db, businessId: string, input: CreateInvoiceInput, now: string) {
+export async function createInvoice(ctx: WriteContext, input: CreateInvoiceInput): Promise<Written<Invoice>> {
+  const { trx: db, businessId, now } = ctx;
   const order = await findOrderRow(db, businessId, input.orderId, true);
   if (!order) throw notFound(ORDER_NOT_FOUND);
   const live = await findLiveInvoiceForOrder(db, businessId, order.id);
@@ -84,7 +86,7 @@ export async function createInvoice(db: Db, businessId: string, input: CreateInv
     updated_at: now,
   }), () => alreadyInvoiced());
   await insertInvoiceLineItems(db, lines);
-  return { id: invoiceId, version: 1 };
+  return { resource: (await findInvoice(db, businessId, invoiceId))!, before: null };
 }
 
 function invoiceFields(input: UpdateInvoiceInput, storedProperties: unknown): Updateable<InvoiceTable> {
@@ -102,13 +104,15 @@ function invoiceFields(input: UpdateInvoiceInput, storedProperties: unknown): Up
  * the one rule is that un-voiding must not give the order a second live invoice. The order itself
  * is never touched.
  */
-export async function patchInvoice(db: Db, businessId: string, id: string, input: UpdateInvoiceInput, ifMatch: string | undefined, now: string): Promise<number> {
+export async function patchInvoice(
+  ctx: WriteContext, id: string, input: UpdateInvoiceInput, expected: ExpectedVersions | undefined,
+): Promise<Written<Invoice>> {
+  const { trx: db, businessId, now } = ctx;
   if (Object.keys(input).length === 0) throw badRequest(NO_UPDATE);
   const row = await findInvoiceRow(db, businessId, id, true);
   if (!row) throw notFound(INVOICE_NOT_FOUND);
-  if (ifMatch !== undefined && !matchesVersion(ifMatch, Number(row.version))) {
-    throw preconditionFailed(`The invoice has changed: its current version is ${row.version}`);
-  }
+  checkVersion(expected, Number(row.version), 'invoice');
+  const before = (await findInvoice(db, businessId, id))!;
   const revived = row.status === 'VOIDED' && input.status !== undefined && input.status !== 'VOIDED';
   const other = revived ? await findLiveInvoiceForOrder(db, businessId, row.order_id, id) : undefined;
   if (other) throw conflict(`The order already has another live invoice (${other.invoice_number}); this one stays VOIDED`);
@@ -118,5 +122,5 @@ export async function patchInvoice(db: Db, businessId: string, id: string, input
     () => updateInvoiceRow(db, businessId, id, { ...invoiceFields(input, row.properties), version, updated_at: laterThan(now, row.updated_at) }),
     () => conflict('The order already has another live invoice; this one stays VOIDED'),
   );
-  return version;
+  return { resource: (await findInvoice(db, businessId, id))!, before };
 }

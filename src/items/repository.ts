@@ -2,8 +2,8 @@ import { sql } from 'kysely';
 import { isUniqueViolation, startsWith } from '../db/dialect.ts';
 import { offsetOf, propertyCondition, type Page, type PropertyFilter } from '../db/list.ts';
 import type { Db } from '../db/types.ts';
-import { conflict } from '../http/errors.ts';
-import { mergeStoredProperties } from '../http/properties.ts';
+import { conflict } from '../lib/errors.ts';
+import { mergeStoredProperties } from '../lib/properties.ts';
 import { newId } from '../lib/ids.ts';
 import { writeJson, type JsonObject } from '../lib/json.ts';
 import { toItem, type ItemRow } from './mapper.ts';
@@ -38,7 +38,7 @@ async function freeHandle(db: Db, businessId: string, base: string): Promise<str
 }
 
 /** Item, then its platform (ownership) record with the same id, then the variants. */
-export async function createItem(db: Db, businessId: string, input: CreateItemInput, now: string) {
+export async function insertItem(db: Db, businessId: string, input: CreateItemInput, now: string) {
   const { item } = input;
   const handle = item.handle ?? await freeHandle(db, businessId, handleFromName(item.name));
   if (item.handle !== undefined && await isHandleTaken(db, businessId, handle)) throw handleConflict(handle);
@@ -72,16 +72,24 @@ export async function createItem(db: Db, businessId: string, input: CreateItemIn
 
 const handleConflict = (handle: string) => conflict(`An item with handle '${handle}' already exists`);
 
-export async function findItemRow(db: Db, businessId: string, id: string): Promise<ItemRow | undefined> {
+export async function findItemRow(db: Db, businessId: string, id: string, includeDeleted = false): Promise<ItemRow | undefined> {
   return db.selectFrom('items').selectAll()
-    .where('business_id', '=', businessId).where('id', '=', id).where('deleted_at', 'is', null)
+    .where('business_id', '=', businessId).where('id', '=', id)
+    .$if(!includeDeleted, (q) => q.where('deleted_at', 'is', null))
     .executeTakeFirst();
 }
 
-/** A live item of this business with its live variants, or undefined (missing, deleted or foreign). */
-export async function findItem(db: Db, businessId: string, id: string): Promise<Item | undefined> {
-  const row = await findItemRow(db, businessId, id);
-  return row && toItem(row, await liveVariantsOf(db, businessId, [id]));
+/**
+ * A live item of this business with its live variants, or undefined (missing, deleted or foreign).
+ * With `includeDeleted`, a deleted item too, with all its variants, as a list with includeDeleted shows it.
+ */
+export async function findItem(db: Db, businessId: string, id: string, includeDeleted = false): Promise<Item | undefined> {
+  const row = await findItemRow(db, businessId, id, includeDeleted);
+  if (!row) return undefined;
+  if (!includeDeleted) return toItem(row, await liveVariantsOf(db, businessId, [id]));
+  const variants = await db.selectFrom('item_variants').selectAll().where('business_id', '=', businessId).where('item_id', '=', id)
+    .orderBy('sequence').orderBy('id').execute();
+  return toItem(row, variants);
 }
 
 export interface ListItemsOptions {
@@ -156,7 +164,7 @@ export async function updateItem(db: Db, businessId: string, item: ItemRow, chan
 }
 
 /** Soft delete: the item and its variants keep their rows and get `deletedAt`. False when not found. */
-export async function deleteItem(db: Db, businessId: string, id: string, now: string): Promise<boolean> {
+export async function deleteItemRows(db: Db, businessId: string, id: string, now: string): Promise<boolean> {
   const result = await db.updateTable('items').set({ deleted_at: now, updated_at: now, status: 'DELETED' })
     .where('business_id', '=', businessId).where('id', '=', id).where('deleted_at', 'is', null)
     .executeTakeFirst();

@@ -1,26 +1,27 @@
 import { Type } from 'typebox';
-import { notFound } from '../http/errors.ts';
+import { notFound } from '../lib/errors.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
 import { IdParams } from '../http/schema.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
-import { nowIso, parseDateTime } from '../lib/time.ts';
-import { createItem, deleteItem, findItem, listItems } from './repository.ts';
+import { parseDateTime } from '../lib/time.ts';
+import { writeScopeOf } from '../http/write.ts';
+import { findItem, listItems } from './repository.ts';
 import {
   CreateItemBody, CreateItemResponse, ItemListResponse, ItemResponse, ListItemsQuery, UpdateItemBody,
 } from './schema.ts';
-import { ITEM_NOT_FOUND, patchItem } from './service.ts';
+import { createItem, deleteItem, ITEM_NOT_FOUND, patchItem } from './service.ts';
 
 const tags = ['Items'];
 
-export async function itemRoutes(app: ApiInstance, { db, runWrite }: RouteDeps) {
+export async function itemRoutes(app: ApiInstance, { db, runWrite, writes }: RouteDeps) {
   app.post('/items', {
     schema: {
       tags, operationId: 'createItem', summary: 'Create an item with its variants',
       body: CreateItemBody, response: { 201: CreateItemResponse },
     },
-  }, (request, reply) => runWrite(request, reply, async (trx) => {
-    const created = await createItem(trx, request.businessId, request.body, nowIso());
-    return { status: 201, body: { success: true, ...created } };
+  }, (request, reply) => runWrite(request, reply, async (ctx) => {
+    const { resource, variantIds } = await createItem(ctx, request.body);
+    return { status: 201, body: { success: true, id: resource.id, variantIds } };
   }));
 
   app.get('/items', {
@@ -55,16 +56,16 @@ export async function itemRoutes(app: ApiInstance, { db, runWrite }: RouteDeps) 
       tags, operationId: 'updateItem', summary: 'Update an item and create, update or delete its variants',
       params: IdParams, body: UpdateItemBody, response: { 200: ItemResponse },
     },
-  }, (request, reply) => runWrite(request, reply, async (trx) => {
-    await patchItem(trx, request.businessId, request.params.id, request.body, nowIso());
-    return { status: 200, body: await findItem(trx, request.businessId, request.params.id) };
+  }, (request, reply) => runWrite(request, reply, async (ctx) => {
+    const { resource } = await patchItem(ctx, request.params.id, request.body);
+    return { status: 200, body: resource };
   }));
 
   app.delete('/items/:id', {
     schema: { tags, operationId: 'deleteItem', summary: 'Soft-delete an item and its variants', params: IdParams, response: { 204: Type.Null({ description: 'Deleted; no body' }) } },
   }, async (request, reply) => {
-    const deleted = await db.transaction().execute((trx) => deleteItem(trx, request.businessId, request.params.id, nowIso()));
-    if (!deleted) throw notFound(ITEM_NOT_FOUND);
+    // DELETE takes no Idempotency-Key (a repeat is a 404): the runner without the replay store.
+    await writes.run(writeScopeOf(request), (ctx) => deleteItem(ctx, request.params.id));
     return reply.code(204).send(null);
   });
 }

@@ -1,16 +1,24 @@
-import type { Db } from '../db/types.ts';
-import { badRequest, notFound, validationError } from '../http/errors.ts';
-import { findItemRow, updateItem, type ItemChanges } from './repository.ts';
+import { badRequest, notFound, validationError } from '../lib/errors.ts';
+import type { Written, WriteContext } from '../write/runner.ts';
+import { deleteItemRows, findItem, findItemRow, insertItem, updateItem, type ItemChanges } from './repository.ts';
 import { countLiveVariants, findMissingVariants } from './variant-repository.ts';
-import type { UpdateItemInput } from './schema.ts';
+import type { CreateItemInput, Item, UpdateItemInput } from './schema.ts';
 
 export const ITEM_NOT_FOUND = 'Item not found';
 
-/** Checks an item PATCH against the stored item, then applies it; run inside the write's transaction. */
-export async function patchItem(db: Db, businessId: string, id: string, input: UpdateItemInput, now: string): Promise<void> {
+/** Creates an item with its variants; `variantIds` in the order the variants were given. */
+export async function createItem(ctx: WriteContext, input: CreateItemInput): Promise<Written<Item> & { variantIds: string[] }> {
+  const { id, variantIds } = await insertItem(ctx.trx, ctx.businessId, input, ctx.now);
+  return { resource: (await findItem(ctx.trx, ctx.businessId, id))!, before: null, variantIds };
+}
+
+/** Checks an item PATCH against the stored item, then applies it. */
+export async function patchItem(ctx: WriteContext, id: string, input: UpdateItemInput): Promise<Written<Item>> {
+  const { trx: db, businessId, now } = ctx;
   if (Object.keys(input).length === 0) throw badRequest('No valid fields provided for update');
   const item = await findItemRow(db, businessId, id);
   if (!item) throw notFound(ITEM_NOT_FOUND);
+  const before = (await findItem(db, businessId, id))!;
 
   const updates = input.updateVariants ?? [];
   const empty = updates.flatMap((v, i) => (Object.keys(v).length === 1 ? [`updateVariants.${i}`] : []));
@@ -40,4 +48,13 @@ export async function patchItem(db: Db, businessId: string, id: string, input: U
     deleteVariants: deletes,
   };
   await updateItem(db, businessId, item, changes, now);
+  return { resource: (await findItem(db, businessId, id))!, before };
+}
+
+/** Soft-deletes an item and its variants; 404 when there is no live item. */
+export async function deleteItem(ctx: WriteContext, id: string): Promise<Written<Item>> {
+  const { trx: db, businessId, now } = ctx;
+  const before = await findItem(db, businessId, id);
+  if (!before || !(await deleteItemRows(db, businessId, id, now))) throw notFound(ITEM_NOT_FOUND);
+  return { resource: (await findItem(db, businessId, id, true))!, before };
 }

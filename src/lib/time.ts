@@ -1,7 +1,5 @@
-/** Timestamps are stored and returned as UTC ISO 8601 with milliseconds on both backends. */
-export function nowIso(): string {
-  return new Date().toISOString();
-}
+/* Timestamps are stored and returned as UTC ISO 8601 with milliseconds on both backends. A write's
+   time comes from its WriteContext (src/write/runner.ts), which reads the injected clock. */
 
 /** Normalises a database timestamp (pg gives Date, SQLite gives text) to ISO 8601 with ms. */
 export function toIso(value: Date | string): string;

@@ -73,6 +73,3 @@ export function toOrder(row: OrderRow, items: OrderItemRow[]): Order {
     orderItems: items.map(toOrderItem),
   };
 }
-
-/** The ETag of an order: its version, as a strong validator. */
-export const etagOf = (version: number) => `"${version}"`;

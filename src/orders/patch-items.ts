@@ -1,6 +1,6 @@
 import type { Updateable } from 'kysely';
 import type { Db, OrderItemTable } from '../db/types.ts';
-import { mergeStoredProperties } from '../http/properties.ts';
+import { mergeStoredProperties } from '../lib/properties.ts';
 import { newId } from '../lib/ids.ts';
 import { writeJson } from '../lib/json.ts';
 import { toDecimalString } from '../lib/money.ts';

@@ -1,21 +1,17 @@
 import type { Updateable } from 'kysely';
-import type { Db, OrderTable } from '../db/types.ts';
-import { badRequest, notFound, preconditionFailed, validationError, type FieldErrors } from '../http/errors.ts';
-import { mergeStoredProperties } from '../http/properties.ts';
+import type { OrderTable } from '../db/types.ts';
+import { badRequest, notFound, validationError, type FieldErrors } from '../lib/errors.ts';
+import { checkVersion, type ExpectedVersions } from '../lib/versions.ts';
+import type { Written, WriteContext } from '../write/runner.ts';
+import { mergeStoredProperties } from '../lib/properties.ts';
 import { toDecimalString } from '../lib/money.ts';
 import { laterThan, parseDateTime } from '../lib/time.ts';
 import { writeItemChanges } from './patch-items.ts';
 import { findEntries, findOrderRow, loadOrderItems, updateOrderRow } from './repository.ts';
 import { applyOrderChange } from './projections/index.ts';
-import type { OrderItemRow, OrderRow } from './mapper.ts';
-import type { UpdateOrderInput } from './schema.ts';
+import { toOrder, type OrderRow } from './mapper.ts';
+import type { Order, UpdateOrderInput } from './schema.ts';
 import { DUPLICATE_ENTRY, MIXED_CURRENCIES, ORDER_NOT_FOUND, totalOf } from './service.ts';
-
-/** `If-Match: "3"`, `W/"3"`, a list of them, or `*`. */
-export function matchesVersion(ifMatch: string, version: number): boolean {
-  return ifMatch.split(',').map((tag) => tag.trim()).some((tag) =>
-    tag === '*' || tag.replace(/^W\//, '').replace(/^"(.*)"$/, '$1') === String(version));
-}
 
 function hasChanges(input: UpdateOrderInput): boolean {
   return Object.keys(input.order ?? {}).length > 0 || (input.createOrderItems?.length ?? 0) > 0
@@ -44,14 +40,13 @@ function orderFields(order: NonNullable<UpdateOrderInput['order']>): Updateable<
  * concurrent PATCHes queue and none is lost.
  */
 export async function patchOrder(
-  db: Db, businessId: string, id: string, input: UpdateOrderInput, ifMatch: string | undefined, now: string,
-): Promise<{ row: OrderRow; items: OrderItemRow[] }> {
+  ctx: WriteContext, id: string, input: UpdateOrderInput, expected: ExpectedVersions | undefined,
+): Promise<Written<Order>> {
+  const { trx: db, businessId, now } = ctx;
   if (!hasChanges(input)) throw badRequest('No valid fields provided for update');
   const row: OrderRow | undefined = await findOrderRow(db, businessId, id, true);
   if (!row) throw notFound(ORDER_NOT_FOUND);
-  if (ifMatch !== undefined && !matchesVersion(ifMatch, Number(row.version))) {
-    throw preconditionFailed(`The order has changed: its current version is ${row.version}`);
-  }
+  checkVersion(expected, Number(row.version), 'order');
 
   const stored = (await loadOrderItems(db, businessId, [id])).get(id) ?? [];
   const updates = input.updateOrderItems ?? [];
@@ -110,5 +105,5 @@ export async function patchOrder(
   });
   // The row is locked and was read after the lock, so `row` is what this update replaces.
   await applyOrderChange(db, row, updated);
-  return { row: updated, items };
+  return { resource: toOrder(updated, items), before: toOrder(row, stored) };
 }

@@ -128,8 +128,9 @@ export async function softDeleteOrder(db: Db, businessId: string, id: string, no
 }
 
 /** Records the first announcement only; later ones match no row and change nothing. */
-export async function markIngested(db: Db, businessId: string, id: string, now: string): Promise<void> {
-  await db.updateTable('orders').set({ ingested_at: now })
+export async function markIngested(db: Db, businessId: string, id: string, now: string): Promise<boolean> {
+  const result = await db.updateTable('orders').set({ ingested_at: now })
     .where('business_id', '=', businessId).where('id', '=', id).where('ingested_at', 'is', null).where('deleted_at', 'is', null)
-    .execute();
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }

@@ -2,21 +2,21 @@ import { createHash } from 'node:crypto';
 import { Type } from 'typebox';
 import { findBuyerPartnership } from '../buyers/repository.ts';
 import { BUYER_NOT_FOUND } from '../buyers/service.ts';
-import { badRequest, notFound, validationError } from '../http/errors.ts';
+import { badRequest, notFound, validationError } from '../lib/errors.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
 import { pageJson, sendRendered, serializerOf } from '../http/rendered.ts';
 import { SuccessResponse } from '../http/schema.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
-import { nowIso, parseDateTime } from '../lib/time.ts';
+import { parseDateTime } from '../lib/time.ts';
+import { etagOf, parseIfMatch } from '../http/etag.ts';
+import { writeScopeOf } from '../http/write.ts';
 import { listOrders } from './list-repository.ts';
-import { etagOf, toOrder } from './mapper.ts';
 import { patchOrder } from './patch-service.ts';
 import { renderOrder, renderOrders } from './render.ts';
-import { softDeleteOrder } from './repository.ts';
 import {
   BuyerOrderParams, CreateOrderBody, IngestOrderBody, ListOrdersQuery, OrderListResponse, OrderParams, OrderResponse, UpdateOrderBody,
 } from './schema.ts';
-import { createOrder, ingestOrder, ORDER_NOT_FOUND } from './service.ts';
+import { createOrder, deleteOrder, ingestOrder, ORDER_NOT_FOUND } from './service.ts';
 
 const tags = ['Orders'];
 const preconditionFailed = Type.Unsafe<unknown>({ $ref: 'ErrorResponse#', description: 'If-Match named a version that is no longer current; nothing was changed' });
@@ -26,7 +26,7 @@ const since = (value: string | undefined) => (value === undefined ? undefined : 
 export const ingestionKeyOf = (orderId: string, businessId: string) =>
   createHash('sha256').update(`${orderId}-${businessId}-order-integration`).digest('hex');
 
-export async function orderRoutes(app: ApiInstance, { db, runWrite, orderCache }: RouteDeps) {
+export async function orderRoutes(app: ApiInstance, { db, runWrite, writes, orderCache }: RouteDeps) {
   app.post('/buyers/:id/orders', {
     config: { extension: true, etag: true },
     schema: {
@@ -39,9 +39,9 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, orderCache }
   }, async (request, reply) => {
     const partnership = await findBuyerPartnership(db, request.businessId, request.params.id);
     if (!partnership) throw notFound(BUYER_NOT_FOUND);
-    return runWrite(request, reply, async (trx) => {
-      const order = await createOrder(trx, request.businessId, partnership, request.body, nowIso());
-      return { status: 201, body: order, headers: { etag: etagOf(order.version) } };
+    return runWrite(request, reply, async (ctx) => {
+      const { resource } = await createOrder(ctx, partnership, request.body);
+      return { status: 201, body: resource, headers: { etag: etagOf(resource.version) } };
     });
   });
 
@@ -66,7 +66,7 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, orderCache }
     if (key !== undefined && (typeof key !== 'string' || key.toLowerCase() !== ingestionKeyOf(orderId, businessId))) {
       throw badRequest('Invalid idempotency key format');
     }
-    await ingestOrder(db, request.businessId, orderId, nowIso());
+    await writes.run(writeScopeOf(request), (ctx) => ingestOrder(ctx, orderId));
     return reply.code(202).send({ success: true });
   });
 
@@ -122,17 +122,16 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, orderCache }
       headers: Type.Object({ 'if-match': Type.Optional(Type.String({ maxLength: 200, description: 'The ETag last read ("<version>"); a stale one gives 412' })) }),
       response: { 200: OrderResponse, 412: preconditionFailed },
     },
-  }, (request, reply) => runWrite(request, reply, async (trx) => {
-    const { row, items } = await patchOrder(trx, request.businessId, request.params.id, request.body, request.headers['if-match'], nowIso());
-    const order = toOrder(row, items);
-    return { status: 200, body: order, headers: { etag: etagOf(order.version) } };
+  }, (request, reply) => runWrite(request, reply, async (ctx) => {
+    const { resource } = await patchOrder(ctx, request.params.id, request.body, parseIfMatch(request.headers['if-match']));
+    return { status: 200, body: resource, headers: { etag: etagOf(resource.version) } };
   }));
 
   app.delete('/orders/:id', {
     schema: { tags, operationId: 'deleteOrder', summary: 'Soft-delete an order', params: OrderParams, response: { 204: Type.Null({ description: 'Deleted; no body' }) } },
   }, async (request, reply) => {
-    const deleted = await db.transaction().execute((trx) => softDeleteOrder(trx, request.businessId, request.params.id, nowIso()));
-    if (!deleted) throw notFound(ORDER_NOT_FOUND);
+    // DELETE takes no Idempotency-Key (a repeat is a 404): the runner without the replay store.
+    await writes.run(writeScopeOf(request), (ctx) => deleteOrder(ctx, request.params.id));
     return reply.code(204).send(null);
   });
 }

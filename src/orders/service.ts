@@ -1,13 +1,13 @@
 import { nextCounterValue } from '../businesses/repository.ts';
-import type { Db } from '../db/types.ts';
-import { badRequest, notFound, validationError, type FieldErrors } from '../http/errors.ts';
+import { badRequest, notFound, validationError, type FieldErrors } from '../lib/errors.ts';
 import { newId } from '../lib/ids.ts';
 import { writeJson } from '../lib/json.ts';
 import { multiply, sum, toDecimalString } from '../lib/money.ts';
 import { findEffectiveEntries, type EffectivePrice } from '../pricing/effective-price.ts';
 import { priceEntry } from '../pricing/resolve.ts';
+import type { Written, WriteContext } from '../write/runner.ts';
 import {
-  findEntries, insertOrder, markIngested, type EntryRow,
+  findEntries, insertOrder, loadOrderItems, markIngested, softDeleteOrder, type EntryRow,
 } from './repository.ts';
 import { toOrder, withVariant, type VariantFields } from './mapper.ts';
 import type { CreateOrderInput, Order } from './schema.ts';
@@ -39,8 +39,9 @@ export const formatReference = (n: number) => `SO-${String(n).padStart(6, '0')}`
  * unless the request sets price or cost.
  */
 export async function createOrder(
-  db: Db, businessId: string, partnership: { id: string; itemListId: string | null }, input: CreateOrderInput, now: string,
-): Promise<Order> {
+  ctx: WriteContext, partnership: { id: string; itemListId: string | null }, input: CreateOrderInput,
+): Promise<Written<Order>> {
+  const { trx: db, businessId, now } = ctx;
   const errors: FieldErrors = {};
   const resolved = new Map<number, EffectivePrice & { unitOfMeasure: string | null; variant: VariantFields }>();
   const prices = await findEffectiveEntries(db, businessId, partnership.itemListId,
@@ -117,18 +118,26 @@ export async function createOrder(
   const variants = new Map(items.map((item, i) => [item.id, resolved.get(i)!.variant]));
   const shown = row.items.map((item) => withVariant(item, variants.get(item.id)!))
     .sort((a, b) => a.line_number - b.line_number || (a.id < b.id ? -1 : 1));
-  return toOrder(row.order, shown);
+  return { resource: toOrder(row.order, shown), before: null };
 }
 
 /**
- * Records the announcement of a live order of this business; repeats change nothing. No
- * transaction: the update only ever sets a missing time, so one read answers a repeat and
- * concurrent first announcements record one time.
+ * Records the announcement of a live order of this business; repeats change nothing. The update
+ * only ever sets a missing time, so concurrent first announcements record one time. True for the
+ * first announcement. Nothing an order shows changes, so there is no resource to return.
  */
-export async function ingestOrder(db: Db, businessId: string, orderId: string, now: string): Promise<void> {
-  const order = await db.selectFrom('orders').select('ingested_at')
-    .where('business_id', '=', businessId).where('id', '=', orderId).where('deleted_at', 'is', null)
+export async function ingestOrder(ctx: WriteContext, orderId: string): Promise<boolean> {
+  const order = await ctx.trx.selectFrom('orders').select('ingested_at')
+    .where('business_id', '=', ctx.businessId).where('id', '=', orderId).where('deleted_at', 'is', null)
     .executeTakeFirst();
   if (!order) throw notFound(ORDER_NOT_FOUND);
-  if (order.ingested_at === null) await markIngested(db, businessId, orderId, now);
+  return order.ingested_at === null && markIngested(ctx.trx, ctx.businessId, orderId, ctx.now);
+}
+
+/** Soft-deletes a live order (src/orders/repository.ts softDeleteOrder); 404 when there is none. */
+export async function deleteOrder(ctx: WriteContext, id: string): Promise<Written<Order>> {
+  const deleted = await softDeleteOrder(ctx.trx, ctx.businessId, id, ctx.now);
+  if (!deleted) throw notFound(ORDER_NOT_FOUND);
+  const items = (await loadOrderItems(ctx.trx, ctx.businessId, [id])).get(id) ?? [];
+  return { resource: toOrder(deleted.after, items), before: toOrder(deleted.before, items) };
 }

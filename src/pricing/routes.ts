@@ -1,6 +1,6 @@
-import { notFound } from '../http/errors.ts';
+import { notFound } from '../lib/errors.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
-import { nowIso, parseDateTime } from '../lib/time.ts';
+import { parseDateTime } from '../lib/time.ts';
 import { findPriceList, listPriceLists } from './repository.ts';
 import {
   CreatePriceListBody, CreatePriceListResponse, ListPriceListsQuery, PriceListListResponse, PriceListParams, PriceListResponse,
@@ -16,9 +16,9 @@ export async function pricingRoutes(app: ApiInstance, { db, runWrite }: RouteDep
       summary: 'Create a price list with its entries, and assign it to partnerships',
       body: CreatePriceListBody, response: { 201: CreatePriceListResponse },
     },
-  }, (request, reply) => runWrite(request, reply, async (trx) => {
-    const id = await createPriceList(trx, request.businessId, request.body, nowIso());
-    return { status: 201, body: { success: true, id } };
+  }, (request, reply) => runWrite(request, reply, async (ctx) => {
+    const { resource } = await createPriceList(ctx, request.body);
+    return { status: 201, body: { success: true, id: resource.id } };
   }));
 
   app.get('/pricing', {

@@ -1,7 +1,7 @@
-import type { Db } from '../db/types.ts';
-import { validationError, type FieldErrors } from '../http/errors.ts';
-import { findLivePartnershipIds, findLiveVariantIds, insertPriceList } from './repository.ts';
-import type { CreatePriceListInput } from './schema.ts';
+import { validationError, type FieldErrors } from '../lib/errors.ts';
+import type { Written, WriteContext } from '../write/runner.ts';
+import { findLivePartnershipIds, findLiveVariantIds, findPriceList, insertPriceList } from './repository.ts';
+import type { CreatePriceListInput, PriceList } from './schema.ts';
 
 export const PRICE_LIST_NOT_FOUND = 'Price list not found';
 
@@ -9,7 +9,8 @@ export const PRICE_LIST_NOT_FOUND = 'Price list not found';
  * Checks every reference of a new price list (one fieldErrors entry per bad one), then writes it.
  * Foreign ids read exactly like unknown ones, so nothing about other businesses leaks.
  */
-export async function createPriceList(db: Db, businessId: string, input: CreatePriceListInput, now: string): Promise<string> {
+export async function createPriceList(ctx: WriteContext, input: CreatePriceListInput): Promise<Written<PriceList>> {
+  const { trx: db, businessId, now } = ctx;
   const errors: FieldErrors = {};
   const { startDate, endDate } = input.itemListData;
   if (startDate != null && endDate != null && Date.parse(endDate) < Date.parse(startDate)) {
@@ -32,5 +33,6 @@ export async function createPriceList(db: Db, businessId: string, input: CreateP
   });
 
   if (Object.keys(errors).length > 0) throw validationError(errors);
-  return insertPriceList(db, businessId, input, now);
+  const id = await insertPriceList(db, businessId, input, now);
+  return { resource: (await findPriceList(db, businessId, id))!, before: null };
 }

@@ -7,7 +7,8 @@ import { after, before, describe } from 'node:test';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { createApp, type App } from '../../src/app.ts';
-import { createBusiness, createApiKey } from '../../src/businesses/repository.ts';
+import { createApiKey, openBusiness, revokeApiKey } from '../../src/businesses/service.ts';
+import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createDatabase, type DatabaseHandle } from '../../src/db/connection.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
@@ -84,13 +85,18 @@ export class TestContext {
 
   /** A fresh business with its own key, as every test should use. */
   async createTenant(name = 'Test Supplier'): Promise<Tenant> {
-    const created = await this.db.transaction().execute((trx) => createBusiness(trx, name));
+    const created = await openBusiness(createWriteRunner(this.db), name);
     return tenant(created.businessId, created.apiKey, created.keyId);
   }
 
   async addKey(owner: Tenant): Promise<Tenant> {
-    const key = await createApiKey(this.db, owner.businessId);
+    const key = await createWriteRunner(this.db).run({ businessId: owner.businessId, actor: SYSTEM }, createApiKey);
     return tenant(owner.businessId, key.apiKey, key.keyId);
+  }
+
+  /** Revokes one of the tenant's keys, as `cli key revoke` does. */
+  async revokeKey(owner: Tenant, keyId = owner.keyId): Promise<void> {
+    await createWriteRunner(this.db).run({ businessId: owner.businessId, actor: SYSTEM }, (ctx) => revokeApiKey(ctx, keyId));
   }
 
   async request<T = any>(method: string, url: string, options: RequestOptions = {}): Promise<Response<T>> {

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { revokeApiKey } from '../../src/businesses/repository.ts';
 import type { Tenant, TestContext } from './context.ts';
 
 export interface SecurityCase {
@@ -46,7 +45,7 @@ export function securityCases(ctx: () => TestContext, spec: SecurityCase): void 
     const owner = await ctx().createTenant();
     const url = await spec.url(ctx(), owner);
     const spare = await ctx().addKey(owner);
-    await revokeApiKey(ctx().db, spare.keyId);
+    await ctx().revokeKey(owner, spare.keyId);
     assertUnauthorized(await ctx().request(spec.method, url, { as: spare, body: spec.body }));
   });
 

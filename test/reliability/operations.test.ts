@@ -28,8 +28,9 @@ async function appWithLog(backend: (typeof backends)[number]) {
     logger: { ...loggerOptions('info'), stream }, poolStats: database.handle.poolStats,
   });
   await app.ready();
-  const business = await database.handle.db.transaction().execute(async (trx) =>
-    (await import('../../src/businesses/repository.ts')).createBusiness(trx, 'Metrics Supplier'));
+  const { openBusiness } = await import('../../src/businesses/service.ts');
+  const { createWriteRunner } = await import('../../src/write/runner.ts');
+  const business = await openBusiness(createWriteRunner(database.handle.db), 'Metrics Supplier');
   const headers = { 'x-business-id': business.businessId, 'x-api-key': business.apiKey };
   return {
     app, lines, business, headers,

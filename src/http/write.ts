@@ -1,0 +1,46 @@
+import { createHash } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { canonicalJson } from '../lib/json.ts';
+import { badRequest } from '../lib/errors.ts';
+import type { WriteContext, WriteResponse, WriteRunner, WriteScope } from '../write/runner.ts';
+
+/**
+ * Runs a route's write through the write runner and sends its response, honouring
+ * `Idempotency-Key`. It resolves once the answer is sent (it awaits the reply, as Fastify asks of a
+ * handler that calls send), so that Fastify never tries to send a second one.
+ */
+export type RunWrite = (request: FastifyRequest, reply: FastifyReply, work: (ctx: WriteContext) => Promise<WriteResponse>) => Promise<void>;
+
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+function fingerprintOf(request: FastifyRequest): string {
+  return createHash('sha256')
+    // The route's path without a trailing slash, so /items and /items/ are one request.
+    .update(`${request.method} ${request.url.replace(/\/+(?=\?|$)/, '')}\n${canonicalJson(request.body ?? null)}`)
+    .digest('hex');
+}
+
+async function send(reply: FastifyReply, response: WriteResponse, replayed = false): Promise<void> {
+  reply.code(response.status);
+  if (response.headers) reply.headers(response.headers);
+  if (replayed) reply.header('idempotent-replayed', 'true');
+  await reply.send(response.body === undefined ? null : response.body);
+}
+
+/** Whose write a request is: its business, its API key, its request id. */
+export const writeScopeOf = (request: FastifyRequest): WriteScope =>
+  ({ businessId: request.businessId, actor: { type: 'api_key', id: request.apiKeyId }, requestId: request.id });
+
+export function createRunWrite(runner: WriteRunner): RunWrite {
+  return async (request, reply, work) => {
+    const scope = writeScopeOf(request);
+    const key = request.headers['idempotency-key'];
+    if (key === undefined) return send(reply, await runner.run(scope, work));
+    if (typeof key !== 'string' || !KEY_PATTERN.test(key)) throw badRequest('Invalid idempotency key format');
+    const { response, replayed } = await runner.runIdempotent(scope, { key, fingerprint: fingerprintOf(request) }, work);
+    // A replayed error names this request, so its requestId matches the X-Request-Id header.
+    const body = response.body as { requestId?: string } | undefined;
+    if (replayed && response.status >= 400 && body && typeof body === 'object') body.requestId = request.id;
+    return send(reply, response, replayed);
+  };
+}

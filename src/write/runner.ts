@@ -1,0 +1,163 @@
+import type { Kysely, Transaction } from 'kysely';
+import { isUniqueViolation } from '../db/dialect.ts';
+import type { Database } from '../db/types.ts';
+import { ApiError, errorBody } from '../lib/errors.ts';
+import { readJson } from '../lib/json.ts';
+import {
+  completeRecord, deleteExpiredRecord, findRecord, insertRecord, type IdempotencyRecord, type StoredResponse,
+} from './idempotency-records.ts';
+
+/** Who makes a write: an API key today; a console user or the service itself (jobs, CLI) too. */
+export interface Actor {
+  type: 'api_key' | 'user' | 'system';
+  id: string;
+}
+
+export const SYSTEM: Actor = { type: 'system', id: 'supplyline' };
+
+/** What every service receives for a write: the transaction, whose write it is, and when. */
+export interface WriteContext {
+  trx: Transaction<Database>;
+  businessId: string;
+  actor: Actor;
+  /** The request that asked for it (X-Request-Id), null for the CLI and jobs. */
+  requestId: string | null;
+  /** The Idempotency-Key the write runs under, if any. */
+  idempotencyKey: string | null;
+  /** The write's time, from the injected clock: every timestamp the write stores. */
+  now: string;
+}
+
+export interface WriteScope {
+  businessId: string;
+  actor: Actor;
+  requestId?: string;
+}
+
+/** A response a write answers with, as it is stored for replay under an Idempotency-Key. */
+export interface WriteResponse {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface Idempotency {
+  key: string;
+  /** The hash of the request (method, path, body): the same key with another request is refused. */
+  fingerprint: string;
+}
+
+export type Replayable = { response: WriteResponse; replayed: boolean };
+
+export interface WriteRunner {
+  /** Runs `work` in one transaction with its context; the result is what `work` returns. */
+  run<T>(scope: WriteScope, work: (ctx: WriteContext) => Promise<T>): Promise<T>;
+  /**
+   * As `run`, under an Idempotency-Key: the first request's response is stored in the write's own
+   * transaction and answered again to every repeat within the TTL (`replayed: true`).
+   */
+  runIdempotent(scope: WriteScope, idempotency: Idempotency, work: (ctx: WriteContext) => Promise<WriteResponse>): Promise<Replayable>;
+}
+
+/** 4xx answers other than validation are part of the outcome and are replayed; 400 and 5xx are not. */
+function isStorable(error: unknown): error is ApiError {
+  return error instanceof ApiError && error.status > 400 && error.status < 500
+    && error.code !== 'IDEMPOTENCY_KEY_IN_USE' && error.code !== 'IDEMPOTENCY_KEY_REUSED' && error.code !== 'UNAUTHORIZED'
+    && error.code !== 'RATE_LIMITED';
+}
+
+function stored(response: WriteResponse): StoredResponse {
+  return {
+    response_status: response.status,
+    response_headers: response.headers ? JSON.stringify(response.headers) : null,
+    response_body: response.body === undefined ? '' : JSON.stringify(response.body),
+  };
+}
+
+function replay(record: IdempotencyRecord, fingerprint: string): Replayable {
+  if (record.fingerprint !== fingerprint) {
+    throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request');
+  }
+  return {
+    response: {
+      status: record.response_status,
+      body: record.response_body === '' ? undefined : JSON.parse(record.response_body),
+      headers: readJson<Record<string, string>>(record.response_headers) ?? undefined,
+    },
+    replayed: true,
+  };
+}
+
+/**
+ * The one write path: every write of the service (API, CLI, background jobs) runs through here,
+ * and this is the one place that opens a write transaction. Services get a WriteContext and
+ * never open one themselves; what has to happen in every write transaction happens here.
+ */
+export function createWriteRunner(db: Kysely<Database>, options: { idempotencyTtlHours?: number; clock?: () => number } = {}): WriteRunner {
+  const clock = options.clock ?? Date.now;
+  const ttlMs = (options.idempotencyTtlHours ?? 24) * 3_600_000;
+  const inFlight = new Set<string>();
+
+  function inTransaction<T>(scope: WriteScope, key: string | null, now: Date, work: (ctx: WriteContext) => Promise<T>): Promise<T> {
+    return db.transaction().execute((trx) => work({
+      trx, businessId: scope.businessId, actor: scope.actor, requestId: scope.requestId ?? null, idempotencyKey: key, now: now.toISOString(),
+    }));
+  }
+
+  return {
+    run: (scope, work) => inTransaction(scope, null, new Date(clock()), work),
+
+    /*
+     * The record is inserted first inside the write's own transaction and completed before commit,
+     * so a write never exists without its record, nor a record without its write. A concurrent twin
+     * on another instance blocks on the record's primary key, then finds it and replays.
+     */
+    async runIdempotent(scope, { key, fingerprint }, work) {
+      const { businessId } = scope;
+      const now = new Date(clock());
+      const existing = await findRecord(db, businessId, key);
+      if (existing && new Date(existing.expires_at).getTime() > now.getTime()) return replay(existing, fingerprint);
+      if (existing) await deleteExpiredRecord(db, businessId, key, now.toISOString());
+
+      const slot = `${businessId}\u0000${key}`;
+      if (inFlight.has(slot)) {
+        throw new ApiError('IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still being processed');
+      }
+      inFlight.add(slot);
+      const record = {
+        business_id: businessId,
+        key,
+        fingerprint,
+        created_at: now.toISOString(),
+        expires_at: new Date(now.getTime() + ttlMs).toISOString(),
+      };
+      try {
+        const response = await inTransaction(scope, key, now, async (ctx) => {
+          await insertRecord(ctx.trx, { ...record, response_status: 0, response_body: '', response_headers: null });
+          const outcome = await work(ctx);
+          await completeRecord(ctx.trx, businessId, key, stored(outcome));
+          return outcome;
+        });
+        return { response, replayed: false };
+      } catch (error) {
+        if (isUniqueViolation(error)) {
+          const winner = await findRecord(db, businessId, key);
+          if (winner) return replay(winner, fingerprint);
+        }
+        if (isStorable(error)) {
+          // Outside the failed transaction: one statement, nothing else to keep consistent with.
+          await insertRecord(db, { ...record, ...stored({ status: error.status, body: errorBody(error, scope.requestId ?? '') }) }, true);
+        }
+        throw error;
+      } finally {
+        inFlight.delete(slot);
+      }
+    },
+  };
+}
+
+/** What a service's write returns: the resource as the API shows it now, and as it was before, where it existed. */
+export interface Written<T> {
+  resource: T;
+  before: T | null;
+}
