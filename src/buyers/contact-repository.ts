@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
-import type { Db, PhantomEmailTable, PhantomLocationTable, PhantomPhoneTable } from '../db/types.ts';
+import type { Db } from '../db/types.ts';
+import type { PhantomEmailTable, PhantomLocationTable, PhantomPhoneTable } from './table.ts';
 import { newId } from '../lib/ids.ts';
 import type {
   CreateEmailInput, CreateLocationInput, CreatePhoneInput, UpdateEmailInput, UpdateLocationInput, UpdatePhoneInput,

@@ -1,6 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import { offsetOf, propertyCondition, type Page, type PropertyFilter } from '../db/list.ts';
-import type { Db, PhantomTable } from '../db/types.ts';
+import type { Db } from '../db/types.ts';
+import type { PhantomTable } from './table.ts';
 import { newId } from '../lib/ids.ts';
 import { mergeStoredProperties } from '../lib/properties.ts';
 import { readJson, writeJson, type JsonObject } from '../lib/json.ts';
@@ -8,6 +9,7 @@ import { toIso } from '../lib/time.ts';
 import { findDefaultListId } from '../pricing/repository.ts';
 import { loadContacts, type ContactRows, type EmailRow, type LocationRow, type PhoneRow } from './contact-repository.ts';
 import type { Buyer, CreateBuyerInput } from './schema.ts';
+import { whereLive } from '../db/live.ts';
 
 export type BuyerRow = Selectable<PhantomTable> & {
   partnership_id: string;
@@ -99,14 +101,14 @@ function selectBuyers(db: Db, businessId: string) {
 export async function findBuyerRow(db: Db, businessId: string, id: string): Promise<BuyerRow | undefined> {
   return selectBuyers(db, businessId).selectAll('phantoms')
     .select(['partnerships.id as partnership_id', 'partnerships.status as partnership_status', 'partnerships.item_list_id'])
-    .where('phantoms.id', '=', id).where('phantoms.deleted_at', 'is', null)
+    .where('phantoms.id', '=', id).where(whereLive('phantoms'))
     .executeTakeFirst();
 }
 
 /** The partnership of a live buyer of this business and its assigned item list: what ordering for the buyer needs. */
 export async function findBuyerPartnership(db: Db, businessId: string, id: string): Promise<{ id: string; itemListId: string | null } | undefined> {
   const row = await selectBuyers(db, businessId).select(['partnerships.id', 'partnerships.item_list_id'])
-    .where('phantoms.id', '=', id).where('phantoms.deleted_at', 'is', null).where('partnerships.deleted_at', 'is', null)
+    .where('phantoms.id', '=', id).where(whereLive('phantoms')).where(whereLive('partnerships'))
     .executeTakeFirst();
   return row && { id: row.id, itemListId: row.item_list_id };
 }
@@ -127,7 +129,7 @@ export interface ListBuyersOptions {
 
 export async function listBuyers(db: Db, businessId: string, options: ListBuyersOptions): Promise<Page<Buyer>> {
   let query = selectBuyers(db, businessId);
-  if (!options.includeDeleted) query = query.where('phantoms.deleted_at', 'is', null);
+  if (!options.includeDeleted) query = query.where(whereLive('phantoms'));
   if (options.updatedSince) query = query.where('phantoms.updated_at', '>', options.updatedSince);
   if (options.partnershipStatus) query = query.where('partnerships.status', '=', options.partnershipStatus);
   if (options.property) query = query.where(propertyCondition(db, sql.ref('phantoms.properties'), options.property));

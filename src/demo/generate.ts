@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { createBusiness } from '../businesses/service.ts';
-import { dialectOf } from '../db/dialect.ts';
+import { withBulkLoad } from '../db/bulk-load.ts';
 import type { Database } from '../db/types.ts';
 import { insertRows } from '../db/bulk.ts';
 import { newId } from '../lib/ids.ts';
@@ -50,44 +50,9 @@ const TWO_YEARS = 730 * 86_400_000;
  */
 export async function generateDemo(db: Kysely<Database>, options: DemoOptions): Promise<DemoResult> {
   const started = performance.now();
-  if (dialectOf(db) === 'postgres') return generate(db, options, started);
-  return withSqliteLoadSettings(db, () => generate(db, options, started));
-}
-
-/**
- * SQLite settings for the duration of a bulk load, each restored afterwards:
- * - a 256 MB page cache: with the default 2 MB, the growing indexes spill out of it and are
- *   written again and again (several times slower);
- * - foreign keys off: they cost three primary-key lookups per order item, and the rows are
- *   consistent by construction (the test runs `pragma foreign_key_check`);
- * - a rollback journal instead of WAL when no other connection has the file open (the switch
- *   needs the file to itself; otherwise it stays WAL, slower but the same): WAL writes every page
- *   twice, to the log and at a checkpoint into the file, while a load mostly adds new pages, which
- *   a rollback journal does not copy at all (18.7k -> 21.3k orders/s at 300k orders). With
- *   synchronous=FULL meanwhile: a rollback journal on NORMAL can be corrupted by a power cut.
- */
-async function withSqliteLoadSettings<T>(db: Kysely<Database>, load: () => Promise<T>): Promise<T> {
-  const read = async (name: string) => Object.values((await sql.raw(`pragma ${name}`).execute(db)).rows[0] as object)[0] as string | number;
-  const saved = { cache_size: await read('cache_size'), synchronous: await read('synchronous') };
-  await sql`pragma cache_size = -262144`.execute(db);
-  await sql`pragma foreign_keys = off`.execute(db);
-  let switched = false;
-  if ((await read('journal_mode')) === 'wal') {
-    // Another connection makes the switch fail with SQLITE_BUSY: at once, not after the busy timeout.
-    const busyTimeout = await read('busy_timeout');
-    await sql`pragma busy_timeout = 0`.execute(db);
-    switched = await sql`pragma journal_mode = truncate`.execute(db).then(async () => (await read('journal_mode')) === 'truncate', () => false);
-    await sql.raw(`pragma busy_timeout = ${Number(busyTimeout)}`).execute(db);
-  }
-  if (switched) await sql`pragma synchronous = full`.execute(db);
-  try {
-    return await load();
-  } finally {
-    if (switched) await sql`pragma journal_mode = wal`.execute(db);
-    await sql.raw(`pragma synchronous = ${Number(saved.synchronous)}`).execute(db);
-    await sql`pragma foreign_keys = on`.execute(db);
-    await sql.raw(`pragma cache_size = ${Number(saved.cache_size)}`).execute(db);
-  }
+  const result = await withBulkLoad(db, LOADED_TABLES, () => generate(db, options, started));
+  // In all: with PostgreSQL's vacuum after the load.
+  return { ...result, totalSeconds: (performance.now() - started) / 1000 };
 }
 
 /** The tables generation fills, and the ones the catalogue and buyers went into. */
@@ -95,15 +60,6 @@ const LOADED_TABLES = [
   'orders', 'order_items', 'order_properties', 'order_counts', 'order_property_counts', 'order_change_counts', 'business_counters',
   'items', 'item_variants', 'item_lists', 'item_list_entries', 'phantoms', 'partnerships',
 ];
-
-/**
- * PostgreSQL: freshly bulk-loaded tables have no planner statistics and no visibility map yet, so
- * plans are guesses and index-only scans still visit the table (list queries measured 3-5× slower
- * until autovacuum caught up). What an operator runs after a bulk load; outside any transaction.
- */
-async function vacuumAnalyze(db: Kysely<Database>): Promise<void> {
-  for (const table of LOADED_TABLES) await sql`vacuum (analyze) ${sql.table(table)}`.execute(db);
-}
 
 async function generate(db: Kysely<Database>, options: DemoOptions, started: number): Promise<DemoResult> {
   const rnd = createRandom(options.seed ?? 20_261_122);
@@ -144,7 +100,6 @@ async function generate(db: Kysely<Database>, options: DemoOptions, started: num
   }
   const orderSeconds = (performance.now() - ordersStarted) / 1000;
   const cpu = process.cpuUsage(cpuStarted);
-  if (dialectOf(db) === 'postgres') await vacuumAnalyze(db);
   return {
     businessId,
     apiKey: setup.business.apiKey,

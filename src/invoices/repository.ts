@@ -1,9 +1,11 @@
 import type { Insertable, Updateable } from 'kysely';
 import { forUpdate } from '../db/dialect.ts';
-import type { Db, InvoiceLineItemTable, InvoiceTable } from '../db/types.ts';
+import type { Db } from '../db/types.ts';
+import type { InvoiceLineItemTable, InvoiceTable } from './table.ts';
 import { toInvoice, type InvoiceLineItemRow, type InvoiceRow } from './mapper.ts';
 import type { Invoice } from './schema.ts';
 import { groupBy } from '../lib/group.ts';
+import { whereLive } from '../db/live.ts';
 
 export async function insertInvoice(db: Db, invoice: Insertable<InvoiceTable>): Promise<void> {
   await db.insertInto('invoices').values(invoice).execute();
@@ -16,7 +18,7 @@ export async function insertInvoiceLineItems(db: Db, lines: Insertable<InvoiceLi
 /** A live invoice of this business; with `lock`, its row stays locked until the transaction ends. */
 export async function findInvoiceRow(db: Db, businessId: string, id: string, lock = false): Promise<InvoiceRow | undefined> {
   const query = db.selectFrom('invoices').selectAll()
-    .where('business_id', '=', businessId).where('id', '=', id).where('deleted_at', 'is', null);
+    .where('business_id', '=', businessId).where('id', '=', id).where(whereLive());
   return (lock ? forUpdate(db, query) : query).executeTakeFirst();
 }
 
@@ -24,7 +26,7 @@ export async function findInvoiceRow(db: Db, businessId: string, id: string, loc
 export async function findLiveInvoiceForOrder(db: Db, businessId: string, orderId: string, exceptId = '') {
   return db.selectFrom('invoices').select(['id', 'invoice_number'])
     .where('business_id', '=', businessId).where('order_id', '=', orderId).where('id', '<>', exceptId)
-    .where('deleted_at', 'is', null).where('status', '<>', 'VOIDED')
+    .where(whereLive()).where('status', '<>', 'VOIDED')
     .executeTakeFirst();
 }
 

@@ -1,6 +1,6 @@
 import type { Insertable, Updateable } from 'kysely';
 import { isUniqueViolation } from '../db/dialect.ts';
-import type { InvoiceLineItemTable, InvoiceTable } from '../db/types.ts';
+import type { InvoiceLineItemTable, InvoiceTable } from './table.ts';
 import { badRequest, conflict, notFound, validationError } from '../lib/errors.ts';
 import { mergeStoredProperties } from '../lib/properties.ts';
 import { newId } from '../lib/ids.ts';

@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { ItemTable, ItemVariantTable } from '../db/types.ts';
+import type { ItemTable, ItemVariantTable } from './table.ts';
 import { readJson } from '../lib/json.ts';
 import { toNumber } from '../lib/money.ts';
 import { toIso } from '../lib/time.ts';

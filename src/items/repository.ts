@@ -10,6 +10,7 @@ import { toItem, type ItemRow } from './mapper.ts';
 import type { CreateItemInput, CreateVariantInput, Item, UpdateVariantInput } from './schema.ts';
 import { bumpCatalogueVersion, insertVariants, liveVariantsOf, variantValues } from './variant-repository.ts';
 import { groupBy } from '../lib/group.ts';
+import { whereLive } from '../db/live.ts';
 
 /** A handle made from a name: lower case, words joined by hyphens. */
 export function handleFromName(name: string): string {
@@ -20,7 +21,7 @@ export function handleFromName(name: string): string {
 
 async function isHandleTaken(db: Db, businessId: string, handle: string): Promise<boolean> {
   const row = await db.selectFrom('items').select('id')
-    .where('business_id', '=', businessId).where('handle', '=', handle).where('deleted_at', 'is', null)
+    .where('business_id', '=', businessId).where('handle', '=', handle).where(whereLive())
     .executeTakeFirst();
   return row !== undefined;
 }
@@ -28,7 +29,7 @@ async function isHandleTaken(db: Db, businessId: string, handle: string): Promis
 /** A derived handle never conflicts: "blue-widget", then "blue-widget-2", and so on. */
 async function freeHandle(db: Db, businessId: string, base: string): Promise<string> {
   const taken = new Set((await db.selectFrom('items').select('handle')
-    .where('business_id', '=', businessId).where('deleted_at', 'is', null)
+    .where('business_id', '=', businessId).where(whereLive())
     // Every handle with the base as its prefix (one index range on SQLite); only base and base-N matter below.
     .where(startsWith(db, 'handle', base))
     .execute()).map((r) => r.handle));
@@ -75,7 +76,7 @@ const handleConflict = (handle: string) => conflict(`An item with handle '${hand
 export async function findItemRow(db: Db, businessId: string, id: string, includeDeleted = false): Promise<ItemRow | undefined> {
   return db.selectFrom('items').selectAll()
     .where('business_id', '=', businessId).where('id', '=', id)
-    .$if(!includeDeleted, (q) => q.where('deleted_at', 'is', null))
+    .$if(!includeDeleted, (q) => q.where(whereLive()))
     .executeTakeFirst();
 }
 
@@ -103,7 +104,7 @@ export interface ListItemsOptions {
 
 export async function listItems(db: Db, businessId: string, options: ListItemsOptions): Promise<Page<Item>> {
   let query = db.selectFrom('items').where('business_id', '=', businessId);
-  if (!options.includeDeleted) query = query.where('deleted_at', 'is', null);
+  if (!options.includeDeleted) query = query.where(whereLive());
   if (options.updatedSince) query = query.where('updated_at', '>', options.updatedSince);
   if (options.status) query = query.where('status', '=', options.status);
   if (options.property) query = query.where(propertyCondition(db, sql.ref('properties'), options.property));
@@ -116,7 +117,7 @@ export async function listItems(db: Db, businessId: string, options: ListItemsOp
   // One query for all variants of the page, never one per item.
   const variants = await db.selectFrom('item_variants').selectAll()
     .where('business_id', '=', businessId).where('item_id', 'in', rows.length ? rows.map((r) => r.id) : [''])
-    .$if(!options.includeDeleted, (q) => q.where('deleted_at', 'is', null))
+    .$if(!options.includeDeleted, (q) => q.where(whereLive()))
     .orderBy('sequence').orderBy('id').execute();
   const byItem = groupBy(variants, (v) => v.item_id);
   return {
@@ -166,10 +167,10 @@ export async function updateItem(db: Db, businessId: string, item: ItemRow, chan
 /** Soft delete: the item and its variants keep their rows and get `deletedAt`. False when not found. */
 export async function deleteItemRows(db: Db, businessId: string, id: string, now: string): Promise<boolean> {
   const result = await db.updateTable('items').set({ deleted_at: now, updated_at: now, status: 'DELETED' })
-    .where('business_id', '=', businessId).where('id', '=', id).where('deleted_at', 'is', null)
+    .where('business_id', '=', businessId).where('id', '=', id).where(whereLive())
     .executeTakeFirst();
   if (Number(result.numUpdatedRows) === 0) return false;
   await db.updateTable('item_variants').set({ deleted_at: now, updated_at: now })
-    .where('business_id', '=', businessId).where('item_id', '=', id).where('deleted_at', 'is', null).execute();
+    .where('business_id', '=', businessId).where('item_id', '=', id).where(whereLive()).execute();
   return true;
 }

@@ -6,6 +6,7 @@ import { toDecimalString } from '../lib/money.ts';
 import { findDefaultListId } from '../pricing/repository.ts';
 import type { VariantRow } from './mapper.ts';
 import type { CreateVariantInput, UpdateVariantInput } from './schema.ts';
+import { whereLive } from '../db/live.ts';
 
 /** The business counter of changes to variant names and SKUs, which orders show (src/orders/render.ts stamps them with it). */
 export const CATALOGUE_COUNTER = 'catalogue';
@@ -56,7 +57,7 @@ export async function insertVariants(db: Db, businessId: string, itemId: string,
 export async function liveVariantsOf(db: Db, businessId: string, itemIds: string[]): Promise<VariantRow[]> {
   if (itemIds.length === 0) return [];
   return db.selectFrom('item_variants').selectAll()
-    .where('business_id', '=', businessId).where('item_id', 'in', itemIds).where('deleted_at', 'is', null)
+    .where('business_id', '=', businessId).where('item_id', 'in', itemIds).where(whereLive())
     .orderBy('sequence').orderBy('id').execute();
 }
 
@@ -65,13 +66,13 @@ export async function findMissingVariants(db: Db, businessId: string, itemId: st
   if (ids.length === 0) return [];
   const found = new Set((await db.selectFrom('item_variants').select('id')
     .where('business_id', '=', businessId).where('item_id', '=', itemId)
-    .where('id', 'in', ids).where('deleted_at', 'is', null).execute()).map((r) => r.id));
+    .where('id', 'in', ids).where(whereLive()).execute()).map((r) => r.id));
   return [...new Set(ids)].filter((id) => !found.has(id));
 }
 
 export async function countLiveVariants(db: Db, businessId: string, itemId: string): Promise<number> {
   const row = await db.selectFrom('item_variants').select((eb) => eb.fn.countAll().as('n'))
-    .where('business_id', '=', businessId).where('item_id', '=', itemId).where('deleted_at', 'is', null)
+    .where('business_id', '=', businessId).where('item_id', '=', itemId).where(whereLive())
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }

@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { OrderItemTable, OrderTable } from '../db/types.ts';
+import type { OrderItemTable, OrderTable } from './table.ts';
 import { readJson } from '../lib/json.ts';
 import { formatAmount, toNumber } from '../lib/money.ts';
 import { toIso } from '../lib/time.ts';

@@ -1,5 +1,6 @@
 import type { Updateable } from 'kysely';
-import type { Db, OrderItemTable } from '../db/types.ts';
+import type { Db } from '../db/types.ts';
+import type { OrderItemTable } from './table.ts';
 import { mergeStoredProperties } from '../lib/properties.ts';
 import { newId } from '../lib/ids.ts';
 import { writeJson } from '../lib/json.ts';

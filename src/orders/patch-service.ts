@@ -1,5 +1,5 @@
 import type { Updateable } from 'kysely';
-import type { OrderTable } from '../db/types.ts';
+import type { OrderTable } from './table.ts';
 import { badRequest, notFound, validationError, type FieldErrors } from '../lib/errors.ts';
 import { checkVersion, type ExpectedVersions } from '../lib/versions.ts';
 import type { Written, WriteContext } from '../write/runner.ts';

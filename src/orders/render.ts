@@ -5,6 +5,7 @@ import type { RenderCache } from '../lib/render-cache.ts';
 import { toOrder, type OrderStub } from './mapper.ts';
 import { findOrder, findOrderRows, loadOrderItems } from './repository.ts';
 import type { Order } from './schema.ts';
+import { whereLive } from '../db/live.ts';
 
 /**
  * Rendered orders are cached (src/lib/render-cache.ts) under a stamp of everything their JSON is
@@ -44,7 +45,7 @@ export async function renderOrder(
   // Raw SQL: on a cache hit this is the request's only query, and building it with the query
   // builder cost as much as running it.
   const { rows: [stamp] } = await sql<{ version: number | string; catalogue: number | string | null }>`select version,
-      ${catalogueColumn(businessId)} from orders where business_id = ${businessId} and id = ${id} and deleted_at is null`.execute(db);
+      ${catalogueColumn(businessId)} from orders where business_id = ${businessId} and id = ${id} and ${whereLive()}`.execute(db);
   if (!stamp) return undefined;
   const catalogue = Number(stamp.catalogue ?? 0);
   const key = keyOf(businessId, id);

@@ -1,10 +1,12 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import { anyOf, forUpdate } from '../db/dialect.ts';
-import type { Db, OrderItemTable, OrderTable } from '../db/types.ts';
+import type { Db } from '../db/types.ts';
+import type { OrderItemTable, OrderTable } from './table.ts';
 import { applyOrderChange } from './projections/index.ts';
 import { toOrder, type OrderItemRow, type OrderRow } from './mapper.ts';
 import type { Order } from './schema.ts';
 import { groupBy } from '../lib/group.ts';
+import { whereLive } from '../db/live.ts';
 
 /**
  * Inserts a live order with its items, indexes its properties and counts it, in the caller's
@@ -32,7 +34,7 @@ export async function insertOrderItems(db: Db, items: Insertable<OrderItemTable>
 /** A live order of this business; with `lock`, its row stays locked until the transaction ends. */
 export async function findOrderRow(db: Db, businessId: string, id: string, lock = false): Promise<OrderRow | undefined> {
   const query = db.selectFrom('orders').selectAll()
-    .where('business_id', '=', businessId).where('id', '=', id).where('deleted_at', 'is', null);
+    .where('business_id', '=', businessId).where('id', '=', id).where(whereLive());
   return (lock ? forUpdate(db, query) : query).executeTakeFirst();
 }
 
@@ -104,7 +106,7 @@ export async function findEntries(db: Db, businessId: string, entryIds: string[]
       'item_lists.start_date', 'item_lists.end_date',
     ])
     .where('item_list_entries.business_id', '=', businessId).where('item_list_entries.id', 'in', entryIds.length > 0 ? entryIds : [''])
-    .where('item_variants.deleted_at', 'is', null).where('item_lists.deleted_at', 'is', null)
+    .where(whereLive('item_variants')).where(whereLive('item_lists'))
     .execute();
   return new Map(rows.map((r) => [r.id, r]));
 }
@@ -120,7 +122,7 @@ export async function softDeleteOrder(db: Db, businessId: string, id: string, no
   if (!before) return undefined;
   const after = await db.updateTable('orders')
     .set((eb) => ({ deleted_at: now, updated_at: now, phase: 'DELETED', version: eb('version', '+', 1) }))
-    .where('business_id', '=', businessId).where('id', '=', id).where('deleted_at', 'is', null)
+    .where('business_id', '=', businessId).where('id', '=', id).where(whereLive())
     .returningAll().executeTakeFirst();
   if (!after) return undefined;
   await applyOrderChange(db, before, after);
@@ -130,7 +132,7 @@ export async function softDeleteOrder(db: Db, businessId: string, id: string, no
 /** Records the first announcement only; later ones match no row and change nothing. */
 export async function markIngested(db: Db, businessId: string, id: string, now: string): Promise<boolean> {
   const result = await db.updateTable('orders').set({ ingested_at: now })
-    .where('business_id', '=', businessId).where('id', '=', id).where('ingested_at', 'is', null).where('deleted_at', 'is', null)
+    .where('business_id', '=', businessId).where('id', '=', id).where('ingested_at', 'is', null).where(whereLive())
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }

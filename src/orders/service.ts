@@ -11,6 +11,7 @@ import {
 } from './repository.ts';
 import { toOrder, withVariant, type VariantFields } from './mapper.ts';
 import type { CreateOrderInput, Order } from './schema.ts';
+import { whereLive } from '../db/live.ts';
 
 export const ORDER_NOT_FOUND = 'Order not found';
 export const DUPLICATE_ENTRY = 'one or more order items already exist; an order can only have one item per item list entry';
@@ -128,7 +129,7 @@ export async function createOrder(
  */
 export async function ingestOrder(ctx: WriteContext, orderId: string): Promise<boolean> {
   const order = await ctx.trx.selectFrom('orders').select('ingested_at')
-    .where('business_id', '=', ctx.businessId).where('id', '=', orderId).where('deleted_at', 'is', null)
+    .where('business_id', '=', ctx.businessId).where('id', '=', orderId).where(whereLive())
     .executeTakeFirst();
   if (!order) throw notFound(ORDER_NOT_FOUND);
   return order.ingested_at === null && markIngested(ctx.trx, ctx.businessId, orderId, ctx.now);

@@ -1,6 +1,7 @@
 import type { Db } from '../db/types.ts';
 import { toIso } from '../lib/time.ts';
 import { resolveEffectivePrice, type EffectivePrice, type PricingCandidate } from './resolve.ts';
+import { whereLive } from '../db/live.ts';
 
 export type { EffectivePrice } from './resolve.ts';
 
@@ -38,8 +39,8 @@ export async function findEffectiveEntries(
       'item_list_entries.id as entry_id', 'item_list_entries.override_flat_price', 'item_list_entries.currency',
     ])
     .where('item_variants.business_id', '=', businessId).where('item_variants.id', 'in', [...new Set(variantIds)])
-    .where('item_variants.deleted_at', 'is', null)
-    .where('item_lists.business_id', '=', businessId).where('item_lists.deleted_at', 'is', null)
+    .where(whereLive('item_variants'))
+    .where('item_lists.business_id', '=', businessId).where(whereLive('item_lists'))
     .where((eb) => eb.or([eb('item_lists.id', '=', assignedId), eb('item_lists.is_default', '=', 1)]))
     .execute();
 

@@ -1,10 +1,12 @@
 import type { Selectable } from 'kysely';
 import { offsetOf, type Page } from '../db/list.ts';
-import type { Db, ItemListTable } from '../db/types.ts';
+import type { Db } from '../db/types.ts';
+import type { ItemListTable } from './table.ts';
 import { newId } from '../lib/ids.ts';
 import { toDecimalString, toNumber } from '../lib/money.ts';
 import { parseDateTime, toIso } from '../lib/time.ts';
 import type { CreatePriceListInput, PriceList } from './schema.ts';
+import { whereLive } from '../db/live.ts';
 
 type ItemListRow = Selectable<ItemListTable>;
 interface EntryRow {
@@ -49,7 +51,7 @@ export async function findDefaultListId(db: Db, businessId: string): Promise<str
 export async function findLiveVariantIds(db: Db, businessId: string, ids: string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const rows = await db.selectFrom('item_variants').select('id')
-    .where('business_id', '=', businessId).where('id', 'in', ids).where('deleted_at', 'is', null).execute();
+    .where('business_id', '=', businessId).where('id', 'in', ids).where(whereLive()).execute();
   return new Set(rows.map((r) => r.id));
 }
 
@@ -57,7 +59,7 @@ export async function findLiveVariantIds(db: Db, businessId: string, ids: string
 export async function findLivePartnershipIds(db: Db, businessId: string, ids: string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const rows = await db.selectFrom('partnerships').select('id')
-    .where('business_id', '=', businessId).where('id', 'in', ids).where('deleted_at', 'is', null).execute();
+    .where('business_id', '=', businessId).where('id', 'in', ids).where(whereLive()).execute();
   return new Set(rows.map((r) => r.id));
 }
 
@@ -128,12 +130,12 @@ async function loadListDetails(db: Db, businessId: string, listIds: string[]) {
         'item_list_entries.override_flat_price', 'item_list_entries.currency',
       ])
       .where('item_list_entries.business_id', '=', businessId).where('item_list_entries.item_list_id', 'in', listIds)
-      .where('item_variants.deleted_at', 'is', null)
+      .where(whereLive('item_variants'))
       // Catalogue order: entry ids made in the same millisecond do not sort in request order.
       .orderBy('item_variants.created_at').orderBy('item_variants.item_id').orderBy('item_variants.sequence')
       .orderBy('item_list_entries.id').execute(),
     db.selectFrom('partnerships').select(['id', 'item_list_id'])
-      .where('business_id', '=', businessId).where('item_list_id', 'in', listIds).where('deleted_at', 'is', null)
+      .where('business_id', '=', businessId).where('item_list_id', 'in', listIds).where(whereLive())
       .orderBy('id').execute(),
   ]);
   return { entries, partnerships };
@@ -150,7 +152,7 @@ async function toPriceLists(db: Db, businessId: string, rows: ItemListRow[]): Pr
 
 export async function findPriceList(db: Db, businessId: string, id: string): Promise<PriceList | undefined> {
   const row = await db.selectFrom('item_lists').selectAll()
-    .where('business_id', '=', businessId).where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+    .where('business_id', '=', businessId).where('id', '=', id).where(whereLive()).executeTakeFirst();
   return row && (await toPriceLists(db, businessId, [row]))[0];
 }
 
@@ -162,7 +164,7 @@ export interface ListPriceListsOptions {
 }
 
 export async function listPriceLists(db: Db, businessId: string, options: ListPriceListsOptions): Promise<Page<PriceList>> {
-  let query = db.selectFrom('item_lists').where('business_id', '=', businessId).where('deleted_at', 'is', null);
+  let query = db.selectFrom('item_lists').where('business_id', '=', businessId).where(whereLive());
   if (options.status) query = query.where('status', '=', options.status);
   if (options.updatedSince) query = query.where('updated_at', '>', options.updatedSince);
   const { total } = await query.select((eb) => eb.fn.countAll().as('total')).executeTakeFirstOrThrow();

@@ -1,5 +1,6 @@
 import type { Insertable } from 'kysely';
-import type { Db, IdempotencyKeyTable } from '../db/types.ts';
+import type { Db } from '../db/types.ts';
+import type { IdempotencyKeyTable } from './table.ts';
 
 /** The response columns of an idempotency record. */
 export interface StoredResponse {

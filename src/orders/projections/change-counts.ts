@@ -3,6 +3,7 @@ import { countShard } from '../../db/dialect.ts';
 import type { Db } from '../../db/types.ts';
 import { toIso } from '../../lib/time.ts';
 import { netChanges } from './counts.ts';
+import { whereLive } from '../../db/live.ts';
 
 /** `order_change_counts`: live orders per UTC day of their updatedAt, the totals of changed-since lists. */
 
@@ -36,7 +37,7 @@ export async function countChangedSince(db: Db, businessId: string, since: strin
   const endOfDay = `${day}T23:59:59.999Z`;
   const { rows: [row] } = await sql<{ n: number | string }>`select
       (select coalesce(sum(n), 0) from order_change_counts where business_id = ${businessId} and day > ${day})
-      + (select count(*) from orders where business_id = ${businessId} and deleted_at is null
+      + (select count(*) from orders where business_id = ${businessId} and ${whereLive()}
         and updated_at > ${since} and updated_at <= ${endOfDay}) as n`.execute(db);
   return Number(row.n);
 }

@@ -6,6 +6,7 @@ import type { OrderRow } from '../mapper.ts';
 import { bumpOrderCounts, type CountChange } from './counts.ts';
 import { bumpChangeCounts, changeDay } from './change-counts.ts';
 import { indexOrderProperties, propertyPaths, reindexOrderProperties, unindexOrderProperties } from './properties.ts';
+import { whereLive } from '../../db/live.ts';
 
 /**
  * The derived order tables, and their one owner. Every write that changes an order calls
@@ -68,18 +69,18 @@ export async function rebuildOrderProjections(db: Db, businessId: string, onProg
     await db.deleteFrom(table).where('business_id', '=', businessId).execute();
   }
   await sql`insert into order_counts (business_id, phase, status, shard, n)
-    select business_id, phase, status, 0, count(*) from orders where business_id = ${businessId} and deleted_at is null
+    select business_id, phase, status, 0, count(*) from orders where business_id = ${businessId} and ${whereLive()}
     group by business_id, phase, status`.execute(db);
   const day = utcDay(db, sql.ref('updated_at'));
   await sql`insert into order_change_counts (business_id, day, shard, n)
-    select business_id, ${day}, 0, count(*) from orders where business_id = ${businessId} and deleted_at is null
+    select business_id, ${day}, 0, count(*) from orders where business_id = ${businessId} and ${whereLive()}
     group by business_id, ${day}`.execute(db);
 
   let after = '';
   let indexed = 0;
   for (;;) {
     const orders = await db.selectFrom('orders').select(['id', 'properties'])
-      .where('business_id', '=', businessId).where('id', '>', after).where('deleted_at', 'is', null)
+      .where('business_id', '=', businessId).where('id', '>', after).where(whereLive())
       .orderBy('id').limit(BATCH).execute();
     if (orders.length === 0) break;
     const rows: unknown[][] = [];

@@ -1,0 +1,34 @@
+import type { ColumnType } from 'kysely';
+/** Live orders whose `updated_at` falls on a UTC day (`YYYY-MM-DD`), for changed-since totals. */
+export interface OrderChangeCountTable {
+  business_id: string;
+  day: string;
+  shard: number;
+  n: ColumnType<number | string | bigint, number, number>;
+}
+
+/** Live orders per business, phase and status: maintained in every order write's transaction. */
+export interface OrderCountTable {
+  business_id: string;
+  phase: string;
+  status: string;
+  /** Concurrent writers add to different rows (src/db/dialect.ts countShard); a count is the sum. */
+  shard: number;
+  n: ColumnType<number | string | bigint, number, number>;
+}
+
+/** One row per property path of a live order (src/orders/properties-index.ts). */
+export interface OrderPropertyTable {
+  business_id: string;
+  order_id: string;
+  path: string;
+  value: string | null;
+}
+
+/** Live orders per business and property path. */
+export interface OrderPropertyCountTable {
+  business_id: string;
+  path: string;
+  shard: number;
+  n: ColumnType<number | string | bigint, number, number>;
+}

@@ -1,0 +1,43 @@
+import type { Timestamp, NullableTimestamp, Json, Numeric } from '../db/columns.ts';
+
+export interface OrderTable {
+  id: string;
+  business_id: string;
+  partnership_id: string;
+  membership_id: string | null;
+  integration_id: string | null;
+  phase: string;
+  status: string;
+  internal_reference: string;
+  external_reference: string | null;
+  notes: string | null;
+  delivery_address: string | null;
+  expected_delivery_at: Timestamp;
+  delivered_at: NullableTimestamp;
+  shipped_at: NullableTimestamp;
+  shipped_by: NullableTimestamp;
+  currency: string;
+  total_amount: Numeric;
+  properties: Json;
+  version: number;
+  ingested_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  deleted_at: NullableTimestamp;
+}
+
+export interface OrderItemTable {
+  id: string;
+  business_id: string;
+  order_id: string;
+  item_list_entry_id: string;
+  line_number: number;
+  quantity: Numeric;
+  unit_of_measure: string;
+  currency: string;
+  price: Numeric;
+  cost: Numeric;
+  properties: Json;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}

@@ -1,0 +1,12 @@
+import type { Timestamp, Json } from '../db/columns.ts';
+
+export interface IdempotencyKeyTable {
+  business_id: string;
+  key: string;
+  fingerprint: string;
+  response_status: number;
+  response_headers: Json;
+  response_body: string;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+}
