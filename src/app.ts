@@ -26,7 +26,7 @@ import { invoiceRoutes } from './invoices/routes.ts';
 import { newId } from './lib/ids.ts';
 import { RenderCache } from './lib/render-cache.ts';
 import { purgeExpiredIdempotencyKeys } from './write/idempotency-records.ts';
-import { createWriteRunner } from './write/runner.ts';
+import { createWriteRunner, type WriteRunner } from './write/runner.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -47,6 +47,8 @@ export interface AppDeps {
   rateLimiter: RateLimiter | null;
   logger?: FastifyServerOptions['logger'];
   clock?: () => number;
+  /** The write runner; made from `db` and `clock` unless given (tests observe writes through it). */
+  writes?: WriteRunner;
   /** Pool use for /metrics (PostgreSQL). */
   poolStats?: () => PoolStats | null;
   /** Adds process and Node.js metrics to /metrics; the server turns it on. */
@@ -136,7 +138,7 @@ export async function createApp(deps: AppDeps) {
     if (route.url.startsWith('/api/') && route.schema && !route.schema.querystring) route.schema.querystring = NoQuery;
   });
 
-  const writes = createWriteRunner(db, { idempotencyTtlHours: config.idempotencyTtlHours, clock });
+  const writes = deps.writes ?? createWriteRunner(db, { idempotencyTtlHours: config.idempotencyTtlHours, clock });
   const routeDeps: RouteDeps = {
     db,
     runWrite: createRunWrite(writes),

@@ -169,6 +169,28 @@ for (const backend of backends) {
       assert.doesNotMatch(table.stdout, new RegExp(key.apiKey), 'the list never shows a key');
     });
 
+    it('projections rebuild restores the derived order tables of a business from its orders', async () => {
+      const handle = createDatabase(database.url);
+      try {
+        const business = await openBusiness(createWriteRunner(handle.db), 'Rebuilt Ltd');
+        // Derived rows that no order supports, as a bad bulk load would leave them.
+        await handle.db.insertInto('order_counts').values({ business_id: business.businessId, phase: 'ACTIVE', status: 'PACKED', shard: 0, n: 5 }).execute();
+        await handle.db.insertInto('order_property_counts').values({ business_id: business.businessId, path: 'ghost', shard: 0, n: 2 }).execute();
+        const rebuilt = await runCli(['projections', 'rebuild', '--business', business.businessId], database.url);
+        assert.equal(rebuilt.code, 0, rebuilt.stderr);
+        assert.match(rebuilt.stdout, new RegExp(`Rebuilt the order projections of ${business.businessId}`));
+        const left = await handle.db.selectFrom('order_counts').selectAll().where('business_id', '=', business.businessId).execute();
+        assert.deepEqual(left, []);
+        const paths = await handle.db.selectFrom('order_property_counts').selectAll().where('business_id', '=', business.businessId).execute();
+        assert.deepEqual(paths, []);
+        const missing = await runCli(['projections', 'rebuild', '--business', 'bus_missing'], database.url);
+        assert.equal(missing.code, 1);
+        assert.match(missing.stderr, /Business bus_missing not found/);
+      } finally {
+        await handle.close();
+      }
+    });
+
     it('unknown business and unknown key exit 1 with a message', async () => {
       const [business, key] = await Promise.all([
         runCli(['key', 'create', '--business', 'bus_missing', '--json'], database.url),

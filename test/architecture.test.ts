@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, normalize, relative } from 'node:path';
+import { describe, it } from 'node:test';
+
+/**
+ * The shape of the code (docs/architecture.md), checked on the source text so that it stays
+ * true: one place opens a write transaction, dialect questions are asked in src/db only, the
+ * domain does not import the HTTP edge, and migrations are frozen.
+ */
+const SRC = join(import.meta.dirname, '..', 'src');
+
+function sourceFiles(dir = SRC): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    return entry.isDirectory() ? sourceFiles(path) : entry.name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+const files = sourceFiles().map((path) => ({ path: relative(SRC, path).replaceAll('\\', '/'), text: readFileSync(path, 'utf8') }));
+
+/** The files (relative to src/) that a file imports from src/. */
+function importsOf(file: { path: string; text: string }): string[] {
+  return [...file.text.matchAll(/(?:from|import\()\s*'(\.[^']+)'/g)]
+    .map((m) => normalize(join(dirname(file.path), m[1])).replaceAll('\\', '/'));
+}
+
+describe('architecture', () => {
+  it('opens write transactions in one place: the write runner', () => {
+    const opening = files.filter((f) => /\.transaction\(\)/.test(f.text) && !f.path.startsWith('db/migrations/'));
+    assert.deepEqual(opening.map((f) => f.path), ['write/runner.ts']);
+  });
+
+  it('branches on the dialect only in src/db', () => {
+    const branching = files.filter((f) => !f.path.startsWith('db/') && /dialectOf\(|PostgresAdapter|SqliteAdapter|=== 'postgres'|=== 'sqlite'/.test(f.text));
+    assert.deepEqual(branching.map((f) => f.path), []);
+  });
+
+  it('keeps services, repositories and mappers free of the HTTP edge', () => {
+    const domain = files.filter((f) => /(service|repository|mapper|render|projections\/[a-z-]+)\.ts$/.test(f.path) || f.path.startsWith('write/'));
+    assert.ok(domain.length > 15, 'the domain files are found');
+    const offending = domain.flatMap((f) => importsOf(f).filter((i) => i.startsWith('http/')).map((i) => `${f.path} imports ${i}`));
+    assert.deepEqual(offending, []);
+  });
+
+  it('keeps migrations frozen: they import nothing outside src/db', () => {
+    const migrations = files.filter((f) => f.path.startsWith('db/migrations/'));
+    assert.ok(migrations.length >= 8);
+    const offending = migrations.flatMap((f) => importsOf(f).filter((i) => !i.startsWith('db/')).map((i) => `${f.path} imports ${i}`));
+    assert.deepEqual(offending, []);
+  });
+
+  it('writes soft-delete conditions through whereLive()', () => {
+    const handWritten = files.filter((f) => !f.path.startsWith('db/migrations/') && f.path !== 'db/live.ts'
+      && /deleted_at', 'is', null|deleted_at is null/.test(f.text));
+    assert.deepEqual(handWritten.map((f) => f.path), []);
+  });
+
+  it('takes every write\'s time from its context, never the machine clock directly', () => {
+    const direct = files.filter((f) => /new Date\(\)\.toISOString\(\)|nowIso\(\)/.test(f.text));
+    assert.deepEqual(direct.map((f) => f.path), []);
+  });
+});

@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { createApp } from '../src/app.ts';
+import { ApiError } from '../src/lib/errors.ts';
+import { createWriteRunner, SYSTEM, type WriteContext } from '../src/write/runner.ts';
+import { describeEachBackend } from './helpers/context.ts';
+import { createFixture, createOrder } from './helpers/orders.ts';
+
+const CLOCK = Date.parse('2031-05-06T07:08:09.010Z');
+
+describeEachBackend('the write runner', (ctx) => {
+  it('hands every write its context: the business, the API key, the request id, the Idempotency-Key and the injected clock', async () => {
+    const t = await ctx().createTenant();
+    const seen: WriteContext[] = [];
+    const runner = createWriteRunner(ctx().db, { clock: () => CLOCK });
+    const spy = {
+      run: <T>(scope: Parameters<typeof runner.run>[0], work: (c: WriteContext) => Promise<T>) =>
+        runner.run(scope, (c) => { seen.push(c); return work(c); }),
+      runIdempotent: (scope: Parameters<typeof runner.runIdempotent>[0], key: Parameters<typeof runner.runIdempotent>[1], work: Parameters<typeof runner.runIdempotent>[2]) =>
+        runner.runIdempotent(scope, key, (c) => { seen.push(c); return work(c); }),
+    };
+    const app = await createApp({ db: ctx().db, config: ctx().config, rateLimiter: null, clock: () => CLOCK, writes: spy });
+    try {
+      const created = await app.inject({
+        method: 'POST', url: '/api/v1/items', headers: { ...t.headers, 'x-request-id': 'req-runner-1', 'idempotency-key': 'k-1' },
+        payload: { item: { name: 'Clocked' }, variants: [{ currency: 'AUD', price: 1 }] },
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      const item = await app.inject({ method: 'GET', url: `/api/v1/items/${created.json().id}`, headers: t.headers });
+      // Every timestamp the write stored is the injected clock's, not the machine's.
+      assert.equal(item.json().createdAt, new Date(CLOCK).toISOString());
+      assert.equal(item.json().variants[0].createdAt, new Date(CLOCK).toISOString());
+
+      const deleted = await app.inject({ method: 'DELETE', url: `/api/v1/items/${created.json().id}`, headers: { ...t.headers, 'x-request-id': 'req-runner-2' } });
+      assert.equal(deleted.statusCode, 204);
+    } finally {
+      await app.close();
+    }
+    assert.equal(seen.length, 2);
+    assert.equal(seen[0].businessId, t.businessId);
+    assert.deepEqual(seen[0].actor, { type: 'api_key', id: t.keyId });
+    assert.equal(seen[0].requestId, 'req-runner-1');
+    assert.equal(seen[0].idempotencyKey, 'k-1');
+    assert.equal(seen[0].now, new Date(CLOCK).toISOString());
+    assert.equal(seen[1].requestId, 'req-runner-2');
+    assert.equal(seen[1].idempotencyKey, null);
+  });
+
+  it('commits what the work wrote, and rolls all of it back when the work fails', async () => {
+    const t = await ctx().createTenant();
+    const runner = createWriteRunner(ctx().db);
+    const counter = () => ctx().db.selectFrom('business_counters').select('value')
+      .where('business_id', '=', t.businessId).where('name', '=', 'runner-test').executeTakeFirst();
+    const write = (value: number) => (c: WriteContext) => c.trx.insertInto('business_counters')
+      .values({ business_id: c.businessId, name: 'runner-test', value }).execute();
+
+    await assert.rejects(runner.run({ businessId: t.businessId, actor: SYSTEM }, async (c) => {
+      await write(1)(c);
+      throw new ApiError('CONFLICT', 'no');
+    }), /no/);
+    assert.equal(await counter(), undefined);
+    await runner.run({ businessId: t.businessId, actor: SYSTEM }, write(2));
+    assert.equal(Number((await counter())?.value), 2);
+  });
+
+  it('replays the first response under an Idempotency-Key and refuses the key with another request', async () => {
+    const t = await ctx().createTenant();
+    const runner = createWriteRunner(ctx().db);
+    let runs = 0;
+    const scope = { businessId: t.businessId, actor: SYSTEM };
+    const work = async () => ({ status: 201, body: { n: ++runs }, headers: { etag: `"${runs}"` } });
+    const first = await runner.runIdempotent(scope, { key: 'same', fingerprint: 'a' }, work);
+    const again = await runner.runIdempotent(scope, { key: 'same', fingerprint: 'a' }, work);
+    assert.deepEqual(first, { response: { status: 201, body: { n: 1 }, headers: { etag: '"1"' } }, replayed: false });
+    assert.deepEqual(again, { response: { status: 201, body: { n: 1 }, headers: { etag: '"1"' } }, replayed: true });
+    assert.equal(runs, 1);
+    await assert.rejects(runner.runIdempotent(scope, { key: 'same', fingerprint: 'b' }, work), (e: ApiError) => e.code === 'IDEMPOTENCY_KEY_REUSED');
+  });
+
+  it('services return the resource as the API shows it, and as it was before the change', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    const order = await createOrder(ctx(), t, f);
+    const { patchOrder } = await import('../src/orders/patch-service.ts');
+    const { deleteOrder } = await import('../src/orders/service.ts');
+    const runner = createWriteRunner(ctx().db);
+    const scope = { businessId: t.businessId, actor: SYSTEM };
+    const patched = await runner.run(scope, (c) => patchOrder(c, order.id, { order: { notes: 'after' } }, [1]));
+    assert.deepEqual(patched.before, order);
+    assert.equal(patched.resource.notes, 'after');
+    assert.equal(patched.resource.version, 2);
+    const got = await ctx().request('GET', `/api/v1/orders/${order.id}`, { as: t });
+    assert.deepEqual(patched.resource, got.body);
+
+    // A stale expected version is a 412 and changes nothing.
+    await assert.rejects(runner.run(scope, (c) => patchOrder(c, order.id, { order: { notes: 'stale' } }, [1])),
+      (e: ApiError) => e.code === 'PRECONDITION_FAILED');
+
+    const deleted = await runner.run(scope, (c) => deleteOrder(c, order.id));
+    assert.deepEqual(deleted.before, got.body);
+    assert.equal(deleted.resource.phase, 'DELETED');
+    assert.equal(deleted.resource.version, 3);
+    assert.notEqual(deleted.resource.deletedAt, null);
+  });
+});
