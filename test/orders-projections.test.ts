@@ -36,7 +36,7 @@ describeEachBackend('order projections', (ctx) => {
     const f = await createFixture(ctx(), t);
     await createOrder(ctx(), other, await createFixture(ctx(), other), { properties: { erp: { no: 1 } } });
 
-    const orders = [];
+    const orders: Array<{ id: string }> = [];
     orders.push(await createOrder(ctx(), t, f));
     orders.push(await createOrder(ctx(), t, f, { phase: 'ACTIVE', properties: { erp: { no: 7, synced: true }, tags: ['a'] } }));
     orders.push(await createOrder(ctx(), t, f, { status: 'ACCEPTED', properties: { erp: { no: '7' }, channel: null } }));

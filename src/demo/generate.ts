@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { createBusiness } from '../businesses/service.ts';
 import { withBulkLoad } from '../db/bulk-load.ts';
 import type { Database } from '../db/types.ts';

@@ -1,45 +1,12 @@
-import type { Selectable } from 'kysely';
 import { offsetOf, type Page } from '../db/list.ts';
 import type { Db } from '../db/types.ts';
-import type { ItemListTable } from './table.ts';
 import { newId } from '../lib/ids.ts';
-import { toDecimalString, toNumber } from '../lib/money.ts';
-import { parseDateTime, toIso } from '../lib/time.ts';
+import { toDecimalString } from '../lib/money.ts';
+import { parseDateTime } from '../lib/time.ts';
 import type { CreatePriceListInput, PriceList } from './schema.ts';
+import { toPriceList, type EntryRow, type ItemListRow } from './mapper.ts';
 import { whereLive } from '../db/live.ts';
 
-type ItemListRow = Selectable<ItemListTable>;
-interface EntryRow {
-  id: string;
-  item_list_id: string;
-  item_variant_id: string;
-  item_id: string;
-  override_flat_price: string | null;
-  currency: string | null;
-}
-
-export function toPriceList(row: ItemListRow, entries: EntryRow[], partnershipIds: string[]): PriceList {
-  return {
-    id: row.id,
-    label: row.label,
-    status: row.status as PriceList['status'],
-    isDefault: Boolean(row.is_default),
-    globalPriceFactor: toNumber(row.global_price_factor)!,
-    globalCostFactor: toNumber(row.global_cost_factor)!,
-    startDate: toIso(row.start_date),
-    endDate: toIso(row.end_date),
-    entries: entries.map((e) => ({
-      id: e.id,
-      itemVariantId: e.item_variant_id,
-      itemId: e.item_id,
-      overrideFlatPrice: toNumber(e.override_flat_price),
-      currency: e.currency,
-    })),
-    partnershipIds,
-    createdAt: toIso(row.created_at),
-    updatedAt: toIso(row.updated_at),
-  };
-}
 
 export async function findDefaultListId(db: Db, businessId: string): Promise<string> {
   const row = await db.selectFrom('item_lists').select('id')
