@@ -6,6 +6,7 @@ import {
   activeFilters, choosePage, chooseTotal, ORDER_FILTERS, type ListFilter, type ListOrdersOptions,
 } from '../src/orders/list-plan.ts';
 import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
+import { ListOrdersQuery } from '../src/orders/schema.ts';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
 import { createFixture, createOrder } from './helpers/orders.ts';
 
@@ -155,6 +156,11 @@ describeEachBackend('GET /api/v1/orders: every combination of filters against br
 
 describe('order list plan', () => {
   const only = (...names: Array<keyof typeof ORDER_FILTERS>) => new Map<string, ListFilter>(names.map((n) => [n, ORDER_FILTERS[n]]));
+
+  it('declares a filter for every query parameter of the list but paging', () => {
+    const declared = new Set(Object.values(ORDER_FILTERS).flatMap((f) => f.keys));
+    assert.deepEqual(Object.keys(ListOrdersQuery.properties).filter((k) => !declared.has(k)).sort(), ['limit', 'page']);
+  });
 
   it('uses a maintained count or a page strategy only for the combinations that declare it', () => {
     assert.equal(chooseTotal(only()), 'countLiveOrders');
