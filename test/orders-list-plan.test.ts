@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { PropertyFilter } from '../src/db/list.ts';
 import { toIso } from '../src/lib/time.ts';
 import {
-  activeFilters, choosePage, chooseTotal, ORDER_FILTERS, type ListFilter, type ListOrdersOptions,
+  activeFilters, choosePage, chooseTotal, ORDER_FILTERS, type ListFilter, type ListOrdersOptions, type OrderFilterName,
 } from '../src/orders/list-plan.ts';
 import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { ListOrdersQuery } from '../src/orders/schema.ts';
@@ -155,7 +155,7 @@ describeEachBackend('GET /api/v1/orders: every combination of filters against br
 });
 
 describe('order list plan', () => {
-  const only = (...names: Array<keyof typeof ORDER_FILTERS>) => new Map<string, ListFilter>(names.map((n) => [n, ORDER_FILTERS[n]]));
+  const only = (...names: OrderFilterName[]) => new Map<string, ListFilter>(names.map((n) => [n, ORDER_FILTERS[n]]));
 
   it('declares a filter for every query parameter of the list but paging', () => {
     const declared = new Set(Object.values(ORDER_FILTERS).flatMap((f) => f.keys));

@@ -139,7 +139,7 @@ const PAGES: Record<PageStrategy, (active: ActiveFilters, total: number) => bool
   pageChangedSince: (active) => active.has('changedSince'),
 };
 
-const servedByAll = <S extends string>(active: ActiveFilters, declared: (f: ListFilter) => readonly string[], strategy: S) =>
+const servedByAll = (active: ActiveFilters, declared: (f: ListFilter) => readonly string[], strategy: string) =>
   [...active.values()].every((filter) => declared(filter).includes(strategy));
 
 /** How the total is read: a maintained count every active filter declares, else the exact `count(*)`. */
