@@ -55,30 +55,15 @@ export function applyListFilters<DB, TB extends keyof DB, O>(
 /**
  * One page of a filtered list in the standard envelope: the count, the page in `createdAt desc,
  * id desc` order (stable across pages), then `toItems`, which loads the page's children in one
- * query and maps the rows. Three queries whatever the page size (four with `rowsByIds`).
- * `count`, when given, supplies the exact total instead of `count(*)` over the filtered query
- * (e.g. from maintained counts);
- * `pageIds` the page's ids instead of the filtered query; `rowsByIds` the rows by primary key
- * instead of the filtered query restricted to those ids (whose filters can lead a planner
- * without statistics to scan an index of the whole business instead of looking up 20 keys).
+ * query and maps the rows. Three queries whatever the page size. (The order list plans its own
+ * count and page: src/orders/list-plan.ts.)
  */
-export async function fetchPage<DB, TB extends keyof DB, Row extends { id: string }, T>(
+export async function fetchPage<DB, TB extends keyof DB, Row, T>(
   query: SelectQueryBuilder<DB, TB, Row>, paging: Paging, toItems: (rows: Row[]) => Promise<T[]>,
-  count?: () => Promise<number>,
-  pageIds?: () => Promise<string[]>,
-  rowsByIds?: (ids: string[]) => Promise<Row[]>,
 ): Promise<Page<T>> {
-  const total = count ? await count() : await countOf(query);
-  const sorted = query.orderBy(sql.ref('created_at'), 'desc').orderBy(sql.ref('id'), 'desc')
-    .limit(paging.limit).offset(offsetOf(paging.page, paging.limit));
-  if (!pageIds && !rowsByIds) return { items: await toItems(await sorted.execute()), total, page: paging.page, pageSize: paging.limit };
-  // The page's ids first (an index can answer this without reading rows, however many rows the
-  // filter and the sort have to pass over), then only those rows by primary key.
-  const ids = pageIds ? await pageIds() : await selectPageIds(query, paging.limit, offsetOf(paging.page, paging.limit));
-  const found = ids.length === 0 ? []
-    : rowsByIds ? await rowsByIds(ids) : await query.where(sql<SqlBool>`${sql.ref('id')} in (${sql.join(ids)})`).execute();
-  const byId = new Map(found.map((r) => [r.id, r]));
-  const rows = ids.map((id) => byId.get(id)).filter((r): r is Row => r !== undefined);
+  const total = await countOf(query);
+  const rows = await query.orderBy(sql.ref('created_at'), 'desc').orderBy(sql.ref('id'), 'desc')
+    .limit(paging.limit).offset(offsetOf(paging.page, paging.limit)).execute();
   return { items: await toItems(rows), total, page: paging.page, pageSize: paging.limit };
 }
 

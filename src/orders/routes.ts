@@ -95,8 +95,9 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, writes, orde
       phase: query.phase,
       status: query.status,
       property: readPropertyFilter(query),
-    }, (rows) => renderOrders(db, orderCache, businessId, rows, serializerOf(reply, OrderResponse)));
-    return sendRendered(reply, pageJson(page));
+    });
+    const items = await renderOrders(db, orderCache, businessId, page.items, serializerOf(reply, OrderResponse));
+    return sendRendered(reply, pageJson({ ...page, items }));
   });
 
   app.get('/orders/:id', {

@@ -1,0 +1,171 @@
+import { sql, type SelectQueryBuilder } from 'kysely';
+import { propertyCondition, type ListFilters, type Paging } from '../db/list.ts';
+import type { Database, Db } from '../db/types.ts';
+import { FEW_CANDIDATES, sideTableCondition, sideTableServes } from './projections/properties.ts';
+
+/**
+ * The plan of an order list: which filters a request sets, and from those, how its total and its
+ * page are read. Every filter is declared once in ORDER_FILTERS with the strategies that can serve
+ * it; a strategy is chosen only when every active filter declares it (an allow-list), so a filter
+ * or a combination no strategy declares gets the exact general plan (`count(*)`, the sorted
+ * query), never a shortcut that would ignore it. docs/performance.md says why each strategy exists.
+ */
+export interface ListOrdersOptions extends ListFilters, Paging {
+  updatedSince?: string;
+  modifiedSince?: string;
+  phase?: string;
+}
+
+export type OrdersQuery = SelectQueryBuilder<Database, 'orders', object>;
+
+/** Totals other than `count(*)`, from maintained counts (src/orders/projections). */
+export type TotalStrategy = 'countLiveOrders' | 'countByProperty' | 'countChangedSince';
+/** Pages other than the sorted filtered query. */
+export type PageStrategy = 'pageFromSideTable' | 'pageChangedSince';
+
+export interface ListScope {
+  db: Db;
+  businessId: string;
+  options: ListOrdersOptions;
+}
+
+export interface ListFilter {
+  /** The query parameters it comes from. */
+  keys: readonly string[];
+  active: (scope: ListScope) => boolean;
+  where: (query: OrdersQuery, scope: ListScope) => OrdersQuery;
+  /** The condition when the filter is not set (includeDeleted: live orders only). */
+  otherwise?: (query: OrdersQuery) => OrdersQuery;
+  totals: readonly TotalStrategy[];
+  pages: readonly PageStrategy[];
+}
+
+/**
+ * createdAt > t OR updatedAt > t is exactly updatedAt > t: updatedAt starts equal to createdAt and
+ * only grows. So modifiedSince and updatedSince are both one range on the (business_id, updated_at)
+ * index instead of an OR scan; given both, the later time is the range.
+ */
+export const changedSinceOf = (options: ListOrdersOptions): string | undefined =>
+  [options.updatedSince, options.modifiedSince].filter((t) => t !== undefined).sort().at(-1);
+
+/** The side table holds live orders only, and not every path on PostgreSQL (sideTableServes). */
+const bySideTable = ({ db, options }: ListScope) =>
+  options.property !== null && !options.includeDeleted && sideTableServes(db, options.property);
+
+/** Every strategy but the side table's page reads whatever query it is given, so it serves every filter. */
+const ANY_PAGE = ['pageChangedSince'] as const;
+
+/** In the order of the conditions in the SQL. */
+export const ORDER_FILTERS = {
+  includeDeleted: {
+    keys: ['includeDeleted'],
+    active: ({ options }) => options.includeDeleted,
+    where: (query) => query,
+    otherwise: (query) => query.where('deleted_at', 'is', null),
+    totals: [],
+    pages: ANY_PAGE,
+  },
+  createdSince: {
+    keys: ['createdSince'],
+    active: ({ options }) => options.createdSince !== undefined,
+    where: (query, { options }) => query.where('created_at', '>', options.createdSince!),
+    totals: [],
+    pages: ANY_PAGE,
+  },
+  status: {
+    keys: ['status'],
+    active: ({ options }) => Boolean(options.status),
+    where: (query, { options }) => query.where('status', '=', options.status!),
+    totals: ['countLiveOrders'],
+    pages: ANY_PAGE,
+  },
+  // A value, or a present path (exists=true), through the side table.
+  propertyIndexed: {
+    keys: ['propertyPath', 'propertyValue', 'propertyExists'],
+    active: (scope) => bySideTable(scope) && scope.options.property!.exists !== false,
+    where: (query, { db, businessId, options }) => query.where(sideTableCondition(db, businessId, options.property!)),
+    totals: ['countByProperty'],
+    pages: ['pageFromSideTable', ...ANY_PAGE],
+  },
+  // An absent path (exists=false), through the side table: its page walks the page order.
+  propertyAbsent: {
+    keys: ['propertyPath', 'propertyExists'],
+    active: (scope) => bySideTable(scope) && scope.options.property!.exists === false,
+    where: (query, { db, businessId, options }) => query.where(sideTableCondition(db, businessId, options.property!)),
+    totals: ['countByProperty'],
+    pages: ANY_PAGE,
+  },
+  // Any property filter the side table cannot answer, by the JSON functions.
+  propertyJson: {
+    keys: ['propertyPath', 'propertyValue', 'propertyExists'],
+    active: (scope) => scope.options.property !== null && !bySideTable(scope),
+    where: (query, { db, options }) => query.where(propertyCondition(db, sql.ref('properties'), options.property!)),
+    totals: [],
+    pages: ANY_PAGE,
+  },
+  phase: {
+    keys: ['phase'],
+    active: ({ options }) => Boolean(options.phase),
+    where: (query, { options }) => query.where('phase', '=', options.phase!),
+    totals: ['countLiveOrders'],
+    pages: ANY_PAGE,
+  },
+  changedSince: {
+    keys: ['updatedSince', 'modifiedSince'],
+    active: ({ options }) => changedSinceOf(options) !== undefined,
+    where: (query, { options }) => query.where('updated_at', '>', changedSinceOf(options)!),
+    totals: ['countChangedSince'],
+    pages: ANY_PAGE,
+  },
+} satisfies Record<string, ListFilter>;
+
+export type OrderFilterName = keyof typeof ORDER_FILTERS;
+export type ActiveFilters = ReadonlyMap<string, ListFilter>;
+
+/**
+ * What else a strategy needs, besides every active filter declaring it: the filter whose input it
+ * reads, or few enough matches. In order of preference.
+ */
+const TOTALS: Record<TotalStrategy, (active: ActiveFilters) => boolean> = {
+  countLiveOrders: () => true,
+  countByProperty: (active) => active.has('propertyIndexed') || active.has('propertyAbsent'),
+  countChangedSince: (active) => active.has('changedSince'),
+};
+
+const PAGES: Record<PageStrategy, (active: ActiveFilters, total: number) => boolean> = {
+  // A value (or a present path) that few orders have: collect the matches and sort them, rather
+  // than walk the page order's index past orders that do not match.
+  pageFromSideTable: (active, total) => active.has('propertyIndexed') && total <= FEW_CANDIDATES,
+  pageChangedSince: (active) => active.has('changedSince'),
+};
+
+const servedByAll = (active: ActiveFilters, declared: (f: ListFilter) => readonly string[], strategy: string) =>
+  [...active.values()].every((filter) => declared(filter).includes(strategy));
+
+/** How the total is read: a maintained count every active filter declares, else the exact `count(*)`. */
+export function chooseTotal(active: ActiveFilters): TotalStrategy | 'count' {
+  const names = Object.keys(TOTALS) as TotalStrategy[];
+  return names.find((s) => TOTALS[s](active) && servedByAll(active, (f) => f.totals, s)) ?? 'count';
+}
+
+/** How the page's ids are read, once the total is known: a strategy every active filter declares, else the sorted query. */
+export function choosePage(active: ActiveFilters, total: number): PageStrategy | 'sorted' {
+  const names = Object.keys(PAGES) as PageStrategy[];
+  return names.find((s) => PAGES[s](active, total) && servedByAll(active, (f) => f.pages, s)) ?? 'sorted';
+}
+
+/** The filters a request sets. */
+export function activeFilters(scope: ListScope, filters: Record<string, ListFilter> = ORDER_FILTERS): ActiveFilters {
+  return new Map(Object.entries(filters).filter(([, filter]) => filter.active(scope)));
+}
+
+/** The business's orders with every filter's condition, but those named in `except`. */
+export function filterOrders(scope: ListScope, except: string[] = [], filters: Record<string, ListFilter> = ORDER_FILTERS): OrdersQuery {
+  let query: OrdersQuery = scope.db.selectFrom('orders').where('business_id', '=', scope.businessId);
+  for (const [name, filter] of Object.entries(filters)) {
+    if (except.includes(name)) continue;
+    if (filter.active(scope)) query = filter.where(query, scope);
+    else if (filter.otherwise) query = filter.otherwise(query);
+  }
+  return query;
+}
