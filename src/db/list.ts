@@ -1,6 +1,7 @@
 import { sql, type Expression, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import { jsonPathEquals, jsonPathExists } from './dialect.ts';
 import type { Db } from './types.ts';
+import { whereLive } from './live.ts';
 
 export interface PropertyFilter {
   segments: string[];
@@ -45,7 +46,7 @@ export function applyListFilters<DB, TB extends keyof DB, O>(
   db: Db, query: SelectQueryBuilder<DB, TB, O>, filters: ListFilters,
 ): SelectQueryBuilder<DB, TB, O> {
   let q = query;
-  if (!filters.includeDeleted) q = q.where(sql<SqlBool>`${sql.ref('deleted_at')} is null`);
+  if (!filters.includeDeleted) q = q.where(whereLive());
   if (filters.createdSince) q = q.where(sql<SqlBool>`${sql.ref('created_at')} > ${filters.createdSince}`);
   if (filters.status) q = q.where(sql<SqlBool>`${sql.ref('status')} = ${filters.status}`);
   if (filters.property) q = q.where(propertyCondition(db, sql.ref('properties'), filters.property));

@@ -1,6 +1,7 @@
 import { sql, type SelectQueryBuilder } from 'kysely';
 import { propertyCondition, type ListFilters, type Paging } from '../db/list.ts';
 import type { Database, Db } from '../db/types.ts';
+import { whereLive } from '../db/live.ts';
 import { FEW_CANDIDATES, sideTableCondition, sideTableServes } from './projections/properties.ts';
 
 /**
@@ -61,7 +62,7 @@ export const ORDER_FILTERS = {
     keys: ['includeDeleted'],
     active: ({ options }) => options.includeDeleted,
     where: (query) => query,
-    otherwise: (query) => query.where('deleted_at', 'is', null),
+    otherwise: (query) => query.where(whereLive()),
     totals: [],
     pages: ANY_PAGE,
   },
