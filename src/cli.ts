@@ -7,7 +7,7 @@ import { migrateToLatest } from './db/migrate.ts';
 import { DEMO_OPTIONS, runDemoCommand } from './demo/command.ts';
 import type { Db } from './db/types.ts';
 import { rebuildOrderProjections } from './orders/projections/index.ts';
-import { createWriteRunner, SYSTEM, type WriteRunner } from './write/runner.ts';
+import { CLI, createWriteRunner, type WriteRunner } from './write/runner.ts';
 
 /** The caller got the invocation wrong: exit code 2 and a pointer to the usage text. */
 class UsageError extends Error {}
@@ -35,7 +35,7 @@ const commands: Record<string, Command> = {
     async run({ writes }, values) {
       const name = String(values.name).trim();
       if (name === '') throw new UsageError('--name must not be empty');
-      const created = await openBusiness(writes, name);
+      const created = await openBusiness(writes, name, CLI);
       if (values.json) return printJson({ businessId: created.businessId, apiKey: created.apiKey });
       printLines(
         `Created business ${created.businessId} (${name}).`,
@@ -52,7 +52,7 @@ const commands: Record<string, Command> = {
     required: ['business'],
     async run({ db, writes }, values) {
       const businessId = await requireBusiness(db, String(values.business));
-      const key = await writes.run({ businessId, actor: SYSTEM }, createApiKey);
+      const key = await writes.run({ businessId, actor: CLI }, createApiKey);
       if (values.json) return printJson({ businessId, keyId: key.keyId, apiKey: key.apiKey });
       printLines(
         `Created key ${key.keyId} for business ${businessId}.`,
@@ -83,7 +83,7 @@ const commands: Record<string, Command> = {
     async run({ db, writes }, values) {
       const keyId = String(values['key-id']);
       const businessId = await findKeyBusiness(db, keyId);
-      const revoked = businessId !== undefined && await writes.run({ businessId, actor: SYSTEM }, (ctx) => revokeApiKey(ctx, keyId));
+      const revoked = businessId !== undefined && await writes.run({ businessId, actor: CLI }, (ctx) => revokeApiKey(ctx, keyId));
       if (!revoked) throw new CliError(`Key ${keyId} not found`);
       // Instances cache verified keys briefly (config.authCacheMs), so say when it really stops working.
       printLines(`Revoked key ${keyId}. Revocation takes effect on every instance within 5 seconds.`);
@@ -96,7 +96,7 @@ const commands: Record<string, Command> = {
     async run({ db, writes }, values) {
       const businessId = await requireBusiness(db, String(values.business));
       const started = performance.now();
-      await writes.run({ businessId, actor: SYSTEM }, (ctx) => rebuildOrderProjections(ctx.trx, businessId, (done) => {
+      await writes.run({ businessId, actor: CLI }, (ctx) => rebuildOrderProjections(ctx.trx, businessId, (done) => {
         if (done % 50_000 === 0) process.stderr.write(`${done.toLocaleString('en')} live orders indexed\n`);
       }));
       printLines(`Rebuilt the order projections of ${businessId} in ${((performance.now() - started) / 1000).toFixed(1)} s.`);

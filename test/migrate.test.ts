@@ -101,7 +101,7 @@ for (const backend of backends) {
             order('ord_5', 'bus_2', '2025-03-01T12:00:00.000Z'),
           ]).execute();
 
-          assert.deepEqual(await migrateToLatest(handle.db, handle.dialect), ['0008-order-change-counts']);
+          assert.deepEqual(await migrateToLatest(handle.db, handle.dialect, '0008-order-change-counts'), ['0008-order-change-counts']);
           const counts = await db.selectFrom('order_change_counts').select(['business_id', 'day', 'shard', 'n'])
             .orderBy('business_id').orderBy('day').execute();
           assert.deepEqual(counts.map((c) => [c.business_id, c.day, c.shard, Number(c.n)]),

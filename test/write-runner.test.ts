@@ -38,7 +38,7 @@ describeEachBackend('the write runner', (ctx) => {
     }
     assert.equal(seen.length, 2);
     assert.equal(seen[0].businessId, t.businessId);
-    assert.deepEqual(seen[0].actor, { type: 'api_key', id: t.keyId });
+    assert.deepEqual(seen[0].actor, { type: 'api_key', id: t.keyId, name: null });
     assert.equal(seen[0].requestId, 'req-runner-1');
     assert.equal(seen[0].idempotencyKey, 'k-1');
     assert.equal(seen[0].now, new Date(CLOCK).toISOString());

@@ -59,10 +59,12 @@ export async function countBusinesses(db: Db): Promise<number> {
   return Number(row.n);
 }
 
-export async function listApiKeys(db: Db, businessId: string) {
+/** A business's keys as `key list` and the key events show them: never the key, nor its hash. */
+export async function listApiKeys(db: Db, businessId: string, keyId?: string) {
   const rows = await db.selectFrom('api_keys')
     .select(['id', 'prefix', 'created_at', 'last_used_at', 'revoked_at'])
     .where('business_id', '=', businessId)
+    .$if(keyId !== undefined, (q) => q.where('id', '=', keyId!))
     .orderBy('created_at').orderBy('id')
     .execute();
   return rows.map((r) => ({

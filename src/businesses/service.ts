@@ -1,25 +1,40 @@
+import { createdEvent, namedEvent } from '../events/log.ts';
 import { newId } from '../lib/ids.ts';
-import { SYSTEM, type WriteContext, type WriteRunner } from '../write/runner.ts';
-import { insertApiKey, insertBusiness, revokeApiKey as revokeKey, type CreatedBusiness, type CreatedKey } from './repository.ts';
+import { SYSTEM, type Actor, type WriteContext, type WriteRunner } from '../write/runner.ts';
+import { insertApiKey, insertBusiness, listApiKeys, revokeApiKey as revokeKey, type CreatedBusiness, type CreatedKey } from './repository.ts';
+
+/** The key as its events show it (as `key list` does): never the key itself. */
+async function keyObject(ctx: WriteContext, keyId: string) {
+  const [key] = await listApiKeys(ctx.trx, ctx.businessId, keyId);
+  return key;
+}
 
 /** A business, with its default item list and first API key, under the id of the context. */
-export function createBusiness(ctx: WriteContext, name: string): Promise<CreatedBusiness> {
-  return insertBusiness(ctx.trx, ctx.businessId, name, ctx.now);
+export async function createBusiness(ctx: WriteContext, name: string): Promise<CreatedBusiness> {
+  const created = await insertBusiness(ctx.trx, ctx.businessId, name, ctx.now);
+  ctx.emit(createdEvent('api_key', await keyObject(ctx, created.keyId)));
+  return created;
 }
 
 /**
  * Opens a new business as the service itself (CLI, first start, demo): a write runs in a
  * business's scope, so the new business's id is chosen before its first write.
  */
-export function openBusiness(writes: WriteRunner, name: string): Promise<CreatedBusiness> {
-  return writes.run({ businessId: newId('bus'), actor: SYSTEM }, (ctx) => createBusiness(ctx, name));
+export function openBusiness(writes: WriteRunner, name: string, actor: Actor = SYSTEM): Promise<CreatedBusiness> {
+  return writes.run({ businessId: newId('bus'), actor }, (ctx) => createBusiness(ctx, name));
 }
 
-export function createApiKey(ctx: WriteContext): Promise<CreatedKey> {
-  return insertApiKey(ctx.trx, ctx.businessId, ctx.now);
+export async function createApiKey(ctx: WriteContext): Promise<CreatedKey> {
+  const created = await insertApiKey(ctx.trx, ctx.businessId, ctx.now);
+  ctx.emit(createdEvent('api_key', await keyObject(ctx, created.keyId)));
+  return created;
 }
 
-/** False when the business has no such key; revoking twice keeps the first time. */
-export function revokeApiKey(ctx: WriteContext, keyId: string): Promise<boolean> {
-  return revokeKey(ctx.trx, ctx.businessId, keyId, ctx.now);
+/** False when the business has no such key; revoking twice keeps the first time and records one event. */
+export async function revokeApiKey(ctx: WriteContext, keyId: string): Promise<boolean> {
+  const before = await keyObject(ctx, keyId);
+  if (!before) return false;
+  await revokeKey(ctx.trx, ctx.businessId, keyId, ctx.now);
+  if (before.revokedAt === null) ctx.emit(namedEvent('api_key', 'revoked', await keyObject(ctx, keyId)));
+  return true;
 }

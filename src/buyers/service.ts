@@ -9,6 +9,7 @@ import {
 } from './repository.ts';
 import type { Buyer, CreateBuyerInput, UpdateBuyerInput } from './schema.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
+import { createdEvent, updatedEvent } from '../events/log.ts';
 
 export const BUYER_NOT_FOUND = 'Buyer not found';
 
@@ -94,7 +95,9 @@ export async function createBuyer(ctx: WriteContext, input: CreateBuyerInput): P
     primary_email: await settlePrimary(db, 'email', businessId, id, { chosenId: chosenEmail, requested: input.buyer.primaryEmail, field: 'buyer.primaryEmail' }, now),
     primary_phone: await settlePrimary(db, 'phone', businessId, id, { chosenId: chosenPhone, requested: input.buyer.primaryPhone, field: 'buyer.primaryPhone' }, now),
   });
-  return { resource: (await findBuyer(db, businessId, id))!, before: null, partnershipId: created.partnershipId };
+  const resource = (await findBuyer(db, businessId, id))!;
+  ctx.emit(createdEvent('buyer', resource));
+  return { resource, before: null, partnershipId: created.partnershipId };
 }
 
 const hasEntries = (value: unknown) => value !== undefined && (typeof value !== 'object' || value === null || Object.keys(value).length > 0);
@@ -144,5 +147,7 @@ export async function patchBuyer(ctx: WriteContext, id: string, input: UpdateBuy
     primary_email: await settlePrimary(db, 'email', businessId, id, { chosenId: chosenEmail, requested: buyer.primaryEmail, field: 'buyer.primaryEmail' }, now),
     primary_phone: await settlePrimary(db, 'phone', businessId, id, { chosenId: chosenPhone, requested: buyer.primaryPhone, field: 'buyer.primaryPhone' }, now),
   });
-  return { resource: (await findBuyer(db, businessId, id))!, before };
+  const resource = (await findBuyer(db, businessId, id))!;
+  ctx.emit(updatedEvent('buyer', before, resource));
+  return { resource, before };
 }

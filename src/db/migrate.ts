@@ -8,6 +8,7 @@ import { orderProperties } from './migrations/0005-order-properties.ts';
 import { orderItemsIndex } from './migrations/0006-order-items-index.ts';
 import { countShards } from './migrations/0007-count-shards.ts';
 import { orderChangeCounts } from './migrations/0008-order-change-counts.ts';
+import { events } from './migrations/0009-events.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -21,6 +22,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0006-order-items-index': orderItemsIndex(dialect),
     '0007-count-shards': countShards(dialect),
     '0008-order-change-counts': orderChangeCounts(dialect),
+    '0009-events': events(dialect),
   };
 }
 

@@ -4,12 +4,14 @@ import type { ItemListTable, ItemListEntryTable } from '../pricing/table.ts';
 import type { ItemTable, PlatformItemTable, ItemVariantTable } from '../items/table.ts';
 import type { PhantomTable, PhantomBuyerTable, PartnershipTable, PhantomEmailTable, PhantomPhoneTable, PhantomLocationTable } from '../buyers/table.ts';
 import type { IdempotencyKeyTable } from '../write/table.ts';
+import type { EventTable } from '../events/table.ts';
 import type { OrderTable, OrderItemTable } from '../orders/table.ts';
 import type { InvoiceTable, InvoiceLineItemTable } from '../invoices/table.ts';
 import type { OrderChangeCountTable, OrderCountTable, OrderPropertyTable, OrderPropertyCountTable } from '../orders/projections/table.ts';
 
 /** The schema as Kysely sees it; each table's type lives beside its resource (`<resource>/table.ts`). */
 export interface Database {
+  events: EventTable;
   businesses: BusinessTable;
   api_keys: ApiKeyTable;
   item_lists: ItemListTable;

@@ -29,7 +29,7 @@ async function send(reply: FastifyReply, response: WriteResponse, replayed = fal
 
 /** Whose write a request is: its business, its API key, its request id. */
 export const writeScopeOf = (request: FastifyRequest): WriteScope =>
-  ({ businessId: request.businessId, actor: { type: 'api_key', id: request.apiKeyId }, requestId: request.id });
+  ({ businessId: request.businessId, actor: { type: 'api_key', id: request.apiKeyId, name: null }, requestId: request.id });
 
 export function createRunWrite(runner: WriteRunner): RunWrite {
   return async (request, reply, work) => {

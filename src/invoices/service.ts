@@ -9,6 +9,7 @@ import { multiply, sum } from '../lib/money.ts';
 import { laterThan, parseDateTime } from '../lib/time.ts';
 import { checkVersion, type ExpectedVersions } from '../lib/versions.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
+import { createdEvent, updatedEvent } from '../events/log.ts';
 import { nextCounterValue } from '../businesses/repository.ts';
 import { findOrderRow } from '../orders/repository.ts';
 import { ORDER_NOT_FOUND } from '../orders/service.ts';
@@ -86,7 +87,9 @@ export async function createInvoice(ctx: WriteContext, input: CreateInvoiceInput
     updated_at: now,
   }), () => alreadyInvoiced());
   await insertInvoiceLineItems(db, lines);
-  return { resource: (await findInvoice(db, businessId, invoiceId))!, before: null };
+  const resource = (await findInvoice(db, businessId, invoiceId))!;
+  ctx.emit(createdEvent('invoice', resource));
+  return { resource, before: null };
 }
 
 function invoiceFields(input: UpdateInvoiceInput, storedProperties: unknown): Updateable<InvoiceTable> {
@@ -122,5 +125,7 @@ export async function patchInvoice(
     () => updateInvoiceRow(db, businessId, id, { ...invoiceFields(input, row.properties), version, updated_at: laterThan(now, row.updated_at) }),
     () => conflict('The order already has another live invoice; this one stays VOIDED'),
   );
-  return { resource: (await findInvoice(db, businessId, id))!, before };
+  const resource = (await findInvoice(db, businessId, id))!;
+  ctx.emit(updatedEvent('invoice', before, resource));
+  return { resource, before };
 }

@@ -1,5 +1,6 @@
 import { badRequest, notFound, validationError } from '../lib/errors.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
+import { createdEvent, namedEvent, updatedEvent } from '../events/log.ts';
 import { deleteItemRows, findItem, findItemRow, insertItem, updateItem, type ItemChanges } from './repository.ts';
 import { countLiveVariants, findMissingVariants } from './variant-repository.ts';
 import type { CreateItemInput, Item, UpdateItemInput } from './schema.ts';
@@ -9,7 +10,9 @@ export const ITEM_NOT_FOUND = 'Item not found';
 /** Creates an item with its variants; `variantIds` in the order the variants were given. */
 export async function createItem(ctx: WriteContext, input: CreateItemInput): Promise<Written<Item> & { variantIds: string[] }> {
   const { id, variantIds } = await insertItem(ctx.trx, ctx.businessId, input, ctx.now);
-  return { resource: (await findItem(ctx.trx, ctx.businessId, id))!, before: null, variantIds };
+  const resource = (await findItem(ctx.trx, ctx.businessId, id))!;
+  ctx.emit(createdEvent('item', resource));
+  return { resource, before: null, variantIds };
 }
 
 /** Checks an item PATCH against the stored item, then applies it. */
@@ -48,7 +51,9 @@ export async function patchItem(ctx: WriteContext, id: string, input: UpdateItem
     deleteVariants: deletes,
   };
   await updateItem(db, businessId, item, changes, now);
-  return { resource: (await findItem(db, businessId, id))!, before };
+  const resource = (await findItem(db, businessId, id))!;
+  ctx.emit(updatedEvent('item', before, resource));
+  return { resource, before };
 }
 
 /** Soft-deletes an item and its variants; 404 when there is no live item. */
@@ -56,5 +61,7 @@ export async function deleteItem(ctx: WriteContext, id: string): Promise<Written
   const { trx: db, businessId, now } = ctx;
   const before = await findItem(db, businessId, id);
   if (!before || !(await deleteItemRows(db, businessId, id, now))) throw notFound(ITEM_NOT_FOUND);
-  return { resource: (await findItem(db, businessId, id, true))!, before };
+  const resource = (await findItem(db, businessId, id, true))!;
+  ctx.emit(namedEvent('item', 'deleted', resource));
+  return { resource, before };
 }

@@ -3,6 +3,7 @@ import type { OrderTable } from './table.ts';
 import { badRequest, notFound, validationError, type FieldErrors } from '../lib/errors.ts';
 import { checkVersion, type ExpectedVersions } from '../lib/versions.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
+import { updatedEvent } from '../events/log.ts';
 import { mergeStoredProperties } from '../lib/properties.ts';
 import { toDecimalString } from '../lib/money.ts';
 import { laterThan, parseDateTime } from '../lib/time.ts';
@@ -105,5 +106,8 @@ export async function patchOrder(
   });
   // The row is locked and was read after the lock, so `row` is what this update replaces.
   await applyOrderChange(db, row, updated);
-  return { resource: toOrder(updated, items), before: toOrder(row, stored) };
+  const resource = toOrder(updated, items);
+  const before = toOrder(row, stored);
+  ctx.emit(updatedEvent('order', before, resource));
+  return { resource, before };
 }

@@ -6,8 +6,9 @@ import { multiply, sum, toDecimalString } from '../lib/money.ts';
 import { findEffectiveEntries, type EffectivePrice } from '../pricing/effective-price.ts';
 import { priceEntry } from '../pricing/resolve.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
+import { createdEvent, namedEvent } from '../events/log.ts';
 import {
-  findEntries, insertOrder, loadOrderItems, markIngested, softDeleteOrder, type EntryRow,
+  findEntries, findOrder, insertOrder, loadOrderItems, markIngested, softDeleteOrder, type EntryRow,
 } from './repository.ts';
 import { toOrder, withVariant, type VariantFields } from './mapper.ts';
 import type { CreateOrderInput, Order } from './schema.ts';
@@ -119,7 +120,9 @@ export async function createOrder(
   const variants = new Map(items.map((item, i) => [item.id, resolved.get(i)!.variant]));
   const shown = row.items.map((item) => withVariant(item, variants.get(item.id)!))
     .sort((a, b) => a.line_number - b.line_number || (a.id < b.id ? -1 : 1));
-  return { resource: toOrder(row.order, shown), before: null };
+  const resource = toOrder(row.order, shown);
+  ctx.emit(createdEvent('order', resource));
+  return { resource, before: null };
 }
 
 /**
@@ -132,7 +135,9 @@ export async function ingestOrder(ctx: WriteContext, orderId: string): Promise<b
     .where('business_id', '=', ctx.businessId).where('id', '=', orderId).where(whereLive())
     .executeTakeFirst();
   if (!order) throw notFound(ORDER_NOT_FOUND);
-  return order.ingested_at === null && markIngested(ctx.trx, ctx.businessId, orderId, ctx.now);
+  const first = order.ingested_at === null && await markIngested(ctx.trx, ctx.businessId, orderId, ctx.now);
+  if (first) ctx.emit(namedEvent('order', 'ingested', (await findOrder(ctx.trx, ctx.businessId, orderId))!));
+  return first;
 }
 
 /** Soft-deletes a live order (src/orders/repository.ts softDeleteOrder); 404 when there is none. */
@@ -140,5 +145,7 @@ export async function deleteOrder(ctx: WriteContext, id: string): Promise<Writte
   const deleted = await softDeleteOrder(ctx.trx, ctx.businessId, id, ctx.now);
   if (!deleted) throw notFound(ORDER_NOT_FOUND);
   const items = (await loadOrderItems(ctx.trx, ctx.businessId, [id])).get(id) ?? [];
-  return { resource: toOrder(deleted.after, items), before: toOrder(deleted.before, items) };
+  const resource = toOrder(deleted.after, items);
+  ctx.emit(namedEvent('order', 'deleted', resource));
+  return { resource, before: toOrder(deleted.before, items) };
 }

@@ -1,5 +1,6 @@
 import { validationError, type FieldErrors } from '../lib/errors.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
+import { createdEvent } from '../events/log.ts';
 import { findLivePartnershipIds, findLiveVariantIds, findPriceList, insertPriceList } from './repository.ts';
 import type { CreatePriceListInput, PriceList } from './schema.ts';
 
@@ -34,5 +35,7 @@ export async function createPriceList(ctx: WriteContext, input: CreatePriceListI
 
   if (Object.keys(errors).length > 0) throw validationError(errors);
   const id = await insertPriceList(db, businessId, input, now);
-  return { resource: (await findPriceList(db, businessId, id))!, before: null };
+  const resource = (await findPriceList(db, businessId, id))!;
+  ctx.emit(createdEvent('price_list', resource));
+  return { resource, before: null };
 }

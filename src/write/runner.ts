@@ -3,6 +3,7 @@ import { isUniqueViolation } from '../db/dialect.ts';
 import type { Database } from '../db/types.ts';
 import { ApiError, errorBody } from '../lib/errors.ts';
 import { readJson } from '../lib/json.ts';
+import { appendEvents, type NewEvent } from '../events/log.ts';
 import {
   completeRecord, deleteExpiredRecord, findRecord, insertRecord, type IdempotencyRecord, type StoredResponse,
 } from './idempotency-records.ts';
@@ -11,9 +12,14 @@ import {
 export interface Actor {
   type: 'api_key' | 'user' | 'system';
   id: string;
+  /** A name a person recognises, where there is one (API keys get names with the console). */
+  name: string | null;
 }
 
-export const SYSTEM: Actor = { type: 'system', id: 'supplyline' };
+/** The service itself: the first start's business, the demo generator, jobs. */
+export const SYSTEM: Actor = { type: 'system', id: 'supplyline', name: 'Supplyline' };
+/** An operator at the command line. */
+export const CLI: Actor = { type: 'system', id: 'cli', name: 'Command line' };
 
 /** What every service receives for a write: the transaction, whose write it is, and when. */
 export interface WriteContext {
@@ -26,6 +32,8 @@ export interface WriteContext {
   idempotencyKey: string | null;
   /** The write's time, from the injected clock: every timestamp the write stores. */
   now: string;
+  /** Records an event of this write; the runner appends them last, in the write's transaction. */
+  emit(event: NewEvent): void;
 }
 
 export interface WriteScope {
@@ -98,10 +106,22 @@ export function createWriteRunner(db: Kysely<Database>, options: { idempotencyTt
   const ttlMs = (options.idempotencyTtlHours ?? 24) * 3_600_000;
   const inFlight = new Set<string>();
 
+  /*
+   * The one place a write transaction opens. The write's events are appended after its work, in
+   * its transaction: no write without its events, no event without its write. They go last
+   * because taking a sequence number locks the business's event counter until commit.
+   */
   function inTransaction<T>(scope: WriteScope, key: string | null, now: Date, work: (ctx: WriteContext) => Promise<T>): Promise<T> {
-    return db.transaction().execute((trx) => work({
-      trx, businessId: scope.businessId, actor: scope.actor, requestId: scope.requestId ?? null, idempotencyKey: key, now: now.toISOString(),
-    }));
+    return db.transaction().execute(async (trx) => {
+      const events: NewEvent[] = [];
+      const ctx: WriteContext = {
+        trx, businessId: scope.businessId, actor: scope.actor, requestId: scope.requestId ?? null, idempotencyKey: key,
+        now: now.toISOString(), emit: (event) => { events.push(event); },
+      };
+      const result = await work(ctx);
+      await appendEvents(trx, ctx, events);
+      return result;
+    });
   }
 
   return {

@@ -1,0 +1,86 @@
+import { isDeepStrictEqual } from 'node:util';
+
+/** A field or property path that changed. */
+export interface FieldChange {
+  from: unknown;
+  to: unknown;
+}
+
+/** A list of child records (order items, variants, contacts): which came, which changed how, which went. */
+export interface ChildChanges {
+  created: unknown[];
+  updated: Array<{ id: string; changes: Changes }>;
+  deleted: string[];
+}
+
+export type Changes = Record<string, FieldChange | ChildChanges>;
+
+/** Fields every change moves; the event's resourceVersion and occurredAt already say so. */
+const IMPLIED = new Set(['updatedAt', 'version']);
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const isChildList = (value: unknown): value is Array<{ id: string }> =>
+  Array.isArray(value) && value.every((v) => isRecord(v) && typeof v.id === 'string');
+
+/** Every leaf of a properties object by its dotted path (objects are walked; arrays and scalars are leaves). */
+function leaves(value: unknown, prefix: string, out: Map<string, unknown>): Map<string, unknown> {
+  if (isRecord(value) && Object.keys(value).length > 0) {
+    for (const [key, child] of Object.entries(value)) leaves(child, `${prefix}.${key}`, out);
+  } else {
+    out.set(prefix, value);
+  }
+  return out;
+}
+
+function propertyChanges(field: string, before: unknown, after: unknown, changes: Changes): void {
+  const from = leaves(before ?? null, field, new Map());
+  const to = leaves(after ?? null, field, new Map());
+  for (const path of new Set([...from.keys(), ...to.keys()])) {
+    const a = from.has(path) ? from.get(path) : undefined;
+    const b = to.has(path) ? to.get(path) : undefined;
+    // A path that appears or goes shows `undefined` as absent, which JSON writes as a missing key.
+    if (!isDeepStrictEqual(a, b)) changes[path] = { from: a ?? null, to: b ?? null };
+  }
+}
+
+function childChanges(before: Array<{ id: string }>, after: Array<{ id: string }>): ChildChanges | null {
+  const old = new Map(before.map((c) => [c.id, c]));
+  const result: ChildChanges = { created: [], updated: [], deleted: [] };
+  for (const child of after) {
+    const was = old.get(child.id);
+    if (!was) result.created.push(child);
+    else {
+      const changes = diffResource(was, child);
+      if (Object.keys(changes).length > 0) result.updated.push({ id: child.id, changes });
+    }
+    old.delete(child.id);
+  }
+  result.deleted = [...old.keys()];
+  return result.created.length + result.updated.length + result.deleted.length > 0 ? result : null;
+}
+
+/**
+ * What an update changed, from the resource as the API showed it before and after: each changed
+ * field with `from` and `to`; `properties` (and other free-form objects) by leaf path, as
+ * `properties.erp.no`; lists of child records by id, as created, updated (with their own
+ * changes) and deleted.
+ */
+export function diffResource(before: object, after: object): Changes {
+  const changes: Changes = {};
+  const a = before as Record<string, unknown>;
+  const b = after as Record<string, unknown>;
+  for (const field of new Set([...Object.keys(a), ...Object.keys(b)])) {
+    if (IMPLIED.has(field) || isDeepStrictEqual(a[field], b[field])) continue;
+    if ((isRecord(a[field]) || a[field] === null) && (isRecord(b[field]) || b[field] === null) && (isRecord(a[field]) || isRecord(b[field]))) {
+      propertyChanges(field, a[field], b[field], changes);
+    } else if (isChildList(a[field]) && isChildList(b[field])) {
+      const children = childChanges(a[field] as Array<{ id: string }>, b[field] as Array<{ id: string }>);
+      if (children) changes[field] = children;
+    } else {
+      changes[field] = { from: a[field] ?? null, to: b[field] ?? null };
+    }
+  }
+  return changes;
+}

@@ -1,0 +1,17 @@
+import type { ColumnType } from 'kysely';
+import type { Json, Timestamp } from '../db/columns.ts';
+
+export interface EventTable {
+  business_id: string;
+  sequence: ColumnType<number | string, number, number>;
+  id: string;
+  type: string;
+  resource_type: string;
+  resource_id: string;
+  resource_version: number;
+  occurred_at: Timestamp;
+  actor: Json;
+  request_id: string | null;
+  idempotency_key: string | null;
+  data: Json;
+}
