@@ -23,6 +23,7 @@ import { buyerRoutes } from './buyers/routes.ts';
 import { pricingRoutes } from './pricing/routes.ts';
 import { orderRoutes } from './orders/routes.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
+import { eventRoutes } from './events/routes.ts';
 import { newId } from './lib/ids.ts';
 import { RenderCache } from './lib/render-cache.ts';
 import { purgeExpiredIdempotencyKeys } from './write/idempotency-records.ts';
@@ -154,6 +155,7 @@ export async function createApp(deps: AppDeps) {
     await pricingRoutes(api, routeDeps);
     await orderRoutes(api, routeDeps);
     await invoiceRoutes(api, routeDeps);
+    await eventRoutes(api, routeDeps);
   }, { prefix: '/api/v1' });
 
   // Expired idempotency records are purged in the background; a failure here is retried next time.

@@ -106,7 +106,7 @@ describeEachBackend('The OpenAPI document (issue 16)', (ctx) => {
 
   it('describes every answer, with error examples of their own status, and declares the response headers', async () => {
     const doc = await document(ctx());
-    const codes: Record<string, string> = { 401: 'UNAUTHORIZED', 404: 'NOT_FOUND', 412: 'PRECONDITION_FAILED', 422: 'IDEMPOTENCY_KEY_REUSED', 429: 'RATE_LIMITED', 500: 'INTERNAL_ERROR' };
+    const codes: Record<string, string> = { 401: 'UNAUTHORIZED', 404: 'NOT_FOUND', 410: 'GONE', 412: 'PRECONDITION_FAILED', 422: 'IDEMPOTENCY_KEY_REUSED', 429: 'RATE_LIMITED', 500: 'INTERNAL_ERROR' };
     for (const { path, method, op } of operations(doc)) {
       for (const [status, response] of Object.entries<any>(op.responses)) {
         assert.notEqual(response.description, 'Default Response', `${method} ${path} ${status}`);

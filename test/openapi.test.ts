@@ -3,7 +3,10 @@ import { it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { describeEachBackend } from './helpers/context.ts';
 
-const EXTENSIONS = ['get /api/v1/items', 'get /api/v1/buyers', 'get /api/v1/pricing', 'get /api/v1/pricing/{id}', 'post /api/v1/buyers/{id}/orders', 'post /api/v1/invoices'];
+const EXTENSIONS = [
+  'get /api/v1/items', 'get /api/v1/buyers', 'get /api/v1/pricing', 'get /api/v1/pricing/{id}', 'post /api/v1/buyers/{id}/orders', 'post /api/v1/invoices',
+  'get /api/v1/events', 'get /api/v1/orders/{id}/events', 'get /api/v1/items/{id}/events', 'get /api/v1/buyers/{id}/events', 'get /api/v1/invoices/{id}/events',
+];
 
 describeEachBackend('GET /openapi.json', (ctx) => {
   it('is a valid OpenAPI 3.1 document titled Supplyline 1.0.0', async () => {

@@ -63,6 +63,7 @@ export function errorExample(status: number, method: string, tag: string | undef
     case 401: return { ...body('UNAUTHORIZED', 'Unauthorized'), hint: UNAUTHORIZED_HINT };
     case 404: return body('NOT_FOUND', NOT_FOUND[tag ?? ''] ?? 'Not found');
     case 409: return body('IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still being processed');
+    case 410: return body('GONE', 'Events up to 1200 are no longer retained; the oldest is 1201');
     case 412: return body('PRECONDITION_FAILED', `The ${tag === 'Invoices' ? 'invoice' : 'order'} has changed: its current version is 4`);
     case 413: return body('PAYLOAD_TOO_LARGE', 'Request body is larger than 1048576 bytes');
     case 415: return body('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');

@@ -95,6 +95,7 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
         { name: 'Pricing', description: 'Price lists (item lists), their entries and assignments' },
         { name: 'Orders', description: 'Orders, their items and properties, and the ingestion call' },
         { name: 'Invoices', description: 'Invoices made from orders, and their line items' },
+        { name: 'Events', description: 'The change feed: every change of the business, numbered without gaps; and each resource\'s history' },
       ],
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string) || `def-${i}` },

@@ -1,0 +1,71 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/types.ts';
+import { ApiError } from '../lib/errors.ts';
+import { toEvent } from './mapper.ts';
+import type { Event } from './schema.ts';
+
+export interface EventFilter {
+  after: number;
+  limit: number;
+  /** Exact types, and `order.*` wildcards. */
+  types?: string[];
+  resourceType?: string;
+  resourceId?: string;
+}
+
+export interface EventPage {
+  items: Event[];
+  lastSequence: number;
+  hasMore: boolean;
+}
+
+/** The oldest retained and the latest sequence of the business (null without events); each an index end. */
+async function sequenceRange(db: Db, businessId: string): Promise<{ oldest: number | null; latest: number | null }> {
+  const { rows: [row] } = await sql<{ oldest: number | string | null; latest: number | string | null }>`select
+      (select min(sequence) from events where business_id = ${businessId}) as oldest,
+      (select max(sequence) from events where business_id = ${businessId}) as latest`.execute(db);
+  return { oldest: row.oldest === null ? null : Number(row.oldest), latest: row.latest === null ? null : Number(row.latest) };
+}
+
+export const eventsGone = (oldest: number) => new ApiError('GONE',
+  `Events up to ${oldest - 1} are no longer retained; the oldest is ${oldest}`, undefined,
+  `Load the resource's export (it names the sequence it holds) and follow the feed from there`);
+
+/**
+ * A page of the business's events after `after`, ascending. The latest sequence is read first and
+ * bounds the page: sequences commit in order (src/events/log.ts), so every event up to it is
+ * visible, and `lastSequence` never passes an event the page could not see. When filters skip
+ * events, `lastSequence` still moves past them, so a filtered reader does not read them again.
+ */
+export async function listEvents(db: Db, businessId: string, filter: EventFilter): Promise<EventPage> {
+  const { oldest, latest } = await sequenceRange(db, businessId);
+  if (oldest !== null && filter.after < oldest - 1) throw eventsGone(oldest);
+  const bound = latest ?? 0;
+  if (bound <= filter.after) return { items: [], lastSequence: filter.after, hasMore: false };
+
+  let query = db.selectFrom('events').selectAll()
+    .where('business_id', '=', businessId).where('sequence', '>', filter.after).where('sequence', '<=', bound);
+  if (filter.resourceType) query = query.where('resource_type', '=', filter.resourceType);
+  if (filter.resourceId) query = query.where('resource_id', '=', filter.resourceId);
+  if (filter.types && filter.types.length > 0) {
+    const exact = filter.types.filter((t) => !t.endsWith('.*'));
+    const kinds = filter.types.filter((t) => t.endsWith('.*')).map((t) => t.slice(0, -2));
+    query = query.where((eb) => eb.or([
+      ...(exact.length > 0 ? [eb('type', 'in', exact)] : []),
+      ...(kinds.length > 0 ? [eb('resource_type', 'in', kinds)] : []),
+    ]));
+  }
+  const rows = await query.orderBy('sequence').limit(filter.limit + 1).execute();
+  const hasMore = rows.length > filter.limit;
+  const items = rows.slice(0, filter.limit).map(toEvent);
+  return { items, lastSequence: hasMore ? items[items.length - 1].sequence : bound, hasMore };
+}
+
+const RESOURCE_TABLES = { order: 'orders', item: 'items', buyer: 'phantoms', invoice: 'invoices' } as const;
+export type HistoryResource = keyof typeof RESOURCE_TABLES;
+
+/** Whether the business has (or had: soft-deleted rows count) this resource. */
+export async function resourceExists(db: Db, businessId: string, type: HistoryResource, id: string): Promise<boolean> {
+  const row = await db.selectFrom(RESOURCE_TABLES[type]).select('id').where('business_id', '=', businessId).where('id', '=', id).executeTakeFirst();
+  return row !== undefined;
+}

@@ -1,0 +1,230 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
+import { createFixture, createOrder, patchOrder } from './helpers/orders.ts';
+
+/** Every event of the tenant, read through the feed a page at a time. */
+async function allEvents(ctx: TestContext, t: Tenant, query = '', limit = 7) {
+  const events: any[] = [];
+  let after = 0;
+  for (;;) {
+    const res = await ctx.request('GET', `/api/v1/events?after=${after}&limit=${limit}${query}`, { as: t });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    events.push(...res.body.items);
+    assert.ok(res.body.lastSequence >= after);
+    after = res.body.lastSequence;
+    if (!res.body.hasMore) return { events, lastSequence: after };
+  }
+}
+
+/** The events appended since `after`. */
+async function eventsAfter(ctx: TestContext, t: Tenant, after: number) {
+  const res = await ctx.request('GET', `/api/v1/events?after=${after}&limit=1000`, { as: t });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body.items as any[];
+}
+
+async function latest(ctx: TestContext, t: Tenant): Promise<number> {
+  return (await allEvents(ctx, t, '', 1000)).lastSequence;
+}
+
+describeEachBackend('the event log', (ctx) => {
+  it('appends one event per write with the resource as a GET shows it right after, and numbers them 1..N', async () => {
+    const t = await ctx().createTenant();
+    // Opening the business made its first key.
+    const [first] = await eventsAfter(ctx(), t, 0);
+    assert.equal(first.sequence, 1);
+    assert.equal(first.type, 'api_key.created');
+    assert.equal(first.resourceId, t.keyId);
+    assert.equal(first.data.object.apiKey, undefined, 'never the key');
+    assert.deepEqual(first.actor, { type: 'system', id: 'supplyline', name: 'Supplyline' });
+
+    const f = await createFixture(ctx(), t);
+    let since = await latest(ctx(), t);
+    const item = await ctx().request('POST', '/api/v1/items', {
+      as: t, headers: { 'x-request-id': 'req-events-1', 'idempotency-key': 'ev-item-1' },
+      body: { item: { name: 'Evented', properties: { erp: { code: 'A1' } } }, variants: [{ variantName: 'One', currency: 'AUD', price: 3 }] },
+    });
+    assert.equal(item.status, 201);
+    const [created] = await eventsAfter(ctx(), t, since);
+    const shown = await ctx().request('GET', `/api/v1/items/${item.body.id}`, { as: t });
+    assert.equal(created.type, 'item.created');
+    assert.equal(created.sequence, since + 1);
+    assert.deepEqual(created.data.object, shown.body);
+    assert.equal(created.data.changes, undefined);
+    assert.equal(created.resourceVersion, 1);
+    assert.equal(created.requestId, 'req-events-1');
+    assert.equal(created.idempotencyKey, 'ev-item-1');
+    assert.deepEqual(created.actor, { type: 'api_key', id: t.keyId, name: null });
+
+    // A replay appends nothing; a refused write appends nothing.
+    since = created.sequence;
+    const replay = await ctx().request('POST', '/api/v1/items', {
+      as: t, headers: { 'idempotency-key': 'ev-item-1' },
+      body: { item: { name: 'Evented', properties: { erp: { code: 'A1' } } }, variants: [{ variantName: 'One', currency: 'AUD', price: 3 }] },
+    });
+    assert.equal(replay.headers['idempotent-replayed'], 'true');
+    assert.equal((await ctx().request('PATCH', `/api/v1/items/${item.body.id}`, { as: t, body: {} })).status, 400);
+    assert.equal((await ctx().request('PATCH', '/api/v1/items/itm_missing', { as: t, body: { name: 'x' } })).status, 404);
+    const order = await createOrder(ctx(), t, f);
+    const stale = await patchOrder(ctx(), t, order.id, { order: { notes: 'late' } }, { 'if-match': '"7"' });
+    assert.equal(stale.status, 412);
+    const afterRefusals = await eventsAfter(ctx(), t, since);
+    assert.deepEqual(afterRefusals.map((e) => e.type), ['order.created'], 'only the order that was created');
+
+    // An update names what changed: fields, property paths, child records.
+    since = afterRefusals[0].sequence;
+    const patched = await ctx().request('PATCH', `/api/v1/items/${item.body.id}`, {
+      as: t,
+      body: {
+        name: 'Evented 2', properties: { erp: { code: 'B2', synced: true } },
+        createVariants: [{ variantName: 'Two', currency: 'AUD', price: 4 }],
+        updateVariants: [{ id: shown.body.variants[0].id, price: 3.5 }],
+      },
+    });
+    assert.equal(patched.status, 200);
+    const [updated] = await eventsAfter(ctx(), t, since);
+    assert.equal(updated.type, 'item.updated');
+    assert.equal(updated.resourceVersion, 2);
+    assert.deepEqual(updated.data.object, patched.body);
+    assert.deepEqual(updated.data.changes.name, { from: 'Evented', to: 'Evented 2' });
+    assert.deepEqual(updated.data.changes['properties.erp.code'], { from: 'A1', to: 'B2' });
+    assert.deepEqual(updated.data.changes['properties.erp.synced'], { from: null, to: true });
+    assert.equal(updated.data.changes.variants.created.length, 1);
+    assert.equal(updated.data.changes.variants.created[0].variantName, 'Two');
+    assert.deepEqual(updated.data.changes.variants.updated, [{ id: shown.body.variants[0].id, changes: { price: { from: 3, to: 3.5 } } }]);
+    assert.deepEqual(updated.data.changes.variants.deleted, []);
+    assert.equal(updated.data.changes.updatedAt, undefined, 'implied by the event');
+
+    // Orders: update with items, ingestion (once), delete.
+    since = updated.sequence;
+    const orderPatch = await patchOrder(ctx(), t, order.id, {
+      order: { phase: 'ACTIVE' }, createOrderItems: [{ itemListEntryId: f.entryIds[1], quantity: 1, price: 2.5, cost: 1, unitOfMeasure: 'EA', currency: 'AUD' }],
+    });
+    assert.equal(orderPatch.status, 200, JSON.stringify(orderPatch.body));
+    assert.equal((await ctx().request('POST', '/api/v1/orders', { as: t, body: { orderId: order.id, businessId: t.businessId } })).status, 202);
+    assert.equal((await ctx().request('POST', '/api/v1/orders', { as: t, body: { orderId: order.id, businessId: t.businessId } })).status, 202);
+    const afterIngest = await ctx().request('GET', `/api/v1/orders/${order.id}`, { as: t });
+    assert.equal((await ctx().request('DELETE', `/api/v1/orders/${order.id}`, { as: t })).status, 204);
+    const orderEvents = await eventsAfter(ctx(), t, since);
+    assert.deepEqual(orderEvents.map((e) => e.type), ['order.updated', 'order.ingested', 'order.deleted']);
+    assert.deepEqual(orderEvents[0].data.object, orderPatch.body);
+    assert.deepEqual(orderEvents[0].data.changes.phase, { from: 'PENDING', to: 'ACTIVE' });
+    assert.equal(orderEvents[0].data.changes.orderItems.created.length, 1);
+    assert.ok(orderEvents[0].data.changes.totalAmount);
+    assert.deepEqual(orderEvents[1].data.object, afterIngest.body);
+    assert.equal(orderEvents[2].data.object.phase, 'DELETED');
+    assert.notEqual(orderEvents[2].data.object.deletedAt, null);
+    assert.deepEqual(orderEvents.map((e) => e.resourceVersion), [2, 3, 4]);
+
+    // The whole feed: 1..N without gaps, the same at any page size.
+    const { events } = await allEvents(ctx(), t);
+    assert.deepEqual(events.map((e) => e.sequence), events.map((_, i) => i + 1));
+    assert.equal(new Set(events.map((e) => e.id)).size, events.length);
+    assert.deepEqual((await allEvents(ctx(), t, '', 1)).events, events);
+  });
+
+  it('appends the events of invoices, buyers, price lists and item deletes', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    const order = await createOrder(ctx(), t, f);
+    let since = await latest(ctx(), t);
+    const invoice = await ctx().request('POST', '/api/v1/invoices', { as: t, body: { orderId: order.id } });
+    assert.equal(invoice.status, 201);
+    const paid = await ctx().request('PATCH', `/api/v1/invoices/${invoice.body.id}`, { as: t, body: { status: 'PAID' } });
+    const buyerPatch = await ctx().request('PATCH', `/api/v1/buyers/${f.buyerId}`, {
+      as: t, body: { buyer: { name: 'Acme Foods 2' }, createEmails: [{ email: 'orders@acme.test', isPrimary: true }] },
+    });
+    assert.equal(buyerPatch.status, 200, JSON.stringify(buyerPatch.body));
+    const list = await ctx().request('POST', '/api/v1/pricing', {
+      as: t, body: { itemListData: { label: 'Trade' }, entries: [{ itemVariantId: f.variantIds[0] }], partnerships: [] },
+    });
+    assert.equal(list.status, 201, JSON.stringify(list.body));
+    const item = await ctx().request('POST', '/api/v1/items', { as: t, body: { item: { name: 'Gone soon' }, variants: [{ currency: 'AUD', price: 1 }] } });
+    assert.equal((await ctx().request('DELETE', `/api/v1/items/${item.body.id}`, { as: t })).status, 204);
+
+    const events = await eventsAfter(ctx(), t, since);
+    assert.deepEqual(events.map((e) => e.type),
+      ['invoice.created', 'invoice.updated', 'buyer.updated', 'price_list.created', 'item.created', 'item.deleted']);
+    assert.deepEqual(events[0].data.object, invoice.body);
+    assert.deepEqual(events[1].data.object, paid.body);
+    assert.deepEqual(events[1].data.changes.status, { from: 'DRAFT', to: 'PAID' });
+    assert.deepEqual(events[2].data.object, buyerPatch.body);
+    assert.equal(events[2].data.changes.emails.created[0].email, 'orders@acme.test');
+    assert.deepEqual(events[3].data.object, (await ctx().request('GET', `/api/v1/pricing/${list.body.id}`, { as: t })).body);
+    assert.equal(events[5].data.object.status, 'DELETED');
+    since = events[5].sequence;
+
+    // Keys from the CLI's functions are events too, with the operator as actor.
+    const spare = await ctx().addKey(t);
+    await ctx().revokeKey(t, spare.keyId);
+    await ctx().revokeKey(t, spare.keyId);
+    const keys = await eventsAfter(ctx(), t, since);
+    assert.deepEqual(keys.map((e) => [e.type, e.resourceId]), [['api_key.created', spare.keyId], ['api_key.revoked', spare.keyId]]);
+    assert.match(keys[1].data.object.revokedAt, /^\d{4}-/);
+  });
+
+  it('filters by type, wildcard, resource, and moves lastSequence past what it skips', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    const a = await createOrder(ctx(), t, f);
+    const b = await createOrder(ctx(), t, f);
+    assert.equal((await patchOrder(ctx(), t, a.id, { order: { notes: 'x' } })).status, 200);
+    const all = (await allEvents(ctx(), t)).events;
+    const last = all.at(-1).sequence;
+
+    const created = await ctx().request('GET', '/api/v1/events?types=order.created', { as: t });
+    assert.deepEqual(created.body.items.map((e: any) => e.resourceId), [a.id, b.id]);
+    assert.equal(created.body.lastSequence, last);
+    assert.equal(created.body.hasMore, false);
+    const orders = await ctx().request('GET', '/api/v1/events?types=order.*,buyer.created', { as: t });
+    assert.deepEqual(orders.body.items.map((e: any) => e.type), ['buyer.created', 'order.created', 'order.created', 'order.updated']);
+    const one = await ctx().request('GET', `/api/v1/events?resourceType=order&resourceId=${a.id}&limit=1`, { as: t });
+    assert.deepEqual(one.body.items.map((e: any) => e.type), ['order.created']);
+    assert.equal(one.body.hasMore, true);
+    assert.equal(one.body.lastSequence, one.body.items[0].sequence);
+
+    // One resource's history, also after a delete; another tenant's resource is a 404.
+    assert.equal((await ctx().request('DELETE', `/api/v1/orders/${a.id}`, { as: t })).status, 204);
+    const history = await ctx().request('GET', `/api/v1/orders/${a.id}/events`, { as: t });
+    assert.deepEqual(history.body.items.map((e: any) => e.type), ['order.created', 'order.updated', 'order.deleted']);
+    const other = await ctx().createTenant();
+    assert.equal((await ctx().request('GET', `/api/v1/orders/${a.id}/events`, { as: other })).status, 404);
+    assert.equal((await ctx().request('GET', '/api/v1/orders/ord_missing/events', { as: t })).status, 404);
+    const otherFeed = await eventsAfter(ctx(), other, 0);
+    assert.deepEqual(otherFeed.map((e) => e.type), ['api_key.created'], 'a tenant sees its own events only');
+    const items = await ctx().request('GET', `/api/v1/items/${(await ctx().request('GET', '/api/v1/items', { as: t })).body.items[0].id}/events`, { as: t });
+    assert.deepEqual(items.body.items.map((e: any) => e.type), ['item.created']);
+    assert.equal((await ctx().request('GET', `/api/v1/buyers/${f.buyerId}/events`, { as: t })).body.items[0].type, 'buyer.created');
+
+    // Past the end: nothing, and lastSequence stays where the reader is.
+    const beyond = await ctx().request('GET', `/api/v1/events?after=${last + 50}`, { as: t });
+    assert.deepEqual(beyond.body, { items: [], lastSequence: last + 50, hasMore: false });
+  });
+
+  it('answers 410 with the oldest retained sequence for an `after` below it', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    await createOrder(ctx(), t, f);
+    await createOrder(ctx(), t, f);
+    const last = await latest(ctx(), t);
+    // As retention would leave it: the first events purged.
+    await ctx().db.deleteFrom('events').where('business_id', '=', t.businessId).where('sequence', '<=', 2).execute();
+    const gone = await ctx().request('GET', '/api/v1/events?after=1', { as: t });
+    assert.equal(gone.status, 410);
+    assert.equal(gone.body.errorCode, 'GONE');
+    assert.match(gone.body.message, /the oldest is 3/);
+    const fine = await ctx().request('GET', '/api/v1/events?after=2', { as: t });
+    assert.equal(fine.status, 200);
+    assert.equal(fine.body.items[0].sequence, 3);
+    assert.equal(fine.body.lastSequence, last);
+  });
+
+  it('refuses bad feed parameters with 400', async () => {
+    const t = await ctx().createTenant();
+    for (const query of ['limit=0', 'limit=1001', 'after=-1', 'types=order', 'types=ORDER.created', 'resourceType=shipment', 'resourceId=a%20b', 'wait=x']) {
+      const res = await ctx().request('GET', `/api/v1/events?${query}`, { as: t });
+      assert.equal(res.status, 400, query);
+    }
+  });
+});
