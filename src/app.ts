@@ -24,6 +24,7 @@ import { pricingRoutes } from './pricing/routes.ts';
 import { orderRoutes } from './orders/routes.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
 import { eventRoutes } from './events/routes.ts';
+import { EventBus } from './events/bus.ts';
 import { newId } from './lib/ids.ts';
 import { RenderCache } from './lib/render-cache.ts';
 import { purgeExpiredIdempotencyKeys } from './write/idempotency-records.ts';
@@ -50,6 +51,8 @@ export interface AppDeps {
   clock?: () => number;
   /** The write runner; made from `db` and `clock` unless given (tests observe writes through it). */
   writes?: WriteRunner;
+  /** Wakes long polls; the server feeds it from PostgreSQL's notifications too (src/server.ts). */
+  events?: EventBus;
   /** Pool use for /metrics (PostgreSQL). */
   poolStats?: () => PoolStats | null;
   /** Adds process and Node.js metrics to /metrics; the server turns it on. */
@@ -139,11 +142,15 @@ export async function createApp(deps: AppDeps) {
     if (route.url.startsWith('/api/') && route.schema && !route.schema.querystring) route.schema.querystring = NoQuery;
   });
 
-  const writes = deps.writes ?? createWriteRunner(db, { idempotencyTtlHours: config.idempotencyTtlHours, clock });
+  const events = deps.events ?? new EventBus();
+  const writes = deps.writes ?? createWriteRunner(db, { idempotencyTtlHours: config.idempotencyTtlHours, clock, onEvents: (id) => events.notify(id) });
+  // Long polls answer at once when the server stops, rather than hold the shutdown.
+  app.addHook('preClose', async () => events.close());
   const routeDeps: RouteDeps = {
     db,
     runWrite: createRunWrite(writes),
     writes,
+    events,
     orderCache: new RenderCache(config.responseCacheMb * 1024 * 1024),
   };
   await app.register(async (api) => {

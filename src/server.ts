@@ -5,6 +5,9 @@ import { openBusiness } from './businesses/service.ts';
 import { createWriteRunner } from './write/runner.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createRateLimiter, openDatabase } from './runtime.ts';
+import { EventBus } from './events/bus.ts';
+import { listen } from './db/listen.ts';
+import { EVENTS_CHANNEL } from './write/runner.ts';
 
 function loadOrExit(): Config {
   try {
@@ -24,7 +27,12 @@ async function main() {
   const { db } = handle;
   const logger = loggerOptions(config.logLevel);
   const rateLimiter = createRateLimiter(config, (error) => console.error(`rate limit store error: ${(error as Error).message}`));
-  const app = await createApp({ db, config, rateLimiter, logger, poolStats: handle.poolStats, processMetrics: true });
+  // Long polls wake on commits made through any instance: PostgreSQL tells every listener.
+  const events = new EventBus();
+  const listener = handle.dialect === 'postgres'
+    ? listen(config.databaseUrl, EVENTS_CHANNEL, (businessId) => events.notify(businessId), () => events.wakeAll())
+    : null;
+  const app = await createApp({ db, config, rateLimiter, logger, poolStats: handle.poolStats, processMetrics: true, events });
 
   // Handlers go in before listening, so a signal that arrives right after start is still graceful.
   let closing = false;
@@ -43,6 +51,7 @@ async function main() {
       // so their connections are no longer idle when the idle ones are closed.
       await new Promise((resolve) => setImmediate(resolve));
       await app.close();
+      await listener?.close();
       await rateLimiter?.close();
       await handle.close();
       process.exit(0);

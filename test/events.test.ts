@@ -228,3 +228,53 @@ describeEachBackend('the event log', (ctx) => {
     }
   });
 });
+
+describeEachBackend('the event feed as a long poll', (ctx) => {
+  const poll = (t: Tenant, query: string) => {
+    const started = performance.now();
+    return ctx().request('GET', `/api/v1/events?${query}`, { as: t }).then((res) => ({ res, ms: performance.now() - started }));
+  };
+
+  it('answers at once when events are there, wakes on a commit, and answers an empty page when the time is up', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    const last = await latest(ctx(), t);
+    const now = await poll(t, `after=0&wait=5`);
+    assert.ok(now.res.body.items.length > 0);
+    assert.ok(now.ms < 1000, `${now.ms} ms`);
+
+    // Waiting at the end of the feed: a write wakes it.
+    const waiting = poll(t, `after=${last}&wait=10`);
+    await new Promise((r) => setTimeout(r, 300));
+    const order = await createOrder(ctx(), t, f);
+    const woken = await waiting;
+    assert.equal(woken.res.status, 200);
+    assert.deepEqual(woken.res.body.items.map((e: any) => [e.type, e.resourceId]), [['order.created', order.id]]);
+    assert.ok(woken.ms >= 250 && woken.ms < 3000, `${woken.ms} ms`);
+
+    // Nothing comes: an empty page after the wait, at the same place.
+    const after = woken.res.body.lastSequence;
+    const empty = await poll(t, `after=${after}&wait=1`);
+    assert.deepEqual(empty.res.body, { items: [], lastSequence: after, hasMore: false });
+    assert.ok(empty.ms >= 950, `${empty.ms} ms`);
+  });
+
+  it('keeps waiting through events its filters skip, and through another tenant\'s writes', async () => {
+    const t = await ctx().createTenant();
+    const other = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    const o = await createFixture(ctx(), other);
+    const order = await createOrder(ctx(), t, f);
+    const last = await latest(ctx(), t);
+    const waiting = poll(t, `after=${last}&wait=10&types=invoice.*`);
+    await new Promise((r) => setTimeout(r, 200));
+    await createOrder(ctx(), other, o);
+    assert.equal((await patchOrder(ctx(), t, order.id, { order: { notes: 'not an invoice' } })).status, 200);
+    await new Promise((r) => setTimeout(r, 200));
+    const invoice = await ctx().request('POST', '/api/v1/invoices', { as: t, body: { orderId: order.id } });
+    assert.equal(invoice.status, 201);
+    const woken = await waiting;
+    assert.deepEqual(woken.res.body.items.map((e: any) => e.type), ['invoice.created']);
+    assert.ok(woken.ms >= 350, `${woken.ms} ms: it did not answer before the invoice`);
+  });
+});

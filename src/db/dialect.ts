@@ -132,6 +132,14 @@ export function countShard(db: Db): number {
   return dialectOf(db) === 'postgres' ? Math.floor(Math.random() * COUNT_SHARDS) : 0;
 }
 
+/**
+ * Tells the other instances, when the caller's transaction commits, on `channel` (PostgreSQL
+ * `pg_notify`, delivered at commit and dropped on rollback). SQLite has no other instances to tell.
+ */
+export async function notifyOnCommit(db: Db, channel: string, payload: string): Promise<void> {
+  if (dialectOf(db) === 'postgres') await sql`select pg_notify(${channel}, ${payload})`.execute(db);
+}
+
 /** Whether an error is a unique-constraint violation, on either backend. */
 export function isUniqueViolation(error: unknown): boolean {
   const code = (error as { code?: string } | null)?.code;

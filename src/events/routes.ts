@@ -16,7 +16,7 @@ const HISTORIES: Array<{ resource: HistoryResource; path: string; tag: string; n
   { resource: 'invoice', path: 'invoices', tag: 'Invoices', notFound: 'Invoice not found' },
 ];
 
-export async function eventRoutes(app: ApiInstance, { db }: RouteDeps) {
+export async function eventRoutes(app: ApiInstance, { db, events }: RouteDeps) {
   app.get('/events', {
     config: { extension: true },
     schema: {
@@ -26,9 +26,30 @@ export async function eventRoutes(app: ApiInstance, { db }: RouteDeps) {
         + 'or below N. With types/resourceType/resourceId, lastSequence still moves past the events the filters skip.',
       querystring: ListEventsQuery, response: { 200: EventPageResponse, 410: gone },
     },
-  }, async (request) => {
-    const { after, limit, types, resourceType, resourceId } = request.query;
-    return listEvents(db, request.businessId, { after, limit, types: types?.split(','), resourceType, resourceId });
+  }, async (request, reply) => {
+    const { after, limit, types, resourceType, resourceId, wait = 0 } = request.query;
+    const filter = { after, limit, types: types?.split(','), resourceType, resourceId };
+    if (wait === 0) return listEvents(db, request.businessId, filter);
+    // A long poll: subscribe, then read, so that a commit in between still wakes it; it holds no
+    // database connection while it waits, and ends early when the client goes or the server stops.
+    const deadline = Date.now() + wait * 1000;
+    const gone = new AbortController();
+    const onClose = () => gone.abort();
+    reply.raw.once('close', onClose);
+    try {
+      for (;;) {
+        const next = events.subscribe(request.businessId, Math.max(0, deadline - Date.now()), gone.signal);
+        const page = await listEvents(db, request.businessId, filter).catch((error) => { next.cancel(); throw error; });
+        if (page.items.length > 0 || !next.ready || Date.now() >= deadline) {
+          next.cancel();
+          return page;
+        }
+        await next.woken;
+        if (gone.signal.aborted || Date.now() >= deadline) return listEvents(db, request.businessId, filter);
+      }
+    } finally {
+      reply.raw.off('close', onClose);
+    }
   });
 
   for (const history of HISTORIES) {

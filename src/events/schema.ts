@@ -23,6 +23,11 @@ export const ListEventsQuery = Type.Object({
   })),
   resourceType: Type.Optional(Type.Enum([...RESOURCE_TYPES], { description: 'Only events of this kind of resource' })),
   resourceId: Type.Optional(Type.String({ pattern: ID_PATTERN, description: 'Only events of this resource' })),
+  wait: Type.Optional(Type.Integer({
+    minimum: 0, maximum: 30,
+    description: 'Long poll: when no event matches yet, hold the request up to this many seconds and answer as soon as one '
+      + 'is committed (through any instance); an empty page when the time is up',
+  })),
 }, { additionalProperties: false });
 export type ListEventsInput = Static<typeof ListEventsQuery>;
 

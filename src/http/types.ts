@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/types.ts';
 import type { RenderCache } from '../lib/render-cache.ts';
 import type { WriteRunner } from '../write/runner.ts';
+import type { EventBus } from '../events/bus.ts';
 import type { RunWrite } from './write.ts';
 
 export type ApiInstance = FastifyInstance<
@@ -17,6 +18,8 @@ export interface RouteDeps {
   runWrite: RunWrite;
   /** The write runner itself, for a write that answers on its own terms (order ingestion). */
   writes: WriteRunner;
+  /** Wakes long polls of the feed when events commit. */
+  events: EventBus;
   /** Rendered orders, each served only while its stamp is current (src/orders/render.ts). */
   orderCache: RenderCache;
 }

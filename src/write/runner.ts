@@ -1,5 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
-import { isUniqueViolation } from '../db/dialect.ts';
+import { isUniqueViolation, notifyOnCommit } from '../db/dialect.ts';
 import type { Database } from '../db/types.ts';
 import { ApiError, errorBody } from '../lib/errors.ts';
 import { readJson } from '../lib/json.ts';
@@ -101,7 +101,17 @@ function replay(record: IdempotencyRecord, fingerprint: string): Replayable {
  * and this is the one place that opens a write transaction. Services get a WriteContext and
  * never open one themselves; what has to happen in every write transaction happens here.
  */
-export function createWriteRunner(db: Kysely<Database>, options: { idempotencyTtlHours?: number; clock?: () => number } = {}): WriteRunner {
+export interface WriteRunnerOptions {
+  idempotencyTtlHours?: number;
+  clock?: () => number;
+  /** Called after a write with events has committed: wakes this instance's long polls. */
+  onEvents?: (businessId: string) => void;
+}
+
+/** The channel on which PostgreSQL tells every instance that a business has new events. */
+export const EVENTS_CHANNEL = 'supplyline_events';
+
+export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOptions = {}): WriteRunner {
   const clock = options.clock ?? Date.now;
   const ttlMs = (options.idempotencyTtlHours ?? 24) * 3_600_000;
   const inFlight = new Set<string>();
@@ -111,17 +121,22 @@ export function createWriteRunner(db: Kysely<Database>, options: { idempotencyTt
    * its transaction: no write without its events, no event without its write. They go last
    * because taking a sequence number locks the business's event counter until commit.
    */
-  function inTransaction<T>(scope: WriteScope, key: string | null, now: Date, work: (ctx: WriteContext) => Promise<T>): Promise<T> {
-    return db.transaction().execute(async (trx) => {
-      const events: NewEvent[] = [];
+  async function inTransaction<T>(scope: WriteScope, key: string | null, now: Date, work: (ctx: WriteContext) => Promise<T>): Promise<T> {
+    const events: NewEvent[] = [];
+    const result = await db.transaction().execute(async (trx) => {
       const ctx: WriteContext = {
         trx, businessId: scope.businessId, actor: scope.actor, requestId: scope.requestId ?? null, idempotencyKey: key,
         now: now.toISOString(), emit: (event) => { events.push(event); },
       };
-      const result = await work(ctx);
-      await appendEvents(trx, ctx, events);
-      return result;
+      const outcome = await work(ctx);
+      if (events.length > 0) {
+        await appendEvents(trx, ctx, events);
+        await notifyOnCommit(trx, EVENTS_CHANNEL, scope.businessId);
+      }
+      return outcome;
     });
+    if (events.length > 0) options.onEvents?.(scope.businessId);
+    return result;
   }
 
   return {

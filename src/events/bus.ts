@@ -1,0 +1,69 @@
+/**
+ * Wakes long polls of the feed when a business's events commit. Each instance has one; the write
+ * runner notifies it after a commit with events, and on PostgreSQL every instance also hears every
+ * other's commits (src/db/listen.ts), so a long poll wakes whichever instance wrote. A waiter holds
+ * no database connection: it is a promise until the next notification, its time limit, or close.
+ */
+export class EventBus {
+  readonly #waiters = new Map<string, Set<() => void>>();
+  #count = 0;
+  #closed = false;
+
+  constructor(readonly maxWaiters = 10_000) {}
+
+  /** Long polls now waiting on this instance. */
+  get waiting(): number {
+    return this.#count;
+  }
+
+  notify(businessId: string): void {
+    const waiters = this.#waiters.get(businessId);
+    if (!waiters) return;
+    this.#waiters.delete(businessId);
+    for (const wake of waiters) wake();
+  }
+
+  /**
+   * Subscribes before the caller reads, so that a commit between its read and its wait still
+   * wakes it. The promise resolves on the business's next notification, after `ms`, on `signal`'s
+   * abort, `cancel()`, or when the bus closes; `ready` is false when waiting is not possible (closed,
+   * or too many waiters).
+   */
+  subscribe(businessId: string, ms: number, signal?: AbortSignal): { ready: boolean; woken: Promise<void>; cancel: () => void } {
+    if (this.#closed || this.#count >= this.maxWaiters || signal?.aborted) return { ready: false, woken: Promise.resolve(), cancel: () => {} };
+    let waiters = this.#waiters.get(businessId);
+    if (!waiters) this.#waiters.set(businessId, (waiters = new Set()));
+    const set = waiters;
+    this.#count++;
+    let cancel = () => {};
+    const woken = new Promise<void>((resolve) => {
+      let finished = false;
+      const done = () => {
+        if (finished) return;
+        finished = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        set.delete(done);
+        if (set.size === 0 && this.#waiters.get(businessId) === set) this.#waiters.delete(businessId);
+        this.#count--;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal?.addEventListener('abort', done, { once: true });
+      set.add(done);
+      cancel = done;
+    });
+    return { ready: true, woken, cancel };
+  }
+
+  /** Wakes every waiter, to read again: notifications may have been lost (a listener reconnected). */
+  wakeAll(): void {
+    for (const businessId of [...this.#waiters.keys()]) this.notify(businessId);
+  }
+
+  /** Wakes every waiter and takes no more: the server is shutting down, and long polls answer now. */
+  close(): void {
+    this.#closed = true;
+    this.wakeAll();
+  }
+}
