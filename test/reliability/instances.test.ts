@@ -164,4 +164,50 @@ describe('Three instances on one PostgreSQL and one Redis', () => {
     assert.deepEqual(versions, versions.map((_: number, i: number) => i + 1), 'resource versions count the order\'s events');
     console.log(`# instances: ${acknowledged.length} concurrent writes on 3 instances -> events 1..${sequences.length}, the following reader held all of them once`);
   });
+  it('a long poll on one instance wakes when another instance commits', { skip: skip ?? false }, async () => {
+    const t = await fresh('Long poll');
+    const { variantId, buyerId } = await createCatalogue(at(0), t);
+    const wakes: number[] = [];
+    let after = (await call(at(0), 'GET', '/api/v1/events?after=0&limit=1000', { as: t })).body.lastSequence;
+    for (let i = 0; i < 9; i++) {
+      const polling = call(at(i), 'GET', `/api/v1/events?after=${after}&wait=10`, { as: t }).then((r) => ({ r, at: performance.now() }));
+      await new Promise((r) => setTimeout(r, 150));
+      const write = await call(at(i + 1), 'POST', `/api/v1/buyers/${buyerId}/orders`, { as: t, body: orderBody(variantId) });
+      const committed = performance.now();
+      assert.equal(write.status, 201);
+      const { r, at: answered } = await polling;
+      assert.deepEqual(r.body.items.map((e: any) => e.resourceId), [write.body.id]);
+      after = r.body.lastSequence;
+      // The poll may answer before the writer's own response arrives: the commit came first.
+      wakes.push(Math.max(0, answered - committed));
+    }
+    const median = [...wakes].sort((a, b) => a - b)[Math.floor(wakes.length / 2)];
+    assert.ok(median < 100, `median wake-up ${median.toFixed(1)} ms after the commit: ${wakes.map((w) => w.toFixed(1)).join(', ')}`);
+    console.log(`# instances: long poll woken by another instance's commit: median ${median.toFixed(1)} ms after the writer's answer (9 tries)`);
+  });
+  it('1,000 idle long polls hold no database connection', { skip: skip ?? false }, async () => {
+    const t = await fresh('Idle polls');
+    // An instance of its own without a rate limit, for the thousand requests.
+    const quiet = await startServer({ DATABASE_URL: database!.url, RATE_LIMIT_RPS: '0' });
+    try {
+      const after = (await call(quiet.base, 'GET', '/api/v1/events?after=0&limit=1000', { as: t })).body.lastSequence;
+      const polls = Array.from({ length: 1000 }, () => call(quiet.base, 'GET', `/api/v1/events?after=${after}&wait=4`, { as: t }));
+      await new Promise((r) => setTimeout(r, 1500));
+      const pool = (await (await fetch(`${quiet.base}/metrics`)).text()).split('\n')
+        .filter((line) => line.startsWith('supplyline_db_pool_connections'));
+      const value = (state: string) => Number(pool.find((line) => line.includes(`state="${state}"`))?.split(' ').at(-1));
+      // Every pool connection is idle, nobody queues for one, and a plain request is answered at once.
+      assert.equal(value('waiting'), 0, pool.join('\n'));
+      assert.equal(value('idle'), value('total'), pool.join('\n'));
+      const started = performance.now();
+      assert.equal((await call(quiet.base, 'GET', '/api/v1/items', { as: t })).status, 200);
+      const plain = performance.now() - started;
+      assert.ok(plain < 1000, `${plain} ms`);
+      const answers = await Promise.all(polls);
+      assert.ok(answers.every((r) => r.status === 200 && r.body.items.length === 0), 'every poll ends with an empty page');
+      console.log(`# instances: 1,000 idle long polls -> pool ${value('total')} open, ${value('idle')} idle, 0 waiting; a plain GET meanwhile took ${plain.toFixed(0)} ms`);
+    } finally {
+      await quiet.stop();
+    }
+  });
 });
