@@ -31,6 +31,8 @@ function credentialCases(ctx: () => TestContext, method: string, url: string, bo
 }
 
 describeEachBackend('POST /api/v1/buyers', (ctx) => {
+  securityCases(ctx, { method: 'POST', url: () => '/api/v1/buyers', body: { buyer: { name: 'Intruder' } }, crossTenant: false });
+
   credentialCases(ctx, 'POST', '/api/v1/buyers', { buyer: { name: 'Acme' } });
 
   it('creates phantom, phantom buyer and partnership on the default list', async () => {
@@ -336,6 +338,8 @@ describeEachBackend('PATCH /api/v1/buyers/:id', (ctx) => {
 });
 
 describeEachBackend('GET /api/v1/buyers', (ctx) => {
+  securityCases(ctx, { method: 'GET', url: () => '/api/v1/buyers', crossTenant: false });
+
   const list = (as: Tenant, query = '') => ctx().request('GET', `/api/v1/buyers${query}`, { as });
 
   it('requires credentials', async () => {

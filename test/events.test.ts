@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
 import { createFixture, createOrder, patchOrder } from './helpers/orders.ts';
+import { securityCases } from './helpers/security.ts';
 
 /** Every event of the tenant, read through the feed a page at a time. */
 async function allEvents(ctx: TestContext, t: Tenant, query = '', limit = 7) {
@@ -277,4 +278,24 @@ describeEachBackend('the event feed as a long poll', (ctx) => {
     assert.deepEqual(woken.res.body.items.map((e: any) => e.type), ['invoice.created']);
     assert.ok(woken.ms >= 350, `${woken.ms} ms: it did not answer before the invoice`);
   });
+});
+
+async function itemOf(c: TestContext, owner: Tenant): Promise<string> {
+  const item = await c.request('POST', '/api/v1/items', { as: owner, body: { item: { name: 'Kept' }, variants: [{ currency: 'AUD', price: 1 }] } });
+  return item.body.id;
+}
+
+async function invoiceOf(c: TestContext, owner: Tenant): Promise<string> {
+  const order = await createOrder(c, owner, await createFixture(c, owner));
+  return (await c.request('POST', '/api/v1/invoices', { as: owner, body: { orderId: order.id } })).body.id;
+}
+
+describeEachBackend('events: credentials and tenants', (ctx) => {
+  securityCases(ctx, { method: 'GET', url: () => '/api/v1/events', crossTenant: false });
+  securityCases(ctx, {
+    method: 'GET', url: async (c, owner) => `/api/v1/orders/${(await createOrder(c, owner, await createFixture(c, owner))).id}/events`,
+  });
+  securityCases(ctx, { method: 'GET', url: async (c, owner) => `/api/v1/items/${await itemOf(c, owner)}/events` });
+  securityCases(ctx, { method: 'GET', url: async (c, owner) => `/api/v1/buyers/${(await createFixture(c, owner)).buyerId}/events` });
+  securityCases(ctx, { method: 'GET', url: async (c, owner) => `/api/v1/invoices/${await invoiceOf(c, owner)}/events` });
 });

@@ -212,6 +212,8 @@ describeEachBackend('DELETE /api/v1/items/:id', (ctx) => {
 });
 
 describeEachBackend('GET /api/v1/items', (ctx) => {
+  securityCases(ctx, { method: 'GET', url: () => '/api/v1/items', crossTenant: false });
+
   it('pages newest first with the standard envelope, and bounds limit', async () => {
     const t = await ctx().createTenant();
     const ids: string[] = [];

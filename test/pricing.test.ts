@@ -34,6 +34,8 @@ async function countLists(ctx: TestContext, t: Tenant): Promise<number> {
 }
 
 describeEachBackend('POST /api/v1/pricing', (ctx) => {
+  securityCases(ctx, { method: 'POST', url: () => '/api/v1/pricing', body: { itemListData: { label: 'Intruder' } }, crossTenant: false });
+
   it('missing, wrong and revoked credentials give 401', async () => {
     const owner = await ctx().createTenant();
     const body = { itemListData: { label: 'X' } };
@@ -208,6 +210,8 @@ describeEachBackend('GET /api/v1/pricing/:id', (ctx) => {
 });
 
 describeEachBackend('GET /api/v1/pricing', (ctx) => {
+  securityCases(ctx, { method: 'GET', url: () => '/api/v1/pricing', crossTenant: false });
+
   it('requires credentials', async () => {
     assertUnauthorized(await ctx().request('GET', '/api/v1/pricing'));
   });
