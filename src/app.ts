@@ -25,6 +25,9 @@ import { orderRoutes } from './orders/routes.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
 import { eventRoutes } from './events/routes.ts';
 import { EventBus } from './events/bus.ts';
+import { exportRoutes } from './events/export-routes.ts';
+import { snapshotsOf } from './db/connection.ts';
+import type { OpenSnapshot } from './db/snapshot.ts';
 import { newId } from './lib/ids.ts';
 import { RenderCache } from './lib/render-cache.ts';
 import { purgeExpiredIdempotencyKeys } from './write/idempotency-records.ts';
@@ -53,6 +56,8 @@ export interface AppDeps {
   writes?: WriteRunner;
   /** Wakes long polls; the server feeds it from PostgreSQL's notifications too (src/server.ts). */
   events?: EventBus;
+  /** Snapshots for exports; those of `db` when it came from createDatabase. */
+  openSnapshot?: OpenSnapshot;
   /** Pool use for /metrics (PostgreSQL). */
   poolStats?: () => PoolStats | null;
   /** Adds process and Node.js metrics to /metrics; the server turns it on. */
@@ -151,6 +156,7 @@ export async function createApp(deps: AppDeps) {
     runWrite: createRunWrite(writes),
     writes,
     events,
+    openSnapshot: deps.openSnapshot ?? (() => snapshotsOf(db)()),
     orderCache: new RenderCache(config.responseCacheMb * 1024 * 1024),
   };
   await app.register(async (api) => {
@@ -163,6 +169,7 @@ export async function createApp(deps: AppDeps) {
     await orderRoutes(api, routeDeps);
     await invoiceRoutes(api, routeDeps);
     await eventRoutes(api, routeDeps);
+    await exportRoutes(api, routeDeps);
   }, { prefix: '/api/v1' });
 
   // Expired idempotency records are purged in the background; a failure here is retried next time.

@@ -6,7 +6,7 @@ import { createWriteRunner } from './write/runner.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createRateLimiter, openDatabase } from './runtime.ts';
 import { EventBus } from './events/bus.ts';
-import { listen } from './db/listen.ts';
+import { listenIfShared } from './db/listen.ts';
 import { EVENTS_CHANNEL } from './write/runner.ts';
 
 function loadOrExit(): Config {
@@ -29,9 +29,7 @@ async function main() {
   const rateLimiter = createRateLimiter(config, (error) => console.error(`rate limit store error: ${(error as Error).message}`));
   // Long polls wake on commits made through any instance: PostgreSQL tells every listener.
   const events = new EventBus();
-  const listener = handle.dialect === 'postgres'
-    ? listen(config.databaseUrl, EVENTS_CHANNEL, (businessId) => events.notify(businessId), () => events.wakeAll())
-    : null;
+  const listener = listenIfShared(handle.dialect, config.databaseUrl, EVENTS_CHANNEL, (businessId) => events.notify(businessId), () => events.wakeAll());
   const app = await createApp({ db, config, rateLimiter, logger, poolStats: handle.poolStats, processMetrics: true, events });
 
   // Handlers go in before listening, so a signal that arrives right after start is still graceful.

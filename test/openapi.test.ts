@@ -5,7 +5,7 @@ import { describeEachBackend } from './helpers/context.ts';
 
 const EXTENSIONS = [
   'get /api/v1/items', 'get /api/v1/buyers', 'get /api/v1/pricing', 'get /api/v1/pricing/{id}', 'post /api/v1/buyers/{id}/orders', 'post /api/v1/invoices',
-  'get /api/v1/events', 'get /api/v1/orders/{id}/events', 'get /api/v1/items/{id}/events', 'get /api/v1/buyers/{id}/events', 'get /api/v1/invoices/{id}/events',
+  'get /api/v1/events', 'get /api/v1/orders/{id}/events', 'get /api/v1/orders/export', 'get /api/v1/items/export', 'get /api/v1/buyers/export', 'get /api/v1/invoices/export', 'get /api/v1/items/{id}/events', 'get /api/v1/buyers/{id}/events', 'get /api/v1/invoices/{id}/events',
 ];
 
 describeEachBackend('GET /openapi.json', (ctx) => {

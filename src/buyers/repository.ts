@@ -99,12 +99,8 @@ export async function listBuyers(db: Db, businessId: string, options: ListBuyers
     .orderBy('phantoms.created_at', 'desc').orderBy('phantoms.id', 'desc')
     .limit(options.limit).offset(offsetOf(options.page, options.limit))
     .execute();
-  const contacts = await loadContacts(db, businessId, rows.map((r) => r.id));
-  const of = <T extends { phantom_id: string }>(list: T[], id: string) => list.filter((c) => c.phantom_id === id);
   return {
-    items: rows.map((r) => toBuyer(r, {
-      emails: of(contacts.emails, r.id), phones: of(contacts.phones, r.id), locations: of(contacts.locations, r.id),
-    })),
+    items: await withContacts(db, businessId, rows),
     total: Number(total),
     page: options.page,
     pageSize: options.limit,
@@ -139,4 +135,20 @@ export async function setPrimaryValues(db: Db, businessId: string, phantomId: st
 export async function updatePartnershipStatus(db: Db, businessId: string, partnershipId: string, status: string, now: string): Promise<void> {
   await db.updateTable('partnerships').set({ status, updated_at: now })
     .where('business_id', '=', businessId).where('id', '=', partnershipId).execute();
+}
+
+/** Live buyers of the business after `afterId`, in id order, with their contacts: one page of an export. */
+export async function exportBuyers(db: Db, businessId: string, afterId: string, limit: number): Promise<Buyer[]> {
+  const rows = await selectBuyers(db, businessId).selectAll('phantoms')
+    .select(['partnerships.id as partnership_id', 'partnerships.status as partnership_status', 'partnerships.item_list_id'])
+    .where(whereLive('phantoms')).where('phantoms.id', '>', afterId)
+    .orderBy('phantoms.id').limit(limit).execute();
+  return withContacts(db, businessId, rows);
+}
+
+/** Buyers from their rows, with every row's contacts loaded in one query per kind. */
+async function withContacts(db: Db, businessId: string, rows: BuyerRow[]): Promise<Buyer[]> {
+  const contacts = await loadContacts(db, businessId, rows.map((r) => r.id));
+  const of = <T extends { phantom_id: string }>(list: T[], id: string) => list.filter((c) => c.phantom_id === id);
+  return rows.map((r) => toBuyer(r, { emails: of(contacts.emails, r.id), phones: of(contacts.phones, r.id), locations: of(contacts.locations, r.id) }));
 }

@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { preparingPool } from './pg-prepared.ts';
+import { postgresSnapshots, sqliteSnapshots, type OpenSnapshot } from './snapshot.ts';
 import { QueuedSqliteDialect } from './sqlite-dialect.ts';
 import { openSqliteDatabase } from './sqlite-driver.ts';
 import type { Database, Dialect } from './types.ts';
@@ -15,6 +16,17 @@ export interface DatabaseHandle {
   close(): Promise<void>;
   /** PostgreSQL pool use, for /metrics; absent on SQLite. */
   poolStats?: () => { total: number; idle: number; waiting: number; max: number };
+  /** A read-only snapshot on a connection of its own, for long reads (exports). */
+  openSnapshot: OpenSnapshot;
+}
+
+const snapshots = new WeakMap<Kysely<Database>, OpenSnapshot>();
+
+/** The snapshots of a database opened by createDatabase (the app is given the Kysely object only). */
+export function snapshotsOf(db: Kysely<Database>): OpenSnapshot {
+  const open = snapshots.get(db);
+  if (!open) throw new Error('not a database opened by createDatabase');
+  return open;
 }
 
 export interface DatabaseOptions {
@@ -61,11 +73,15 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length);
     const db = openSqlite(path);
-    return { db, dialect: 'sqlite', describe: `sqlite:${path}`, close: () => db.destroy() };
+    const openSnapshot = sqliteSnapshots(path === ':memory:' ? path : resolve(path), db);
+    snapshots.set(db, openSnapshot);
+    return { db, dialect: 'sqlite', describe: `sqlite:${path}`, close: () => db.destroy(), openSnapshot };
   }
   const { db, pool } = openPostgres(url, options);
+  const openSnapshot = postgresSnapshots(pool);
+  snapshots.set(db, openSnapshot);
   return {
-    db, dialect: 'postgres', describe: url.replace(/:[^:@/]*@/, ':***@'), close: () => db.destroy(),
+    db, dialect: 'postgres', describe: url.replace(/:[^:@/]*@/, ':***@'), close: () => db.destroy(), openSnapshot,
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max }),
   };
 }

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { Dialect } from './types.ts';
 
 export interface Listener {
   close(): Promise<void>;
@@ -50,4 +51,9 @@ export function listen(url: string, channel: string, onMessage: (payload: string
       client = null;
     },
   };
+}
+
+/** A listener where other instances can tell this one (PostgreSQL); none on SQLite, where there are no others. */
+export function listenIfShared(dialect: Dialect, url: string, channel: string, onMessage: (payload: string) => void, onReconnect?: () => void): Listener | null {
+  return dialect === 'postgres' ? listen(url, channel, onMessage, onReconnect) : null;
 }

@@ -5,6 +5,7 @@ import type { Database } from '../db/types.ts';
 import type { RenderCache } from '../lib/render-cache.ts';
 import type { WriteRunner } from '../write/runner.ts';
 import type { EventBus } from '../events/bus.ts';
+import type { OpenSnapshot } from '../db/snapshot.ts';
 import type { RunWrite } from './write.ts';
 
 export type ApiInstance = FastifyInstance<
@@ -20,6 +21,8 @@ export interface RouteDeps {
   writes: WriteRunner;
   /** Wakes long polls of the feed when events commit. */
   events: EventBus;
+  /** Read-only snapshots for exports (src/db/snapshot.ts). */
+  openSnapshot: OpenSnapshot;
   /** Rendered orders, each served only while its stamp is current (src/orders/render.ts). */
   orderCache: RenderCache;
 }

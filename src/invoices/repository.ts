@@ -63,3 +63,12 @@ export async function findOrderItemsToInvoice(db: Db, businessId: string, orderI
     .orderBy('order_items.line_number').orderBy('order_items.id')
     .execute();
 }
+
+/** Invoices of the business after `afterId`, in id order, with their line items: one page of an export. */
+export async function exportInvoices(db: Db, businessId: string, afterId: string, limit: number): Promise<Invoice[]> {
+  const rows = await db.selectFrom('invoices').selectAll()
+    .where('business_id', '=', businessId).where(whereLive()).where('id', '>', afterId)
+    .orderBy('id').limit(limit).execute();
+  const lines = await loadInvoiceLineItems(db, businessId, rows.map((r) => r.id));
+  return rows.map((r) => toInvoice(r, lines.get(r.id) ?? []));
+}

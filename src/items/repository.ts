@@ -174,3 +174,12 @@ export async function deleteItemRows(db: Db, businessId: string, id: string, now
     .where('business_id', '=', businessId).where('item_id', '=', id).where(whereLive()).execute();
   return true;
 }
+
+/** Live items of the business after `afterId`, in id order, with their live variants: one page of an export. */
+export async function exportItems(db: Db, businessId: string, afterId: string, limit: number): Promise<Item[]> {
+  const rows = await db.selectFrom('items').selectAll()
+    .where('business_id', '=', businessId).where(whereLive()).where('id', '>', afterId)
+    .orderBy('id').limit(limit).execute();
+  const variants = groupBy(await liveVariantsOf(db, businessId, rows.map((r) => r.id)), (v) => v.item_id);
+  return rows.map((r) => toItem(r, variants.get(r.id) ?? []));
+}

@@ -18,6 +18,8 @@ export interface CheckedResponse {
 
 interface Operation {
   pattern: RegExp;
+  /** Characters of the path template outside its parameters. */
+  literal: number;
   parameters: any[];
   requestBody?: any;
   responses: Record<string, any>;
@@ -73,10 +75,12 @@ export function createResponseChecker(document: unknown) {
       if (!item[method]) continue;
       const list = operations.get(method.toUpperCase()) ?? [];
       const op = item[method];
-      list.push({ pattern, parameters: [...(item.parameters ?? []), ...(op.parameters ?? [])], requestBody: op.requestBody, responses: op.responses ?? {} });
+      list.push({ pattern, literal: path.replace(/\{[^}]+\}/g, '').length, parameters: [...(item.parameters ?? []), ...(op.parameters ?? [])], requestBody: op.requestBody, responses: op.responses ?? {} });
       operations.set(method.toUpperCase(), list);
     }
   }
+  // As the router does: a literal segment (/orders/export) wins over a parameter (/orders/{id}).
+  for (const list of operations.values()) list.sort((a, b) => b.literal - a.literal);
 
   /**
    * A request the server accepted (2xx) must be one the document allows: every required
@@ -139,6 +143,15 @@ export function createResponseChecker(document: unknown) {
     for (const [name, header] of Object.entries<any>(spec.headers ?? {})) {
       const h = resolve(doc, header);
       if (h.required && headers[name.toLowerCase()] === undefined) problems.push(`${where}: required header ${name} missing`);
+    }
+    const ndjson = spec.content?.['application/x-ndjson'];
+    if (ndjson) {
+      // Newline-delimited JSON: each line must be JSON, and the declared content type is sent.
+      if (!/^application\/x-ndjson/.test(String(headers['content-type']))) problems.push(`${where}: content type ${headers['content-type']}, not application/x-ndjson`);
+      for (const line of response.body.split('\n').filter(Boolean)) {
+        try { JSON.parse(line); } catch { return [...problems, `${where}: a line is not JSON: ${line.slice(0, 200)}`]; }
+      }
+      return problems;
     }
     const content = spec.content?.['application/json'];
     if (!content) {
