@@ -31,6 +31,8 @@ import type { OpenSnapshot } from './db/snapshot.ts';
 import { newId } from './lib/ids.ts';
 import { RenderCache } from './lib/render-cache.ts';
 import { purgeExpiredIdempotencyKeys } from './write/idempotency-records.ts';
+import { createJobs } from './jobs.ts';
+import { purgeEventsBefore } from './events/log.ts';
 import { createWriteRunner, type WriteRunner } from './write/runner.ts';
 
 declare module 'fastify' {
@@ -172,12 +174,15 @@ export async function createApp(deps: AppDeps) {
     await exportRoutes(api, routeDeps);
   }, { prefix: '/api/v1' });
 
-  // Expired idempotency records are purged in the background; a failure here is retried next time.
-  const purge = setInterval(() => {
-    purgeExpiredIdempotencyKeys(db, new Date(clock())).catch((err) => app.log.warn({ err }, 'idempotency purge failed'));
-  }, 10 * 60_000);
-  purge.unref();
-  app.addHook('onClose', async () => clearInterval(purge));
+  // Background jobs: started when the app is ready, stopped (and awaited) when it closes.
+  const jobs = createJobs(app.log);
+  jobs.add({ name: 'idempotency-purge', everyMs: 10 * 60_000, run: () => purgeExpiredIdempotencyKeys(db, new Date(clock())) });
+  jobs.add({
+    name: 'event-retention', everyMs: 60 * 60_000,
+    run: () => purgeEventsBefore(db, new Date(clock() - config.eventRetentionDays * 86_400_000).toISOString()),
+  });
+  app.addHook('onReady', async () => jobs.start());
+  app.addHook('onClose', async () => jobs.stop());
 
   return app;
 }

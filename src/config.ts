@@ -6,6 +6,8 @@ export interface Config {
   readonly rateLimitRps: number;
   readonly rateLimitBurst: number;
   readonly idempotencyTtlHours: number;
+  /** Events older than this are purged (EVENT_RETENTION_DAYS). */
+  readonly eventRetentionDays: number;
   readonly logLevel: string;
   readonly bodyLimitBytes: number;
   /** How long a verified key stays cached; revocation must reach every instance within 5 s. */
@@ -78,6 +80,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitRps: integer(env, 'RATE_LIMIT_RPS', 50, 0, 1_000_000),
     rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', 100, 1, 10_000_000),
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 24 * 365),
+    eventRetentionDays: integer(env, 'EVENT_RETENTION_DAYS', 400, 1, 36_500),
     logLevel,
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 100 * 1024 * 1024),
     authCacheMs: 4000,

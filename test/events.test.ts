@@ -299,3 +299,35 @@ describeEachBackend('events: credentials and tenants', (ctx) => {
   securityCases(ctx, { method: 'GET', url: async (c, owner) => `/api/v1/buyers/${(await createFixture(c, owner)).buyerId}/events` });
   securityCases(ctx, { method: 'GET', url: async (c, owner) => `/api/v1/invoices/${await invoiceOf(c, owner)}/events` });
 });
+
+describeEachBackend('event retention', (ctx) => {
+  it('purges events older than the cutoff in batches, and readers below the oldest kept one get 410', async () => {
+    const { purgeEventsBefore } = await import('../src/events/log.ts');
+    const t = await ctx().createTenant();
+    const quiet = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    for (let i = 0; i < 4; i++) await createOrder(ctx(), t, f);
+    const last = await latest(ctx(), t);
+    // The first five events of t, and all of quiet's, are old.
+    await ctx().db.updateTable('events').set({ occurred_at: '2020-01-01T00:00:00.000Z' })
+      .where('business_id', '=', t.businessId).where('sequence', '<=', 5).execute();
+    await ctx().db.updateTable('events').set({ occurred_at: '2020-01-01T00:00:00.000Z' }).where('business_id', '=', quiet.businessId).execute();
+    const purged = await purgeEventsBefore(ctx().db, '2021-01-01T00:00:00.000Z', 2);
+    assert.ok(purged >= 6, `${purged} purged`);
+    const left = await ctx().db.selectFrom('events').select('sequence').where('business_id', '=', t.businessId).orderBy('sequence').execute();
+    assert.deepEqual(left.map((r) => Number(r.sequence)), Array.from({ length: last - 5 }, (_, i) => i + 6));
+
+    const gone = await ctx().request('GET', '/api/v1/events?after=4', { as: t });
+    assert.equal(gone.status, 410);
+    assert.match(gone.body.message, /the oldest is 6/);
+    assert.equal((await ctx().request('GET', '/api/v1/events?after=5', { as: t })).body.items[0].sequence, 6);
+
+    // Every event of a quiet business purged: its numbering goes on, and older readers are told.
+    const empty = await ctx().request('GET', '/api/v1/events?after=0', { as: quiet });
+    assert.equal(empty.status, 410);
+    assert.match(empty.body.message, /the oldest is 2/);
+    assert.deepEqual((await ctx().request('GET', '/api/v1/events?after=1', { as: quiet })).body, { items: [], lastSequence: 1, hasMore: false });
+    const exported = await ctx().app.inject({ method: 'GET', url: '/api/v1/items/export', headers: quiet.headers });
+    assert.equal(exported.headers['supplyline-event-sequence'], '1');
+  });
+});

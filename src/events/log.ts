@@ -88,8 +88,31 @@ export async function appendEvents(db: Db, meta: EventMeta, events: NewEvent[]):
   })).execute();
 }
 
-/** The business's last event sequence (0 before its first event), read without a lock. */
+/**
+ * The business's last event sequence (0 before its first event), read without a lock: the
+ * committed value of its counter, which is the highest committed event's (they commit together),
+ * and stays right when retention has purged every event of a quiet business.
+ */
 export async function lastSequence(db: Db, businessId: string): Promise<number> {
-  const row = await sql<{ value: number | string | null }>`select max(sequence) as value from events where business_id = ${businessId}`.execute(db);
-  return Number(row.rows[0]?.value ?? 0);
+  const row = await db.selectFrom('business_counters').select('value')
+    .where('business_id', '=', businessId).where('name', '=', 'event').executeTakeFirst();
+  return Number(row?.value ?? 0);
+}
+
+const PURGE_BATCH = 5_000;
+
+/**
+ * Deletes events that occurred before `before`, 5,000 per statement, so that no statement holds
+ * locks or grows the log for long; between batches the event loop gets a turn. Returns how many.
+ */
+export async function purgeEventsBefore(db: Db, before: string, batch = PURGE_BATCH): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const result = await sql`delete from events where id in (
+      select id from events where occurred_at < ${before} order by occurred_at limit ${batch})`.execute(db);
+    const deleted = Number(result.numAffectedRows ?? 0);
+    total += deleted;
+    if (deleted < batch) return total;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
 }

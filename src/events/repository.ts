@@ -19,12 +19,16 @@ export interface EventPage {
   hasMore: boolean;
 }
 
-/** The oldest retained and the latest sequence of the business (null without events); each an index end. */
-async function sequenceRange(db: Db, businessId: string): Promise<{ oldest: number | null; latest: number | null }> {
+/**
+ * The latest sequence (the business's event counter, as committed) and the oldest retained one
+ * (after the latest when retention has purged them all); one statement.
+ */
+async function sequenceRange(db: Db, businessId: string): Promise<{ oldest: number; latest: number }> {
   const { rows: [row] } = await sql<{ oldest: number | string | null; latest: number | string | null }>`select
       (select min(sequence) from events where business_id = ${businessId}) as oldest,
-      (select max(sequence) from events where business_id = ${businessId}) as latest`.execute(db);
-  return { oldest: row.oldest === null ? null : Number(row.oldest), latest: row.latest === null ? null : Number(row.latest) };
+      (select value from business_counters where business_id = ${businessId} and name = 'event') as latest`.execute(db);
+  const latest = Number(row.latest ?? 0);
+  return { oldest: row.oldest === null ? latest + 1 : Number(row.oldest), latest };
 }
 
 export const eventsGone = (oldest: number) => new ApiError('GONE',
@@ -39,8 +43,8 @@ export const eventsGone = (oldest: number) => new ApiError('GONE',
  */
 export async function listEvents(db: Db, businessId: string, filter: EventFilter): Promise<EventPage> {
   const { oldest, latest } = await sequenceRange(db, businessId);
-  if (oldest !== null && filter.after < oldest - 1) throw eventsGone(oldest);
-  const bound = latest ?? 0;
+  if (filter.after < oldest - 1) throw eventsGone(oldest);
+  const bound = latest;
   if (bound <= filter.after) return { items: [], lastSequence: filter.after, hasMore: false };
 
   let query = db.selectFrom('events').selectAll()

@@ -29,6 +29,8 @@ export function events(dialect: Dialect): Migration {
         .execute();
       await db.schema.createIndex('events_resource_idx').on('events')
         .columns(['business_id', 'resource_type', 'resource_id', 'sequence']).execute();
+      // Retention purges by age.
+      await db.schema.createIndex('events_occurred_idx').on('events').column('occurred_at').execute();
     },
   };
 }
