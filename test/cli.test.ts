@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -189,6 +189,34 @@ for (const backend of backends) {
       } finally {
         await handle.close();
       }
+    });
+
+    it('events tail prints the feed, follows new events until interrupted, and --once stops at the end', async () => {
+      const created = await runCli(['business', 'create', '--name', 'Tailed Ltd', '--json'], database.url);
+      const { businessId } = JSON.parse(created.stdout);
+      const once = await runCli(['events', 'tail', '--business', businessId, '--once', '--json'], database.url);
+      assert.equal(once.code, 0, once.stderr);
+      const [first] = once.stdout.trim().split('\n').map((line) => JSON.parse(line));
+      assert.equal(first.sequence, 1);
+      assert.equal(first.type, 'api_key.created');
+      assert.deepEqual(first.actor, { type: 'system', id: 'cli', name: 'Command line' });
+
+      // Following: a key made meanwhile shows up as the next line; Ctrl-C ends it cleanly.
+      const tail = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'events', 'tail', '--business', businessId, '--after', '1'], {
+        cwd: root, env: { ...process.env, DATABASE_URL: database.url },
+      });
+      let out = '';
+      tail.stdout.on('data', (d) => { out += d; });
+      await new Promise((r) => setTimeout(r, 1500));
+      const key = JSON.parse((await runCli(['key', 'create', '--business', businessId, '--json'], database.url)).stdout);
+      for (let i = 0; i < 50 && !out.includes(key.keyId); i++) await new Promise((r) => setTimeout(r, 100));
+      tail.kill('SIGINT');
+      const code = await new Promise((resolve) => tail.on('exit', resolve));
+      assert.equal(code, 0);
+      assert.match(out, new RegExp(`^2\t\\S+\tapi_key.created\t${key.keyId}\tsystem:cli$`, 'm'));
+
+      const gone = await runCli(['events', 'tail', '--business', businessId, '--after', 'x'], database.url);
+      assert.equal(gone.code, 2);
     });
 
     it('unknown business and unknown key exit 1 with a message', async () => {
