@@ -1,11 +1,9 @@
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Config } from './config.ts';
 import type { Database } from './db/types.ts';
-import { createAuthenticator, registerApiGuard } from './http/auth.ts';
+import { apiKeyAuth, createAuthenticator } from './http/auth.ts';
 import { connectionOptions, registerConnectionHandling } from './http/connection.ts';
 import { registerJsonBody } from './http/json-body.ts';
 import { checkQueryEncoding } from './http/query-encoding.ts';
@@ -14,7 +12,8 @@ import { notFound } from './lib/errors.ts';
 import { createRunWrite } from './http/write.ts';
 import { registerMetrics, registerRequestLog, type PoolStats } from './http/metrics.ts';
 import type { RouteDeps } from './http/types.ts';
-import { docsUiOptions, openapiOptions } from './http/openapi.ts';
+import { registerDocs } from './http/openapi.ts';
+import { registerHealth } from './http/health.ts';
 import type { BucketSettings, RateLimiter } from './http/rate-limit.ts';
 import { ErrorResponse, NoQuery } from './http/schema.ts';
 import { validatorCompiler } from './http/validation.ts';
@@ -82,11 +81,10 @@ async function answerNotFound(request: FastifyRequest): Promise<never> {
   throw notFound(`Route ${request.method} ${request.url.split('?')[0]} not found`);
 }
 
-export async function createApp(deps: AppDeps) {
-  const { db, config, rateLimiter } = deps;
-  const clock = deps.clock ?? Date.now;
-  const errorHandler = createErrorHandler(config.bodyLimitBytes);
-  const app = Fastify({
+/** The HTTP server's options: logging, limits and timeouts, request ids, and errors from the router answered like the rest. */
+function fastifyOptions(deps: AppDeps, errorHandler: ReturnType<typeof createErrorHandler>): FastifyServerOptions {
+  const { config } = deps;
+  return {
     logger: deps.logger ?? false,
     // registerRequestLog writes one line per request instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
@@ -105,7 +103,14 @@ export async function createApp(deps: AppDeps) {
       reply.header('x-request-id', request.id);
       return errorHandler(error, request, reply);
     },
-  }).withTypeProvider<TypeBoxTypeProvider>();
+  };
+}
+
+export async function createApp(deps: AppDeps) {
+  const { db, config, rateLimiter } = deps;
+  const clock = deps.clock ?? Date.now;
+  const errorHandler = createErrorHandler(config.bodyLimitBytes);
+  const app = Fastify(fastifyOptions(deps, errorHandler)).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(errorHandler);
@@ -121,28 +126,15 @@ export async function createApp(deps: AppDeps) {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  // Every route's query must decode; the API checks it already, after authentication (registerApiGuard).
+  // Every route's query must decode; the API checks it already, after authentication (apiKeyAuth).
   app.addHook('preValidation', async (request) => checkQueryEncoding(request.url));
 
   app.decorateRequest('businessId', '');
   app.decorateRequest('apiKeyId', '');
   app.setNotFoundHandler(answerNotFound);
 
-  await app.register(swagger, openapiOptions());
-  await app.register(swaggerUi, docsUiOptions());
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  // A browser is sent to the docs; curl shows where they are.
-  app.get('/', { schema: { hide: true } }, async (_request, reply) =>
-    reply.code(302).header('location', '/docs').send({ name: 'Supplyline', docs: '/docs', openapi: '/openapi.json', health: '/healthz' }));
-
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
-    const ready = await Promise.race([
-      sql`select 1`.execute(db).then(() => true, () => false),
-      new Promise<boolean>((resolve) => setTimeout(resolve, 2000, false).unref()),
-    ]);
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ok' : 'unavailable' });
-  });
+  await registerDocs(app);
+  registerHealth(app, db);
 
   // Unknown query parameters are refused on every operation, as on lists, so a typo shows.
   app.addHook('onRoute', (route) => {
@@ -162,7 +154,7 @@ export async function createApp(deps: AppDeps) {
     orderCache: new RenderCache(config.responseCacheMb * 1024 * 1024),
   };
   await app.register(async (api) => {
-    registerApiGuard(api, { authenticator, rateLimiter, bucket });
+    await api.register(apiKeyAuth, { authenticator, rateLimiter, bucket });
     // The API's own 404 handler, so that its hooks (authentication first) run for unknown paths too.
     api.setNotFoundHandler(answerNotFound);
     await itemRoutes(api, routeDeps);

@@ -38,54 +38,33 @@ export interface EventMeta {
  * row's lock is held until commit, so on PostgreSQL a second writer of the business waits here
  * until the first commits, and sequences become visible in order, without gaps (a rolled-back
  * write gives its numbers back with its transaction). It is taken last in a write, so the lock
- * is held for the event insert and the commit only.
+ * is held for the event insert and the commit only. Raw SQL, like the insert below: these run in
+ * every write, and building them with the query builder cost more than running them.
  */
 async function takeSequences(db: Db, businessId: string, count: number): Promise<number> {
-  const row = await db.insertInto('business_counters').values({ business_id: businessId, name: 'event', value: count })
-    .onConflict((oc) => oc.columns(['business_id', 'name']).doUpdateSet((eb) => ({ value: eb('business_counters.value', '+', count) })))
-    .returning('value').executeTakeFirstOrThrow();
+  const { rows: [row] } = await sql<{ value: number | string }>`insert into business_counters (business_id, name, value)
+    values (${businessId}, 'event', ${count})
+    on conflict (business_id, name) do update set value = business_counters.value + excluded.value
+    returning value`.execute(db);
   return Number(row.value);
-}
-
-/** The last resourceVersion of each resource, 0 for one without events yet. */
-async function lastVersions(db: Db, businessId: string, events: NewEvent[]): Promise<Map<string, number>> {
-  const versions = new Map<string, number>();
-  for (const e of events) {
-    const key = `${e.resourceType}/${e.resourceId}`;
-    if (versions.has(key)) continue;
-    const row = await db.selectFrom('events').select('resource_version')
-      .where('business_id', '=', businessId).where('resource_type', '=', e.resourceType).where('resource_id', '=', e.resourceId)
-      .orderBy('sequence', 'desc').limit(1).executeTakeFirst();
-    versions.set(key, row?.resource_version ?? 0);
-  }
-  return versions;
 }
 
 /** Appends a write's events with its context, in its transaction. */
 export async function appendEvents(db: Db, meta: EventMeta, events: NewEvent[]): Promise<void> {
   if (events.length === 0) return;
-  const versions = await lastVersions(db, meta.businessId, events);
   const last = await takeSequences(db, meta.businessId, events.length);
   const actor = JSON.stringify(meta.actor);
-  await db.insertInto('events').values(events.map((e, i) => {
-    const key = `${e.resourceType}/${e.resourceId}`;
-    const version = versions.get(key)! + 1;
-    versions.set(key, version);
-    return {
-      business_id: meta.businessId,
-      sequence: last - events.length + 1 + i,
-      id: newId('evt'),
-      type: e.type,
-      resource_type: e.resourceType,
-      resource_id: e.resourceId,
-      resource_version: version,
-      occurred_at: meta.now,
-      actor,
-      request_id: meta.requestId,
-      idempotency_key: meta.idempotencyKey,
-      data: JSON.stringify(e.changes === undefined ? { object: e.object } : { object: e.object, changes: e.changes }),
-    };
-  })).execute();
+  for (const [i, e] of events.entries()) {
+    const data = JSON.stringify(e.changes === undefined ? { object: e.object } : { object: e.object, changes: e.changes });
+    // resourceVersion: one more than the resource's last event (an index end; earlier events of
+    // this write are visible to it, so two events of one resource in one write count 1, 2).
+    await sql`insert into events (business_id, sequence, id, type, resource_type, resource_id, resource_version,
+        occurred_at, actor, request_id, idempotency_key, data)
+      values (${meta.businessId}, ${last - events.length + 1 + i}, ${newId('evt')}, ${e.type}, ${e.resourceType}, ${e.resourceId},
+        coalesce((select max(resource_version) from events
+          where business_id = ${meta.businessId} and resource_type = ${e.resourceType} and resource_id = ${e.resourceId}), 0) + 1,
+        ${meta.now}, ${actor}, ${meta.requestId}, ${meta.idempotencyKey}, ${data})`.execute(db);
+  }
 }
 
 /**

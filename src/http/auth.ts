@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import { findActiveKeys, hashApiKey, touchApiKey } from '../businesses/repository.ts';
 import type { Db } from '../db/types.ts';
 import { ApiError, badRequest, RATE_LIMITED_MESSAGE, unauthorized } from '../lib/errors.ts';
@@ -70,12 +70,14 @@ export interface ApiGuardOptions {
 }
 
 /**
- * API-key authentication and rate limiting, registered inside the encapsulated `/api/v1` plugin, so
+ * API-key authentication and rate limiting as a plugin, registered in the encapsulated `/api/v1`
+ * scope (fastify-plugin lets its hooks reach the scope it is registered in, and no further), so
  * they run for every route under it (and its 404s) however the client spelled the path: the
  * router decides which handler runs, and that handler's own hooks decide who may run it. A test
- * on the raw URL text would miss `/%61pi/v1/...` and absolute-form targets.
+ * on the raw URL text would miss `/%61pi/v1/...` and absolute-form targets. Another scope (the
+ * console) registers its own session authentication beside it.
  */
-export function registerApiGuard(api: FastifyInstance, options: ApiGuardOptions): void {
+export const apiKeyAuth = fp<ApiGuardOptions>(async (api, options) => {
   const { authenticator, rateLimiter, bucket } = options;
   api.addHook('onRequest', async (request, reply) => {
     const businessId = request.headers['x-business-id'];
@@ -96,4 +98,4 @@ export function registerApiGuard(api: FastifyInstance, options: ApiGuardOptions)
     if (request.url.includes('%00')) throw badRequest(NUL_MESSAGE);
     checkQueryEncoding(request.url);
   });
-}
+}, { name: 'api-key-auth' });

@@ -1,3 +1,6 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { App } from '../app.ts';
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { FastifySwaggerUiOptions } from '@fastify/swagger-ui';
 import { Type } from 'typebox';
@@ -177,4 +180,14 @@ export function docsUiOptions(): FastifySwaggerUiOptions {
     theme: { title: 'Supplyline API' },
     uiConfig: { persistAuthorization: true, displayOperationId: true, docExpansion: 'list', tryItOutEnabled: true },
   };
+}
+
+/** The document (`/openapi.json`), its UI (`/docs`), and `/`, which sends a browser to the docs. */
+export async function registerDocs(app: App): Promise<void> {
+  await app.register(swagger, openapiOptions());
+  await app.register(swaggerUi, docsUiOptions());
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // curl sees where things are.
+  app.get('/', { schema: { hide: true } }, async (_request, reply) =>
+    reply.code(302).header('location', '/docs').send({ name: 'Supplyline', docs: '/docs', openapi: '/openapi.json', health: '/healthz' }));
 }
