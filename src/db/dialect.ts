@@ -154,5 +154,6 @@ export function columnTypes(dialect: Dialect) {
     numeric: pg ? 'numeric' : 'text',
     timestamp: pg ? 'timestamptz' : 'text',
     flag: pg ? 'boolean' : 'integer',
+    bytes: pg ? 'bytea' : 'blob',
   } as const;
 }

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/types.ts';
 import { newId } from '../lib/ids.ts';
 import { diffResource, type Changes } from './changes.ts';
+import { encodeData } from './codec.ts';
 
 export type ResourceType = 'order' | 'item' | 'buyer' | 'price_list' | 'invoice' | 'api_key';
 
@@ -55,7 +56,7 @@ export async function appendEvents(db: Db, meta: EventMeta, events: NewEvent[]):
   const last = await takeSequences(db, meta.businessId, events.length);
   const actor = JSON.stringify(meta.actor);
   for (const [i, e] of events.entries()) {
-    const data = JSON.stringify(e.changes === undefined ? { object: e.object } : { object: e.object, changes: e.changes });
+    const data = encodeData(e.changes === undefined ? { object: e.object } : { object: e.object, changes: e.changes });
     // resourceVersion: one more than the resource's last event (an index end; earlier events of
     // this write are visible to it, so two events of one resource in one write count 1, 2).
     await sql`insert into events (business_id, sequence, id, type, resource_type, resource_id, resource_version,

@@ -3,6 +3,7 @@ import { readJson } from '../lib/json.ts';
 import { toIso } from '../lib/time.ts';
 import type { Event } from './schema.ts';
 import type { EventTable } from './table.ts';
+import { decodeData } from './codec.ts';
 
 export function toEvent(row: Selectable<EventTable>): Event {
   return {
@@ -16,6 +17,6 @@ export function toEvent(row: Selectable<EventTable>): Event {
     actor: readJson<Event['actor']>(row.actor)!,
     requestId: row.request_id,
     idempotencyKey: row.idempotency_key,
-    data: readJson<Event['data']>(row.data)!,
+    data: decodeData(row.data) as Event['data'],
   };
 }

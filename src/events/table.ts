@@ -13,5 +13,6 @@ export interface EventTable {
   actor: Json;
   request_id: string | null;
   idempotency_key: string | null;
-  data: Json;
+  /** deflate-raw of the JSON `data` (src/events/codec.ts). */
+  data: ColumnType<Buffer | Uint8Array, Buffer, Buffer>;
 }
