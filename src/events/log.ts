@@ -57,13 +57,15 @@ export async function appendEvents(db: Db, meta: EventMeta, events: NewEvent[]):
   const actor = JSON.stringify(meta.actor);
   for (const [i, e] of events.entries()) {
     const data = encodeData(e.changes === undefined ? { object: e.object } : { object: e.object, changes: e.changes });
-    // resourceVersion: one more than the resource's last event (an index end; earlier events of
-    // this write are visible to it, so two events of one resource in one write count 1, 2).
+    // resourceVersion: one more than the resource's last event, read at the end of its index range
+    // (one row, however long its history); earlier events of this write are visible to it, so two
+    // events of one resource in one write count 1, 2.
     await sql`insert into events (business_id, sequence, id, type, resource_type, resource_id, resource_version,
         occurred_at, actor, request_id, idempotency_key, data)
       values (${meta.businessId}, ${last - events.length + 1 + i}, ${newId('evt')}, ${e.type}, ${e.resourceType}, ${e.resourceId},
-        coalesce((select max(resource_version) from events
-          where business_id = ${meta.businessId} and resource_type = ${e.resourceType} and resource_id = ${e.resourceId}), 0) + 1,
+        coalesce((select resource_version from events
+          where business_id = ${meta.businessId} and resource_type = ${e.resourceType} and resource_id = ${e.resourceId}
+          order by sequence desc limit 1), 0) + 1,
         ${meta.now}, ${actor}, ${meta.requestId}, ${meta.idempotencyKey}, ${data})`.execute(db);
   }
 }

@@ -15,7 +15,8 @@ export function events(dialect: Dialect): Migration {
       await db.schema.createTable('events')
         .addColumn('business_id', 'text', (c) => c.notNull().references('businesses.id'))
         .addColumn('sequence', 'bigint', (c) => c.notNull())
-        .addColumn('id', 'text', (c) => c.notNull().unique())
+        // evt_ ULIDs, unique by construction (80 random bits); no reader looks events up by id.
+        .addColumn('id', 'text', (c) => c.notNull())
         .addColumn('type', 'text', (c) => c.notNull())
         .addColumn('resource_type', 'text', (c) => c.notNull())
         .addColumn('resource_id', 'text', (c) => c.notNull())
