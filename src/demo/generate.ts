@@ -6,6 +6,7 @@ import { insertRows } from '../db/bulk.ts';
 import { newId } from '../lib/ids.ts';
 import { createWriteRunner, SYSTEM } from '../write/runner.ts';
 import { rebuildOrderProjections } from '../orders/projections/index.ts';
+import { insertDemoEvents } from './events.ts';
 import { insertBuyers, insertCatalogue } from './catalogue.ts';
 import { insertOrders } from './orders.ts';
 import { createRandom } from './random.ts';
@@ -18,6 +19,8 @@ export interface DemoOptions {
   /** The same seed gives the same catalogue, buyers and orders (ids and the key differ). */
   seed?: number;
   onProgress?: (ordersDone: number) => void;
+  /** Orders whose events are written, after the orders themselves. */
+  onEventProgress?: (ordersDone: number) => void;
 }
 
 export interface DemoResult {
@@ -25,11 +28,15 @@ export interface DemoResult {
   apiKey: string;
   orders: number;
   orderItems: number;
+  /** Events in the business's log afterwards. */
+  events: number;
   items: number;
   variants: number;
   buyers: number;
   /** Order generation only (orders and their items), the part that scales. */
   orderSeconds: number;
+  /** Writing the events the data implies (after the orders). */
+  eventSeconds: number;
   ordersPerSecond: number;
   /** CPU time of this process for the orders: steadier than wall time on a busy machine. */
   orderCpuSeconds: number;
@@ -99,16 +106,22 @@ async function generate(db: Kysely<Database>, options: DemoOptions, started: num
     if (options.orders === 0) break;
   }
   const orderSeconds = (performance.now() - ordersStarted) / 1000;
+  // The events the data implies, so that the feed and exports are measured at realistic sizes.
+  const eventsStarted = performance.now();
+  const events = await writes.run({ businessId, actor: SYSTEM }, ({ trx }) => insertDemoEvents(trx, businessId, options.onEventProgress));
+  const eventSeconds = (performance.now() - eventsStarted) / 1000;
   const cpu = process.cpuUsage(cpuStarted);
   return {
     businessId,
     apiKey: setup.business.apiKey,
     orders: options.orders,
     orderItems,
+    events,
     items: options.items,
     variants: setup.variants.length,
     buyers: options.buyers,
     orderSeconds,
+    eventSeconds,
     ordersPerSecond: orderSeconds > 0 ? Math.round(options.orders / orderSeconds) : 0,
     orderCpuSeconds: (cpu.user + cpu.system) / 1e6,
     totalSeconds: (performance.now() - started) / 1000,

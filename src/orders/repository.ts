@@ -137,10 +137,12 @@ export async function markIngested(db: Db, businessId: string, id: string, now: 
   return Number(result.numUpdatedRows) > 0;
 }
 
-/** Live orders of the business after `afterId`, in id order, as the API shows them: one page of an export. */
-export async function exportOrders(db: Db, businessId: string, afterId: string, limit: number): Promise<Order[]> {
+/** Live orders (or all, with includeDeleted) of the business after `afterId`, in id order, as the API shows them: one page of an export. */
+export async function exportOrders(
+  db: Db, businessId: string, afterId: string, limit: number, options: { includeDeleted?: boolean } = {},
+): Promise<Order[]> {
   const rows = await db.selectFrom('orders').selectAll()
-    .where('business_id', '=', businessId).where(whereLive()).where('id', '>', afterId)
+    .where('business_id', '=', businessId).$if(!options.includeDeleted, (q) => q.where(whereLive())).where('id', '>', afterId)
     .orderBy('id').limit(limit).execute();
   const items = await loadOrderItems(db, businessId, rows.map((r) => r.id));
   return rows.map((r) => toOrder(r, items.get(r.id) ?? []));

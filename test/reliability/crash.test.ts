@@ -98,9 +98,26 @@ async function crashAndVerify(label: string, databaseUrl: string, env: Record<st
       const r = await call(server.base, 'GET', `/api/v1/orders/${id}`, { as: t });
       assert.equal(r.body.version, 1 + count, `order ${id}: each of its ${count} PATCHes applied once`);
     }
+    // The event log: every write that exists has its one event, and the numbering has no hole
+    // and no repeat, across the crash and the retries.
+    const events: any[] = [];
+    for (let after = 0; ;) {
+      const page = await call(server.base, 'GET', `/api/v1/events?after=${after}&limit=1000`, { as: t });
+      assert.equal(page.status, 200);
+      events.push(...page.body.items);
+      after = page.body.lastSequence;
+      if (!page.body.hasMore) break;
+    }
+    assert.deepEqual(events.map((e) => e.sequence), events.map((_, i) => i + 1), 'events 1..N without a gap or a repeat');
+    const created = events.filter((e) => e.type === 'order.created').map((e) => e.resourceId).sort();
+    assert.deepEqual(created, creates.map((o) => o.id!).sort(), 'one order.created per order');
+    for (const [id, count] of patchesPer) {
+      assert.equal(events.filter((e) => e.type === 'order.updated' && e.resourceId === id).length, count, `order ${id}: one event per PATCH`);
+    }
     const note = `# crash [${label}]: kill -9 after ${ackedAtKill} acknowledged writes; ${ops.length} requests sent, ${acked.length} acknowledged `
       + `(${acked.filter((o) => o.kind === 'create').length} creates, ${acked.filter((o) => o.kind === 'patch').length} patches), ${failed} cut off; `
-      + `all acknowledged present; ${ops.length} retries -> ${creates.length} orders, no duplicates, every PATCH applied once`;
+      + `all acknowledged present; ${ops.length} retries -> ${creates.length} orders, no duplicates, every PATCH applied once; `
+      + `events 1..${events.length}, one per write`;
     return note;
   } finally {
     await server.stop();
