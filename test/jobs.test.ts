@@ -3,6 +3,10 @@ import { describe, it } from 'node:test';
 import { createJobs } from '../src/jobs.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Waits until `done()` holds, at most 5 s: timers are late on a busy machine, never early. */
+async function until(done: () => boolean) {
+  for (let i = 0; i < 500 && !done(); i++) await sleep(10);
+}
 
 describe('the jobs registry', () => {
   it('runs each job on its interval from start, logs a failed run and runs it again, and stops on close', async () => {
@@ -15,7 +19,7 @@ describe('the jobs registry', () => {
     await sleep(60);
     assert.equal(runs, 0, 'nothing runs before start');
     jobs.start();
-    await sleep(130);
+    await until(() => runs >= 3 && failures >= 3 && warnings.length >= 3);
     assert.ok(runs >= 3, `${runs} runs`);
     assert.ok(failures >= 3, 'a failing job keeps its schedule');
     assert.ok(warnings.length >= 3 && warnings.every((w) => w.job === 'flaky' && /flaky failed/.test(w.message)));
@@ -41,7 +45,8 @@ describe('the jobs registry', () => {
       },
     });
     jobs.start();
-    await sleep(140);
+    await until(() => finished >= 2);
+    await sleep(30);
     await jobs.stop();
     assert.equal(most, 1);
     assert.equal(active, 0, 'stop waited for the run in progress');
