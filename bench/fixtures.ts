@@ -17,6 +17,8 @@ export interface Fixtures {
   modifiedSince: string;
   buyerId: string;
   variantIds: string[];
+  /** The business's last event sequence when the run started. */
+  lastSequence: number;
 }
 
 export async function loadFixtures(base: string, credentials: Credentials): Promise<Fixtures> {
@@ -41,6 +43,10 @@ export async function loadFixtures(base: string, credentials: Credentials): Prom
   const numbers = orders.map((o) => o.properties?.sage200Evo?.salesOrderNo).filter((n) => n !== undefined && n !== null).map(String);
   const buyers = (await get('/buyers?limit=100')).items as Array<{ id: string; itemListId: string | null }>;
   const items = (await get('/items?limit=100')).items as Array<{ variants: Array<{ id: string }> }>;
+  // An export's header names the latest event; the body (one buyer per line) is small.
+  const exported = await fetch(`${base}/api/v1/buyers/export`, { headers });
+  const lastSequence = Number(exported.headers.get('supplyline-event-sequence'));
+  await exported.arrayBuffer();
   return {
     headers,
     businessId: credentials.businessId,
@@ -53,5 +59,6 @@ export async function loadFixtures(base: string, credentials: Credentials): Prom
     modifiedSince: new Date(Date.now() - 7 * 86_400_000).toISOString(),
     buyerId: buyers[0].id,
     variantIds: items.flatMap((i) => i.variants.map((v) => v.id)),
+    lastSequence,
   };
 }

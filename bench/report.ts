@@ -22,6 +22,8 @@ export interface Report {
   startedAt: string;
   ceiling: LoadResult;
   rows: Row[];
+  /** The event log's readers (bench/events.ts), when measured. */
+  events?: import('./events.ts').EventMeasures;
 }
 
 export function machine(loadAverage: number[]) {

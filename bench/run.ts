@@ -6,6 +6,7 @@ import { loadFixtures } from './fixtures.ts';
 import { runLoad, warmUp } from './load.ts';
 import { formatTable, machine, saveReport, type Report, type Row } from './report.ts';
 import { buildScenarios } from './scenarios.ts';
+import { measureExport, measureWake } from './events.ts';
 import { buildDist, runDemo, sampleRss, startServer } from './server.ts';
 
 const { values } = parseArgs({
@@ -59,6 +60,15 @@ try {
     console.error(`${scenario.name}: ${result.requestsPerSecond} req/s, p50 ${result.p50} ms, errors ${result.errors} ${JSON.stringify(result.statusCodes)}`);
   }
 
+  // The event log's readers: an export read to its end, and the long poll's wake-up.
+  const events = only.length === 0 || only.some((o) => 'export wake'.includes(o))
+    ? { export: await measureExport(server.base, fixtures, server.pid), wake: await measureWake(server.base, fixtures) }
+    : undefined;
+  if (events) {
+    console.error(`export orders: ${events.export.records} in ${events.export.seconds} s (${events.export.recordsPerSecond}/s), server RSS ${events.export.rssMb} MB; `
+      + `long poll woken ${events.wake.p50Ms} ms after the write's answer (median of ${events.wake.tries})`);
+  }
+
   const sample = await fetch(`${server.base}/api/v1/orders/${fixtures.tenItemOrderId}`, { headers: fixtures.headers });
   const ceilingServer = await startCeiling(Buffer.from(await sample.arrayBuffer()), sample.headers.get('content-type') ?? 'application/json');
   await warmUp(ceilingServer.url, [{ method: 'GET', path: '/' }], options.connections);
@@ -68,7 +78,7 @@ try {
   if (get) get.ratioToCeiling = get.requestsPerSecond / ceiling.requestsPerSecond;
 
   const report: Report = {
-    backend, orders, ...options, startedAt, ceiling, rows,
+    backend, orders, ...options, startedAt, ceiling, rows, events,
     generation: { seconds: Math.round(generationSeconds * 10) / 10, ordersPerSecond: rate, log: demo.log.split('\n').filter((l) => l.startsWith('Created') || l.includes('orders/s')).join(' ') },
     machine: machine(loadavg()),
   };

@@ -40,6 +40,14 @@ export function buildScenarios(f: Fixtures): Scenario[] {
     { name: 'list propertyExists=false', kind: 'list', requests: get('/api/v1/orders?propertyPath=sage200Evo.salesOrderNo&propertyExists=false') },
     { name: 'list modifiedSince (7 days)', kind: 'list', requests: get(`/api/v1/orders?modifiedSince=${encodeURIComponent(f.modifiedSince)}`) },
     {
+      // A follower catching up: pages of 100 from places spread over the whole log.
+      name: 'feed page (100 events)', kind: 'list',
+      requests: [{
+        method: 'GET', headers: f.headers,
+        setupRequest: (req) => ({ ...req, path: `/api/v1/events?after=${Math.floor(Math.random() * Math.max(1, f.lastSequence - 100))}&limit=100` }),
+      }],
+    },
+    {
       name: 'patch order', kind: 'write',
       requests: [{
         method: 'PATCH', headers: json,
