@@ -9,4 +9,7 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib';
  */
 export const encodeData = (data: unknown): Buffer => deflateRawSync(JSON.stringify(data), { level: 1 });
 
-export const decodeData = (stored: Uint8Array): unknown => JSON.parse(inflateRawSync(stored).toString('utf8'));
+/** The stored data as JSON text, for answers put together without parsing it. */
+export const decodeDataText = (stored: Uint8Array): string => inflateRawSync(stored).toString('utf8');
+
+export const decodeData = (stored: Uint8Array): unknown => JSON.parse(decodeDataText(stored));

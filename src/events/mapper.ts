@@ -3,7 +3,23 @@ import { readJson } from '../lib/json.ts';
 import { toIso } from '../lib/time.ts';
 import type { Event } from './schema.ts';
 import type { EventTable } from './table.ts';
-import { decodeData } from './codec.ts';
+import { decodeData, decodeDataText } from './codec.ts';
+
+const text = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
+
+/**
+ * An event's JSON, made from the stored row without parsing its data: the stored bytes are
+ * already the JSON of `data`, so a feed page is text put together, not objects built and
+ * serialised again (parsing and re-serialising a page of 100 order events cost most of its time).
+ * The same fields, in the same order, as `toEvent`.
+ */
+export function eventJson(row: Selectable<EventTable>): string {
+  return `{"id":${JSON.stringify(row.id)},"sequence":${Number(row.sequence)},"type":${JSON.stringify(row.type)},`
+    + `"resourceType":${JSON.stringify(row.resource_type)},"resourceId":${JSON.stringify(row.resource_id)},`
+    + `"resourceVersion":${row.resource_version},"occurredAt":${JSON.stringify(toIso(row.occurred_at))},`
+    + `"actor":${text(row.actor)},"requestId":${JSON.stringify(row.request_id)},"idempotencyKey":${JSON.stringify(row.idempotency_key)},`
+    + `"data":${decodeDataText(row.data)}}`;
+}
 
 export function toEvent(row: Selectable<EventTable>): Event {
   return {

@@ -1,7 +1,9 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/types.ts';
 import { ApiError } from '../lib/errors.ts';
-import { toEvent } from './mapper.ts';
+import type { Selectable } from 'kysely';
+import { eventJson, toEvent } from './mapper.ts';
+import type { EventTable } from './table.ts';
 import type { Event } from './schema.ts';
 
 export interface EventFilter {
@@ -13,8 +15,8 @@ export interface EventFilter {
   resourceId?: string;
 }
 
-export interface EventPage {
-  items: Event[];
+export interface EventPage<T = Event> {
+  items: T[];
   lastSequence: number;
   hasMore: boolean;
 }
@@ -41,7 +43,7 @@ export const eventsGone = (oldest: number) => new ApiError('GONE',
  * visible, and `lastSequence` never passes an event the page could not see. When filters skip
  * events, `lastSequence` still moves past them, so a filtered reader does not read them again.
  */
-export async function listEvents(db: Db, businessId: string, filter: EventFilter): Promise<EventPage> {
+export async function readEvents(db: Db, businessId: string, filter: EventFilter): Promise<EventPage<Selectable<EventTable>>> {
   const { oldest, latest } = await sequenceRange(db, businessId);
   if (filter.after < oldest - 1) throw eventsGone(oldest);
   const bound = latest;
@@ -61,9 +63,24 @@ export async function listEvents(db: Db, businessId: string, filter: EventFilter
   }
   const rows = await query.orderBy('sequence').limit(filter.limit + 1).execute();
   const hasMore = rows.length > filter.limit;
-  const items = rows.slice(0, filter.limit).map(toEvent);
-  return { items, lastSequence: hasMore ? items[items.length - 1].sequence : bound, hasMore };
+  const items = rows.slice(0, filter.limit);
+  return { items, lastSequence: hasMore ? Number(items[items.length - 1].sequence) : bound, hasMore };
 }
+
+/** A page of events as objects (the CLI, tests). */
+export async function listEvents(db: Db, businessId: string, filter: EventFilter): Promise<EventPage> {
+  const page = await readEvents(db, businessId, filter);
+  return { ...page, items: page.items.map(toEvent) };
+}
+
+/** A page of events as the JSON the feed answers, put together from the stored rows. */
+export async function renderEvents(db: Db, businessId: string, filter: EventFilter): Promise<EventPage<string>> {
+  const page = await readEvents(db, businessId, filter);
+  return { ...page, items: page.items.map(eventJson) };
+}
+
+export const eventPageJson = (page: EventPage<string>): Buffer =>
+  Buffer.from(`{"items":[${page.items.join(',')}],"lastSequence":${page.lastSequence},"hasMore":${page.hasMore}}`);
 
 const RESOURCE_TABLES = { order: 'orders', item: 'items', buyer: 'phantoms', invoice: 'invoices' } as const;
 export type HistoryResource = keyof typeof RESOURCE_TABLES;

@@ -2,7 +2,8 @@ import { Type } from 'typebox';
 import { notFound } from '../lib/errors.ts';
 import { IdParams } from '../http/schema.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
-import { listEvents, resourceExists, type HistoryResource } from './repository.ts';
+import { sendRendered } from '../http/rendered.ts';
+import { eventPageJson, renderEvents, resourceExists, type HistoryResource } from './repository.ts';
 import { EventPageResponse, ListEventsQuery, ResourceEventsQuery } from './schema.ts';
 
 const tags = ['Events'];
@@ -29,7 +30,8 @@ export async function eventRoutes(app: ApiInstance, { db, events }: RouteDeps) {
   }, async (request, reply) => {
     const { after, limit, types, resourceType, resourceId, wait = 0 } = request.query;
     const filter = { after, limit, types: types?.split(','), resourceType, resourceId };
-    if (wait === 0) return listEvents(db, request.businessId, filter);
+    const send = (page: Awaited<ReturnType<typeof renderEvents>>) => sendRendered(reply, eventPageJson(page));
+    if (wait === 0) return send(await renderEvents(db, request.businessId, filter));
     // A long poll: subscribe, then read, so that a commit in between still wakes it; it holds no
     // database connection while it waits, and ends early when the client goes or the server stops.
     const deadline = Date.now() + wait * 1000;
@@ -39,13 +41,13 @@ export async function eventRoutes(app: ApiInstance, { db, events }: RouteDeps) {
     try {
       for (;;) {
         const next = events.subscribe(request.businessId, Math.max(0, deadline - Date.now()), gone.signal);
-        const page = await listEvents(db, request.businessId, filter).catch((error) => { next.cancel(); throw error; });
+        const page = await renderEvents(db, request.businessId, filter).catch((error) => { next.cancel(); throw error; });
         if (page.items.length > 0 || !next.ready || Date.now() >= deadline) {
           next.cancel();
-          return page;
+          return send(page);
         }
         await next.woken;
-        if (gone.signal.aborted || Date.now() >= deadline) return listEvents(db, request.businessId, filter);
+        if (gone.signal.aborted || Date.now() >= deadline) return send(await renderEvents(db, request.businessId, filter));
       }
     } finally {
       reply.raw.off('close', onClose);
@@ -61,10 +63,10 @@ export async function eventRoutes(app: ApiInstance, { db, events }: RouteDeps) {
         description: `Every event of the ${history.resource}, also after it was deleted, paged like GET /api/v1/events.`,
         params: IdParams, querystring: ResourceEventsQuery, response: { 200: EventPageResponse, 410: gone },
       },
-    }, async (request) => {
+    }, async (request, reply) => {
       const { id } = request.params;
       if (!(await resourceExists(db, request.businessId, history.resource, id))) throw notFound(history.notFound);
-      return listEvents(db, request.businessId, { ...request.query, resourceType: history.resource, resourceId: id });
+      return sendRendered(reply, eventPageJson(await renderEvents(db, request.businessId, { ...request.query, resourceType: history.resource, resourceId: id })));
     });
   }
 }
