@@ -1,9 +1,9 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/types.ts';
-import type { App } from '../app.ts';
+import type { FastifyInstance } from 'fastify';
 
 /** Liveness (`/healthz`: the process answers) and readiness (`/readyz`: the database answers within 2 s). */
-export function registerHealth(app: App, db: Kysely<Database>): void {
+export function registerHealth(app: FastifyInstance, db: Kysely<Database>): void {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
     const ready = await Promise.race([

@@ -1,8 +1,6 @@
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
-import type { App } from '../app.ts';
-import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
-import type { FastifySwaggerUiOptions } from '@fastify/swagger-ui';
+import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
+import swaggerUi, { type FastifySwaggerUiOptions } from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { nameComponents } from './openapi-components.ts';
 import { errorExample, HEADERS, SECURITY_SCHEMES } from './openapi-shared.ts';
@@ -183,7 +181,7 @@ export function docsUiOptions(): FastifySwaggerUiOptions {
 }
 
 /** The document (`/openapi.json`), its UI (`/docs`), and `/`, which sends a browser to the docs. */
-export async function registerDocs(app: App): Promise<void> {
+export async function registerDocs(app: FastifyInstance): Promise<void> {
   await app.register(swagger, openapiOptions());
   await app.register(swaggerUi, docsUiOptions());
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
