@@ -24,6 +24,7 @@ export interface Report {
   rows: Row[];
   /** The event log's readers (bench/events.ts), when measured. */
   events?: import('./events.ts').EventMeasures;
+  webhooks?: import('./webhooks.ts').WebhookMeasures;
 }
 
 export function machine(loadAverage: number[]) {

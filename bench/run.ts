@@ -7,6 +7,8 @@ import { runLoad, warmUp } from './load.ts';
 import { formatTable, machine, saveReport, type Report, type Row } from './report.ts';
 import { buildScenarios } from './scenarios.ts';
 import { measureExport, measureWake } from './events.ts';
+import { measureWebhooks } from './webhooks.ts';
+import { consoleRequests } from './console.ts';
 import { buildDist, runDemo, sampleRss, startServer } from './server.ts';
 
 const { values } = parseArgs({
@@ -49,7 +51,9 @@ try {
 
   const rows: Row[] = [];
   const only = values.only?.split(',') ?? [];
-  const scenarios = buildScenarios(fixtures).filter((s) => only.length === 0 || only.some((o) => s.name.includes(o)));
+  // The console's orders page, rendered on the server for a signed-in viewer (issue 19).
+  const consolePage = { name: 'console orders page', kind: 'read' as const, requests: await consoleRequests(server.base, database.url, fixtures.businessId) };
+  const scenarios = [...buildScenarios(fixtures), consolePage].filter((s) => only.length === 0 || only.some((o) => s.name.includes(o)));
   for (const scenario of scenarios) {
     // A short warm-up, so that JIT and the page cache do not count against the first scenario.
     await warmUp(server.base, scenario.requests, options.connections);
@@ -69,6 +73,16 @@ try {
       + `long poll woken ${events.wake.p50Ms} ms after the write's answer (median of ${events.wake.tries})`);
   }
 
+  // Webhook delivery: latency on an empty queue, deliveries per second, and writes while delivering.
+  const webhooks = only.length === 0 || only.includes('webhooks')
+    ? await measureWebhooks(server.base, fixtures, buildScenarios(fixtures).find((s) => s.name === 'patch order')!.requests, options)
+    : undefined;
+  if (webhooks) {
+    console.error(`webhooks: ${webhooks.throughput.perSecond} deliveries/s (${webhooks.throughput.deliveries} in ${webhooks.throughput.seconds} s); `
+      + `commit to delivery p50 ${webhooks.latency.p50Ms} ms (max ${webhooks.latency.maxMs}); patch ${webhooks.writes.alone.requestsPerSecond} req/s alone, `
+      + `${webhooks.writes.whileDelivering.requestsPerSecond} while delivering (${webhooks.writes.ratio}×)`);
+  }
+
   const sample = await fetch(`${server.base}/api/v1/orders/${fixtures.tenItemOrderId}`, { headers: fixtures.headers });
   const ceilingServer = await startCeiling(Buffer.from(await sample.arrayBuffer()), sample.headers.get('content-type') ?? 'application/json');
   await warmUp(ceilingServer.url, [{ method: 'GET', path: '/' }], options.connections);
@@ -78,7 +92,7 @@ try {
   if (get) get.ratioToCeiling = get.requestsPerSecond / ceiling.requestsPerSecond;
 
   const report: Report = {
-    backend, orders, ...options, startedAt, ceiling, rows, events,
+    backend, orders, ...options, startedAt, ceiling, rows, events, webhooks,
     generation: { seconds: Math.round(generationSeconds * 10) / 10, ordersPerSecond: rate, log: demo.log.split('\n').filter((l) => l.startsWith('Created') || l.includes('orders/s')).join(' ') },
     machine: machine(loadavg()),
   };

@@ -38,7 +38,8 @@ export interface Server { base: string; pid: number; child: ChildProcess; stop()
 export function startServer(databaseUrl: string, profileDir?: string): Promise<Server> {
   const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   const child = spawn(process.execPath, [...profile, '--enable-source-maps', 'dist/server.js'], {
-    env: { ...baseEnv, DATABASE_URL: databaseUrl, PORT: '0', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn' },
+    // Webhooks go to a receiver on loopback (bench/webhooks.ts).
+    env: { ...baseEnv, DATABASE_URL: databaseUrl, PORT: '0', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'on' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

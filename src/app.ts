@@ -33,6 +33,15 @@ import { purgeExpiredIdempotencyKeys } from './write/idempotency-records.ts';
 import { createJobs } from './jobs.ts';
 import { purgeEventsBefore } from './events/log.ts';
 import { createWriteRunner, type WriteRunner } from './write/runner.ts';
+import { SecretBox } from './lib/secret-box.ts';
+import { webhookRoutes } from './webhooks/routes.ts';
+import { consoleRoutes } from './console/routes.ts';
+import { createWebhookWorker, registerWebhookGauges } from './webhooks/worker.ts';
+import { purgeDeliveriesBefore } from './webhooks/queue.ts';
+import { randomBytes } from 'node:crypto';
+
+/** Finished webhook deliveries and their attempts are kept this long. */
+const DELIVERY_LOG_DAYS = 30;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -63,6 +72,8 @@ export interface AppDeps {
   poolStats?: () => PoolStats | null;
   /** Adds process and Node.js metrics to /metrics; the server turns it on. */
   processMetrics?: boolean;
+  /** Encrypts stored secrets; from SECRET_KEY, else the server's key file (src/runtime.ts), else a key for this process only. */
+  secretBox?: SecretBox;
 }
 
 /** pino options for the server: JSON lines at `level`, and keys never written even if a header is logged. */
@@ -117,7 +128,7 @@ export async function createApp(deps: AppDeps) {
   registerJsonBody(app, config.bodyLimitBytes);
   registerConnectionHandling(app);
   registerRequestLog(app);
-  registerMetrics(app, { poolStats: deps.poolStats, processMetrics: deps.processMetrics });
+  const registry = registerMetrics(app, { poolStats: deps.poolStats, processMetrics: deps.processMetrics });
   app.addSchema(ErrorResponse);
 
   const bucket: BucketSettings = { ratePerSecond: config.rateLimitRps, burst: config.rateLimitBurst };
@@ -142,7 +153,10 @@ export async function createApp(deps: AppDeps) {
   });
 
   const events = deps.events ?? new EventBus();
-  const writes = deps.writes ?? createWriteRunner(db, { idempotencyTtlHours: config.idempotencyTtlHours, clock, onEvents: (id) => events.notify(id) });
+  const box = deps.secretBox ?? new SecretBox(config.secretKeys ?? [randomBytes(32)]);
+  const writes = deps.writes ?? createWriteRunner(db, { idempotencyTtlHours: config.idempotencyTtlHours, clock, onEvents: (id) => events.notify(id), box });
+  const worker = createWebhookWorker({ db, writes, config: config.webhooks, box, events, clock, log: app.log, registry });
+  registerWebhookGauges(registry, db, clock);
   // Long polls answer at once when the server stops, rather than hold the shutdown.
   app.addHook('preClose', async () => events.close());
   const routeDeps: RouteDeps = {
@@ -164,7 +178,16 @@ export async function createApp(deps: AppDeps) {
     await invoiceRoutes(api, routeDeps);
     await eventRoutes(api, routeDeps);
     await exportRoutes(api, routeDeps);
+    await webhookRoutes(api, {
+      ...routeDeps, clock, kick: worker.kick, webhooks: { box, allowPrivateNetworks: config.webhooks.allowPrivateNetworks },
+    });
   }, { prefix: '/api/v1' });
+
+  // The supplier console: its own scope, with session cookies instead of API keys.
+  await app.register(async (scope) => consoleRoutes(scope, {
+    db, writes, clock, secureCookie: config.consoleCookieSecure, kickWebhooks: worker.kick,
+    webhooks: { box, allowPrivateNetworks: config.webhooks.allowPrivateNetworks },
+  }));
 
   // Background jobs: started when the app is ready, stopped (and awaited) when it closes.
   const jobs = createJobs(app.log);
@@ -173,7 +196,15 @@ export async function createApp(deps: AppDeps) {
     name: 'event-retention', everyMs: 60 * 60_000,
     run: () => purgeEventsBefore(db, new Date(clock() - config.eventRetentionDays * 86_400_000).toISOString()),
   });
-  app.addHook('onReady', async () => jobs.start());
+  jobs.add({
+    name: 'webhook-log-retention', everyMs: 60 * 60_000,
+    run: () => purgeDeliveriesBefore(db, new Date(clock() - DELIVERY_LOG_DAYS * 86_400_000).toISOString()),
+  });
+  app.addHook('onReady', async () => {
+    jobs.start();
+    if (config.webhooks.workers) worker.start();
+  });
+  app.addHook('preClose', async () => worker.stop());
   app.addHook('onClose', async () => jobs.stop());
 
   return app;

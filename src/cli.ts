@@ -9,6 +9,23 @@ import type { Db } from './db/types.ts';
 import { rebuildOrderProjections } from './orders/projections/index.ts';
 import { listEvents } from './events/repository.ts';
 import { CLI, createWriteRunner, type WriteRunner } from './write/runner.ts';
+import { createUser, updateUser } from './users/service.ts';
+import { listUsers } from './users/repository.ts';
+import type { Role } from './users/table.ts';
+import { ApiError } from './lib/errors.ts';
+
+/** A service's refusal (a bad email, a taken address) as the CLI's own error. */
+async function asCliError<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof ApiError) {
+      const fields = error.fieldErrors ? Object.entries(error.fieldErrors).map(([k, v]) => `${k}: ${v}`).join('; ') : '';
+      throw new CliError(fields ? `${error.message} (${fields})` : error.message);
+    }
+    throw error;
+  }
+}
 
 /** The caller got the invocation wrong: exit code 2 and a pointer to the usage text. */
 class UsageError extends Error {}
@@ -88,6 +105,46 @@ const commands: Record<string, Command> = {
       if (!revoked) throw new CliError(`Key ${keyId} not found`);
       // Instances cache verified keys briefly (config.authCacheMs), so say when it really stops working.
       printLines(`Revoked key ${keyId}. Revocation takes effect on every instance within 5 seconds.`);
+    },
+  },
+  'user create': {
+    usage: 'user create --business ID --email E --name N --role owner|admin|viewer [--json]   add a console user; prints its password once',
+    options: { business: { type: 'string' }, email: { type: 'string' }, name: { type: 'string' }, role: { type: 'string' }, ...json },
+    required: ['business', 'email', 'name', 'role'],
+    async run({ db, writes }, values) {
+      const businessId = await requireBusiness(db, String(values.business));
+      const input = { email: String(values.email), name: String(values.name), role: String(values.role) as Role };
+      const { user, password } = await asCliError(() => writes.run({ businessId, actor: CLI }, (ctx) => createUser(ctx, input)));
+      if (values.json) return printJson({ ...user, password });
+      printLines(
+        `Created ${user.role} ${user.email} (${user.id}) in business ${businessId}.`,
+        'Their console password is shown only this once; hand it over safely:',
+        `  ${password}`,
+        'Sign in at /console/sign-in.',
+      );
+    },
+  },
+  'user list': {
+    usage: 'user list --business ID [--json]       list a business\'s console users',
+    options: { business: { type: 'string' }, ...json },
+    required: ['business'],
+    async run({ db }, values) {
+      const businessId = await requireBusiness(db, String(values.business));
+      const users = await listUsers(db, businessId);
+      if (values.json) return printJson(users);
+      if (users.length === 0) return printLines(`Business ${businessId} has no console users.`);
+      printTable(['ID', 'EMAIL', 'NAME', 'ROLE', 'STATUS'], users.map((u) => [u.id, u.email, u.name, u.role, u.status]));
+    },
+  },
+  'user disable': {
+    usage: 'user disable --business ID --user-id ID   disable a console user and end their sessions',
+    options: { business: { type: 'string' }, 'user-id': { type: 'string' } },
+    required: ['business', 'user-id'],
+    async run({ db, writes }, values) {
+      const businessId = await requireBusiness(db, String(values.business));
+      const id = String(values['user-id']);
+      await asCliError(() => writes.run({ businessId, actor: CLI }, (ctx) => updateUser(ctx, id, { status: 'disabled' })));
+      printLines(`Disabled user ${id}; their sessions have ended.`);
     },
   },
   'projections rebuild': {

@@ -1,3 +1,5 @@
+import { parseSecretKeys } from './lib/secret-box.ts';
+
 export interface Config {
   readonly port: number;
   readonly host: string;
@@ -24,6 +26,44 @@ export interface Config {
   readonly keepAliveTimeoutMs: number;
   /** On SIGTERM, requests in flight get this long to finish before the process exits anyway. */
   readonly shutdownTimeoutMs: number;
+  /** SECRET_KEY: keys that encrypt stored secrets; null means the key file beside the data (src/runtime.ts). */
+  readonly secretKeys: Buffer[] | null;
+  readonly webhooks: WebhookConfig;
+  /** CONSOLE_COOKIE_SECURE: the console's session cookie is marked Secure (serve the console over https). */
+  readonly consoleCookieSecure: boolean;
+}
+
+export interface WebhookConfig {
+  /** Delay before each attempt, in seconds (WEBHOOK_RETRY_SCHEDULE); its length is the number of attempts. */
+  readonly retrySchedule: number[];
+  /** One attempt's time limit (WEBHOOK_TIMEOUT_MS). */
+  readonly timeoutMs: number;
+  /** Allows http and private, loopback and other reserved addresses (WEBHOOK_ALLOW_PRIVATE_NETWORKS). */
+  readonly allowPrivateNetworks: boolean;
+  /** An endpoint failing without a success for this long is paused (WEBHOOK_PAUSE_AFTER_SECONDS, 5 days). */
+  readonly pauseAfterSeconds: number;
+  /** Deliveries in flight at once per instance (WEBHOOK_CONCURRENCY). */
+  readonly concurrency: number;
+  /** Whether this instance runs delivery workers (WEBHOOK_WORKERS, on). */
+  readonly workers: boolean;
+}
+
+export const DEFAULT_RETRY_SCHEDULE = [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400];
+
+function retrySchedule(raw: string | undefined): number[] {
+  if (raw === undefined || raw.trim() === '') return DEFAULT_RETRY_SCHEDULE;
+  const parts = raw.split(',').map((p) => p.trim());
+  if (parts.length > 50 || !parts.every((p) => /^\d{1,6}$/.test(p) && Number(p) <= 7 * 86_400)) {
+    throw new ConfigError(`WEBHOOK_RETRY_SCHEDULE must be 1 to 50 comma-separated delays in seconds (each at most 604800), got '${raw}'`);
+  }
+  return parts.map(Number);
+}
+
+function secretKeys(raw: string | undefined): Buffer[] | null {
+  if (raw === undefined || raw.trim() === '') return null;
+  const keys = parseSecretKeys(raw);
+  if (!keys) throw new ConfigError('SECRET_KEY must be base64 of 32 random bytes (several comma-separated to rotate; the first encrypts), for example the output of: openssl rand -base64 32');
+  return keys;
 }
 
 export class ConfigError extends Error {}
@@ -90,5 +130,15 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutMs,
     keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 1000, 600_000),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 9000, 1000, 600_000),
+    secretKeys: secretKeys(env.SECRET_KEY),
+    consoleCookieSecure: flag(env, 'CONSOLE_COOKIE_SECURE', false),
+    webhooks: Object.freeze({
+      retrySchedule: retrySchedule(env.WEBHOOK_RETRY_SCHEDULE),
+      timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),
+      allowPrivateNetworks: flag(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+      pauseAfterSeconds: integer(env, 'WEBHOOK_PAUSE_AFTER_SECONDS', 5 * 86_400, 1, 365 * 86_400),
+      concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 32, 1, 1000),
+      workers: flag(env, 'WEBHOOK_WORKERS', true),
+    }),
   });
 }

@@ -1,4 +1,7 @@
-import type { Config } from './config.ts';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { ConfigError, type Config } from './config.ts';
+import { newSecretKey, parseSecretKeys, SecretBox } from './lib/secret-box.ts';
 import { createDatabase, type DatabaseHandle } from './db/connection.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.ts';
@@ -20,4 +23,25 @@ export async function openDatabase(config: Config, options: Parameters<typeof cr
     throw error;
   }
   return handle;
+}
+
+/**
+ * The SecretBox that encrypts stored secrets (webhook signing secrets). SECRET_KEY when set (every
+ * instance must share it); otherwise a key file made on the first start, beside the SQLite file or
+ * in ./data for PostgreSQL, readable by the owner only. Several instances started from one
+ * directory share the file; instances on several machines need SECRET_KEY.
+ */
+export function resolveSecretBox(config: Config): { box: SecretBox; source: string } {
+  if (config.secretKeys) return { box: new SecretBox(config.secretKeys), source: 'SECRET_KEY' };
+  const dir = config.databaseUrl.startsWith('sqlite:') ? dirname(resolve(config.databaseUrl.slice('sqlite:'.length))) : resolve('data');
+  const file = join(dir, 'secret.key');
+  mkdirSync(dir, { recursive: true });
+  try {
+    writeFileSync(file, `${newSecretKey()}\n`, { flag: 'wx', mode: 0o600 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  const keys = parseSecretKeys(readFileSync(file, 'utf8').trim());
+  if (!keys) throw new ConfigError(`${file} does not hold a key (base64 of 32 bytes); remove it or set SECRET_KEY`);
+  return { box: new SecretBox(keys), source: file };
 }

@@ -2,9 +2,10 @@ import type { AddressInfo } from 'node:net';
 import { createApp, loggerOptions } from './app.ts';
 import { countBusinesses } from './businesses/repository.ts';
 import { openBusiness } from './businesses/service.ts';
-import { createWriteRunner } from './write/runner.ts';
+import { createWriteRunner, SYSTEM } from './write/runner.ts';
+import { createUser } from './users/service.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
-import { createRateLimiter, openDatabase } from './runtime.ts';
+import { createRateLimiter, openDatabase, resolveSecretBox } from './runtime.ts';
 import { EventBus } from './events/bus.ts';
 import { listenIfShared } from './db/listen.ts';
 import { EVENTS_CHANNEL } from './write/runner.ts';
@@ -30,7 +31,8 @@ async function main() {
   // Long polls wake on commits made through any instance: PostgreSQL tells every listener.
   const events = new EventBus();
   const listener = listenIfShared(handle.dialect, config.databaseUrl, EVENTS_CHANNEL, (businessId) => events.notify(businessId), () => events.wakeAll());
-  const app = await createApp({ db, config, rateLimiter, logger, poolStats: handle.poolStats, processMetrics: true, events });
+  const { box: secretBox } = resolveSecretBox(config);
+  const app = await createApp({ db, config, rateLimiter, logger, poolStats: handle.poolStats, processMetrics: true, events, secretBox });
 
   // Handlers go in before listening, so a signal that arrives right after start is still graceful.
   let closing = false;
@@ -68,6 +70,10 @@ async function main() {
   const demo = (await countBusinesses(db)) === 0
     ? await openBusiness(createWriteRunner(db), 'Demo Supplier')
     : null;
+  // ... and an owner for its console, whose password is shown with the key.
+  const demoOwner = demo
+    ? await createWriteRunner(db).run({ businessId: demo.businessId, actor: SYSTEM }, (ctx) => createUser(ctx, { email: 'owner@demo.example', name: 'Demo Owner', role: 'owner' }))
+    : null;
   const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   if (demo) {
     console.log([
@@ -78,6 +84,10 @@ async function main() {
       '',
       'Try it:',
       `  curl -s ${base}/api/v1/items -H 'X-Business-Id: ${demo.businessId}' -H 'X-API-Key: ${demo.apiKey}'`,
+      '',
+      `The console (API keys, team) is at ${base}/console, also shown only this once:`,
+      `  email:    ${demoOwner!.user.email}`,
+      `  password: ${demoOwner!.password}`,
       '',
     ].join('\n'));
   }

@@ -11,6 +11,8 @@ import { findActiveKeys, findBusiness, hashApiKey } from '../src/businesses/repo
 import { openBusiness } from '../src/businesses/service.ts';
 import { createWriteRunner } from '../src/write/runner.ts';
 import { createDatabase } from '../src/db/connection.ts';
+import { findUserByEmail } from '../src/users/repository.ts';
+import { verifyPassword } from '../src/users/password.ts';
 import { backends, type BackendName } from './helpers/context.ts';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -167,6 +169,39 @@ for (const backend of backends) {
       assert.match(table.stdout, /^ID\s+PREFIX\s+CREATED\s+LAST USED\s+REVOKED/);
       assert.match(table.stdout, new RegExp(`${key.keyId}\\s+${key.apiKey.slice(0, 8)}\\s+\\S+\\s+-\\s+\\d{4}-`));
       assert.doesNotMatch(table.stdout, new RegExp(key.apiKey), 'the list never shows a key');
+    });
+
+    it('user create prints a password once that signs in, user list shows the user, user disable ends it', async () => {
+      const handle = createDatabase(database.url);
+      const business = await openBusiness(createWriteRunner(handle.db), 'Users Ltd').finally(() => handle.close());
+      const email = `ana-${randomBytes(3).toString('hex')}@example.com`;
+      const created = await runCli(['user', 'create', '--business', business.businessId, '--email', email, '--name', 'Ana', '--role', 'admin', '--json'], database.url);
+      assert.equal(created.code, 0, created.stderr);
+      const user = JSON.parse(created.stdout.trim());
+      assert.equal(user.email, email);
+      assert.equal(user.role, 'admin');
+      assert.match(user.password, /^[A-Za-z0-9_-]{20}$/);
+      const check = createDatabase(database.url);
+      try {
+        const row = await findUserByEmail(check.db, email);
+        assert.ok(row && row.password_hash.startsWith('scrypt$17$8$1$') && !row.password_hash.includes(user.password));
+        assert.ok(await verifyPassword(user.password, row.password_hash));
+      } finally {
+        await check.close();
+      }
+      const again = await runCli(['user', 'create', '--business', business.businessId, '--email', email, '--name', 'Ana', '--role', 'admin'], database.url);
+      assert.equal(again.code, 1);
+      assert.match(again.stderr, /already exists/);
+      assertNoStack(again);
+      const badRole = await runCli(['user', 'create', '--business', business.businessId, '--email', 'x@example.com', '--name', 'X', '--role', 'god'], database.url);
+      assert.equal(badRole.code, 1);
+      assert.match(badRole.stderr, /role: Must be one of owner, admin, viewer/);
+      const list = await runCli(['user', 'list', '--business', business.businessId], database.url);
+      assert.match(list.stdout, new RegExp(`${user.id}\\s+${email.replace('.', '\\.')}\\s+Ana\\s+admin\\s+active`));
+      const disabled = await runCli(['user', 'disable', '--business', business.businessId, '--user-id', user.id], database.url);
+      assert.equal(disabled.code, 0, disabled.stderr);
+      const listed = JSON.parse((await runCli(['user', 'list', '--business', business.businessId, '--json'], database.url)).stdout);
+      assert.equal(listed.find((u: any) => u.id === user.id).status, 'disabled');
     });
 
     it('projections rebuild restores the derived order tables of a business from its orders', async () => {

@@ -34,6 +34,8 @@ async function createOneOfEach(ctx: TestContext, as: Tenant) {
   });
   assert.equal(order.status, 201);
   assert.equal((await ctx.request('POST', '/api/v1/invoices', { as, body: { orderId: order.body.id } })).status, 201);
+  const hook = await ctx.request('POST', '/api/v1/webhook-endpoints', { as, body: { url: 'https://hooks.example.com/in', status: 'paused' } });
+  assert.equal(hook.status, 201);
 }
 
 describeEachBackend('The OpenAPI document (issue 16)', (ctx) => {

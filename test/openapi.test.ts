@@ -6,6 +6,9 @@ import { describeEachBackend } from './helpers/context.ts';
 const EXTENSIONS = [
   'get /api/v1/items', 'get /api/v1/buyers', 'get /api/v1/pricing', 'get /api/v1/pricing/{id}', 'post /api/v1/buyers/{id}/orders', 'post /api/v1/invoices',
   'get /api/v1/events', 'get /api/v1/orders/{id}/events', 'get /api/v1/orders/export', 'get /api/v1/items/export', 'get /api/v1/buyers/export', 'get /api/v1/invoices/export', 'get /api/v1/items/{id}/events', 'get /api/v1/buyers/{id}/events', 'get /api/v1/invoices/{id}/events',
+  'post /api/v1/webhook-endpoints', 'get /api/v1/webhook-endpoints', 'get /api/v1/webhook-endpoints/{id}', 'patch /api/v1/webhook-endpoints/{id}',
+  'delete /api/v1/webhook-endpoints/{id}', 'post /api/v1/webhook-endpoints/{id}/rotate-secret', 'post /api/v1/webhook-endpoints/{id}/test',
+  'post /api/v1/webhook-endpoints/{id}/replay', 'get /api/v1/webhook-endpoints/{id}/deliveries',
 ];
 
 describeEachBackend('GET /openapi.json', (ctx) => {

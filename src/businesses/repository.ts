@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { newId } from '../lib/ids.ts';
 import { toIso } from '../lib/time.ts';
+import { readJson } from '../lib/json.ts';
 import type { Db } from '../db/types.ts';
 
 export function hashApiKey(key: string): string {
@@ -12,8 +13,14 @@ export interface CreatedKey {
   apiKey: string;
 }
 
+export interface KeyDetails {
+  name?: string | null;
+  createdBy?: { type: string; id: string; name: string | null } | null;
+  expiresAt?: string | null;
+}
+
 /** A key is 32 random hex characters, shown once; only its SHA-256 hash is stored. */
-export async function insertApiKey(db: Db, businessId: string, now: string): Promise<CreatedKey> {
+export async function insertApiKey(db: Db, businessId: string, now: string, details: KeyDetails = {}): Promise<CreatedKey> {
   const apiKey = randomBytes(16).toString('hex');
   const keyId = newId('key');
   await db.insertInto('api_keys').values({
@@ -22,8 +29,17 @@ export async function insertApiKey(db: Db, businessId: string, now: string): Pro
     prefix: apiKey.slice(0, 8),
     key_hash: hashApiKey(apiKey),
     created_at: now,
+    name: details.name ?? null,
+    created_by: details.createdBy ? JSON.stringify(details.createdBy) : null,
+    expires_at: details.expiresAt ?? null,
   }).execute();
   return { keyId, apiKey };
+}
+
+/** Sets when a key stops working (a rotation's grace period); an earlier expiry is kept. */
+export async function expireApiKey(db: Db, businessId: string, keyId: string, at: string): Promise<void> {
+  await db.updateTable('api_keys').set({ expires_at: at }).where('business_id', '=', businessId).where('id', '=', keyId)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', at)])).execute();
 }
 
 export interface CreatedBusiness extends CreatedKey {
@@ -62,7 +78,7 @@ export async function countBusinesses(db: Db): Promise<number> {
 /** A business's keys as `key list` and the key events show them: never the key, nor its hash. */
 export async function listApiKeys(db: Db, businessId: string, keyId?: string) {
   const rows = await db.selectFrom('api_keys')
-    .select(['id', 'prefix', 'created_at', 'last_used_at', 'revoked_at'])
+    .select(['id', 'prefix', 'created_at', 'last_used_at', 'revoked_at', 'name', 'created_by', 'expires_at'])
     .where('business_id', '=', businessId)
     .$if(keyId !== undefined, (q) => q.where('id', '=', keyId!))
     .orderBy('created_at').orderBy('id')
@@ -73,6 +89,9 @@ export async function listApiKeys(db: Db, businessId: string, keyId?: string) {
     createdAt: toIso(r.created_at),
     lastUsedAt: toIso(r.last_used_at),
     revokedAt: toIso(r.revoked_at),
+    name: r.name,
+    createdBy: readJson<{ type: string; id: string; name: string | null }>(r.created_by),
+    expiresAt: toIso(r.expires_at),
   }));
 }
 
@@ -90,9 +109,10 @@ export async function revokeApiKey(db: Db, businessId: string, keyId: string, no
   return true;
 }
 
-export async function findActiveKeys(db: Db, businessId: string) {
-  return db.selectFrom('api_keys').select(['id', 'key_hash', 'last_used_at'])
-    .where('business_id', '=', businessId).where('revoked_at', 'is', null).execute();
+export async function findActiveKeys(db: Db, businessId: string, now = new Date(0).toISOString()) {
+  return db.selectFrom('api_keys').select(['id', 'key_hash', 'last_used_at', 'expires_at'])
+    .where('business_id', '=', businessId).where('revoked_at', 'is', null)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)])).execute();
 }
 
 /**

@@ -1,7 +1,7 @@
-import { createdEvent, namedEvent } from '../events/log.ts';
+import { createdEvent, namedEvent, updatedEvent } from '../events/log.ts';
 import { newId } from '../lib/ids.ts';
 import { SYSTEM, type Actor, type WriteContext, type WriteRunner } from '../write/runner.ts';
-import { insertApiKey, insertBusiness, listApiKeys, revokeApiKey as revokeKey, type CreatedBusiness, type CreatedKey } from './repository.ts';
+import { expireApiKey, insertApiKey, insertBusiness, listApiKeys, revokeApiKey as revokeKey, type CreatedBusiness, type CreatedKey } from './repository.ts';
 
 /** The key as its events show it (as `key list` does): never the key itself. */
 async function keyObject(ctx: WriteContext, keyId: string) {
@@ -24,9 +24,23 @@ export function openBusiness(writes: WriteRunner, name: string, actor: Actor = S
   return writes.run({ businessId: newId('bus'), actor }, (ctx) => createBusiness(ctx, name));
 }
 
-export async function createApiKey(ctx: WriteContext): Promise<CreatedKey> {
-  const created = await insertApiKey(ctx.trx, ctx.businessId, ctx.now);
+/** A new key, made by the context's actor, with an optional name and expiry (the console). */
+export async function createApiKey(ctx: WriteContext, options: { name?: string | null; expiresAt?: string | null } = {}): Promise<CreatedKey> {
+  const created = await insertApiKey(ctx.trx, ctx.businessId, ctx.now, { ...options, createdBy: ctx.actor });
   ctx.emit(createdEvent('api_key', await keyObject(ctx, created.keyId)));
+  return created;
+}
+
+/**
+ * Rotation: a new key with the old one's name, and the old key set to expire after `graceSeconds`
+ * (0: now), so clients can move to the new key before the old one stops working.
+ */
+export async function rotateApiKey(ctx: WriteContext, keyId: string, graceSeconds: number): Promise<CreatedKey | null> {
+  const before = await keyObject(ctx, keyId);
+  if (!before || before.revokedAt !== null || (before.expiresAt !== null && before.expiresAt <= ctx.now)) return null;
+  const created = await createApiKey(ctx, { name: before.name });
+  await expireApiKey(ctx.trx, ctx.businessId, keyId, new Date(new Date(ctx.now).getTime() + graceSeconds * 1000).toISOString());
+  ctx.emit(updatedEvent('api_key', before, await keyObject(ctx, keyId)));
   return created;
 }
 

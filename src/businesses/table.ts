@@ -1,4 +1,4 @@
-import type { Timestamp, NullableTimestamp } from '../db/columns.ts';
+import type { Json, Timestamp, NullableTimestamp } from '../db/columns.ts';
 
 export interface BusinessTable {
   id: string;
@@ -15,6 +15,12 @@ export interface ApiKeyTable {
   created_at: Timestamp;
   last_used_at: NullableTimestamp;
   revoked_at: NullableTimestamp;
+  /** A name a person gave it (the console), null for keys made before names or by the CLI without one. */
+  name: string | null;
+  /** The actor that made it: `{type, id, name}`. */
+  created_by: Json;
+  /** Refused from this time on (a rotation's grace period, or an expiry chosen at creation). */
+  expires_at: NullableTimestamp;
 }
 
 export interface BusinessCounterTable {

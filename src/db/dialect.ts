@@ -92,6 +92,19 @@ export function forUpdate<DB, TB extends keyof DB, O>(db: Db, query: SelectQuery
 }
 
 /**
+ * As `forUpdate`, but rows another transaction holds are skipped rather than waited for (work
+ * queues shared by instances); SQLite has one writer, and nothing to skip.
+ */
+export function forUpdateSkipLocked<DB, TB extends keyof DB, O>(db: Db, query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O> {
+  return dialectOf(db) === 'postgres' ? query.forUpdate().skipLocked() : query;
+}
+
+/** The same as a clause for raw SQL: `for update of <alias> skip locked` on PostgreSQL, nothing on SQLite. */
+export function skipLockedClause(db: Db, alias: string): RawBuilder<unknown> {
+  return dialectOf(db) === 'postgres' ? sql`for update of ${sql.ref(alias)} skip locked` : sql``;
+}
+
+/**
  * `column in (values)`. On PostgreSQL one array parameter (`= any($1::text[])`), so the statement's
  * text, and with it its prepared name (src/db/pg-prepared.ts), is the same for any number of
  * values: a page of 100 orders went over the 32 parameters that are named, and was parsed and
@@ -100,6 +113,12 @@ export function forUpdate<DB, TB extends keyof DB, O>(db: Db, query: SelectQuery
 export function anyOf(db: Db, column: string, values: string[]): RawBuilder<SqlBool> {
   const ref = sql.ref(column);
   return dialectOf(db) === 'postgres' ? sql<SqlBool>`${ref} = any(${values}::text[])` : sql<SqlBool>`${ref} in (${sql.join(values)})`;
+}
+
+/** `column in (values)` for whole numbers (`= any($1::bigint[])` on PostgreSQL). */
+export function anyOfNumbers(db: Db, column: string, values: number[]): RawBuilder<SqlBool> {
+  const ref = sql.ref(column);
+  return dialectOf(db) === 'postgres' ? sql<SqlBool>`${ref} = any(${values}::bigint[])` : sql<SqlBool>`${ref} in (${sql.join(values)})`;
 }
 
 /**

@@ -9,6 +9,9 @@ import { orderItemsIndex } from './migrations/0006-order-items-index.ts';
 import { countShards } from './migrations/0007-count-shards.ts';
 import { orderChangeCounts } from './migrations/0008-order-change-counts.ts';
 import { events } from './migrations/0009-events.ts';
+import { webhooks } from './migrations/0010-webhooks.ts';
+import { console as consoleTables } from './migrations/0013-console.ts';
+import { exportIndexes } from './migrations/0014-export-indexes.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -23,6 +26,9 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0007-count-shards': countShards(dialect),
     '0008-order-change-counts': orderChangeCounts(dialect),
     '0009-events': events(dialect),
+    '0010-webhooks': webhooks(dialect),
+    '0013-console': consoleTables(dialect),
+    '0014-export-indexes': exportIndexes,
   };
 }
 

@@ -5,6 +5,8 @@ import type { ItemTable, PlatformItemTable, ItemVariantTable } from '../items/ta
 import type { PhantomTable, PhantomBuyerTable, PartnershipTable, PhantomEmailTable, PhantomPhoneTable, PhantomLocationTable } from '../buyers/table.ts';
 import type { IdempotencyKeyTable } from '../write/table.ts';
 import type { EventTable } from '../events/table.ts';
+import type { SessionTable, UserTable } from '../users/table.ts';
+import type { WebhookAttemptTable, WebhookDeliveryTable, WebhookEndpointTable, WebhookReplayTable } from '../webhooks/table.ts';
 import type { OrderTable, OrderItemTable } from '../orders/table.ts';
 import type { InvoiceTable, InvoiceLineItemTable } from '../invoices/table.ts';
 import type { OrderChangeCountTable, OrderCountTable, OrderPropertyTable, OrderPropertyCountTable } from '../orders/projections/table.ts';
@@ -35,6 +37,12 @@ export interface Database {
   order_property_counts: OrderPropertyCountTable;
   invoices: InvoiceTable;
   invoice_line_items: InvoiceLineItemTable;
+  webhook_endpoints: WebhookEndpointTable;
+  webhook_deliveries: WebhookDeliveryTable;
+  webhook_attempts: WebhookAttemptTable;
+  webhook_replays: WebhookReplayTable;
+  users: UserTable;
+  sessions: SessionTable;
 }
 
 /** What every repository function takes first: the database or an open transaction. */

@@ -8,6 +8,7 @@ export class EventBus {
   readonly #waiters = new Map<string, Set<() => void>>();
   #count = 0;
   #closed = false;
+  readonly #listeners = new Set<(businessId: string | null) => void>();
 
   constructor(readonly maxWaiters = 10_000) {}
 
@@ -16,7 +17,14 @@ export class EventBus {
     return this.#count;
   }
 
+  /** Hears every notification (the webhook worker); returns the function that stops it. */
+  onNotify(listener: (businessId: string | null) => void): () => void {
+    this.#listeners.add(listener);
+    return () => { this.#listeners.delete(listener); };
+  }
+
   notify(businessId: string): void {
+    for (const listener of this.#listeners) listener(businessId);
     const waiters = this.#waiters.get(businessId);
     if (!waiters) return;
     this.#waiters.delete(businessId);
@@ -58,6 +66,7 @@ export class EventBus {
 
   /** Wakes every waiter, to read again: notifications may have been lost (a listener reconnected). */
   wakeAll(): void {
+    for (const listener of this.#listeners) listener(null);
     for (const businessId of [...this.#waiters.keys()]) this.notify(businessId);
   }
 

@@ -4,7 +4,7 @@ import { newId } from '../lib/ids.ts';
 import { diffResource, type Changes } from './changes.ts';
 import { encodeData } from './codec.ts';
 
-export type ResourceType = 'order' | 'item' | 'buyer' | 'price_list' | 'invoice' | 'api_key';
+export type ResourceType = 'order' | 'item' | 'buyer' | 'price_list' | 'invoice' | 'api_key' | 'webhook_endpoint' | 'user';
 
 /** An event a write asks for; the write runner appends it with the write's own context. */
 export interface NewEvent {

@@ -45,8 +45,8 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
       if (cached && cached.until > now) return cached.keyId;
 
       const expected = Buffer.from(presented, 'hex');
-      let match: { id: string; last_used_at: unknown } | null = null;
-      for (const key of await findActiveKeys(db, businessId)) {
+      let match: { id: string; last_used_at: unknown; expires_at: unknown } | null = null;
+      for (const key of await findActiveKeys(db, businessId, new Date(now).toISOString())) {
         // Every live key is compared, in constant time, so timing tells nothing about which one matched.
         if (timingSafeEqual(Buffer.from(key.key_hash, 'hex'), expected)) match = key;
       }
@@ -55,7 +55,9 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
         return null;
       }
       if (cache.size > 10_000) cache.clear();
-      cache.set(slot, { keyId: match.id, until: now + cacheMs });
+      // An expiring key (a rotation's grace) is cached no longer than it lives.
+      const expires = match.expires_at ? new Date(String(match.expires_at)).getTime() : Infinity;
+      cache.set(slot, { keyId: match.id, until: Math.min(now + cacheMs, expires) });
       await recordUse(match.id, match.last_used_at, now);
       return match.id;
     },

@@ -38,11 +38,15 @@ export async function findOrderRow(db: Db, businessId: string, id: string, lock 
   return (lock ? forUpdate(db, query) : query).executeTakeFirst();
 }
 
-/** Orders of this business by id, deleted or not, keyed by id. */
+/**
+ * Orders of this business by id, deleted or not, keyed by id. By primary key only, the business
+ * checked on the rows: with `business_id = ?` in the statement, SQLite's planner (without
+ * statistics) walked the business's whole index instead, 0.4–1.1 s for 25 orders at 1M.
+ */
 export async function findOrderRows(db: Db, businessId: string, ids: string[]): Promise<Map<string, OrderRow>> {
   if (ids.length === 0) return new Map();
-  const rows = await db.selectFrom('orders').selectAll().where('business_id', '=', businessId).where(anyOf(db, 'id', ids)).execute();
-  return new Map(rows.map((r) => [r.id, r]));
+  const rows = await db.selectFrom('orders').selectAll().where(anyOf(db, 'id', ids)).execute();
+  return new Map(rows.filter((r) => r.business_id === businessId).map((r) => [r.id, r]));
 }
 
 /** The items of several orders with their entries and variants: one query, whatever the count. */

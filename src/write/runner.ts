@@ -3,6 +3,7 @@ import { isUniqueViolation, notifyOnCommit } from '../db/dialect.ts';
 import type { Database } from '../db/types.ts';
 import { ApiError, errorBody } from '../lib/errors.ts';
 import { readJson } from '../lib/json.ts';
+import type { SecretBox } from '../lib/secret-box.ts';
 import { appendEvents, type NewEvent } from '../events/log.ts';
 import {
   completeRecord, deleteExpiredRecord, findRecord, insertRecord, type IdempotencyRecord, type StoredResponse,
@@ -47,6 +48,8 @@ export interface WriteResponse {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /** The body shows a secret: stored for replay encrypted with the runner's SecretBox, never as it is. */
+  sealed?: boolean;
 }
 
 export interface Idempotency {
@@ -74,22 +77,27 @@ function isStorable(error: unknown): error is ApiError {
     && error.code !== 'RATE_LIMITED';
 }
 
-function stored(response: WriteResponse): StoredResponse {
+const SEALED = 'sealed:';
+
+function stored(response: WriteResponse, box?: SecretBox): StoredResponse {
+  const body = response.body === undefined ? '' : JSON.stringify(response.body);
+  if (response.sealed && !box) throw new Error('A response that shows a secret needs the write runner to have a SecretBox');
   return {
     response_status: response.status,
     response_headers: response.headers ? JSON.stringify(response.headers) : null,
-    response_body: response.body === undefined ? '' : JSON.stringify(response.body),
+    response_body: response.sealed ? SEALED + box!.seal(body) : body,
   };
 }
 
-function replay(record: IdempotencyRecord, fingerprint: string): Replayable {
+function replay(record: IdempotencyRecord, fingerprint: string, box?: SecretBox): Replayable {
   if (record.fingerprint !== fingerprint) {
     throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request');
   }
+  const text = record.response_body.startsWith(SEALED) && box ? box.open(record.response_body.slice(SEALED.length)) : record.response_body;
   return {
     response: {
       status: record.response_status,
-      body: record.response_body === '' ? undefined : JSON.parse(record.response_body),
+      body: text === '' ? undefined : JSON.parse(text),
       headers: readJson<Record<string, string>>(record.response_headers) ?? undefined,
     },
     replayed: true,
@@ -106,6 +114,8 @@ export interface WriteRunnerOptions {
   clock?: () => number;
   /** Called after a write with events has committed: wakes this instance's long polls. */
   onEvents?: (businessId: string) => void;
+  /** Encrypts stored answers that show a secret (`WriteResponse.sealed`). */
+  box?: SecretBox;
 }
 
 /** The channel on which PostgreSQL tells every instance that a business has new events. */
@@ -151,7 +161,7 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
       const { businessId } = scope;
       const now = new Date(clock());
       const existing = await findRecord(db, businessId, key);
-      if (existing && new Date(existing.expires_at).getTime() > now.getTime()) return replay(existing, fingerprint);
+      if (existing && new Date(existing.expires_at).getTime() > now.getTime()) return replay(existing, fingerprint, options.box);
       if (existing) await deleteExpiredRecord(db, businessId, key, now.toISOString());
 
       const slot = `${businessId}\u0000${key}`;
@@ -170,14 +180,14 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
         const response = await inTransaction(scope, key, now, async (ctx) => {
           await insertRecord(ctx.trx, { ...record, response_status: 0, response_body: '', response_headers: null });
           const outcome = await work(ctx);
-          await completeRecord(ctx.trx, businessId, key, stored(outcome));
+          await completeRecord(ctx.trx, businessId, key, stored(outcome, options.box));
           return outcome;
         });
         return { response, replayed: false };
       } catch (error) {
         if (isUniqueViolation(error)) {
           const winner = await findRecord(db, businessId, key);
-          if (winner) return replay(winner, fingerprint);
+          if (winner) return replay(winner, fingerprint, options.box);
         }
         if (isStorable(error)) {
           // Outside the failed transaction: one statement, nothing else to keep consistent with.

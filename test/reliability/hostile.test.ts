@@ -120,7 +120,8 @@ function requestsFor(op: Operation, tenant: Tenant, id: string | undefined, vali
   const auth = tenant.headers;
   const json = { ...auth, 'content-type': 'application/json' };
   const hasId = op.path.includes('{id}');
-  const writes = op.method === 'POST' || op.method === 'PATCH';
+  // A POST without a body (sending a test webhook) is probed like a DELETE: queries, ids, bodies nobody asked for.
+  const writes = (op.method === 'POST' || op.method === 'PATCH') && op.body !== undefined;
   const base = op.body ? sample(op.body) : undefined;
   const realUrl = urlFor(op, id);
   const add = (r: Omit<Req, 'method'> & { method?: string }) => out.push({ method: op.method, ...r });

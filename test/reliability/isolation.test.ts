@@ -28,6 +28,9 @@ function bodyFor(method: string, path: string, own: Fixture, foreign: Fixture): 
       ['foreign variant', { itemListData: { label: 'Stolen' }, entries: [{ itemVariantId: foreign.variantId }] }],
       ['foreign partnership', { itemListData: { label: 'Stolen 2' }, partnerships: [foreign.partnershipId] }],
     ];
+    case 'PATCH /api/v1/webhook-endpoints/{id}': return [['own body', { description: 'stolen' }]];
+    case 'POST /api/v1/webhook-endpoints/{id}/rotate-secret': return [['own body', { gracePeriodSeconds: 0 }]];
+    case 'POST /api/v1/webhook-endpoints/{id}/replay': return [['own body', { afterSequence: 0, untilSequence: 1 }]];
     default: return [['no body', undefined]];
   }
 }
@@ -61,7 +64,7 @@ for (const backend of backends) {
             for (const [label, body] of bodies) {
               const res = await ctx.request(op.method, op.path.replace('{id}', id), { as: b, body });
               const what = `${op.method} ${op.path} with A's ${id} (${label}) -> ${res.status} ${JSON.stringify(res.body)}`;
-              if (id === fa.buyerId || id === fa.itemId || id === fa.orderId || id === fa.listId || id === fa.invoiceId) {
+              if (id === fa.buyerId || id === fa.itemId || id === fa.orderId || id === fa.listId || id === fa.invoiceId || id === fa.webhookEndpointId) {
                 assert.ok(res.status === 404 || res.status === 401, what);
               } else {
                 assert.ok(res.status >= 400 && res.status < 500, what);

@@ -26,6 +26,7 @@ export interface Fixture {
   listId: string;
   orderId: string;
   invoiceId?: string;
+  webhookEndpointId?: string;
 }
 
 /** One of each resource: an item, a buyer, a price list, an order and (when the build has them) an invoice. */
@@ -51,9 +52,16 @@ export async function createResources(ctx: TestContext, as: Tenant): Promise<Fix
   if (doc.paths['/api/v1/invoices']?.post) {
     invoiceId = ok(await ctx.request('POST', '/api/v1/invoices', { as, body: { orderId: order.id } }), 'invoice').id;
   }
+  let webhookEndpointId: string | undefined;
+  if (doc.paths['/api/v1/webhook-endpoints']?.post) {
+    // Paused: it never sends anything out of a test.
+    webhookEndpointId = ok(await ctx.request('POST', '/api/v1/webhook-endpoints', {
+      as, body: { url: 'https://hooks.example.com/supplyline', eventTypes: ['order.*'], status: 'paused' },
+    }), 'webhook endpoint').id;
+  }
   return {
     itemId: item.id, variantId: item.variantIds[0], buyerId: buyer.id, partnershipId: buyer.partnershipId,
-    listId: list.id, orderId: order.id, invoiceId,
+    listId: list.id, orderId: order.id, invoiceId, webhookEndpointId,
   };
 }
 
@@ -64,6 +72,7 @@ export function idFor(path: string, f: Fixture): string | undefined {
   if (path.startsWith('/api/v1/pricing/')) return f.listId;
   if (path.startsWith('/api/v1/orders/')) return f.orderId;
   if (path.startsWith('/api/v1/invoices/')) return f.invoiceId;
+  if (path.startsWith('/api/v1/webhook-endpoints/')) return f.webhookEndpointId;
   return undefined;
 }
 

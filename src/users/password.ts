@@ -1,0 +1,33 @@
+import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+
+/** scrypt with N=2^17, r=8, p=1: 128 MiB and a few hundred milliseconds per hash, by design. */
+const N_LOG2 = 17;
+const R = 8;
+const P = 1;
+const KEY_LENGTH = 32;
+const MAXMEM = 256 * 1024 * 1024;
+
+function derive(password: string, salt: Buffer, nLog2: number, r: number, p: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    scrypt(password.normalize('NFC'), salt, KEY_LENGTH, { N: 2 ** nLog2, r, p, maxmem: MAXMEM }, (error, key) => (error ? reject(error) : resolve(key)));
+  });
+}
+
+/** `scrypt$17$8$1$<salt base64>$<hash base64>`, with a salt of its own. */
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const hash = await derive(password, salt, N_LOG2, R, P);
+  return ['scrypt', N_LOG2, R, P, salt.toString('base64'), hash.toString('base64')].join('$');
+}
+
+/** Compares in constant time; a malformed stored hash never matches. */
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const [scheme, n, r, p, salt, hash] = stored.split('$');
+  if (scheme !== 'scrypt' || !salt || !hash) return false;
+  const expected = Buffer.from(hash, 'base64');
+  const actual = await derive(password, Buffer.from(salt, 'base64'), Number(n), Number(r), Number(p));
+  return actual.length === expected.length && timingSafeEqual(actual, expected);
+}
+
+/** A password the CLI makes for a new user: 20 characters from 120 random bits. */
+export const generatePassword = (): string => randomBytes(15).toString('base64url');

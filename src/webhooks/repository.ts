@@ -1,0 +1,46 @@
+import type { Db } from '../db/types.ts';
+import { whereLive } from '../db/live.ts';
+import { forUpdate } from '../db/dialect.ts';
+import { toDelivery, toEndpoint } from './mapper.ts';
+import type { DeliveryStatus } from './table.ts';
+
+/** A live endpoint's row (deleted ones are gone to every reader), or undefined; with `lock`, locked until the transaction ends. */
+export async function findEndpointRow(db: Db, businessId: string, id: string, lock = false) {
+  const query = db.selectFrom('webhook_endpoints').selectAll()
+    .where('business_id', '=', businessId).where('id', '=', id).where(whereLive());
+  return (lock ? forUpdate(db, query) : query).executeTakeFirst();
+}
+
+export type EndpointRow = NonNullable<Awaited<ReturnType<typeof findEndpointRow>>>;
+
+export async function listEndpoints(db: Db, businessId: string, page: number, limit: number, now: string) {
+  const live = db.selectFrom('webhook_endpoints').where('business_id', '=', businessId).where(whereLive());
+  const [rows, count] = await Promise.all([
+    live.selectAll().orderBy('id').limit(limit).offset((page - 1) * limit).execute(),
+    live.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { items: rows.map((r) => toEndpoint(r, now)), total: Number(count.n), page, pageSize: limit };
+}
+
+export interface DeliveryFilter {
+  status?: DeliveryStatus;
+  after?: string;
+  limit: number;
+}
+
+/** An endpoint's deliveries, oldest first, each with its attempts. */
+export async function listDeliveries(db: Db, businessId: string, endpointId: string, filter: DeliveryFilter) {
+  let query = db.selectFrom('webhook_deliveries').selectAll()
+    .where('business_id', '=', businessId).where('endpoint_id', '=', endpointId);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  if (filter.after) query = query.where('id', '>', filter.after);
+  const rows = await query.orderBy('id').limit(filter.limit + 1).execute();
+  const hasMore = rows.length > filter.limit;
+  const page = rows.slice(0, filter.limit);
+  const attempts = page.length === 0 ? [] : await db.selectFrom('webhook_attempts').selectAll()
+    .where('delivery_id', 'in', page.map((r) => r.id)).orderBy('delivery_id').orderBy('attempt').execute();
+  return {
+    items: page.map((row) => toDelivery(row, attempts.filter((a) => a.delivery_id === row.id))),
+    hasMore,
+  };
+}

@@ -1,0 +1,172 @@
+import { namedEvent, updatedEvent, createdEvent, lastSequence } from '../events/log.ts';
+import { eventsGone } from '../events/repository.ts';
+import { newId } from '../lib/ids.ts';
+import { notFound, validationError, conflict } from '../lib/errors.ts';
+import type { SecretBox } from '../lib/secret-box.ts';
+import type { WriteContext } from '../write/runner.ts';
+import { literalAddressOf, isPublicAddress } from './address.ts';
+import { toEndpoint } from './mapper.ts';
+import { cancelBacklog, queueTestDelivery } from './queue.ts';
+import { findEndpointRow, type EndpointRow } from './repository.ts';
+import type { CreateWebhookEndpointInput, UpdateWebhookEndpointInput, WebhookEndpoint } from './schema.ts';
+import { newWebhookSecret } from './signature.ts';
+
+export const ENDPOINT_NOT_FOUND = 'Webhook endpoint not found';
+
+export interface WebhookSettings {
+  box: SecretBox;
+  allowPrivateNetworks: boolean;
+}
+
+/**
+ * Refuses, when the endpoint is saved, what can never be delivered: another scheme than https
+ * (http too with private networks allowed), credentials in the URL, a fragment, or an IP literal
+ * that is private or reserved. Names are checked on every delivery, on the address connected to.
+ */
+function checkUrl(raw: string, settings: WebhookSettings): void {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw validationError({ url: 'Must be an absolute URL' });
+  }
+  const schemes = settings.allowPrivateNetworks ? ['https:', 'http:'] : ['https:'];
+  if (!schemes.includes(url.protocol)) throw validationError({ url: settings.allowPrivateNetworks ? 'Must be an https or http URL' : 'Must be an https URL' });
+  if (url.username !== '' || url.password !== '') throw validationError({ url: 'Must not contain credentials' });
+  if (url.hash !== '') throw validationError({ url: 'Must not contain a fragment (#...)' });
+  const literal = literalAddressOf(url.hostname);
+  if (!settings.allowPrivateNetworks && literal !== null && !isPublicAddress(literal)) {
+    throw validationError({ url: 'Must not point at a private, loopback, link-local or reserved address' });
+  }
+}
+
+/** The endpoint, its row locked for the write first (src/webhooks/queue.ts, lockEndpoints, says why). */
+async function liveEndpoint(ctx: WriteContext, id: string): Promise<EndpointRow> {
+  const row = await findEndpointRow(ctx.trx, ctx.businessId, id, true);
+  if (!row) throw notFound(ENDPOINT_NOT_FOUND);
+  return row;
+}
+
+const reload = async (ctx: WriteContext, id: string) => toEndpoint(await liveEndpoint(ctx, id), ctx.now);
+
+/** Creates an endpoint and its secret; deliveries start with the events after this write. */
+export async function createEndpoint(ctx: WriteContext, input: CreateWebhookEndpointInput, settings: WebhookSettings) {
+  checkUrl(input.url, settings);
+  const secret = newWebhookSecret();
+  const id = newId('we');
+  await ctx.trx.insertInto('webhook_endpoints').values({
+    id, business_id: ctx.businessId, url: input.url, description: input.description ?? null,
+    event_types: JSON.stringify(input.eventTypes ?? []), status: input.status ?? 'enabled',
+    secret: settings.box.seal(secret), previous_secret: null, previous_secret_expires_at: null,
+    cursor_sequence: await lastSequence(ctx.trx, ctx.businessId), failing_since: null,
+    created_at: ctx.now, updated_at: ctx.now, deleted_at: null,
+  }).execute();
+  const endpoint = await reload(ctx, id);
+  ctx.emit(createdEvent('webhook_endpoint', endpoint));
+  return { endpoint, secret };
+}
+
+/** The event of a status change: `.paused` and `.disabled` by name, anything else `.updated`. */
+function changeEvent(before: WebhookEndpoint, after: WebhookEndpoint) {
+  if (after.status !== before.status && (after.status === 'paused' || after.status === 'disabled')) {
+    return { ...updatedEvent('webhook_endpoint', before, after), type: `webhook_endpoint.${after.status}` };
+  }
+  return updatedEvent('webhook_endpoint', before, after);
+}
+
+/**
+ * Sets an endpoint's status, as a user or the service does: disabling drops its backlog;
+ * enabling a disabled endpoint starts from the next event (older ones can be replayed), enabling a
+ * paused one goes on from where it stopped; either way its failure window starts again. Pausing
+ * or disabling keeps `failing_since`, which says why.
+ */
+export async function setStatus(ctx: WriteContext, row: EndpointRow, status: EndpointRow['status']): Promise<Partial<EndpointRow>> {
+  if (status === row.status) return {};
+  if (status === 'disabled') await cancelBacklog(ctx.trx, row.id, ctx.now);
+  if (status === 'enabled' && row.status === 'disabled') {
+    return { status, failing_since: null, cursor_sequence: await lastSequence(ctx.trx, ctx.businessId) };
+  }
+  return status === 'enabled' ? { status, failing_since: null } : { status };
+}
+
+export async function updateEndpoint(ctx: WriteContext, id: string, input: UpdateWebhookEndpointInput, settings: WebhookSettings) {
+  const row = await liveEndpoint(ctx, id);
+  const before = toEndpoint(row, ctx.now);
+  if (input.url !== undefined) checkUrl(input.url, settings);
+  const set = {
+    ...(input.url !== undefined ? { url: input.url } : {}),
+    ...(input.description !== undefined ? { description: input.description } : {}),
+    ...(input.eventTypes !== undefined ? { event_types: JSON.stringify(input.eventTypes) } : {}),
+    ...(input.status !== undefined ? await setStatus(ctx, row, input.status) : {}),
+  };
+  await ctx.trx.updateTable('webhook_endpoints').set({ ...set, updated_at: ctx.now } as never).where('id', '=', id).execute();
+  const after = await reload(ctx, id);
+  ctx.emit(changeEvent(before, after));
+  return after;
+}
+
+/** The service pauses (failures for too long) or disables (410 Gone) an endpoint, as its own write. */
+export async function changeStatusBySystem(ctx: WriteContext, id: string, status: 'paused' | 'disabled'): Promise<void> {
+  const row = await findEndpointRow(ctx.trx, ctx.businessId, id, true);
+  if (!row || row.status !== 'enabled') return;
+  const before = toEndpoint(row, ctx.now);
+  await ctx.trx.updateTable('webhook_endpoints').set({ ...(await setStatus(ctx, row, status)), updated_at: ctx.now } as never)
+    .where('id', '=', id).execute();
+  ctx.emit(changeEvent(before, await reload(ctx, id)));
+}
+
+export async function deleteEndpoint(ctx: WriteContext, id: string): Promise<void> {
+  const row = await liveEndpoint(ctx, id);
+  await cancelBacklog(ctx.trx, id, ctx.now);
+  await ctx.trx.updateTable('webhook_endpoints').set({ deleted_at: ctx.now, updated_at: ctx.now }).where('id', '=', id).execute();
+  const object: WebhookEndpoint = { ...toEndpoint(row, ctx.now), updatedAt: ctx.now };
+  ctx.emit(namedEvent('webhook_endpoint', 'deleted', object));
+}
+
+/** A new secret; the previous one keeps signing beside it for `graceSeconds`. */
+export async function rotateSecret(ctx: WriteContext, id: string, graceSeconds: number, settings: WebhookSettings) {
+  const row = await liveEndpoint(ctx, id);
+  const before = toEndpoint(row, ctx.now);
+  const secret = newWebhookSecret();
+  const graceEnds = new Date(new Date(ctx.now).getTime() + graceSeconds * 1000).toISOString();
+  await ctx.trx.updateTable('webhook_endpoints').set({
+    secret: settings.box.seal(secret),
+    previous_secret: graceSeconds > 0 ? row.secret : null,
+    previous_secret_expires_at: graceSeconds > 0 ? graceEnds : null,
+    updated_at: ctx.now,
+  }).where('id', '=', id).execute();
+  const endpoint = await reload(ctx, id);
+  ctx.emit(updatedEvent('webhook_endpoint', before, endpoint));
+  return { endpoint, secret };
+}
+
+/** Queues a `webhook.test` event to this endpoint only; it is not part of the log. */
+export async function sendTestEvent(ctx: WriteContext, id: string) {
+  const row = await liveEndpoint(ctx, id);
+  const endpoint = toEndpoint(row, ctx.now);
+  const eventId = newId('evt');
+  const event = {
+    id: eventId, sequence: null, type: 'webhook.test', resourceType: 'webhook_endpoint', resourceId: id, resourceVersion: null,
+    occurredAt: ctx.now, actor: ctx.actor, requestId: ctx.requestId, idempotencyKey: ctx.idempotencyKey, data: { object: endpoint },
+  };
+  const deliveryId = await queueTestDelivery(ctx, id, eventId, JSON.stringify(event));
+  return { deliveryId, eventId };
+}
+
+/** Queues the events after `after` up to `until` again, in order; the worker reads them from the log 500 at a time. */
+export async function replayRange(ctx: WriteContext, id: string, after: number, until: number) {
+  await liveEndpoint(ctx, id);
+  const latest = await lastSequence(ctx.trx, ctx.businessId);
+  if (until <= after) throw validationError({ untilSequence: 'Must be greater than afterSequence' });
+  if (until > latest) throw validationError({ untilSequence: `Must be at most the latest event's sequence, ${latest}` });
+  const oldest = await ctx.trx.selectFrom('events').select((eb) => eb.fn.min('sequence').as('oldest'))
+    .where('business_id', '=', ctx.businessId).executeTakeFirst();
+  const first = oldest?.oldest == null ? latest + 1 : Number(oldest.oldest);
+  if (after < first - 1) throw eventsGone(first);
+  const open = await ctx.trx.selectFrom('webhook_replays').select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('endpoint_id', '=', id).where('finished_at', 'is', null).executeTakeFirstOrThrow();
+  if (Number(open.n) >= 10) throw conflict('This endpoint already has 10 replays in progress; wait for one to finish');
+  const replay = { id: newId('whr'), business_id: ctx.businessId, endpoint_id: id, after_sequence: after, until_sequence: until, cursor_sequence: after, created_at: ctx.now, finished_at: null };
+  await ctx.trx.insertInto('webhook_replays').values(replay).execute();
+  return { id: replay.id, endpointId: id, afterSequence: after, untilSequence: until, createdAt: ctx.now };
+}
