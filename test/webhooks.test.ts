@@ -394,3 +394,34 @@ describeEachBackend('webhook endpoints failing for too long', (ctx) => {
     }
   });
 }, webhooks({ retrySchedule: [0, 1, 1, 1, 1, 1, 1], pauseAfterSeconds: 2 }));
+
+describeEachBackend('the webhook worker', (ctx) => {
+  const passes = async () => {
+    const metrics = await ctx().app.inject({ method: 'GET', url: '/metrics' });
+    const line = metrics.body.split('\n').find((l) => l.startsWith('supplyline_webhook_passes_total '));
+    return Number(line?.split(' ')[1]);
+  };
+
+  it('is not woken by the commits of a business without an enabled endpoint, and is by those of one with', async () => {
+    const quiet = await ctx().createTenant();
+    const start = await passes();
+    const started = Date.now();
+    for (let i = 0; i < 40; i++) await createItem(ctx(), quiet, `Quiet ${i}`);
+    const seconds = (Date.now() - started) / 1000;
+    const woken = (await passes()) - start;
+    // Only the idle pass (once a second) runs; without the watch, each write woke a pass.
+    assert.ok(woken <= Math.ceil(seconds) + 2, `${woken} passes in ${seconds} s for 40 writes of a business without endpoints`);
+
+    const receiver = await startReceiver();
+    try {
+      receiver.behave = (_r, res) => { res.writeHead(204).end(); };
+      const watched = await ctx().createTenant();
+      await createEndpoint(ctx(), watched, { url: receiver.url, eventTypes: ['item.created'] });
+      const item = await createItem(ctx(), watched, 'Heard at once');
+      const got = await eventually(async () => receiver.received, (r) => r.some((d) => d.event.resourceId === item.id), 900);
+      assert.ok(got.length >= 1);
+    } finally {
+      await receiver.close();
+    }
+  });
+}, webhooks({}));

@@ -284,6 +284,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     try {
       const input = { url: String(form.url ?? '').trim().slice(0, 2048), description: form.description ? String(form.description).slice(0, 500) : null, eventTypes: checkTypes(typesOf(form.eventTypes)) };
       const { endpoint, secret } = await writes.run(actorOf(user), (ctx) => createEndpoint(ctx, input, deps.webhooks));
+      deps.kickWebhooks();
       return webhooksPage(reply.code(201), user, { created: { url: endpoint.url, secret } });
     } catch (error) {
       return webhooksPage(reply.code(400), user, { error: problem(error) });
@@ -314,6 +315,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     try {
       const status = ['enabled', 'paused', 'disabled'].includes(form.status) ? form.status as 'enabled' : undefined;
       await writes.run(actorOf(user), (ctx) => updateEndpoint(ctx, idOf(request), { eventTypes: checkTypes(typesOf(form.eventTypes)), status }, deps.webhooks));
+      deps.kickWebhooks();
       return endpointPage(reply, user, idOf(request), undefined, { notice: 'Saved.' });
     } catch (error) {
       return endpointPage(reply.code(400), user, idOf(request), undefined, { error: problem(error) });

@@ -113,16 +113,20 @@ export async function queueFromReplay(ctx: WriteContext, replayId: string): Prom
   return Math.max(1, until - cursor);
 }
 
-/** Endpoints with events to queue, and open replays, across businesses: the worker's list of work. */
+/**
+ * The worker's list of work across businesses: endpoints with events to queue, open replays, and
+ * every business with an enabled endpoint (`watched`: only their commits need to wake the worker).
+ */
 export async function queueWork(db: Db) {
-  const endpoints = await db.selectFrom('webhook_endpoints as e')
-    .innerJoin('business_counters as c', (join) => join.onRef('c.business_id', '=', 'e.business_id').on('c.name', '=', 'event'))
-    .select(['e.id', 'e.business_id']).where('e.status', '=', 'enabled').where(whereLive('e'))
-    .whereRef('c.value', '>', 'e.cursor_sequence').execute();
+  const enabled = await db.selectFrom('webhook_endpoints as e')
+    .leftJoin('business_counters as c', (join) => join.onRef('c.business_id', '=', 'e.business_id').on('c.name', '=', 'event'))
+    .select(['e.id', 'e.business_id', 'e.cursor_sequence', 'c.value']).where('e.status', '=', 'enabled').where(whereLive('e'))
+    .execute();
+  const endpoints = enabled.filter((e) => e.value !== null && Number(e.value) > Number(e.cursor_sequence));
   const replays = await db.selectFrom('webhook_replays as r').innerJoin('webhook_endpoints as e', 'e.id', 'r.endpoint_id')
     .select(['r.id', 'r.business_id']).where('r.finished_at', 'is', null).where('e.status', '=', 'enabled').where(whereLive('e'))
     .execute();
-  return { endpoints, replays };
+  return { endpoints, replays, watched: new Set(enabled.map((e) => e.business_id)) };
 }
 
 /** A test event's delivery: its body is kept with it, and it waits for nothing. */

@@ -18,9 +18,13 @@ const config = { extension: true };
 
 export async function webhookRoutes(app: ApiInstance, deps: RouteDeps & { webhooks: WebhookSettings; clock: () => number; kick: () => void }) {
   const { db, runWrite, writes, webhooks: settings, clock, kick } = deps;
-  // Test events and replays are queued without an event of their own: the worker is told at once.
+  // Test events and replays are queued without an event of their own, and a new or re-enabled
+  // endpoint is not yet among the businesses the worker watches: after any successful change the
+  // worker is told at once.
+  // The hook is the whole /api/v1 scope's, so it looks at the route.
   app.addHook('onResponse', async (request, reply) => {
-    if (request.method === 'POST' && reply.statusCode === 202) kick();
+    if (request.method !== 'GET' && reply.statusCode >= 200 && reply.statusCode < 300
+      && request.routeOptions.url?.startsWith('/api/v1/webhook-endpoints')) kick();
   });
   const now = () => new Date(clock()).toISOString();
 

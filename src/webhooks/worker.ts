@@ -50,6 +50,10 @@ export function createWebhookWorker(deps: WorkerDeps) {
     name: 'supplyline_webhook_attempts_total', help: 'Webhook delivery attempts made by this instance, by outcome (succeeded, failed, gone: 410)',
     labelNames: ['outcome'], registers: [deps.registry],
   });
+  const passes = deps.registry && new Counter({
+    name: 'supplyline_webhook_passes_total', help: 'Full passes over the webhook queue by this instance (woken by a watched business\'s commit, a failure, or the idle timer)',
+    registers: [deps.registry],
+  });
   // Attempts being sent (at most `concurrency`), and sent but not yet recorded (bounded too, so a slow database slows claiming).
   let sending = 0;
   let unrecorded = 0;
@@ -63,6 +67,11 @@ export function createWebhookWorker(deps: WorkerDeps) {
   const outcomes: Array<{ claim: Claim; result: SendResult; final: boolean }> = [];
   const flights = new Set<Promise<void>>();
   const opened = new Map<string, string>();
+  // Businesses with an enabled endpoint, as of the last pass: only their commits wake the worker.
+  // Without this every write of every business cost a pass (four statements), which under load
+  // on SQLite's one connection delayed API requests. An endpoint made through another instance is
+  // found by the next idle pass (at most IDLE_MS); one made here kicks the worker itself.
+  let watched = new Set<string>();
 
   /** A full pass: queue from the log and replays, claim, and set the timer for the next due delivery. */
   function kick(): void {
@@ -81,6 +90,7 @@ export function createWebhookWorker(deps: WorkerDeps) {
   }
 
   async function pump(): Promise<void> {
+    passes?.inc();
     try {
       do {
         again = false;
@@ -97,6 +107,7 @@ export function createWebhookWorker(deps: WorkerDeps) {
 
   async function queueAll(): Promise<void> {
     const work = await queueWork(db);
+    watched = work.watched;
     for (const endpoint of work.endpoints) {
       while (!stopped && await writes.run({ businessId: endpoint.business_id, actor: SYSTEM }, (ctx) => queueFromLog(ctx, endpoint.id)) > 0) { /* next 500 */ }
     }
@@ -278,7 +289,10 @@ export function createWebhookWorker(deps: WorkerDeps) {
     start(): void {
       if (!stopped) return;
       stopped = false;
-      unlisten.off = deps.events.onNotify(() => kick());
+      unlisten.off = deps.events.onNotify((businessId) => {
+        // While a pass runs, `watched` may be about to gain this business: look again after it.
+        if (businessId === null || running || watched.has(businessId)) kick();
+      });
       kick();
     },
     /** Stops taking work, and waits (up to `waitMs`) for deliveries in flight to be recorded. */

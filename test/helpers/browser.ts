@@ -15,7 +15,12 @@ export function findChromium(): string {
 }
 
 export async function launchBrowser(): Promise<Browser> {
-  return chromium.launch({ executablePath: findChromium(), args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  // No background networking: this machine's network is closed, and Chromium's own calls home are refused or flagged.
+  return chromium.launch({
+    executablePath: findChromium(),
+    args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
 }
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
