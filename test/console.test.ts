@@ -142,21 +142,26 @@ describeEachBackend('the supplier console, in a browser', (ctx) => {
     assert.match(keyOpensConsole.headers.get('location') ?? '', /sign-in/);
   });
 
-  it('lets the owner add a user, and "sign out everywhere" ends the other sessions', async () => {
-    const first = await signIn('owner');
-    const second = await signIn('owner');
-    await second.goto(`${base}/console/team`);
-    assert.deepEqual(await accessibilityProblems(second), []);
-    await second.getByLabel('Email').fill(`new-${ctx().backend}@example.com`);
-    await second.getByLabel('Name', { exact: true }).fill('New Person');
-    await second.getByLabel('Role', { exact: true }).selectOption('viewer');
-    await second.getByRole('button', { name: 'Add user' }).click();
-    await second.getByText(`Added new-${ctx().backend}@example.com`).waitFor();
-    await screenshot(second, `${ctx().backend}-team`);
+  it('lets the owner add a user, and "sign out everywhere" (offered to every role) ends the other sessions', async () => {
+    const first = await signIn('admin');
+    const second = await signIn('admin');
+    const owner = await signIn('owner');
+    await owner.goto(`${base}/console/team`);
+    assert.deepEqual(await accessibilityProblems(owner), []);
+    await owner.getByLabel('Email').fill(`new-${ctx().backend}@example.com`);
+    await owner.getByLabel('Name', { exact: true }).fill('New Person');
+    await owner.getByLabel('Role', { exact: true }).selectOption('viewer');
+    await owner.getByRole('button', { name: 'Add user' }).click();
+    await owner.getByText(`Added new-${ctx().backend}@example.com`).waitFor();
+    await screenshot(owner, `${ctx().backend}-team`);
+    await second.goto(`${base}/console/orders`);
     await second.getByRole('button', { name: 'Sign out everywhere' }).click();
     await second.waitForURL(/sign-in/);
     await first.goto(`${base}/console/keys`);
     assert.match(first.url(), /sign-in/);
+    // Only that user's sessions: the owner is still signed in.
+    await owner.goto(`${base}/console/team`);
+    assert.match(owner.url(), /\/console\/team$/);
   });
 
   it('adds a webhook endpoint for a local receiver, sends a test event, and shows the delivery in the log', async () => {

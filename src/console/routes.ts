@@ -16,7 +16,8 @@ import { createUser, updateUser } from '../users/service.ts';
 import type { Role } from '../users/table.ts';
 import type { WriteRunner } from '../write/runner.ts';
 import { lastSequence } from '../events/log.ts';
-import { listEvents } from '../events/repository.ts';
+import { listLatestEvents } from '../events/repository.ts';
+import { RESOURCE_TYPES } from '../events/schema.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
 import { toIso } from '../lib/time.ts';
 import { listOrders } from '../orders/list-repository.ts';
@@ -86,11 +87,27 @@ function flattenChanges(changes: Record<string, unknown>, prefix = ''): Array<{ 
   return out;
 }
 
+/** The events feed shows only the resources of pages a role may open: viewers never see keys, webhooks or the team. */
+const HIDDEN_FROM: Record<Role, string[]> = { owner: [], admin: ['user'], viewer: ['api_key', 'webhook_endpoint', 'user'] };
+
 const GRACE_CHOICES = new Set([0, 3600, 86_400, 604_800]);
 const EXPIRY_DAYS = new Set([30, 90, 365]);
 const FORM_LIMIT = 16 * 1024;
 
 class Forbidden extends Error {}
+
+/** A request a browser says came from another site (Sec-Fetch-Site), or whose Origin is not this host. */
+function isCrossSite(request: FastifyRequest): boolean {
+  const site = request.headers['sec-fetch-site'];
+  if (site === 'cross-site' || site === 'same-site') return true;
+  const origin = request.headers.origin;
+  if (origin === undefined) return false;
+  try {
+    return new URL(origin).host !== request.headers.host;
+  } catch {
+    return true;
+  }
+}
 
 type Form = Record<string, string>;
 
@@ -123,12 +140,15 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
       .header('referrer-policy', 'same-origin').header('cache-control', 'no-store');
     request.consoleUser = await readSession(db, cookieValue(request.headers.cookie, SESSION_COOKIE), clock());
   });
-  // Every state-changing form carries the session's CSRF token.
+  // Every state-changing form carries the session's CSRF token; and no form is taken from another
+  // site, which also covers sign-in (no session yet, so no token): a page elsewhere cannot sign a
+  // visitor into an account of its choosing.
   app.addHook('preHandler', async (request, reply) => {
-    if (request.method !== 'POST' || request.url.split('?')[0] === '/console/sign-in') return;
+    if (request.method !== 'POST') return;
     const user = request.consoleUser;
     const form = (request.body ?? {}) as Form;
-    if (!user || !checkCsrf(user.token, form.csrf)) {
+    const signingIn = request.url.split('?')[0] === '/console/sign-in';
+    if (isCrossSite(request) || (!signingIn && (!user || !checkCsrf(user.token, form.csrf)))) {
       return reply.code(403).type('text/html; charset=utf-8')
         .view('message.eta', { title: 'Refused', user, csrf: user ? csrfTokenOf(user.token) : '', heading: 'Refused', message: 'This form has expired or did not come from the console. Reload the page and try again.' });
     }
@@ -291,21 +311,24 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     }
   });
 
-  const endpointPage = async (reply: FastifyReply, user: SessionUser, id: string, status: string | undefined, extra: Record<string, unknown> = {}) => {
+  const endpointPage = async (reply: FastifyReply, user: SessionUser, id: string, query: { status?: string; before?: string } = {}, extra: Record<string, unknown> = {}) => {
     const row = await findEndpointRow(db, user.businessId, id);
     if (!row) throw new ApiError('NOT_FOUND', 'No such webhook endpoint.');
-    const filter = DELIVERY_STATUSES.includes(status as never) ? status as DeliveryStatus : undefined;
-    const log = await listDeliveries(db, user.businessId, id, { status: filter, limit: 100 });
+    const filter = DELIVERY_STATUSES.includes(query.status as never) ? query.status as DeliveryStatus : undefined;
+    const before = query.before && /^whd_[0-9a-z]{1,40}$/.test(query.before) ? query.before : undefined;
+    const log = await listDeliveries(db, user.businessId, id, { status: filter, before, newestFirst: true, limit: 50 });
+    const last = log.items[log.items.length - 1];
+    const older = log.hasMore && last ? `/console/webhooks/${id}?${new URLSearchParams({ ...(filter ? { status: filter } : {}), before: last.id })}` : null;
     return page(reply, 'webhook.eta', user, {
       title: 'Webhook endpoint', section: 'webhooks', endpoint: toEndpoint(row, new Date(clock()).toISOString()),
-      deliveries: log.items, status: filter ?? '', canEdit: true, ...extra,
+      deliveries: log.items, status: filter ?? '', older, canEdit: true, ...extra,
     });
   };
   const idOf = (request: FastifyRequest) => (request.params as { id: string }).id;
 
   app.get('/console/webhooks/:id', async (request, reply) => {
     const user = signedIn(request, reply, ['owner', 'admin']);
-    return user ? endpointPage(reply, user, idOf(request), (request.query as { status?: string }).status) : reply;
+    return user ? endpointPage(reply, user, idOf(request), request.query as { status?: string; before?: string }) : reply;
   });
 
   app.post('/console/webhooks/:id', async (request, reply) => {
@@ -316,9 +339,9 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
       const status = ['enabled', 'paused', 'disabled'].includes(form.status) ? form.status as 'enabled' : undefined;
       await writes.run(actorOf(user), (ctx) => updateEndpoint(ctx, idOf(request), { eventTypes: checkTypes(typesOf(form.eventTypes)), status }, deps.webhooks));
       deps.kickWebhooks();
-      return endpointPage(reply, user, idOf(request), undefined, { notice: 'Saved.' });
+      return endpointPage(reply, user, idOf(request), {}, { notice: 'Saved.' });
     } catch (error) {
-      return endpointPage(reply.code(400), user, idOf(request), undefined, { error: problem(error) });
+      return endpointPage(reply.code(400), user, idOf(request), {}, { error: problem(error) });
     }
   });
 
@@ -327,7 +350,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     if (!user) return reply;
     await writes.run(actorOf(user), (ctx) => sendTestEvent(ctx, idOf(request)));
     deps.kickWebhooks();
-    return endpointPage(reply, user, idOf(request), undefined, { notice: 'A webhook.test event is on its way; it shows in the log below.' });
+    return endpointPage(reply, user, idOf(request), {}, { notice: 'A webhook.test event is on its way; it shows in the log below.' });
   });
 
   app.post('/console/webhooks/:id/rotate', async (request, reply) => {
@@ -336,7 +359,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     const grace = Number((request.body as Form).graceSeconds);
     if (!GRACE_CHOICES.has(grace)) throw new ApiError('VALIDATION_ERROR', 'Choose one of the offered grace periods.');
     const { secret } = await writes.run(actorOf(user), (ctx) => rotateSecret(ctx, idOf(request), grace, deps.webhooks));
-    return endpointPage(reply, user, idOf(request), undefined, { secret });
+    return endpointPage(reply, user, idOf(request), {}, { secret });
   });
 
   app.post('/console/webhooks/:id/replay', async (request, reply) => {
@@ -349,9 +372,9 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
       if (!Number.isSafeInteger(after) || !Number.isSafeInteger(until) || after < 0) throw new ApiError('VALIDATION_ERROR', 'Sequences are whole numbers.');
       await writes.run(actorOf(user), (ctx) => replayRange(ctx, idOf(request), after, until));
       deps.kickWebhooks();
-      return endpointPage(reply, user, idOf(request), undefined, { notice: `Replaying events ${after + 1} to ${until}.` });
+      return endpointPage(reply, user, idOf(request), {}, { notice: `Replaying events ${after + 1} to ${until}.` });
     } catch (error) {
-      return endpointPage(reply.code(400), user, idOf(request), undefined, { error: problem(error) });
+      return endpointPage(reply.code(400), user, idOf(request), {}, { error: problem(error) });
     }
   });
 
@@ -389,9 +412,10 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     if (!user) return reply;
     const order = await findOrder(db, user.businessId, idOf(request));
     if (!order) throw new ApiError('NOT_FOUND', 'No such order.');
-    const history = await listEvents(db, user.businessId, { after: 0, limit: 1000, resourceType: 'order', resourceId: order.id });
-    const events = history.items.map((e) => ({ ...e, changes: flattenChanges(e.data.changes ?? {}) }));
-    return page(reply, 'order.eta', user, { title: `Order ${order.internalReference}`, section: 'orders', order, events });
+    // The latest 200 of its events (all that retention kept), shown oldest first.
+    const history = await listLatestEvents(db, user.businessId, { limit: 200, resourceType: 'order', resourceId: order.id });
+    const events = history.reverse().map((e) => ({ ...e, changes: flattenChanges(e.data.changes ?? {}) }));
+    return page(reply, 'order.eta', user, { title: `Order ${order.internalReference}`, section: 'orders', order, events, partial: history.length === 200 });
   });
 
   // Events: the latest of the feed, newest first, filtered; the page refreshes itself (htmx).
@@ -400,13 +424,17 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     if (!user) return reply;
     const q = request.query as Record<string, string | undefined>;
     const self = `/console/events?${new URLSearchParams(Object.entries(q).filter(([, v]) => v) as [string, string][])}`;
-    const view = { title: 'Events', section: 'events', q, self, events: [] as unknown[], lastSequence: 0 };
+    const resourceTypes = RESOURCE_TYPES.filter((t) => !HIDDEN_FROM[user.role].includes(t));
+    const view = { title: 'Events', section: 'events', q, self, resourceTypes, events: [] as unknown[], lastSequence: 0 };
     try {
       const types = checkTypes(typesOf(q.types));
       if (q.resourceId && !/^[A-Za-z0-9_-]{1,64}$/.test(q.resourceId)) throw new ApiError('VALIDATION_ERROR', 'A resource id is letters, digits, _ and -.');
+      if (q.resourceType && !resourceTypes.includes(q.resourceType as never)) throw new ApiError('VALIDATION_ERROR', 'Choose one of the offered resource types.');
       const latest = await lastSequence(db, user.businessId);
-      const feed = await listEvents(db, user.businessId, { after: Math.max(0, latest - 5000), limit: 1000, types, resourceId: q.resourceId || undefined });
-      return page(reply, 'events.eta', user, { ...view, events: feed.items.slice(-100).reverse(), lastSequence: latest });
+      const events = await listLatestEvents(db, user.businessId, {
+        limit: 100, types, resourceType: q.resourceType || undefined, resourceId: q.resourceId || undefined, hiddenResourceTypes: HIDDEN_FROM[user.role],
+      });
+      return page(reply, 'events.eta', user, { ...view, events, lastSequence: latest });
     } catch (error) {
       return page(reply.code(400), 'events.eta', user, { ...view, error: problem(error) });
     }

@@ -49,9 +49,18 @@ export async function readEvents(db: Db, businessId: string, filter: EventFilter
   const bound = latest;
   if (bound <= filter.after) return { items: [], lastSequence: filter.after, hasMore: false };
 
-  let query = db.selectFrom('events').selectAll()
-    .where('business_id', '=', businessId).where('sequence', '>', filter.after).where('sequence', '<=', bound);
+  const query = matching(db, businessId, filter).where('sequence', '>', filter.after).where('sequence', '<=', bound);
+  const rows = await query.orderBy('sequence').limit(filter.limit + 1).execute();
+  const hasMore = rows.length > filter.limit;
+  const items = rows.slice(0, filter.limit);
+  return { items, lastSequence: hasMore ? Number(items[items.length - 1].sequence) : bound, hasMore };
+}
+
+/** The business's events that the filters take (types with `order.*` wildcards, resource type and id), unordered. */
+function matching(db: Db, businessId: string, filter: Omit<EventFilter, 'after' | 'limit'> & { hiddenResourceTypes?: string[] }) {
+  let query = db.selectFrom('events').selectAll().where('business_id', '=', businessId);
   if (filter.resourceType) query = query.where('resource_type', '=', filter.resourceType);
+  if (filter.hiddenResourceTypes && filter.hiddenResourceTypes.length > 0) query = query.where('resource_type', 'not in', filter.hiddenResourceTypes);
   if (filter.resourceId) query = query.where('resource_id', '=', filter.resourceId);
   if (filter.types && filter.types.length > 0) {
     const exact = filter.types.filter((t) => !t.endsWith('.*'));
@@ -61,10 +70,16 @@ export async function readEvents(db: Db, businessId: string, filter: EventFilter
       ...(kinds.length > 0 ? [eb('resource_type', 'in', kinds)] : []),
     ]));
   }
-  const rows = await query.orderBy('sequence').limit(filter.limit + 1).execute();
-  const hasMore = rows.length > filter.limit;
-  const items = rows.slice(0, filter.limit);
-  return { items, lastSequence: hasMore ? Number(items[items.length - 1].sequence) : bound, hasMore };
+  return query;
+}
+
+/**
+ * The newest `limit` events the filters take, newest first (the console's feed and timelines):
+ * whatever retention removed is simply not there, never a 410.
+ */
+export async function listLatestEvents(db: Db, businessId: string, filter: Omit<EventFilter, 'after'> & { hiddenResourceTypes?: string[] }): Promise<Event[]> {
+  const rows = await matching(db, businessId, filter).orderBy('sequence', 'desc').limit(filter.limit).execute();
+  return rows.map(toEvent);
 }
 
 /** A page of events as objects (the CLI, tests). */

@@ -24,17 +24,23 @@ export async function listEndpoints(db: Db, businessId: string, page: number, li
 
 export interface DeliveryFilter {
   status?: DeliveryStatus;
+  /** Oldest first, after this delivery id (the API). */
   after?: string;
+  /** Newest first, before this delivery id (the console's log); `after` is then not used. */
+  before?: string;
+  newestFirst?: boolean;
   limit: number;
 }
 
-/** An endpoint's deliveries, oldest first, each with its attempts. */
+/** An endpoint's deliveries, oldest first (or newest first), each with its attempts. */
 export async function listDeliveries(db: Db, businessId: string, endpointId: string, filter: DeliveryFilter) {
   let query = db.selectFrom('webhook_deliveries').selectAll()
     .where('business_id', '=', businessId).where('endpoint_id', '=', endpointId);
   if (filter.status) query = query.where('status', '=', filter.status);
-  if (filter.after) query = query.where('id', '>', filter.after);
-  const rows = await query.orderBy('id').limit(filter.limit + 1).execute();
+  if (filter.newestFirst) {
+    if (filter.before) query = query.where('id', '<', filter.before);
+  } else if (filter.after) query = query.where('id', '>', filter.after);
+  const rows = await query.orderBy('id', filter.newestFirst ? 'desc' : 'asc').limit(filter.limit + 1).execute();
   const hasMore = rows.length > filter.limit;
   const page = rows.slice(0, filter.limit);
   const attempts = page.length === 0 ? [] : await db.selectFrom('webhook_attempts').selectAll()
