@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { createSupplylineClient, SupplylineError, type Event, type SupplylineClient } from '../clients/typescript/src/index.ts';
 import { baseEnv, cliCreateBusiness, createPgDatabase, DELIVERY, PG_URL, sleep, startServer, type Server, type Tenant } from './reliability/helpers.ts';
 
-type Fault = 'drop-before' | 'drop-after' | '429' | '503';
+type Fault = 'drop-before' | 'drop-after' | '429' | '429-long' | '503' | '409-in-use';
 
 /** Forwards to `target`; each queued fault is used by one request. Counts requests per method and path. */
 function faultProxy() {
@@ -23,6 +23,8 @@ function faultProxy() {
     const fault = req.url!.startsWith('/api/v1/events') ? undefined : faults.shift();
     if (fault === 'drop-before') { req.socket.destroy(); return; }
     if (fault === '429') { res.writeHead(429, { 'retry-after': '1', 'content-type': 'application/json' }); res.end('{"errorCode":"RATE_LIMITED","message":"slow down"}'); return; }
+    if (fault === '429-long') { res.writeHead(429, { 'retry-after': '120', 'content-type': 'application/json' }); res.end('{"errorCode":"RATE_LIMITED","message":"slow down"}'); return; }
+    if (fault === '409-in-use') { res.writeHead(409, { 'content-type': 'application/json' }); res.end('{"errorCode":"IDEMPOTENCY_KEY_IN_USE","message":"A request with this Idempotency-Key is in progress"}'); return; }
     if (fault === '503') { res.writeHead(503, { 'content-type': 'application/json' }); res.end('{"errorCode":"SERVICE_UNAVAILABLE","message":"busy"}'); return; }
     const upstream = httpRequest(target + req.url, { method: req.method, headers: req.headers }, (up) => {
       if (fault === 'drop-after') { up.resume(); up.on('end', () => req.socket.destroy()); return; }
@@ -114,6 +116,73 @@ for (const backend of backendList) {
       await assert.rejects(stranger.orders.page(), (error: unknown) => error instanceof SupplylineError && error.status === 401);
     });
 
+    it('retries a 409 IDEMPOTENCY_KEY_IN_USE with the same key, and returns a 429 whose Retry-After is longer than it may wait', async () => {
+      proxy.faults.push('409-in-use');
+      const before = proxy.seen.length;
+      const buyer = await client.buyers.create({ buyer: { name: 'Retried Foods' } } as never);
+      assert.match(buyer.id, /^phm_/);
+      const posts = proxy.seen.slice(before).filter((s) => s.startsWith('POST /api/v1/buyers'));
+      assert.equal(posts.length, 2);
+      assert.equal(new Set(posts).size, 1, 'the retry sent the same Idempotency-Key');
+
+      proxy.faults.push('429-long');
+      const started = Date.now();
+      const seen = proxy.seen.length;
+      await assert.rejects(client.items.page(), (error: unknown) => error instanceof SupplylineError && error.status === 429);
+      assert.ok(Date.now() - started < 5000, 'did not wait out, nor cut short, a Retry-After of 120 s');
+      assert.equal(proxy.seen.length - seen, 1, 'not retried sooner than the server asked');
+    });
+
+    it('cuts off an attempt that outlives the total time', async () => {
+      const hanging = createServer(() => { /* never answers */ });
+      await new Promise<void>((r) => hanging.listen(0, '127.0.0.1', r));
+      try {
+        const slow = createSupplylineClient({
+          baseUrl: `http://127.0.0.1:${(hanging.address() as { port: number }).port}`, businessId: tenant.businessId, apiKey: tenant.apiKey,
+          retry: { totalTimeoutMs: 500, baseDelayMs: 10 },
+        });
+        const started = Date.now();
+        await assert.rejects(slow.items.page());
+        assert.ok(Date.now() - started < 3000, `ended after ${Date.now() - started} ms`);
+      } finally {
+        hanging.closeAllConnections();
+        await new Promise<void>((r) => hanging.close(() => r()));
+      }
+    });
+
+    it('manages webhook endpoints and reads each resource\'s history', async () => {
+      // https://localhost: accepted when saved (a name), refused at delivery (it resolves to loopback): nothing leaves the machine.
+      const created = await client.webhookEndpoints.create({ url: 'https://localhost/supplyline', eventTypes: ['item.*'] } as never);
+      assert.match(created.secret, /^whsec_/);
+      const read = await client.webhookEndpoints.get(created.id);
+      assert.equal(read.data.status, 'enabled');
+      assert.ok(!('secret' in (read.data as object)));
+      const ids: string[] = [];
+      for await (const endpoint of client.webhookEndpoints.list()) ids.push(endpoint.id);
+      assert.ok(ids.includes(created.id));
+      const rotated = await client.webhookEndpoints.rotateSecret(created.id, { gracePeriodSeconds: 60 });
+      assert.notEqual(rotated.secret, created.secret);
+      assert.equal((await client.webhookEndpoints.test(created.id)).endpointStatus, 'enabled');
+      const item = await client.items.create({ item: { name: 'Historied' }, variants: [{ variantName: 'One', currency: 'AUD', price: 2, cost: 1 }] } as never);
+      await client.items.patch(item.id, { name: 'Historied, renamed' });
+      const history: string[] = [];
+      for await (const event of client.items.events(item.id)) history.push(event.type);
+      assert.deepEqual(history, ['item.created', 'item.updated']);
+      const last = (await client.events.list({ after: 0, limit: 1000 })).lastSequence;
+      const replay = await client.webhookEndpoints.replay(created.id, { afterSequence: 0, untilSequence: last });
+      assert.equal(replay.untilSequence, last);
+      let tests = 0;
+      for (let i = 0; i < 100 && tests === 0; i++) {
+        for await (const delivery of client.webhookEndpoints.deliveries(created.id)) if (delivery.eventType === 'webhook.test') tests++;
+        if (tests === 0) await sleep(50);
+      }
+      assert.equal(tests, 1, 'the test event is in the delivery log');
+      const paused = await client.webhookEndpoints.patch(created.id, { status: 'paused' } as never);
+      assert.equal(paused.data.status, 'paused');
+      await client.webhookEndpoints.delete(created.id);
+      await assert.rejects(client.webhookEndpoints.get(created.id), (error: unknown) => error instanceof SupplylineError && error.status === 404);
+    });
+
     it('exposes the ETag and sends If-Match on patches', async () => {
       const [order] = await client.orders.page().then((p) => p.items);
       const read = await client.orders.get(order.id);
@@ -178,6 +247,19 @@ for (const backend of backendList) {
       });
       await assert.rejects(async () => { for await (const _ of skipping.events.follow({ after: 0 })) { /* read */ } }, (error: unknown) =>
         error instanceof ResyncRequiredError && error.reason === 'gap' && error.after === 1);
+    });
+
+    it('reports a feed below the retained range (410) as a resynchronisation error', async () => {
+      const { ResyncRequiredError } = await import('../clients/typescript/src/errors.ts');
+      const purged = createSupplylineClient({
+        baseUrl: proxyBase, businessId: tenant.businessId, apiKey: tenant.apiKey,
+        fetch: async (input, init) => {
+          if (!new Request(input, init).url.includes('/api/v1/events')) return fetch(input, init);
+          return Response.json({ errorCode: 'GONE', message: 'Events up to 40 are no longer retained; the oldest is 41' }, { status: 410 });
+        },
+      });
+      await assert.rejects(async () => { for await (const _ of purged.events.follow({ after: 3 })) { /* read */ } }, (error: unknown) =>
+        error instanceof ResyncRequiredError && error.reason === 'gone' && error.after === 3);
     });
 
     it('exports then follows: the mirror-orders example ends equal to the server', async () => {

@@ -313,13 +313,23 @@ describeEachBackend('webhook delivery', (ctx) => {
     const t = await ctx().createTenant();
     const endpoint = await createEndpoint(ctx(), t, { url: receiver.url, eventTypes: ['item.*'], status: 'paused' });
     for (let i = 0; i < 3; i++) await createItem(ctx(), t, `Held ${i}`);
+    // Every answer about the endpoint says it is paused, so a test event or a replay is not a silent wait.
+    const test = await ctx().request('POST', `/api/v1/webhook-endpoints/${endpoint.id}/test`, { as: t });
+    assert.equal(test.body.endpointStatus, 'paused');
+    const log = await ctx().request('GET', `/api/v1/webhook-endpoints/${endpoint.id}/deliveries`, { as: t });
+    assert.equal(log.body.endpointStatus, 'paused');
+    const last = (await feed(ctx(), t)).at(-1).sequence;
+    const replay = await ctx().request('POST', `/api/v1/webhook-endpoints/${endpoint.id}/replay`, { as: t, body: { afterSequence: last - 1, untilSequence: last } });
+    assert.equal(replay.status, 202, JSON.stringify(replay.body));
+    assert.equal(replay.body.endpointStatus, 'paused');
     await new Promise((resolve) => setTimeout(resolve, 300));
     assert.equal(receiver.received.length, 0);
     await ctx().request('PATCH', `/api/v1/webhook-endpoints/${endpoint.id}`, { as: t, body: { status: 'enabled' } });
-    const got = await receiver.until((r) => r.length === 3);
-    const sequences = got.map((r) => r.event.sequence);
-    assert.deepEqual([...sequences].sort((a, b) => a - b), sequences.slice().sort((a, b) => a - b));
-    assert.deepEqual(got.map((r) => r.event.data.object.name).sort(), ['Held 0', 'Held 1', 'Held 2']);
+    // The three items' events, the test event, and the replayed last event.
+    const got = await receiver.until((r) => r.length === 5);
+    assert.equal(got.filter((r) => r.event.type === 'webhook.test').length, 1);
+    const names = got.filter((r) => r.event.type === 'item.created').map((r) => r.event.data.object.name).sort();
+    assert.deepEqual(names, ['Held 0', 'Held 1', 'Held 2', 'Held 2']);
   });
 }, webhooks({}));
 

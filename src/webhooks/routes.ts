@@ -125,6 +125,6 @@ export async function webhookRoutes(app: ApiInstance, deps: RouteDeps & { webhoo
   }, async (request) => {
     const row = await findEndpointRow(db, request.businessId, request.params.id);
     if (!row) throw notFound(ENDPOINT_NOT_FOUND);
-    return listDeliveries(db, request.businessId, row.id, request.query);
+    return { ...await listDeliveries(db, request.businessId, row.id, request.query), endpointStatus: row.status };
   });
 }

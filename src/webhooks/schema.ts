@@ -109,11 +109,13 @@ export const ReplayResponse = Type.Object({
   afterSequence: Type.Integer({ minimum: 0 }),
   untilSequence: Type.Integer({ minimum: 0 }),
   createdAt: Type.String({ format: 'date-time' }),
+  endpointStatus: Type.Enum([...ENDPOINT_STATUSES], { description: 'The endpoint\'s status now: a paused endpoint holds what is queued until it is enabled; a disabled one sends nothing' }),
 }, { title: 'WebhookReplay' });
 
 export const TestResponse = Type.Object({
   deliveryId: Type.String({ description: 'The test delivery; follow it in the delivery log', examples: ['whd_01jd5x8m2k3n4p5q6r7s8t9v0w'] }),
   eventId: Type.String({ examples: ['evt_01jd5x8m2k3n4p5q6r7s8t9v0w'] }),
+  endpointStatus: Type.Enum([...ENDPOINT_STATUSES], { description: 'The endpoint\'s status now: a paused endpoint holds what is queued until it is enabled; a disabled one sends nothing' }),
 }, { title: 'WebhookTest' });
 
 const Attempt = Type.Object({
@@ -151,4 +153,5 @@ export const ListDeliveriesQuery = Type.Object({
 export const DeliveryPage = Type.Object({
   items: Type.Array(DeliveryResponse),
   hasMore: Type.Boolean(),
+  endpointStatus: Type.Enum([...ENDPOINT_STATUSES], { description: 'The endpoint\'s status now: a paused endpoint holds what is queued until it is enabled; a disabled one sends nothing' }),
 }, { title: 'WebhookDeliveryPage' });

@@ -150,12 +150,12 @@ export async function sendTestEvent(ctx: WriteContext, id: string) {
     occurredAt: ctx.now, actor: ctx.actor, requestId: ctx.requestId, idempotencyKey: ctx.idempotencyKey, data: { object: endpoint },
   };
   const deliveryId = await queueTestDelivery(ctx, id, eventId, JSON.stringify(event));
-  return { deliveryId, eventId };
+  return { deliveryId, eventId, endpointStatus: row.status };
 }
 
 /** Queues the events after `after` up to `until` again, in order; the worker reads them from the log 500 at a time. */
 export async function replayRange(ctx: WriteContext, id: string, after: number, until: number) {
-  await liveEndpoint(ctx, id);
+  const endpoint = await liveEndpoint(ctx, id);
   const latest = await lastSequence(ctx.trx, ctx.businessId);
   if (until <= after) throw validationError({ untilSequence: 'Must be greater than afterSequence' });
   if (until > latest) throw validationError({ untilSequence: `Must be at most the latest event's sequence, ${latest}` });
@@ -168,5 +168,5 @@ export async function replayRange(ctx: WriteContext, id: string, after: number, 
   if (Number(open.n) >= 10) throw conflict('This endpoint already has 10 replays in progress; wait for one to finish');
   const replay = { id: newId('whr'), business_id: ctx.businessId, endpoint_id: id, after_sequence: after, until_sequence: until, cursor_sequence: after, created_at: ctx.now, finished_at: null };
   await ctx.trx.insertInto('webhook_replays').values(replay).execute();
-  return { id: replay.id, endpointId: id, afterSequence: after, untilSequence: until, createdAt: ctx.now };
+  return { id: replay.id, endpointId: id, afterSequence: after, untilSequence: until, createdAt: ctx.now, endpointStatus: endpoint.status };
 }

@@ -37,6 +37,8 @@ export interface FollowOptions {
   onError?: (error: unknown) => void;
 }
 
+const WEBHOOKS = '/api/v1/webhook-endpoints';
+
 async function fail(response: Response): Promise<never> {
   const body = await response.json().catch(() => undefined) as ErrorBody | undefined;
   throw new SupplylineError(response.status, body, response.headers.get('x-request-id'));
@@ -53,6 +55,9 @@ export function createSupplylineClient(options: ClientOptions) {
   const baseFetch = options.fetch ?? globalThis.fetch;
   const auth = { 'X-Business-Id': options.businessId, 'X-API-Key': options.apiKey };
   const send = retryingFetch((input, init) => baseFetch(input, init), options.retry);
+  // Long polls wait up to 30 s before answering; exports stream for as long as the data takes.
+  const poll = retryingFetch((input, init) => baseFetch(input, init), { ...options.retry, totalTimeoutMs: Math.max(options.retry?.totalTimeoutMs ?? 0, 45_000) });
+  const stream = retryingFetch((input, init) => baseFetch(input, init), { ...options.retry, cutOff: false });
   const raw: Client<paths> = createClient<paths>({ baseUrl: options.baseUrl, headers: auth, fetch: send });
   const url = (path: string, query: Query = {}) => {
     const u = new URL(path, options.baseUrl);
@@ -81,6 +86,22 @@ export function createSupplylineClient(options: ClientOptions) {
     }
   }
 
+  /** Every item of a list paged by a cursor (`hasMore`), each next page asked for with `next(page)`. */
+  async function* continuing<T, P extends { items: T[]; hasMore: boolean }>(path: string, query: Query, next: (page: P) => Query): AsyncGenerator<T> {
+    let current = query;
+    for (;;) {
+      const { data } = await call<P>('GET', path, { query: current });
+      yield* data.items;
+      if (!data.hasMore || data.items.length === 0) return;
+      current = { ...query, ...next(data) };
+    }
+  }
+
+  type EventPage = { items: Event[]; lastSequence: number; hasMore: boolean };
+  /** One resource's history, oldest first (GET {path}/{id}/events), also after it was deleted. */
+  const history = (path: string) => (id: string, opts: { after?: number } = {}) =>
+    continuing<Event, EventPage>(`${path}/${encodeURIComponent(id)}/events`, { after: opts.after ?? 0, limit: 1000 }, (p) => ({ after: p.lastSequence }));
+
   function resource<T, C, P, R = unknown>(path: string) {
     return {
       list: (query: Query = {}, pageSize?: number) => paginate<T>(path, query, pageSize),
@@ -101,7 +122,7 @@ export function createSupplylineClient(options: ClientOptions) {
     while (!opts.signal?.aborted) {
       let response: Response;
       try {
-        response = await send(url('/api/v1/events', { after, wait, limit: 1000, types: opts.types?.join(',') }), { headers: auth, signal: opts.signal });
+        response = await poll(url('/api/v1/events', { after, wait, limit: 1000, types: opts.types?.join(',') }), { headers: auth, signal: opts.signal });
       } catch (error) {
         if (opts.signal?.aborted) return;
         opts.onError?.(error);
@@ -134,6 +155,7 @@ export function createSupplylineClient(options: ClientOptions) {
 
   const orders = {
     ...resource<Order, never, Schemas['UpdateOrderBody']>('/api/v1/orders'),
+    events: history('/api/v1/orders'),
     /** POST /api/v1/buyers/{buyerId}/orders: an order priced from the buyer's item list. */
     create: (buyerId: string, body: Schemas['CreateOrderBody']) =>
       call<Order>('POST', `/api/v1/buyers/${encodeURIComponent(buyerId)}/orders`, { body }).then((r) => r.data),
@@ -145,7 +167,7 @@ export function createSupplylineClient(options: ClientOptions) {
     },
     /** Every live order of the export (NDJSON) and the event sequence the snapshot holds. */
     async export(signal?: AbortSignal): Promise<{ sequence: number; orders: Order[] }> {
-      const response = await send(url('/api/v1/orders/export'), { headers: auth, signal });
+      const response = await stream(url('/api/v1/orders/export'), { headers: auth, signal });
       if (!response.ok) return fail(response);
       const sequence = Number(response.headers.get('supplyline-event-sequence'));
       const text = await response.text();
@@ -164,10 +186,26 @@ export function createSupplylineClient(options: ClientOptions) {
     call,
     paginate,
     orders,
-    items: resource<Schemas['Item'], Schemas['CreateItemBody'], Schemas['UpdateItemBody'], Schemas['ItemCreated']>('/api/v1/items'),
-    buyers: resource<Schemas['Buyer'], Schemas['CreateBuyerBody'], Schemas['UpdateBuyerBody'], Schemas['BuyerCreated']>('/api/v1/buyers'),
+    items: { ...resource<Schemas['Item'], Schemas['CreateItemBody'], Schemas['UpdateItemBody'], Schemas['ItemCreated']>('/api/v1/items'), events: history('/api/v1/items') },
+    buyers: { ...resource<Schemas['Buyer'], Schemas['CreateBuyerBody'], Schemas['UpdateBuyerBody'], Schemas['BuyerCreated']>('/api/v1/buyers'), events: history('/api/v1/buyers') },
     priceLists: resource<Schemas['PriceList'], Schemas['CreatePriceListBody'], never, Schemas['PriceListCreated']>('/api/v1/pricing'),
-    invoices: resource<Schemas['Invoice'], Schemas['CreateInvoiceBody'], Schemas['UpdateInvoiceBody'], Schemas['Invoice']>('/api/v1/invoices'),
+    invoices: { ...resource<Schemas['Invoice'], Schemas['CreateInvoiceBody'], Schemas['UpdateInvoiceBody'], Schemas['Invoice']>('/api/v1/invoices'), events: history('/api/v1/invoices') },
+    webhookEndpoints: {
+      ...resource<Schemas['WebhookEndpoint'], Schemas['CreateWebhookEndpoint'], Schemas['UpdateWebhookEndpoint'], Schemas['WebhookEndpointWithSecret']>(WEBHOOKS),
+      /** A new signing secret, shown this once; the old one keeps signing for `gracePeriodSeconds`. */
+      rotateSecret: (id: string, body: Schemas['RotateWebhookSecret']) =>
+        call<Schemas['WebhookEndpointWithSecret']>('POST', `${WEBHOOKS}/${encodeURIComponent(id)}/rotate-secret`, { body }).then((r) => r.data),
+      /** Sends a webhook.test event to this endpoint only. */
+      test: (id: string) => call<Schemas['WebhookTest']>('POST', `${WEBHOOKS}/${encodeURIComponent(id)}/test`).then((r) => r.data),
+      /** Delivers the events after `afterSequence` up to `untilSequence` again, in order. */
+      replay: (id: string, body: Schemas['ReplayWebhookEvents']) =>
+        call<Schemas['WebhookReplay']>('POST', `${WEBHOOKS}/${encodeURIComponent(id)}/replay`, { body }).then((r) => r.data),
+      /** Every delivery of the endpoint, oldest first, with its attempts. */
+      deliveries: (id: string, query: { status?: Schemas['WebhookDelivery']['status'] } = {}) =>
+        continuing<Schemas['WebhookDelivery'], Schemas['WebhookDeliveryPage']>(
+          `${WEBHOOKS}/${encodeURIComponent(id)}/deliveries`, { ...query, limit: 100 }, (p) => ({ after: p.items[p.items.length - 1].id }),
+        ),
+    },
     events: {
       follow,
       list: (query: Query = {}) => call<{ items: Event[]; lastSequence: number; hasMore: boolean }>('GET', '/api/v1/events', { query }).then((r) => r.data),

@@ -3,10 +3,12 @@ export interface RetryOptions {
   maxAttempts?: number;
   /** First backoff in ms, doubled per attempt, with full jitter (default 200). */
   baseDelayMs?: number;
-  /** Longest single wait in ms (default 10 000). */
+  /** Longest single wait in ms (default 10 000); a Retry-After asking for longer is not retried but returned. */
   maxDelayMs?: number;
-  /** No retry starts after this many ms since the call began (default 30 000). */
+  /** The whole call, attempts and waits, ends within this many ms (default 30 000): no retry starts that would pass it, and an attempt is cut off at it. */
   totalTimeoutMs?: number;
+  /** Whether an attempt is cut off when the total time runs out (default true; off for streams such as exports, whose body may take longer). */
+  cutOff?: boolean;
 }
 
 const sleep = (ms: number, signal?: AbortSignal | null) => new Promise<void>((resolve, reject) => {
@@ -39,7 +41,7 @@ const WRITES = new Set(['POST', 'PATCH']);
  * exponential backoff and full jitter, within a bounded total time. Other answers return at once.
  */
 export function retryingFetch(base: typeof fetch, options: RetryOptions = {}): typeof fetch {
-  const { maxAttempts = 5, baseDelayMs = 200, maxDelayMs = 10_000, totalTimeoutMs = 30_000 } = options;
+  const { maxAttempts = 5, baseDelayMs = 200, maxDelayMs = 10_000, totalTimeoutMs = 30_000, cutOff = true } = options;
   return async (input, init) => {
     const first = new Request(input, init);
     const headers = new Headers(first.headers);
@@ -47,7 +49,11 @@ export function retryingFetch(base: typeof fetch, options: RetryOptions = {}): t
     const body = first.body ? await first.arrayBuffer() : undefined;
     const started = Date.now();
     for (let attempt = 1; ; attempt++) {
-      const request = new Request(first.url, { method: first.method, headers, body, signal: first.signal });
+      // Each attempt gets what is left of the total time, so a server that never answers cannot hold the call.
+      const left = Math.max(1, totalTimeoutMs - (Date.now() - started));
+      const timeout = cutOff ? AbortSignal.timeout(left) : null;
+      const signal = first.signal && timeout ? AbortSignal.any([first.signal, timeout]) : first.signal ?? timeout;
+      const request = new Request(first.url, { method: first.method, headers, body, signal });
       let response: Response | undefined;
       let failure: unknown;
       try {
@@ -58,8 +64,11 @@ export function retryingFetch(base: typeof fetch, options: RetryOptions = {}): t
         failure = error;
       }
       const backoff = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1)) * Math.random();
-      const wait = Math.min(maxDelayMs, Math.max(backoff, retryAfterMs(response?.headers.get('retry-after') ?? null) ?? 0));
-      if (attempt >= maxAttempts || Date.now() - started + wait > totalTimeoutMs) {
+      const asked = retryAfterMs(response?.headers.get('retry-after') ?? null);
+      // Never sooner than the server asked: when it asks for longer than one wait may be, or than
+      // the time left, the answer goes back to the caller instead.
+      const wait = Math.max(backoff, asked ?? 0);
+      if (attempt >= maxAttempts || (asked !== null && asked > maxDelayMs) || Date.now() - started + wait > totalTimeoutMs) {
         if (response) return response;
         throw failure;
       }

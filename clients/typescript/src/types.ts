@@ -1625,6 +1625,11 @@ export interface components {
             deliveryId: string;
             /** @example evt_01jd5x8m2k3n4p5q6r7s8t9v0w */
             eventId: string;
+            /**
+             * @description The endpoint's status now: a paused endpoint holds what is queued until it is enabled; a disabled one sends nothing
+             * @enum {unknown}
+             */
+            endpointStatus: "enabled" | "paused" | "disabled";
         };
         ReplayWebhookEvents: {
             /** @description Replay events with a sequence above this one */
@@ -1640,6 +1645,11 @@ export interface components {
             untilSequence: number;
             /** Format: date-time */
             createdAt: string;
+            /**
+             * @description The endpoint's status now: a paused endpoint holds what is queued until it is enabled; a disabled one sends nothing
+             * @enum {unknown}
+             */
+            endpointStatus: "enabled" | "paused" | "disabled";
         };
         WebhookAttempt: {
             /** @description Counts from 1 */
@@ -1674,6 +1684,11 @@ export interface components {
         WebhookDeliveryPage: {
             items: components["schemas"]["WebhookDelivery"][];
             hasMore: boolean;
+            /**
+             * @description The endpoint's status now: a paused endpoint holds what is queued until it is enabled; a disabled one sends nothing
+             * @enum {unknown}
+             */
+            endpointStatus: "enabled" | "paused" | "disabled";
         };
     };
     responses: never;
