@@ -1,7 +1,10 @@
 import type { AddressInfo } from 'node:net';
 import { createApp, loggerOptions } from './app.ts';
 import { countBusinesses } from './businesses/repository.ts';
-import { openBusiness } from './businesses/service.ts';
+import { createBusiness } from './businesses/service.ts';
+import { isUniqueViolation } from './db/dialect.ts';
+import { ApiError } from './lib/errors.ts';
+import { newId } from './lib/ids.ts';
 import { createWriteRunner, SYSTEM } from './write/runner.ts';
 import { createUser } from './users/service.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
@@ -67,13 +70,9 @@ async function main() {
   const { port } = app.server.address() as AddressInfo;
   // A first start on an empty database gets a demo business, so that curl works straight away.
   // It is made only once listening succeeded, so its key is never created without being shown.
-  const demo = (await countBusinesses(db)) === 0
-    ? await openBusiness(createWriteRunner(db), 'Demo Supplier')
-    : null;
-  // ... and an owner for its console, whose password is shown with the key.
-  const demoOwner = demo
-    ? await createWriteRunner(db).run({ businessId: demo.businessId, actor: SYSTEM }, (ctx) => createUser(ctx, { email: 'owner@demo.example', name: 'Demo Owner', role: 'owner' }))
-    : null;
+  const seeded = (await countBusinesses(db)) === 0 ? await seedDemo(db) : null;
+  const demo = seeded?.business;
+  const demoOwner = seeded?.owner;
   const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   if (demo) {
     console.log([
@@ -93,6 +92,23 @@ async function main() {
   }
   console.log(`Supplyline is listening on ${base} (database ${handle.describe}); API docs at ${base}/docs`);
 
+}
+
+/**
+ * The demo business and an owner for its console (whose password is shown with the key), in one
+ * write. Instances started together on an empty database all try; the owner's email is unique, so
+ * one write commits and the others roll back whole: one demo, shown by the instance that made it.
+ */
+async function seedDemo(db: Parameters<typeof createWriteRunner>[0]) {
+  try {
+    return await createWriteRunner(db).run({ businessId: newId('bus'), actor: SYSTEM }, async (ctx) => ({
+      business: await createBusiness(ctx, 'Demo Supplier'),
+      owner: await createUser(ctx, { email: 'owner@demo.example', name: 'Demo Owner', role: 'owner' }),
+    }));
+  } catch (error) {
+    if (isUniqueViolation(error) || (error instanceof ApiError && error.code === 'CONFLICT')) return null;
+    throw error;
+  }
 }
 
 main().catch((error) => {

@@ -28,8 +28,17 @@ describe('Three instances on one PostgreSQL and one Redis', () => {
     await database?.drop();
   });
 
-  it('migrated once, and every instance serves', { skip: skip ?? false }, async () => {
+  it('migrated once, seeded one demo business with its console owner, and every instance serves', { skip: skip ?? false }, async () => {
     for (const s of servers) assert.equal((await call(s.base, 'GET', '/readyz')).status, 200);
+    // Each instance found the database empty and tried to seed the demo; one write won, whole.
+    assert.equal(servers.filter((s) => s.output().includes('Created a demo business')).length, 1, servers.map((s) => s.output()).join('\n---\n'));
+    const pgDemo = (await import('pg')).default;
+    const demo = new pgDemo.Client({ connectionString: database!.url });
+    await demo.connect();
+    const businesses = (await demo.query('select count(*)::int as n from businesses')).rows[0].n;
+    const owners = (await demo.query("select count(*)::int as n from users where email = 'owner@demo.example'")).rows[0].n;
+    await demo.end();
+    assert.deepEqual({ businesses, owners }, { businesses: 1, owners: 1 });
     const t = await fresh('Migrations');
     for (const s of servers) assert.equal((await call(s.base, 'GET', '/api/v1/items', { as: t })).status, 200);
     const pg = (await import('pg')).default;
