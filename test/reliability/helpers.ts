@@ -42,6 +42,18 @@ const exited = (child: ChildProcess) => new Promise<void>((resolve) => {
 });
 
 /** Spawns `node --import tsx src/server.ts` on a free port and waits for "listening on". */
+/**
+ * Starts `count` servers at once. If one fails to start, the others are killed before the error is
+ * thrown: a server left running would hold the test process open, and CI with it.
+ */
+export async function startServers(count: number, env: Record<string, string>): Promise<Server[]> {
+  const results = await Promise.allSettled(Array.from({ length: count }, () => startServer(env)));
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (!failed) return results.map((r) => (r as PromiseFulfilledResult<Server>).value);
+  await Promise.all(results.map((r) => (r.status === 'fulfilled' ? r.value.kill() : undefined)));
+  throw failed.reason;
+}
+
 export function startServer(env: Record<string, string>, timeoutMs = 60_000): Promise<Server> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
     env: { ...baseEnv, PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_RPS: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'],

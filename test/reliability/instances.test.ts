@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
-  call, cliCreateBusiness, createCatalogue, createPgDatabase, missing, orderBody, pool, REDIS_URL, startServer,
+  call, cliCreateBusiness, createCatalogue, createPgDatabase, missing, orderBody, pool, REDIS_URL, startServer, startServers,
   type Server, type Tenant,
 } from './helpers.ts';
 
@@ -19,9 +19,9 @@ describe('Three instances on one PostgreSQL and one Redis', () => {
     if (skip) return;
     database = await createPgDatabase();
     // All three start at once on the empty database: the migrations race, and must run once.
-    servers = await Promise.all([0, 1, 2].map(() => startServer({
+    servers = await startServers(3, {
       DATABASE_URL: database!.url, REDIS_URL: REDIS_URL!, RATE_LIMIT_RPS: String(RATE), RATE_LIMIT_BURST: String(BURST),
-    })));
+    });
   });
   after(async () => {
     await Promise.all(servers.map((s) => s.stop()));

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { startReceiver } from '../helpers/receiver.ts';
 import {
-  call, cliCreateBusiness, createCatalogue, createPgDatabase, missing, orderBody, sleep, startServer, type Server,
+  call, cliCreateBusiness, createCatalogue, createPgDatabase, missing, orderBody, sleep, startServer, startServers, type Server,
 } from './helpers.ts';
 
 describe('Webhook delivery by three instances on one PostgreSQL, one killed mid-delivery', () => {
@@ -27,7 +27,7 @@ describe('Webhook delivery by three instances on one PostgreSQL, one killed mid-
       WEBHOOK_TIMEOUT_MS: '2000', WEBHOOK_RETRY_SCHEDULE: '0,1,1,1,1,1,1,1,1,1', WEBHOOK_CONCURRENCY: '8',
     };
     servers = [await startServer(env)];
-    servers.push(...await Promise.all([1, 2].map(() => startServer(env))));
+    servers.push(...await startServers(2, env));
   });
   after(async () => {
     await Promise.all(servers.map((s) => s.stop()));

@@ -1,0 +1,59 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { listApiKeys } from '../businesses/repository.ts';
+import { createApiKey, revokeApiKey, rotateApiKey } from '../businesses/service.ts';
+import { ApiError } from '../lib/errors.ts';
+import { GRACE_CHOICES, type ConsoleKit, type Form } from './kit.ts';
+import type { SessionUser } from './session.ts';
+
+const EXPIRY_DAYS = new Set([30, 90, 365]);
+
+/** API keys (owners and admins): list, create (shown once), rotate with a grace period, revoke. */
+export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
+  const { page, signedIn, actorOf } = kit;
+  const { db, writes, clock } = kit.deps;
+  const keysPage = async (reply: FastifyReply, user: SessionUser, created?: { apiKey: string; replaces?: string }) => {
+    const now = new Date(clock()).toISOString();
+    const keys = (await listApiKeys(db, user.businessId)).map((k) => ({
+      ...k, status: k.revokedAt ? 'revoked' : k.expiresAt !== null && k.expiresAt <= now ? 'expired' : 'active',
+    })).reverse();
+    return page(reply, 'keys.eta', user, { title: 'API keys', section: 'keys', keys, created, businessId: user.businessId });
+  };
+
+  app.get('/console/keys', async (request, reply) => {
+    const user = signedIn(request, reply, ['owner', 'admin']);
+    return user ? keysPage(reply, user) : reply;
+  });
+
+  app.post('/console/keys', async (request, reply) => {
+    const user = signedIn(request, reply, ['owner', 'admin']);
+    if (!user) return reply;
+    const form = request.body as Form;
+    const name = String(form.name ?? '').trim();
+    if (name.length === 0 || name.length > 100) throw new ApiError('VALIDATION_ERROR', 'A key needs a name of 1 to 100 characters.');
+    const days = form.expiresInDays ? Number(form.expiresInDays) : null;
+    if (days !== null && !EXPIRY_DAYS.has(days)) throw new ApiError('VALIDATION_ERROR', 'Choose one of the offered expiries.');
+    const expiresAt = days === null ? null : new Date(clock() + days * 86_400_000).toISOString();
+    const key = await writes.run(actorOf(user), (ctx) => createApiKey(ctx, { name, expiresAt }));
+    return keysPage(reply.code(201), user, { apiKey: key.apiKey });
+  });
+
+  app.post('/console/keys/:id/rotate', async (request, reply) => {
+    const user = signedIn(request, reply, ['owner', 'admin']);
+    if (!user) return reply;
+    const grace = Number((request.body as Form).graceSeconds);
+    if (!GRACE_CHOICES.has(grace)) throw new ApiError('VALIDATION_ERROR', 'Choose one of the offered grace periods.');
+    const keyId = (request.params as { id: string }).id;
+    const key = await writes.run(actorOf(user), (ctx) => rotateApiKey(ctx, keyId, grace));
+    if (!key) throw new ApiError('NOT_FOUND', 'No such active key.');
+    const replaces = grace === 0 ? 'now' : `at ${new Date(clock() + grace * 1000).toISOString()}`;
+    return keysPage(reply.code(201), user, { apiKey: key.apiKey, replaces });
+  });
+
+  app.post('/console/keys/:id/revoke', async (request, reply) => {
+    const user = signedIn(request, reply, ['owner', 'admin']);
+    if (!user) return reply;
+    const keyId = (request.params as { id: string }).id;
+    if (!await writes.run(actorOf(user), (ctx) => revokeApiKey(ctx, keyId))) throw new ApiError('NOT_FOUND', 'No such key.');
+    return reply.redirect('/console/keys', 303);
+  });
+}

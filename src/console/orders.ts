@@ -1,0 +1,98 @@
+import type { FastifyInstance } from 'fastify';
+import { lastSequence } from '../events/log.ts';
+import { listLatestEvents } from '../events/repository.ts';
+import { RESOURCE_TYPES } from '../events/schema.ts';
+import { readPropertyFilter } from '../http/list-query.ts';
+import { ApiError } from '../lib/errors.ts';
+import { toIso } from '../lib/time.ts';
+import { listOrders } from '../orders/list-repository.ts';
+import { findOrder, findOrderRows } from '../orders/repository.ts';
+import { ORDER_PHASES, ORDER_STATUSES } from '../orders/schema.ts';
+import type { Role } from '../users/table.ts';
+import type { ConsoleKit } from './kit.ts';
+
+/** `data.changes` as lines: each field or property path with from and to; child lists as counts. */
+function flattenChanges(changes: Record<string, unknown>, prefix = ''): Array<{ path: string; from: string; to: string }> {
+  const out: Array<{ path: string; from: string; to: string }> = [];
+  const show = (v: unknown) => (v === undefined ? '(none)' : typeof v === 'string' ? v : JSON.stringify(v));
+  for (const [key, value] of Object.entries(changes)) {
+    const path = prefix ? `${prefix}.${key}` : key;
+    const change = value as Record<string, unknown>;
+    if (change && typeof change === 'object' && ('from' in change || 'to' in change)) out.push({ path, from: show(change.from), to: show(change.to) });
+    else if (change && typeof change === 'object' && ('created' in change || 'updated' in change || 'deleted' in change)) {
+      const count = (k: string) => (Array.isArray(change[k]) ? (change[k] as unknown[]).length : 0);
+      out.push({ path, from: '', to: `${count('created')} created, ${count('updated')} updated, ${count('deleted')} deleted` });
+    } else if (change && typeof change === 'object') out.push(...flattenChanges(change, path));
+  }
+  return out;
+}
+
+/** The events feed shows only the resources of pages a role may open: viewers never see keys, webhooks or the team. */
+const HIDDEN_FROM: Record<Role, string[]> = { owner: [], admin: ['user'], viewer: ['api_key', 'webhook_endpoint', 'user'] };
+
+/** Orders and events (every role): the API's order list and filters, an order with its timeline, the live feed. */
+export function registerOrderPages(app: FastifyInstance, kit: ConsoleKit): void {
+  const { page, signedIn, idOf, typesOf, problem, checkTypes } = kit;
+  const { db } = kit.deps;
+  // Orders: the API's list with its filters, and an order with its history.
+  app.get('/console/orders', async (request, reply) => {
+    const user = signedIn(request, reply);
+    if (!user) return reply;
+    const q = request.query as Record<string, string | undefined>;
+    const pageNumber = Math.max(1, Math.min(1_000_000, Number.parseInt(q.page ?? '1', 10) || 1));
+    const view = { title: 'Orders', section: 'orders', q, phases: ORDER_PHASES, statuses: ORDER_STATUSES, orders: [] as unknown[], total: 0, page: pageNumber, pages: 0 };
+    const link = (n: number) => `/console/orders?${new URLSearchParams({ ...Object.fromEntries(Object.entries(q).filter(([k, v]) => v && k !== 'page')) as Record<string, string>, page: String(n) })}`;
+    try {
+      const property = readPropertyFilter({
+        propertyPath: q.propertyPath || undefined, propertyValue: q.propertyValue || undefined,
+        propertyExists: q.propertyExists === 'true' ? true : q.propertyExists === 'false' ? false : undefined,
+      });
+      if (q.phase && !ORDER_PHASES.includes(q.phase as never)) throw new ApiError('VALIDATION_ERROR', 'Unknown phase.');
+      if (q.status && !ORDER_STATUSES.includes(q.status as never)) throw new ApiError('VALIDATION_ERROR', 'Unknown status.');
+      if (q.since && !/^\d{4}-\d{2}-\d{2}$/.test(q.since)) throw new ApiError('VALIDATION_ERROR', 'Changed since is a date.');
+      const limit = 25;
+      const listed = await listOrders(db, user.businessId, {
+        page: pageNumber, limit, includeDeleted: false, phase: q.phase || undefined, status: q.status || undefined, property,
+        modifiedSince: q.since ? `${q.since}T00:00:00.000Z` : undefined,
+      });
+      const rows = await findOrderRows(db, user.businessId, listed.items.map((o) => o.id));
+      const orders = listed.items.map((o) => rows.get(o.id)!).map((r) => ({ ...r, created: toIso(r.created_at), updated: toIso(r.updated_at) }));
+      return page(reply, 'orders.eta', user, { ...view, orders, total: listed.total, pages: Math.ceil(listed.total / limit), link });
+    } catch (error) {
+      return page(reply.code(400), 'orders.eta', user, { ...view, link, error: problem(error) });
+    }
+  });
+
+  app.get('/console/orders/:id', async (request, reply) => {
+    const user = signedIn(request, reply);
+    if (!user) return reply;
+    const order = await findOrder(db, user.businessId, idOf(request));
+    if (!order) throw new ApiError('NOT_FOUND', 'No such order.');
+    // The latest 200 of its events (all that retention kept), shown oldest first.
+    const history = await listLatestEvents(db, user.businessId, { limit: 200, resourceType: 'order', resourceId: order.id });
+    const events = history.reverse().map((e) => ({ ...e, changes: flattenChanges(e.data.changes ?? {}) }));
+    return page(reply, 'order.eta', user, { title: `Order ${order.internalReference}`, section: 'orders', order, events, partial: history.length === 200 });
+  });
+
+  // Events: the latest of the feed, newest first, filtered; the page refreshes itself (htmx).
+  app.get('/console/events', async (request, reply) => {
+    const user = signedIn(request, reply);
+    if (!user) return reply;
+    const q = request.query as Record<string, string | undefined>;
+    const self = `/console/events?${new URLSearchParams(Object.entries(q).filter(([, v]) => v) as [string, string][])}`;
+    const resourceTypes = RESOURCE_TYPES.filter((t) => !HIDDEN_FROM[user.role].includes(t));
+    const view = { title: 'Events', section: 'events', q, self, resourceTypes, events: [] as unknown[], lastSequence: 0 };
+    try {
+      const types = checkTypes(typesOf(q.types));
+      if (q.resourceId && !/^[A-Za-z0-9_-]{1,64}$/.test(q.resourceId)) throw new ApiError('VALIDATION_ERROR', 'A resource id is letters, digits, _ and -.');
+      if (q.resourceType && !resourceTypes.includes(q.resourceType as never)) throw new ApiError('VALIDATION_ERROR', 'Choose one of the offered resource types.');
+      const latest = await lastSequence(db, user.businessId);
+      const events = await listLatestEvents(db, user.businessId, {
+        limit: 100, types, resourceType: q.resourceType || undefined, resourceId: q.resourceId || undefined, hiddenResourceTypes: HIDDEN_FROM[user.role],
+      });
+      return page(reply, 'events.eta', user, { ...view, events, lastSequence: latest });
+    } catch (error) {
+      return page(reply.code(400), 'events.eta', user, { ...view, error: problem(error) });
+    }
+  });
+}
