@@ -176,11 +176,19 @@ export async function nextDue(db: Db): Promise<string | null> {
   return due == null ? null : new Date(due).toISOString();
 }
 
-/** The next delivery of the same resource may go now that this one is finished: one statement. */
-export async function releaseNext(db: Db, endpointId: string, resourceKey: string, now: string): Promise<void> {
+/**
+ * The next delivery of each of these resources may go now that the one before it finished: one
+ * statement for all of an endpoint's resources. A resource's next is its queued delivery with no
+ * queued one before it (lowest sequence, then id).
+ */
+export async function releaseNext(db: Db, endpointId: string, resourceKeys: string[], now: string): Promise<void> {
+  if (resourceKeys.length === 0) return;
   await sql`update webhook_deliveries set status = 'pending', due_at = ${now}
-    where id = (select id from webhook_deliveries where endpoint_id = ${endpointId} and resource_key = ${resourceKey} and status = 'queued'
-      order by sequence, id limit 1)`.execute(db);
+    where id in (select d.id from webhook_deliveries d
+      where d.endpoint_id = ${endpointId} and ${anyOf(db, 'd.resource_key', resourceKeys)} and d.status = 'queued'
+        and not exists (select 1 from webhook_deliveries e
+          where e.endpoint_id = d.endpoint_id and e.resource_key = d.resource_key and e.status = 'queued'
+            and (e.sequence < d.sequence or (e.sequence = d.sequence and e.id < d.id))))`.execute(db);
 }
 
 /** Drops an endpoint's backlog: what is queued or pending is cancelled (deliveries in flight finish). */
