@@ -287,7 +287,6 @@ describeEachBackend('webhook delivery', (ctx) => {
     for (const [resource, sequences] of sequencesByResource(receiver.received)) {
       assert.deepEqual(sequences, [...sequences].sort((a, b) => a - b), `${resource} in order`);
     }
-    assert.ok(sequencesByResource(receiver.received).size >= 2, 'the range spans more than one resource');
     const log = await deliveries(ctx(), t, endpoint.id);
     assert.ok(log.every((d) => d.replay));
     const bad = await ctx().request('POST', `/api/v1/webhook-endpoints/${endpoint.id}/replay`, { as: t, body: { afterSequence: 5, untilSequence: 5 } });
