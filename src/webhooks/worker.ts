@@ -81,7 +81,7 @@ export function createWebhookWorker(deps: WorkerDeps) {
       return;
     }
     running = true;
-    void pump().finally(() => { running = false; });
+    void pump();
   }
 
   function wakeAt(ms: number): void {
@@ -92,16 +92,25 @@ export function createWebhookWorker(deps: WorkerDeps) {
   async function pump(): Promise<void> {
     passes?.inc();
     try {
-      do {
-        again = false;
-        await queueAll();
-        await claimAndSend();
-      } while (again && !stopped);
-      const due = await nextDue(db);
-      wakeAt(due === null ? IDLE_MS : new Date(due).getTime() - clock());
+      for (;;) {
+        do {
+          again = false;
+          await queueAll();
+          await claimAndSend();
+        } while (again && !stopped);
+        const due = await nextDue(db);
+        // Woken while the next due time was read: look again, rather than sleep through a commit
+        // until the idle pass (a lost wake-up, up to IDLE_MS late).
+        if (again && !stopped) continue;
+        wakeAt(due === null ? IDLE_MS : new Date(due).getTime() - clock());
+        return;
+      }
     } catch (error) {
       log.warn({ err: error }, 'webhook worker: pass failed; trying again shortly');
       wakeAt(IDLE_MS);
+    } finally {
+      // In the same step as the last look at `again`: a kick from here on starts a new pass.
+      running = false;
     }
   }
 
