@@ -71,6 +71,12 @@ export async function lockEndpoints(db: Db, ids: string[]): Promise<void> {
   await forUpdate(db, db.selectFrom('webhook_endpoints').select('id').where(anyOf(db, 'id', [...ids].sort())).orderBy('id')).execute();
 }
 
+/**
+ * What queueing answers when the endpoint's row is held by another transaction (another instance
+ * queueing it, or an outcome batch, on PostgreSQL): not "nothing to do", but "look again shortly".
+ */
+export const ENDPOINT_HELD = -1;
+
 /** Takes the endpoint's row for this transaction; on PostgreSQL, skips it when another instance holds it. */
 async function lockEndpoint(db: Db, id: string) {
   return forUpdateSkipLocked(db, db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id)).executeTakeFirst();
@@ -84,7 +90,8 @@ async function lockEndpoint(db: Db, id: string) {
  */
 export async function queueFromLog(ctx: WriteContext, endpointId: string): Promise<number> {
   const endpoint = await lockEndpoint(ctx.trx, endpointId);
-  if (!endpoint || endpoint.status !== 'enabled' || endpoint.deleted_at !== null) return 0;
+  if (!endpoint) return ENDPOINT_HELD;
+  if (endpoint.status !== 'enabled' || endpoint.deleted_at !== null) return 0;
   const cursor = Number(endpoint.cursor_sequence);
   const latest = await lastSequence(ctx.trx, ctx.businessId);
   if (latest <= cursor) return 0;
@@ -101,7 +108,8 @@ export async function queueFromReplay(ctx: WriteContext, replayId: string): Prom
   const replay = await ctx.trx.selectFrom('webhook_replays').selectAll().where('id', '=', replayId).where('finished_at', 'is', null).executeTakeFirst();
   if (!replay) return 0;
   const endpoint = await lockEndpoint(ctx.trx, replay.endpoint_id);
-  if (!endpoint || endpoint.status !== 'enabled' || endpoint.deleted_at !== null) return 0;
+  if (!endpoint) return ENDPOINT_HELD;
+  if (endpoint.status !== 'enabled' || endpoint.deleted_at !== null) return 0;
   const cursor = Number(replay.cursor_sequence);
   const until = Math.min(Number(replay.until_sequence), cursor + QUEUE_BATCH);
   const types = readJson<string[]>(endpoint.event_types) ?? [];

@@ -7,7 +7,7 @@ import type { EventBus } from '../events/bus.ts';
 import { eventJson } from '../events/mapper.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import { SYSTEM, type WriteContext, type WriteRunner } from '../write/runner.ts';
-import { claimDeliveries, lockEndpoints, nextDue, queueFromLog, queueFromReplay, queueWork, releaseNext, type Claim } from './queue.ts';
+import { claimDeliveries, ENDPOINT_HELD, lockEndpoints, nextDue, queueFromLog, queueFromReplay, queueWork, releaseNext, type Claim } from './queue.ts';
 import type { EndpointRow } from './repository.ts';
 import { insertRows } from '../db/bulk.ts';
 import { anyOf, anyOfNumbers } from '../db/dialect.ts';
@@ -29,6 +29,8 @@ export interface WorkerDeps {
 
 /** Longest wait between two looks at the queue: retries and other instances' leases are found so. */
 const IDLE_MS = 1000;
+/** When an endpoint's row was held by another transaction: how soon to look again. */
+const HELD_RETRY_MS = 20;
 
 
 type Outcome = 'succeeded' | 'failed' | 'gone';
@@ -93,16 +95,18 @@ export function createWebhookWorker(deps: WorkerDeps) {
     passes?.inc();
     try {
       for (;;) {
+        let held = false;
         do {
           again = false;
-          await queueAll();
+          held = await queueAll() || held;
           await claimAndSend();
         } while (again && !stopped);
         const due = await nextDue(db);
         // Woken while the next due time was read: look again, rather than sleep through a commit
         // until the idle pass (a lost wake-up, up to IDLE_MS late).
         if (again && !stopped) continue;
-        wakeAt(due === null ? IDLE_MS : new Date(due).getTime() - clock());
+        // An endpoint held by another transaction (held only for a moment) is looked at again soon.
+        wakeAt(Math.min(held ? HELD_RETRY_MS : Infinity, due === null ? IDLE_MS : new Date(due).getTime() - clock()));
         return;
       }
     } catch (error) {
@@ -114,15 +118,24 @@ export function createWebhookWorker(deps: WorkerDeps) {
     }
   }
 
-  async function queueAll(): Promise<void> {
+  /** Queues what the log and replays hold; true when an endpoint's row was held, so the pass must look again soon. */
+  async function queueAll(): Promise<boolean> {
     const work = await queueWork(db);
     watched = work.watched;
-    for (const endpoint of work.endpoints) {
-      while (!stopped && await writes.run({ businessId: endpoint.business_id, actor: SYSTEM }, (ctx) => queueFromLog(ctx, endpoint.id)) > 0) { /* next 500 */ }
+    let held = false;
+    for (const endpoint of work.endpoints) held = await drain(endpoint.business_id, (ctx) => queueFromLog(ctx, endpoint.id)) || held;
+    for (const replay of work.replays) held = await drain(replay.business_id, (ctx) => queueFromReplay(ctx, replay.id)) || held;
+    return held;
+  }
+
+  /** Runs a queueing step, 500 events at a time, until it has nothing more; true when the endpoint was held. */
+  async function drain(businessId: string, step: (ctx: WriteContext) => Promise<number>): Promise<boolean> {
+    while (!stopped) {
+      const looked = await writes.run({ businessId, actor: SYSTEM }, step);
+      if (looked === ENDPOINT_HELD) return true;
+      if (looked === 0) return false;
     }
-    for (const replay of work.replays) {
-      while (!stopped && await writes.run({ businessId: replay.business_id, actor: SYSTEM }, (ctx) => queueFromReplay(ctx, replay.id)) > 0) { /* next 500 */ }
-    }
+    return false;
   }
 
   /** Claims what fits in the free slots, in one statement, and sends it; loads the batch's events in one read per business. */
