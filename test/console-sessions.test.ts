@@ -87,7 +87,27 @@ describeEachBackend('console sessions', (ctx) => {
       else assert.equal(status, 401);
     }
     assert.ok(refusedAt >= 20 && refusedAt <= 25, `refused from attempt ${refusedAt + 1}`);
+
+    // Attempts refused by address do not spend the account's budget: a stranger cannot lock someone out.
+    const t = await ctx().createTenant();
+    const victim = await addUser(ctx(), t, 'admin', `victim-${ctx().backend}@example.com`);
+    for (let i = 0; i < 8; i++) assert.equal((await signIn(ctx(), victim.email, 'guess', {}, address)).status, 429);
+    assert.equal((await signIn(ctx(), victim.email, victim.password, {}, '10.77.77.77')).status, 303, 'the victim still signs in');
     assert.equal((await signIn(ctx(), 'nobody-20@example.com', 'wrong password', {}, '10.99.99.99')).status, 401, 'another address is not held back');
+  });
+
+  it('answers 400, never 500, to NUL in a form or an address, and ignores a repeated query parameter', async () => {
+    const nul = await ctx().app.inject({ method: 'POST', url: '/console/sign-in', headers: FORM, payload: 'email=a%00b%40example.com&password=x' });
+    assert.equal(nul.statusCode, 400, nul.body.slice(0, 300));
+    const t = await ctx().createTenant();
+    const viewer = await addUser(ctx(), t, 'viewer', `nul-${ctx().backend}@example.com`);
+    const { cookie } = await signIn(ctx(), viewer.email, viewer.password);
+    for (const url of ['/console/orders?propertyPath=a&propertyValue=%00', '/console/orders/ord_%00', '/console/events?resourceId=%00']) {
+      assert.equal((await get(ctx(), url, cookie)).statusCode, 400, url);
+    }
+    for (const url of ['/console/orders?propertyPath=a&propertyPath=b', '/console/events?types=order.*&types=item.*', '/console/orders?page=1&page=2']) {
+      assert.equal((await get(ctx(), url, cookie)).statusCode, 200, url);
+    }
   });
 
   it('refuses a sign-in posted from another site (Origin, Sec-Fetch-Site), and takes one from its own', async () => {

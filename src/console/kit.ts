@@ -48,6 +48,9 @@ export function createKit(deps: ConsoleDeps) {
     /** The write runner's scope for an action of this user: their business, themselves as actor. */
     actorOf: (user: SessionUser) => ({ businessId: user.businessId, actor: { type: 'user' as const, id: user.id, name: user.name } }),
     idOf: (request: FastifyRequest) => (request.params as { id: string }).id,
+    /** The query's string values; a repeated parameter (an array) is dropped, not passed on to a page. */
+    queryOf: (request: FastifyRequest): Record<string, string | undefined> =>
+      Object.fromEntries(Object.entries((request.query ?? {}) as Record<string, unknown>).filter(([, v]) => typeof v === 'string')) as Record<string, string>,
     typesOf: (raw: unknown): string[] => String(raw ?? '').split(',').map((t) => t.trim()).filter(Boolean),
     /** A refusal's text for the page (field by field); anything else is rethrown to the error handler. */
     problem: (error: unknown): string => {

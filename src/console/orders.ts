@@ -32,13 +32,13 @@ const HIDDEN_FROM: Record<Role, string[]> = { owner: [], admin: ['user'], viewer
 
 /** Orders and events (every role): the API's order list and filters, an order with its timeline, the live feed. */
 export function registerOrderPages(app: FastifyInstance, kit: ConsoleKit): void {
-  const { page, signedIn, idOf, typesOf, problem, checkTypes } = kit;
+  const { page, signedIn, idOf, queryOf, typesOf, problem, checkTypes } = kit;
   const { db } = kit.deps;
   // Orders: the API's list with its filters, and an order with its history.
   app.get('/console/orders', async (request, reply) => {
     const user = signedIn(request, reply);
     if (!user) return reply;
-    const q = request.query as Record<string, string | undefined>;
+    const q = queryOf(request);
     const pageNumber = Math.max(1, Math.min(1_000_000, Number.parseInt(q.page ?? '1', 10) || 1));
     const view = { title: 'Orders', section: 'orders', q, phases: ORDER_PHASES, statuses: ORDER_STATUSES, orders: [] as unknown[], total: 0, page: pageNumber, pages: 0 };
     const link = (n: number) => `/console/orders?${new URLSearchParams({ ...Object.fromEntries(Object.entries(q).filter(([k, v]) => v && k !== 'page')) as Record<string, string>, page: String(n) })}`;
@@ -78,7 +78,7 @@ export function registerOrderPages(app: FastifyInstance, kit: ConsoleKit): void 
   app.get('/console/events', async (request, reply) => {
     const user = signedIn(request, reply);
     if (!user) return reply;
-    const q = request.query as Record<string, string | undefined>;
+    const q = queryOf(request);
     const self = `/console/events?${new URLSearchParams(Object.entries(q).filter(([, v]) => v) as [string, string][])}`;
     const resourceTypes = RESOURCE_TYPES.filter((t) => !HIDDEN_FROM[user.role].includes(t));
     const view = { title: 'Events', section: 'events', q, self, resourceTypes, events: [] as unknown[], lastSequence: 0 };

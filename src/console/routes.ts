@@ -79,7 +79,11 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_LIMIT }, (_request, body, done) => {
     const form: Form = {};
-    for (const [key, value] of new URLSearchParams(String(body))) form[key] = value;
+    for (const [key, value] of new URLSearchParams(String(body))) {
+      // PostgreSQL's text cannot hold NUL: refused here, as the API's JSON parser does.
+      if (key.includes('\u0000') || value.includes('\u0000')) return done(new ApiError('VALIDATION_ERROR', 'A form field cannot hold a NUL character.'));
+      form[key] = value;
+    }
     done(null, form);
   });
 
@@ -87,6 +91,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('content-security-policy', CSP).header('x-frame-options', 'DENY').header('x-content-type-options', 'nosniff')
       .header('referrer-policy', 'same-origin').header('cache-control', 'no-store');
+    if (/%00/.test(request.url)) throw new ApiError('VALIDATION_ERROR', 'The address cannot hold a NUL character.');
     request.consoleUser = await readSession(db, cookieValue(request.headers.cookie, SESSION_COOKIE), clock());
   });
   // Every state-changing form carries the session's CSRF token; and no form is taken from another
@@ -136,7 +141,10 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   app.post('/console/sign-in', async (request, reply) => {
     const form = (request.body ?? {}) as Form;
     const email = String(form.email ?? '').trim().toLowerCase().slice(0, 320);
-    const [account, address] = await Promise.all([perAccount.take(email), perAddress.take(request.ip)]);
+    // The account's budget is spent only by attempts the address's budget let through, so that a
+    // stranger refused by address cannot keep charging someone else's account.
+    const address = await perAddress.take(request.ip);
+    const account = address.allowed ? await perAccount.take(email) : address;
     if (!account.allowed || !address.allowed) {
       reply.header('retry-after', String(Math.max(account.retryAfterSeconds, address.retryAfterSeconds)));
       return page(reply.code(429), 'sign-in.eta', null, { title: 'Sign in', email, error: 'Too many attempts. Wait a minute, then try again.' });

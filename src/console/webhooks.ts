@@ -10,7 +10,7 @@ import type { SessionUser } from './session.ts';
 
 /** Webhooks (owners and admins): the same services as the API's /webhook-endpoints, as the signed-in user. */
 export function registerWebhookPages(app: FastifyInstance, kit: ConsoleKit): void {
-  const { deps, page, signedIn, actorOf, idOf, typesOf, problem, checkTypes } = kit;
+  const { deps, page, signedIn, actorOf, idOf, queryOf, typesOf, problem, checkTypes } = kit;
   const { db, writes, clock } = kit.deps;
   const webhooksPage = async (reply: FastifyReply, user: SessionUser, extra: Record<string, unknown> = {}) => {
     const { items } = await listEndpoints(db, user.businessId, 1, 100, new Date(clock()).toISOString());
@@ -52,7 +52,7 @@ export function registerWebhookPages(app: FastifyInstance, kit: ConsoleKit): voi
 
   app.get('/console/webhooks/:id', async (request, reply) => {
     const user = signedIn(request, reply, ['owner', 'admin']);
-    return user ? endpointPage(reply, user, idOf(request), request.query as { status?: string; before?: string }) : reply;
+    return user ? endpointPage(reply, user, idOf(request), queryOf(request)) : reply;
   });
 
   app.post('/console/webhooks/:id', async (request, reply) => {

@@ -20,8 +20,10 @@ export class BlockedAddressError extends Error {
   readonly code = 'EBLOCKEDADDRESS';
 }
 
-const refusal = (host: string, address: string) =>
-  new BlockedAddressError(`${host} resolves to ${address}, a private or reserved address (WEBHOOK_ALLOW_PRIVATE_NETWORKS is off)`);
+// The address itself is not said: the delivery log is the client's to read, and which private
+// address an internal name has is the operator's business, not the client's.
+const refusal = (host: string) =>
+  new BlockedAddressError(`${host} resolves to a private or reserved address (WEBHOOK_ALLOW_PRIVATE_NETWORKS is off)`);
 
 /**
  * A `lookup` for the sockets of deliveries: it resolves as usual, then refuses the connection when
@@ -33,7 +35,7 @@ export const guardedLookup: LookupFunction = (hostname, options, callback) => {
   dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
     if (error) return (callback as (e: Error) => void)(error);
     const blocked = addresses.find((a) => !isPublicAddress(a.address));
-    if (blocked || addresses.length === 0) return (callback as (e: Error) => void)(refusal(hostname, blocked?.address ?? 'nothing'));
+    if (blocked || addresses.length === 0) return (callback as (e: Error) => void)(refusal(hostname));
     if (options.all) return (callback as (e: null, a: LookupAddress[]) => void)(null, addresses);
     return (callback as (e: null, a: string, f: number) => void)(null, addresses[0].address, addresses[0].family);
   });
@@ -48,5 +50,5 @@ export function literalAddressOf(hostname: string): string | null {
 /** Refuses an IP literal that is not public; names are checked when they are resolved. */
 export function checkLiteralHost(hostname: string): void {
   const literal = literalAddressOf(hostname);
-  if (literal !== null && !isPublicAddress(literal)) throw refusal(hostname, literal);
+  if (literal !== null && !isPublicAddress(literal)) throw refusal(hostname);
 }
