@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
+import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig, type WebhookConfig } from '../src/config.ts';
+import { refreshStatistics } from '../src/webhooks/queue.ts';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
 import { createFixture, createOrder, patchOrder } from './helpers/orders.ts';
 import { startReceiver } from './helpers/receiver.ts';
@@ -439,5 +441,32 @@ describeEachBackend('the webhook worker', (ctx) => {
     } finally {
       await receiver.close();
     }
+  });
+
+  it('refreshes PostgreSQL\'s statistics of the deliveries table (the worker does so after queueing 1,000 events)', async () => {
+    const t = await ctx().createTenant();
+    const endpoint = await createEndpoint(ctx(), t, { url: 'https://hooks.example.com/stats', status: 'paused' });
+    for (let i = 0; i < 3; i++) await ctx().request('POST', `/api/v1/webhook-endpoints/${endpoint.id}/test`, { as: t });
+    await refreshStatistics(ctx().db);
+    if (ctx().backend !== 'postgres') return;
+    const { count } = await ctx().db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow();
+    const { rows } = await sql<{ reltuples: number }>`select reltuples from pg_class where oid = 'webhook_deliveries'::regclass`.execute(ctx().db);
+    assert.equal(Number(rows[0].reltuples), Number(count));
+  });
+
+  it('sleeps while the only due deliveries belong to a paused endpoint', async () => {
+    const t = await ctx().createTenant();
+    const endpoint = await createEndpoint(ctx(), t, { url: 'https://hooks.example.com/held', status: 'paused' });
+    // A test event's delivery is pending at once, and waits for the endpoint to be enabled.
+    const test = await ctx().request('POST', `/api/v1/webhook-endpoints/${endpoint.id}/test`, { as: t });
+    assert.equal(test.status, 202, JSON.stringify(test.body));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const start = await passes();
+    const started = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const woken = (await passes()) - start;
+    const seconds = (Date.now() - started) / 1000;
+    // The idle pass only. Counting the paused endpoint's delivery as due made a pass every 5 ms.
+    assert.ok(woken <= Math.ceil(seconds) + 2, `${woken} passes in ${seconds} s with nothing to send`);
   });
 }, webhooks({}));

@@ -12,6 +12,7 @@ import { events } from './migrations/0009-events.ts';
 import { webhooks } from './migrations/0010-webhooks.ts';
 import { console as consoleTables } from './migrations/0013-console.ts';
 import { exportIndexes } from './migrations/0014-export-indexes.ts';
+import { webhookDueIndex } from './migrations/0015-webhook-due-index.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -29,6 +30,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0010-webhooks': webhooks(dialect),
     '0013-console': consoleTables(dialect),
     '0014-export-indexes': exportIndexes,
+    '0015-webhook-due-index': webhookDueIndex,
   };
 }
 

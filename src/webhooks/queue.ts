@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { anyOf, forUpdate, forUpdateSkipLocked, skipLockedClause } from '../db/dialect.ts';
+import { anyOf, dialectOf, forUpdate, forUpdateSkipLocked, skipLockedClause } from '../db/dialect.ts';
 import { whereLive } from '../db/live.ts';
 import type { Db } from '../db/types.ts';
 import { insertRows } from '../db/bulk.ts';
@@ -137,6 +137,17 @@ export async function queueWork(db: Db) {
   return { endpoints, replays, watched: new Set(enabled.map((e) => e.business_id)) };
 }
 
+/**
+ * Brings PostgreSQL's statistics of the deliveries table up to date. A replay or a burst of writes
+ * can queue thousands of deliveries in a second, and autovacuum looks at a table only once a
+ * minute: until then the planner takes the table for as small as it was and picks plans that read
+ * every queued delivery per statement (a replay of 13,604 went at 300–580/s instead of 1,150/s).
+ * SQLite's planner does not need it.
+ */
+export async function refreshStatistics(db: Db): Promise<void> {
+  if (dialectOf(db) === 'postgres') await sql`analyze webhook_deliveries`.execute(db);
+}
+
 /** A test event's delivery: its body is kept with it, and it waits for nothing. */
 export async function queueTestDelivery(ctx: WriteContext, endpointId: string, eventId: string, payload: string): Promise<string> {
   const id = newId('whd');
@@ -176,12 +187,16 @@ export async function claimDeliveries(db: Db, now: string, leaseUntil: string, l
   return rows;
 }
 
-/** When the next delivery falls due (a retry, or a lease running out), if any. */
+/**
+ * When the next delivery of an enabled endpoint falls due (a retry, or a lease running out), if
+ * any. A paused endpoint's backlog is not due: counting it made the worker wake every 5 ms.
+ */
 export async function nextDue(db: Db): Promise<string | null> {
-  const row = await db.selectFrom('webhook_deliveries').select((eb) => eb.fn.min('due_at').as('due'))
-    .where('status', 'in', ['pending', 'delivering']).executeTakeFirst();
-  const due = row?.due as Date | string | null | undefined;
-  return due == null ? null : new Date(due).toISOString();
+  const { rows } = await sql<{ due: Date | string }>`select d.due_at as due from webhook_deliveries d
+    join webhook_endpoints e on e.id = d.endpoint_id
+    where d.status in ('pending', 'delivering') and e.status = 'enabled' and ${whereLive('e')}
+    order by d.due_at limit 1`.execute(db);
+  return rows.length === 0 ? null : new Date(rows[0].due).toISOString();
 }
 
 /**

@@ -1,0 +1,27 @@
+import type { Kysely } from 'kysely';
+import { Gauge, type Registry } from 'prom-client';
+import type { Database } from '../db/types.ts';
+
+/** Queue depth and the oldest due delivery's age, read when /metrics is scraped. */
+export function registerWebhookGauges(registry: Registry, db: Kysely<Database>, clock: () => number): void {
+  new Gauge({
+    name: 'supplyline_webhook_queue_depth', help: 'Webhook deliveries not finished, by state (queued behind their resource, pending, delivering)',
+    labelNames: ['status'], registers: [registry],
+    async collect() {
+      const rows = await db.selectFrom('webhook_deliveries').select(['status', (eb) => eb.fn.countAll<number | string>().as('n')])
+        .where('status', 'in', ['queued', 'pending', 'delivering']).groupBy('status').execute();
+      for (const status of ['queued', 'pending', 'delivering']) this.set({ status }, Number(rows.find((r) => r.status === status)?.n ?? 0));
+    },
+  });
+  new Gauge({
+    name: 'supplyline_webhook_oldest_pending_seconds', help: 'How long the longest-waiting due delivery has been due (0 when none is)',
+    registers: [registry],
+    async collect() {
+      const now = new Date(clock()).toISOString();
+      const row = await db.selectFrom('webhook_deliveries').select((eb) => eb.fn.min('due_at').as('due'))
+        .where('status', '=', 'pending').where('due_at', '<=', now).executeTakeFirst();
+      const due = row?.due as Date | string | null | undefined;
+      this.set(due == null ? 0 : Math.max(0, (clock() - new Date(due).getTime()) / 1000));
+    },
+  });
+}

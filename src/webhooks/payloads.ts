@@ -1,0 +1,74 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/types.ts';
+import { anyOf, anyOfNumbers } from '../db/dialect.ts';
+import { eventJson } from '../events/mapper.ts';
+import { groupBy } from '../lib/group.ts';
+import type { SecretBox } from '../lib/secret-box.ts';
+import type { Claim } from './queue.ts';
+import type { EndpointRow } from './repository.ts';
+import { signatureHeader } from './signature.ts';
+
+export interface ClaimedEndpoint {
+  row: EndpointRow;
+  /** The current secret, and the previous one while its grace period may still run. */
+  secrets: string[];
+}
+
+/**
+ * What a batch of claims needs before it is sent: each event's body, exactly as the feed shows it
+ * (one read per business), and each endpoint with its secrets (one read, so a rotation or a new URL
+ * applies to the next claim; secrets are decrypted once and kept).
+ */
+export function createPayloadLoader(db: Kysely<Database>, box: SecretBox) {
+  const opened = new Map<string, string>();
+
+  function openSecret(sealed: string): string {
+    let plain = opened.get(sealed);
+    if (plain === undefined) {
+      plain = box.open(sealed);
+      if (opened.size > 10_000) opened.clear();
+      opened.set(sealed, plain);
+    }
+    return plain;
+  }
+
+  async function bodies(claims: Claim[]): Promise<Map<string, string>> {
+    const found = new Map<string, string>();
+    for (const [businessId, group] of groupBy(claims.filter((c) => c.payload === null), (c) => c.business_id)) {
+      const rows = await db.selectFrom('events').selectAll().where('business_id', '=', businessId)
+        .where(anyOfNumbers(db, 'sequence', group.map((c) => Number(c.sequence)))).execute();
+      const bySequence = new Map(rows.map((r) => [Number(r.sequence), r]));
+      for (const claim of group) {
+        const row = bySequence.get(Number(claim.sequence));
+        if (row) found.set(claim.id, eventJson(row));
+      }
+    }
+    for (const claim of claims) if (claim.payload !== null) found.set(claim.id, claim.payload);
+    return found;
+  }
+
+  async function endpoints(claims: Claim[]): Promise<Map<string, ClaimedEndpoint>> {
+    const ids = [...new Set(claims.map((c) => c.endpoint_id))];
+    const rows = await db.selectFrom('webhook_endpoints').selectAll().where(anyOf(db, 'id', ids)).execute();
+    return new Map(rows.map((row) => [row.id, { row, secrets: [openSecret(row.secret), ...(row.previous_secret ? [openSecret(row.previous_secret)] : [])] }]));
+  }
+
+  return {
+    async load(claims: Claim[]) {
+      const [found, byId] = await Promise.all([bodies(claims), endpoints(claims)]);
+      return { bodies: found, endpoints: byId };
+    },
+  };
+}
+
+/** Standard Webhooks headers for one attempt: both secrets sign while a rotation's grace period runs. */
+export function signedHeaders(endpoint: ClaimedEndpoint, eventId: string, body: string, now: number): Record<string, string> {
+  const graceEnds = endpoint.row.previous_secret_expires_at === null ? 0 : new Date(endpoint.row.previous_secret_expires_at).getTime();
+  const secrets = endpoint.secrets.length > 1 && graceEnds <= now ? endpoint.secrets.slice(0, 1) : endpoint.secrets;
+  const timestamp = Math.floor(now / 1000);
+  return {
+    'webhook-id': eventId,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': signatureHeader(secrets, eventId, timestamp, body),
+  };
+}
