@@ -3,6 +3,7 @@ import { after, before, it } from 'node:test';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig, type WebhookConfig } from '../src/config.ts';
+import { purgeEventsBefore } from '../src/events/log.ts';
 import { refreshStatistics } from '../src/webhooks/queue.ts';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
 import { createFixture, createOrder, patchOrder } from './helpers/orders.ts';
@@ -468,5 +469,28 @@ describeEachBackend('the webhook worker', (ctx) => {
     const seconds = (Date.now() - started) / 1000;
     // The idle pass only. Counting the paused endpoint's delivery as due made a pass every 5 ms.
     assert.ok(woken <= Math.ceil(seconds) + 2, `${woken} passes in ${seconds} s with nothing to send`);
+  });
+}, webhooks({}));
+
+describeEachBackend('webhook replays of purged events', (ctx) => {
+  it('answers 410 naming the oldest retained sequence, and 400 past the latest', async () => {
+    const t = await ctx().createTenant();
+    const endpoint = await createEndpoint(ctx(), t, { url: 'https://hooks.example.com/replays', status: 'paused' });
+    for (let i = 0; i < 3; i++) await createItem(ctx(), t, `Purged ${i}`);
+    await purgeEventsBefore(ctx().db, new Date(Date.now() + 60_000).toISOString());
+    await createItem(ctx(), t, 'Kept');
+    const fromStart = await ctx().request('GET', '/api/v1/events?after=0', { as: t });
+    assert.equal(fromStart.status, 410, 'the feed from 0 is gone too');
+    const oldest = Number(/the oldest is (\d+)$/.exec(fromStart.body.message)![1]);
+    const latest = (await feed(ctx(), t, oldest - 1)).at(-1).sequence as number;
+    assert.equal(latest, oldest, 'one event is kept');
+    const gone = await ctx().request('POST', `/api/v1/webhook-endpoints/${endpoint.id}/replay`, { as: t, body: { afterSequence: 0, untilSequence: latest } });
+    assert.equal(gone.status, 410, JSON.stringify(gone.body));
+    assert.match(gone.body.message, new RegExp(`the oldest is ${latest}$`));
+    const ok = await ctx().request('POST', `/api/v1/webhook-endpoints/${endpoint.id}/replay`, { as: t, body: { afterSequence: latest - 1, untilSequence: latest } });
+    assert.equal(ok.status, 202, JSON.stringify(ok.body));
+    const past = await ctx().request('POST', `/api/v1/webhook-endpoints/${endpoint.id}/replay`, { as: t, body: { afterSequence: latest - 1, untilSequence: latest + 1 } });
+    assert.equal(past.status, 400);
+    assert.match(JSON.stringify(past.body), new RegExp(`Must be at most the latest event's sequence, ${latest}`));
   });
 }, webhooks({}));

@@ -25,7 +25,7 @@ export interface EventPage<T = Event> {
  * The latest sequence (the business's event counter, as committed) and the oldest retained one
  * (after the latest when retention has purged them all); one statement.
  */
-async function sequenceRange(db: Db, businessId: string): Promise<{ oldest: number; latest: number }> {
+export async function sequenceRange(db: Db, businessId: string): Promise<{ oldest: number; latest: number }> {
   const { rows: [row] } = await sql<{ oldest: number | string | null; latest: number | string | null }>`select
       (select min(sequence) from events where business_id = ${businessId}) as oldest,
       (select value from business_counters where business_id = ${businessId} and name = 'event') as latest`.execute(db);

@@ -1,13 +1,12 @@
-import { Type } from 'typebox';
 import { notFound } from '../lib/errors.ts';
 import { IdParams } from '../http/schema.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { sendRendered } from '../http/rendered.ts';
 import { eventPageJson, renderEvents, resourceExists, type HistoryResource } from './repository.ts';
-import { EventPageResponse, ListEventsQuery, ResourceEventsQuery } from './schema.ts';
+import { EventPageResponse, eventsGoneResponse, ListEventsQuery, ResourceEventsQuery } from './schema.ts';
 
 const tags = ['Events'];
-const gone = Type.Unsafe<unknown>({ $ref: 'ErrorResponse#', description: '`after` is below the retained events; the message names the oldest retained sequence' });
+const gone = eventsGoneResponse('after');
 
 /** The resources with a history, their paths and their 404 texts. */
 const HISTORIES: Array<{ resource: HistoryResource; path: string; tag: string; notFound: string }> = [

@@ -65,3 +65,7 @@ export const EventPageResponse = Type.Object({
   lastSequence: Sequence('Ask for after=lastSequence next: the last event this page looked at (filters may have skipped some)'),
   hasMore: Type.Boolean({ description: 'More events after lastSequence matched when this page was read' }),
 }, { title: 'EventPage' });
+
+/** A 410 answer: the range asked for starts below the retained events; the message names the oldest retained sequence. */
+export const eventsGoneResponse = (field: string) =>
+  Type.Unsafe<unknown>({ $ref: 'ErrorResponse#', description: `\`${field}\` is below the retained events; the message names the oldest retained sequence` });

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { eventsGoneResponse } from '../events/schema.ts';
 import { badRequest, notFound } from '../lib/errors.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { writeScopeOf } from '../http/write.ts';
@@ -109,7 +110,7 @@ export async function webhookRoutes(app: ApiInstance, deps: RouteDeps & { webhoo
     schema: {
       tags, operationId: 'replayWebhookEvents',
       summary: 'Deliver the events of a sequence range again (those the endpoint\'s types take), in order',
-      params: WebhookEndpointParams, body: ReplayBody, response: { 202: ReplayResponse },
+      params: WebhookEndpointParams, body: ReplayBody, response: { 202: ReplayResponse, 410: eventsGoneResponse('afterSequence') },
     },
   }, (request, reply) => runWrite(request, reply, async (ctx) => ({
     status: 202, body: await replayRange(ctx, request.params.id, request.body.afterSequence, request.body.untilSequence),

@@ -1,5 +1,5 @@
 import { namedEvent, updatedEvent, createdEvent, lastSequence } from '../events/log.ts';
-import { eventsGone } from '../events/repository.ts';
+import { eventsGone, sequenceRange } from '../events/repository.ts';
 import { newId } from '../lib/ids.ts';
 import { notFound, validationError, conflict } from '../lib/errors.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
@@ -156,13 +156,10 @@ export async function sendTestEvent(ctx: WriteContext, id: string) {
 /** Queues the events after `after` up to `until` again, in order; the worker reads them from the log 500 at a time. */
 export async function replayRange(ctx: WriteContext, id: string, after: number, until: number) {
   const endpoint = await liveEndpoint(ctx, id);
-  const latest = await lastSequence(ctx.trx, ctx.businessId);
+  const { oldest, latest } = await sequenceRange(ctx.trx, ctx.businessId);
   if (until <= after) throw validationError({ untilSequence: 'Must be greater than afterSequence' });
   if (until > latest) throw validationError({ untilSequence: `Must be at most the latest event's sequence, ${latest}` });
-  const oldest = await ctx.trx.selectFrom('events').select((eb) => eb.fn.min('sequence').as('oldest'))
-    .where('business_id', '=', ctx.businessId).executeTakeFirst();
-  const first = oldest?.oldest == null ? latest + 1 : Number(oldest.oldest);
-  if (after < first - 1) throw eventsGone(first);
+  if (after < oldest - 1) throw eventsGone(oldest);
   const open = await ctx.trx.selectFrom('webhook_replays').select((eb) => eb.fn.countAll<number | string>().as('n'))
     .where('endpoint_id', '=', id).where('finished_at', 'is', null).executeTakeFirstOrThrow();
   if (Number(open.n) >= 10) throw conflict('This endpoint already has 10 replays in progress; wait for one to finish');
