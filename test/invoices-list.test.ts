@@ -172,4 +172,15 @@ describeEachBackend('GET /api/v1/invoices', (ctx) => {
     assert.equal(large.n, small.n);
     assert.ok(large.n >= 3 && large.n <= 4, `${large.n} queries`);
   });
+
+  it('answers a page past the end from its total alone', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    await invoice(ctx(), t, f);
+    const counter = await createQueryCounter(ctx(), t);
+    const past = await counter.measure('/api/v1/invoices?page=5000&limit=10');
+    await counter.close();
+    assert.deepEqual({ items: past.body.items, total: past.body.total }, { items: [], total: 1 });
+    assert.equal(past.n, 1, 'the count, and no page');
+  });
 });

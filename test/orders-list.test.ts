@@ -201,6 +201,22 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
     assertBadRequest(await list(ctx(), t, '?propertyPath=a..b'), 'propertyPath');
   });
 
+  it('answers a page past the end from the total alone, without looking for its rows', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    for (let i = 0; i < 3; i++) await createOrder(ctx(), t, f);
+    const counter = await createQueryCounter(ctx(), t);
+    const first = await counter.measure('/api/v1/orders?limit=2');
+    const past = await counter.measure('/api/v1/orders?page=20000&limit=2');
+    const last = await counter.measure('/api/v1/orders?page=2&limit=2');
+    await counter.close();
+    assert.equal(first.body.items.length, 2);
+    assert.equal(last.body.items.length, 1, 'the last page, partly filled, is still read');
+    assert.deepEqual({ items: past.body.items, total: past.body.total }, { items: [], total: 3 });
+    assert.ok(first.n >= 3, `${first.n} queries for a first page`);
+    assert.equal(past.n, 1, 'a page past the end reads its total, and nothing else');
+  });
+
   it('loads a page of 100 orders with their items in as many queries as a page of 3 (no N+1)', async () => {
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);

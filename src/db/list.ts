@@ -25,6 +25,9 @@ export interface Page<T> {
 
 export const offsetOf = (page: number, limit: number) => (page - 1) * limit;
 
+/** Whether a page starts at or after the last row: its answer is empty, known from the (exact) total without reading rows. */
+export const pastTheEnd = (total: number, paging: Paging) => offsetOf(paging.page, paging.limit) >= total;
+
 /** The filters every resource list shares: soft-deleted rows, a strict `createdSince`, status, one property filter. */
 export interface ListFilters {
   includeDeleted: boolean;
@@ -63,6 +66,7 @@ export async function fetchPage<DB, TB extends keyof DB, Row, T>(
   query: SelectQueryBuilder<DB, TB, Row>, paging: Paging, toItems: (rows: Row[]) => Promise<T[]>,
 ): Promise<Page<T>> {
   const total = await countOf(query);
+  if (pastTheEnd(total, paging)) return { items: [], total, page: paging.page, pageSize: paging.limit };
   const rows = await query.orderBy(sql.ref('created_at'), 'desc').orderBy(sql.ref('id'), 'desc')
     .limit(paging.limit).offset(offsetOf(paging.page, paging.limit)).execute();
   return { items: await toItems(rows), total, page: paging.page, pageSize: paging.limit };

@@ -1,4 +1,4 @@
-import { countOf, offsetOf, selectPageIds, type Page, type Paging } from '../db/list.ts';
+import { countOf, offsetOf, pastTheEnd, selectPageIds, type Page, type Paging } from '../db/list.ts';
 import { anyOf } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
 import {
@@ -47,7 +47,8 @@ export async function listOrders(db: Db, businessId: string, options: ListOrders
   const active = activeFilters(scope);
   const plan: Planned = { ...scope, query: filterOrders(scope), filtered: (except) => filterOrders(scope, except) };
   const total = await TOTALS[chooseTotal(active)](plan);
-  const ids = await PAGES[choosePage(active, total)](plan);
+  // A page past the end (page 20000 of 200k orders cost 148 ms on SQLite walking the offset) is empty.
+  const ids = pastTheEnd(total, options) ? [] : await PAGES[choosePage(active, total)](plan);
   const items = ids.length === 0 ? [] : await findListedOrders(db, businessId, ids, options.includeDeleted);
   return { items, total, page: options.page, pageSize: options.limit };
 }
