@@ -150,7 +150,7 @@ describeEachBackend('GET /api/v1/orders: every combination of filters against br
     assert.equal(checked, 160);
     // The fixture reaches every strategy, so each one is checked against brute force.
     assert.deepEqual([...totals].sort(), ['count', 'countByProperty', 'countChangedSince', 'countLiveOrders']);
-    assert.deepEqual([...pages].sort(), ['pageChangedSince', 'pageFromSideTable', 'sorted']);
+    assert.deepEqual([...pages].sort(), ['pageByCreatedDay', 'pageChangedSince', 'pageFromSideTable', 'sorted']);
   });
 });
 
@@ -172,7 +172,9 @@ describe('order list plan', () => {
     assert.equal(choosePage(only('propertyIndexed'), 5_001), 'sorted');
     assert.equal(choosePage(only('propertyAbsent'), 1), 'sorted');
     assert.equal(choosePage(only('changedSince', 'phase', 'includeDeleted'), 1), 'pageChangedSince');
-    assert.equal(choosePage(only(), 0), 'sorted');
+    assert.equal(choosePage(only(), 0), 'pageByCreatedDay');
+    assert.equal(choosePage(only('includeDeleted'), 0), 'sorted', 'the day counts are of live orders');
+    assert.equal(choosePage(only('phase'), 0), 'sorted');
   });
 
   it('falls back to the exact general plan for a combination no strategy declares', () => {

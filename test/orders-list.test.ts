@@ -3,6 +3,7 @@ import { it } from 'node:test';
 import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
 import { createQueryCounter } from './helpers/queries.ts';
+import { pageByCreatedDay } from '../src/orders/list-repository.ts';
 import { securityCases } from './helpers/security.ts';
 import { createFixture, createOrder, getOrder, patchOrder } from './helpers/orders.ts';
 
@@ -199,6 +200,32 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
     assert.deepEqual(idsOf(await list(ctx(), t, `${path}&propertyValue=12345`)), []);
     assert.deepEqual(idsOf(await list(ctx(), t, `?phase=PENDING&status=UNASSIGNED${path.replace('?', '&')}&propertyExists=false`)), [bare.id, none.id]);
     assertBadRequest(await list(ctx(), t, '?propertyPath=a..b'), 'propertyPath');
+  });
+
+  it('reads deep pages of the unfiltered list by the created-day counts, the same pages as the sorted query, from either end', async () => {
+    const t = await ctx().createTenant();
+    // 13 orders over 5 days, several on a day, two at the same millisecond (the id breaks the tie).
+    const times: Array<[string, string]> = [
+      '2025-01-01T00:00:00.000Z', '2025-01-01T23:59:59.999Z', '2025-01-02T08:00:00.000Z', '2025-01-02T08:00:00.000Z',
+      '2025-01-02T09:00:00.000Z', '2025-01-04T00:00:00.000Z', '2025-01-04T12:00:00.000Z', '2025-01-04T12:00:00.001Z',
+      '2025-01-07T01:00:00.000Z', '2025-01-07T02:00:00.000Z', '2025-01-07T03:00:00.000Z', '2025-01-07T23:59:59.999Z', '2025-01-08T00:00:00.000Z',
+    ].map((c) => [c, c]);
+    const ids = await ordersAt(ctx(), t, times);
+    await ctx().request('DELETE', `/api/v1/orders/${ids[5]}`, { as: t });
+    const expected = (await ctx().db.selectFrom('orders').select(['id']).where('business_id', '=', t.businessId).where('deleted_at', 'is', null)
+      .orderBy('created_at', 'desc').orderBy('id', 'desc').execute()).map((r) => r.id);
+    assert.equal(expected.length, 12);
+    const query = ctx().db.selectFrom('orders').where('business_id', '=', t.businessId).where('deleted_at', 'is', null);
+    for (const limit of [1, 2, 5]) {
+      for (let page = 1; page <= Math.ceil(expected.length / limit) + 1; page++) {
+        const got = await pageByCreatedDay(ctx().db, t.businessId, query, { page, limit }, expected.length, 0);
+        assert.deepEqual(got, expected.slice((page - 1) * limit, page * limit), `limit ${limit} page ${page}`);
+      }
+    }
+    // Through the API, whichever way the plan reads the page.
+    for (let page = 1; page <= 5; page++) {
+      assert.deepEqual(idsOf(await list(ctx(), t, `?limit=3&page=${page}`)), expected.slice((page - 1) * 3, page * 3), `API page ${page}`);
+    }
   });
 
   it('answers a page past the end from the total alone, without looking for its rows', async () => {

@@ -12,13 +12,15 @@ async function projections(db: Kysely<Database>, businessId: string) {
     .where('business_id', '=', businessId).groupBy(['phase', 'status']).orderBy('phase').orderBy('status').execute();
   const days = await db.selectFrom('order_change_counts').select(['day', sql<string>`sum(n)`.as('n')])
     .where('business_id', '=', businessId).groupBy('day').orderBy('day').execute();
+  const created = await db.selectFrom('order_created_counts').select(['day', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId).groupBy('day').orderBy('day').execute();
   const paths = await db.selectFrom('order_property_counts').select(['path', sql<string>`sum(n)`.as('n')])
     .where('business_id', '=', businessId).groupBy('path').orderBy('path').execute();
   const rows = await db.selectFrom('order_properties').select(['order_id', 'path', 'value'])
     .where('business_id', '=', businessId).orderBy('order_id').orderBy('path').execute();
   // Rows whose count went to zero are kept by the upkeep and not made by a rebuild: the same answer.
   const nonZero = <T extends { n: string }>(list: T[]) => list.filter((r) => Number(r.n) !== 0).map((r) => ({ ...r, n: Number(r.n) }));
-  return { counts: nonZero(counts), days: nonZero(days), paths: nonZero(paths), rows };
+  return { counts: nonZero(counts), days: nonZero(days), created: nonZero(created), paths: nonZero(paths), rows };
 }
 
 /** The maintained tables, then a rebuild of them: the two must be the same. */

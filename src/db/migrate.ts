@@ -13,6 +13,7 @@ import { webhooks } from './migrations/0010-webhooks.ts';
 import { console as consoleTables } from './migrations/0013-console.ts';
 import { exportIndexes } from './migrations/0014-export-indexes.ts';
 import { webhookDueIndex } from './migrations/0015-webhook-due-index.ts';
+import { orderCreatedCounts } from './migrations/0016-order-created-counts.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -31,6 +32,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0013-console': consoleTables(dialect),
     '0014-export-indexes': exportIndexes,
     '0015-webhook-due-index': webhookDueIndex,
+    '0016-order-created-counts': orderCreatedCounts(dialect),
   };
 }
 

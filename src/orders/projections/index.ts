@@ -4,7 +4,7 @@ import { utcDay } from '../../db/dialect.ts';
 import type { Db } from '../../db/types.ts';
 import type { OrderRow } from '../mapper.ts';
 import { bumpOrderCounts, type CountChange } from './counts.ts';
-import { bumpChangeCounts, changeDay } from './change-counts.ts';
+import { bumpDayCounts, changeDay } from './change-counts.ts';
 import { indexOrderProperties, propertyPaths, reindexOrderProperties, unindexOrderProperties } from './properties.ts';
 import { whereLive } from '../../db/live.ts';
 
@@ -15,10 +15,11 @@ import { whereLive } from '../../db/live.ts';
  *
  * - `order_counts`: live orders per (phase, status), the total of an unfiltered or phase/status list;
  * - `order_change_counts`: live orders per UTC day of updatedAt, the total of a changed-since list;
+ * - `order_created_counts`: live orders per UTC day of createdAt, which deep pages of the unfiltered list skip by;
  * - `order_properties` and `order_property_counts`: the flattened properties of live orders and the
  *   number of live orders per path, which property filters and their totals read.
  */
-export type ProjectedOrder = Pick<OrderRow, 'id' | 'business_id' | 'phase' | 'status' | 'updated_at' | 'properties' | 'deleted_at'>;
+export type ProjectedOrder = Pick<OrderRow, 'id' | 'business_id' | 'phase' | 'status' | 'created_at' | 'updated_at' | 'properties' | 'deleted_at'>;
 
 const isLive = (order: ProjectedOrder | null): order is ProjectedOrder => order !== null && order.deleted_at === null;
 
@@ -36,13 +37,16 @@ export async function applyOrderChange(db: Db, before: ProjectedOrder | null, af
   const businessId = order.business_id;
   const counts: CountChange[] = [];
   const days: Array<{ day: string; delta: number }> = [];
+  const created: Array<{ day: string; delta: number }> = [];
   if (isLive(before)) {
     counts.push({ phase: before.phase, status: before.status, delta: -1 });
     days.push({ day: changeDay(before.updated_at), delta: -1 });
+    created.push({ day: changeDay(before.created_at), delta: -1 });
   }
   if (isLive(after)) {
     counts.push({ phase: after.phase, status: after.status, delta: 1 });
     days.push({ day: changeDay(after.updated_at), delta: 1 });
+    created.push({ day: changeDay(after.created_at), delta: 1 });
   }
   if (isLive(before) && isLive(after)) {
     if (!sameJson(before.properties, after.properties)) {
@@ -55,7 +59,8 @@ export async function applyOrderChange(db: Db, before: ProjectedOrder | null, af
   }
   // Changes that cancel out (same phase and status, same day) write nothing.
   await bumpOrderCounts(db, businessId, counts);
-  await bumpChangeCounts(db, businessId, days);
+  await bumpDayCounts(db, 'order_change_counts', businessId, days);
+  await bumpDayCounts(db, 'order_created_counts', businessId, created);
 }
 
 const BATCH = 5_000;
@@ -65,7 +70,7 @@ const BATCH = 5_000;
  * loads that write orders directly. `onProgress` is called with the number of orders indexed.
  */
 export async function rebuildOrderProjections(db: Db, businessId: string, onProgress?: (ordersIndexed: number) => void): Promise<void> {
-  for (const table of ['order_counts', 'order_change_counts', 'order_property_counts', 'order_properties'] as const) {
+  for (const table of ['order_counts', 'order_change_counts', 'order_created_counts', 'order_property_counts', 'order_properties'] as const) {
     await db.deleteFrom(table).where('business_id', '=', businessId).execute();
   }
   await sql`insert into order_counts (business_id, phase, status, shard, n)
@@ -75,6 +80,10 @@ export async function rebuildOrderProjections(db: Db, businessId: string, onProg
   await sql`insert into order_change_counts (business_id, day, shard, n)
     select business_id, ${day}, 0, count(*) from orders where business_id = ${businessId} and ${whereLive()}
     group by business_id, ${day}`.execute(db);
+  const createdDay = utcDay(db, sql.ref('created_at'));
+  await sql`insert into order_created_counts (business_id, day, shard, n)
+    select business_id, ${createdDay}, 0, count(*) from orders where business_id = ${businessId} and ${whereLive()}
+    group by business_id, ${createdDay}`.execute(db);
 
   let after = '';
   let indexed = 0;

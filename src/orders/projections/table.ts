@@ -1,6 +1,9 @@
 import type { ColumnType } from 'kysely';
-/** Live orders whose `updated_at` falls on a UTC day (`YYYY-MM-DD`), for changed-since totals. */
-export interface OrderChangeCountTable {
+/**
+ * Live orders per UTC day (`YYYY-MM-DD`): of their `updated_at` in `order_change_counts` (changed-since
+ * totals), of their `created_at` in `order_created_counts` (deep pages of the unfiltered list).
+ */
+export interface OrderDayCountTable {
   business_id: string;
   day: string;
   shard: number;
