@@ -174,7 +174,9 @@ describe('order list plan', () => {
     assert.equal(choosePage(only('changedSince', 'phase', 'includeDeleted'), 1), 'pageChangedSince');
     assert.equal(choosePage(only(), 0), 'pageByCreatedDay');
     assert.equal(choosePage(only('includeDeleted'), 0), 'sorted', 'the day counts are of live orders');
-    assert.equal(choosePage(only('phase'), 0), 'sorted');
+    assert.equal(choosePage(only('phase', 'status'), 0), 'pageByCreatedDay', 'the day counts are per phase and status');
+    assert.equal(choosePage(only('phase', 'includeDeleted'), 0), 'sorted');
+    assert.equal(choosePage(only('status', 'createdSince'), 0), 'sorted');
   });
 
   it('falls back to the exact general plan for a combination no strategy declares', () => {

@@ -222,6 +222,16 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
         assert.deepEqual(got, expected.slice((page - 1) * limit, page * limit), `limit ${limit} page ${page}`);
       }
     }
+    // By phase and status: the counts of that phase and status only. Three of the orders move to ACTIVE/ACCEPTED.
+    for (const id of [ids[1], ids[6], ids[12]]) await patchOrder(ctx(), t, id, { order: { phase: 'ACTIVE', status: 'ACCEPTED' } });
+    const active = (await ctx().db.selectFrom('orders').select(['id']).where('business_id', '=', t.businessId).where('deleted_at', 'is', null)
+      .where('phase', '=', 'ACTIVE').where('status', '=', 'ACCEPTED').orderBy('created_at', 'desc').orderBy('id', 'desc').execute()).map((r) => r.id);
+    assert.equal(active.length, 3);
+    const byPhase = query.where('phase', '=', 'ACTIVE').where('status', '=', 'ACCEPTED');
+    for (let page = 1; page <= 4; page++) {
+      const got = await pageByCreatedDay(ctx().db, t.businessId, byPhase, { page, limit: 1, phase: 'ACTIVE', status: 'ACCEPTED' }, active.length, 0);
+      assert.deepEqual(got, active.slice(page - 1, page), `ACTIVE/ACCEPTED page ${page}`);
+    }
     // Through the API, whichever way the plan reads the page.
     for (let page = 1; page <= 5; page++) {
       assert.deepEqual(idsOf(await list(ctx(), t, `?limit=3&page=${page}`)), expected.slice((page - 1) * 3, page * 3), `API page ${page}`);

@@ -12,8 +12,8 @@ async function projections(db: Kysely<Database>, businessId: string) {
     .where('business_id', '=', businessId).groupBy(['phase', 'status']).orderBy('phase').orderBy('status').execute();
   const days = await db.selectFrom('order_change_counts').select(['day', sql<string>`sum(n)`.as('n')])
     .where('business_id', '=', businessId).groupBy('day').orderBy('day').execute();
-  const created = await db.selectFrom('order_created_counts').select(['day', sql<string>`sum(n)`.as('n')])
-    .where('business_id', '=', businessId).groupBy('day').orderBy('day').execute();
+  const created = await db.selectFrom('order_created_counts').select(['day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId).groupBy(['day', 'phase', 'status']).orderBy('day').orderBy('phase').orderBy('status').execute();
   const paths = await db.selectFrom('order_property_counts').select(['path', sql<string>`sum(n)`.as('n')])
     .where('business_id', '=', businessId).groupBy('path').orderBy('path').execute();
   const rows = await db.selectFrom('order_properties').select(['order_id', 'path', 'value'])

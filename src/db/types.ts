@@ -9,7 +9,7 @@ import type { SessionTable, UserTable } from '../users/table.ts';
 import type { WebhookAttemptTable, WebhookDeliveryTable, WebhookEndpointTable, WebhookReplayTable } from '../webhooks/table.ts';
 import type { OrderTable, OrderItemTable } from '../orders/table.ts';
 import type { InvoiceTable, InvoiceLineItemTable } from '../invoices/table.ts';
-import type { OrderDayCountTable, OrderCountTable, OrderPropertyTable, OrderPropertyCountTable } from '../orders/projections/table.ts';
+import type { OrderChangeCountTable, OrderCountTable, OrderCreatedCountTable, OrderPropertyTable, OrderPropertyCountTable } from '../orders/projections/table.ts';
 
 /** The schema as Kysely sees it; each table's type lives beside its resource (`<resource>/table.ts`). */
 export interface Database {
@@ -32,8 +32,8 @@ export interface Database {
   order_items: OrderItemTable;
   business_counters: BusinessCounterTable;
   order_counts: OrderCountTable;
-  order_change_counts: OrderDayCountTable;
-  order_created_counts: OrderDayCountTable;
+  order_change_counts: OrderChangeCountTable;
+  order_created_counts: OrderCreatedCountTable;
   order_properties: OrderPropertyTable;
   order_property_counts: OrderPropertyCountTable;
   invoices: InvoiceTable;

@@ -78,7 +78,7 @@ export const ORDER_FILTERS = {
     active: ({ options }) => Boolean(options.status),
     where: (query, { options }) => query.where('status', '=', options.status!),
     totals: ['countLiveOrders'],
-    pages: ANY_PAGE,
+    pages: ['pageByCreatedDay', ...ANY_PAGE],
   },
   // A value, or a present path (exists=true), through the side table.
   propertyIndexed: {
@@ -109,7 +109,7 @@ export const ORDER_FILTERS = {
     active: ({ options }) => Boolean(options.phase),
     where: (query, { options }) => query.where('phase', '=', options.phase!),
     totals: ['countLiveOrders'],
-    pages: ANY_PAGE,
+    pages: ['pageByCreatedDay', ...ANY_PAGE],
   },
   changedSince: {
     keys: ['updatedSince', 'modifiedSince'],
@@ -138,8 +138,8 @@ const PAGES: Record<PageStrategy, (active: ActiveFilters, total: number) => bool
   // than walk the page order's index past orders that do not match.
   pageFromSideTable: (active, total) => active.has('propertyIndexed') && total <= FEW_CANDIDATES,
   pageChangedSince: (active) => active.has('changedSince'),
-  // The unfiltered list of live orders, which `order_created_counts` counts by day: no filter declares it.
-  pageByCreatedDay: (active) => active.size === 0,
+  // Live orders, unfiltered or by phase and/or status, which `order_created_counts` counts by day.
+  pageByCreatedDay: () => true,
 };
 
 const servedByAll = (active: ActiveFilters, declared: (f: ListFilter) => readonly string[], strategy: string) =>

@@ -5,33 +5,23 @@ import { toIso } from '../../lib/time.ts';
 import { netChanges } from './counts.ts';
 import { whereLive } from '../../db/live.ts';
 
-/** `order_change_counts` and `order_created_counts`: live orders per UTC day of their updatedAt (the totals of changed-since lists) and of their createdAt (deep pages). */
+/** `order_change_counts`: live orders per UTC day of their updatedAt, the totals of changed-since lists. */
 
 /** The UTC day (`YYYY-MM-DD`) of an order's updatedAt: its row in `order_change_counts`. */
 export const changeDay = (updatedAt: Date | string): string => toIso(updatedAt).slice(0, 10);
 
-/** The two per-day count tables: by `updated_at` and by `created_at`. */
-export type DayCountTable = 'order_change_counts' | 'order_created_counts';
-
 /**
- * Moves live orders between the days of a per-day count table, in the caller's transaction and as
+ * Moves live orders between the days of `order_change_counts`, in the caller's transaction and as
  * `bumpOrderCounts` does: +1 on a new order's day, -1 on a soft-deleted order's, and -1/+1 when a
  * PATCH moves an order's updatedAt to another day (nothing when it stays on the same day).
  */
-export async function bumpDayCounts(db: Db, table: DayCountTable, businessId: string, changes: Array<{ day: string; delta: number }>): Promise<void> {
+export async function bumpChangeCounts(db: Db, businessId: string, changes: Array<{ day: string; delta: number }>): Promise<void> {
   const shard = countShard(db);
   for (const c of netChanges(changes, (c) => c.day)) {
-    await db.insertInto(table).values({ business_id: businessId, day: c.day, shard, n: c.delta })
-      .onConflict((oc) => oc.columns(['business_id', 'day', 'shard']).doUpdateSet({ n: sql<number>`${sql.ref(table)}.n + excluded.n` }))
+    await db.insertInto('order_change_counts').values({ business_id: businessId, day: c.day, shard, n: c.delta })
+      .onConflict((oc) => oc.columns(['business_id', 'day', 'shard']).doUpdateSet({ n: sql<number>`order_change_counts.n + excluded.n` }))
       .execute();
   }
-}
-
-/** Live orders per created day, newest day first (or oldest first): what a deep page skips. */
-export async function createdDays(db: Db, businessId: string, direction: 'asc' | 'desc'): Promise<Array<{ day: string; n: number }>> {
-  const rows = await db.selectFrom('order_created_counts').select(['day', sql<number | string>`sum(n)`.as('n')])
-    .where('business_id', '=', businessId).groupBy('day').orderBy('day', direction).execute();
-  return rows.map((r) => ({ day: r.day, n: Number(r.n) }));
 }
 
 /**

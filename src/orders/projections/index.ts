@@ -4,7 +4,8 @@ import { utcDay } from '../../db/dialect.ts';
 import type { Db } from '../../db/types.ts';
 import type { OrderRow } from '../mapper.ts';
 import { bumpOrderCounts, type CountChange } from './counts.ts';
-import { bumpDayCounts, changeDay } from './change-counts.ts';
+import { bumpChangeCounts, changeDay } from './change-counts.ts';
+import { bumpCreatedCounts, type CreatedCountChange } from './created-counts.ts';
 import { indexOrderProperties, propertyPaths, reindexOrderProperties, unindexOrderProperties } from './properties.ts';
 import { whereLive } from '../../db/live.ts';
 
@@ -15,7 +16,7 @@ import { whereLive } from '../../db/live.ts';
  *
  * - `order_counts`: live orders per (phase, status), the total of an unfiltered or phase/status list;
  * - `order_change_counts`: live orders per UTC day of updatedAt, the total of a changed-since list;
- * - `order_created_counts`: live orders per UTC day of createdAt, which deep pages of the unfiltered list skip by;
+ * - `order_created_counts`: live orders per UTC day of createdAt, phase and status, which deep pages skip by;
  * - `order_properties` and `order_property_counts`: the flattened properties of live orders and the
  *   number of live orders per path, which property filters and their totals read.
  */
@@ -37,16 +38,16 @@ export async function applyOrderChange(db: Db, before: ProjectedOrder | null, af
   const businessId = order.business_id;
   const counts: CountChange[] = [];
   const days: Array<{ day: string; delta: number }> = [];
-  const created: Array<{ day: string; delta: number }> = [];
+  const created: CreatedCountChange[] = [];
   if (isLive(before)) {
     counts.push({ phase: before.phase, status: before.status, delta: -1 });
     days.push({ day: changeDay(before.updated_at), delta: -1 });
-    created.push({ day: changeDay(before.created_at), delta: -1 });
+    created.push({ day: changeDay(before.created_at), phase: before.phase, status: before.status, delta: -1 });
   }
   if (isLive(after)) {
     counts.push({ phase: after.phase, status: after.status, delta: 1 });
     days.push({ day: changeDay(after.updated_at), delta: 1 });
-    created.push({ day: changeDay(after.created_at), delta: 1 });
+    created.push({ day: changeDay(after.created_at), phase: after.phase, status: after.status, delta: 1 });
   }
   if (isLive(before) && isLive(after)) {
     if (!sameJson(before.properties, after.properties)) {
@@ -59,8 +60,8 @@ export async function applyOrderChange(db: Db, before: ProjectedOrder | null, af
   }
   // Changes that cancel out (same phase and status, same day) write nothing.
   await bumpOrderCounts(db, businessId, counts);
-  await bumpDayCounts(db, 'order_change_counts', businessId, days);
-  await bumpDayCounts(db, 'order_created_counts', businessId, created);
+  await bumpChangeCounts(db, businessId, days);
+  await bumpCreatedCounts(db, businessId, created);
 }
 
 const BATCH = 5_000;
@@ -81,9 +82,9 @@ export async function rebuildOrderProjections(db: Db, businessId: string, onProg
     select business_id, ${day}, 0, count(*) from orders where business_id = ${businessId} and ${whereLive()}
     group by business_id, ${day}`.execute(db);
   const createdDay = utcDay(db, sql.ref('created_at'));
-  await sql`insert into order_created_counts (business_id, day, shard, n)
-    select business_id, ${createdDay}, 0, count(*) from orders where business_id = ${businessId} and ${whereLive()}
-    group by business_id, ${createdDay}`.execute(db);
+  await sql`insert into order_created_counts (business_id, day, phase, status, shard, n)
+    select business_id, ${createdDay}, phase, status, 0, count(*) from orders where business_id = ${businessId} and ${whereLive()}
+    group by business_id, ${createdDay}, phase, status`.execute(db);
 
   let after = '';
   let indexed = 0;

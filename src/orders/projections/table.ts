@@ -1,9 +1,6 @@
 import type { ColumnType } from 'kysely';
-/**
- * Live orders per UTC day (`YYYY-MM-DD`): of their `updated_at` in `order_change_counts` (changed-since
- * totals), of their `created_at` in `order_created_counts` (deep pages of the unfiltered list).
- */
-export interface OrderDayCountTable {
+/** Live orders whose `updated_at` falls on a UTC day (`YYYY-MM-DD`), for changed-since totals. */
+export interface OrderChangeCountTable {
   business_id: string;
   day: string;
   shard: number;
@@ -32,6 +29,16 @@ export interface OrderPropertyTable {
 export interface OrderPropertyCountTable {
   business_id: string;
   path: string;
+  shard: number;
+  n: ColumnType<number | string | bigint, number, number>;
+}
+
+/** Live orders created on a UTC day (`YYYY-MM-DD`), per phase and status, for deep pages. */
+export interface OrderCreatedCountTable {
+  business_id: string;
+  day: string;
+  phase: string;
+  status: string;
   shard: number;
   n: ColumnType<number | string | bigint, number, number>;
 }
