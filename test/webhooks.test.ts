@@ -494,3 +494,25 @@ describeEachBackend('webhook replays of purged events', (ctx) => {
     assert.match(JSON.stringify(past.body), new RegExp(`Must be at most the latest event's sequence, ${latest}`));
   });
 }, webhooks({}));
+
+describeEachBackend('a webhook endpoint whose secret cannot be opened', (ctx) => {
+  it('holds only its own deliveries: the sending slot is not lost, and another business\'s events still go', async () => {
+    const receiver = await startReceiver();
+    try {
+      receiver.behave = (_r, res) => { res.writeHead(200).end(); };
+      const broken = await ctx().createTenant();
+      const endpoint = await createEndpoint(ctx(), broken, { url: receiver.url, eventTypes: ['item.*'] });
+      // As after a SECRET_KEY change that dropped the key it was sealed with.
+      await ctx().db.updateTable('webhook_endpoints').set({ secret: 'v1.not-a-sealed-secret' }).where('id', '=', endpoint.id).execute();
+      await createItem(ctx(), broken, 'Never signed');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const healthy = await ctx().createTenant();
+      await createEndpoint(ctx(), healthy, { url: receiver.url, eventTypes: ['item.*'] });
+      const item = await createItem(ctx(), healthy, 'Signed');
+      const got = await receiver.until((r) => r.some((d) => d.event.resourceId === item.id), 8_000);
+      assert.ok(!got.some((d) => d.event.data.object.name === 'Never signed'), 'nothing goes unsigned');
+    } finally {
+      await receiver.close();
+    }
+  });
+}, webhooks({ concurrency: 1 }));

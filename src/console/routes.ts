@@ -122,7 +122,9 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     `${SESSION_COOKIE}=${value}; Path=/console; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${deps.secureCookie ? '; Secure' : ''}`;
 
   app.get('/console/assets/:name', async (request, reply) => {
-    const asset = ASSETS[(request.params as { name: string }).name];
+    // Own names only: `valueOf` or `constructor` would find Object.prototype's (and answered 500).
+    const name = (request.params as { name: string }).name;
+    const asset = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
     if (!asset) return reply.code(404).type('text/plain').send('Not found');
     return reply.type(asset.type).header('cache-control', 'public, max-age=3600').send(asset.body());
   });

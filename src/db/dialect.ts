@@ -176,3 +176,11 @@ export function columnTypes(dialect: Dialect) {
     bytes: pg ? 'bytea' : 'blob',
   } as const;
 }
+
+/**
+ * Refreshes the planner's statistics of a table now, rather than at autovacuum's next look (once
+ * a minute): PostgreSQL's `ANALYZE`. SQLite's planner does not need it.
+ */
+export async function analyzeTable(db: Db, table: string): Promise<void> {
+  if (dialectOf(db) === 'postgres') await sql`analyze ${sql.table(table)}`.execute(db);
+}

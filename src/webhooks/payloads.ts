@@ -19,7 +19,7 @@ export interface ClaimedEndpoint {
  * (one read per business), and each endpoint with its secrets (one read, so a rotation or a new URL
  * applies to the next claim; secrets are decrypted once and kept).
  */
-export function createPayloadLoader(db: Kysely<Database>, box: SecretBox) {
+export function createPayloadLoader(db: Kysely<Database>, box: SecretBox, onUnreadable: (endpointId: string, error: unknown) => void) {
   const opened = new Map<string, string>();
 
   function openSecret(sealed: string): string {
@@ -50,7 +50,16 @@ export function createPayloadLoader(db: Kysely<Database>, box: SecretBox) {
   async function endpoints(claims: Claim[]): Promise<Map<string, ClaimedEndpoint>> {
     const ids = [...new Set(claims.map((c) => c.endpoint_id))];
     const rows = await db.selectFrom('webhook_endpoints').selectAll().where(anyOf(db, 'id', ids)).execute();
-    return new Map(rows.map((row) => [row.id, { row, secrets: [openSecret(row.secret), ...(row.previous_secret ? [openSecret(row.previous_secret)] : [])] }]));
+    const found = new Map<string, ClaimedEndpoint>();
+    for (const row of rows) {
+      try {
+        found.set(row.id, { row, secrets: [openSecret(row.secret), ...(row.previous_secret ? [openSecret(row.previous_secret)] : [])] });
+      } catch (error) {
+        // A secret no key of SECRET_KEY opens: this endpoint's deliveries wait (their leases lapse), the batch's others go.
+        onUnreadable(row.id, error);
+      }
+    }
+    return found;
   }
 
   return {

@@ -42,7 +42,8 @@ const STATISTICS_MS = 30_000;
 export function createWebhookWorker(deps: WorkerDeps) {
   const { db, writes, config, clock, log } = deps;
   const sender = createSender({ timeoutMs: config.timeoutMs, allowPrivateNetworks: config.allowPrivateNetworks });
-  const payloads = createPayloadLoader(db, deps.box);
+  const payloads = createPayloadLoader(db, deps.box, (endpointId) =>
+    log.error({ endpointId }, 'webhook worker: an endpoint\'s signing secret cannot be opened with SECRET_KEY; its deliveries wait'));
   // Longer than an attempt can take, with room for recording it; then a dead instance's claim falls due again.
   const leaseMs = 2 * config.timeoutMs + 5_000;
   const passes = deps.registry && new Counter({
@@ -152,8 +153,16 @@ export function createWebhookWorker(deps: WorkerDeps) {
       const now = clock();
       const claims = await claimDeliveries(db, new Date(now).toISOString(), new Date(now + leaseMs).toISOString(), free);
       if (claims.length === 0) return;
+      let loaded: Awaited<ReturnType<typeof payloads.load>>;
+      try {
+        loaded = await payloads.load(claims);
+      } catch (error) {
+        // Nothing was sent: the slots stay free, and the claims come back when their lease ends.
+        log.warn({ err: error, deliveries: claims.length }, 'webhook worker: could not load a claim\'s events or endpoints; its lease will bring it back');
+        return;
+      }
+      const { bodies, endpoints } = loaded;
       sending += claims.length;
-      const { bodies, endpoints } = await payloads.load(claims);
       for (const claim of claims) {
         const flight = deliver(claim, bodies.get(claim.id) ?? null, endpoints.get(claim.endpoint_id))
           .catch((error) => {
