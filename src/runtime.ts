@@ -1,4 +1,5 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { ConfigError, type Config } from './config.ts';
 import { newSecretKey, parseSecretKeys, SecretBox } from './lib/secret-box.ts';
@@ -36,10 +37,17 @@ export function resolveSecretBox(config: Config): { box: SecretBox; source: stri
   const dir = config.databaseUrl.startsWith('sqlite:') ? dirname(resolve(config.databaseUrl.slice('sqlite:'.length))) : resolve('data');
   const file = join(dir, 'secret.key');
   mkdirSync(dir, { recursive: true });
+  // Written whole to a file of this process's own, then linked into place: `link` fails when the
+  // name exists, so one key wins, and no instance can read the file before its key is in it
+  // (created with `wx` and then written, a second instance read it empty in between).
+  const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  writeFileSync(draft, `${newSecretKey()}\n`, { flag: 'wx', mode: 0o600 });
   try {
-    writeFileSync(file, `${newSecretKey()}\n`, { flag: 'wx', mode: 0o600 });
+    linkSync(draft, file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  } finally {
+    unlinkSync(draft);
   }
   const keys = parseSecretKeys(readFileSync(file, 'utf8').trim());
   if (!keys) throw new ConfigError(`${file} does not hold a key (base64 of 32 bytes); remove it or set SECRET_KEY`);
