@@ -84,23 +84,41 @@ export async function selectPageIds<DB, TB extends keyof DB, O>(
 }
 
 /**
- * The ids of a page of `total` rows, read from the nearer end. An offset is walked row by row, so a
- * page past the middle is read backwards (`createdAt asc, id asc`) from the last row and reversed:
- * the last pages cost what the first do, and no page walks more than half the list (at 1M orders,
- * `page=9900&limit=100` walked 990,000 index entries). `total` must be the exact count of `query`.
+ * Where a page of `total` rows is read from: a page past the middle is read backwards
+ * (`createdAt asc, id asc`) from the last row and reversed, since an offset is walked row by row.
+ * `skip` rows are passed over from that end, and `take` read.
+ */
+export function nearerEnd(total: number, paging: Paging): { backwards: boolean; skip: number; take: number } {
+  const offset = offsetOf(paging.page, paging.limit);
+  const after = total - offset - paging.limit;
+  return offset <= after
+    ? { backwards: false, skip: offset, take: paging.limit }
+    : { backwards: true, skip: Math.max(0, after), take: Math.max(0, Math.min(paging.limit, total - offset)) };
+}
+
+/** `take` ids after `skip` in list order, or backwards from the end (then reversed into list order). */
+export async function selectIdsFrom<DB, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, O>, backwards: boolean, skip: number, take: number,
+): Promise<string[]> {
+  if (take <= 0) return [];
+  const direction = backwards ? 'asc' : 'desc';
+  const rows = await query.clearSelect().select(sql<string>`${sql.ref('id')}`.as('id'))
+    .orderBy(sql.ref('created_at'), direction).orderBy(sql.ref('id'), direction).limit(take).offset(skip)
+    .execute() as unknown as Array<{ id: string }>;
+  const ids = rows.map((r) => r.id);
+  return backwards ? ids.reverse() : ids;
+}
+
+/**
+ * The ids of a page of `total` rows, read from the nearer end: the last pages cost what the first
+ * do, and no page walks more than half the list (at 1M orders, `page=9900&limit=100` walked 990,000
+ * index entries). `total` must be the exact count of `query`.
  */
 export async function selectPageIdsFromNearerEnd<DB, TB extends keyof DB, O>(
   query: SelectQueryBuilder<DB, TB, O>, paging: Paging, total: number,
 ): Promise<string[]> {
-  const offset = offsetOf(paging.page, paging.limit);
-  const after = total - offset - paging.limit;
-  if (offset <= after) return selectPageIds(query, paging.limit, offset);
-  const take = Math.min(paging.limit, total - offset);
-  if (take <= 0) return [];
-  const rows = await query.clearSelect().select(sql<string>`${sql.ref('id')}`.as('id'))
-    .orderBy(sql.ref('created_at'), 'asc').orderBy(sql.ref('id'), 'asc').limit(take).offset(Math.max(0, after))
-    .execute() as unknown as Array<{ id: string }>;
-  return rows.map((r) => r.id).reverse();
+  const { backwards, skip, take } = nearerEnd(total, paging);
+  return selectIdsFrom(query, backwards, skip, take);
 }
 
 /** `count(*)` of the rows a list query selects. */

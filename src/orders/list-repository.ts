@@ -1,4 +1,4 @@
-import { countOf, offsetOf, pastTheEnd, selectPageIds, selectPageIdsFromNearerEnd, type Page, type Paging } from '../db/list.ts';
+import { countOf, nearerEnd, offsetOf, pastTheEnd, selectIdsFrom, selectPageIds, selectPageIdsFromNearerEnd, type Page, type Paging } from '../db/list.ts';
 import { anyOf } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
 import {
@@ -99,13 +99,9 @@ export const SHALLOW_ROWS = 2_000;
 export async function pageByCreatedDay(
   db: Db, businessId: string, query: OrdersQuery, paging: Paging & { phase?: string; status?: string }, total: number, shallow = SHALLOW_ROWS,
 ): Promise<string[]> {
-  const offset = offsetOf(paging.page, paging.limit);
-  const after = total - offset - paging.limit;
-  const backwards = offset > after;
-  const skip = backwards ? Math.max(0, after) : offset;
-  const take = backwards ? Math.min(paging.limit, total - offset) : paging.limit;
+  const { backwards, skip, take } = nearerEnd(total, paging);
   if (take <= 0) return [];
-  if (skip < shallow) return selectPageIdsFromNearerEnd(query, paging, total);
+  if (skip < shallow) return selectIdsFrom(query, backwards, skip, take);
   let passed = 0;
   let start: string | undefined;
   for (const { day, n } of await createdDays(db, businessId, backwards ? 'asc' : 'desc', paging)) {
@@ -121,9 +117,5 @@ export async function pageByCreatedDay(
   const within = backwards
     ? query.where('created_at', '>=', dayStart)
     : query.where('created_at', '<', new Date(Date.parse(dayStart) + 86_400_000).toISOString());
-  const direction = backwards ? 'asc' : 'desc';
-  const rows = await within.clearSelect().select('id').orderBy('created_at', direction).orderBy('id', direction)
-    .limit(take).offset(skip - passed).execute() as Array<{ id: string }>;
-  const ids = rows.map((r) => r.id);
-  return backwards ? ids.reverse() : ids;
+  return selectIdsFrom(within, backwards, skip - passed, take);
 }
