@@ -21,10 +21,13 @@ export interface Report {
   machine: { cpus: number; model: string; memoryGb: number; node: string; loadAverage: number[] };
   startedAt: string;
   ceiling: LoadResult;
+  /** A bare node:http server echoing the patch scenario's bodies: what write ratios are taken against. */
+  echoCeiling?: LoadResult;
   rows: Row[];
   /** The event log's readers (bench/events.ts), when measured. */
   events?: import('./events.ts').EventMeasures;
   webhooks?: import('./webhooks.ts').WebhookMeasures;
+  lists?: import('./lists.ts').ListMeasures;
 }
 
 export function machine(loadAverage: number[]) {
@@ -39,8 +42,10 @@ export function formatTable(report: Report): string {
   const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'RSS MB', 'load', 'note'];
   const rows = [
     ...report.rows.map((r) => [r.scenario, fmt(r.requestsPerSecond), fmt(r.p50, 1), fmt(r.p99, 1), fmt(r.errors), fmt(r.rssMb), r.loadAverage.toFixed(1),
-      r.ratioToCeiling === undefined ? '' : `${r.ratioToCeiling.toFixed(2)} × ceiling`]),
+      r.ratioToCeiling === undefined ? '' : `${r.ratioToCeiling.toFixed(3)} × ${r.kind === 'write' ? 'echo ceiling' : 'ceiling'}`]),
     ['ceiling (bare node:http, same bytes)', fmt(report.ceiling.requestsPerSecond), fmt(report.ceiling.p50, 1), fmt(report.ceiling.p99, 1), fmt(report.ceiling.errors), '', '', ''],
+    ...(report.echoCeiling ? [['echo ceiling (bare node:http, patch bodies)', fmt(report.echoCeiling.requestsPerSecond), fmt(report.echoCeiling.p50, 1),
+      fmt(report.echoCeiling.p99, 1), fmt(report.echoCeiling.errors), '', '', '']] : []),
   ];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 || i === 7 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;

@@ -1,6 +1,6 @@
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { startCeiling } from './ceiling.ts';
+import { startCeiling, startEchoCeiling, type Ceiling } from './ceiling.ts';
 import { createBenchDatabase } from './database.ts';
 import { loadFixtures } from './fixtures.ts';
 import { runLoad, warmUp } from './load.ts';
@@ -9,6 +9,7 @@ import { buildScenarios } from './scenarios.ts';
 import { measureExport, measureWake } from './events.ts';
 import { measureWebhooks } from './webhooks.ts';
 import { consoleRequests } from './console.ts';
+import { measureLists, summariseLists } from './lists.ts';
 import { buildDist, runDemo, sampleRss, startServer } from './server.ts';
 
 const { values } = parseArgs({
@@ -24,6 +25,8 @@ const { values } = parseArgs({
     key: { type: 'string' },
     // A directory for the server's CPU profile (node --cpu-prof), written when the run ends.
     profile: { type: 'string' },
+    // Requests per list case (bench/lists.ts), one at a time.
+    'list-requests': { type: 'string', default: '20' },
   },
 });
 const reuse = values.url !== undefined;
@@ -83,21 +86,40 @@ try {
       + `${webhooks.writes.whileDelivering.requestsPerSecond} while delivering (${webhooks.writes.ratio}×)`);
   }
 
+  // The ceilings: a bare node:http server sending the get-order bytes, and one echoing a write's body.
+  const measureCeiling = async (start: () => Promise<Ceiling>, requests: import('autocannon').Request[]) => {
+    const ceilingServer = await start();
+    await warmUp(ceilingServer.url, requests, options.connections);
+    const result = await runLoad(ceilingServer.url, requests, options);
+    await ceilingServer.close();
+    return result;
+  };
   const sample = await fetch(`${server.base}/api/v1/orders/${fixtures.tenItemOrderId}`, { headers: fixtures.headers });
-  const ceilingServer = await startCeiling(Buffer.from(await sample.arrayBuffer()), sample.headers.get('content-type') ?? 'application/json');
-  await warmUp(ceilingServer.url, [{ method: 'GET', path: '/' }], options.connections);
-  const ceiling = await runLoad(ceilingServer.url, [{ method: 'GET', path: '/' }], options);
-  await ceilingServer.close();
+  const sampleBody = Buffer.from(await sample.arrayBuffer());
+  const ceiling = await measureCeiling(() => startCeiling(sampleBody, sample.headers.get('content-type') ?? 'application/json'), [{ method: 'GET', path: '/' }]);
   const get = rows.find((r) => r.scenario.startsWith('get order'));
   if (get) get.ratioToCeiling = get.requestsPerSecond / ceiling.requestsPerSecond;
+  const writes = rows.filter((r) => r.kind === 'write');
+  const echoCeiling = writes.length === 0 ? undefined
+    : await measureCeiling(startEchoCeiling, buildScenarios(fixtures).find((s) => s.name === 'patch order')!.requests);
+  for (const row of writes) row.ratioToCeiling = row.requestsPerSecond / echoCeiling!.requestsPerSecond;
+
+  // The list cases an integration hits, one request at a time (bench/lists.ts).
+  const lists = only.length === 0 || only.includes('lists')
+    ? await measureLists(server.base, fixtures, orders, {
+      requests: Number(values['list-requests']),
+      onCase: (c) => console.error(`list ${c.name} [${c.page}]: p50 ${c.p50} ms, p99 ${c.p99}, total ${c.total}`),
+    })
+    : undefined;
 
   const report: Report = {
-    backend, orders, ...options, startedAt, ceiling, rows, events, webhooks,
+    backend, orders, ...options, startedAt, ceiling, echoCeiling, rows, events, webhooks, lists,
     generation: { seconds: Math.round(generationSeconds * 10) / 10, ordersPerSecond: rate, log: demo.log.split('\n').filter((l) => l.startsWith('Created') || l.includes('orders/s')).join(' ') },
     machine: machine(loadavg()),
   };
   console.log(`\n${backend}, ${orders.toLocaleString('en')} orders, ${options.connections} connections, ${options.duration} s per scenario (load average ${report.machine.loadAverage.map((l) => l.toFixed(1)).join(' ')})\n`);
   console.log(formatTable(report));
+  if (lists) console.log(`\n${summariseLists(lists)}`);
   console.log(`\nSaved ${saveReport(report)}`);
 } finally {
   await server?.stop();

@@ -1,0 +1,138 @@
+import type { Fixtures } from './fixtures.ts';
+
+/**
+ * The list cases an integration hits (issue 21), measured as latency: one request at a time, so
+ * p50 and p99 are the time of one request, not of a queue. Every filter alone, every two and three
+ * of them together (one property filter at a time: the API takes one), each at its first page, a
+ * deep page, its last pages and past its end; then cache misses (random ids and property values).
+ * Pages and values vary between requests, so no case measures one cached answer.
+ */
+export interface ListCase {
+  name: string;
+  filters: string[];
+  page: 'first' | 'deep' | 'last' | 'past end' | 'random';
+  total: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+export interface ListMeasures {
+  requestsPerCase: number;
+  /** The goal each case is held to (issue 21: p50 ≤ 25 ms at 1M orders). */
+  goalMs: number;
+  cases: ListCase[];
+}
+
+const PROPERTY = 'sage200Evo.salesOrderNo';
+
+/** Each filter as query parameters; `value` makes each request's value differ (a cache miss). */
+function filters(f: Fixtures, orders: number): Record<string, () => string> {
+  const yearAgo = encodeURIComponent(new Date(Date.now() - 365 * 86_400_000).toISOString());
+  // Demo orders number their salesOrderNo from 100,001 (src/demo/orders.ts).
+  const salesOrderNo = () => String(100_001 + Math.floor(Math.random() * Math.max(1, orders)));
+  return {
+    phase: () => 'phase=ACTIVE',
+    status: () => 'status=ACCEPTED',
+    absent: () => `propertyPath=${PROPERTY}&propertyExists=false`,
+    value: () => `propertyPath=${PROPERTY}&propertyValue=${salesOrderNo()}`,
+    nested: () => 'propertyPath=unleashed.guid&propertyExists=true',
+    createdSince: () => `createdSince=${yearAgo}`,
+    updatedSince: () => `updatedSince=${yearAgo}`,
+    includeDeleted: () => 'includeDeleted=true',
+  };
+}
+
+const PROPERTY_FILTERS = new Set(['absent', 'value', 'nested']);
+
+/** Every combination of up to `most` filters, with at most one property filter. */
+export function combinations(names: string[], most: number): string[][] {
+  const out: string[][] = [[]];
+  const grow = (start: number, chosen: string[]) => {
+    for (let i = start; i < names.length; i++) {
+      const next = [...chosen, names[i]];
+      if (next.filter((n) => PROPERTY_FILTERS.has(n)).length > 1) continue;
+      out.push(next);
+      if (next.length < most) grow(i + 1, next);
+    }
+  };
+  grow(0, []);
+  return out;
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
+const round = (ms: number) => Math.round(ms * 10) / 10;
+
+async function timed(base: string, path: string, headers: Record<string, string>): Promise<{ ms: number; body: any }> {
+  const started = performance.now();
+  const res = await fetch(`${base}${path}`, { headers });
+  const text = await res.text();
+  const ms = performance.now() - started;
+  if (res.status !== 200) throw new Error(`GET ${path}: ${res.status} ${text.slice(0, 200)}`);
+  return { ms, body: JSON.parse(text) };
+}
+
+/** `requests` requests of the case, one at a time, after one that warms the connection. */
+async function measure(base: string, headers: Record<string, string>, path: () => string, requests: number): Promise<{ p50: number; p99: number; max: number }> {
+  await timed(base, path(), headers);
+  const times: number[] = [];
+  for (let i = 0; i < requests; i++) times.push((await timed(base, path(), headers)).ms);
+  times.sort((a, b) => a - b);
+  return { p50: round(percentile(times, 0.5)), p99: round(percentile(times, 0.99)), max: round(times[times.length - 1]) };
+}
+
+const randomIn = (low: number, high: number) => low + Math.floor(Math.random() * Math.max(1, high - low + 1));
+
+export async function measureLists(
+  base: string, f: Fixtures, orders: number, options: { requests?: number; most?: number; onCase?: (c: ListCase) => void } = {},
+): Promise<ListMeasures> {
+  const requests = options.requests ?? 20;
+  const made = filters(f, orders);
+  const cases: ListCase[] = [];
+  const record = (c: ListCase) => {
+    cases.push(c);
+    options.onCase?.(c);
+  };
+  for (const combo of combinations(Object.keys(made), options.most ?? 3)) {
+    const query = () => combo.map((name) => made[name]()).join('&');
+    const list = (page: number, limit: number) => `/api/v1/orders?${[query(), `limit=${limit}`, `page=${page}`].filter(Boolean).join('&')}`;
+    // The total of a value filter differs per value; the pages below it are asked of that value.
+    const total: number = (await timed(base, list(1, 20), f.headers)).body.total;
+    const pages20 = Math.max(1, Math.ceil(total / 20));
+    const pages100 = Math.max(1, Math.ceil(total / 100));
+    const at = {
+      first: () => list(1, 20),
+      // Around 40 % of the way in: the offset a forward walk pays most for before the middle.
+      deep: () => list(randomIn(Math.max(1, Math.floor(pages20 * 0.35)), Math.max(1, Math.ceil(pages20 * 0.45))), 20),
+      last: () => list(randomIn(Math.max(1, pages100 - 4), pages100), 100),
+      'past end': () => list(randomIn(pages20 + 1, pages20 + 1000), 20),
+    } as const;
+    for (const page of Object.keys(at) as Array<keyof typeof at>) {
+      record({ name: combo.join(' + ') || 'no filter', filters: combo, page, total, ...await measure(base, f.headers, at[page], requests) });
+    }
+  }
+  // Cache misses: orders spread over the whole list, read by id.
+  const ids = await spreadIds(base, f, orders);
+  record({ name: 'get order by random id', filters: [], page: 'random', total: ids.length, ...await measure(base, f.headers, () => `/api/v1/orders/${ids[randomIn(0, ids.length - 1)]}`, requests) });
+  return { requestsPerCase: requests, goalMs: 25, cases };
+}
+
+/** Up to 200 order ids from pages spread over the whole list. */
+async function spreadIds(base: string, f: Fixtures, orders: number): Promise<string[]> {
+  const pages = Math.max(1, Math.ceil(orders / 100));
+  const ids: string[] = [];
+  for (let i = 0; i < 10; i++) {
+    const page = Math.max(1, Math.round((pages * i) / 10));
+    const { body } = await timed(base, `/api/v1/orders?limit=100&page=${page}`, f.headers);
+    ids.push(...(body.items as Array<{ id: string }>).slice(0, 20).map((o) => o.id));
+  }
+  return ids;
+}
+
+/** The cases over the goal, worst first, and a summary line. */
+export function summariseLists(m: ListMeasures): string {
+  const over = m.cases.filter((c) => c.p50 > m.goalMs).sort((a, b) => b.p50 - a.p50);
+  const lines = [`list cases: ${m.cases.length}, ${over.length} over p50 ${m.goalMs} ms`];
+  for (const c of over.slice(0, 25)) lines.push(`  ${c.name} [${c.page}] p50 ${c.p50} ms, p99 ${c.p99}, total ${c.total}`);
+  return lines.join('\n');
+}
