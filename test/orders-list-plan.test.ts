@@ -8,7 +8,7 @@ import {
 import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { ListOrdersQuery } from '../src/orders/schema.ts';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
-import { createFixture, createOrder } from './helpers/orders.ts';
+import { createFixture, createOrder, walkingEveryDay } from './helpers/orders.ts';
 
 const CREATED_SINCE = '2025-02-01T00:00:00.000Z';
 const UPDATED_SINCE = '2025-03-01T12:00:00.000Z';
@@ -139,7 +139,8 @@ describeEachBackend('GET /api/v1/orders: every combination of filters against br
       const seen: string[] = [];
       // Every page, and one past the last.
       for (let page = 1; page <= Math.ceil(expected.length / 3) + 1; page++) {
-        const res = await ctx().request('GET', `/api/v1/orders?${query}&page=${page}`, { as: t });
+        // Every page the created-day strategy serves is walked by day, as deep pages are.
+        const res = await walkingEveryDay(() => ctx().request('GET', `/api/v1/orders?${query}&page=${page}`, { as: t }));
         assert.equal(res.status, 200, `${query} page ${page}: ${JSON.stringify(res.body)}`);
         assert.equal(res.body.total, expected.length, `total of ${query} page ${page}`);
         seen.push(...res.body.items.map((o: { id: string }) => o.id));
@@ -149,8 +150,33 @@ describeEachBackend('GET /api/v1/orders: every combination of filters against br
     }
     assert.equal(checked, 160);
     // The fixture reaches every strategy, so each one is checked against brute force.
-    assert.deepEqual([...totals].sort(), ['count', 'countByProperty', 'countChangedSince', 'countLiveOrders']);
+    assert.deepEqual([...totals].sort(), ['count', 'countByCreatedDay', 'countByProperty', 'countChangedSince', 'countLiveOrders']);
     assert.deepEqual([...pages].sort(), ['pageByCreatedDay', 'pageChangedSince', 'pageFromSideTable', 'sorted']);
+  });
+});
+
+describeEachBackend('GET /api/v1/orders: createdSince with an earlier updatedSince', (ctx) => {
+  it('reads it as createdSince alone (updatedAt >= createdAt), by the created-day counts, and gives the brute-force pages', async () => {
+    const t = await ctx().createTenant();
+    await createOrders(ctx(), t);
+    // Mid-day, so that its own day is counted by query and the later days by their counts.
+    for (const [createdSince, updatedSince] of [[UPDATED_SINCE, CREATED_SINCE], [UPDATED_SINCE, UPDATED_SINCE], ['2025-02-10T00:00:00.000Z', '2024-01-01T00:00:00.000Z']]) {
+      const options: ListOrdersOptions = { page: 1, limit: 2, includeDeleted: false, property: null, createdSince, updatedSince };
+      const active = activeFilters({ db: ctx().db, businessId: t.businessId, options });
+      assert.deepEqual([...active.keys()], ['createdSince']);
+      assert.equal(chooseTotal(active), 'countByCreatedDay');
+      const expected = await expectedIds(ctx(), t, options);
+      assert.ok(expected.length >= 3, 'more than one page');
+      const seen: string[] = [];
+      for (let page = 1; page <= Math.ceil(expected.length / 2) + 1; page++) {
+        const query = `createdSince=${createdSince}&updatedSince=${updatedSince}&limit=2&page=${page}`;
+        const res = await walkingEveryDay(() => ctx().request('GET', `/api/v1/orders?${query}`, { as: t }));
+        assert.equal(res.status, 200);
+        assert.equal(res.body.total, expected.length, query);
+        seen.push(...res.body.items.map((o: { id: string }) => o.id));
+      }
+      assert.deepEqual(seen, expected, `${createdSince} ${updatedSince}`);
+    }
   });
 });
 
@@ -176,13 +202,15 @@ describe('order list plan', () => {
     assert.equal(choosePage(only('includeDeleted'), 0), 'sorted', 'the day counts are of live orders');
     assert.equal(choosePage(only('phase', 'status'), 0), 'pageByCreatedDay', 'the day counts are per phase and status');
     assert.equal(choosePage(only('phase', 'includeDeleted'), 0), 'sorted');
-    assert.equal(choosePage(only('status', 'createdSince'), 0), 'sorted');
+    assert.equal(chooseTotal(only('status', 'createdSince')), 'countByCreatedDay');
+    assert.equal(choosePage(only('status', 'createdSince'), 0), 'pageByCreatedDay', 'createdSince bounds the days');
+    assert.equal(choosePage(only('createdSince', 'includeDeleted'), 0), 'sorted');
   });
 
   it('falls back to the exact general plan for a combination no strategy declares', () => {
     for (const active of [
       only('phase', 'propertyIndexed'), only('status', 'propertyAbsent'), only('propertyJson'), only('includeDeleted'),
-      only('createdSince'), only('changedSince', 'status'), only('propertyIndexed', 'changedSince'), only('phase', 'includeDeleted'),
+      only('createdSince', 'includeDeleted'), only('changedSince', 'status'), only('propertyIndexed', 'changedSince'), only('phase', 'includeDeleted'),
     ]) assert.equal(chooseTotal(active), 'count', [...active.keys()].join('+'));
     assert.equal(choosePage(only('phase', 'propertyIndexed'), 1), 'sorted');
   });

@@ -4,6 +4,7 @@ import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
 import { createQueryCounter } from './helpers/queries.ts';
 import { pageByCreatedDay } from '../src/orders/list-repository.ts';
+import { walkingEveryDay } from './helpers/orders.ts';
 import { securityCases } from './helpers/security.ts';
 import { createFixture, createOrder, getOrder, patchOrder } from './helpers/orders.ts';
 
@@ -218,7 +219,7 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
     const query = ctx().db.selectFrom('orders').where('business_id', '=', t.businessId).where('deleted_at', 'is', null);
     for (const limit of [1, 2, 5]) {
       for (let page = 1; page <= Math.ceil(expected.length / limit) + 1; page++) {
-        const got = await pageByCreatedDay(ctx().db, t.businessId, query, { page, limit }, expected.length, 0);
+        const got = await walkingEveryDay(() => pageByCreatedDay(ctx().db, t.businessId, query, { page, limit, includeDeleted: false, property: null }, expected.length));
         assert.deepEqual(got, expected.slice((page - 1) * limit, page * limit), `limit ${limit} page ${page}`);
       }
     }
@@ -229,7 +230,7 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
     assert.equal(active.length, 3);
     const byPhase = query.where('phase', '=', 'ACTIVE').where('status', '=', 'ACCEPTED');
     for (let page = 1; page <= 4; page++) {
-      const got = await pageByCreatedDay(ctx().db, t.businessId, byPhase, { page, limit: 1, phase: 'ACTIVE', status: 'ACCEPTED' }, active.length, 0);
+      const got = await walkingEveryDay(() => pageByCreatedDay(ctx().db, t.businessId, byPhase, { page, limit: 1, phase: 'ACTIVE', status: 'ACCEPTED', includeDeleted: false, property: null }, active.length));
       assert.deepEqual(got, active.slice(page - 1, page), `ACTIVE/ACCEPTED page ${page}`);
     }
     // Through the API, whichever way the plan reads the page.

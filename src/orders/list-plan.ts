@@ -20,7 +20,7 @@ export interface ListOrdersOptions extends ListFilters, Paging {
 export type OrdersQuery = SelectQueryBuilder<Database, 'orders', object>;
 
 /** Totals other than `count(*)`, from maintained counts (src/orders/projections). */
-export type TotalStrategy = 'countLiveOrders' | 'countByProperty' | 'countChangedSince';
+export type TotalStrategy = 'countLiveOrders' | 'countByProperty' | 'countChangedSince' | 'countByCreatedDay';
 /** Pages other than the sorted filtered query. */
 export type PageStrategy = 'pageFromSideTable' | 'pageChangedSince' | 'pageByCreatedDay';
 
@@ -49,6 +49,10 @@ export interface ListFilter {
 export const changedSinceOf = (options: ListOrdersOptions): string | undefined =>
   [options.updatedSince, options.modifiedSince].filter((t) => t !== undefined).sort().at(-1);
 
+/** updatedAt >= createdAt, so createdAt > t already means updatedAt > u when u <= t (both are normalised ISO times). */
+const impliedByCreatedSince = (options: ListOrdersOptions) =>
+  options.createdSince !== undefined && changedSinceOf(options)! <= options.createdSince;
+
 /** The side table holds live orders only, and not every path on PostgreSQL (sideTableServes). */
 const bySideTable = ({ db, options }: ListScope) =>
   options.property !== null && !options.includeDeleted && sideTableServes(db, options.property);
@@ -70,14 +74,14 @@ export const ORDER_FILTERS = {
     keys: ['createdSince'],
     active: ({ options }) => options.createdSince !== undefined,
     where: (query, { options }) => query.where('created_at', '>', options.createdSince!),
-    totals: [],
-    pages: ANY_PAGE,
+    totals: ['countByCreatedDay'],
+    pages: ['pageByCreatedDay', ...ANY_PAGE],
   },
   status: {
     keys: ['status'],
     active: ({ options }) => Boolean(options.status),
     where: (query, { options }) => query.where('status', '=', options.status!),
-    totals: ['countLiveOrders'],
+    totals: ['countLiveOrders', 'countByCreatedDay'],
     pages: ['pageByCreatedDay', ...ANY_PAGE],
   },
   // A value, or a present path (exists=true), through the side table.
@@ -108,12 +112,13 @@ export const ORDER_FILTERS = {
     keys: ['phase'],
     active: ({ options }) => Boolean(options.phase),
     where: (query, { options }) => query.where('phase', '=', options.phase!),
-    totals: ['countLiveOrders'],
+    totals: ['countLiveOrders', 'countByCreatedDay'],
     pages: ['pageByCreatedDay', ...ANY_PAGE],
   },
+  // Not set when createdSince implies it: createdAt > t implies updatedAt > u for any u <= t.
   changedSince: {
     keys: ['updatedSince', 'modifiedSince'],
-    active: ({ options }) => changedSinceOf(options) !== undefined,
+    active: ({ options }) => changedSinceOf(options) !== undefined && !impliedByCreatedSince(options),
     where: (query, { options }) => query.where('updated_at', '>', changedSinceOf(options)!),
     totals: ['countChangedSince'],
     pages: ANY_PAGE,
@@ -131,6 +136,7 @@ const TOTALS: Record<TotalStrategy, (active: ActiveFilters) => boolean> = {
   countLiveOrders: () => true,
   countByProperty: (active) => active.has('propertyIndexed') || active.has('propertyAbsent'),
   countChangedSince: (active) => active.has('changedSince'),
+  countByCreatedDay: (active) => active.has('createdSince'),
 };
 
 const PAGES: Record<PageStrategy, (active: ActiveFilters, total: number) => boolean> = {
@@ -138,7 +144,7 @@ const PAGES: Record<PageStrategy, (active: ActiveFilters, total: number) => bool
   // than walk the page order's index past orders that do not match.
   pageFromSideTable: (active, total) => active.has('propertyIndexed') && total <= FEW_CANDIDATES,
   pageChangedSince: (active) => active.has('changedSince'),
-  // Live orders, unfiltered or by phase and/or status, which `order_created_counts` counts by day.
+  // Live orders, unfiltered or by phase, status and/or createdSince, which `order_created_counts` counts by day.
   pageByCreatedDay: () => true,
 };
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/types.ts';
 import { toIso } from '../../src/lib/time.ts';
+import { listTuning } from '../../src/orders/list-repository.ts';
 import type { Tenant, TestContext } from './context.ts';
 
 /** A catalogue and a buyer to order with: variants priced 10, 2.5 and 0.1 (AUD), and their default-list entries. */
@@ -91,4 +92,15 @@ export async function assertChangeCountsExact(db: Kysely<Database>, businessId: 
     .where('business_id', '=', businessId).groupBy('day').having(sql`sum(n)`, '<>', 0).execute();
   assert.deepEqual(Object.fromEntries(counted.map((c) => [c.day, Number(c.n)])), Object.fromEntries(perDay), 'order_change_counts per day');
   return { rows, live };
+}
+
+/** Runs `read` with the created-day page walker taking every page by day, however shallow (src/orders/list-repository.ts). */
+export async function walkingEveryDay<T>(read: () => Promise<T>): Promise<T> {
+  const saved = listTuning.shallowRows;
+  listTuning.shallowRows = 0;
+  try {
+    return await read();
+  } finally {
+    listTuning.shallowRows = saved;
+  }
 }

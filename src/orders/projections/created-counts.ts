@@ -26,13 +26,17 @@ export async function bumpCreatedCounts(db: Db, businessId: string, changes: Cre
   }
 }
 
-/** Live orders per created day, of a phase and/or status when given, newest day first (or oldest first). */
+/**
+ * Live orders per created day, of a phase and/or status when given, newest day first (or oldest
+ * first); with `fromDay`, only that day and the days after it.
+ */
 export async function createdDays(
-  db: Db, businessId: string, direction: 'asc' | 'desc', filter: { phase?: string; status?: string } = {},
+  db: Db, businessId: string, direction: 'asc' | 'desc', filter: { phase?: string; status?: string; fromDay?: string } = {},
 ): Promise<Array<{ day: string; n: number }>> {
   let query = db.selectFrom('order_created_counts').select(['day', sql<number | string>`sum(n)`.as('n')]).where('business_id', '=', businessId);
   if (filter.phase) query = query.where('phase', '=', filter.phase);
   if (filter.status) query = query.where('status', '=', filter.status);
+  if (filter.fromDay) query = query.where('day', '>=', filter.fromDay);
   const rows = await query.groupBy('day').orderBy('day', direction).execute();
   return rows.map((r) => ({ day: r.day, n: Number(r.n) }));
 }
