@@ -28,6 +28,7 @@ export interface Report {
   events?: import('./events.ts').EventMeasures;
   webhooks?: import('./webhooks.ts').WebhookMeasures;
   lists?: import('./lists.ts').ListMeasures;
+  scaleOut?: import('./scaleout.ts').ScaleOutRow[];
 }
 
 export function machine(loadAverage: number[]) {

@@ -10,6 +10,7 @@ import { measureExport, measureWake } from './events.ts';
 import { measureWebhooks } from './webhooks.ts';
 import { consoleRequests } from './console.ts';
 import { measureLists, summariseLists } from './lists.ts';
+import { measureScaleOut, mixedRequests } from './scaleout.ts';
 import { buildDist, runDemo, sampleRss, startServer } from './server.ts';
 
 const { values } = parseArgs({
@@ -112,8 +113,20 @@ try {
     })
     : undefined;
 
+  // Scale-out on PostgreSQL: one, two and three instances, with this run's server stopped.
+  let scaleOut;
+  if (only.includes('scaleout')) {
+    if (backend !== 'postgres') throw new Error('--only scaleout needs PostgreSQL (several instances share one database)');
+    await server.stop();
+    scaleOut = await measureScaleOut(database.url, fixtures, mixedRequests(buildScenarios(fixtures)), options);
+    for (const r of scaleOut) {
+      console.error(`scale-out ${r.instances} instance(s): ${r.requestsPerSecond} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, errors ${r.errors}; `
+        + `CPU servers ${r.cpu.servers}, PostgreSQL ${r.cpu.postgres} of ${r.cpu.cores} cores`);
+    }
+  }
+
   const report: Report = {
-    backend, orders, ...options, startedAt, ceiling, echoCeiling, rows, events, webhooks, lists,
+    backend, orders, ...options, startedAt, ceiling, echoCeiling, rows, events, webhooks, lists, scaleOut,
     generation: { seconds: Math.round(generationSeconds * 10) / 10, ordersPerSecond: rate, log: demo.log.split('\n').filter((l) => l.startsWith('Created') || l.includes('orders/s')).join(' ') },
     machine: machine(loadavg()),
   };
