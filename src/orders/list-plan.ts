@@ -2,7 +2,7 @@ import { sql, type SelectQueryBuilder } from 'kysely';
 import { propertyCondition, type ListFilters, type Paging } from '../db/list.ts';
 import type { Database, Db } from '../db/types.ts';
 import { whereLive } from '../db/live.ts';
-import { FEW_CANDIDATES, sideTableCondition, sideTableServes } from './projections/properties.ts';
+import { sideTableCondition, sideTableServes } from './projections/properties.ts';
 
 /**
  * The plan of an order list: which filters a request sets, and from those, how its total and its
@@ -20,7 +20,7 @@ export interface ListOrdersOptions extends ListFilters, Paging {
 export type OrdersQuery = SelectQueryBuilder<Database, 'orders', object>;
 
 /** Totals other than `count(*)`, from maintained counts (src/orders/projections). */
-export type TotalStrategy = 'countLiveOrders' | 'countByProperty' | 'countChangedSince' | 'countByCreatedDay';
+export type TotalStrategy = 'countLiveOrders' | 'countByProperty' | 'countChangedSince' | 'countByCreatedDay' | 'countFromSideTable';
 /** Pages other than the sorted filtered query. */
 export type PageStrategy = 'pageFromSideTable' | 'pageChangedSince' | 'pageByCreatedDay';
 
@@ -60,6 +60,13 @@ const bySideTable = ({ db, options }: ListScope) =>
 /** Every strategy but the side table's page reads whatever query it is given, so it serves every filter. */
 const ANY_PAGE = ['pageChangedSince'] as const;
 
+/**
+ * Below these sizes a cheaper plan wins: walking fewer than `shallowRows` rows costs less than
+ * reading the day counts; up to `fewCandidates` orders matching a property are collected from the
+ * side table and the other filters tested on them. Tests set them to 0 to take the other plan.
+ */
+export const listTuning = { shallowRows: 2_000, fewCandidates: 5_000 };
+
 /** In the order of the conditions in the SQL. */
 export const ORDER_FILTERS = {
   includeDeleted: {
@@ -74,22 +81,22 @@ export const ORDER_FILTERS = {
     keys: ['createdSince'],
     active: ({ options }) => options.createdSince !== undefined,
     where: (query, { options }) => query.where('created_at', '>', options.createdSince!),
-    totals: ['countByCreatedDay'],
-    pages: ['pageByCreatedDay', ...ANY_PAGE],
+    totals: ['countByCreatedDay', 'countFromSideTable'],
+    pages: ['pageByCreatedDay', 'pageFromSideTable', ...ANY_PAGE],
   },
   status: {
     keys: ['status'],
     active: ({ options }) => Boolean(options.status),
     where: (query, { options }) => query.where('status', '=', options.status!),
-    totals: ['countLiveOrders', 'countByCreatedDay'],
-    pages: ['pageByCreatedDay', ...ANY_PAGE],
+    totals: ['countLiveOrders', 'countByCreatedDay', 'countFromSideTable'],
+    pages: ['pageByCreatedDay', 'pageFromSideTable', ...ANY_PAGE],
   },
   // A value, or a present path (exists=true), through the side table.
   propertyIndexed: {
     keys: ['propertyPath', 'propertyValue', 'propertyExists'],
     active: (scope) => bySideTable(scope) && scope.options.property!.exists !== false,
     where: (query, { db, businessId, options }) => query.where(sideTableCondition(db, businessId, options.property!)),
-    totals: ['countByProperty'],
+    totals: ['countByProperty', 'countFromSideTable'],
     pages: ['pageFromSideTable', ...ANY_PAGE],
   },
   // An absent path (exists=false), through the side table: its page walks the page order.
@@ -112,16 +119,16 @@ export const ORDER_FILTERS = {
     keys: ['phase'],
     active: ({ options }) => Boolean(options.phase),
     where: (query, { options }) => query.where('phase', '=', options.phase!),
-    totals: ['countLiveOrders', 'countByCreatedDay'],
-    pages: ['pageByCreatedDay', ...ANY_PAGE],
+    totals: ['countLiveOrders', 'countByCreatedDay', 'countFromSideTable'],
+    pages: ['pageByCreatedDay', 'pageFromSideTable', ...ANY_PAGE],
   },
   // Not set when createdSince implies it: createdAt > t implies updatedAt > u for any u <= t.
   changedSince: {
     keys: ['updatedSince', 'modifiedSince'],
     active: ({ options }) => changedSinceOf(options) !== undefined && !impliedByCreatedSince(options),
     where: (query, { options }) => query.where('updated_at', '>', changedSinceOf(options)!),
-    totals: ['countChangedSince'],
-    pages: ANY_PAGE,
+    totals: ['countChangedSince', 'countFromSideTable'],
+    pages: ['pageFromSideTable', ...ANY_PAGE],
   },
 } satisfies Record<string, ListFilter>;
 
@@ -130,19 +137,21 @@ export type ActiveFilters = ReadonlyMap<string, ListFilter>;
 
 /**
  * What else a strategy needs, besides every active filter declaring it: the filter whose input it
- * reads, or few enough matches. In order of preference.
+ * reads, or few enough matches (`candidates`: the orders matching the property filter alone). In
+ * order of preference.
  */
-const TOTALS: Record<TotalStrategy, (active: ActiveFilters) => boolean> = {
+const TOTALS: Record<TotalStrategy, (active: ActiveFilters, candidates: number) => boolean> = {
   countLiveOrders: () => true,
   countByProperty: (active) => active.has('propertyIndexed') || active.has('propertyAbsent'),
   countChangedSince: (active) => active.has('changedSince'),
   countByCreatedDay: (active) => active.has('createdSince'),
+  countFromSideTable: (active, candidates) => active.has('propertyIndexed') && candidates <= listTuning.fewCandidates,
 };
 
-const PAGES: Record<PageStrategy, (active: ActiveFilters, total: number) => boolean> = {
-  // A value (or a present path) that few orders have: collect the matches and sort them, rather
-  // than walk the page order's index past orders that do not match.
-  pageFromSideTable: (active, total) => active.has('propertyIndexed') && total <= FEW_CANDIDATES,
+const PAGES: Record<PageStrategy, (active: ActiveFilters, candidates: number) => boolean> = {
+  // A value (or a present path) that few orders have: collect the matches, test the other filters
+  // on them and sort them, rather than walk the page order's index past orders that do not match.
+  pageFromSideTable: (active, candidates) => active.has('propertyIndexed') && candidates <= listTuning.fewCandidates,
   pageChangedSince: (active) => active.has('changedSince'),
   // Live orders, unfiltered or by phase, status and/or createdSince, which `order_created_counts` counts by day.
   pageByCreatedDay: () => true,
@@ -152,15 +161,15 @@ const servedByAll = (active: ActiveFilters, declared: (f: ListFilter) => readonl
   [...active.values()].every((filter) => declared(filter).includes(strategy));
 
 /** How the total is read: a maintained count every active filter declares, else the exact `count(*)`. */
-export function chooseTotal(active: ActiveFilters): TotalStrategy | 'count' {
+export function chooseTotal(active: ActiveFilters, candidates = Infinity): TotalStrategy | 'count' {
   const names = Object.keys(TOTALS) as TotalStrategy[];
-  return names.find((s) => TOTALS[s](active) && servedByAll(active, (f) => f.totals, s)) ?? 'count';
+  return names.find((s) => TOTALS[s](active, candidates) && servedByAll(active, (f) => f.totals, s)) ?? 'count';
 }
 
-/** How the page's ids are read, once the total is known: a strategy every active filter declares, else the sorted query. */
-export function choosePage(active: ActiveFilters, total: number): PageStrategy | 'sorted' {
+/** How the page's ids are read: a strategy every active filter declares, else the sorted query. */
+export function choosePage(active: ActiveFilters, candidates = Infinity): PageStrategy | 'sorted' {
   const names = Object.keys(PAGES) as PageStrategy[];
-  return names.find((s) => PAGES[s](active, total) && servedByAll(active, (f) => f.pages, s)) ?? 'sorted';
+  return names.find((s) => PAGES[s](active, candidates) && servedByAll(active, (f) => f.pages, s)) ?? 'sorted';
 }
 
 /** The filters a request sets. */
@@ -168,9 +177,14 @@ export function activeFilters(scope: ListScope, filters: Record<string, ListFilt
   return new Map(Object.entries(filters).filter(([, filter]) => filter.active(scope)));
 }
 
-/** The business's orders with every filter's condition, but those named in `except`. */
-export function filterOrders(scope: ListScope, except: string[] = [], filters: Record<string, ListFilter> = ORDER_FILTERS): OrdersQuery {
-  let query: OrdersQuery = scope.db.selectFrom('orders').where('business_id', '=', scope.businessId);
+/**
+ * The business's orders with every filter's condition, but those named in `except`; from `from`
+ * when given (orders joined to the rows that already decide a filter), else from `orders`.
+ */
+export function filterOrders(
+  scope: ListScope, { except = [], from }: { except?: string[]; from?: OrdersQuery } = {}, filters: Record<string, ListFilter> = ORDER_FILTERS,
+): OrdersQuery {
+  let query: OrdersQuery = (from ?? scope.db.selectFrom('orders')).where('business_id', '=', scope.businessId);
   for (const [name, filter] of Object.entries(filters)) {
     if (except.includes(name)) continue;
     if (filter.active(scope)) query = filter.where(query, scope);

@@ -2,13 +2,13 @@ import { countOf, nearerEnd, offsetOf, pastTheEnd, selectIdsFrom, selectPageIds,
 import { anyOf } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
 import {
-  activeFilters, changedSinceOf, choosePage, chooseTotal, filterOrders,
+  activeFilters, changedSinceOf, choosePage, chooseTotal, filterOrders, listTuning,
   type ListOrdersOptions, type ListScope, type OrdersQuery, type PageStrategy, type TotalStrategy,
 } from './list-plan.ts';
 import { countChangedSince } from './projections/change-counts.ts';
 import { createdDays } from './projections/created-counts.ts';
 import { countLiveOrders } from './projections/counts.ts';
-import { countByProperty, pageFromSideTable } from './projections/properties.ts';
+import { countByProperty, ordersFromSideTable } from './projections/properties.ts';
 import { catalogueColumn, type ListedOrder } from './render.ts';
 
 export type { ListOrdersOptions } from './list-plan.ts';
@@ -19,20 +19,26 @@ const STUB = ['id', 'version', 'business_id', 'deleted_at'] as const;
 interface Planned extends ListScope {
   query: OrdersQuery;
   filtered: (except: string[]) => OrdersQuery;
+  /** The orders matching the property filter alone, when the side table answers it. */
+  candidates?: number;
 }
+
+/** The list's orders from the side table's matches of its property filter, with every other filter. */
+const fromSideTable = (plan: Planned) =>
+  filterOrders(plan, { except: ['propertyIndexed'], from: ordersFromSideTable(plan.db, plan.businessId, plan.options.property!) as unknown as OrdersQuery });
 
 const TOTALS: Record<TotalStrategy | 'count', (plan: Planned) => Promise<number>> = {
   countLiveOrders: ({ db, businessId, options }) => countLiveOrders(db, businessId, options.phase, options.status),
-  countByProperty: ({ db, businessId, options }) => countByProperty(db, businessId, options.property!),
+  countByProperty: ({ db, businessId, options, candidates }) => (candidates !== undefined ? Promise.resolve(candidates) : countByProperty(db, businessId, options.property!)),
   countChangedSince: ({ db, businessId, options }) => countChangedSince(db, businessId, changedSinceOf(options)!),
   countByCreatedDay: async (plan) => (await listDays(plan, 'desc')).reduce((sum, d) => sum + d.n, 0),
+  countFromSideTable: (plan) => countOf(fromSideTable(plan)),
   // Exact for any filter; the indexes answer it.
   count: ({ query }) => countOf(query),
 };
 
 const PAGES: Record<PageStrategy | 'sorted', (plan: Planned, total: number) => Promise<string[]>> = {
-  // The side table holds live orders of the business only, so its matches need no other check.
-  pageFromSideTable: ({ db, businessId, options }) => pageFromSideTable(db, businessId, options.property!, options),
+  pageFromSideTable: (plan, total) => selectPageIdsFromNearerEnd(fromSideTable(plan), plan.options, total),
   pageChangedSince: ({ filtered, options }) => pageChangedSince(filtered(['changedSince']), changedSinceOf(options)!, options),
   pageByCreatedDay: ({ db, businessId, query, options }, total) => pageByCreatedDay(db, businessId, query, options, total),
   // An index can answer the ids without reading rows, however many rows the filters pass over.
@@ -48,10 +54,12 @@ const PAGES: Record<PageStrategy | 'sorted', (plan: Planned, total: number) => P
 export async function listOrders(db: Db, businessId: string, options: ListOrdersOptions): Promise<Page<ListedOrder>> {
   const scope = { db, businessId, options };
   const active = activeFilters(scope);
-  const plan: Planned = { ...scope, query: filterOrders(scope), filtered: (except) => filterOrders(scope, except) };
-  const total = await TOTALS[chooseTotal(active)](plan);
+  // Whether collecting the property's matches beats walking the list depends on how many there are.
+  const candidates = active.has('propertyIndexed') ? await countByProperty(db, businessId, options.property!) : undefined;
+  const plan: Planned = { ...scope, query: filterOrders(scope), filtered: (except) => filterOrders(scope, { except }), candidates };
+  const total = await TOTALS[chooseTotal(active, candidates)](plan);
   // A page past the end (page 20000 of 200k orders cost 148 ms on SQLite walking the offset) is empty.
-  const ids = pastTheEnd(total, options) ? [] : await PAGES[choosePage(active, total)](plan, total);
+  const ids = pastTheEnd(total, options) ? [] : await PAGES[choosePage(active, candidates)](plan, total);
   const items = ids.length === 0 ? [] : await findListedOrders(db, businessId, ids, options.includeDeleted);
   return { items, total, page: options.page, pageSize: options.limit };
 }
@@ -86,9 +94,6 @@ async function pageChangedSince(query: OrdersQuery, since: string, paging: Pagin
   const older = query.where('created_at', '<=', since).where('updated_at', '>', since);
   return [...recent, ...await selectPageIds(older, paging.limit - recent.length, Math.max(0, offset - createdAfter))];
 }
-
-/** Below this many rows to pass over, walking them costs less than reading the day counts; tests set it to 0 to walk every page by day. */
-export const listTuning = { shallowRows: 2_000 };
 
 const nextDay = (day: string) => new Date(Date.parse(`${day}T00:00:00.000Z`) + 86_400_000).toISOString();
 

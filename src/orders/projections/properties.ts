@@ -2,7 +2,7 @@ import { sql, type Expression, type SqlBool } from 'kysely';
 import {
   comparableNumber, countShard, jsonPathStepsIntoArrays, numberAsCompared, PROPERTY_PATH_MAX_SEGMENTS, PROPERTY_SEGMENT,
 } from '../../db/dialect.ts';
-import { offsetOf, type Paging, type PropertyFilter } from '../../db/list.ts';
+import type { PropertyFilter } from '../../db/list.ts';
 import type { Db } from '../../db/types.ts';
 import { readJson } from '../../lib/json.ts';
 
@@ -180,21 +180,18 @@ export async function countByProperty(db: Db, businessId: string, filter: Proper
   return Number(row.n);
 }
 
-/** Up to this many matching orders are collected and sorted; more are found by walking the page order. */
-export const FEW_CANDIDATES = 5_000;
-
 /**
- * One page of the live orders that match a value or have a path, driven from the side table (its
- * rows are live orders of the business only, so nothing else needs checking), joined to orders
- * by primary key for the sort. On SQLite `cross join` fixes the side table as the outer loop: the
- * planner has no statistics and would otherwise walk the orders' created_at index to avoid a sort.
- * PostgreSQL treats it as an inner join and plans it from its statistics.
+ * The orders that match a value or have a path, driven from the side table (its rows are live
+ * orders of the business only), joined to orders by primary key, for the other filters and the
+ * sort to be added. On SQLite `cross join` fixes the side table as the outer loop: the planner has
+ * no statistics and would otherwise walk an index of the business's orders (at 1M orders, 110 ms
+ * to find that no ACTIVE order has a salesOrderNo; from the side table, under 1 ms). PostgreSQL
+ * treats it as an inner join and plans it from its statistics. The side table's part is a derived
+ * table of one column, so no column name of `orders` becomes ambiguous.
  */
-export async function pageFromSideTable(db: Db, businessId: string, filter: PropertyFilter, paging: Paging): Promise<string[]> {
+export function ordersFromSideTable(db: Db, businessId: string, filter: PropertyFilter) {
   const path = filter.segments.join('.');
-  const value = filter.value === undefined ? sql`` : sql`and p.value in (${sql.join(matchingValues(db, filter.value))})`;
-  const result = await sql<{ id: string }>`select o.id from order_properties p cross join orders o
-    where o.id = p.order_id and p.business_id = ${businessId} and p.path = ${path} ${value}
-    order by o.created_at desc, o.id desc limit ${paging.limit} offset ${offsetOf(paging.page, paging.limit)}`.execute(db);
-  return result.rows.map((r) => r.id);
+  let matches = db.selectFrom('order_properties').select('order_id').where('business_id', '=', businessId).where('path', '=', path);
+  if (filter.value !== undefined) matches = matches.where('value', 'in', matchingValues(db, filter.value));
+  return db.selectFrom(matches.as('p')).crossJoin('orders').whereRef('orders.id', '=', 'p.order_id');
 }
