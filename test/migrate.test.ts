@@ -113,3 +113,39 @@ for (const backend of backends) {
     });
   });
 }
+
+for (const backend of backends) {
+  describe(`[${backend}] migration 0017-property-counts-by-status`, () => {
+    it('counts the live orders of each path by phase and status, from the side table', async () => {
+      await withEmptyDatabase(backend, async (open) => {
+        const handle = open();
+        try {
+          await migrateToLatest(handle.db, handle.dialect, '0016-order-created-counts');
+          const db = handle.db as unknown as Kysely<any>;
+          const now = '2025-01-01T00:00:00.000Z';
+          await db.insertInto('businesses').values({ id: 'bus_1', name: '1', created_at: now, updated_at: now }).execute();
+          await db.insertInto('phantoms').values({ id: 'phm_1', business_id: 'bus_1', name: '1', status: 'ACTIVE', created_at: now, updated_at: now }).execute();
+          await db.insertInto('partnerships').values({ id: 'prt_1', business_id: 'bus_1', phantom_id: 'phm_1', status: 'ACTIVE', created_at: now, updated_at: now }).execute();
+          const order = (id: string, phase: string, status: string) => ({
+            id, business_id: 'bus_1', partnership_id: 'prt_1', phase, status, internal_reference: id,
+            expected_delivery_at: now, currency: 'AUD', total_amount: '0', version: 1, created_at: now, updated_at: now,
+          });
+          await db.insertInto('orders').values([order('ord_1', 'ACTIVE', 'ACCEPTED'), order('ord_2', 'ACTIVE', 'ACCEPTED'), order('ord_3', 'PENDING', 'UNASSIGNED')]).execute();
+          await db.insertInto('order_properties').values([
+            { business_id: 'bus_1', order_id: 'ord_1', path: 'erp', value: null }, { business_id: 'bus_1', order_id: 'ord_1', path: 'erp.no', value: 'n:1e0' },
+            { business_id: 'bus_1', order_id: 'ord_2', path: 'erp', value: null }, { business_id: 'bus_1', order_id: 'ord_3', path: 'erp', value: null },
+          ]).execute();
+          await db.insertInto('order_property_counts').values([{ business_id: 'bus_1', path: 'erp', shard: 0, n: 3 }, { business_id: 'bus_1', path: 'erp.no', shard: 0, n: 1 }]).execute();
+
+          assert.deepEqual(await migrateToLatest(handle.db, handle.dialect, '0017-property-counts-by-status'), ['0017-property-counts-by-status']);
+          const counts = await db.selectFrom('order_property_counts').select(['path', 'phase', 'status', 'shard', 'n'])
+            .orderBy('path').orderBy('phase').execute();
+          assert.deepEqual(counts.map((c) => [c.path, c.phase, c.status, c.shard, Number(c.n)]),
+            [['erp', 'ACTIVE', 'ACCEPTED', 0, 2], ['erp', 'PENDING', 'UNASSIGNED', 0, 1], ['erp.no', 'ACTIVE', 'ACCEPTED', 0, 1]]);
+        } finally {
+          await handle.close();
+        }
+      });
+    });
+  });
+}

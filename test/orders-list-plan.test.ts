@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { PropertyFilter } from '../src/db/list.ts';
 import { toIso } from '../src/lib/time.ts';
 import {
-  activeFilters, choosePage, chooseTotal, listTuning, ORDER_FILTERS, type ListFilter, type ListOrdersOptions, type OrderFilterName,
+  activeFilters, bySideTableMatches, choosePage, chooseTotal, listTuning, ORDER_FILTERS, type ListFilter, type ListOrdersOptions, type OrderFilterName,
 } from '../src/orders/list-plan.ts';
 import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { ListOrdersQuery } from '../src/orders/schema.ts';
@@ -139,7 +139,7 @@ describeEachBackend('GET /api/v1/orders: every combination of filters against br
           }
           const expected = await expectedIds(ctx(), t, options);
           const active = activeFilters({ db: ctx().db, businessId: t.businessId, options });
-          const candidates = active.has('propertyIndexed') ? (await expectedIds(ctx(), t, { ...options, ...NO_FILTER, property: options.property })).length : undefined;
+          const candidates = bySideTableMatches(active) ? (await expectedIds(ctx(), t, { ...options, ...NO_FILTER, property: options.property })).length : undefined;
           totals.add(chooseTotal(active, candidates));
           pages.add(choosePage(active, candidates));
           const seen: string[] = [];
@@ -198,16 +198,22 @@ describe('order list plan', () => {
   it('uses a maintained count or a page strategy only for the combinations that declare it', () => {
     assert.equal(chooseTotal(only()), 'countLiveOrders');
     assert.equal(chooseTotal(only('phase', 'status')), 'countLiveOrders');
-    assert.equal(chooseTotal(only('propertyIndexed')), 'countByProperty');
+    assert.equal(chooseTotal(only('propertyValue')), 'countByProperty');
+    assert.equal(chooseTotal(only('propertyPresent')), 'countByProperty');
+    // Paths are counted per phase and status; values are not.
+    assert.equal(chooseTotal(only('phase', 'status', 'propertyAbsent')), 'countByProperty');
+    assert.equal(chooseTotal(only('phase', 'propertyPresent')), 'countByProperty');
+    assert.equal(chooseTotal(only('status', 'propertyValue')), 'count');
+    assert.equal(chooseTotal(only('status', 'propertyValue'), 10), 'countFromSideTable');
     assert.equal(chooseTotal(only('propertyAbsent')), 'countByProperty');
     assert.equal(chooseTotal(only('changedSince')), 'countChangedSince');
-    assert.equal(choosePage(only('propertyIndexed'), 5_000), 'pageFromSideTable');
-    assert.equal(choosePage(only('propertyIndexed'), 5_001), 'sorted');
+    assert.equal(choosePage(only('propertyValue'), 5_000), 'pageFromSideTable');
+    assert.equal(choosePage(only('propertyValue'), 5_001), 'sorted');
     // A property's few matches, with filters on the orders' own columns, are collected and the filters tested on them.
-    assert.equal(chooseTotal(only('propertyIndexed', 'phase', 'status', 'createdSince', 'changedSince'), 5_000), 'countFromSideTable');
-    assert.equal(choosePage(only('propertyIndexed', 'phase', 'status', 'createdSince', 'changedSince'), 5_000), 'pageFromSideTable');
-    assert.equal(chooseTotal(only('propertyIndexed', 'phase'), 5_001), 'count');
-    assert.equal(choosePage(only('propertyIndexed', 'phase'), 5_001), 'sorted');
+    assert.equal(chooseTotal(only('propertyValue', 'phase', 'status', 'createdSince', 'changedSince'), 5_000), 'countFromSideTable');
+    assert.equal(choosePage(only('propertyValue', 'phase', 'status', 'createdSince', 'changedSince'), 5_000), 'pageFromSideTable');
+    assert.equal(chooseTotal(only('propertyValue', 'phase'), 5_001), 'count');
+    assert.equal(choosePage(only('propertyPresent', 'phase'), 5_001), 'sorted');
     assert.equal(choosePage(only('propertyAbsent'), 1), 'sorted');
     assert.equal(choosePage(only('changedSince', 'phase', 'includeDeleted'), 1), 'pageChangedSince');
     assert.equal(choosePage(only(), 0), 'pageByCreatedDay');
@@ -221,15 +227,15 @@ describe('order list plan', () => {
 
   it('falls back to the exact general plan for a combination no strategy declares', () => {
     for (const active of [
-      only('phase', 'propertyIndexed'), only('status', 'propertyAbsent'), only('propertyJson'), only('includeDeleted'),
-      only('createdSince', 'includeDeleted'), only('changedSince', 'status'), only('propertyIndexed', 'changedSince'), only('phase', 'includeDeleted'),
+      only('phase', 'propertyValue'), only('createdSince', 'propertyAbsent'), only('propertyJson'), only('includeDeleted'),
+      only('createdSince', 'includeDeleted'), only('changedSince', 'status'), only('propertyValue', 'changedSince'), only('phase', 'includeDeleted'),
     ]) assert.equal(chooseTotal(active), 'count', [...active.keys()].join('+'));
-    assert.equal(choosePage(only('phase', 'propertyIndexed')), 'sorted');
+    assert.equal(choosePage(only('phase', 'propertyValue')), 'sorted');
   });
 
   it('gives a new filter that declares no strategy the general count and the sorted page, alone or combined', () => {
     const colour: ListFilter = { keys: ['colour'], active: () => true, where: (query) => query, totals: [], pages: [] };
-    for (const others of [only(), only('phase'), only('propertyIndexed'), only('changedSince')]) {
+    for (const others of [only(), only('phase'), only('propertyValue'), only('changedSince')]) {
       const active = new Map([...others, ['colour', colour]]);
       assert.equal(chooseTotal(active), 'count');
       assert.equal(choosePage(active, 1), 'sorted');

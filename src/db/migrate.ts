@@ -14,6 +14,7 @@ import { console as consoleTables } from './migrations/0013-console.ts';
 import { exportIndexes } from './migrations/0014-export-indexes.ts';
 import { webhookDueIndex } from './migrations/0015-webhook-due-index.ts';
 import { orderCreatedCounts } from './migrations/0016-order-created-counts.ts';
+import { propertyCountsByStatus } from './migrations/0017-property-counts-by-status.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -33,6 +34,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0014-export-indexes': exportIndexes,
     '0015-webhook-due-index': webhookDueIndex,
     '0016-order-created-counts': orderCreatedCounts(dialect),
+    '0017-property-counts-by-status': propertyCountsByStatus(dialect),
   };
 }
 

@@ -88,13 +88,21 @@ export const ORDER_FILTERS = {
     keys: ['status'],
     active: ({ options }) => Boolean(options.status),
     where: (query, { options }) => query.where('status', '=', options.status!),
-    totals: ['countLiveOrders', 'countByCreatedDay', 'countFromSideTable'],
+    totals: ['countLiveOrders', 'countByProperty', 'countByCreatedDay', 'countFromSideTable'],
     pages: ['pageByCreatedDay', 'pageFromSideTable', ...ANY_PAGE],
   },
-  // A value, or a present path (exists=true), through the side table.
-  propertyIndexed: {
-    keys: ['propertyPath', 'propertyValue', 'propertyExists'],
-    active: (scope) => bySideTable(scope) && scope.options.property!.exists !== false,
+  // A value, through the side table.
+  propertyValue: {
+    keys: ['propertyPath', 'propertyValue'],
+    active: (scope) => bySideTable(scope) && scope.options.property!.value !== undefined,
+    where: (query, { db, businessId, options }) => query.where(sideTableCondition(db, businessId, options.property!)),
+    totals: ['countByProperty', 'countFromSideTable'],
+    pages: ['pageFromSideTable', ...ANY_PAGE],
+  },
+  // A present path (propertyPath alone, or with propertyExists=true), through the side table.
+  propertyPresent: {
+    keys: ['propertyPath', 'propertyExists'],
+    active: (scope) => bySideTable(scope) && scope.options.property!.value === undefined && scope.options.property!.exists !== false,
     where: (query, { db, businessId, options }) => query.where(sideTableCondition(db, businessId, options.property!)),
     totals: ['countByProperty', 'countFromSideTable'],
     pages: ['pageFromSideTable', ...ANY_PAGE],
@@ -119,7 +127,7 @@ export const ORDER_FILTERS = {
     keys: ['phase'],
     active: ({ options }) => Boolean(options.phase),
     where: (query, { options }) => query.where('phase', '=', options.phase!),
-    totals: ['countLiveOrders', 'countByCreatedDay', 'countFromSideTable'],
+    totals: ['countLiveOrders', 'countByProperty', 'countByCreatedDay', 'countFromSideTable'],
     pages: ['pageByCreatedDay', 'pageFromSideTable', ...ANY_PAGE],
   },
   // Not set when createdSince implies it: createdAt > t implies updatedAt > u for any u <= t.
@@ -140,18 +148,23 @@ export type ActiveFilters = ReadonlyMap<string, ListFilter>;
  * reads, or few enough matches (`candidates`: the orders matching the property filter alone). In
  * order of preference.
  */
+/** The filters whose matches the side table lists (a value, a present path): the candidates of the side table's strategies. */
+export const bySideTableMatches = (active: ActiveFilters) => active.has('propertyValue') || active.has('propertyPresent');
+
 const TOTALS: Record<TotalStrategy, (active: ActiveFilters, candidates: number) => boolean> = {
   countLiveOrders: () => true,
-  countByProperty: (active) => active.has('propertyIndexed') || active.has('propertyAbsent'),
+  // Paths are counted per phase and status; values are counted by the side table's index, for all phases.
+  countByProperty: (active) => active.has('propertyPresent') || active.has('propertyAbsent')
+    || (active.has('propertyValue') && !active.has('phase') && !active.has('status')),
   countChangedSince: (active) => active.has('changedSince'),
   countByCreatedDay: (active) => active.has('createdSince'),
-  countFromSideTable: (active, candidates) => active.has('propertyIndexed') && candidates <= listTuning.fewCandidates,
+  countFromSideTable: (active, candidates) => bySideTableMatches(active) && candidates <= listTuning.fewCandidates,
 };
 
 const PAGES: Record<PageStrategy, (active: ActiveFilters, candidates: number) => boolean> = {
   // A value (or a present path) that few orders have: collect the matches, test the other filters
   // on them and sort them, rather than walk the page order's index past orders that do not match.
-  pageFromSideTable: (active, candidates) => active.has('propertyIndexed') && candidates <= listTuning.fewCandidates,
+  pageFromSideTable: (active, candidates) => bySideTableMatches(active) && candidates <= listTuning.fewCandidates,
   pageChangedSince: (active) => active.has('changedSince'),
   // Live orders, unfiltered or by phase, status and/or createdSince, which `order_created_counts` counts by day.
   pageByCreatedDay: () => true,

@@ -6,7 +6,9 @@ import type { OrderRow } from '../mapper.ts';
 import { bumpOrderCounts, type CountChange } from './counts.ts';
 import { bumpChangeCounts, changeDay } from './change-counts.ts';
 import { bumpCreatedCounts, type CreatedCountChange } from './created-counts.ts';
-import { indexOrderProperties, propertyPaths, reindexOrderProperties, unindexOrderProperties } from './properties.ts';
+import {
+  bumpPathCounts, indexOrderProperties, pathCountChanges, propertyPaths, reindexOrderProperties, unindexOrderProperties,
+} from './properties.ts';
 import { whereLive } from '../../db/live.ts';
 
 /**
@@ -18,7 +20,7 @@ import { whereLive } from '../../db/live.ts';
  * - `order_change_counts`: live orders per UTC day of updatedAt, the total of a changed-since list;
  * - `order_created_counts`: live orders per UTC day of createdAt, phase and status, which deep pages skip by;
  * - `order_properties` and `order_property_counts`: the flattened properties of live orders and the
- *   number of live orders per path, which property filters and their totals read.
+ *   number of live orders per path, phase and status, which property filters and their totals read.
  */
 export type ProjectedOrder = Pick<OrderRow, 'id' | 'business_id' | 'phase' | 'status' | 'created_at' | 'updated_at' | 'properties' | 'deleted_at'>;
 
@@ -49,14 +51,17 @@ export async function applyOrderChange(db: Db, before: ProjectedOrder | null, af
     days.push({ day: changeDay(after.updated_at), delta: 1 });
     created.push({ day: changeDay(after.created_at), phase: after.phase, status: after.status, delta: 1 });
   }
+  const sameProperties = isLive(before) && isLive(after) && sameJson(before.properties, after.properties);
   if (isLive(before) && isLive(after)) {
-    if (!sameJson(before.properties, after.properties)) {
-      await reindexOrderProperties(db, businessId, order.id, before.properties, after.properties);
-    }
+    if (!sameProperties) await reindexOrderProperties(db, businessId, order.id, before.properties, after.properties);
   } else if (isLive(after)) {
     await indexOrderProperties(db, businessId, order.id, after.properties);
   } else if (isLive(before)) {
     await unindexOrderProperties(db, businessId, order.id);
+  }
+  // The paths move when the properties, the phase or the status change, or the order comes or goes.
+  if (!(sameProperties && before!.phase === after!.phase && before!.status === after!.status)) {
+    await bumpPathCounts(db, businessId, pathCountChanges(isLive(before) ? before : null, isLive(after) ? after : null));
   }
   // Changes that cancel out (same phase and status, same day) write nothing.
   await bumpOrderCounts(db, businessId, counts);
@@ -100,7 +105,7 @@ export async function rebuildOrderProjections(db: Db, businessId: string, onProg
     indexed += orders.length;
     onProgress?.(indexed);
   }
-  await sql`insert into order_property_counts (business_id, path, shard, n)
-    select business_id, path, 0, count(*) from order_properties where business_id = ${businessId}
-    group by business_id, path`.execute(db);
+  await sql`insert into order_property_counts (business_id, path, phase, status, shard, n)
+    select p.business_id, p.path, o.phase, o.status, 0, count(*) from order_properties p join orders o on o.id = p.order_id
+    where p.business_id = ${businessId} group by p.business_id, p.path, o.phase, o.status`.execute(db);
 }

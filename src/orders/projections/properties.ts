@@ -5,6 +5,7 @@ import {
 import type { PropertyFilter } from '../../db/list.ts';
 import type { Db } from '../../db/types.ts';
 import { readJson } from '../../lib/json.ts';
+import { netChanges } from './counts.ts';
 
 /**
  * The flattened property index of live orders: one `order_properties` row per path present in an
@@ -65,15 +66,35 @@ export function propertyPaths(properties: unknown): Array<{ path: string; value:
   return out;
 }
 
-/** Adds to the per-path counts, on one shard of them, in sorted path order (no lock-order deadlocks on PostgreSQL), atomically. */
-export async function bumpPathCounts(db: Db, businessId: string, deltas: Map<string, number>): Promise<void> {
-  const paths = [...deltas.keys()].filter((p) => deltas.get(p) !== 0).sort();
+export interface PathCountChange {
+  path: string;
+  phase: string;
+  status: string;
+  delta: number;
+}
+
+/**
+ * Adds to the per-path counts (per phase and status), on one shard of them, in key order (no
+ * lock-order deadlocks on PostgreSQL), each an atomic upsert; changes that cancel out write nothing.
+ */
+export async function bumpPathCounts(db: Db, businessId: string, changes: PathCountChange[]): Promise<void> {
   const shard = countShard(db);
-  for (const path of paths) {
-    await db.insertInto('order_property_counts').values({ business_id: businessId, path, shard, n: deltas.get(path)! })
-      .onConflict((oc) => oc.columns(['business_id', 'path', 'shard']).doUpdateSet({ n: sql<number>`order_property_counts.n + excluded.n` }))
+  for (const c of netChanges(changes, (c) => `${c.path}\u0000${c.phase}\u0000${c.status}`)) {
+    await db.insertInto('order_property_counts').values({ business_id: businessId, path: c.path, phase: c.phase, status: c.status, shard, n: c.delta })
+      .onConflict((oc) => oc.columns(['business_id', 'path', 'phase', 'status', 'shard']).doUpdateSet({ n: sql<number>`order_property_counts.n + excluded.n` }))
       .execute();
   }
+}
+
+/** The count changes of an order's paths: -1 at its phase and status before, +1 after (live orders only). */
+export function pathCountChanges(
+  before: { phase: string; status: string; properties: unknown } | null, after: { phase: string; status: string; properties: unknown } | null,
+): PathCountChange[] {
+  const changes: PathCountChange[] = [];
+  for (const [order, delta] of [[before, -1], [after, 1]] as const) {
+    if (order) for (const p of propertyPaths(order.properties)) changes.push({ path: p.path, phase: order.phase, status: order.status, delta });
+  }
+  return changes;
 }
 
 const ROWS_PER_INSERT = 500;
@@ -89,7 +110,6 @@ export async function indexOrderProperties(db: Db, businessId: string, orderId: 
   const paths = propertyPaths(properties);
   if (paths.length === 0) return;
   await insertPathRows(db, paths.map((p) => ({ business_id: businessId, order_id: orderId, ...p })));
-  await bumpPathCounts(db, businessId, new Map(paths.map((p) => [p.path, 1])));
 }
 
 /**
@@ -111,16 +131,11 @@ export async function reindexOrderProperties(db: Db, businessId: string, orderId
   }
   if (gone.size > 0) await db.deleteFrom('order_properties').where('order_id', '=', orderId).where('path', 'in', [...gone]).execute();
   await insertPathRows(db, added.map((p) => ({ business_id: businessId, order_id: orderId, ...p })));
-  const deltas = new Map<string, number>();
-  for (const path of gone) deltas.set(path, -1);
-  for (const p of added) deltas.set(p.path, 1);
-  await bumpPathCounts(db, businessId, deltas);
 }
 
 /** Removes a soft-deleted order from the index: the side table holds live orders only. */
 export async function unindexOrderProperties(db: Db, businessId: string, orderId: string): Promise<void> {
-  const gone = await db.deleteFrom('order_properties').where('order_id', '=', orderId).returning('path').execute();
-  await bumpPathCounts(db, businessId, new Map(gone.map((r) => [r.path, -1])));
+  await db.deleteFrom('order_properties').where('order_id', '=', orderId).execute();
 }
 
 /**
@@ -156,15 +171,25 @@ export function sideTableCondition(db: Db, businessId: string, filter: PropertyF
   return filter.exists === false ? sql<SqlBool>`not ${present}` : present;
 }
 
-/** The number of live orders that have the path, from the maintained counts (the sum of its shards). */
-async function countWithPath(db: Db, businessId: string, path: string): Promise<number> {
-  const row = await db.selectFrom('order_property_counts').select(sql<number | string | null>`sum(n)`.as('n'))
-    .where('business_id', '=', businessId).where('path', '=', path).executeTakeFirst();
-  return Number(row?.n ?? 0);
+export interface PhaseStatus {
+  phase?: string;
+  status?: string;
 }
 
-/** The exact number of live orders matching only this property filter, without reading orders: one query. */
-export async function countByProperty(db: Db, businessId: string, filter: PropertyFilter): Promise<number> {
+/** The number of live orders that have the path, of a phase and/or status when given, from the maintained counts. */
+function countWithPath(db: Db, businessId: string, path: string, { phase, status }: PhaseStatus) {
+  let query = db.selectFrom('order_property_counts').select(sql<number | string | null>`coalesce(sum(n), 0)`.as('n'))
+    .where('business_id', '=', businessId).where('path', '=', path);
+  if (phase) query = query.where('phase', '=', phase);
+  if (status) query = query.where('status', '=', status);
+  return query;
+}
+
+/**
+ * The exact number of live orders matching this property filter (of a phase and/or status when
+ * given, for a path's presence or absence), without reading orders: one query.
+ */
+export async function countByProperty(db: Db, businessId: string, filter: PropertyFilter, of: PhaseStatus = {}): Promise<number> {
   const path = filter.segments.join('.');
   if (filter.value !== undefined) {
     const row = await db.selectFrom('order_properties').select(sql<number | string>`count(*)`.as('n'))
@@ -172,11 +197,13 @@ export async function countByProperty(db: Db, businessId: string, filter: Proper
       .executeTakeFirstOrThrow();
     return Number(row.n);
   }
-  if (filter.exists !== false) return countWithPath(db, businessId, path);
-  // Live orders (src/orders/counts.ts) less those with the path, both maintained, in one statement.
-  const { rows: [row] } = await sql<{ n: number | string }>`select
-      (select coalesce(sum(n), 0) from order_counts where business_id = ${businessId})
-      - (select coalesce(sum(n), 0) from order_property_counts where business_id = ${businessId} and path = ${path}) as n`.execute(db);
+  const withPath = countWithPath(db, businessId, path, of);
+  if (filter.exists !== false) return Number((await withPath.executeTakeFirstOrThrow()).n);
+  // Live orders (src/orders/projections/counts.ts) less those with the path, both maintained, in one statement.
+  let live = db.selectFrom('order_counts').select(sql<number | string>`coalesce(sum(n), 0)`.as('n')).where('business_id', '=', businessId);
+  if (of.phase) live = live.where('phase', '=', of.phase);
+  if (of.status) live = live.where('status', '=', of.status);
+  const row = await db.selectNoFrom((eb) => eb(live, '-', withPath).as('n')).executeTakeFirstOrThrow();
   return Number(row.n);
 }
 

@@ -25,10 +25,12 @@ export interface OrderPropertyTable {
   value: string | null;
 }
 
-/** Live orders per business and property path. */
+/** Live orders per business, property path, phase and status. */
 export interface OrderPropertyCountTable {
   business_id: string;
   path: string;
+  phase: string;
+  status: string;
   shard: number;
   n: ColumnType<number | string | bigint, number, number>;
 }
