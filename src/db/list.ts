@@ -89,11 +89,15 @@ export async function selectPageIds<DB, TB extends keyof DB, O>(
  * `skip` rows are passed over from that end, and `take` read.
  */
 export function nearerEnd(total: number, paging: Paging): { backwards: boolean; skip: number; take: number } {
-  const offset = offsetOf(paging.page, paging.limit);
-  const after = total - offset - paging.limit;
+  return rangeFromNearerEnd(total, offsetOf(paging.page, paging.limit), paging.limit);
+}
+
+/** The same for `limit` rows from `offset` (the rows of a list that a page covers). */
+export function rangeFromNearerEnd(total: number, offset: number, limit: number): { backwards: boolean; skip: number; take: number } {
+  const after = total - offset - limit;
   return offset <= after
-    ? { backwards: false, skip: offset, take: paging.limit }
-    : { backwards: true, skip: Math.max(0, after), take: Math.max(0, Math.min(paging.limit, total - offset)) };
+    ? { backwards: false, skip: offset, take: limit }
+    : { backwards: true, skip: Math.max(0, after), take: Math.max(0, Math.min(limit, total - offset)) };
 }
 
 /** `take` ids after `skip` in list order, or backwards from the end (then reversed into list order). */

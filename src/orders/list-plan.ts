@@ -20,7 +20,7 @@ export interface ListOrdersOptions extends ListFilters, Paging {
 export type OrdersQuery = SelectQueryBuilder<Database, 'orders', object>;
 
 /** Totals other than `count(*)`, from maintained counts (src/orders/projections). */
-export type TotalStrategy = 'countLiveOrders' | 'countByProperty' | 'countChangedSince' | 'countByCreatedDay' | 'countFromSideTable';
+export type TotalStrategy = 'countLiveOrders' | 'countByProperty' | 'countChangedSince' | 'countByCreatedDay' | 'countFromSideTable' | 'countChangedSplit';
 /** Pages other than the sorted filtered query. */
 export type PageStrategy = 'pageFromSideTable' | 'pageChangedSince' | 'pageByCreatedDay';
 
@@ -59,6 +59,8 @@ const bySideTable = ({ db, options }: ListScope) =>
 
 /** Every strategy but the side table's page reads whatever query it is given, so it serves every filter. */
 const ANY_PAGE = ['pageChangedSince'] as const;
+/** The changed-since split plans each of its parts with every filter, so it serves every filter. */
+const ANY = 'countChangedSplit';
 
 /**
  * Below these sizes a cheaper plan wins: walking fewer than `shallowRows` rows costs less than
@@ -74,21 +76,21 @@ export const ORDER_FILTERS = {
     active: ({ options }) => options.includeDeleted,
     where: (query) => query,
     otherwise: (query) => query.where(whereLive()),
-    totals: [],
+    totals: [ANY],
     pages: ANY_PAGE,
   },
   createdSince: {
     keys: ['createdSince'],
     active: ({ options }) => options.createdSince !== undefined,
     where: (query, { options }) => query.where('created_at', '>', options.createdSince!),
-    totals: ['countByCreatedDay', 'countFromSideTable'],
+    totals: ['countByCreatedDay', 'countFromSideTable', ANY],
     pages: ['pageByCreatedDay', 'pageFromSideTable', ...ANY_PAGE],
   },
   status: {
     keys: ['status'],
     active: ({ options }) => Boolean(options.status),
     where: (query, { options }) => query.where('status', '=', options.status!),
-    totals: ['countLiveOrders', 'countByProperty', 'countByCreatedDay', 'countFromSideTable'],
+    totals: ['countLiveOrders', 'countByProperty', 'countByCreatedDay', 'countFromSideTable', ANY],
     pages: ['pageByCreatedDay', 'pageFromSideTable', ...ANY_PAGE],
   },
   // A value, through the side table.
@@ -96,7 +98,7 @@ export const ORDER_FILTERS = {
     keys: ['propertyPath', 'propertyValue'],
     active: (scope) => bySideTable(scope) && scope.options.property!.value !== undefined,
     where: (query, { db, businessId, options }) => query.where(sideTableCondition(db, businessId, options.property!)),
-    totals: ['countByProperty', 'countFromSideTable'],
+    totals: ['countByProperty', 'countFromSideTable', ANY],
     pages: ['pageFromSideTable', ...ANY_PAGE],
   },
   // A present path (propertyPath alone, or with propertyExists=true), through the side table.
@@ -104,7 +106,7 @@ export const ORDER_FILTERS = {
     keys: ['propertyPath', 'propertyExists'],
     active: (scope) => bySideTable(scope) && scope.options.property!.value === undefined && scope.options.property!.exists !== false,
     where: (query, { db, businessId, options }) => query.where(sideTableCondition(db, businessId, options.property!)),
-    totals: ['countByProperty', 'countFromSideTable'],
+    totals: ['countByProperty', 'countFromSideTable', ANY],
     pages: ['pageFromSideTable', ...ANY_PAGE],
   },
   // An absent path (exists=false), through the side table: its page walks the page order.
@@ -112,7 +114,7 @@ export const ORDER_FILTERS = {
     keys: ['propertyPath', 'propertyExists'],
     active: (scope) => bySideTable(scope) && scope.options.property!.exists === false,
     where: (query, { db, businessId, options }) => query.where(sideTableCondition(db, businessId, options.property!)),
-    totals: ['countByProperty'],
+    totals: ['countByProperty', ANY],
     pages: ANY_PAGE,
   },
   // Any property filter the side table cannot answer, by the JSON functions.
@@ -120,14 +122,14 @@ export const ORDER_FILTERS = {
     keys: ['propertyPath', 'propertyValue', 'propertyExists'],
     active: (scope) => scope.options.property !== null && !bySideTable(scope),
     where: (query, { db, options }) => query.where(propertyCondition(db, sql.ref('properties'), options.property!)),
-    totals: [],
+    totals: [ANY],
     pages: ANY_PAGE,
   },
   phase: {
     keys: ['phase'],
     active: ({ options }) => Boolean(options.phase),
     where: (query, { options }) => query.where('phase', '=', options.phase!),
-    totals: ['countLiveOrders', 'countByProperty', 'countByCreatedDay', 'countFromSideTable'],
+    totals: ['countLiveOrders', 'countByProperty', 'countByCreatedDay', 'countFromSideTable', ANY],
     pages: ['pageByCreatedDay', 'pageFromSideTable', ...ANY_PAGE],
   },
   // Not set when createdSince implies it: createdAt > t implies updatedAt > u for any u <= t.
@@ -135,7 +137,7 @@ export const ORDER_FILTERS = {
     keys: ['updatedSince', 'modifiedSince'],
     active: ({ options }) => changedSinceOf(options) !== undefined && !impliedByCreatedSince(options),
     where: (query, { options }) => query.where('updated_at', '>', changedSinceOf(options)!),
-    totals: ['countChangedSince', 'countFromSideTable'],
+    totals: ['countChangedSince', 'countFromSideTable', ANY],
     pages: ['pageFromSideTable', ...ANY_PAGE],
   },
 } satisfies Record<string, ListFilter>;
@@ -159,6 +161,8 @@ const TOTALS: Record<TotalStrategy, (active: ActiveFilters, candidates: number) 
   countChangedSince: (active) => active.has('changedSince'),
   countByCreatedDay: (active) => active.has('createdSince'),
   countFromSideTable: (active, candidates) => bySideTableMatches(active) && candidates <= listTuning.fewCandidates,
+  // Changed after u: the orders created after u (planned as a createdSince list) and the older ones changed after u.
+  countChangedSplit: (active) => active.has('changedSince'),
 };
 
 const PAGES: Record<PageStrategy, (active: ActiveFilters, candidates: number) => boolean> = {
