@@ -15,6 +15,7 @@ import { exportIndexes } from './migrations/0014-export-indexes.ts';
 import { webhookDueIndex } from './migrations/0015-webhook-due-index.ts';
 import { orderCreatedCounts } from './migrations/0016-order-created-counts.ts';
 import { propertyCountsByStatus } from './migrations/0017-property-counts-by-status.ts';
+import { orderPhaseStatusIndexes } from './migrations/0018-order-phase-status-indexes.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -35,6 +36,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0015-webhook-due-index': webhookDueIndex,
     '0016-order-created-counts': orderCreatedCounts(dialect),
     '0017-property-counts-by-status': propertyCountsByStatus(dialect),
+    '0018-order-phase-status-indexes': orderPhaseStatusIndexes(dialect),
   };
 }
 
