@@ -136,3 +136,20 @@ export function summariseLists(m: ListMeasures): string {
   for (const c of over.slice(0, 25)) lines.push(`  ${c.name} [${c.page}] p50 ${c.p50} ms, p99 ${c.p99}, total ${c.total}`);
   return lines.join('\n');
 }
+
+/** A markdown table: one row per filter combination, p50 (p99) in ms for each page, and the total. */
+export function listsTable(m: ListMeasures): string {
+  const pages = ['first', 'deep', 'last', 'past end'] as const;
+  const rows = new Map<string, ListCase[]>();
+  for (const c of m.cases) rows.set(c.name, [...(rows.get(c.name) ?? []), c]);
+  const cell = (c?: ListCase) => (c ? `${c.p50} (${c.p99})${c.p50 > m.goalMs ? ' ✗' : ''}` : '');
+  const lines = [`| filters | total | ${pages.join(' | ')} |`, `|---|---:|${pages.map(() => '---:').join('|')}|`];
+  for (const [name, cases] of rows) {
+    if (cases[0].page === 'random') {
+      lines.push(`| ${name} | | ${cell(cases[0])} | | | |`);
+      continue;
+    }
+    lines.push(`| ${name} | ${cases[0].total.toLocaleString('en')} | ${pages.map((p) => cell(cases.find((c) => c.page === p))).join(' | ')} |`);
+  }
+  return lines.join('\n');
+}

@@ -9,7 +9,7 @@ import { buildScenarios } from './scenarios.ts';
 import { measureExport, measureWake } from './events.ts';
 import { measureWebhooks } from './webhooks.ts';
 import { consoleRequests } from './console.ts';
-import { measureLists, summariseLists } from './lists.ts';
+import { listsTable, measureLists, summariseLists } from './lists.ts';
 import { measureScaleOut, mixedRequests } from './scaleout.ts';
 import { buildDist, runDemo, sampleRss, startServer } from './server.ts';
 
@@ -132,7 +132,7 @@ try {
   };
   console.log(`\n${backend}, ${orders.toLocaleString('en')} orders, ${options.connections} connections, ${options.duration} s per scenario (load average ${report.machine.loadAverage.map((l) => l.toFixed(1)).join(' ')})\n`);
   console.log(formatTable(report));
-  if (lists) console.log(`\n${summariseLists(lists)}`);
+  if (lists) console.log(`\n${listsTable(lists)}\n\n${summariseLists(lists)}`);
   console.log(`\nSaved ${saveReport(report)}`);
 } finally {
   await server?.stop();
