@@ -15,11 +15,10 @@ export type { ListOrdersOptions } from './list-plan.ts';
 
 const STUB = ['id', 'version', 'business_id', 'deleted_at'] as const;
 
-/** A planned list: its scope, its active filters and its query with every filter; `filtered(except)` leaves some out. */
+/** A planned list: its scope, its active filters and its query with every filter. */
 interface Planned extends ListScope {
   active: ActiveFilters;
   query: OrdersQuery;
-  filtered: (except: string[]) => OrdersQuery;
   /** The orders matching the property filter alone, when the side table answers it. */
   candidates?: number;
   /** The list split at its changedSince, read once for its total and its page. */
@@ -31,7 +30,7 @@ async function planList(db: Db, businessId: string, options: ListOrdersOptions):
   const active = activeFilters(scope);
   // Whether collecting the property's matches beats walking the list depends on how many there are.
   const candidates = bySideTableMatches(active) ? await countByProperty(db, businessId, options.property!) : undefined;
-  return { ...scope, active, query: filterOrders(scope), filtered: (except) => filterOrders(scope, { except }), candidates };
+  return { ...scope, active, query: filterOrders(scope), candidates };
 }
 
 const totalOf = (plan: Planned) => TOTALS[chooseTotal(plan.active, plan.candidates)](plan);
@@ -83,7 +82,7 @@ const TOTALS: Record<TotalStrategy | 'count', (plan: Planned) => Promise<number>
 
 const PAGES: Record<PageStrategy | 'sorted', (plan: Planned, total: number) => Promise<string[]>> = {
   pageFromSideTable: (plan, total) => selectPageIdsFromNearerEnd(fromSideTable(plan), plan.options, total),
-  pageChangedSince: (plan, total) => pageChangedSince(plan, total),
+  pageChangedSince,
   pageByCreatedDay: ({ db, businessId, query, options }, total) => pageByCreatedDay(db, businessId, query, options, total),
   // An index can answer the ids without reading rows, however many rows the filters pass over.
   sorted: ({ query, options }, total) => selectPageIdsFromNearerEnd(query, options, total),
