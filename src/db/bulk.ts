@@ -34,12 +34,22 @@ export async function insertRows(
   const head = `insert into ${table} (${[...columns, ...fixed].join(', ')}) values `;
   // Values shared by every row are written once as literals: fewer parameters to bind per row.
   const tail = fixed.map((c) => `,${literal(constants[c])}`).join('');
-  for (let start = 0; start < rows.length; start += perStatement) {
-    const chunk = rows.slice(start, start + perStatement);
+  for (let start = 0; start < rows.length;) {
+    const chunk = rows.slice(start, start + chunkSize(rows.length - start, perStatement));
+    start += chunk.length;
     const parameters: unknown[] = [];
     for (const row of chunk) for (let c = 0; c < columns.length; c++) parameters.push(row[c]);
     await db.executeQuery(CompiledQuery.raw(statementText(head, tail, columns.length, chunk.length, postgres), parameters));
   }
+}
+
+/**
+ * Full statements, then what is left in powers of two. The connection keeps every statement it
+ * prepared, and one of a few hundred rows holds about a megabyte: a statement per remainder size
+ * (one per batch of the demo's order items and events) grew the demo's memory by hundreds of MB.
+ */
+function chunkSize(left: number, max: number): number {
+  return left >= max ? max : 2 ** Math.floor(Math.log2(left));
 }
 
 const texts = new Map<string, string>();

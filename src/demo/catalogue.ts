@@ -12,9 +12,11 @@ const STREETS = ['George St', 'King St', 'Queen St', 'Station Rd', 'Harbour Rd',
 const CITIES = [['Sydney', 'NSW', '2000'], ['Melbourne', 'VIC', '3000'], ['Brisbane', 'QLD', '4000'], ['Perth', 'WA', '6000'], ['Adelaide', 'SA', '5000']];
 const FIRST = ['Alex', 'Sam', 'Priya', 'Jordan', 'Mei', 'Tom', 'Aisha', 'Lucas', 'Grace', 'Noah'];
 
-export interface Variant { id: string; defaultEntryId: string; priceUnits: number; costUnits: number | null; unitOfMeasure: string | null; sku: string }
-/** What one buyer pays for one variant: the entry its order items reference. */
-export interface MenuEntry { entryId: string; priceUnits: number; costUnits: number; unitOfMeasure: string }
+export interface Variant {
+  id: string; itemId: string; variantName: string; defaultEntryId: string; priceUnits: number; costUnits: number | null; unitOfMeasure: string | null; sku: string;
+}
+/** What one buyer pays for one variant: the entry its order items reference, and the variant an order item shows. */
+export interface MenuEntry { entryId: string; priceUnits: number; costUnits: number; unitOfMeasure: string; variant: Variant }
 export interface Buyer { partnershipId: string; phantomId: string; address: string; menu: MenuEntry[] }
 
 export const CURRENCY = 'AUD';
@@ -39,6 +41,8 @@ export async function insertCatalogue(db: Db, businessId: string, defaultListId:
     for (let v = 0; v < count; v++) {
       const variant: Variant = {
         id: idAt('var', ms),
+        itemId: id,
+        variantName: count === 1 ? 'Default' : sizes[v],
         defaultEntryId: idAt('ile', ms),
         priceUnits: base * (v + 1),
         costUnits: rnd.chance(0.9) ? Math.round(base * (v + 1) * rnd.int(40, 70) / 100 / 100) * 100 : null,
@@ -46,7 +50,7 @@ export async function insertCatalogue(db: Db, businessId: string, defaultListId:
         sku: `SKU-${String(i + 1).padStart(5, '0')}-${v + 1}`,
       };
       variants.push(variant);
-      variantRows.push([variant.id, businessId, id, count === 1 ? 'Default' : sizes[v], variant.sku, rnd.chance(0.5) ? String(9_300_000_000_000 + i * 10 + v) : null,
+      variantRows.push([variant.id, businessId, id, variant.variantName, variant.sku, rnd.chance(0.5) ? String(9_300_000_000_000 + i * 10 + v) : null,
         CURRENCY, unitsToDecimal(variant.priceUnits), variant.costUnits === null ? null : unitsToDecimal(variant.costUnits), null, variant.unitOfMeasure, v + 1, null, now, now]);
       entries.push([variant.defaultEntryId, businessId, defaultListId, variant.id, null, null, now, now]);
     }
@@ -70,7 +74,7 @@ const LISTS: PriceList[] = [
 export async function insertBuyers(db: Db, businessId: string, defaultListId: string, variants: Variant[], buyerCount: number, rnd: Random, ms: number): Promise<Buyer[]> {
   const now = new Date(ms).toISOString();
   const defaultMenu: MenuEntry[] = variants.map((v) => ({
-    entryId: v.defaultEntryId, priceUnits: v.priceUnits, costUnits: v.costUnits ?? 0, unitOfMeasure: v.unitOfMeasure ?? 'EA',
+    entryId: v.defaultEntryId, priceUnits: v.priceUnits, costUnits: v.costUnits ?? 0, unitOfMeasure: v.unitOfMeasure ?? 'EA', variant: v,
   }));
   const lists: unknown[][] = [];
   const listEntries: unknown[][] = [];
@@ -87,7 +91,7 @@ export async function insertBuyers(db: Db, businessId: string, defaultListId: st
       const override = list.override ? Math.round(v.priceUnits * rnd.int(75, 95) / 100 / 100) * 100 : null;
       listEntries.push([entryId, businessId, listId, v.id, override === null ? null : unitsToDecimal(override), null, now, now]);
       if (list.applies) {
-        menu[i] = { entryId, priceUnits: override ?? v.priceUnits * list.pricePercent / 100, costUnits: v.costUnits ?? 0, unitOfMeasure: v.unitOfMeasure ?? 'EA' };
+        menu[i] = { entryId, priceUnits: override ?? v.priceUnits * list.pricePercent / 100, costUnits: v.costUnits ?? 0, unitOfMeasure: v.unitOfMeasure ?? 'EA', variant: v };
       }
     });
     menus.push({ listId, menu });

@@ -1,64 +1,106 @@
 import { insertRows } from '../db/bulk.ts';
 import type { Db } from '../db/types.ts';
 import { exportBuyers } from '../buyers/repository.ts';
-import { encodeData } from '../events/codec.ts';
 import { lastSequence } from '../events/log.ts';
 import { exportItems } from '../items/repository.ts';
 import { newId } from '../lib/ids.ts';
-import { toIso } from '../lib/time.ts';
-import { exportOrders } from '../orders/repository.ts';
+import type { Order } from '../orders/schema.ts';
 import { SYSTEM } from '../write/runner.ts';
+import { createDeflater } from './deflate-worker.ts';
 
 const BATCH = 2_000;
 const COLUMNS = ['sequence', 'id', 'type', 'resource_type', 'resource_id', 'resource_version', 'occurred_at', 'data'] as const;
+const DATA = COLUMNS.indexOf('data');
 
 /**
- * The events a demo business's data implies, after it was loaded around the write path: each item
- * and buyer created; each order created, then updated when its updatedAt is later, then deleted
- * when it is. Every event's object is the record as it is now (the demo has no history to tell),
- * so a copy rebuilt from the feed equals the data. Sequences follow the business's counter, in
- * resource order then id order: occurredAt rises per resource, not across the log. Price lists are
- * left out (the demo's are made with its catalogue and shown by GET /pricing). `onProgress` gets
- * the number of orders done.
+ * The events a demo business's data implies, written beside it, as it is loaded around the write
+ * path: each item and buyer created; each order created, then updated when its updatedAt is later,
+ * then deleted when it is. Every event's object is the record as it is now (the demo has no
+ * history to tell), so a copy rebuilt from the feed equals the data. Sequences follow the
+ * business's counter: items and buyers in id order, then orders in the order they are made
+ * (their SO numbers). occurredAt rises per resource, not across the log. Price lists are left out
+ * (the demo's are made with its catalogue and shown by GET /pricing).
  */
-export async function insertDemoEvents(db: Db, businessId: string, onProgress?: (orders: number) => void): Promise<number> {
-  let sequence = await lastSequence(db, businessId);
-  const actor = JSON.stringify(SYSTEM);
-  let rows: unknown[][] = [];
-  const add = (type: string, resourceType: string, id: string, version: number, at: unknown, object: unknown) => {
-    rows.push([++sequence, newId('evt'), type, resourceType, id, version, toIso(at as string), encodeData({ object })]);
-  };
-  const flush = async () => {
-    await insertRows(db, 'events', COLUMNS, rows, { business_id: businessId, actor, request_id: null, idempotency_key: null });
-    rows = [];
-  };
+export interface DemoEvents {
+  /** A batch of events, numbered after those of the batches before it. */
+  batch(): DemoEventBatch;
+  /** Events in the business's log so far. */
+  readonly sequence: number;
+  close(): Promise<void>;
+}
 
+export interface DemoEventBatch {
+  /** A record's `created` event, from the record as its GET shows it. */
+  addCreated(resourceType: 'item' | 'buyer', record: { id: string; createdAt: string }): void;
+  /** An order's events, from the order as GET shows it. */
+  addOrder(order: Order): void;
+  /** Starts deflating the batch's data, so that it overlaps what the caller does next. */
+  encode(): void;
+  /**
+   * Inserts the batch and moves the business's counter to its last sequence, in the caller's
+   * transaction: batches are inserted in the order they were made.
+   */
+  insert(db: Db): Promise<void>;
+}
+
+export async function createDemoEvents(db: Db, businessId: string): Promise<DemoEvents> {
+  let sequence = await lastSequence(db, businessId);
+  const deflater = createDeflater();
+  const constants = { business_id: businessId, actor: JSON.stringify(SYSTEM), request_id: null, idempotency_key: null };
+  const batch = (): DemoEventBatch => {
+    // Rows wait for their data: row i gets the deflated texts[dataOf[i]].
+    const rows: unknown[][] = [];
+    const dataOf: number[] = [];
+    const texts: string[] = [];
+    let encoding: Promise<Buffer[]> | undefined;
+    const add = (type: string, resourceType: string, id: string, version: number, at: string) => {
+      rows.push([++sequence, newId('evt'), type, resourceType, id, version, at, null]);
+      dataOf.push(texts.length - 1);
+    };
+    const encode = () => {
+      encoding ??= deflater.deflate(texts);
+    };
+    return {
+      addCreated(resourceType, record) {
+        texts.push(JSON.stringify({ object: record }));
+        add(`${resourceType}.created`, resourceType, record.id, 1, record.createdAt);
+      },
+      addOrder(order) {
+        // Every event of the order carries the same data: written and deflated once.
+        texts.push(JSON.stringify({ object: order }));
+        add('order.created', 'order', order.id, 1, order.createdAt);
+        if (order.deletedAt !== null) add('order.deleted', 'order', order.id, 2, order.deletedAt);
+        else if (order.updatedAt !== order.createdAt) add('order.updated', 'order', order.id, 2, order.updatedAt);
+      },
+      encode,
+      async insert(target) {
+        if (rows.length === 0) return;
+        encode();
+        const data = await encoding!;
+        rows.forEach((row, i) => { row[DATA] = data[dataOf[i]]; });
+        await insertRows(target, 'events', COLUMNS, rows, constants);
+        await target.updateTable('business_counters').set({ value: rows[rows.length - 1][0] as number })
+          .where('business_id', '=', businessId).where('name', '=', 'event').execute();
+      },
+    };
+  };
+  return {
+    batch,
+    get sequence() { return sequence; },
+    close: () => deflater.close(),
+  };
+}
+
+/** Each item and buyer created, read back as their GETs show them: a catalogue is small beside its orders. */
+export async function insertCatalogueEvents(db: Db, businessId: string, events: DemoEvents): Promise<void> {
   for (const [resourceType, read] of [['item', exportItems], ['buyer', exportBuyers]] as const) {
     for (let after = ''; ;) {
       const records = await read(db, businessId, after, BATCH);
       if (records.length === 0) break;
-      for (const r of records) add(`${resourceType}.created`, resourceType, r.id, 1, r.createdAt, r);
+      const batch = events.batch();
+      for (const r of records) batch.addCreated(resourceType, r);
       after = records[records.length - 1].id;
-      await flush();
+      await batch.insert(db);
     }
   }
-
-  let orders = 0;
-  for (let after = ''; ;) {
-    const records = await exportOrders(db, businessId, after, BATCH, { includeDeleted: true });
-    if (records.length === 0) break;
-    for (const o of records) {
-      let version = 0;
-      add('order.created', 'order', o.id, ++version, o.createdAt, o);
-      if (o.deletedAt !== null) add('order.deleted', 'order', o.id, ++version, o.deletedAt, o);
-      else if (o.updatedAt !== o.createdAt) add('order.updated', 'order', o.id, ++version, o.updatedAt, o);
-    }
-    orders += records.length;
-    after = records[records.length - 1].id;
-    await flush();
-    onProgress?.(orders);
-  }
-  await db.updateTable('business_counters').set({ value: sequence })
-    .where('business_id', '=', businessId).where('name', '=', 'event').execute();
-  return sequence;
 }

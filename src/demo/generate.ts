@@ -4,12 +4,12 @@ import { withBulkLoad } from '../db/bulk-load.ts';
 import type { Database } from '../db/types.ts';
 import { insertRows } from '../db/bulk.ts';
 import { newId } from '../lib/ids.ts';
-import { createWriteRunner, SYSTEM } from '../write/runner.ts';
+import { createWriteRunner, SYSTEM, type WriteRunner } from '../write/runner.ts';
 import { rebuildOrderProjections } from '../orders/projections/index.ts';
-import { insertDemoEvents } from './events.ts';
-import { insertBuyers, insertCatalogue } from './catalogue.ts';
-import { insertOrders } from './orders.ts';
-import { createRandom } from './random.ts';
+import { createDemoEvents, insertCatalogueEvents, type DemoEvents } from './events.ts';
+import { insertBuyers, insertCatalogue, type Buyer } from './catalogue.ts';
+import { insertOrders, makeOrders } from './orders.ts';
+import { createRandom, type Random } from './random.ts';
 
 export interface DemoOptions {
   orders: number;
@@ -19,8 +19,6 @@ export interface DemoOptions {
   /** The same seed gives the same catalogue, buyers and orders (ids and the key differ). */
   seed?: number;
   onProgress?: (ordersDone: number) => void;
-  /** Orders whose events are written, after the orders themselves. */
-  onEventProgress?: (ordersDone: number) => void;
 }
 
 export interface DemoResult {
@@ -33,10 +31,8 @@ export interface DemoResult {
   items: number;
   variants: number;
   buyers: number;
-  /** Order generation only (orders and their items), the part that scales. */
+  /** Order generation (orders, their items and their events), the part that scales. */
   orderSeconds: number;
-  /** Writing the events the data implies (after the orders). */
-  eventSeconds: number;
   ordersPerSecond: number;
   /** CPU time of this process for the orders: steadier than wall time on a busy machine. */
   orderCpuSeconds: number;
@@ -45,7 +41,8 @@ export interface DemoResult {
 
 export const DEMO_DEFAULTS = { orders: 300, items: 40, buyers: 20 } as const;
 
-const BATCH = 5_000;
+/** Orders per batch: their rows, objects and event texts are most of what the load holds in memory. */
+const BATCH = 1_000;
 /** One transaction per this many orders: large enough to amortise commits, small enough to keep the WAL in check. */
 const PER_TRANSACTION = 50_000;
 const TWO_YEARS = 730 * 86_400_000;
@@ -68,6 +65,46 @@ const LOADED_TABLES = [
   'items', 'item_variants', 'item_lists', 'item_list_entries', 'phantoms', 'partnerships',
 ];
 
+/**
+ * Every order, PER_TRANSACTION to a transaction; returns the number of order items. Each batch is
+ * made while the one before it is being written: on PostgreSQL the server stores one while this
+ * process makes the next (on SQLite, whose calls return when done, they simply alternate).
+ */
+async function insertAllOrders(
+  writes: WriteRunner, businessId: string, buyers: Buyer[], options: DemoOptions, times: { startMs: number; nowMs: number }, rnd: Random, events: DemoEvents,
+): Promise<number> {
+  // Orders end a minute before now, so that everything the benchmark creates sorts after them.
+  const stepMs = options.orders === 0 ? 0 : (TWO_YEARS - 60_000) / options.orders;
+  let done = 0;
+  let orderItems = 0;
+  while (done < options.orders || done === 0) {
+    const end = Math.min(options.orders, done + PER_TRANSACTION);
+    await writes.run({ businessId, actor: SYSTEM }, async ({ trx }) => {
+      let writing: Promise<void> = Promise.resolve();
+      for (let first = done; first < end; first += BATCH) {
+        const count = Math.min(BATCH, end - first);
+        const made = makeOrders(businessId, buyers, { firstSequence: first + 1, count, stepMs, ...times }, rnd, events.batch());
+        orderItems += made.items.length;
+        await writing;
+        options.onProgress?.(first);
+        writing = insertOrders(trx, businessId, made);
+        // Awaited at the next turn; meanwhile a failure must not count as unhandled.
+        writing.catch(() => {});
+      }
+      await writing;
+      options.onProgress?.(end);
+      if (end === options.orders && options.orders > 0) {
+        await insertRows(trx, 'business_counters', ['business_id', 'name', 'value'], [[businessId, 'order', options.orders]]);
+        // The derived tables the API keeps in every write (counts, property index), from the orders as loaded.
+        await rebuildOrderProjections(trx, businessId);
+      }
+    });
+    done = end;
+    if (options.orders === 0) break;
+  }
+  return orderItems;
+}
+
 async function generate(db: Kysely<Database>, options: DemoOptions, started: number): Promise<DemoResult> {
   const rnd = createRandom(options.seed ?? 20_261_122);
   const nowMs = Date.now();
@@ -81,47 +118,29 @@ async function generate(db: Kysely<Database>, options: DemoOptions, started: num
     return { business, variants, buyers };
   });
   const { businessId } = setup.business;
+  // The events the data implies, so that the feed and exports are measured at realistic sizes:
+  // after the business's own (appended as its write committed), then beside the orders.
+  const events = await writes.run({ businessId, actor: SYSTEM }, async ({ trx }) => {
+    const log = await createDemoEvents(trx, businessId);
+    await insertCatalogueEvents(trx, businessId, log);
+    return log;
+  });
 
   const ordersStarted = performance.now();
   const cpuStarted = process.cpuUsage();
-  // Orders end a minute before now, so that everything the benchmark creates sorts after them.
-  const stepMs = options.orders === 0 ? 0 : (TWO_YEARS - 60_000) / options.orders;
-  let done = 0;
-  let orderItems = 0;
-  while (done < options.orders || done === 0) {
-    const end = Math.min(options.orders, done + PER_TRANSACTION);
-    await writes.run({ businessId, actor: SYSTEM }, async ({ trx }) => {
-      for (let first = done; first < end; first += BATCH) {
-        const count = Math.min(BATCH, end - first);
-        orderItems += await insertOrders(trx, businessId, setup.buyers, { firstSequence: first + 1, count, startMs, stepMs, nowMs }, rnd);
-        options.onProgress?.(first + count);
-      }
-      if (end === options.orders && options.orders > 0) {
-        await insertRows(trx, 'business_counters', ['business_id', 'name', 'value'], [[businessId, 'order', options.orders]]);
-        // The derived tables the API keeps in every write (counts, property index), from the orders as loaded.
-        await rebuildOrderProjections(trx, businessId);
-      }
-    });
-    done = end;
-    if (options.orders === 0) break;
-  }
+  const orderItems = await insertAllOrders(writes, businessId, setup.buyers, options, { startMs, nowMs }, rnd, events).finally(() => events.close());
   const orderSeconds = (performance.now() - ordersStarted) / 1000;
-  // The events the data implies, so that the feed and exports are measured at realistic sizes.
-  const eventsStarted = performance.now();
-  const events = await writes.run({ businessId, actor: SYSTEM }, ({ trx }) => insertDemoEvents(trx, businessId, options.onEventProgress));
-  const eventSeconds = (performance.now() - eventsStarted) / 1000;
   const cpu = process.cpuUsage(cpuStarted);
   return {
     businessId,
     apiKey: setup.business.apiKey,
     orders: options.orders,
     orderItems,
-    events,
+    events: events.sequence,
     items: options.items,
     variants: setup.variants.length,
     buyers: options.buyers,
     orderSeconds,
-    eventSeconds,
     ordersPerSecond: orderSeconds > 0 ? Math.round(options.orders / orderSeconds) : 0,
     orderCpuSeconds: (cpu.user + cpu.system) / 1e6,
     totalSeconds: (performance.now() - started) / 1000,

@@ -1,15 +1,20 @@
 import type { Db } from '../db/types.ts';
 import { writeJson } from '../lib/json.ts';
 import { insertRows } from '../db/bulk.ts';
+import { toOrder, type OrderItemRow, type OrderRow } from '../orders/mapper.ts';
 import { CURRENCY, type Buyer } from './catalogue.ts';
+import type { DemoEventBatch } from './events.ts';
 import { idAt, unitsToDecimal, type Random } from './random.ts';
 
 const DAY = 86_400_000;
 const ORDER_COLUMNS = [
   'id', 'partnership_id', 'phase', 'status', 'internal_reference', 'external_reference', 'notes', 'delivery_address',
   'expected_delivery_at', 'delivered_at', 'shipped_at', 'total_amount', 'properties', 'ingested_at', 'created_at', 'updated_at', 'deleted_at',
-];
-const ITEM_COLUMNS = ['id', 'order_id', 'item_list_entry_id', 'line_number', 'quantity', 'unit_of_measure', 'price', 'cost', 'created_at', 'updated_at'];
+] as const;
+const ITEM_COLUMNS = ['id', 'order_id', 'item_list_entry_id', 'line_number', 'quantity', 'unit_of_measure', 'price', 'cost', 'created_at', 'updated_at'] as const;
+/** What every generated order and item shares: written once per statement, as constants. */
+const ORDER_CONSTANTS = { membership_id: null, integration_id: null, shipped_by: null, currency: CURRENCY, version: 1 };
+const ITEM_CONSTANTS = { currency: CURRENCY, properties: null };
 
 type Phase = 'DRAFT' | 'PENDING' | 'ACTIVE' | 'ARCHIVED' | 'REJECTED' | 'CANCELLED';
 const RECENT: Array<[Phase, number]> = [['PENDING', 30], ['ACTIVE', 40], ['DRAFT', 10], ['ARCHIVED', 10], ['CANCELLED', 5], ['REJECTED', 5]];
@@ -22,6 +27,18 @@ const STATUS: Record<Phase, Array<[string, number]>> = {
   REJECTED: [['NOT_APPLICABLE', 1]],
   CANCELLED: [['NOT_APPLICABLE', 3], ['RETURNED', 1]],
 };
+
+/**
+ * An object with its keys (at every depth) in the order PostgreSQL's jsonb keeps them: shorter
+ * keys first, then by their bytes. Stored so, the properties read back the same on both backends,
+ * key for key, and so does the order's event object made from them here.
+ */
+export function inJsonbOrder(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(inJsonbOrder);
+  if (value === null || typeof value !== 'object') return value;
+  const keys = Object.keys(value).sort((a, b) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0));
+  return Object.fromEntries(keys.map((k) => [k, inJsonbOrder((value as Record<string, unknown>)[k])]));
+}
 
 /** The shapes integrations leave on orders: ERP numbers, GUIDs, nested objects and explicit nulls. */
 function propertiesOf(rnd: Random, sequence: number, createdMs: number): Record<string, unknown> | null {
@@ -54,55 +71,86 @@ export interface OrderBatch {
   nowMs: number;
 }
 
-/** Inserts one batch of orders and their items; returns the number of order items. */
-export async function insertOrders(db: Db, businessId: string, buyers: Buyer[], batch: OrderBatch, rnd: Random): Promise<number> {
+/** A batch of orders made and not yet written: their rows and their events. */
+export interface MadeOrders { orders: unknown[][]; items: unknown[][]; events: DemoEventBatch }
+
+/**
+ * Makes one batch of orders and their items, and their events (from the rows as they will be
+ * stored, with the mapper GET uses, so without reading them back), and starts deflating those.
+ */
+export function makeOrders(businessId: string, buyers: Buyer[], batch: OrderBatch, rnd: Random, events: DemoEventBatch): MadeOrders {
   const orders: unknown[][] = [];
   const items: unknown[][] = [];
   const picks: number[] = [];
   for (let n = 0; n < batch.count; n++) {
-    const sequence = batch.firstSequence + n;
-    const createdMs = Math.floor(batch.startMs + (sequence - 1 + rnd.next()) * batch.stepMs);
-    const created = new Date(createdMs).toISOString();
-    const updatedMs = rnd.chance(0.35) ? Math.min(batch.nowMs, createdMs + rnd.int(1, 30 * DAY)) : createdMs;
-    const updated = new Date(updatedMs).toISOString();
-    const buyer = rnd.pick(buyers);
-    const menu = buyer.menu;
-    const recent = batch.nowMs - createdMs < 60 * DAY;
-    const deleted = rnd.chance(0.01);
-    const phase = rnd.weighted(recent ? RECENT : OLD);
-    const status = rnd.weighted(STATUS[phase]);
-    const orderId = idAt('ord', createdMs);
-
-    // Distinct entries: a partial Fisher-Yates shuffle of the menu's indexes. Small orders are common.
-    const count = Math.min(menu.length, 1 + Math.floor(19 * rnd.next() ** 3));
-    while (picks.length < menu.length) picks.push(picks.length);
-    let totalUnits = 0;
-    for (let line = 0; line < count; line++) {
-      const j = line + Math.floor(rnd.next() * (menu.length - line));
-      const index = picks[j];
-      picks[j] = picks[line];
-      picks[line] = index;
-      const entry = menu[index];
-      const quantity = rnd.weighted([[rnd.int(1, 5), 6], [rnd.int(6, 24), 3], [rnd.int(25, 200), 1]] as const);
-      totalUnits += quantity * entry.priceUnits;
-      items.push([idAt('oi', createdMs), orderId, entry.entryId, line + 1, String(quantity), entry.unitOfMeasure,
-        unitsToDecimal(entry.priceUnits), unitsToDecimal(entry.costUnits), created, created]);
-    }
-    const expectedMs = createdMs + rnd.int(2, 14) * DAY;
-    const shipped = status === 'IN_TRANSIT' || status === 'DELIVERED' || status === 'RETURNED';
-    orders.push([
-      orderId, buyer.partnershipId, deleted ? 'DELETED' : phase, status, `SO-${String(sequence).padStart(6, '0')}`,
-      rnd.chance(0.6) ? `PO-${rnd.int(10_000, 99_999)}` : null, rnd.chance(0.1) ? 'Leave at the loading dock' : null,
-      rnd.chance(0.8) ? buyer.address : null, new Date(expectedMs).toISOString(),
-      status === 'DELIVERED' ? new Date(expectedMs).toISOString() : null,
-      shipped ? new Date(createdMs + rnd.int(1, 3) * DAY).toISOString() : null,
-      // Drawn here, in the middle of the row, to keep the seed's sequence of random numbers.
-      unitsToDecimal(totalUnits), writeJson(propertiesOf(rnd, sequence, createdMs)),
-      rnd.chance(0.3) ? new Date(createdMs + 5_000).toISOString() : null, created, updated, deleted ? updated : null,
-    ]);
+    const { order, orderItems } = generateOrder(businessId, buyers, batch, batch.firstSequence + n, rnd, picks);
+    orders.push(ORDER_COLUMNS.map((c) => order[c]));
+    for (const item of orderItems) items.push(ITEM_COLUMNS.map((c) => item[c]));
+    events.addOrder(toOrder(order, orderItems));
   }
-  await insertRows(db, 'orders', ORDER_COLUMNS, orders,
-    { business_id: businessId, membership_id: null, integration_id: null, shipped_by: null, currency: CURRENCY, version: 1 });
-  await insertRows(db, 'order_items', ITEM_COLUMNS, items, { business_id: businessId, currency: CURRENCY, properties: null });
-  return items.length;
+  events.encode();
+  return { orders, items, events };
+}
+
+/** Inserts a batch made by makeOrders, in the caller's transaction. */
+export async function insertOrders(db: Db, businessId: string, made: MadeOrders): Promise<void> {
+  await insertRows(db, 'orders', ORDER_COLUMNS, made.orders, { business_id: businessId, ...ORDER_CONSTANTS });
+  await insertRows(db, 'order_items', ITEM_COLUMNS, made.items, { business_id: businessId, ...ITEM_CONSTANTS });
+  await made.events.insert(db);
+}
+
+/** One order and its items as their rows will read back; `picks` is scratch space, reused. */
+function generateOrder(businessId: string, buyers: Buyer[], batch: OrderBatch, sequence: number, rnd: Random, picks: number[]) {
+  const createdMs = Math.floor(batch.startMs + (sequence - 1 + rnd.next()) * batch.stepMs);
+  const created = new Date(createdMs).toISOString();
+  const updatedMs = rnd.chance(0.35) ? Math.min(batch.nowMs, createdMs + rnd.int(1, 30 * DAY)) : createdMs;
+  const updated = new Date(updatedMs).toISOString();
+  const buyer = rnd.pick(buyers);
+  const menu = buyer.menu;
+  const recent = batch.nowMs - createdMs < 60 * DAY;
+  const deleted = rnd.chance(0.01);
+  const phase = rnd.weighted(recent ? RECENT : OLD);
+  const status = rnd.weighted(STATUS[phase]);
+  const orderId = idAt('ord', createdMs);
+
+  // Distinct entries: a partial Fisher-Yates shuffle of the menu's indexes. Small orders are common.
+  const count = Math.min(menu.length, 1 + Math.floor(19 * rnd.next() ** 3));
+  while (picks.length < menu.length) picks.push(picks.length);
+  let totalUnits = 0;
+  const orderItems: OrderItemRow[] = [];
+  for (let line = 0; line < count; line++) {
+    const j = line + Math.floor(rnd.next() * (menu.length - line));
+    const index = picks[j];
+    picks[j] = picks[line];
+    picks[line] = index;
+    const entry = menu[index];
+    const quantity = rnd.weighted([[rnd.int(1, 5), 6], [rnd.int(6, 24), 3], [rnd.int(25, 200), 1]] as const);
+    totalUnits += quantity * entry.priceUnits;
+    const { variant } = entry;
+    orderItems.push({
+      id: idAt('oi', createdMs), business_id: businessId, order_id: orderId, item_list_entry_id: entry.entryId, line_number: line + 1,
+      quantity: String(quantity), unit_of_measure: entry.unitOfMeasure, price: unitsToDecimal(entry.priceUnits), cost: unitsToDecimal(entry.costUnits),
+      created_at: created, updated_at: created, ...ITEM_CONSTANTS,
+      item_variant_id: variant.id, item_id: variant.itemId, variant_name: variant.variantName, sku: variant.sku,
+    });
+  }
+  const expectedMs = createdMs + rnd.int(2, 14) * DAY;
+  const shipped = status === 'IN_TRANSIT' || status === 'DELIVERED' || status === 'RETURNED';
+  // The fields in the order of their draws, to keep the seed's sequence of random numbers.
+  const order: OrderRow = {
+    id: orderId, business_id: businessId, partnership_id: buyer.partnershipId, phase: deleted ? 'DELETED' : phase, status,
+    internal_reference: `SO-${String(sequence).padStart(6, '0')}`,
+    external_reference: rnd.chance(0.6) ? `PO-${rnd.int(10_000, 99_999)}` : null,
+    notes: rnd.chance(0.1) ? 'Leave at the loading dock' : null,
+    delivery_address: rnd.chance(0.8) ? buyer.address : null,
+    expected_delivery_at: new Date(expectedMs).toISOString(),
+    delivered_at: status === 'DELIVERED' ? new Date(expectedMs).toISOString() : null,
+    shipped_at: shipped ? new Date(createdMs + rnd.int(1, 3) * DAY).toISOString() : null,
+    total_amount: unitsToDecimal(totalUnits),
+    properties: writeJson(inJsonbOrder(propertiesOf(rnd, sequence, createdMs))),
+    ingested_at: rnd.chance(0.3) ? new Date(createdMs + 5_000).toISOString() : null,
+    created_at: created, updated_at: updated, deleted_at: deleted ? updated : null,
+    ...ORDER_CONSTANTS,
+  };
+  return { order, orderItems };
 }

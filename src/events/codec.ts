@@ -7,7 +7,9 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib';
  * disk and not. Level 1 compresses nearly as well as 6 and costs less in every write (measured
  * in process: the deflate was the largest part of appending an event).
  */
-export const encodeData = (data: unknown): Buffer => deflateRawSync(JSON.stringify(data), { level: 1 });
+export const DATA_DEFLATE_OPTIONS = { level: 1 } as const;
+
+export const encodeData = (data: unknown): Buffer => deflateRawSync(JSON.stringify(data), DATA_DEFLATE_OPTIONS);
 
 /** The stored data as JSON text, for answers put together without parsing it. */
 export const decodeDataText = (stored: Uint8Array): string => inflateRawSync(stored).toString('utf8');
