@@ -1,13 +1,15 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
+import { CompiledQuery } from 'kysely';
 import type { PropertyFilter } from '../src/db/list.ts';
 import { toIso } from '../src/lib/time.ts';
 import {
-  activeFilters, bySideTableMatches, choosePage, chooseTotal, listTuning, ORDER_FILTERS, type ListFilter, type ListOrdersOptions, type OrderFilterName,
+  activeFilters, bySideTableMatches, choosePage, chooseTotal, filterOrders, listTuning, ORDER_FILTERS, type ListFilter, type ListOrdersOptions, type OrderFilterName, type OrdersQuery,
 } from '../src/orders/list-plan.ts';
 import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
+import { ordersFromSideTable } from '../src/orders/projections/properties.ts';
 import { ListOrdersQuery } from '../src/orders/schema.ts';
-import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
+import { createTestContext, describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
 import { createFixture, createOrder, walkingEveryDay, withListTuning } from './helpers/orders.ts';
 
 const CREATED_SINCE = '2025-02-01T00:00:00.000Z';
@@ -243,6 +245,28 @@ describe('order list plan', () => {
       const active = new Map([...others, ['colour', colour]]);
       assert.equal(chooseTotal(active), 'count');
       assert.equal(choosePage(active, 1), 'sorted');
+    }
+  });
+});
+
+// A question about SQLite's planner, which has no statistics to choose by; PostgreSQL plans from its statistics.
+describe('order list plan on SQLite: the side table candidates', () => {
+  let context: TestContext;
+  before(async () => { context = await createTestContext('sqlite'); });
+  after(async () => { await context?.close(); });
+
+  it('are looked up by primary key, whatever other filters the list has', async () => {
+    const tenant = await context.createTenant();
+    const property = { segments: ['unleashed', 'guid'], exists: true };
+    for (const extra of [{}, { phase: 'ACTIVE' }, { createdSince: CREATED_SINCE }, { status: 'ACCEPTED', updatedSince: UPDATED_SINCE }]) {
+      const options: ListOrdersOptions = { page: 1, limit: 20, includeDeleted: false, property, ...extra };
+      const scope = { db: context.db, businessId: tenant.businessId, options };
+      const query = filterOrders(scope, { except: ['propertyValue', 'propertyPresent'], from: ordersFromSideTable(context.db, tenant.businessId, property) as unknown as OrdersQuery })
+        .select('id').orderBy('created_at', 'desc').limit(20).compile();
+      const plan = await context.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]));
+      const detail = plan.rows.map((r) => r.detail).join(' | ');
+      // The join to orders must be by its key.
+      assert.match(detail, /SEARCH orders USING INDEX sqlite_autoindex_orders_1 \(id=\?\)/, `${JSON.stringify(extra)}: ${detail}`);
     }
   });
 });

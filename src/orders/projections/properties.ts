@@ -209,16 +209,18 @@ export async function countByProperty(db: Db, businessId: string, filter: Proper
 
 /**
  * The orders that match a value or have a path, driven from the side table (its rows are live
- * orders of the business only), joined to orders by primary key, for the other filters and the
- * sort to be added. On SQLite `cross join` fixes the side table as the outer loop: the planner has
- * no statistics and would otherwise walk an index of the business's orders (at 1M orders, 110 ms
- * to find that no ACTIVE order has a salesOrderNo; from the side table, under 1 ms). PostgreSQL
- * treats it as an inner join and plans it from its statistics. The side table's part is a derived
- * table of one column, so no column name of `orders` becomes ambiguous.
+ * orders of the business only), each read by primary key, for the other filters and the sort to
+ * be added: a materialised CTE named `candidates`, read as `orders`. Materialised, because the
+ * planner must not see the other filters while it joins: SQLite, which has no statistics, then
+ * joined each match to an index covering the filters' columns (the whole business's entries per
+ * match: 1.5 s for 1,930 matches at 10k orders) instead of looking its key up. At 1M orders,
+ * "ACTIVE orders with salesOrderNo 500000" fell from 110 ms to under 1 ms.
  */
 export function ordersFromSideTable(db: Db, businessId: string, filter: PropertyFilter) {
   const path = filter.segments.join('.');
   let matches = db.selectFrom('order_properties').select('order_id').where('business_id', '=', businessId).where('path', '=', path);
   if (filter.value !== undefined) matches = matches.where('value', 'in', matchingValues(db, filter.value));
-  return db.selectFrom(matches.as('p')).crossJoin('orders').whereRef('orders.id', '=', 'p.order_id');
+  return db.with((cte) => cte('candidates').materialized(), (qb) => qb.selectFrom(matches.as('p')).crossJoin('orders')
+    .whereRef('orders.id', '=', 'p.order_id').selectAll('orders'))
+    .selectFrom('candidates as orders');
 }
