@@ -1,8 +1,7 @@
 import { sql } from 'kysely';
-import { countShard } from '../../db/dialect.ts';
 import type { Db } from '../../db/types.ts';
 import { toIso } from '../../lib/time.ts';
-import { netChanges } from './counts.ts';
+import { bumpCounts } from './counts.ts';
 import { whereLive } from '../../db/live.ts';
 
 /** `order_change_counts`: live orders per UTC day of their updatedAt, the totals of changed-since lists. */
@@ -15,14 +14,8 @@ export const changeDay = (updatedAt: Date | string): string => toIso(updatedAt).
  * `bumpOrderCounts` does: +1 on a new order's day, -1 on a soft-deleted order's, and -1/+1 when a
  * PATCH moves an order's updatedAt to another day (nothing when it stays on the same day).
  */
-export async function bumpChangeCounts(db: Db, businessId: string, changes: Array<{ day: string; delta: number }>): Promise<void> {
-  const shard = countShard(db);
-  for (const c of netChanges(changes, (c) => c.day)) {
-    await db.insertInto('order_change_counts').values({ business_id: businessId, day: c.day, shard, n: c.delta })
-      .onConflict((oc) => oc.columns(['business_id', 'day', 'shard']).doUpdateSet({ n: sql<number>`order_change_counts.n + excluded.n` }))
-      .execute();
-  }
-}
+export const bumpChangeCounts = (db: Db, businessId: string, changes: Array<{ day: string; delta: number }>) =>
+  bumpCounts(db, 'order_change_counts', businessId, ['day'], changes);
 
 /**
  * The exact number of live orders changed after `since` (updatedAt > since, which is also

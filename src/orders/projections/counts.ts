@@ -18,22 +18,32 @@ export function netChanges<T extends { delta: number }>(changes: T[], keyOf: (ch
   return [...net.entries()].filter(([, c]) => c.delta !== 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, c]) => c);
 }
 
+/** The maintained count tables: rows of (business_id, key columns, shard, n). */
+type CountTable = 'order_counts' | 'order_change_counts' | 'order_created_counts' | 'order_property_counts';
+
 /**
- * Applies changes to the maintained live-order counts, in the caller's transaction, on one shard
- * of them. Each change is an atomic upsert (`n = n + excluded.n`), so concurrent writers never
- * lose an increment; rows are
- * touched in (phase, status) order so that two transactions moving orders in opposite directions
- * take the row locks in the same order and cannot deadlock on PostgreSQL.
+ * Applies changes to a maintained count table, in the caller's transaction, on one shard of it.
+ * Each change is an atomic upsert (`n = n + excluded.n`), so concurrent writers never lose an
+ * increment; rows are touched in key order so that two transactions moving orders in opposite
+ * directions take the row locks in the same order and cannot deadlock on PostgreSQL. Changes that
+ * cancel out write nothing. `keys` are the table's key columns besides business_id and shard.
  */
-export async function bumpOrderCounts(db: Db, businessId: string, changes: CountChange[]): Promise<void> {
+export async function bumpCounts<C extends { delta: number }>(
+  db: Db, table: CountTable, businessId: string, keys: ReadonlyArray<keyof C & string>, changes: C[],
+): Promise<void> {
   const shard = countShard(db);
-  for (const c of netChanges(changes, (c) => `${c.phase}\u0000${c.status}`)) {
-    await db.insertInto('order_counts').values({ business_id: businessId, phase: c.phase, status: c.status, shard, n: c.delta })
-      .onConflict((oc) => oc.columns(['business_id', 'phase', 'status', 'shard'])
-        .doUpdateSet({ n: sql<number>`order_counts.n + excluded.n` }))
+  for (const c of netChanges(changes, (c) => keys.map((k) => String(c[k])).join('\u0000'))) {
+    const row = { business_id: businessId, ...Object.fromEntries(keys.map((k) => [k, c[k]])), shard, n: c.delta };
+    // The table is one of four of the same shape; the builder cannot type a column list chosen at run time.
+    await db.insertInto(table).values(row as never)
+      .onConflict((oc) => oc.columns(['business_id', ...keys, 'shard'] as never).doUpdateSet({ n: sql<number>`${sql.ref(`${table}.n`)} + excluded.n` } as never))
       .execute();
   }
 }
+
+/** Live orders per (phase, status). */
+export const bumpOrderCounts = (db: Db, businessId: string, changes: CountChange[]) =>
+  bumpCounts(db, 'order_counts', businessId, ['phase', 'status'], changes);
 
 /** The number of live orders of the business, optionally of one phase and/or status, from the maintained counts. */
 export async function countLiveOrders(db: Db, businessId: string, phase?: string, status?: string): Promise<number> {

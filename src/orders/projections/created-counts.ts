@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
-import { countShard } from '../../db/dialect.ts';
 import type { Db } from '../../db/types.ts';
-import { netChanges } from './counts.ts';
+import { bumpCounts } from './counts.ts';
 
 /** `order_created_counts`: live orders per UTC day of their createdAt, phase and status, which deep pages skip by. */
 
@@ -17,14 +16,8 @@ export interface CreatedCountChange {
  * `bumpOrderCounts` does: +1 for a new order, -1 for a soft-deleted one, -1/+1 when a PATCH changes
  * its phase or status (its day never changes).
  */
-export async function bumpCreatedCounts(db: Db, businessId: string, changes: CreatedCountChange[]): Promise<void> {
-  const shard = countShard(db);
-  for (const c of netChanges(changes, (c) => `${c.day}\u0000${c.phase}\u0000${c.status}`)) {
-    await db.insertInto('order_created_counts').values({ business_id: businessId, day: c.day, phase: c.phase, status: c.status, shard, n: c.delta })
-      .onConflict((oc) => oc.columns(['business_id', 'day', 'phase', 'status', 'shard']).doUpdateSet({ n: sql<number>`order_created_counts.n + excluded.n` }))
-      .execute();
-  }
-}
+export const bumpCreatedCounts = (db: Db, businessId: string, changes: CreatedCountChange[]) =>
+  bumpCounts(db, 'order_created_counts', businessId, ['day', 'phase', 'status'], changes);
 
 /**
  * Live orders per created day, of a phase and/or status when given, newest day first (or oldest

@@ -1,11 +1,11 @@
 import { sql, type Expression, type SqlBool } from 'kysely';
 import {
-  comparableNumber, countShard, jsonPathStepsIntoArrays, numberAsCompared, PROPERTY_PATH_MAX_SEGMENTS, PROPERTY_SEGMENT,
+  comparableNumber, jsonPathStepsIntoArrays, numberAsCompared, PROPERTY_PATH_MAX_SEGMENTS, PROPERTY_SEGMENT,
 } from '../../db/dialect.ts';
 import type { PropertyFilter } from '../../db/list.ts';
 import type { Db } from '../../db/types.ts';
 import { readJson } from '../../lib/json.ts';
-import { netChanges } from './counts.ts';
+import { bumpCounts } from './counts.ts';
 
 /**
  * The flattened property index of live orders: one `order_properties` row per path present in an
@@ -73,18 +73,9 @@ export interface PathCountChange {
   delta: number;
 }
 
-/**
- * Adds to the per-path counts (per phase and status), on one shard of them, in key order (no
- * lock-order deadlocks on PostgreSQL), each an atomic upsert; changes that cancel out write nothing.
- */
-export async function bumpPathCounts(db: Db, businessId: string, changes: PathCountChange[]): Promise<void> {
-  const shard = countShard(db);
-  for (const c of netChanges(changes, (c) => `${c.path}\u0000${c.phase}\u0000${c.status}`)) {
-    await db.insertInto('order_property_counts').values({ business_id: businessId, path: c.path, phase: c.phase, status: c.status, shard, n: c.delta })
-      .onConflict((oc) => oc.columns(['business_id', 'path', 'phase', 'status', 'shard']).doUpdateSet({ n: sql<number>`order_property_counts.n + excluded.n` }))
-      .execute();
-  }
-}
+/** Adds to the per-path counts (per phase and status), as src/orders/projections/counts.ts bumpCounts does. */
+export const bumpPathCounts = (db: Db, businessId: string, changes: PathCountChange[]) =>
+  bumpCounts(db, 'order_property_counts', businessId, ['path', 'phase', 'status'], changes);
 
 /** The count changes of an order's paths: -1 at its phase and status before, +1 after (live orders only). */
 export function pathCountChanges(
