@@ -27,7 +27,8 @@ function loadOrExit(): Config {
 
 async function main() {
   const config = loadOrExit();
-  const handle = await openDatabase(config);
+  // SQLite: the WAL is checkpointed off the request path (src/db/sqlite-checkpointer.ts).
+  const handle = await openDatabase(config, { backgroundCheckpoints: true });
   const { db } = handle;
   const logger = loggerOptions(config.logLevel);
   const rateLimiter = createRateLimiter(config, (error) => console.error(`rate limit store error: ${(error as Error).message}`));

@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Kysely, sql } from 'kysely';
 import { createDatabase } from '../src/db/connection.ts';
 import { QueuedSqliteDialect } from '../src/db/sqlite-dialect.ts';
-import { openSqliteDatabase } from '../src/db/sqlite-driver.ts';
+import { chooseSqliteDriver, openSqliteDatabase } from '../src/db/sqlite-driver.ts';
 
 describe('SQLite connection queue', () => {
   it('serves concurrent transactions first come, first served', async () => {
@@ -80,6 +82,81 @@ describe('SQLite statement cache', () => {
       assert.equal(prepared.at(-1), 'select 0 as n');
     } finally {
       await db.destroy();
+    }
+  });
+});
+
+/** A second writer on the same file: another process (the CLI beside a server), held as a thread here. */
+function holdWriteLock(file: string, ms: number): Promise<{ released: Promise<void> }> {
+  const driver = createRequire(import.meta.url).resolve(chooseSqliteDriver());
+  const worker = new Worker(`
+    const { parentPort, workerData } = require('node:worker_threads');
+    const db = new (require(workerData.driver))(workerData.file);
+    db.exec('begin immediate');
+    db.exec("insert into t (v) values ('other writer')");
+    parentPort.postMessage('locked');
+    setTimeout(() => { db.exec('commit'); db.close(); parentPort.close(); }, workerData.ms);`, { eval: true, workerData: { driver, file, ms } });
+  const released = new Promise<void>((resolve, reject) => { worker.once('exit', () => resolve()); worker.once('error', reject); });
+  return new Promise((resolve, reject) => { worker.once('message', () => resolve({ released })); worker.once('error', reject); });
+}
+
+describe('SQLite write transactions', () => {
+  it('wait for another writer instead of failing when they read before they write', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'supplyline-immediate-'));
+    const file = join(dir, 'db.sqlite');
+    const handle = createDatabase(`sqlite:${file}`);
+    try {
+      await sql`create table t (id integer primary key, v text)`.execute(handle.db);
+      const { released } = await holdWriteLock(file, 300);
+      // A deferred transaction takes its read lock at the select and asks for the write lock at the
+      // insert, where SQLite answers SQLITE_BUSY at once (no busy timeout) rather than risk a deadlock.
+      await handle.db.transaction().execute(async (trx) => {
+        await sql`select count(*) from t`.execute(trx);
+        await sql`insert into t (v) values ('this writer')`.execute(trx);
+      });
+      await released;
+      const rows = await sql<{ v: string }>`select v from t order by id`.execute(handle.db);
+      assert.deepEqual(rows.rows.map((r) => r.v), ['other writer', 'this writer']);
+    } finally {
+      await handle.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('SQLite background checkpoints', () => {
+  const walBytes = (file: string) => statSync(`${file}-wal`).size;
+
+  it('keep the WAL short while the main connection never checkpoints, and hand back on close', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'supplyline-checkpoint-'));
+    const file = join(dir, 'db.sqlite');
+    const handle = createDatabase(`sqlite:${file}`, { backgroundCheckpoints: { restartPages: 512 } });
+    const main = openSqliteDatabase(file);
+    try {
+      assert.equal(await handle.checkpointer!.ready, true);
+      const autocheckpoint = async () => Number(Object.values((await sql`pragma wal_autocheckpoint`.execute(handle.db)).rows[0] as object)[0]);
+      assert.equal(await autocheckpoint(), 0, 'the main connection leaves checkpoints to the thread');
+      await sql`create table t (id integer primary key, v blob)`.execute(handle.db);
+      // 40 MB in 400 transactions. Without checkpoints the WAL would hold all of it; the thread
+      // copies it to the database, and from 2 MB (512 pages) on, the main connection finishes its
+      // pass between two transactions, so the WAL starts again from its beginning.
+      const written = 40 * 1024 * 1024;
+      for (let i = 0; i < 400; i++) {
+        await handle.db.transaction().execute(async (trx) => {
+          for (let k = 0; k < 25; k++) await sql`insert into t (v) values (randomblob(4096))`.execute(trx);
+        });
+        // A server's writes come with gaps between them; so do these, for the thread to take its turns.
+        if (i % 10 === 0) await new Promise((r) => setTimeout(r, 10));
+      }
+      assert.ok(walBytes(file) < written / 2, `the WAL holds ${walBytes(file)} bytes after ${written} written`);
+      const count = (main.prepare('select count(*) as n from t').get() as { n: number }).n;
+      assert.equal(count, 10_000);
+      await handle.checkpointer!.close();
+      assert.equal(await autocheckpoint(), 1000, 'after the thread stops, the main connection checkpoints again');
+    } finally {
+      main.close();
+      await handle.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -4,6 +4,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { preparingPool } from './pg-prepared.ts';
 import { postgresSnapshots, sqliteSnapshots, type OpenSnapshot } from './snapshot.ts';
+import { startCheckpointer, type Checkpointer, type CheckpointerOptions } from './sqlite-checkpointer.ts';
 import { QueuedSqliteDialect } from './sqlite-dialect.ts';
 import { openSqliteDatabase } from './sqlite-driver.ts';
 import type { Database, Dialect } from './types.ts';
@@ -18,6 +19,8 @@ export interface DatabaseHandle {
   poolStats?: () => { total: number; idle: number; waiting: number; max: number };
   /** A read-only snapshot on a connection of its own, for long reads (exports). */
   openSnapshot: OpenSnapshot;
+  /** SQLite with `backgroundCheckpoints`: the thread that checkpoints the WAL. */
+  checkpointer?: Checkpointer;
 }
 
 const snapshots = new WeakMap<Kysely<Database>, OpenSnapshot>();
@@ -35,9 +38,11 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** PostgreSQL only: name statements so that each connection parses and plans them once (default on). */
   prepare?: boolean;
+  /** SQLite file only: checkpoint the WAL on a thread of its own (sqlite-checkpointer.ts); the server's choice. */
+  backgroundCheckpoints?: boolean | CheckpointerOptions;
 }
 
-function openSqlite(path: string): Kysely<Database> {
+function openSqlite(path: string, options: DatabaseOptions): { db: Kysely<Database>; checkpointer?: Checkpointer } {
   const file = resolve(path);
   if (path !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const sqlite = openSqliteDatabase(path === ':memory:' ? path : file);
@@ -45,7 +50,10 @@ function openSqlite(path: string): Kysely<Database> {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  return new Kysely<Database>({ dialect: new QueuedSqliteDialect(sqlite) });
+  // A WAL that grew under load is cut back to this size once it starts again from its beginning.
+  sqlite.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
+  const checkpointer = options.backgroundCheckpoints && path !== ':memory:' ? startCheckpointer(sqlite, file, options.backgroundCheckpoints === true ? {} : options.backgroundCheckpoints) : undefined;
+  return { db: new Kysely<Database>({ dialect: new QueuedSqliteDialect(sqlite, () => checkpointer?.afterCommit()) }), checkpointer };
 }
 
 function openPostgres(url: string, options: DatabaseOptions): { db: Kysely<Database>; pool: pg.Pool } {
@@ -72,10 +80,14 @@ function openPostgres(url: string, options: DatabaseOptions): { db: Kysely<Datab
 export function createDatabase(url: string, options: DatabaseOptions = {}): DatabaseHandle {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length);
-    const db = openSqlite(path);
+    const { db, checkpointer } = openSqlite(path, options);
     const openSnapshot = sqliteSnapshots(path === ':memory:' ? path : resolve(path), db);
     snapshots.set(db, openSnapshot);
-    return { db, dialect: 'sqlite', describe: `sqlite:${path}`, close: () => db.destroy(), openSnapshot };
+    const close = async () => {
+      await checkpointer?.close();
+      await db.destroy();
+    };
+    return { db, dialect: 'sqlite', describe: `sqlite:${path}`, close, openSnapshot, checkpointer };
   }
   const { db, pool } = openPostgres(url, options);
   const openSnapshot = postgresSnapshots(pool);

@@ -61,9 +61,12 @@ class QueuedSqliteDriver implements Driver {
   readonly #waiting: Array<() => void> = [];
   #held = false;
 
-  constructor(database: SqliteDatabase) {
+  readonly #afterCommit: () => void;
+
+  constructor(database: SqliteDatabase, afterCommit: () => void) {
     this.#database = database;
     this.#connection = new CachingConnection(database);
+    this.#afterCommit = afterCommit;
   }
 
   async init(): Promise<void> {}
@@ -81,12 +84,19 @@ class QueuedSqliteDriver implements Driver {
     else this.#held = false;
   }
 
+  /*
+   * `immediate`: a transaction takes the write lock when it begins, where SQLite waits for another
+   * writer (busy_timeout). A deferred one that read first and asked for the lock at its first write
+   * got SQLITE_BUSY at once while another connection held it (the CLI beside a server, or the
+   * background checkpointer for an instant), since waiting there could deadlock.
+   */
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin'));
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('commit'));
+    this.#afterCommit();
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
@@ -100,13 +110,16 @@ class QueuedSqliteDriver implements Driver {
 
 export class QueuedSqliteDialect extends SqliteDialect {
   readonly #database: SqliteDatabase;
+  readonly #afterCommit: () => void;
 
-  constructor(database: SqliteDatabase) {
+  /** `afterCommit` runs between two transactions (the background checkpointer's finishing pass). */
+  constructor(database: SqliteDatabase, afterCommit: () => void = () => {}) {
     super({ database });
     this.#database = database;
+    this.#afterCommit = afterCommit;
   }
 
   override createDriver(): Driver {
-    return new QueuedSqliteDriver(this.#database);
+    return new QueuedSqliteDriver(this.#database, this.#afterCommit);
   }
 }
