@@ -28,7 +28,9 @@ function loadOrExit(): Config {
 async function main() {
   const config = loadOrExit();
   // SQLite: the WAL is checkpointed off the request path (src/db/sqlite-checkpointer.ts).
-  const handle = await openDatabase(config, { backgroundCheckpoints: true });
+  const handle = await openDatabase(config, {
+    backgroundCheckpoints: { onError: (error) => console.error(`SQLite checkpoint thread stopped (${error.message}): the main connection checkpoints again`) },
+  });
   const { db } = handle;
   const logger = loggerOptions(config.logLevel);
   const rateLimiter = createRateLimiter(config, (error) => console.error(`rate limit store error: ${(error as Error).message}`));

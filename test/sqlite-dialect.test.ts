@@ -9,6 +9,7 @@ import { Kysely, sql } from 'kysely';
 import { createDatabase } from '../src/db/connection.ts';
 import { QueuedSqliteDialect } from '../src/db/sqlite-dialect.ts';
 import { chooseSqliteDriver, openSqliteDatabase } from '../src/db/sqlite-driver.ts';
+import { startCheckpointer } from '../src/db/sqlite-checkpointer.ts';
 
 describe('SQLite connection queue', () => {
   it('serves concurrent transactions first come, first served', async () => {
@@ -156,6 +157,51 @@ describe('SQLite background checkpoints', () => {
     } finally {
       main.close();
       await handle.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  it('stop cleanly when closed before the thread is ready', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'supplyline-checkpoint-'));
+    const handle = createDatabase(`sqlite:${join(dir, 'db.sqlite')}`, { backgroundCheckpoints: true });
+    try {
+      // A server whose migrations fail closes its database at once: close() must still return.
+      await handle.close();
+      assert.equal(await handle.checkpointer!.ready, false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('never turn a committed write into a failure when the finishing pass fails', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'supplyline-checkpoint-'));
+    const file = join(dir, 'db.sqlite');
+    const sqlite = openSqliteDatabase(file);
+    sqlite.pragma('journal_mode = WAL');
+    // Every WAL asks for the finishing pass, and that pass fails as on a full disk.
+    const checkpointer = startCheckpointer(sqlite, file, { restartPages: 1 });
+    const pragma = sqlite.pragma.bind(sqlite);
+    let failed = 0;
+    sqlite.pragma = ((source: string, options?: object) => {
+      if (source === 'wal_checkpoint(PASSIVE)') {
+        failed++;
+        throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR_WRITE' });
+      }
+      return pragma(source, options);
+    }) as typeof sqlite.pragma;
+    const db = new Kysely<any>({ dialect: new QueuedSqliteDialect(sqlite, () => checkpointer.afterCommit()) });
+    try {
+      assert.equal(await checkpointer.ready, true);
+      await sql`create table t (id integer primary key)`.execute(db);
+      for (let i = 0; i < 200 && failed < 2; i++) {
+        await db.transaction().execute(async (trx) => { await sql`insert into t default values`.execute(trx); });
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      assert.ok(failed >= 2, 'the finishing pass was tried again after it failed');
+      const rows = await sql<{ n: number }>`select count(*) as n from t`.execute(db);
+      assert.ok(rows.rows[0].n >= 2);
+    } finally {
+      await checkpointer.close();
+      await db.destroy();
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -10,6 +10,8 @@ export interface CheckpointerOptions {
   intervalMs?: number;
   /** The WAL size, in pages, from which the WAL is started again (default 4096: 16 MB of 4 kB pages). */
   restartPages?: number;
+  /** Told when the thread fails and the main connection checkpoints by itself again. */
+  onError?: (error: Error) => void;
 }
 
 export interface Checkpointer {
@@ -41,14 +43,20 @@ const db = new Database(workerData.file);
 db.pragma('busy_timeout = 0');
 db.pragma('synchronous = NORMAL');
 let timer;
+let failures = 0;
 const pass = () => {
   let next = workerData.intervalMs;
   try {
     const [{ log, checkpointed }] = db.pragma('wal_checkpoint(PASSIVE)');
+    failures = 0;
     if (log >= workerData.restartPages) parentPort.postMessage('restart');
     // Pages arrived while this pass copied: come back soon rather than let the WAL grow.
     if (checkpointed < log) next = Math.max(5, next / 10);
-  } catch {}
+  } catch (error) {
+    // Busy is not an error here (it is the result's busy flag); an I/O error is. Ten in a row and
+    // the thread stops, so that the main connection checkpoints (and reports) by itself again.
+    if (++failures >= 10) throw error;
+  }
   timer = setTimeout(pass, next);
 };
 parentPort.on('message', (message) => {
@@ -75,7 +83,11 @@ export function startCheckpointer(main: SqliteDatabase, file: string, options: C
   let stopped = false;
   let restartDue = false;
   const fallBack = () => {
-    if (!stopped && main.open) main.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+    if (!stopped && main.open) {
+      try {
+        main.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+      } catch { /* the connection is busy or closing: nothing left to hand back to */ }
+    }
     stopped = true;
   };
   worker.on('message', (message) => {
@@ -83,12 +95,18 @@ export function startCheckpointer(main: SqliteDatabase, file: string, options: C
   });
   const ready = new Promise<boolean>((resolve) => {
     worker.once('message', () => {
-      if (!stopped && main.open) main.pragma('wal_autocheckpoint = 0');
+      // Closed before the thread was ready: close() is waiting for it to exit, so keep it referenced.
+      if (stopped || !main.open) return resolve(false);
+      main.pragma('wal_autocheckpoint = 0');
       // From here on the thread does not keep the process alive.
       worker.unref();
-      resolve(!stopped);
+      resolve(true);
     });
-    worker.once('error', () => { fallBack(); resolve(false); });
+    worker.on('error', (error) => {
+      if (!stopped) options.onError?.(error);
+      fallBack();
+      resolve(false);
+    });
     worker.once('exit', () => { fallBack(); resolve(false); });
   });
   return {
@@ -96,7 +114,13 @@ export function startCheckpointer(main: SqliteDatabase, file: string, options: C
     afterCommit() {
       if (!restartDue || stopped || !main.open) return;
       restartDue = false;
-      main.pragma('wal_checkpoint(PASSIVE)');
+      try {
+        main.pragma('wal_checkpoint(PASSIVE)');
+      } catch {
+        // The write has committed: a checkpoint that fails (a full disk, an I/O error) must not
+        // report it as failed, as SQLite's own autocheckpoint never did. The next commit tries again.
+        restartDue = true;
+      }
     },
     async close() {
       if (stopped) return;
