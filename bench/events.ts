@@ -14,8 +14,12 @@ export async function measureExport(base: string, f: Fixtures, pid: number): Pro
   const res = await fetch(`${base}/api/v1/orders/export`, { headers: f.headers });
   if (res.status !== 200 || !res.body) throw new Error(`export: ${res.status}`);
   let records = 0;
-  // Counted as it streams, never held: the client side stays flat too.
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) for (const byte of chunk) if (byte === 10) records++;
+  // Counted as it streams, never held: the client side stays flat too. indexOf scans in native code;
+  // a byte-by-byte loop over ~4 GB cost the client (on the same cores as the server) more than the server.
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    for (let at = bytes.indexOf(10); at !== -1; at = bytes.indexOf(10, at + 1)) records++;
+  }
   const seconds = (performance.now() - started) / 1000;
   return { records, seconds: Math.round(seconds * 100) / 100, recordsPerSecond: Math.round(records / seconds), rssMb: stopRss() };
 }

@@ -5,7 +5,7 @@ import { createApp, type App } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createDatabase } from '../src/db/connection.ts';
 import { generateDemo, type DemoResult } from '../src/demo/generate.ts';
-import { exportOrders } from '../src/orders/repository.ts';
+import { exportOrders } from '../src/orders/export-repository.ts';
 import { backends, checkResponsesOf, createTestDatabase, type TestDatabase } from './helpers/context.ts';
 import { assertChangeCountsExact } from './helpers/orders.ts';
 

@@ -73,7 +73,7 @@ describeEachBackend('snapshot export', (ctx) => {
     const snapshot = await ctx().database.handle.openSnapshot();
     try {
       const { lastSequence } = await import('../src/events/log.ts');
-      const { exportOrders } = await import('../src/orders/repository.ts');
+      const { exportOrders } = await import('../src/orders/export-repository.ts');
       const sequence = await lastSequence(snapshot.db, t.businessId);
       const written = await createOrder(ctx(), t, f);
       assert.equal((await patchOrder(ctx(), t, written.id, { order: { notes: 'later still' } })).status, 200);
@@ -107,7 +107,7 @@ describeEachBackend('snapshot export', (ctx) => {
     const itemId = (await ctx().request('GET', `/api/v1/orders/${orders[0].id}`, { as: t })).body.orderItems[0].itemListEntry.itemVariant.itemId;
     const gets = async () => new Map(await Promise.all(orders.map(async (o) =>
       [o.id, JSON.stringify((await ctx().request('GET', `/api/v1/orders/${o.id}`, { as: t })).body)] as const)));
-    const { exportOrders } = await import('../src/orders/repository.ts');
+    const { exportOrders } = await import('../src/orders/export-repository.ts');
 
     for (const name of ['Small', 'Renamed between exports']) {
       if (name !== 'Small') {
@@ -133,6 +133,27 @@ describeEachBackend('snapshot export', (ctx) => {
       assert.deepEqual(seen, [...expected.keys()].sort().map((id) => expected.get(id)));
       const streamed = await exported(ctx(), t, 'orders');
       assert.deepEqual(streamed.records.map((o) => JSON.stringify(o)), seen);
+    }
+  });
+
+  it('keeps every item when the catalogue cache is cleared within a page', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    const lines = (ids: string[]) => ids.map((itemVariantId, i) => ({ itemVariantId, quantity: i + 1 }));
+    const [a, b, c] = f.variantIds;
+    // The second order shares one entry with the first and has one of its own.
+    const orders = [await createOrder(ctx(), t, f, { orderItems: lines([a, b]) }), await createOrder(ctx(), t, f, { orderItems: lines([b, c]) })];
+    const { exportOrders, exportTuning } = await import('../src/orders/export-repository.ts');
+    const limit = exportTuning.entryCacheLimit;
+    // Smaller than one page's entries, so the second page clears what the first read.
+    exportTuning.entryCacheLimit = 1;
+    try {
+      const entries = new Map();
+      const seen = [...await exportOrders(ctx().db, t.businessId, '', 1, { entries }), ...await exportOrders(ctx().db, t.businessId, orders[0].id, 1, { entries })];
+      assert.deepEqual(seen.map((o) => o.orderItems.length), [2, 2]);
+      for (const o of seen) assert.deepEqual(o, (await ctx().request('GET', `/api/v1/orders/${o.id}`, { as: t })).body);
+    } finally {
+      exportTuning.entryCacheLimit = limit;
     }
   });
 });

@@ -5,7 +5,7 @@ import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { exportBuyers } from '../buyers/repository.ts';
 import { exportInvoices } from '../invoices/repository.ts';
 import { exportItems } from '../items/repository.ts';
-import { exportOrders, type EntryVariants } from '../orders/repository.ts';
+import { exportOrders, type EntryVariants } from '../orders/export-repository.ts';
 import { lastSequence } from './log.ts';
 
 /** Records per query while streaming: enough to amortise the round trip, few enough to keep memory flat. */
