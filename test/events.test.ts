@@ -125,6 +125,53 @@ describeEachBackend('the event log', (ctx) => {
     assert.deepEqual((await allEvents(ctx(), t, '', 1)).events, events);
   });
 
+  it('appends several events of one write together: consecutive sequences, versions counted on per resource, one wake-up', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    const order = await createOrder(ctx(), t, f);
+    const since = await latest(ctx(), t);
+    const { createWriteRunner } = await import('../src/write/runner.ts');
+    const woken: string[] = [];
+    const runner = createWriteRunner(ctx().db, { onEvents: (businessId) => woken.push(businessId) });
+    const object = (id: string) => ({ id });
+    await runner.run({ businessId: t.businessId, actor: { type: 'system', id: 'test', name: null } }, async (w) => {
+      w.emit({ type: 'order.updated', resourceType: 'order', resourceId: order.id, object: object(order.id), changes: {} });
+      w.emit({ type: 'item.updated', resourceType: 'item', resourceId: 'itm_other', object: object('itm_other') });
+      w.emit({ type: 'order.updated', resourceType: 'order', resourceId: order.id, object: object(order.id), changes: {} });
+    });
+    const appended = await eventsAfter(ctx(), t, since);
+    assert.deepEqual(appended.map((e) => [e.sequence, e.resourceId, e.resourceVersion]),
+      [[since + 1, order.id, 2], [since + 2, 'itm_other', 1], [since + 3, order.id, 3]]);
+    assert.equal(new Set(appended.map((e) => e.id)).size, 3);
+    assert.ok(appended.every((e) => e.occurredAt === appended[0].occurredAt && e.actor.id === 'test'));
+    assert.deepEqual(woken, [t.businessId]);
+  });
+
+  it('numbers a resource\'s versions right when two writes of it append at once (the second waits for the first\'s commit)', async () => {
+    const t = await ctx().createTenant();
+    const since = await latest(ctx(), t);
+    const { appendEvents } = await import('../src/events/log.ts');
+    const meta = { businessId: t.businessId, actor: { type: 'system', id: 'test', name: null }, requestId: null, idempotencyKey: null, now: new Date().toISOString() };
+    const event = { type: 'buyer.updated', resourceType: 'buyer' as const, resourceId: 'byr_shared', object: { id: 'byr_shared' } };
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => { release = resolve; });
+    let firstAppended!: () => void;
+    const appended = new Promise<void>((resolve) => { firstAppended = resolve; });
+    // The first write appends and holds its transaction open; the second appends meanwhile.
+    const first = ctx().db.transaction().execute(async (trx) => {
+      await appendEvents(trx, meta, [event], 'test_channel');
+      firstAppended();
+      await held;
+    });
+    await appended;
+    const second = ctx().db.transaction().execute((trx) => appendEvents(trx, meta, [event], 'test_channel'));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    release();
+    await Promise.all([first, second]);
+    const events = await eventsAfter(ctx(), t, since);
+    assert.deepEqual(events.map((e) => [e.sequence, e.resourceVersion]), [[since + 1, 1], [since + 2, 2]]);
+  });
+
   it('appends the events of invoices, buyers, price lists and item deletes', async () => {
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);

@@ -159,6 +159,14 @@ export async function notifyOnCommit(db: Db, channel: string, payload: string): 
   if (dialectOf(db) === 'postgres') await sql`select pg_notify(${channel}, ${payload})`.execute(db);
 }
 
+/**
+ * Whether the database runs functions of ours, made by the migrations (PostgreSQL's plpgsql): a
+ * few statements in one round trip where a lock is held across them. SQLite has none.
+ */
+export function hasServerFunctions(db: Db): boolean {
+  return dialectOf(db) === 'postgres';
+}
+
 /** Whether an error is a unique-constraint violation, on either backend. */
 export function isUniqueViolation(error: unknown): boolean {
   const code = (error as { code?: string } | null)?.code;

@@ -8,6 +8,8 @@ const MAX_NAMES = 500;
 
 type Query = (text: unknown, values?: unknown[]) => Promise<pg.QueryResult>;
 
+const NOTHING_COMMITTED = { command: 'COMMIT', rowCount: null, oid: 0, rows: [], fields: [] } as unknown as pg.QueryResult;
+
 /**
  * node-postgres sends a query with parameters as an unnamed statement, which PostgreSQL parses
  * and plans again every time. This pool names each statement the application sends (Kysely
@@ -24,7 +26,9 @@ export function preparingPool(pool: pg.Pool): { connect(): Promise<pg.PoolClient
   const names = new Map<string, string>();
   let next = 0;
   const nameOf = (text: string, values: unknown[] | undefined): string | undefined => {
-    if ((values?.length ?? 0) > MAX_PARAMETERS || !PREPARABLE.test(text)) return undefined;
+    // Without parameters a text goes as it is (the simple protocol), which lets it hold several statements (commitWith).
+    const count = values?.length ?? 0;
+    if (count === 0 || count > MAX_PARAMETERS || !PREPARABLE.test(text)) return undefined;
     let name = names.get(text);
     if (name === undefined && names.size < MAX_NAMES) {
       name = `supplyline_${next++}`;
@@ -42,6 +46,8 @@ export function preparingPool(pool: pg.Pool): { connect(): Promise<pg.PoolClient
     };
     (client as unknown as { query: Query }).query = async (text, values) => {
       if (typeof text !== 'string') return query(text, values);
+      // The transaction's last statement committed it already (commitWith): Kysely's COMMIT has nothing left to do.
+      if (text === 'commit' && client.getTransactionStatus() === 'I') return NOTHING_COMMITTED;
       try {
         return await run(text, values);
       } catch (error) {

@@ -1,4 +1,6 @@
 import { sql } from 'kysely';
+import { hasServerFunctions, notifyOnCommit } from '../db/dialect.ts';
+import { callAndCommit } from '../db/pg-call.ts';
 import type { Db } from '../db/types.ts';
 import { newId } from '../lib/ids.ts';
 import { diffResource, type Changes } from './changes.ts';
@@ -36,11 +38,12 @@ export interface EventMeta {
 
 /**
  * Takes `count` sequence numbers of the business, in the caller's transaction: the `event` counter
- * row's lock is held until commit, so on PostgreSQL a second writer of the business waits here
- * until the first commits, and sequences become visible in order, without gaps (a rolled-back
- * write gives its numbers back with its transaction). It is taken last in a write, so the lock
- * is held for the event insert and the commit only. Raw SQL, like the insert below: these run in
- * every write, and building them with the query builder cost more than running them.
+ * row's lock is held until commit, so a second writer of the business waits here until the first
+ * commits, and sequences become visible in order, without gaps (a rolled-back write gives its
+ * numbers back with its transaction). It is taken last in a write, so the lock is held for the
+ * event insert and the commit only; PostgreSQL does the same in `append_events` (migration 0020).
+ * Raw SQL, like the insert below: these run in every write, and building them with the query
+ * builder cost more than running them.
  */
 async function takeSequences(db: Db, businessId: string, count: number): Promise<number> {
   const { rows: [row] } = await sql<{ value: number | string }>`insert into business_counters (business_id, name, value)
@@ -50,24 +53,36 @@ async function takeSequences(db: Db, businessId: string, count: number): Promise
   return Number(row.value);
 }
 
-/** Appends a write's events with its context, in its transaction. */
-export async function appendEvents(db: Db, meta: EventMeta, events: NewEvent[]): Promise<void> {
+/**
+ * Appends a write's events with its context, as the last statement of its transaction, and tells
+ * the other instances on `channel` when it commits. On PostgreSQL it commits too: one call of
+ * `append_events` (migration 0020) and COMMIT in one round trip, so the business's event counter
+ * is locked only while the database works, never while a reply waits for this process.
+ */
+export async function appendEvents(db: Db, meta: EventMeta, events: NewEvent[], channel: string): Promise<void> {
   if (events.length === 0) return;
-  const last = await takeSequences(db, meta.businessId, events.length);
   const actor = JSON.stringify(meta.actor);
+  const data = events.map((e) => encodeData(e.changes === undefined ? { object: e.object } : { object: e.object, changes: e.changes }));
+  const ids = events.map(() => newId('evt'));
+  if (hasServerFunctions(db)) {
+    await callAndCommit(db, 'append_events', [meta.businessId, ids, events.map((e) => e.type), events.map((e) => e.resourceType),
+      events.map((e) => e.resourceId), data, meta.now, actor, meta.requestId, meta.idempotencyKey, channel]);
+    return;
+  }
+  const last = await takeSequences(db, meta.businessId, events.length);
   for (const [i, e] of events.entries()) {
-    const data = encodeData(e.changes === undefined ? { object: e.object } : { object: e.object, changes: e.changes });
     // resourceVersion: one more than the resource's last event, read at the end of its index range
     // (one row, however long its history); earlier events of this write are visible to it, so two
     // events of one resource in one write count 1, 2.
     await sql`insert into events (business_id, sequence, id, type, resource_type, resource_id, resource_version,
         occurred_at, actor, request_id, idempotency_key, data)
-      values (${meta.businessId}, ${last - events.length + 1 + i}, ${newId('evt')}, ${e.type}, ${e.resourceType}, ${e.resourceId},
+      values (${meta.businessId}, ${last - events.length + 1 + i}, ${ids[i]}, ${e.type}, ${e.resourceType}, ${e.resourceId},
         coalesce((select resource_version from events
           where business_id = ${meta.businessId} and resource_type = ${e.resourceType} and resource_id = ${e.resourceId}
           order by sequence desc limit 1), 0) + 1,
-        ${meta.now}, ${actor}, ${meta.requestId}, ${meta.idempotencyKey}, ${data})`.execute(db);
+        ${meta.now}, ${actor}, ${meta.requestId}, ${meta.idempotencyKey}, ${data[i]})`.execute(db);
   }
+  await notifyOnCommit(db, channel, meta.businessId);
 }
 
 /**

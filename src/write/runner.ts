@@ -1,5 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
-import { isUniqueViolation, notifyOnCommit } from '../db/dialect.ts';
+import { isUniqueViolation } from '../db/dialect.ts';
 import type { Database } from '../db/types.ts';
 import { ApiError, errorBody } from '../lib/errors.ts';
 import { readJson } from '../lib/json.ts';
@@ -139,10 +139,7 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
         now: now.toISOString(), emit: (event) => { events.push(event); },
       };
       const outcome = await work(ctx);
-      if (events.length > 0) {
-        await appendEvents(trx, ctx, events);
-        await notifyOnCommit(trx, EVENTS_CHANNEL, scope.businessId);
-      }
+      await appendEvents(trx, ctx, events, EVENTS_CHANNEL);
       return outcome;
     });
     if (events.length > 0) options.onEvents?.(scope.businessId);
