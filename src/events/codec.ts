@@ -11,7 +11,10 @@ export const DATA_DEFLATE_OPTIONS = { level: 1 } as const;
 
 export const encodeData = (data: unknown): Buffer => deflateRawSync(JSON.stringify(data), DATA_DEFLATE_OPTIONS);
 
-/** The stored data as JSON text, for answers put together without parsing it. */
-export const decodeDataText = (stored: Uint8Array): string => inflateRawSync(stored).toString('utf8');
+/** The stored data as the bytes of its JSON text, for answers put together without parsing it. */
+export const decodeDataBytes = (stored: Uint8Array): Buffer => inflateRawSync(stored);
+
+/** The stored data as JSON text. */
+export const decodeDataText = (stored: Uint8Array): string => decodeDataBytes(stored).toString('utf8');
 
 export const decodeData = (stored: Uint8Array): unknown => JSON.parse(decodeDataText(stored));

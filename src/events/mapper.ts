@@ -3,9 +3,18 @@ import { readJson } from '../lib/json.ts';
 import { toIso } from '../lib/time.ts';
 import type { Event } from './schema.ts';
 import type { EventTable } from './table.ts';
-import { decodeData, decodeDataText } from './codec.ts';
+import { decodeData, decodeDataBytes, decodeDataText } from './codec.ts';
 
 const text = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
+
+/** The event's JSON up to its data: every field but `data`, in `toEvent`'s order, then `"data":`. */
+function eventHead(row: Selectable<EventTable>): string {
+  return `{"id":${JSON.stringify(row.id)},"sequence":${Number(row.sequence)},"type":${JSON.stringify(row.type)},`
+    + `"resourceType":${JSON.stringify(row.resource_type)},"resourceId":${JSON.stringify(row.resource_id)},`
+    + `"resourceVersion":${row.resource_version},"occurredAt":${JSON.stringify(toIso(row.occurred_at))},`
+    + `"actor":${text(row.actor)},"requestId":${JSON.stringify(row.request_id)},"idempotencyKey":${JSON.stringify(row.idempotency_key)},`
+    + '"data":';
+}
 
 /**
  * An event's JSON, made from the stored row without parsing its data: the stored bytes are
@@ -13,13 +22,15 @@ const text = (value: unknown) => (typeof value === 'string' ? value : JSON.strin
  * serialised again (parsing and re-serialising a page of 100 order events cost most of its time).
  * The same fields, in the same order, as `toEvent`.
  */
-export function eventJson(row: Selectable<EventTable>): string {
-  return `{"id":${JSON.stringify(row.id)},"sequence":${Number(row.sequence)},"type":${JSON.stringify(row.type)},`
-    + `"resourceType":${JSON.stringify(row.resource_type)},"resourceId":${JSON.stringify(row.resource_id)},`
-    + `"resourceVersion":${row.resource_version},"occurredAt":${JSON.stringify(toIso(row.occurred_at))},`
-    + `"actor":${text(row.actor)},"requestId":${JSON.stringify(row.request_id)},"idempotencyKey":${JSON.stringify(row.idempotency_key)},`
-    + `"data":${decodeDataText(row.data)}}`;
-}
+export const eventJson = (row: Selectable<EventTable>): string => `${eventHead(row)}${decodeDataText(row.data)}}`;
+
+const CLOSE = Buffer.from('}');
+
+/**
+ * The same JSON as bytes, in parts: the data stays the bytes it inflates to, never a string
+ * decoded and encoded again (for a page of 100 order events, 370 kB each way).
+ */
+export const eventJsonParts = (row: Selectable<EventTable>): Buffer[] => [Buffer.from(eventHead(row)), decodeDataBytes(row.data), CLOSE];
 
 export function toEvent(row: Selectable<EventTable>): Event {
   return {

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/types.ts';
 import { ApiError } from '../lib/errors.ts';
 import type { Selectable } from 'kysely';
-import { eventJson, toEvent } from './mapper.ts';
+import { eventJsonParts, toEvent } from './mapper.ts';
 import type { EventTable } from './table.ts';
 import type { Event } from './schema.ts';
 
@@ -88,14 +88,25 @@ export async function listEvents(db: Db, businessId: string, filter: EventFilter
   return { ...page, items: page.items.map(toEvent) };
 }
 
-/** A page of events as the JSON the feed answers, put together from the stored rows. */
-export async function renderEvents(db: Db, businessId: string, filter: EventFilter): Promise<EventPage<string>> {
+/** A page of events as the JSON the feed answers, put together from the stored rows (each event's JSON in parts). */
+export async function renderEvents(db: Db, businessId: string, filter: EventFilter): Promise<EventPage<Buffer[]>> {
   const page = await readEvents(db, businessId, filter);
-  return { ...page, items: page.items.map(eventJson) };
+  return { ...page, items: page.items.map(eventJsonParts) };
 }
 
-export const eventPageJson = (page: EventPage<string>): Buffer =>
-  Buffer.from(`{"items":[${page.items.join(',')}],"lastSequence":${page.lastSequence},"hasMore":${page.hasMore}}`);
+const ITEMS = Buffer.from('{"items":[');
+const COMMA = Buffer.from(',');
+
+/** The page's JSON: its events' parts copied once into one buffer. */
+export function eventPageJson(page: EventPage<Buffer[]>): Buffer {
+  const parts: Buffer[] = [ITEMS];
+  page.items.forEach((event, i) => {
+    if (i > 0) parts.push(COMMA);
+    parts.push(...event);
+  });
+  parts.push(Buffer.from(`],"lastSequence":${page.lastSequence},"hasMore":${page.hasMore}}`));
+  return Buffer.concat(parts);
+}
 
 const RESOURCE_TABLES = { order: 'orders', item: 'items', buyer: 'phantoms', invoice: 'invoices' } as const;
 export type HistoryResource = keyof typeof RESOURCE_TABLES;
