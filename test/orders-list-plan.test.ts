@@ -10,7 +10,7 @@ import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { ordersFromSideTable } from '../src/orders/projections/properties.ts';
 import { ListOrdersQuery } from '../src/orders/schema.ts';
 import { createTestContext, describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
-import { createFixture, createOrder, walkingEveryDay, withListTuning } from './helpers/orders.ts';
+import { createFixture, createOrder, patchOrder, walkingEveryDay, withListTuning } from './helpers/orders.ts';
 
 const CREATED_SINCE = '2025-02-01T00:00:00.000Z';
 const UPDATED_SINCE = '2025-03-01T12:00:00.000Z';
@@ -57,6 +57,15 @@ async function createOrders(ctx: TestContext, t: Tenant) {
     await ctx.db.updateTable('orders').set({ created_at: o.created, updated_at: o.updated, ...deleted }).where('id', '=', id).execute();
   }
   await rebuildOrderProjections(ctx.db, t.businessId);
+  // Then through the API, so that the maintained counts (not only a rebuild) are what the lists read:
+  // an older order soft-deleted, a live order PATCHed to phase DELETED (still live), and an order
+  // created and deleted today.
+  const ids = (await ctx.db.selectFrom('orders').select(['id', 'created_at']).where('business_id', '=', t.businessId).where('deleted_at', 'is', null)
+    .orderBy('created_at').execute()).map((r) => r.id);
+  assert.equal((await ctx.request('DELETE', `/api/v1/orders/${ids[2]}`, { as: t })).status, 204);
+  assert.equal((await patchOrder(ctx, t, ids[3], { order: { phase: 'DELETED' } })).status, 200);
+  const today = await createOrder(ctx, t, f, { phase: 'ACTIVE', status: 'ACCEPTED', properties: { erp: { no: 456 } } });
+  assert.equal((await ctx.request('DELETE', `/api/v1/orders/${today.id}`, { as: t })).status, 204);
 }
 
 /** The JSON value at a path, or undefined when absent (never stepping into arrays). */
@@ -128,6 +137,8 @@ describeEachBackend('GET /api/v1/orders: every combination of filters against br
     await createOrders(ctx(), t);
     const totals = new Set<string>();
     const pages = new Set<string>();
+    // The strategies that served lists with deleted orders: counts and day walks, not only the general plan.
+    const withDeleted = new Set<string>();
     let checked = 0;
     // Twice: as planned, then with no property filter's matches few enough to collect (the walk instead).
     for (const fewCandidates of [listTuning.fewCandidates, 0]) {
@@ -144,6 +155,7 @@ describeEachBackend('GET /api/v1/orders: every combination of filters against br
           const candidates = bySideTableMatches(active) ? (await expectedIds(ctx(), t, { ...options, ...NO_FILTER, property: options.property })).length : undefined;
           totals.add(chooseTotal(active, candidates));
           pages.add(choosePage(active, candidates));
+          if (options.includeDeleted) withDeleted.add(chooseTotal(active, candidates)).add(choosePage(active, candidates));
           const seen: string[] = [];
           // Every page, and one past the last; every page the created-day strategy serves is walked by day, as deep pages are.
           for (let page = 1; page <= Math.ceil(expected.length / 3) + 1; page++) {
@@ -159,8 +171,9 @@ describeEachBackend('GET /api/v1/orders: every combination of filters against br
     }
     assert.equal(checked, 320);
     // The fixture reaches every strategy, so each one is checked against brute force.
-    assert.deepEqual([...totals].sort(), ['count', 'countByCreatedDay', 'countByProperty', 'countChangedSince', 'countChangedSplit', 'countFromSideTable', 'countLiveOrders']);
+    assert.deepEqual([...totals].sort(), ['count', 'countByCreatedDay', 'countByProperty', 'countChangedSince', 'countChangedSplit', 'countFromSideTable', 'countOrders']);
     assert.deepEqual([...pages].sort(), ['pageByCreatedDay', 'pageChangedSince', 'pageFromSideTable', 'sorted']);
+    assert.deepEqual([...withDeleted].sort(), ['count', 'countByCreatedDay', 'countChangedSplit', 'countOrders', 'pageByCreatedDay', 'pageChangedSince', 'sorted']);
   });
 });
 
@@ -189,6 +202,32 @@ describeEachBackend('GET /api/v1/orders: createdSince with an earlier updatedSin
   });
 });
 
+describeEachBackend('GET /api/v1/orders: phase DELETED, which live orders can have too', (ctx) => {
+  it('lists live orders PATCHed to DELETED, and with includeDeleted the soft-deleted ones, by counts and by day', async () => {
+    const t = await ctx().createTenant();
+    await createOrders(ctx(), t);
+    let checked = 0;
+    for (const includeDeleted of [false, true]) for (const status of [undefined, 'ACCEPTED']) for (const createdSince of [undefined, CREATED_SINCE]) {
+      const options: ListOrdersOptions = { page: 1, limit: 1, includeDeleted, property: null, phase: 'DELETED', status, createdSince };
+      const expected = await expectedIds(ctx(), t, options);
+      const params = new URLSearchParams({ phase: 'DELETED', limit: '1', ...(includeDeleted ? { includeDeleted: 'true' } : {}), ...(status ? { status } : {}), ...(createdSince ? { createdSince } : {}) });
+      const seen: string[] = [];
+      for (let page = 1; page <= expected.length + 1; page++) {
+        const res = await walkingEveryDay(() => ctx().request('GET', `/api/v1/orders?${params}&page=${page}`, { as: t }));
+        assert.equal(res.status, 200);
+        assert.equal(res.body.total, expected.length, `${params} page ${page}`);
+        seen.push(...res.body.items.map((o: { id: string }) => o.id));
+      }
+      assert.deepEqual(seen, expected, String(params));
+      checked++;
+    }
+    assert.equal(checked, 8);
+    // The fixture has both kinds: one live order with phase DELETED, and deleted ones with it.
+    assert.equal((await expectedIds(ctx(), t, { page: 1, limit: 1, includeDeleted: false, property: null, phase: 'DELETED' })).length, 1);
+    assert.ok((await expectedIds(ctx(), t, { page: 1, limit: 1, includeDeleted: true, property: null, phase: 'DELETED' })).length >= 4);
+  });
+});
+
 describe('order list plan', () => {
   const only = (...names: OrderFilterName[]) => new Map<string, ListFilter>(names.map((n) => [n, ORDER_FILTERS[n]]));
 
@@ -198,8 +237,8 @@ describe('order list plan', () => {
   });
 
   it('uses a maintained count or a page strategy only for the combinations that declare it', () => {
-    assert.equal(chooseTotal(only()), 'countLiveOrders');
-    assert.equal(chooseTotal(only('phase', 'status')), 'countLiveOrders');
+    assert.equal(chooseTotal(only()), 'countOrders');
+    assert.equal(chooseTotal(only('phase', 'status')), 'countOrders');
     assert.equal(chooseTotal(only('propertyValue')), 'countByProperty');
     assert.equal(chooseTotal(only('propertyPresent')), 'countByProperty');
     // Paths are counted per phase and status; values are not.
@@ -219,18 +258,25 @@ describe('order list plan', () => {
     assert.equal(choosePage(only('propertyAbsent'), 1), 'sorted');
     assert.equal(choosePage(only('changedSince', 'phase', 'includeDeleted'), 1), 'pageChangedSince');
     assert.equal(choosePage(only(), 0), 'pageByCreatedDay');
-    assert.equal(choosePage(only('includeDeleted'), 0), 'sorted', 'the day counts are of live orders');
     assert.equal(choosePage(only('phase', 'status'), 0), 'pageByCreatedDay', 'the day counts are per phase and status');
-    assert.equal(choosePage(only('phase', 'includeDeleted'), 0), 'sorted');
     assert.equal(chooseTotal(only('status', 'createdSince')), 'countByCreatedDay');
     assert.equal(choosePage(only('status', 'createdSince'), 0), 'pageByCreatedDay', 'createdSince bounds the days');
-    assert.equal(choosePage(only('createdSince', 'includeDeleted'), 0), 'sorted');
+    // Deleted orders are counted per day, phase and status beside the live ones.
+    assert.equal(chooseTotal(only('includeDeleted')), 'countOrders');
+    assert.equal(chooseTotal(only('phase', 'status', 'includeDeleted')), 'countOrders');
+    assert.equal(chooseTotal(only('createdSince', 'includeDeleted')), 'countByCreatedDay');
+    assert.equal(choosePage(only('includeDeleted'), 0), 'pageByCreatedDay');
+    assert.equal(choosePage(only('phase', 'includeDeleted'), 0), 'pageByCreatedDay');
+    assert.equal(choosePage(only('status', 'createdSince', 'includeDeleted'), 0), 'pageByCreatedDay');
+    // The side table and the path counts hold live orders only: a property filter with deleted orders is the JSON one.
+    assert.equal(chooseTotal(only('propertyJson', 'includeDeleted')), 'count');
+    assert.equal(choosePage(only('propertyJson', 'includeDeleted'), 0), 'sorted');
   });
 
   it('falls back to the exact general plan for a combination no strategy declares', () => {
     for (const active of [
-      only('phase', 'propertyValue'), only('createdSince', 'propertyAbsent'), only('propertyJson'), only('includeDeleted'),
-      only('createdSince', 'includeDeleted'), only('phase', 'includeDeleted'),
+      only('phase', 'propertyValue'), only('createdSince', 'propertyAbsent'), only('propertyJson'), only('propertyJson', 'includeDeleted'),
+      only('phase', 'propertyJson', 'includeDeleted'),
     ]) assert.equal(chooseTotal(active), 'count', [...active.keys()].join('+'));
     // Changed since u: the orders created after u are planned as their own list, the older ones counted by the updated_at range.
     for (const active of [only('changedSince', 'status'), only('propertyValue', 'changedSince'), only('changedSince', 'propertyJson', 'includeDeleted')]) {

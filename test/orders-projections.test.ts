@@ -14,13 +14,15 @@ async function projections(db: Kysely<Database>, businessId: string) {
     .where('business_id', '=', businessId).groupBy('day').orderBy('day').execute();
   const created = await db.selectFrom('order_created_counts').select(['day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
     .where('business_id', '=', businessId).groupBy(['day', 'phase', 'status']).orderBy('day').orderBy('phase').orderBy('status').execute();
+  const deleted = await db.selectFrom('order_deleted_counts').select(['day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId).groupBy(['day', 'phase', 'status']).orderBy('day').orderBy('phase').orderBy('status').execute();
   const paths = await db.selectFrom('order_property_counts').select(['path', 'phase', 'status', sql<string>`sum(n)`.as('n')])
     .where('business_id', '=', businessId).groupBy(['path', 'phase', 'status']).orderBy('path').orderBy('phase').orderBy('status').execute();
   const rows = await db.selectFrom('order_properties').select(['order_id', 'path', 'value'])
     .where('business_id', '=', businessId).orderBy('order_id').orderBy('path').execute();
   // Rows whose count went to zero are kept by the upkeep and not made by a rebuild: the same answer.
   const nonZero = <T extends { n: string }>(list: T[]) => list.filter((r) => Number(r.n) !== 0).map((r) => ({ ...r, n: Number(r.n) }));
-  return { counts: nonZero(counts), days: nonZero(days), created: nonZero(created), paths: nonZero(paths), rows };
+  return { counts: nonZero(counts), days: nonZero(days), created: nonZero(created), deleted: nonZero(deleted), paths: nonZero(paths), rows };
 }
 
 /** The maintained tables, then a rebuild of them: the two must be the same. */
@@ -51,6 +53,8 @@ describeEachBackend('order projections', (ctx) => {
       [orders[2].id, { order: { properties: { erp: { no: 7 } } } }],
       [orders[3].id, { order: { properties: { deep: { a: { b: { c: 1.5 } } } } } }],
       [orders[3].id, { order: { notes: 'nothing derived changes' } }],
+      // Phases move freely: a live order with phase DELETED is live, and not a deleted order.
+      [orders[1].id, { order: { phase: 'DELETED' } }],
     ];
     for (const [id, body] of steps) assert.equal((await patchOrder(ctx(), t, id, body)).status, 200);
     assert.equal((await ctx().request('DELETE', `/api/v1/orders/${orders[2].id}`, { as: t })).status, 204);
@@ -69,5 +73,9 @@ describeEachBackend('order projections', (ctx) => {
     assert.deepEqual(await projections(ctx().db, other.businessId), untouched);
     assert.equal(maintained.rows.filter((r) => r.order_id === orders[2].id).length, 0, 'a deleted order leaves the property index');
     assert.ok(maintained.rows.some((r) => r.order_id === orders[1].id && r.path === 'erp.no' && r.value === 'n:9e0'));
+    // Two soft-deleted orders, each on its created day with phase DELETED; the live order PATCHed to DELETED is counted live.
+    assert.deepEqual(maintained.deleted.map((r) => [r.phase, r.n]), maintained.deleted.length === 1 ? [['DELETED', 2]] : [['DELETED', 1], ['DELETED', 1]]);
+    assert.ok(maintained.created.some((r) => r.phase === 'DELETED' && r.n === 1));
+    assert.ok(maintained.counts.some((r) => r.phase === 'DELETED' && r.n === 1));
   });
 });

@@ -34,6 +34,7 @@ export interface Database {
   order_counts: OrderCountTable;
   order_change_counts: OrderChangeCountTable;
   order_created_counts: OrderCreatedCountTable;
+  order_deleted_counts: OrderCreatedCountTable;
   order_properties: OrderPropertyTable;
   order_property_counts: OrderPropertyCountTable;
   invoices: InvoiceTable;

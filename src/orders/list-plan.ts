@@ -20,7 +20,7 @@ export interface ListOrdersOptions extends ListFilters, Paging {
 export type OrdersQuery = SelectQueryBuilder<Database, 'orders', object>;
 
 /** Totals other than `count(*)`, from maintained counts (src/orders/projections). */
-export type TotalStrategy = 'countLiveOrders' | 'countByProperty' | 'countChangedSince' | 'countByCreatedDay' | 'countFromSideTable' | 'countChangedSplit';
+export type TotalStrategy = 'countOrders' | 'countByProperty' | 'countChangedSince' | 'countByCreatedDay' | 'countFromSideTable' | 'countChangedSplit';
 /** Pages other than the sorted filtered query. */
 export type PageStrategy = 'pageFromSideTable' | 'pageChangedSince' | 'pageByCreatedDay';
 
@@ -71,13 +71,14 @@ export const listTuning = { shallowRows: 2_000, fewCandidates: 5_000 };
 
 /** In the order of the conditions in the SQL. */
 export const ORDER_FILTERS = {
+  // Deleted orders are counted per created day, phase and status beside the live ones (order_deleted_counts).
   includeDeleted: {
     keys: ['includeDeleted'],
     active: ({ options }) => options.includeDeleted,
     where: (query) => query,
     otherwise: (query) => query.where(whereLive()),
-    totals: [ANY],
-    pages: ANY_PAGE,
+    totals: ['countOrders', 'countByCreatedDay', ANY],
+    pages: ['pageByCreatedDay', ...ANY_PAGE],
   },
   createdSince: {
     keys: ['createdSince'],
@@ -90,7 +91,7 @@ export const ORDER_FILTERS = {
     keys: ['status'],
     active: ({ options }) => Boolean(options.status),
     where: (query, { options }) => query.where('status', '=', options.status!),
-    totals: ['countLiveOrders', 'countByProperty', 'countByCreatedDay', 'countFromSideTable', ANY],
+    totals: ['countOrders', 'countByProperty', 'countByCreatedDay', 'countFromSideTable', ANY],
     pages: ['pageByCreatedDay', 'pageFromSideTable', ...ANY_PAGE],
   },
   // A value, through the side table.
@@ -129,7 +130,7 @@ export const ORDER_FILTERS = {
     keys: ['phase'],
     active: ({ options }) => Boolean(options.phase),
     where: (query, { options }) => query.where('phase', '=', options.phase!),
-    totals: ['countLiveOrders', 'countByProperty', 'countByCreatedDay', 'countFromSideTable', ANY],
+    totals: ['countOrders', 'countByProperty', 'countByCreatedDay', 'countFromSideTable', ANY],
     pages: ['pageByCreatedDay', 'pageFromSideTable', ...ANY_PAGE],
   },
   // Not set when createdSince implies it: createdAt > t implies updatedAt > u for any u <= t.
@@ -154,7 +155,7 @@ export type ActiveFilters = ReadonlyMap<string, ListFilter>;
 export const bySideTableMatches = (active: ActiveFilters) => active.has('propertyValue') || active.has('propertyPresent');
 
 const TOTALS: Record<TotalStrategy, (active: ActiveFilters, candidates: number) => boolean> = {
-  countLiveOrders: () => true,
+  countOrders: () => true,
   // Paths are counted per phase and status; values are counted by the side table's index, for all phases.
   countByProperty: (active) => active.has('propertyPresent') || active.has('propertyAbsent')
     || (active.has('propertyValue') && !active.has('phase') && !active.has('status')),
@@ -170,7 +171,7 @@ const PAGES: Record<PageStrategy, (active: ActiveFilters, candidates: number) =>
   // on them and sort them, rather than walk the page order's index past orders that do not match.
   pageFromSideTable: (active, candidates) => bySideTableMatches(active) && candidates <= listTuning.fewCandidates,
   pageChangedSince: (active) => active.has('changedSince'),
-  // Live orders, unfiltered or by phase, status and/or createdSince, which `order_created_counts` counts by day.
+  // Unfiltered or by phase, status and/or createdSince, with or without deleted orders: the created-day counts.
   pageByCreatedDay: () => true,
 };
 

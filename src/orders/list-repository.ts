@@ -7,7 +7,7 @@ import {
 } from './list-plan.ts';
 import { countChangedSince } from './projections/change-counts.ts';
 import { createdDays } from './projections/created-counts.ts';
-import { countLiveOrders } from './projections/counts.ts';
+import { countOrders } from './projections/counts.ts';
 import { countByProperty, ordersFromSideTable } from './projections/properties.ts';
 import { catalogueColumn, type ListedOrder } from './render.ts';
 
@@ -65,7 +65,7 @@ const fromSideTable = (plan: Planned) =>
   filterOrders(plan, { except: ['propertyValue', 'propertyPresent'], from: ordersFromSideTable(plan.db, plan.businessId, plan.options.property!) as unknown as OrdersQuery });
 
 const TOTALS: Record<TotalStrategy | 'count', (plan: Planned) => Promise<number>> = {
-  countLiveOrders: ({ db, businessId, options }) => countLiveOrders(db, businessId, options.phase, options.status),
+  countOrders: ({ db, businessId, options }) => countOrders(db, businessId, options),
   // Of the list's phase and status; the candidates when no phase or status narrows them.
   countByProperty: ({ db, businessId, options, candidates }) => (candidates !== undefined && !options.phase && !options.status
     ? Promise.resolve(candidates) : countByProperty(db, businessId, options.property!, options)),
@@ -134,15 +134,15 @@ async function pageChangedSince(plan: Planned, total: number): Promise<string[]>
 const nextDay = (day: string) => new Date(Date.parse(`${day}T00:00:00.000Z`) + 86_400_000).toISOString();
 
 /**
- * The list's live orders per created day (src/orders/projections/created-counts.ts), of its phase
- * and status. With `createdSince`, only the days from its own, and its own counted exactly by
+ * The list's orders per created day (src/orders/projections/created-counts.ts), of its phase and
+ * status, live ones or with includeDeleted all. With `createdSince`, only the days from its own, and its own counted exactly by
  * `query` (the orders created later that day: one day's rows).
  */
 export async function listDays(
   { db, businessId, query, options }: { db: Db; businessId: string; query: OrdersQuery; options: ListOrdersOptions }, direction: 'asc' | 'desc',
 ): Promise<Array<{ day: string; n: number }>> {
   const fromDay = options.createdSince?.slice(0, 10);
-  const days = await createdDays(db, businessId, direction, { phase: options.phase, status: options.status, fromDay });
+  const days = await createdDays(db, businessId, direction, { phase: options.phase, status: options.status, fromDay, includeDeleted: options.includeDeleted });
   if (fromDay === undefined || days.length === 0) return days;
   const first = direction === 'asc' ? 0 : days.length - 1;
   if (days[first].day === fromDay) days[first] = { day: fromDay, n: await countOf(query.where('created_at', '<', nextDay(fromDay))) };
@@ -150,8 +150,8 @@ export async function listDays(
 }
 
 /**
- * A page of the list of live orders, unfiltered or by phase, status and/or createdSince, deep in
- * it: from the nearer end, whole days are passed over by their maintained counts
+ * A page of the list of orders (live, or with includeDeleted all), unfiltered or by phase, status
+ * and/or createdSince, deep in it: from the nearer end, whole days are passed over by their maintained counts
  * (`order_created_counts`), and only the rows of the day the page starts in are walked. At 1M
  * orders, page 20000 of 20 walked 400,000 index entries (71 ms on SQLite). `total` is the exact
  * count of the list, which its days sum to; `query` has every filter's condition.

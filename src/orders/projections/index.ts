@@ -5,7 +5,7 @@ import type { Db } from '../../db/types.ts';
 import type { OrderRow } from '../mapper.ts';
 import { bumpOrderCounts, type CountChange } from './counts.ts';
 import { bumpChangeCounts, changeDay } from './change-counts.ts';
-import { bumpCreatedCounts, type CreatedCountChange } from './created-counts.ts';
+import { bumpCreatedCounts, bumpDeletedCounts, type CreatedCountChange } from './created-counts.ts';
 import {
   bumpPathCounts, indexOrderProperties, pathCountChanges, propertyPaths, reindexOrderProperties, unindexOrderProperties,
 } from './properties.ts';
@@ -19,12 +19,14 @@ import { whereLive } from '../../db/live.ts';
  * - `order_counts`: live orders per (phase, status), the total of an unfiltered or phase/status list;
  * - `order_change_counts`: live orders per UTC day of updatedAt, the total of a changed-since list;
  * - `order_created_counts`: live orders per UTC day of createdAt, phase and status, which deep pages skip by;
+ * - `order_deleted_counts`: the same for soft-deleted orders, which lists with includeDeleted add;
  * - `order_properties` and `order_property_counts`: the flattened properties of live orders and the
  *   number of live orders per path, phase and status, which property filters and their totals read.
  */
 export type ProjectedOrder = Pick<OrderRow, 'id' | 'business_id' | 'phase' | 'status' | 'created_at' | 'updated_at' | 'properties' | 'deleted_at'>;
 
 const isLive = (order: ProjectedOrder | null): order is ProjectedOrder => order !== null && order.deleted_at === null;
+const isDeleted = (order: ProjectedOrder | null): order is ProjectedOrder => order !== null && order.deleted_at !== null;
 
 /** Stored JSON as the driver returns it: text on SQLite, parsed (with normalised key order) on PostgreSQL. */
 const sameJson = (a: unknown, b: unknown) => a === b || (typeof a !== 'string' && JSON.stringify(a) === JSON.stringify(b));
@@ -41,6 +43,9 @@ export async function applyOrderChange(db: Db, before: ProjectedOrder | null, af
   const counts: CountChange[] = [];
   const days: Array<{ day: string; delta: number }> = [];
   const created: CreatedCountChange[] = [];
+  const deleted: CreatedCountChange[] = [];
+  if (isDeleted(before)) deleted.push({ day: changeDay(before.created_at), phase: before.phase, status: before.status, delta: -1 });
+  if (isDeleted(after)) deleted.push({ day: changeDay(after.created_at), phase: after.phase, status: after.status, delta: 1 });
   if (isLive(before)) {
     counts.push({ phase: before.phase, status: before.status, delta: -1 });
     days.push({ day: changeDay(before.updated_at), delta: -1 });
@@ -67,6 +72,7 @@ export async function applyOrderChange(db: Db, before: ProjectedOrder | null, af
   await bumpOrderCounts(db, businessId, counts);
   await bumpChangeCounts(db, businessId, days);
   await bumpCreatedCounts(db, businessId, created);
+  await bumpDeletedCounts(db, businessId, deleted);
 }
 
 const BATCH = 5_000;
@@ -76,7 +82,8 @@ const BATCH = 5_000;
  * loads that write orders directly. `onProgress` is called with the number of orders indexed.
  */
 export async function rebuildOrderProjections(db: Db, businessId: string, onProgress?: (ordersIndexed: number) => void): Promise<void> {
-  for (const table of ['order_counts', 'order_change_counts', 'order_created_counts', 'order_property_counts', 'order_properties'] as const) {
+  const tables = ['order_counts', 'order_change_counts', 'order_created_counts', 'order_deleted_counts', 'order_property_counts', 'order_properties'] as const;
+  for (const table of tables) {
     await db.deleteFrom(table).where('business_id', '=', businessId).execute();
   }
   await sql`insert into order_counts (business_id, phase, status, shard, n)
@@ -89,6 +96,9 @@ export async function rebuildOrderProjections(db: Db, businessId: string, onProg
   const createdDay = utcDay(db, sql.ref('created_at'));
   await sql`insert into order_created_counts (business_id, day, phase, status, shard, n)
     select business_id, ${createdDay}, phase, status, 0, count(*) from orders where business_id = ${businessId} and ${whereLive()}
+    group by business_id, ${createdDay}, phase, status`.execute(db);
+  await sql`insert into order_deleted_counts (business_id, day, phase, status, shard, n)
+    select business_id, ${createdDay}, phase, status, 0, count(*) from orders where business_id = ${businessId} and deleted_at is not null
     group by business_id, ${createdDay}, phase, status`.execute(db);
 
   let after = '';

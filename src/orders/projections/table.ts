@@ -35,7 +35,10 @@ export interface OrderPropertyCountTable {
   n: ColumnType<number | string | bigint, number, number>;
 }
 
-/** Live orders created on a UTC day (`YYYY-MM-DD`), per phase and status, for deep pages. */
+/**
+ * Live orders created on a UTC day (`YYYY-MM-DD`), per phase and status, for deep pages; the same
+ * shape for soft-deleted orders (`order_deleted_counts`), for lists with includeDeleted.
+ */
 export interface OrderCreatedCountTable {
   business_id: string;
   day: string;
