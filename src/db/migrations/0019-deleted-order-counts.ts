@@ -12,6 +12,9 @@ import type { Dialect } from '../types.ts';
  * - Indexes over all orders in list order by phase, by status, and by both (this one replaces
  *   `orders_business_phase_status_idx`, which lacked the `id` tie-break): the live ones are
  *   partial, so a page by phase or status with deleted orders had no index in list order.
+ *   `deleted_at` is their last column, so that they serve the live lists by phase and/or status
+ *   as well, without reading order rows; the three partial indexes for those go, so an order
+ *   write updates three indexes by phase and status instead of four.
  *
  * The counts are filled by one grouped pass over the orders, and the indexes built by the database's
  * own sort; neither holds the orders in this process's memory.
@@ -33,10 +36,15 @@ export function deletedOrderCounts(dialect: Dialect): Migration {
         select business_id, ${day}, phase, status, 0, count(*) from orders where deleted_at is not null
         group by business_id, ${day}, phase, status`.execute(db);
 
-      await sql`drop index orders_business_phase_status_idx`.execute(db);
-      await sql`create index orders_all_phase_status_idx on orders (business_id, phase, status, created_at desc, id desc)`.execute(db);
-      await sql`create index orders_all_phase_idx on orders (business_id, phase, created_at desc, id desc)`.execute(db);
-      await sql`create index orders_all_status_idx on orders (business_id, status, created_at desc, id desc)`.execute(db);
+      // deleted_at last: SQLite, without statistics, took these for live lists over the partial ones
+      // (a tie), and then read every order's row to test deleted_at; with it, they cover live lists
+      // too, and the partial ones by phase and/or status, which it no longer chose, go.
+      for (const index of ['orders_business_phase_status_idx', 'orders_live_phase_status_idx', 'orders_live_phase_idx', 'orders_live_status_idx']) {
+        await sql`drop index ${sql.raw(index)}`.execute(db);
+      }
+      await sql`create index orders_all_phase_status_idx on orders (business_id, phase, status, created_at desc, id desc, deleted_at)`.execute(db);
+      await sql`create index orders_all_phase_idx on orders (business_id, phase, created_at desc, id desc, deleted_at)`.execute(db);
+      await sql`create index orders_all_status_idx on orders (business_id, status, created_at desc, id desc, deleted_at)`.execute(db);
     },
   };
 }
