@@ -84,7 +84,8 @@ async function measure(base: string, headers: Record<string, string>, path: () =
 const randomIn = (low: number, high: number) => low + Math.floor(Math.random() * Math.max(1, high - low + 1));
 
 export async function measureLists(
-  base: string, f: Fixtures, orders: number, options: { requests?: number; most?: number; onCase?: (c: ListCase) => void } = {},
+  base: string, f: Fixtures, orders: number,
+  options: { requests?: number; most?: number; onCase?: (c: ListCase) => void; with?: string[] } = {},
 ): Promise<ListMeasures> {
   const requests = options.requests ?? 20;
   const made = filters(f, orders);
@@ -94,6 +95,8 @@ export async function measureLists(
     options.onCase?.(c);
   };
   for (const combo of combinations(Object.keys(made), options.most ?? 3)) {
+    // `with`: only the combinations that have these filters (one class of cases, measured again).
+    if (options.with && !options.with.every((name) => combo.includes(name))) continue;
     const query = () => combo.map((name) => made[name]()).join('&');
     const list = (page: number, limit: number) => `/api/v1/orders?${[query(), `limit=${limit}`, `page=${page}`].filter(Boolean).join('&')}`;
     // The total of a value filter differs per value; the pages below it are asked of that value.

@@ -28,6 +28,8 @@ const { values } = parseArgs({
     profile: { type: 'string' },
     // Requests per list case (bench/lists.ts), one at a time.
     'list-requests': { type: 'string', default: '20' },
+    // Only the list cases with all of these filters (comma-separated, as bench/lists.ts names them).
+    'list-with': { type: 'string' },
   },
 });
 const reuse = values.url !== undefined;
@@ -109,6 +111,7 @@ try {
   const lists = only.length === 0 || only.includes('lists')
     ? await measureLists(server.base, fixtures, orders, {
       requests: Number(values['list-requests']),
+      with: values['list-with']?.split(','),
       onCase: (c) => console.error(`list ${c.name} [${c.page}]: p50 ${c.p50} ms, p99 ${c.p99}, total ${c.total}`),
     })
     : undefined;
