@@ -8,6 +8,7 @@ import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { createDatabase, type DatabaseHandle } from '../src/db/connection.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
+import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { backends } from './helpers/context.ts';
 
 async function withEmptyDatabase(backend: string, run: (open: () => DatabaseHandle) => Promise<void>) {
@@ -142,6 +143,49 @@ for (const backend of backends) {
             .orderBy('path').orderBy('phase').execute();
           assert.deepEqual(counts.map((c) => [c.path, c.phase, c.status, c.shard, Number(c.n)]),
             [['erp', 'ACTIVE', 'ACCEPTED', 0, 2], ['erp', 'PENDING', 'UNASSIGNED', 0, 1], ['erp.no', 'ACTIVE', 'ACCEPTED', 0, 1]]);
+        } finally {
+          await handle.close();
+        }
+      });
+    });
+  });
+}
+
+for (const backend of backends) {
+  describe(`[${backend}] migration 0019-deleted-orders`, () => {
+    it('counts and indexes the soft-deleted orders as a rebuild does, and not a live order with phase DELETED', async () => {
+      await withEmptyDatabase(backend, async (open) => {
+        const handle = open();
+        try {
+          await migrateToLatest(handle.db, handle.dialect, '0018-order-phase-status-indexes');
+          const db = handle.db as unknown as Kysely<any>;
+          const now = '2025-01-01T00:00:00.000Z';
+          await db.insertInto('businesses').values({ id: 'bus_1', name: '1', created_at: now, updated_at: now }).execute();
+          await db.insertInto('phantoms').values({ id: 'phm_1', business_id: 'bus_1', name: '1', status: 'ACTIVE', created_at: now, updated_at: now }).execute();
+          await db.insertInto('partnerships').values({ id: 'prt_1', business_id: 'bus_1', phantom_id: 'phm_1', status: 'ACTIVE', created_at: now, updated_at: now }).execute();
+          const order = (id: string, phase: string, deletedAt: string | null, properties: unknown) => ({
+            id, business_id: 'bus_1', partnership_id: 'prt_1', phase, status: 'ACCEPTED', internal_reference: id, properties: JSON.stringify(properties),
+            expected_delivery_at: now, currency: 'AUD', total_amount: '0', version: 1, created_at: now, updated_at: now, deleted_at: deletedAt,
+          });
+          await db.insertInto('orders').values([
+            order('ord_1', 'ACTIVE', null, { erp: { no: 1 } }), order('ord_2', 'DELETED', null, { erp: { no: 2 } }),
+            order('ord_3', 'DELETED', now, { erp: { no: 3.0 }, tags: ['a'] }), order('ord_4', 'ACTIVE', now, { x: true }),
+          ]).execute();
+
+          assert.deepEqual(await migrateToLatest(handle.db, handle.dialect), ['0019-deleted-orders']);
+          const read = async () => ({
+            counts: (await db.selectFrom('order_deleted_counts').select(['day', 'phase', 'status', 'n']).orderBy('phase').execute())
+              .map((r) => [r.day, r.phase, r.status, Number(r.n)]),
+            rows: await db.selectFrom('order_deleted_properties').select(['order_id', 'path', 'value']).orderBy('order_id').orderBy('path').execute(),
+            paths: (await db.selectFrom('order_deleted_property_counts').select(['path', 'phase', 'n']).orderBy('path').orderBy('phase').execute())
+              .map((r) => [r.path, r.phase, Number(r.n)]),
+          });
+          const migrated = await read();
+          assert.deepEqual(migrated.counts, [['2025-01-01', 'ACTIVE', 'ACCEPTED', 1], ['2025-01-01', 'DELETED', 'ACCEPTED', 1]]);
+          assert.deepEqual(migrated.rows.map((r) => [r.order_id, r.path, r.value]),
+            [['ord_3', 'erp', null], ['ord_3', 'erp.no', 'n:3e0'], ['ord_3', 'tags', null], ['ord_4', 'x', 'b:true']]);
+          await rebuildOrderProjections(handle.db, 'bus_1');
+          assert.deepEqual(await read(), migrated);
         } finally {
           await handle.close();
         }

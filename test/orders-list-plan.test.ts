@@ -5,7 +5,7 @@ import type { PropertyFilter } from '../src/db/list.ts';
 import {
   activeFilters, bySideTableMatches, choosePage, chooseTotal, filterOrders, listTuning, ORDER_FILTERS, type ListFilter, type ListOrdersOptions, type OrderFilterName, type OrdersQuery,
 } from '../src/orders/list-plan.ts';
-import { ordersFromSideTable } from '../src/orders/projections/properties.ts';
+import { ordersFromSideTable } from '../src/orders/projections/property-reads.ts';
 import { ListOrdersQuery } from '../src/orders/schema.ts';
 import { createTestContext, describeEachBackend, type TestContext } from './helpers/context.ts';
 import {
@@ -83,7 +83,10 @@ describeEachBackend('GET /api/v1/orders: every combination of filters against br
     // The fixture reaches every strategy, so each one is checked against brute force.
     assert.deepEqual([...totals].sort(), ['count', 'countByCreatedDay', 'countByProperty', 'countChangedSince', 'countChangedSplit', 'countFromSideTable', 'countOrders']);
     assert.deepEqual([...pages].sort(), ['pageByCreatedDay', 'pageChangedSince', 'pageFromSideTable', 'sorted']);
-    assert.deepEqual([...withDeleted].sort(), ['count', 'countByCreatedDay', 'countChangedSplit', 'countOrders', 'pageByCreatedDay', 'pageChangedSince', 'sorted']);
+    assert.deepEqual([...withDeleted].sort(), [
+      'count', 'countByCreatedDay', 'countByProperty', 'countChangedSplit', 'countFromSideTable', 'countOrders',
+      'pageByCreatedDay', 'pageChangedSince', 'pageFromSideTable', 'sorted',
+    ]);
   });
 });
 
@@ -152,7 +155,11 @@ describe('order list plan', () => {
     assert.equal(choosePage(only('includeDeleted'), 0), 'pageByCreatedDay');
     assert.equal(choosePage(only('phase', 'includeDeleted'), 0), 'pageByCreatedDay');
     assert.equal(choosePage(only('status', 'createdSince', 'includeDeleted'), 0), 'pageByCreatedDay');
-    // The side table and the path counts hold live orders only: a property filter with deleted orders is the JSON one.
+    // Deleted orders' properties are indexed and their paths counted beside the live ones'.
+    assert.equal(chooseTotal(only('propertyAbsent', 'phase', 'includeDeleted')), 'countByProperty');
+    assert.equal(chooseTotal(only('propertyValue', 'includeDeleted')), 'countByProperty');
+    assert.equal(choosePage(only('propertyValue', 'createdSince', 'includeDeleted'), 10), 'pageFromSideTable');
+    // A path the side tables cannot answer keeps the JSON functions, with or without deleted orders.
     assert.equal(chooseTotal(only('propertyJson', 'includeDeleted')), 'count');
     assert.equal(choosePage(only('propertyJson', 'includeDeleted'), 0), 'sorted');
   });
@@ -188,10 +195,11 @@ describe('order list plan on SQLite: the side table candidates', () => {
   it('are looked up by primary key, whatever other filters the list has', async () => {
     const tenant = await context.createTenant();
     const property = { segments: ['unleashed', 'guid'], exists: true };
-    for (const extra of [{}, { phase: 'ACTIVE' }, { createdSince: CREATED_SINCE }, { status: 'ACCEPTED', updatedSince: UPDATED_SINCE }]) {
+    for (const extra of [{}, { phase: 'ACTIVE' }, { createdSince: CREATED_SINCE }, { status: 'ACCEPTED', updatedSince: UPDATED_SINCE }, { includeDeleted: true, phase: 'ACTIVE' }]) {
       const options: ListOrdersOptions = { page: 1, limit: 20, includeDeleted: false, property, ...extra };
       const scope = { db: context.db, businessId: tenant.businessId, options };
-      const query = filterOrders(scope, { except: ['propertyValue', 'propertyPresent'], from: ordersFromSideTable(context.db, tenant.businessId, property) as unknown as OrdersQuery })
+      const from = ordersFromSideTable(context.db, tenant.businessId, property, options.includeDeleted) as unknown as OrdersQuery;
+      const query = filterOrders(scope, { except: ['propertyValue', 'propertyPresent'], from })
         .select('id').orderBy('created_at', 'desc').limit(20).compile();
       const plan = await context.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]));
       const detail = plan.rows.map((r) => r.detail).join(' | ');

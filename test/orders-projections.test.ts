@@ -20,9 +20,16 @@ async function projections(db: Kysely<Database>, businessId: string) {
     .where('business_id', '=', businessId).groupBy(['path', 'phase', 'status']).orderBy('path').orderBy('phase').orderBy('status').execute();
   const rows = await db.selectFrom('order_properties').select(['order_id', 'path', 'value'])
     .where('business_id', '=', businessId).orderBy('order_id').orderBy('path').execute();
+  const deletedPaths = await db.selectFrom('order_deleted_property_counts').select(['path', 'phase', 'status', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId).groupBy(['path', 'phase', 'status']).orderBy('path').orderBy('phase').orderBy('status').execute();
+  const deletedRows = await db.selectFrom('order_deleted_properties').select(['order_id', 'path', 'value'])
+    .where('business_id', '=', businessId).orderBy('order_id').orderBy('path').execute();
   // Rows whose count went to zero are kept by the upkeep and not made by a rebuild: the same answer.
   const nonZero = <T extends { n: string }>(list: T[]) => list.filter((r) => Number(r.n) !== 0).map((r) => ({ ...r, n: Number(r.n) }));
-  return { counts: nonZero(counts), days: nonZero(days), created: nonZero(created), deleted: nonZero(deleted), paths: nonZero(paths), rows };
+  return {
+    counts: nonZero(counts), days: nonZero(days), created: nonZero(created), deleted: nonZero(deleted), paths: nonZero(paths), rows,
+    deletedPaths: nonZero(deletedPaths), deletedRows,
+  };
 }
 
 /** The maintained tables, then a rebuild of them: the two must be the same. */
@@ -72,6 +79,9 @@ describeEachBackend('order projections', (ctx) => {
     // The rebuild is the business's own: another tenant's tables are left as they were.
     assert.deepEqual(await projections(ctx().db, other.businessId), untouched);
     assert.equal(maintained.rows.filter((r) => r.order_id === orders[2].id).length, 0, 'a deleted order leaves the property index');
+    // ... for the deleted orders' one: its channel and erp.no (orders[2], merged) and deep.a.b.c (orders[3]).
+    assert.deepEqual(maintained.deletedRows.filter((r) => r.order_id === orders[2].id).map((r) => [r.path, r.value]), [['channel', null], ['erp', null], ['erp.no', 'n:7e0']]);
+    assert.ok(maintained.deletedPaths.some((r) => r.path === 'deep.a.b.c' && r.phase === 'DELETED' && r.n === 1));
     assert.ok(maintained.rows.some((r) => r.order_id === orders[1].id && r.path === 'erp.no' && r.value === 'n:9e0'));
     // Two soft-deleted orders, each on its created day with phase DELETED; the live order PATCHed to DELETED is counted live.
     assert.deepEqual(maintained.deleted.map((r) => [r.phase, r.n]), maintained.deleted.length === 1 ? [['DELETED', 2]] : [['DELETED', 1], ['DELETED', 1]]);

@@ -16,7 +16,7 @@ import { webhookDueIndex } from './migrations/0015-webhook-due-index.ts';
 import { orderCreatedCounts } from './migrations/0016-order-created-counts.ts';
 import { propertyCountsByStatus } from './migrations/0017-property-counts-by-status.ts';
 import { orderPhaseStatusIndexes } from './migrations/0018-order-phase-status-indexes.ts';
-import { deletedOrderCounts } from './migrations/0019-deleted-order-counts.ts';
+import { deletedOrders } from './migrations/0019-deleted-orders.ts';
 import { appendEventsFunction } from './migrations/0020-append-events.ts';
 import type { Database, Dialect } from './types.ts';
 
@@ -39,7 +39,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0016-order-created-counts': orderCreatedCounts(dialect),
     '0017-property-counts-by-status': propertyCountsByStatus(dialect),
     '0018-order-phase-status-indexes': orderPhaseStatusIndexes(dialect),
-    '0019-deleted-order-counts': deletedOrderCounts(dialect),
+    '0019-deleted-orders': deletedOrders(dialect),
     '0020-append-events': appendEventsFunction(dialect),
   };
 }

@@ -37,6 +37,8 @@ export interface Database {
   order_deleted_counts: OrderCreatedCountTable;
   order_properties: OrderPropertyTable;
   order_property_counts: OrderPropertyCountTable;
+  order_deleted_properties: OrderPropertyTable;
+  order_deleted_property_counts: OrderPropertyCountTable;
   invoices: InvoiceTable;
   invoice_line_items: InvoiceLineItemTable;
   webhook_endpoints: WebhookEndpointTable;

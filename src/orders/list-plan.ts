@@ -2,7 +2,7 @@ import { sql, type SelectQueryBuilder } from 'kysely';
 import { propertyCondition, type ListFilters, type Paging } from '../db/list.ts';
 import type { Database, Db } from '../db/types.ts';
 import { whereLive } from '../db/live.ts';
-import { sideTableCondition, sideTableServes } from './projections/properties.ts';
+import { sideTableCondition, sideTableServes } from './projections/property-reads.ts';
 
 /**
  * The plan of an order list: which filters a request sets, and from those, how its total and its
@@ -53,9 +53,10 @@ export const changedSinceOf = (options: ListOrdersOptions): string | undefined =
 const impliedByCreatedSince = (options: ListOrdersOptions) =>
   options.createdSince !== undefined && changedSinceOf(options)! <= options.createdSince;
 
-/** The side table holds live orders only, and not every path on PostgreSQL (sideTableServes). */
-const bySideTable = ({ db, options }: ListScope) =>
-  options.property !== null && !options.includeDeleted && sideTableServes(db, options.property);
+/** The side tables (live and deleted orders) hold every path but, on PostgreSQL, array steps (sideTableServes). */
+const bySideTable = ({ db, options }: ListScope) => options.property !== null && sideTableServes(db, options.property);
+const sideTableWhere = (query: OrdersQuery, { db, businessId, options }: ListScope) =>
+  query.where(sideTableCondition(db, businessId, options.property!, options.includeDeleted));
 
 /** Every strategy but the side table's page reads whatever query it is given, so it serves every filter. */
 const ANY_PAGE = ['pageChangedSince'] as const;
@@ -71,14 +72,14 @@ export const listTuning = { shallowRows: 2_000, fewCandidates: 5_000 };
 
 /** In the order of the conditions in the SQL. */
 export const ORDER_FILTERS = {
-  // Deleted orders are counted per created day, phase and status beside the live ones (order_deleted_counts).
+  // Deleted orders are counted and indexed beside the live ones (order_deleted_counts, order_deleted_properties).
   includeDeleted: {
     keys: ['includeDeleted'],
     active: ({ options }) => options.includeDeleted,
     where: (query) => query,
     otherwise: (query) => query.where(whereLive()),
-    totals: ['countOrders', 'countByCreatedDay', ANY],
-    pages: ['pageByCreatedDay', ...ANY_PAGE],
+    totals: ['countOrders', 'countByProperty', 'countByCreatedDay', 'countFromSideTable', ANY],
+    pages: ['pageByCreatedDay', 'pageFromSideTable', ...ANY_PAGE],
   },
   createdSince: {
     keys: ['createdSince'],
@@ -98,7 +99,7 @@ export const ORDER_FILTERS = {
   propertyValue: {
     keys: ['propertyPath', 'propertyValue'],
     active: (scope) => bySideTable(scope) && scope.options.property!.value !== undefined,
-    where: (query, { db, businessId, options }) => query.where(sideTableCondition(db, businessId, options.property!)),
+    where: sideTableWhere,
     totals: ['countByProperty', 'countFromSideTable', ANY],
     pages: ['pageFromSideTable', ...ANY_PAGE],
   },
@@ -106,7 +107,7 @@ export const ORDER_FILTERS = {
   propertyPresent: {
     keys: ['propertyPath', 'propertyExists'],
     active: (scope) => bySideTable(scope) && scope.options.property!.value === undefined && scope.options.property!.exists !== false,
-    where: (query, { db, businessId, options }) => query.where(sideTableCondition(db, businessId, options.property!)),
+    where: sideTableWhere,
     totals: ['countByProperty', 'countFromSideTable', ANY],
     pages: ['pageFromSideTable', ...ANY_PAGE],
   },
@@ -114,7 +115,7 @@ export const ORDER_FILTERS = {
   propertyAbsent: {
     keys: ['propertyPath', 'propertyExists'],
     active: (scope) => bySideTable(scope) && scope.options.property!.exists === false,
-    where: (query, { db, businessId, options }) => query.where(sideTableCondition(db, businessId, options.property!)),
+    where: sideTableWhere,
     totals: ['countByProperty', ANY],
     pages: ANY_PAGE,
   },

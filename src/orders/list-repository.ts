@@ -8,7 +8,7 @@ import {
 import { countChangedSince } from './projections/change-counts.ts';
 import { createdDays } from './projections/created-counts.ts';
 import { countOrders } from './projections/counts.ts';
-import { countByProperty, ordersFromSideTable } from './projections/properties.ts';
+import { countByProperty, ordersFromSideTable } from './projections/property-reads.ts';
 import { catalogueColumn, type ListedOrder } from './render.ts';
 
 export type { ListOrdersOptions } from './list-plan.ts';
@@ -29,7 +29,7 @@ async function planList(db: Db, businessId: string, options: ListOrdersOptions):
   const scope = { db, businessId, options };
   const active = activeFilters(scope);
   // Whether collecting the property's matches beats walking the list depends on how many there are.
-  const candidates = bySideTableMatches(active) ? await countByProperty(db, businessId, options.property!) : undefined;
+  const candidates = bySideTableMatches(active) ? await countByProperty(db, businessId, options.property!, { includeDeleted: options.includeDeleted }) : undefined;
   return { ...scope, active, query: filterOrders(scope), candidates };
 }
 
@@ -62,7 +62,7 @@ function changedSplit(plan: Planned): Promise<ChangedSplit> {
 
 /** The list's orders from the side table's matches of its property filter, with every other filter. */
 const fromSideTable = (plan: Planned) =>
-  filterOrders(plan, { except: ['propertyValue', 'propertyPresent'], from: ordersFromSideTable(plan.db, plan.businessId, plan.options.property!) as unknown as OrdersQuery });
+  filterOrders(plan, { except: ['propertyValue', 'propertyPresent'], from: ordersFromSideTable(plan.db, plan.businessId, plan.options.property!, plan.options.includeDeleted) as unknown as OrdersQuery });
 
 const TOTALS: Record<TotalStrategy | 'count', (plan: Planned) => Promise<number>> = {
   countOrders: ({ db, businessId, options }) => countOrders(db, businessId, options),

@@ -19,7 +19,8 @@ export function netChanges<T extends { delta: number }>(changes: T[], keyOf: (ch
 }
 
 /** The maintained count tables: rows of (business_id, key columns, shard, n). */
-type CountTable = 'order_counts' | 'order_change_counts' | 'order_created_counts' | 'order_deleted_counts' | 'order_property_counts';
+type CountTable = 'order_counts' | 'order_change_counts' | 'order_created_counts' | 'order_deleted_counts' | 'order_property_counts'
+  | 'order_deleted_property_counts';
 
 /**
  * Applies changes to a maintained count table, in the caller's transaction, on one shard of it.
@@ -34,7 +35,7 @@ export async function bumpCounts<C extends { delta: number }>(
   const shard = countShard(db);
   for (const c of netChanges(changes, (c) => keys.map((k) => String(c[k])).join('\u0000'))) {
     const row = { business_id: businessId, ...Object.fromEntries(keys.map((k) => [k, c[k]])), shard, n: c.delta };
-    // The table is one of five of the same shape; the builder cannot type a column list chosen at run time.
+    // The table is one of six of the same shape; the builder cannot type a column list chosen at run time.
     await db.insertInto(table).values(row as never)
       .onConflict((oc) => oc.columns(['business_id', ...keys, 'shard'] as never).doUpdateSet({ n: sql<number>`${sql.ref(`${table}.n`)} + excluded.n` } as never))
       .execute();
@@ -45,20 +46,23 @@ export async function bumpCounts<C extends { delta: number }>(
 export const bumpOrderCounts = (db: Db, businessId: string, changes: CountChange[]) =>
   bumpCounts(db, 'order_counts', businessId, ['phase', 'status'], changes);
 
+/** The sum of a count table's rows of the business, of one phase and/or status when given (a subquery). */
+export function sumOfCounts(db: Db, table: 'order_counts' | 'order_deleted_counts', businessId: string, { phase, status }: { phase?: string; status?: string }) {
+  let query = db.selectFrom(table).select(sql<number | string>`coalesce(sum(n), 0)`.as('n')).where('business_id', '=', businessId);
+  if (phase) query = query.where('phase', '=', phase);
+  if (status) query = query.where('status', '=', status);
+  return query;
+}
+
 /**
  * The number of orders of the business, optionally of one phase and/or status, from the maintained
  * counts: live ones (`order_counts`), and with `includeDeleted` the soft-deleted ones too
  * (`order_deleted_counts`, per created day: a few thousand rows at 1M orders). One statement, so one snapshot.
  */
-export async function countOrders(db: Db, businessId: string, { phase, status, includeDeleted = false }: { phase?: string; status?: string; includeDeleted?: boolean }): Promise<number> {
-  const sumOf = (table: 'order_counts' | 'order_deleted_counts') => {
-    let query = db.selectFrom(table).select(sql<number | string>`coalesce(sum(n), 0)`.as('n')).where('business_id', '=', businessId);
-    if (phase) query = query.where('phase', '=', phase);
-    if (status) query = query.where('status', '=', status);
-    return query;
-  };
-  const row = includeDeleted
-    ? await db.selectNoFrom((eb) => eb(sumOf('order_counts'), '+', sumOf('order_deleted_counts')).as('n')).executeTakeFirstOrThrow()
-    : await sumOf('order_counts').executeTakeFirstOrThrow();
+export async function countOrders(db: Db, businessId: string, of: { phase?: string; status?: string; includeDeleted?: boolean }): Promise<number> {
+  const live = sumOfCounts(db, 'order_counts', businessId, of);
+  const row = of.includeDeleted
+    ? await db.selectNoFrom((eb) => eb(live, '+', sumOfCounts(db, 'order_deleted_counts', businessId, of)).as('n')).executeTakeFirstOrThrow()
+    : await live.executeTakeFirstOrThrow();
   return Number(row.n);
 }

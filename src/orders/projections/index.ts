@@ -1,14 +1,11 @@
 import { sql } from 'kysely';
-import { insertRows } from '../../db/bulk.ts';
 import { utcDay } from '../../db/dialect.ts';
 import type { Db } from '../../db/types.ts';
 import type { OrderRow } from '../mapper.ts';
 import { bumpOrderCounts, type CountChange } from './counts.ts';
 import { bumpChangeCounts, changeDay } from './change-counts.ts';
 import { bumpCreatedCounts, bumpDeletedCounts, type CreatedCountChange } from './created-counts.ts';
-import {
-  bumpPathCounts, indexOrderProperties, pathCountChanges, propertyPaths, reindexOrderProperties, unindexOrderProperties,
-} from './properties.ts';
+import { applyPropertyChange, rebuildSideTable } from './properties.ts';
 import { whereLive } from '../../db/live.ts';
 
 /**
@@ -21,15 +18,13 @@ import { whereLive } from '../../db/live.ts';
  * - `order_created_counts`: live orders per UTC day of createdAt, phase and status, which deep pages skip by;
  * - `order_deleted_counts`: the same for soft-deleted orders, which lists with includeDeleted add;
  * - `order_properties` and `order_property_counts`: the flattened properties of live orders and the
- *   number of live orders per path, phase and status, which property filters and their totals read.
+ *   number of live orders per path, phase and status, which property filters and their totals read;
+ *   `order_deleted_properties` and `order_deleted_property_counts`: the same for soft-deleted orders.
  */
 export type ProjectedOrder = Pick<OrderRow, 'id' | 'business_id' | 'phase' | 'status' | 'created_at' | 'updated_at' | 'properties' | 'deleted_at'>;
 
 const isLive = (order: ProjectedOrder | null): order is ProjectedOrder => order !== null && order.deleted_at === null;
 const isDeleted = (order: ProjectedOrder | null): order is ProjectedOrder => order !== null && order.deleted_at !== null;
-
-/** Stored JSON as the driver returns it: text on SQLite, parsed (with normalised key order) on PostgreSQL. */
-const sameJson = (a: unknown, b: unknown) => a === b || (typeof a !== 'string' && JSON.stringify(a) === JSON.stringify(b));
 
 /**
  * Brings every derived table from `before` to `after` (null: no such order; a deleted_at: not
@@ -56,18 +51,9 @@ export async function applyOrderChange(db: Db, before: ProjectedOrder | null, af
     days.push({ day: changeDay(after.updated_at), delta: 1 });
     created.push({ day: changeDay(after.created_at), phase: after.phase, status: after.status, delta: 1 });
   }
-  const sameProperties = isLive(before) && isLive(after) && sameJson(before.properties, after.properties);
-  if (isLive(before) && isLive(after)) {
-    if (!sameProperties) await reindexOrderProperties(db, businessId, order.id, before.properties, after.properties);
-  } else if (isLive(after)) {
-    await indexOrderProperties(db, businessId, order.id, after.properties);
-  } else if (isLive(before)) {
-    await unindexOrderProperties(db, businessId, order.id);
-  }
-  // The paths move when the properties, the phase or the status change, or the order comes or goes.
-  if (!(sameProperties && before!.phase === after!.phase && before!.status === after!.status)) {
-    await bumpPathCounts(db, businessId, pathCountChanges(isLive(before) ? before : null, isLive(after) ? after : null));
-  }
+  // An order's paths are on the live side or the deleted one; a soft delete moves them across.
+  await applyPropertyChange(db, 'live', businessId, isLive(before) ? before : null, isLive(after) ? after : null);
+  await applyPropertyChange(db, 'deleted', businessId, isDeleted(before) ? before : null, isDeleted(after) ? after : null);
   // Changes that cancel out (same phase and status, same day) write nothing.
   await bumpOrderCounts(db, businessId, counts);
   await bumpChangeCounts(db, businessId, days);
@@ -75,14 +61,15 @@ export async function applyOrderChange(db: Db, before: ProjectedOrder | null, af
   await bumpDeletedCounts(db, businessId, deleted);
 }
 
-const BATCH = 5_000;
-
 /**
  * Rebuilds every derived table of a business from its orders, in the caller's transaction: for
  * loads that write orders directly. `onProgress` is called with the number of orders indexed.
  */
 export async function rebuildOrderProjections(db: Db, businessId: string, onProgress?: (ordersIndexed: number) => void): Promise<void> {
-  const tables = ['order_counts', 'order_change_counts', 'order_created_counts', 'order_deleted_counts', 'order_property_counts', 'order_properties'] as const;
+  const tables = [
+    'order_counts', 'order_change_counts', 'order_created_counts', 'order_deleted_counts',
+    'order_property_counts', 'order_properties', 'order_deleted_property_counts', 'order_deleted_properties',
+  ] as const;
   for (const table of tables) {
     await db.deleteFrom(table).where('business_id', '=', businessId).execute();
   }
@@ -101,21 +88,6 @@ export async function rebuildOrderProjections(db: Db, businessId: string, onProg
     select business_id, ${createdDay}, phase, status, 0, count(*) from orders where business_id = ${businessId} and deleted_at is not null
     group by business_id, ${createdDay}, phase, status`.execute(db);
 
-  let after = '';
-  let indexed = 0;
-  for (;;) {
-    const orders = await db.selectFrom('orders').select(['id', 'properties'])
-      .where('business_id', '=', businessId).where('id', '>', after).where(whereLive())
-      .orderBy('id').limit(BATCH).execute();
-    if (orders.length === 0) break;
-    const rows: unknown[][] = [];
-    for (const o of orders) if (o.properties !== null) for (const p of propertyPaths(o.properties)) rows.push([o.id, p.path, p.value]);
-    await insertRows(db, 'order_properties', ['order_id', 'path', 'value'], rows, { business_id: businessId });
-    after = orders[orders.length - 1].id;
-    indexed += orders.length;
-    onProgress?.(indexed);
-  }
-  await sql`insert into order_property_counts (business_id, path, phase, status, shard, n)
-    select p.business_id, p.path, o.phase, o.status, 0, count(*) from order_properties p join orders o on o.id = p.order_id
-    where p.business_id = ${businessId} group by p.business_id, p.path, o.phase, o.status`.execute(db);
+  await rebuildSideTable(db, 'live', businessId, onProgress);
+  await rebuildSideTable(db, 'deleted', businessId);
 }

@@ -17,7 +17,7 @@ export interface OrderCountTable {
   n: ColumnType<number | string | bigint, number, number>;
 }
 
-/** One row per property path of a live order (src/orders/properties-index.ts). */
+/** One row per property path of a live order (src/orders/projections/properties.ts); the same for soft-deleted ones in `order_deleted_properties`. */
 export interface OrderPropertyTable {
   business_id: string;
   order_id: string;
@@ -25,7 +25,7 @@ export interface OrderPropertyTable {
   value: string | null;
 }
 
-/** Live orders per business, property path, phase and status. */
+/** Live orders per business, property path, phase and status; soft-deleted ones in `order_deleted_property_counts`. */
 export interface OrderPropertyCountTable {
   business_id: string;
   path: string;
