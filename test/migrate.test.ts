@@ -177,11 +177,13 @@ for (const backend of backends) {
             counts: (await db.selectFrom('order_deleted_counts').select(['day', 'phase', 'status', 'n']).orderBy('phase').execute())
               .map((r) => [r.day, r.phase, r.status, Number(r.n)]),
             rows: await db.selectFrom('order_deleted_properties').select(['order_id', 'path', 'value']).orderBy('order_id').orderBy('path').execute(),
+            days: (await db.selectFrom('order_deleted_change_counts').select(['day', 'n']).execute()).map((r) => [r.day, Number(r.n)]),
             paths: (await db.selectFrom('order_deleted_property_counts').select(['path', 'phase', 'n']).orderBy('path').orderBy('phase').execute())
               .map((r) => [r.path, r.phase, Number(r.n)]),
           });
           const migrated = await read();
           assert.deepEqual(migrated.counts, [['2025-01-01', 'ACTIVE', 'ACCEPTED', 1], ['2025-01-01', 'DELETED', 'ACCEPTED', 1]]);
+          assert.deepEqual(migrated.days, [['2025-01-01', 2]]);
           assert.deepEqual(migrated.rows.map((r) => [r.order_id, r.path, r.value]),
             [['ord_3', 'erp', null], ['ord_3', 'erp.no', 'n:3e0'], ['ord_3', 'tags', null], ['ord_4', 'x', 'b:true']]);
           await rebuildOrderProjections(handle.db, 'bus_1');

@@ -84,7 +84,7 @@ describeEachBackend('GET /api/v1/orders: every combination of filters against br
     assert.deepEqual([...totals].sort(), ['count', 'countByCreatedDay', 'countByProperty', 'countChangedSince', 'countChangedSplit', 'countFromSideTable', 'countOrders']);
     assert.deepEqual([...pages].sort(), ['pageByCreatedDay', 'pageChangedSince', 'pageFromSideTable', 'sorted']);
     assert.deepEqual([...withDeleted].sort(), [
-      'count', 'countByCreatedDay', 'countByProperty', 'countChangedSplit', 'countFromSideTable', 'countOrders',
+      'count', 'countByCreatedDay', 'countByProperty', 'countChangedSince', 'countChangedSplit', 'countFromSideTable', 'countOrders',
       'pageByCreatedDay', 'pageChangedSince', 'pageFromSideTable', 'sorted',
     ]);
   });
@@ -152,6 +152,7 @@ describe('order list plan', () => {
     assert.equal(chooseTotal(only('includeDeleted')), 'countOrders');
     assert.equal(chooseTotal(only('phase', 'status', 'includeDeleted')), 'countOrders');
     assert.equal(chooseTotal(only('createdSince', 'includeDeleted')), 'countByCreatedDay');
+    assert.equal(chooseTotal(only('changedSince', 'includeDeleted')), 'countChangedSince');
     assert.equal(choosePage(only('includeDeleted'), 0), 'pageByCreatedDay');
     assert.equal(choosePage(only('phase', 'includeDeleted'), 0), 'pageByCreatedDay');
     assert.equal(choosePage(only('status', 'createdSince', 'includeDeleted'), 0), 'pageByCreatedDay');

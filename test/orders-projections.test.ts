@@ -12,6 +12,8 @@ async function projections(db: Kysely<Database>, businessId: string) {
     .where('business_id', '=', businessId).groupBy(['phase', 'status']).orderBy('phase').orderBy('status').execute();
   const days = await db.selectFrom('order_change_counts').select(['day', sql<string>`sum(n)`.as('n')])
     .where('business_id', '=', businessId).groupBy('day').orderBy('day').execute();
+  const deletedDays = await db.selectFrom('order_deleted_change_counts').select(['day', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId).groupBy('day').orderBy('day').execute();
   const created = await db.selectFrom('order_created_counts').select(['day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
     .where('business_id', '=', businessId).groupBy(['day', 'phase', 'status']).orderBy('day').orderBy('phase').orderBy('status').execute();
   const deleted = await db.selectFrom('order_deleted_counts').select(['day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
@@ -28,7 +30,7 @@ async function projections(db: Kysely<Database>, businessId: string) {
   const nonZero = <T extends { n: string }>(list: T[]) => list.filter((r) => Number(r.n) !== 0).map((r) => ({ ...r, n: Number(r.n) }));
   return {
     counts: nonZero(counts), days: nonZero(days), created: nonZero(created), deleted: nonZero(deleted), paths: nonZero(paths), rows,
-    deletedPaths: nonZero(deletedPaths), deletedRows,
+    deletedPaths: nonZero(deletedPaths), deletedRows, deletedDays: nonZero(deletedDays),
   };
 }
 
@@ -86,6 +88,7 @@ describeEachBackend('order projections', (ctx) => {
     // Two soft-deleted orders, each on its created day with phase DELETED; the live order PATCHed to DELETED is counted live.
     assert.deepEqual(maintained.deleted.map((r) => [r.phase, r.n]), maintained.deleted.length === 1 ? [['DELETED', 2]] : [['DELETED', 1], ['DELETED', 1]]);
     assert.ok(maintained.created.some((r) => r.phase === 'DELETED' && r.n === 1));
+    assert.equal(maintained.deletedDays.reduce((sum, r) => sum + r.n, 0), 2, 'deleted orders per day of their soft delete');
     assert.ok(maintained.counts.some((r) => r.phase === 'DELETED' && r.n === 1));
   });
 });

@@ -33,6 +33,7 @@ export interface Database {
   business_counters: BusinessCounterTable;
   order_counts: OrderCountTable;
   order_change_counts: OrderChangeCountTable;
+  order_deleted_change_counts: OrderChangeCountTable;
   order_created_counts: OrderCreatedCountTable;
   order_deleted_counts: OrderCreatedCountTable;
   order_properties: OrderPropertyTable;

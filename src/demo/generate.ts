@@ -62,7 +62,7 @@ export async function generateDemo(db: Kysely<Database>, options: DemoOptions): 
 /** The tables generation fills, and the ones the catalogue and buyers went into. */
 const LOADED_TABLES = [
   'orders', 'order_items', 'order_properties', 'order_counts', 'order_property_counts', 'order_change_counts', 'order_created_counts', 'order_deleted_counts',
-  'order_deleted_properties', 'order_deleted_property_counts', 'business_counters',
+  'order_deleted_properties', 'order_deleted_property_counts', 'order_deleted_change_counts', 'business_counters',
   'items', 'item_variants', 'item_lists', 'item_list_entries', 'phantoms', 'partnerships',
 ];
 

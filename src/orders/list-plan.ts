@@ -72,13 +72,13 @@ export const listTuning = { shallowRows: 2_000, fewCandidates: 5_000 };
 
 /** In the order of the conditions in the SQL. */
 export const ORDER_FILTERS = {
-  // Deleted orders are counted and indexed beside the live ones (order_deleted_counts, order_deleted_properties).
+  // Deleted orders are counted and indexed beside the live ones (the order_deleted_* tables).
   includeDeleted: {
     keys: ['includeDeleted'],
     active: ({ options }) => options.includeDeleted,
     where: (query) => query,
     otherwise: (query) => query.where(whereLive()),
-    totals: ['countOrders', 'countByProperty', 'countByCreatedDay', 'countFromSideTable', ANY],
+    totals: ['countOrders', 'countByProperty', 'countChangedSince', 'countByCreatedDay', 'countFromSideTable', ANY],
     pages: ['pageByCreatedDay', 'pageFromSideTable', ...ANY_PAGE],
   },
   createdSince: {

@@ -69,7 +69,7 @@ const TOTALS: Record<TotalStrategy | 'count', (plan: Planned) => Promise<number>
   // Of the list's phase and status; the candidates when no phase or status narrows them.
   countByProperty: ({ db, businessId, options, candidates }) => (candidates !== undefined && !options.phase && !options.status
     ? Promise.resolve(candidates) : countByProperty(db, businessId, options.property!, options)),
-  countChangedSince: ({ db, businessId, options }) => countChangedSince(db, businessId, changedSinceOf(options)!),
+  countChangedSince: ({ db, businessId, options }) => countChangedSince(db, businessId, changedSinceOf(options)!, options.includeDeleted),
   countByCreatedDay: async (plan) => (await listDays(plan, 'desc')).reduce((sum, d) => sum + d.n, 0),
   countFromSideTable: (plan) => countOf(fromSideTable(plan)),
   countChangedSplit: async (plan) => {

@@ -20,7 +20,7 @@ export function netChanges<T extends { delta: number }>(changes: T[], keyOf: (ch
 
 /** The maintained count tables: rows of (business_id, key columns, shard, n). */
 type CountTable = 'order_counts' | 'order_change_counts' | 'order_created_counts' | 'order_deleted_counts' | 'order_property_counts'
-  | 'order_deleted_property_counts';
+  | 'order_deleted_property_counts' | 'order_deleted_change_counts';
 
 /**
  * Applies changes to a maintained count table, in the caller's transaction, on one shard of it.
@@ -35,7 +35,7 @@ export async function bumpCounts<C extends { delta: number }>(
   const shard = countShard(db);
   for (const c of netChanges(changes, (c) => keys.map((k) => String(c[k])).join('\u0000'))) {
     const row = { business_id: businessId, ...Object.fromEntries(keys.map((k) => [k, c[k]])), shard, n: c.delta };
-    // The table is one of six of the same shape; the builder cannot type a column list chosen at run time.
+    // The table is one of seven of the same shape; the builder cannot type a column list chosen at run time.
     await db.insertInto(table).values(row as never)
       .onConflict((oc) => oc.columns(['business_id', ...keys, 'shard'] as never).doUpdateSet({ n: sql<number>`${sql.ref(`${table}.n`)} + excluded.n` } as never))
       .execute();

@@ -3,7 +3,7 @@ import { utcDay } from '../../db/dialect.ts';
 import type { Db } from '../../db/types.ts';
 import type { OrderRow } from '../mapper.ts';
 import { bumpOrderCounts, type CountChange } from './counts.ts';
-import { bumpChangeCounts, changeDay } from './change-counts.ts';
+import { bumpChangeCounts, bumpDeletedChangeCounts, changeDay } from './change-counts.ts';
 import { bumpCreatedCounts, bumpDeletedCounts, type CreatedCountChange } from './created-counts.ts';
 import { applyPropertyChange, rebuildSideTable } from './properties.ts';
 import { whereLive } from '../../db/live.ts';
@@ -14,7 +14,8 @@ import { whereLive } from '../../db/live.ts';
  * directly (the demo generator, `cli rebuild-projections`) call `rebuildOrderProjections`.
  *
  * - `order_counts`: live orders per (phase, status), the total of an unfiltered or phase/status list;
- * - `order_change_counts`: live orders per UTC day of updatedAt, the total of a changed-since list;
+ * - `order_change_counts`: live orders per UTC day of updatedAt, the total of a changed-since list
+ *   (`order_deleted_change_counts`: soft-deleted ones);
  * - `order_created_counts`: live orders per UTC day of createdAt, phase and status, which deep pages skip by;
  * - `order_deleted_counts`: the same for soft-deleted orders, which lists with includeDeleted add;
  * - `order_properties` and `order_property_counts`: the flattened properties of live orders and the
@@ -39,8 +40,15 @@ export async function applyOrderChange(db: Db, before: ProjectedOrder | null, af
   const days: Array<{ day: string; delta: number }> = [];
   const created: CreatedCountChange[] = [];
   const deleted: CreatedCountChange[] = [];
-  if (isDeleted(before)) deleted.push({ day: changeDay(before.created_at), phase: before.phase, status: before.status, delta: -1 });
-  if (isDeleted(after)) deleted.push({ day: changeDay(after.created_at), phase: after.phase, status: after.status, delta: 1 });
+  const deletedDays: Array<{ day: string; delta: number }> = [];
+  if (isDeleted(before)) {
+    deleted.push({ day: changeDay(before.created_at), phase: before.phase, status: before.status, delta: -1 });
+    deletedDays.push({ day: changeDay(before.updated_at), delta: -1 });
+  }
+  if (isDeleted(after)) {
+    deleted.push({ day: changeDay(after.created_at), phase: after.phase, status: after.status, delta: 1 });
+    deletedDays.push({ day: changeDay(after.updated_at), delta: 1 });
+  }
   if (isLive(before)) {
     counts.push({ phase: before.phase, status: before.status, delta: -1 });
     days.push({ day: changeDay(before.updated_at), delta: -1 });
@@ -59,6 +67,7 @@ export async function applyOrderChange(db: Db, before: ProjectedOrder | null, af
   await bumpChangeCounts(db, businessId, days);
   await bumpCreatedCounts(db, businessId, created);
   await bumpDeletedCounts(db, businessId, deleted);
+  await bumpDeletedChangeCounts(db, businessId, deletedDays);
 }
 
 /**
@@ -67,7 +76,7 @@ export async function applyOrderChange(db: Db, before: ProjectedOrder | null, af
  */
 export async function rebuildOrderProjections(db: Db, businessId: string, onProgress?: (ordersIndexed: number) => void): Promise<void> {
   const tables = [
-    'order_counts', 'order_change_counts', 'order_created_counts', 'order_deleted_counts',
+    'order_counts', 'order_change_counts', 'order_created_counts', 'order_deleted_counts', 'order_deleted_change_counts',
     'order_property_counts', 'order_properties', 'order_deleted_property_counts', 'order_deleted_properties',
   ] as const;
   for (const table of tables) {
@@ -79,6 +88,9 @@ export async function rebuildOrderProjections(db: Db, businessId: string, onProg
   const day = utcDay(db, sql.ref('updated_at'));
   await sql`insert into order_change_counts (business_id, day, shard, n)
     select business_id, ${day}, 0, count(*) from orders where business_id = ${businessId} and ${whereLive()}
+    group by business_id, ${day}`.execute(db);
+  await sql`insert into order_deleted_change_counts (business_id, day, shard, n)
+    select business_id, ${day}, 0, count(*) from orders where business_id = ${businessId} and deleted_at is not null
     group by business_id, ${day}`.execute(db);
   const createdDay = utcDay(db, sql.ref('created_at'));
   await sql`insert into order_created_counts (business_id, day, phase, status, shard, n)
