@@ -18,6 +18,7 @@ import { propertyCountsByStatus } from './migrations/0017-property-counts-by-sta
 import { orderPhaseStatusIndexes } from './migrations/0018-order-phase-status-indexes.ts';
 import { deletedOrders } from './migrations/0019-deleted-orders.ts';
 import { appendEventsFunction } from './migrations/0020-append-events.ts';
+import { dropEventsOccurredIndex } from './migrations/0021-drop-events-occurred-index.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -41,6 +42,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0018-order-phase-status-indexes': orderPhaseStatusIndexes(dialect),
     '0019-deleted-orders': deletedOrders(dialect),
     '0020-append-events': appendEventsFunction(dialect),
+    '0021-drop-events-occurred-index': dropEventsOccurredIndex,
   };
 }
 

@@ -5,6 +5,7 @@ import type { Db } from '../db/types.ts';
 import { newId } from '../lib/ids.ts';
 import { diffResource, type Changes } from './changes.ts';
 import { encodeData } from './codec.ts';
+import { toIso } from '../lib/time.ts';
 
 export type ResourceType = 'order' | 'item' | 'buyer' | 'price_list' | 'invoice' | 'api_key' | 'webhook_endpoint' | 'user';
 
@@ -99,17 +100,28 @@ export async function lastSequence(db: Db, businessId: string): Promise<number> 
 const PURGE_BATCH = 5_000;
 
 /**
- * Deletes events that occurred before `before`, 5,000 per statement, so that no statement holds
- * locks or grows the log for long; between batches the event loop gets a turn. Returns how many.
+ * Deletes each business's oldest events, up to its first event that occurred at or after `before`,
+ * at most `batch` per statement, by key: a business keeps one unbroken run of sequences, oldest to
+ * latest, so the feed never has a hole inside what it keeps. (Sequences follow commits, and the
+ * time an event carries is its write's start, so times are not strictly in sequence order; the
+ * demo's events carry their records' own times. An old event behind a newer one stays until the
+ * newer one goes.) Between statements the event loop gets a turn. Returns how many.
  */
 export async function purgeEventsBefore(db: Db, before: string, batch = PURGE_BATCH): Promise<number> {
+  const businesses = await db.selectFrom('business_counters').select('business_id').where('name', '=', 'event').execute();
   let total = 0;
-  for (;;) {
-    const result = await sql`delete from events where id in (
-      select id from events where occurred_at < ${before} order by occurred_at limit ${batch})`.execute(db);
-    const deleted = Number(result.numAffectedRows ?? 0);
-    total += deleted;
-    if (deleted < batch) return total;
-    await new Promise((resolve) => setImmediate(resolve));
+  for (const { business_id: businessId } of businesses) {
+    for (;;) {
+      const oldest = await db.selectFrom('events').select(['sequence', 'occurred_at']).where('business_id', '=', businessId)
+        .orderBy('sequence').limit(batch).execute();
+      const expired = oldest.findIndex((e) => toIso(e.occurred_at) >= before);
+      const count = expired === -1 ? oldest.length : expired;
+      if (count === 0) break;
+      await db.deleteFrom('events').where('business_id', '=', businessId).where('sequence', '<=', oldest[count - 1].sequence).execute();
+      total += count;
+      await new Promise((resolve) => setImmediate(resolve));
+      if (count < batch) break;
+    }
   }
+  return total;
 }
