@@ -172,7 +172,7 @@ for (const backend of backends) {
             order('ord_3', 'DELETED', now, { erp: { no: 3.0 }, tags: ['a'] }), order('ord_4', 'ACTIVE', now, { x: true }),
           ]).execute();
 
-          assert.deepEqual(await migrateToLatest(handle.db, handle.dialect), ['0019-deleted-orders']);
+          assert.deepEqual(await migrateToLatest(handle.db, handle.dialect, '0019-deleted-orders'), ['0019-deleted-orders']);
           const read = async () => ({
             counts: (await db.selectFrom('order_deleted_counts').select(['day', 'phase', 'status', 'n']).orderBy('phase').execute())
               .map((r) => [r.day, r.phase, r.status, Number(r.n)]),
