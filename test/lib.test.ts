@@ -141,3 +141,20 @@ describe('loadConfig', () => {
     }
   });
 });
+
+describe('jsonEqual (the event diff)', () => {
+  it('answers as isDeepStrictEqual does for any JSON value (property)', async () => {
+    const { isDeepStrictEqual } = await import('node:util');
+    const { jsonEqual } = await import('../src/events/changes.ts');
+    // -0 is left out: JSON writes it as 0, so the diff counts it equal where isDeepStrictEqual does not.
+    const value = fc.jsonValue().map((v) => JSON.parse(JSON.stringify(v)) as unknown);
+    fc.assert(fc.property(value, value, (a, b) => jsonEqual(a, b) === isDeepStrictEqual(a, b)));
+    // Equal values reached by different routes: key order, copies.
+    fc.assert(fc.property(value, (a) => jsonEqual(a, JSON.parse(JSON.stringify(a)))));
+    assert.equal(jsonEqual({ a: 1, b: [1, { c: null }] }, { b: [1, { c: null }], a: 1 }), true);
+    assert.equal(jsonEqual({ a: null }, {}), false);
+    assert.equal(jsonEqual([], {}), false);
+    assert.equal(jsonEqual({ 0: 'x' }, ['x']), false);
+    assert.equal(jsonEqual('1', 1), false);
+  });
+});

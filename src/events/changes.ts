@@ -1,4 +1,3 @@
-import { isDeepStrictEqual } from 'node:util';
 
 /** A field or property path that changed. */
 export interface FieldChange {
@@ -17,6 +16,27 @@ export type Changes = Record<string, FieldChange | ChildChanges>;
 
 /** Fields every change moves; the event's resourceVersion and occurredAt already say so. */
 const IMPLIED = new Set(['updatedAt', 'version']);
+
+/**
+ * Whether two JSON values (what a GET shows: plain objects, arrays, strings, numbers, booleans,
+ * null) are equal. `isDeepStrictEqual` answers for any JS value and cost most of an order diff.
+ */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  const keys = Object.keys(x);
+  if (keys.length !== Object.keys(y).length) return false;
+  for (const key of keys) if (!Object.hasOwn(y, key) || !jsonEqual(x[key], y[key])) return false;
+  return true;
+}
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -41,7 +61,7 @@ function propertyChanges(field: string, before: unknown, after: unknown, changes
     const a = from.has(path) ? from.get(path) : undefined;
     const b = to.has(path) ? to.get(path) : undefined;
     // A path that appears or goes shows `undefined` as absent, which JSON writes as a missing key.
-    if (!isDeepStrictEqual(a, b)) changes[path] = { from: a ?? null, to: b ?? null };
+    if (!jsonEqual(a, b)) changes[path] = { from: a ?? null, to: b ?? null };
   }
 }
 
@@ -72,7 +92,7 @@ export function diffResource(before: object, after: object): Changes {
   const a = before as Record<string, unknown>;
   const b = after as Record<string, unknown>;
   for (const field of new Set([...Object.keys(a), ...Object.keys(b)])) {
-    if (IMPLIED.has(field) || isDeepStrictEqual(a[field], b[field])) continue;
+    if (IMPLIED.has(field) || jsonEqual(a[field], b[field])) continue;
     if ((isRecord(a[field]) || a[field] === null) && (isRecord(b[field]) || b[field] === null) && (isRecord(a[field]) || isRecord(b[field]))) {
       propertyChanges(field, a[field], b[field], changes);
     } else if (isChildList(a[field]) && isChildList(b[field])) {
