@@ -111,17 +111,25 @@ export async function purgeEventsBefore(db: Db, before: string, batch = PURGE_BA
   const businesses = await db.selectFrom('business_counters').select('business_id').where('name', '=', 'event').execute();
   let total = 0;
   for (const { business_id: businessId } of businesses) {
+    // Most businesses have nothing to purge in a given hour: their oldest event says so.
+    if ((await expiredPrefix(db, businessId, before, 1)).count === 0) continue;
     for (;;) {
-      const oldest = await db.selectFrom('events').select(['sequence', 'occurred_at']).where('business_id', '=', businessId)
-        .orderBy('sequence').limit(batch).execute();
-      const expired = oldest.findIndex((e) => toIso(e.occurred_at) >= before);
-      const count = expired === -1 ? oldest.length : expired;
+      const { count, last } = await expiredPrefix(db, businessId, before, batch);
       if (count === 0) break;
-      await db.deleteFrom('events').where('business_id', '=', businessId).where('sequence', '<=', oldest[count - 1].sequence).execute();
+      await db.deleteFrom('events').where('business_id', '=', businessId).where('sequence', '<=', last).execute();
       total += count;
       await new Promise((resolve) => setImmediate(resolve));
       if (count < batch) break;
     }
   }
   return total;
+}
+
+/** Of the business's oldest `limit` events, how many in a row occurred before `before`, and the last one's sequence. */
+async function expiredPrefix(db: Db, businessId: string, before: string, limit: number): Promise<{ count: number; last: number }> {
+  const oldest = await db.selectFrom('events').select(['sequence', 'occurred_at']).where('business_id', '=', businessId)
+    .orderBy('sequence').limit(limit).execute();
+  const kept = oldest.findIndex((e) => toIso(e.occurred_at) >= before);
+  const count = kept === -1 ? oldest.length : kept;
+  return { count, last: count === 0 ? 0 : Number(oldest[count - 1].sequence) };
 }
