@@ -152,14 +152,6 @@ export function countShard(db: Db): number {
 }
 
 /**
- * Tells the other instances, when the caller's transaction commits, on `channel` (PostgreSQL
- * `pg_notify`, delivered at commit and dropped on rollback). SQLite has no other instances to tell.
- */
-export async function notifyOnCommit(db: Db, channel: string, payload: string): Promise<void> {
-  if (dialectOf(db) === 'postgres') await sql`select pg_notify(${channel}, ${payload})`.execute(db);
-}
-
-/**
  * Whether the database runs functions of ours, made by the migrations (PostgreSQL's plpgsql): a
  * few statements in one round trip where a lock is held across them. SQLite has none.
  */

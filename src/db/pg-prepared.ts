@@ -26,7 +26,7 @@ export function preparingPool(pool: pg.Pool): { connect(): Promise<pg.PoolClient
   const names = new Map<string, string>();
   let next = 0;
   const nameOf = (text: string, values: unknown[] | undefined): string | undefined => {
-    // Without parameters a text goes as it is (the simple protocol), which lets it hold several statements (commitWith).
+    // Without parameters a text goes as it is (the simple protocol), which lets it hold several statements (pg-call.ts callAndCommit).
     const count = values?.length ?? 0;
     if (count === 0 || count > MAX_PARAMETERS || !PREPARABLE.test(text)) return undefined;
     let name = names.get(text);
@@ -46,7 +46,7 @@ export function preparingPool(pool: pg.Pool): { connect(): Promise<pg.PoolClient
     };
     (client as unknown as { query: Query }).query = async (text, values) => {
       if (typeof text !== 'string') return query(text, values);
-      // The transaction's last statement committed it already (commitWith): Kysely's COMMIT has nothing left to do.
+      // The transaction's last statement committed it already (pg-call.ts callAndCommit): Kysely's COMMIT has nothing left to do.
       if (text === 'commit' && client.getTransactionStatus() === 'I') return NOTHING_COMMITTED;
       try {
         return await run(text, values);

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { hasServerFunctions, notifyOnCommit } from '../db/dialect.ts';
+import { hasServerFunctions } from '../db/dialect.ts';
 import { callAndCommit } from '../db/pg-call.ts';
 import type { Db } from '../db/types.ts';
 import { newId } from '../lib/ids.ts';
@@ -55,10 +55,11 @@ async function takeSequences(db: Db, businessId: string, count: number): Promise
 }
 
 /**
- * Appends a write's events with its context, as the last statement of its transaction, and tells
- * the other instances on `channel` when it commits. On PostgreSQL it commits too: one call of
- * `append_events` (migration 0020) and COMMIT in one round trip, so the business's event counter
- * is locked only while the database works, never while a reply waits for this process.
+ * Appends a write's events with its context, as the last statement of its transaction. On
+ * PostgreSQL it commits too: one call of `append_events` (migration 0020), which also tells the
+ * other instances on `channel` (`pg_notify`, delivered at commit), and COMMIT in one round trip, so
+ * the business's event counter is locked only while the database works, never while a reply waits
+ * for this process. SQLite has no other instances to tell.
  */
 export async function appendEvents(db: Db, meta: EventMeta, events: NewEvent[], channel: string): Promise<void> {
   if (events.length === 0) return;
@@ -83,7 +84,6 @@ export async function appendEvents(db: Db, meta: EventMeta, events: NewEvent[], 
           order by sequence desc limit 1), 0) + 1,
         ${meta.now}, ${actor}, ${meta.requestId}, ${meta.idempotencyKey}, ${data[i]})`.execute(db);
   }
-  await notifyOnCommit(db, channel, meta.businessId);
 }
 
 /**
