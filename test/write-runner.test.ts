@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
-import { it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import { createApp } from '../src/app.ts';
+import { deferToCommit } from '../src/db/deferred.ts';
+import { isUniqueViolation } from '../src/db/dialect.ts';
 import { ApiError } from '../src/lib/errors.ts';
 import { createWriteRunner, SYSTEM, type WriteContext } from '../src/write/runner.ts';
-import { describeEachBackend } from './helpers/context.ts';
+import { backends, createTestContext, describeEachBackend, type TestContext } from './helpers/context.ts';
 import { createFixture, createOrder } from './helpers/orders.ts';
 
 const CLOCK = Date.parse('2031-05-06T07:08:09.010Z');
@@ -63,6 +66,49 @@ describeEachBackend('the write runner', (ctx) => {
     assert.equal(Number((await counter())?.value), 2);
   });
 
+  it('sends deferred statements with its commit, in order, after the work: a failing one rolls back the whole write and its events', async () => {
+    const t = await ctx().createTenant();
+    const runner = createWriteRunner(ctx().db);
+    const scope = { businessId: t.businessId, actor: SYSTEM };
+    const counter = (name: string) => ctx().db.selectFrom('business_counters').select('value')
+      .where('business_id', '=', t.businessId).where('name', '=', name).executeTakeFirst();
+    const insert = (c: WriteContext, name: string, value: number) => c.trx.insertInto('business_counters').values({ business_id: c.businessId, name, value });
+    const events = async () => (await ctx().request('GET', '/api/v1/events?limit=1000', { as: t })).body.items.length as number;
+    const eventsBefore = await events();
+
+    const seenInWork = await runner.run(scope, async (c) => {
+      await deferToCommit(c.trx, insert(c, 'deferred-a', 1));
+      await deferToCommit(c.trx, c.trx.updateTable('business_counters').set({ value: 2 })
+        .where('business_id', '=', c.businessId).where('name', '=', 'deferred-a'));
+      c.emit({ type: 'item.updated', resourceType: 'item', resourceId: 'itm_deferred', object: { id: 'itm_deferred' } });
+      // Not yet run while the work goes on.
+      return (await c.trx.selectFrom('business_counters').select('value').where('business_id', '=', c.businessId).where('name', '=', 'deferred-a').executeTakeFirst());
+    });
+    assert.equal(seenInWork, undefined);
+    assert.equal(Number((await counter('deferred-a'))?.value), 2, 'both ran, the update after the insert');
+    assert.equal(await events(), eventsBefore + 1);
+
+    // The second deferred insert repeats a primary key: the write, its first insert and its event are all undone.
+    await assert.rejects(runner.run(scope, async (c) => {
+      await insert(c, 'direct-b', 1).execute();
+      await deferToCommit(c.trx, insert(c, 'deferred-c', 1));
+      await deferToCommit(c.trx, insert(c, 'deferred-a', 1));
+      c.emit({ type: 'item.updated', resourceType: 'item', resourceId: 'itm_deferred', object: { id: 'itm_deferred' } });
+    }), (e: unknown) => isUniqueViolation(e));
+    assert.equal(await counter('direct-b'), undefined);
+    assert.equal(await counter('deferred-c'), undefined);
+    assert.equal(await events(), eventsBefore + 1);
+    // And the same without events, which sends them on their own.
+    await assert.rejects(runner.run(scope, async (c) => {
+      await insert(c, 'direct-b', 1).execute();
+      await deferToCommit(c.trx, insert(c, 'deferred-a', 1));
+    }), (e: unknown) => isUniqueViolation(e));
+    assert.equal(await counter('direct-b'), undefined);
+    // Outside a write, a deferred statement runs at once.
+    await deferToCommit(ctx().db, insert({ trx: ctx().db, businessId: t.businessId } as unknown as WriteContext, 'outside', 3));
+    assert.equal(Number((await counter('outside'))?.value), 3);
+  });
+
   it('replays the first response under an Idempotency-Key and refuses the key with another request', async () => {
     const t = await ctx().createTenant();
     const runner = createWriteRunner(ctx().db);
@@ -103,3 +149,62 @@ describeEachBackend('the write runner', (ctx) => {
     assert.notEqual(deleted.resource.deletedAt, null);
   });
 });
+
+// SQLite has one writer at a time, and no row locks to hold.
+if (backends.includes('postgres')) {
+  describe('[postgres] the write runner and row locks', () => {
+    let context: TestContext | undefined;
+    before(async () => { context = await createTestContext('postgres'); });
+    after(async () => { await context?.close(); });
+    const ctx = () => context!;
+
+    it('an order write holds no lock on the shared count rows until its commit', async () => {
+      const t = await ctx().createTenant();
+      const f = await createFixture(ctx(), t);
+      const order = await createOrder(ctx(), t, f, { properties: { erp: { no: 1 } } });
+      const day = order.createdAt.slice(0, 10);
+      // Every shard's row of the counts a create and a PATCH add to exists, so whichever shard the write picks, it would lock a row.
+      const shards = Array.from({ length: 16 }, (_, shard) => shard);
+      const rows = { business_id: t.businessId, n: 0 };
+      const add = async (table: string, keys: Record<string, string>) => {
+        for (const shard of shards) {
+          await sql`insert into ${sql.table(table)} (${sql.join(Object.keys({ ...rows, ...keys, shard }).map((k) => sql.ref(k)))})
+            values (${sql.join(Object.values({ ...rows, ...keys, shard }))}) on conflict do nothing`.execute(ctx().db);
+        }
+      };
+      await add('order_counts', { phase: 'PENDING', status: 'UNASSIGNED' });
+      await add('order_counts', { phase: 'ACTIVE', status: 'UNASSIGNED' });
+      await add('order_change_counts', { day });
+      await add('order_created_counts', { day, phase: 'PENDING', status: 'UNASSIGNED' });
+      await add('order_created_counts', { day, phase: 'ACTIVE', status: 'UNASSIGNED' });
+      await add('order_property_counts', { path: 'erp.no', phase: 'PENDING', status: 'UNASSIGNED' });
+      await add('order_property_counts', { path: 'erp.no', phase: 'ACTIVE', status: 'UNASSIGNED' });
+      const tables = ['order_counts', 'order_change_counts', 'order_created_counts', 'order_property_counts'];
+      const locked: string[] = [];
+      const runner = createWriteRunner(ctx().db);
+      const probing = {
+        run: <T>(scope: Parameters<typeof runner.run>[0], work: (c: WriteContext) => Promise<T>) => runner.run(scope, async (c) => {
+          const result = await work(c);
+          // From another connection, while the write's transaction is open after its work.
+          for (const table of tables) {
+            await sql`select 1 from ${sql.table(table)} where business_id = ${t.businessId} for update nowait`.execute(ctx().db)
+              .catch((e: { code?: string }) => { if (e.code === '55P03') locked.push(table); else throw e; });
+          }
+          return result;
+        }),
+        runIdempotent: runner.runIdempotent,
+      };
+      const app = await createApp({ db: ctx().db, config: ctx().config, rateLimiter: null, writes: probing });
+      try {
+        const created = await app.inject({ method: 'POST', url: `/api/v1/buyers/${f.buyerId}/orders`, headers: t.headers,
+          payload: { expectedDeliveryAt: '2030-01-01T00:00:00.000Z', properties: { erp: { no: 2 } }, orderItems: [{ itemVariantId: f.variantIds[0], quantity: 1 }] } });
+        assert.equal(created.statusCode, 201, created.body);
+        const patched = await app.inject({ method: 'PATCH', url: `/api/v1/orders/${order.id}`, headers: t.headers, payload: { order: { phase: 'ACTIVE' } } });
+        assert.equal(patched.statusCode, 200, patched.body);
+      } finally {
+        await app.close();
+      }
+      assert.deepEqual(locked, []);
+    });
+  });
+}

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { sql } from 'kysely';
+import { sql, type CompiledQuery } from 'kysely';
 import type { Db } from './types.ts';
 
 /** A value written into PostgreSQL SQL text: text (escaped by node-postgres), numbers, null, Buffers as bytea, arrays of these. */
@@ -13,14 +13,30 @@ function pgLiteral(value: unknown): string {
 }
 
 /**
- * PostgreSQL: calls the function `name` (one of the migrations') with `args` and commits, in one
- * round trip: the arguments are written into the text, so that it goes by the simple protocol,
- * which takes two statements at once. What the function locks is then held until its commit with
- * no wait for this process between them (under load, a wait of milliseconds for the event loop to
- * read the answer and send COMMIT). Kysely's own COMMIT after it is not sent (pg-prepared.ts).
- * It must be the transaction's last statement.
+ * A compiled statement as text with its parameters written in. Only for statements the query
+ * builder made from our own code: their text holds no literals, so every `$n` is a placeholder.
  */
-export async function callAndCommit(db: Db, name: string, args: unknown[]): Promise<void> {
+export function inlineParameters(query: CompiledQuery): string {
+  if (query.sql.includes("'") || query.sql.includes(';')) throw new Error('inlineParameters takes builder-made statements without literals');
+  return query.sql.replace(/\$(\d+)/g, (_, n: string) => {
+    const index = Number(n) - 1;
+    if (index >= query.parameters.length) throw new Error(`no parameter $${n}`);
+    return pgLiteral(query.parameters[index]);
+  });
+}
+
+/**
+ * PostgreSQL: runs `before` (statements whose answer nobody needs, src/db/deferred.ts), calls the
+ * function `name` (one of the migrations') with `args` and commits, in one round trip: the
+ * arguments are written into the text, so that it goes by the simple protocol, which takes several
+ * statements at once (in the open transaction; the first that fails ends the message, and the
+ * transaction is rolled back). What they lock is then held until the commit with no wait for this
+ * process between them (under load, a wait of milliseconds for the event loop to read each answer
+ * and send the next). Kysely's own COMMIT after it is not sent (pg-prepared.ts). It must be the
+ * transaction's last statement.
+ */
+export async function callAndCommit(db: Db, name: string, args: unknown[], before: CompiledQuery[] = []): Promise<void> {
   if (!/^[a-z_]+$/.test(name)) throw new Error('callAndCommit takes a function name of ours');
-  await sql.raw(`select ${name}(${args.map(pgLiteral).join(', ')}); commit`).execute(db);
+  const statements = [...before.map(inlineParameters), `select ${name}(${args.map(pgLiteral).join(', ')})`, 'commit'];
+  await sql.raw(statements.join('; ')).execute(db);
 }

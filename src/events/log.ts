@@ -1,4 +1,5 @@
-import { sql } from 'kysely';
+import { sql, type CompiledQuery } from 'kysely';
+import { runDeferred } from '../db/deferred.ts';
 import { hasServerFunctions } from '../db/dialect.ts';
 import { callAndCommit } from '../db/pg-call.ts';
 import type { Db } from '../db/types.ts';
@@ -55,22 +56,24 @@ async function takeSequences(db: Db, businessId: string, count: number): Promise
 }
 
 /**
- * Appends a write's events with its context, as the last statement of its transaction. On
- * PostgreSQL it commits too: one call of `append_events` (migration 0020), which also tells the
- * other instances on `channel` (`pg_notify`, delivered at commit), and COMMIT in one round trip, so
- * the business's event counter is locked only while the database works, never while a reply waits
- * for this process. SQLite has no other instances to tell.
+ * Appends a write's events with its context, as the last statement of its transaction, after
+ * the write's `deferred` statements (src/db/deferred.ts). On PostgreSQL it commits too: the
+ * deferred statements, one call of `append_events` (migration 0020), which also tells the other
+ * instances on `channel` (`pg_notify`, delivered at commit), and COMMIT in one round trip, so the
+ * business's event counter and count rows are locked only while the database works, never while a
+ * reply waits for this process. SQLite has no other instances to tell.
  */
-export async function appendEvents(db: Db, meta: EventMeta, events: NewEvent[], channel: string): Promise<void> {
-  if (events.length === 0) return;
+export async function appendEvents(db: Db, meta: EventMeta, events: NewEvent[], channel: string, deferred: CompiledQuery[] = []): Promise<void> {
+  if (events.length === 0) return runDeferred(db, deferred);
   const actor = JSON.stringify(meta.actor);
   const data = events.map((e) => encodeData(e.changes === undefined ? { object: e.object } : { object: e.object, changes: e.changes }));
   const ids = events.map(() => newId('evt'));
   if (hasServerFunctions(db)) {
     await callAndCommit(db, 'append_events', [meta.businessId, ids, events.map((e) => e.type), events.map((e) => e.resourceType),
-      events.map((e) => e.resourceId), data, meta.now, actor, meta.requestId, meta.idempotencyKey, channel]);
+      events.map((e) => e.resourceId), data, meta.now, actor, meta.requestId, meta.idempotencyKey, channel], deferred);
     return;
   }
+  await runDeferred(db, deferred);
   const last = await takeSequences(db, meta.businessId, events.length);
   for (const [i, e] of events.entries()) {
     // resourceVersion: one more than the resource's last event, read at the end of its index range

@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
+import { openDeferred, takeDeferred } from '../db/deferred.ts';
 import { isUniqueViolation } from '../db/dialect.ts';
 import type { Database } from '../db/types.ts';
 import { ApiError, errorBody } from '../lib/errors.ts';
@@ -129,17 +130,20 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
   /*
    * The one place a write transaction opens. The write's events are appended after its work, in
    * its transaction: no write without its events, no event without its write. They go last
-   * because taking a sequence number locks the business's event counter until commit.
+   * because taking a sequence number locks the business's event counter until commit; the
+   * statements the write deferred (src/db/deferred.ts: the maintained counts, which every writer
+   * of a business shares) go just before them, for the same reason.
    */
   async function inTransaction<T>(scope: WriteScope, key: string | null, now: Date, work: (ctx: WriteContext) => Promise<T>): Promise<T> {
     const events: NewEvent[] = [];
     const result = await db.transaction().execute(async (trx) => {
+      openDeferred(trx);
       const ctx: WriteContext = {
         trx, businessId: scope.businessId, actor: scope.actor, requestId: scope.requestId ?? null, idempotencyKey: key,
         now: now.toISOString(), emit: (event) => { events.push(event); },
       };
       const outcome = await work(ctx);
-      await appendEvents(trx, ctx, events, EVENTS_CHANNEL);
+      await appendEvents(trx, ctx, events, EVENTS_CHANNEL, takeDeferred(trx));
       return outcome;
     });
     if (events.length > 0) options.onEvents?.(scope.businessId);

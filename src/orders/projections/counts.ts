@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { countShard } from '../../db/dialect.ts';
+import { deferToCommit } from '../../db/deferred.ts';
 import type { Db } from '../../db/types.ts';
 
 export interface CountChange {
@@ -28,6 +29,7 @@ type CountTable = 'order_counts' | 'order_change_counts' | 'order_created_counts
  * increment; rows are touched in key order so that two transactions moving orders in opposite
  * directions take the row locks in the same order and cannot deadlock on PostgreSQL. Changes that
  * cancel out write nothing. `keys` are the table's key columns besides business_id and shard.
+ * In a write, the upserts go with its commit (src/db/deferred.ts): nothing in a write reads the counts.
  */
 export async function bumpCounts<C extends { delta: number }>(
   db: Db, table: CountTable, businessId: string, keys: ReadonlyArray<keyof C & string>, changes: C[],
@@ -36,9 +38,8 @@ export async function bumpCounts<C extends { delta: number }>(
   for (const c of netChanges(changes, (c) => keys.map((k) => String(c[k])).join('\u0000'))) {
     const row = { business_id: businessId, ...Object.fromEntries(keys.map((k) => [k, c[k]])), shard, n: c.delta };
     // The table is one of seven of the same shape; the builder cannot type a column list chosen at run time.
-    await db.insertInto(table).values(row as never)
-      .onConflict((oc) => oc.columns(['business_id', ...keys, 'shard'] as never).doUpdateSet({ n: sql<number>`${sql.ref(`${table}.n`)} + excluded.n` } as never))
-      .execute();
+    await deferToCommit(db, db.insertInto(table).values(row as never)
+      .onConflict((oc) => oc.columns(['business_id', ...keys, 'shard'] as never).doUpdateSet({ n: sql<number>`${sql.ref(`${table}.n`)} + excluded.n` } as never)));
   }
 }
 

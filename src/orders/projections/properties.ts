@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { insertRows } from '../../db/bulk.ts';
+import { deferToCommit } from '../../db/deferred.ts';
 import { PROPERTY_PATH_MAX_SEGMENTS, PROPERTY_SEGMENT } from '../../db/dialect.ts';
 import type { Db } from '../../db/types.ts';
 import { readJson } from '../../lib/json.ts';
@@ -100,7 +101,7 @@ const ROWS_PER_INSERT = 500;
 
 async function insertPathRows(db: Db, table: Rows, rows: Array<{ business_id: string; order_id: string; path: string; value: string | null }>) {
   for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
-    await db.insertInto(table).values(rows.slice(i, i + ROWS_PER_INSERT)).execute();
+    await deferToCommit(db, db.insertInto(table).values(rows.slice(i, i + ROWS_PER_INSERT)));
   }
 }
 
@@ -118,10 +119,10 @@ async function reindexOrderProperties(db: Db, table: Rows, businessId: string, o
     gone.delete(p.path);
     if (!old.has(p.path)) added.push(p);
     else if (old.get(p.path) !== p.value) {
-      await db.updateTable(table).set({ value: p.value }).where('order_id', '=', orderId).where('path', '=', p.path).execute();
+      await deferToCommit(db, db.updateTable(table).set({ value: p.value }).where('order_id', '=', orderId).where('path', '=', p.path));
     }
   }
-  if (gone.size > 0) await db.deleteFrom(table).where('order_id', '=', orderId).where('path', 'in', [...gone]).execute();
+  if (gone.size > 0) await deferToCommit(db, db.deleteFrom(table).where('order_id', '=', orderId).where('path', 'in', [...gone]));
   await insertPathRows(db, table, added.map((p) => ({ business_id: businessId, order_id: orderId, ...p })));
 }
 
@@ -145,7 +146,7 @@ export async function applyPropertyChange(db: Db, side: Side, businessId: string
     const paths = propertyPaths(after.properties);
     await insertPathRows(db, table, paths.map((p) => ({ business_id: businessId, order_id: after.id, ...p })));
   } else if (before) {
-    await db.deleteFrom(table).where('order_id', '=', before.id).execute();
+    await deferToCommit(db, db.deleteFrom(table).where('order_id', '=', before.id));
   }
   if (sameProperties && before!.phase === after!.phase && before!.status === after!.status) return;
   await bumpPathCounts(db, side, businessId, pathCountChanges(before, after));
