@@ -203,6 +203,19 @@ describeEachBackend('POST /api/v1/buyers/:id/orders', (ctx) => {
     assert.equal((await createOrder(ctx(), other, await createFixture(ctx(), other))).internalReference, 'SO-000001');
   });
 
+  it('numbers past SO-999999 with more digits, and a failed create gives its number back', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    await ctx().db.insertInto('business_counters').values({ business_id: t.businessId, name: 'order', value: 999_998 }).execute();
+    assert.equal((await createOrder(ctx(), t, f)).internalReference, 'SO-999999');
+    // A variant that is not on the buyer's list: refused inside the write, which takes no number.
+    const refused = await postOrder(ctx(), t, f, { orderItems: [{ itemVariantId: 'var_unknown', quantity: 1 }] });
+    assert.equal(refused.status, 400, JSON.stringify(refused.body));
+    const next = await createOrder(ctx(), t, f);
+    assert.equal(next.internalReference, 'SO-1000000');
+    assert.equal((await getOrder(ctx(), t, next.id)).body.internalReference, 'SO-1000000');
+  });
+
   it('is idempotent with an Idempotency-Key: one order, the same answer replayed', async () => {
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);

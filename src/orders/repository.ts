@@ -1,5 +1,6 @@
-import type { Insertable, Selectable, Updateable } from 'kysely';
-import { anyOf, forUpdate } from '../db/dialect.ts';
+import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
+import { nextCounterValue } from '../businesses/repository.ts';
+import { anyOf, dialectOf, forUpdate } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
 import type { OrderItemTable, OrderTable } from './table.ts';
 import { applyOrderChange } from './projections/index.ts';
@@ -10,20 +11,41 @@ import { whereLive } from '../db/live.ts';
 
 /**
  * Inserts a live order with its items, indexes its properties and counts it, in the caller's
- * transaction, and returns the rows as stored. The rows every creator of the business shares (the path and
- * live-order counts, and the SO counter when `nextReference` is given) are written last: on
- * PostgreSQL their row locks are then held for the last statements only, not the whole insert
- * (creates under load were spending most of their time waiting on them); the reference the
- * order was inserted with is replaced then.
+ * transaction, and returns the rows as stored. The rows every creator of the business shares are
+ * written last: the path and live-order counts with the commit (src/db/deferred.ts), and the SO
+ * counter, when `numbered`, after the rows (the reference the order was inserted with is replaced
+ * then). On PostgreSQL their row locks are so held for the last statements only, not the whole
+ * insert (creates under load were spending most of their time waiting on them).
  */
 export async function insertOrder(
-  db: Db, order: Insertable<OrderTable>, items: Insertable<OrderItemTable>[], nextReference?: () => Promise<string>,
+  db: Db, order: Insertable<OrderTable>, items: Insertable<OrderItemTable>[], numbered: boolean,
 ): Promise<{ order: OrderRow; items: Array<Selectable<OrderItemTable>> }> {
   const inserted = await db.insertInto('orders').values(order).returningAll().executeTakeFirstOrThrow();
   const stored = await insertOrderItems(db, items);
   await applyOrderChange(db, null, inserted);
-  const row = nextReference ? await updateOrderRow(db, order.business_id, order.id, { internal_reference: await nextReference() }) : inserted;
+  const row = numbered ? await numberOrder(db, order.business_id, order.id) : inserted;
   return { order: row, items: stored };
+}
+
+/** An SO number: `SO-000001`, with more digits past 999,999. */
+export const formatReference = (n: number) => `SO-${String(n).padStart(6, '0')}`;
+
+/**
+ * Gives an order the business's next SO number and returns its row. The counter row, which every
+ * creator of the business shares, stays locked until commit, so this comes last in a create; on
+ * PostgreSQL the counter's upsert and the order's update are one statement (formatted there as
+ * `formatReference` does), so the lock is held for one round trip less.
+ */
+async function numberOrder(db: Db, businessId: string, id: string): Promise<OrderRow> {
+  if (dialectOf(db) === 'sqlite') {
+    return updateOrderRow(db, businessId, id, { internal_reference: formatReference(await nextCounterValue(db, businessId, 'order')) });
+  }
+  const { rows: [row] } = await sql<OrderRow>`with n as (
+      insert into business_counters (business_id, name, value) values (${businessId}, 'order', 1)
+      on conflict (business_id, name) do update set value = business_counters.value + 1 returning value)
+    update orders set internal_reference = 'SO-' || lpad(n.value::text, greatest(6, length(n.value::text)), '0') from n
+    where orders.business_id = ${businessId} and orders.id = ${id} returning orders.*`.execute(db);
+  return row;
 }
 
 /** Inserts order items and returns them as stored (PostgreSQL normalises jsonb and numeric on the way in). */

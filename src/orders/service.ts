@@ -1,4 +1,3 @@
-import { nextCounterValue } from '../businesses/repository.ts';
 import { badRequest, notFound, validationError, type FieldErrors } from '../lib/errors.ts';
 import { newId } from '../lib/ids.ts';
 import { writeJson } from '../lib/json.ts';
@@ -32,8 +31,6 @@ export function priceOfEntry(entry: EntryRow) {
 
 /** Sum of quantity × price, in decimal arithmetic. */
 export const totalOf = (items: Array<{ quantity: string; price: string }>) => sum(items.map((i) => multiply(i.quantity, i.price)));
-
-export const formatReference = (n: number) => `SO-${String(n).padStart(6, '0')}`;
 
 /**
  * Creates an order for a buyer's partnership and returns it as the API shows it: each item
@@ -115,7 +112,7 @@ export async function createOrder(
     version: 1,
     created_at: now,
     updated_at: now,
-  }, items, input.internalReference === undefined ? async () => formatReference(await nextCounterValue(db, businessId, 'order')) : undefined);
+  }, items, input.internalReference === undefined);
   // The answer from the rows as written, in the order a read gives them, rather than reading them back.
   const variants = new Map(items.map((item, i) => [item.id, resolved.get(i)!.variant]));
   const shown = row.items.map((item) => withVariant(item, variants.get(item.id)!))
