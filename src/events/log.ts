@@ -1,4 +1,4 @@
-import { sql, type CompiledQuery } from 'kysely';
+import { CompiledQuery } from 'kysely';
 import { runDeferred } from '../db/deferred.ts';
 import { hasServerFunctions } from '../db/dialect.ts';
 import { callAndCommit } from '../db/pg-call.ts';
@@ -39,21 +39,27 @@ export interface EventMeta {
 }
 
 /**
- * Takes `count` sequence numbers of the business, in the caller's transaction: the `event` counter
- * row's lock is held until commit, so a second writer of the business waits here until the first
- * commits, and sequences become visible in order, without gaps (a rolled-back write gives its
- * numbers back with its transaction). It is taken last in a write, so the lock is held for the
- * event insert and the commit only; PostgreSQL does the same in `append_events` (migration 0020).
- * Raw SQL, like the insert below: these run in every write, and building them with the query
- * builder cost more than running them.
+ * Takes `count` sequence numbers of the business (SQLite; these texts are SQLite's), in the caller's transaction: the
+ * `event` counter row is taken last in a write, so sequences are handed out in commit order and
+ * without gaps (a rolled-back write gives its numbers back with its transaction); PostgreSQL does
+ * the same in `append_events` (migration 0020), holding the row's lock until commit.
+ * These two statements run in every write, so they go to the driver as text written once, not
+ * built and compiled by the query builder each time.
  */
-async function takeSequences(db: Db, businessId: string, count: number): Promise<number> {
-  const { rows: [row] } = await sql<{ value: number | string }>`insert into business_counters (business_id, name, value)
-    values (${businessId}, 'event', ${count})
-    on conflict (business_id, name) do update set value = business_counters.value + excluded.value
-    returning value`.execute(db);
-  return Number(row.value);
-}
+const TAKE_SEQUENCES = `insert into business_counters (business_id, name, value) values (?, 'event', ?)
+  on conflict (business_id, name) do update set value = business_counters.value + excluded.value returning value`;
+
+/**
+ * One event (SQLite). resourceVersion: one more than the resource's last event, read at the end of
+ * its index range (one row, however long its history); earlier events of this write are visible
+ * to it, so two events of one resource in one write count 1, 2.
+ */
+const INSERT_EVENT = `insert into events (business_id, sequence, id, type, resource_type, resource_id, resource_version,
+    occurred_at, actor, request_id, idempotency_key, data)
+  values (?, ?, ?, ?, ?, ?,
+    coalesce((select resource_version from events where business_id = ? and resource_type = ? and resource_id = ?
+      order by sequence desc limit 1), 0) + 1,
+    ?, ?, ?, ?, ?)`;
 
 /**
  * Appends a write's events with its context, as the last statement of its transaction, after
@@ -74,18 +80,11 @@ export async function appendEvents(db: Db, meta: EventMeta, events: NewEvent[], 
     return;
   }
   await runDeferred(db, deferred);
-  const last = await takeSequences(db, meta.businessId, events.length);
+  const { rows: [taken] } = await db.executeQuery<{ value: number }>(CompiledQuery.raw(TAKE_SEQUENCES, [meta.businessId, events.length]));
+  const first = Number(taken.value) - events.length + 1;
   for (const [i, e] of events.entries()) {
-    // resourceVersion: one more than the resource's last event, read at the end of its index range
-    // (one row, however long its history); earlier events of this write are visible to it, so two
-    // events of one resource in one write count 1, 2.
-    await sql`insert into events (business_id, sequence, id, type, resource_type, resource_id, resource_version,
-        occurred_at, actor, request_id, idempotency_key, data)
-      values (${meta.businessId}, ${last - events.length + 1 + i}, ${ids[i]}, ${e.type}, ${e.resourceType}, ${e.resourceId},
-        coalesce((select resource_version from events
-          where business_id = ${meta.businessId} and resource_type = ${e.resourceType} and resource_id = ${e.resourceId}
-          order by sequence desc limit 1), 0) + 1,
-        ${meta.now}, ${actor}, ${meta.requestId}, ${meta.idempotencyKey}, ${data[i]})`.execute(db);
+    await db.executeQuery(CompiledQuery.raw(INSERT_EVENT, [meta.businessId, first + i, ids[i], e.type, e.resourceType, e.resourceId,
+      meta.businessId, e.resourceType, e.resourceId, meta.now, actor, meta.requestId, meta.idempotencyKey, data[i]]));
   }
 }
 

@@ -1,6 +1,6 @@
 import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import { nextCounterValue } from '../businesses/repository.ts';
-import { anyOf, dialectOf, forUpdate } from '../db/dialect.ts';
+import { anyOf, forUpdate, hasDataModifyingWith } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
 import type { OrderItemTable, OrderTable } from './table.ts';
 import { applyOrderChange } from './projections/index.ts';
@@ -37,7 +37,7 @@ export const formatReference = (n: number) => `SO-${String(n).padStart(6, '0')}`
  * `formatReference` does), so the lock is held for one round trip less.
  */
 async function numberOrder(db: Db, businessId: string, id: string): Promise<OrderRow> {
-  if (dialectOf(db) === 'sqlite') {
+  if (!hasDataModifyingWith(db)) {
     return updateOrderRow(db, businessId, id, { internal_reference: formatReference(await nextCounterValue(db, businessId, 'order')) });
   }
   const { rows: [row] } = await sql<OrderRow>`with n as (
