@@ -155,7 +155,10 @@ export function checkResponsesOf(app: App): void {
   (app as { inject: unknown }).inject = async (options: any) => {
     const response = await inject(options);
     const { method = 'GET', url = '/' } = typeof options === 'string' ? { url: options } : options;
-    const target = typeof url === 'string' ? url : String(url.pathname ?? '/');
+    // As light-my-request sends it: a URL resolves its dot segments (`/items/.` is `/items/`), so the route that answers is that one's.
+    const given = typeof url === 'string' ? url : String(url.pathname ?? '/');
+    const resolved = new URL(given, 'http://localhost');
+    const target = resolved.pathname + resolved.search;
     const payload = typeof options === 'object' ? options.payload : undefined;
     const problems = check({
       method, url: target, requestHeaders: options.headers, requestBody: typeof payload === 'string' ? payload : undefined,
