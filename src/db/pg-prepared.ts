@@ -1,6 +1,4 @@
 import type pg from 'pg';
-import type { CompiledQuery } from 'kysely';
-import { inlineParameters } from './pg-call.ts';
 
 /** Statements worth naming: the application's own fixed-shape queries, not DDL or bulk loads. */
 const PREPARABLE = /^\s*(select|insert|update|delete|with)\b/i;
@@ -10,27 +8,7 @@ const MAX_NAMES = 500;
 
 type Query = (text: unknown, values?: unknown[]) => Promise<pg.QueryResult>;
 
-const answered = (command: string) => ({ command, rowCount: null, oid: 0, rows: [], fields: [] }) as unknown as pg.QueryResult;
-const NOTHING_COMMITTED = answered('COMMIT');
-const NOTHING_BEGUN = answered('BEGIN');
-const NOTHING_ROLLED_BACK = answered('ROLLBACK');
-
-/**
- * `begin; <statement>` as one text, when the statement's parameters can be written into it (text,
- * numbers, null), so that a transaction's BEGIN costs no round trip of its own: one message by the
- * simple protocol. Each value goes in as a quoted literal, whose type PostgreSQL infers from where
- * it stands, as it does for a parameter (a number as `5` would be an integer even beside a text
- * column). Undefined otherwise; BEGIN then goes first, on its own.
- */
-function withBegin(text: string, values: unknown[] | undefined): string | undefined {
-  const parameters = (values ?? []).map((v) => (typeof v === 'number' && Number.isFinite(v) ? String(v) : v));
-  if (!parameters.every((v) => v === null || typeof v === 'string')) return undefined;
-  try {
-    return `begin; ${inlineParameters({ sql: text, parameters } as unknown as CompiledQuery)}`;
-  } catch {
-    return undefined;
-  }
-}
+const NOTHING_COMMITTED = { command: 'COMMIT', rowCount: null, oid: 0, rows: [], fields: [] } as unknown as pg.QueryResult;
 
 /**
  * node-postgres sends a query with parameters as an unnamed statement, which PostgreSQL parses
@@ -62,29 +40,12 @@ export function preparingPool(pool: pg.Pool): { connect(): Promise<pg.PoolClient
 
   const wrap = (client: pg.PoolClient) => {
     const query = client.query.bind(client) as Query;
-    /** Kysely's BEGIN, held back to travel with the transaction's first statement. */
-    let beginHeld = false;
-    const run = async (text: string, values: unknown[] | undefined): Promise<pg.QueryResult> => {
-      if (beginHeld) {
-        beginHeld = false;
-        const inlined = withBegin(text, values);
-        if (inlined !== undefined) return ((await query(inlined)) as unknown as pg.QueryResult[])[1];
-        await query('begin');
-      }
+    const run = (text: string, values: unknown[] | undefined) => {
       const name = nameOf(text, values);
       return name === undefined ? query(text, values) : query({ name, text, values });
     };
     (client as unknown as { query: Query }).query = async (text, values) => {
       if (typeof text !== 'string') return query(text, values);
-      if (text === 'begin' && client.getTransactionStatus() === 'I' && !beginHeld) {
-        beginHeld = true;
-        return NOTHING_BEGUN;
-      }
-      // A transaction that ran nothing: nothing was sent, so nothing is left to end.
-      if ((text === 'commit' || text === 'rollback') && beginHeld) {
-        beginHeld = false;
-        return text === 'commit' ? NOTHING_COMMITTED : NOTHING_ROLLED_BACK;
-      }
       // The transaction's last statement committed it already (pg-call.ts callAndCommit): Kysely's COMMIT has nothing left to do.
       if (text === 'commit' && client.getTransactionStatus() === 'I') return NOTHING_COMMITTED;
       try {
