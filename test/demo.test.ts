@@ -11,6 +11,17 @@ import { assertChangeCountsExact } from './helpers/orders.ts';
 
 const ORDERS = 1_200;
 
+/** Every index of the database's schema with its definition (the schema's own name taken out). */
+async function indexesOf(database: TestDatabase): Promise<string[]> {
+  const { db } = database.handle;
+  if (database.schema === undefined) {
+    const { rows } = await sql<{ name: string; sql: string | null }>`select name, sql from sqlite_master where type = 'index'`.execute(db);
+    return rows.map((r) => `${r.name} ${r.sql ?? ''}`).sort();
+  }
+  const { rows } = await sql<{ name: string; sql: string }>`select indexname as name, indexdef as sql from pg_indexes where schemaname = current_schema()`.execute(db);
+  return rows.map((r) => `${r.name} ${r.sql.replaceAll(`${database.schema}.`, '')}`).sort();
+}
+
 for (const backend of backends) {
   describe(`[${backend}] demo data generator`, () => {
     let database: TestDatabase;
@@ -62,6 +73,41 @@ for (const backend of backends) {
       if (backend === 'sqlite') {
         assert.deepEqual((await sql`pragma foreign_key_check`.execute(db)).rows, []);
         assert.equal((await sql<{ foreign_keys: number }>`pragma foreign_keys`.execute(db)).rows[0].foreign_keys, 1);
+      }
+    });
+
+    it('leaves the indexes the migrations make, after a load into empty tables and after one beside another business', async () => {
+      const fresh = await createTestDatabase(backend);
+      try {
+        const expected = await indexesOf(fresh);
+        assert.ok(expected.some((i) => i.startsWith('orders_all_phase_status_idx ')), 'the orders table has secondary indexes');
+        assert.deepEqual(await indexesOf(database), expected);
+        const more = await generateDemo(database.handle.db, { orders: 120, items: 3, buyers: 2 });
+        assert.equal(more.orders, 120);
+        assert.deepEqual(await indexesOf(database), expected);
+      } finally {
+        await fresh.handle.close();
+        await fresh.drop();
+      }
+    });
+
+    it('rolls a failed load into empty tables back with every index in place', async () => {
+      const empty = await createTestDatabase(backend);
+      try {
+        const expected = await indexesOf(empty);
+        const failing = generateDemo(empty.handle.db, {
+          orders: 3_000, items: 3, buyers: 2, onProgress: (done) => { if (done >= 2_000) throw new Error('the load dies half way'); },
+        });
+        await assert.rejects(failing, /the load dies half way/);
+        assert.deepEqual(await indexesOf(empty), expected);
+        const orders = await empty.handle.db.selectFrom('orders').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+        assert.equal(Number(orders.n), 0);
+        // And a load after it takes the same path to the same end.
+        await generateDemo(empty.handle.db, { orders: 300, items: 3, buyers: 2 });
+        assert.deepEqual(await indexesOf(empty), expected);
+      } finally {
+        await empty.handle.close();
+        await empty.drop();
       }
     });
 

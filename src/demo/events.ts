@@ -58,7 +58,10 @@ export async function createDemoEvents(db: Db, businessId: string): Promise<Demo
       dataOf.push(texts.length - 1);
     };
     const encode = () => {
-      encoding ??= deflater.deflate(texts);
+      if (encoding) return;
+      encoding = deflater.deflate(texts);
+      // Awaited by insert; a batch a failed load never inserts must not count as unhandled.
+      encoding.catch(() => {});
     };
     return {
       addCreated(resourceType, record) {
