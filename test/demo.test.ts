@@ -6,6 +6,7 @@ import { loadConfig } from '../src/config.ts';
 import { createDatabase } from '../src/db/connection.ts';
 import { generateDemo, type DemoResult } from '../src/demo/generate.ts';
 import { exportOrders } from '../src/orders/export-repository.ts';
+import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { backends, checkResponsesOf, createTestDatabase, type TestDatabase } from './helpers/context.ts';
 import { assertChangeCountsExact } from './helpers/orders.ts';
 
@@ -74,6 +75,27 @@ for (const backend of backends) {
         assert.deepEqual((await sql`pragma foreign_key_check`.execute(db)).rows, []);
         assert.equal((await sql<{ foreign_keys: number }>`pragma foreign_keys`.execute(db)).rows[0].foreign_keys, 1);
       }
+    });
+
+    it('makes the derived order tables exactly as a rebuild from its orders does', async () => {
+      const { db } = database.handle;
+      const tables = [
+        'order_counts', 'order_change_counts', 'order_deleted_change_counts', 'order_created_counts', 'order_deleted_counts',
+        'order_properties', 'order_deleted_properties', 'order_property_counts', 'order_deleted_property_counts',
+      ] as const;
+      const snapshot = async () => {
+        const out: Record<string, string[]> = {};
+        for (const table of tables) {
+          const { rows } = await sql<Record<string, unknown>>`select * from ${sql.table(table)} where business_id = ${demo.businessId}`.execute(db);
+          out[table] = rows.map((r) => JSON.stringify(Object.entries(r).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, String(v)]))).sort();
+        }
+        return out;
+      };
+      const loaded = await snapshot();
+      assert.ok(loaded.order_properties.length > ORDERS / 2, 'about one path row per live order or more');
+      assert.ok(loaded.order_deleted_counts.length > 0, 'soft-deleted orders are counted too');
+      await db.transaction().execute((trx) => rebuildOrderProjections(trx, demo.businessId));
+      assert.deepEqual(loaded, await snapshot());
     });
 
     it('leaves the indexes the migrations make, after a load into empty tables and after one beside another business', async () => {

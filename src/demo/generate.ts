@@ -5,7 +5,7 @@ import type { Database, Db } from '../db/types.ts';
 import { insertRows } from '../db/bulk.ts';
 import { newId } from '../lib/ids.ts';
 import { createWriteRunner, SYSTEM, type WriteRunner } from '../write/runner.ts';
-import { rebuildOrderProjections } from '../orders/projections/index.ts';
+import { createProjectionLoad, type ProjectionLoad } from '../orders/projections/load.ts';
 import { createDemoEvents, insertCatalogueEvents, type DemoEvents } from './events.ts';
 import { insertBuyers, insertCatalogue, type Buyer } from './catalogue.ts';
 import { insertOrders, makeOrders } from './orders.ts';
@@ -88,6 +88,7 @@ interface OrderLoad {
   options: DemoOptions;
   times: { startMs: number; nowMs: number };
   rnd: Random;
+  projections: ProjectionLoad;
   events: DemoEvents;
 }
 
@@ -121,14 +122,14 @@ async function insertAllOrders(load: OrderLoad, bulk: BulkLoad): Promise<number>
  * alternate). The last range also sets the order counter and the derived tables.
  */
 async function insertOrderRange(trx: Db, load: OrderLoad, from: number, end: number): Promise<number> {
-  const { businessId, buyers, options, times, rnd, events } = load;
+  const { businessId, buyers, options, times, rnd, projections, events } = load;
   // Orders end a minute before now, so that everything the benchmark creates sorts after them.
   const stepMs = options.orders === 0 ? 0 : (TWO_YEARS - 60_000) / options.orders;
   let orderItems = 0;
   let writing: Promise<void> = Promise.resolve();
   for (let first = from; first < end; first += BATCH) {
     const count = Math.min(BATCH, end - first);
-    const made = makeOrders(businessId, buyers, { firstSequence: first + 1, count, stepMs, ...times }, rnd, events.batch());
+    const made = makeOrders(businessId, buyers, { firstSequence: first + 1, count, stepMs, ...times }, rnd, projections.batch(), events.batch());
     orderItems += made.items.length;
     await writing;
     options.onProgress?.(first);
@@ -140,8 +141,8 @@ async function insertOrderRange(trx: Db, load: OrderLoad, from: number, end: num
   options.onProgress?.(end);
   if (end === options.orders && options.orders > 0) {
     await insertRows(trx, 'business_counters', ['business_id', 'name', 'value'], [[businessId, 'order', options.orders]]);
-    // The derived tables the API keeps in every write (counts, property index), from the orders as loaded.
-    await rebuildOrderProjections(trx, businessId);
+    // The counts the API keeps in every write, from the orders as they were made (their property rows went in with them).
+    await projections.finish(trx);
   }
   return orderItems;
 }
@@ -169,7 +170,8 @@ async function generate(db: Kysely<Database>, options: DemoOptions, started: num
 
   const ordersStarted = performance.now();
   const cpuStarted = process.cpuUsage();
-  const orderItems = await insertAllOrders({ writes, businessId, buyers: setup.buyers, options, times: { startMs, nowMs }, rnd, events }, bulk)
+  const load = { writes, businessId, buyers: setup.buyers, options, times: { startMs, nowMs }, rnd, projections: createProjectionLoad(businessId), events };
+  const orderItems = await insertAllOrders(load, bulk)
     .finally(() => events.close());
   const orderSeconds = (performance.now() - ordersStarted) / 1000;
   const cpu = process.cpuUsage(cpuStarted);

@@ -4,6 +4,7 @@ import { insertRows } from '../db/bulk.ts';
 import { toOrder, type OrderItemRow, type OrderRow } from '../orders/mapper.ts';
 import { CURRENCY, type Buyer } from './catalogue.ts';
 import type { DemoEventBatch } from './events.ts';
+import type { ProjectionBatch } from '../orders/projections/load.ts';
 import { idAt, unitsToDecimal, type Random } from './random.ts';
 
 const DAY = 86_400_000;
@@ -71,14 +72,17 @@ export interface OrderBatch {
   nowMs: number;
 }
 
-/** A batch of orders made and not yet written: their rows and their events. */
-export interface MadeOrders { orders: unknown[][]; items: unknown[][]; events: DemoEventBatch }
+/** A batch of orders made and not yet written: their rows, their property index rows and their events. */
+export interface MadeOrders { orders: unknown[][]; items: unknown[][]; projections: ProjectionBatch; events: DemoEventBatch }
 
 /**
- * Makes one batch of orders and their items, and their events (from the rows as they will be
- * stored, with the mapper GET uses, so without reading them back), and starts deflating those.
+ * Makes one batch of orders and their items, their property index rows, and their events (from the
+ * rows as they will be stored, with the mapper GET uses, so without reading them back), and starts
+ * deflating those.
  */
-export function makeOrders(businessId: string, buyers: Buyer[], batch: OrderBatch, rnd: Random, events: DemoEventBatch): MadeOrders {
+export function makeOrders(
+  businessId: string, buyers: Buyer[], batch: OrderBatch, rnd: Random, projections: ProjectionBatch, events: DemoEventBatch,
+): MadeOrders {
   const orders: unknown[][] = [];
   const items: unknown[][] = [];
   const picks: number[] = [];
@@ -86,16 +90,19 @@ export function makeOrders(businessId: string, buyers: Buyer[], batch: OrderBatc
     const { order, orderItems } = generateOrder(businessId, buyers, batch, batch.firstSequence + n, rnd, picks);
     orders.push(ORDER_COLUMNS.map((c) => order[c]));
     for (const item of orderItems) items.push(ITEM_COLUMNS.map((c) => item[c]));
-    events.addOrder(toOrder(order, orderItems));
+    const shown = toOrder(order, orderItems);
+    projections.add(order, shown.properties);
+    events.addOrder(shown);
   }
   events.encode();
-  return { orders, items, events };
+  return { orders, items, projections, events };
 }
 
 /** Inserts a batch made by makeOrders, in the caller's transaction. */
 export async function insertOrders(db: Db, businessId: string, made: MadeOrders): Promise<void> {
   await insertRows(db, 'orders', ORDER_COLUMNS, made.orders, { business_id: businessId, ...ORDER_CONSTANTS });
   await insertRows(db, 'order_items', ITEM_COLUMNS, made.items, { business_id: businessId, ...ITEM_CONSTANTS });
+  await made.projections.insert(db);
   await made.events.insert(db);
 }
 
