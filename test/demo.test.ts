@@ -5,6 +5,9 @@ import { createApp, type App } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createDatabase } from '../src/db/connection.ts';
 import { generateDemo, type DemoResult } from '../src/demo/generate.ts';
+import { deflateRawSync } from 'node:zlib';
+import { createDeflater } from '../src/demo/deflate-worker.ts';
+import { DATA_DEFLATE_OPTIONS, decodeDataText } from '../src/events/codec.ts';
 import { exportOrders } from '../src/orders/export-repository.ts';
 import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { backends, checkResponsesOf, createTestDatabase, type TestDatabase } from './helpers/context.ts';
@@ -286,3 +289,23 @@ for (const backend of backends) {
     });
   });
 }
+
+describe('demo event deflater', () => {
+  it('gives the bytes encodeData gives, text by text, over sizes from empty to past its buffer', async () => {
+    const deflater = createDeflater();
+    try {
+      const texts = ['', '{}', ...[1, 10, 100, 1_000, 5_000, 40_000].map((n) => JSON.stringify({ object: { n, items: Array.from({ length: n }, (_, i) => ({ i, id: `oi_${i}` })) } }))];
+      // Text that does not compress: its deflated form is longer than the text itself.
+      texts.push(Buffer.from(Array.from({ length: 100_000 }, (_, i) => (i * 7919 + (i >> 3) * 104_729) % 251)).toString('latin1'));
+      texts.push('{"object":{"name":"Crème brûlée 🍮"}}');
+      const stored = await deflater.deflate(texts);
+      assert.equal(stored.length, texts.length);
+      stored.forEach((bytes, i) => {
+        assert.ok(bytes.equals(deflateRawSync(texts[i], DATA_DEFLATE_OPTIONS)), `text ${i}`);
+        assert.equal(decodeDataText(bytes), texts[i]);
+      });
+    } finally {
+      await deflater.close();
+    }
+  });
+});
