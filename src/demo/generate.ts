@@ -42,7 +42,7 @@ export interface DemoResult {
 export const DEMO_DEFAULTS = { orders: 300, items: 40, buyers: 20 } as const;
 
 /** Orders per batch: their rows, objects and event texts are most of what the load holds in memory. */
-const BATCH = 1_000;
+const BATCH = 500;
 /** One transaction per this many orders: large enough to amortise commits, small enough to keep the WAL in check. */
 const PER_TRANSACTION = 50_000;
 const TWO_YEARS = 730 * 86_400_000;
