@@ -15,14 +15,16 @@ import { assertChangeCountsExact } from './helpers/orders.ts';
 
 const ORDERS = 1_200;
 
-/** Every index of the database's schema with its definition (the schema's own name taken out). */
+/** Every index of the database's schema with its definition (the schema's own name taken out); on PostgreSQL, its constraints too. */
 async function indexesOf(database: TestDatabase): Promise<string[]> {
   const { db } = database.handle;
   if (database.schema === undefined) {
     const { rows } = await sql<{ name: string; sql: string | null }>`select name, sql from sqlite_master where type = 'index'`.execute(db);
     return rows.map((r) => `${r.name} ${r.sql ?? ''}`).sort();
   }
-  const { rows } = await sql<{ name: string; sql: string }>`select indexname as name, indexdef as sql from pg_indexes where schemaname = current_schema()`.execute(db);
+  const { rows } = await sql<{ name: string; sql: string }>`select indexname as name, indexdef as sql from pg_indexes where schemaname = current_schema()
+    union all select c.relname || '.' || k.conname, pg_get_constraintdef(k.oid) from pg_constraint k join pg_class c on c.oid = k.conrelid
+      where c.relnamespace = current_schema()::regnamespace`.execute(db);
   return rows.map((r) => `${r.name} ${r.sql.replaceAll(`${database.schema}.`, '')}`).sort();
 }
 
@@ -101,7 +103,7 @@ for (const backend of backends) {
       assert.deepEqual(loaded, await snapshot());
     });
 
-    it('leaves the indexes the migrations make, after a load into empty tables and after one beside another business', async () => {
+    it('leaves the indexes (and constraints) the migrations make, after a load into empty tables and after one beside another business', async () => {
       const fresh = await createTestDatabase(backend);
       try {
         const expected = await indexesOf(fresh);

@@ -22,43 +22,61 @@ export async function withBulkLoad<T>(db: Kysely<Database>, tables: readonly str
   return result;
 }
 
-interface IndexDefinition { name: string; sql: string }
+/** Something a bulk load can do without and make again afterwards: a statement each way. */
+interface Deferred { drop: string; create: string }
 
 /**
  * The non-unique indexes of the tables as the database holds them (so as the migrations made
  * them), with the statements that make them again. Unique ones and those of keys and constraints
  * stay: they are what the load's own rows are checked against.
  */
-async function secondaryIndexes(db: Db, tables: readonly string[]): Promise<IndexDefinition[]> {
+async function secondaryIndexes(db: Db, tables: readonly string[]): Promise<Deferred[]> {
   if (dialectOf(db) === 'postgres') {
-    const { rows } = await sql<IndexDefinition>`select quote_ident(i.schemaname) || '.' || quote_ident(i.indexname) as name, i.indexdef as sql
+    const { rows } = await sql<{ name: string; sql: string }>`select quote_ident(i.schemaname) || '.' || quote_ident(i.indexname) as name, i.indexdef as sql
       from pg_indexes i join pg_index x on x.indexrelid = (quote_ident(i.schemaname) || '.' || quote_ident(i.indexname))::regclass
       where i.schemaname = current_schema() and i.tablename in (${sql.join(tables)}) and not x.indisunique
       order by i.tablename, i.indexname`.execute(db);
-    return rows;
+    return rows.map((r) => ({ drop: `drop index ${r.name}`, create: r.sql }));
   }
   // origin 'c': made by CREATE INDEX, not by a key or a UNIQUE constraint (those have no SQL to drop).
-  const { rows } = await sql<IndexDefinition>`select '"' || replace(m.name, '"', '""') || '"' as name, m.sql as sql from sqlite_master m
+  const { rows } = await sql<{ name: string; sql: string }>`select '"' || replace(m.name, '"', '""') || '"' as name, m.sql as sql from sqlite_master m
       join pragma_index_list(m.tbl_name) l on l.name = m.name
     where m.type = 'index' and m.tbl_name in (${sql.join(tables)}) and l.origin = 'c' and l."unique" = 0
     order by m.tbl_name, m.name`.execute(db);
-  return rows;
+  return rows.map((r) => ({ drop: `drop index ${r.name}`, create: r.sql }));
 }
 
 /**
- * Runs `load` with the tables' secondary indexes dropped, and makes them again afterwards from
- * their definitions as they were read: building an index from a whole table sorts once, where
- * loading into it inserts every row at its place (at 1M orders, the orders table's seven took a
- * third of the load). Call it in a transaction that holds the whole load: DDL is transactional on
- * both backends, so a load that fails or dies rolls back with the indexes in place, never without.
- * Only for tables that hold nothing else of worth: while it runs, their readers have no indexes.
+ * PostgreSQL: the tables' foreign keys, as they are defined now. Each row inserted checks each of
+ * its keys with a query of its own (15 per order, most of the server's time in a load); adding
+ * the key back checks the whole table with one join. SQLite's are off for the load instead
+ * (withSqliteLoadSettings), and part of its tables' definitions.
+ */
+async function foreignKeys(db: Db, tables: readonly string[]): Promise<Deferred[]> {
+  if (dialectOf(db) !== 'postgres') return [];
+  const { rows } = await sql<{ table: string; name: string; definition: string }>`select
+      quote_ident(n.nspname) || '.' || quote_ident(c.relname) as table, quote_ident(k.conname) as name, pg_get_constraintdef(k.oid) as definition
+    from pg_constraint k join pg_class c on c.oid = k.conrelid join pg_namespace n on n.oid = c.relnamespace
+    where k.contype = 'f' and n.nspname = current_schema() and c.relname in (${sql.join(tables)})
+    order by c.relname, k.conname`.execute(db);
+  return rows.map((r) => ({ drop: `alter table ${r.table} drop constraint ${r.name}`, create: `alter table ${r.table} add constraint ${r.name} ${r.definition}` }));
+}
+
+/**
+ * Runs `load` with the tables' secondary indexes (and on PostgreSQL their foreign keys) dropped,
+ * and makes them again afterwards from their definitions as they were read: building an index
+ * from a whole table sorts once, where loading into it inserts every row at its place (at 1M
+ * orders, the orders table's seven took a third of the load). Call it in a transaction that holds
+ * the whole load: DDL is transactional on both backends, so a load that fails or dies rolls back
+ * with the indexes in place, never without. Only for tables that hold nothing else of worth:
+ * while it runs, their readers have no indexes.
  */
 export async function withIndexesDeferred<T>(trx: Db, tables: readonly string[], load: () => Promise<T>): Promise<T> {
-  const indexes = await secondaryIndexes(trx, tables);
-  for (const index of indexes) await sql.raw(`drop index ${index.name}`).execute(trx);
+  const deferred = [...await secondaryIndexes(trx, tables), ...await foreignKeys(trx, tables)];
+  for (const { drop } of deferred) await sql.raw(drop).execute(trx);
   return withSmallSqliteCache(trx, async () => {
     const result = await load();
-    for (const index of indexes) await sql.raw(index.sql).execute(trx);
+    for (const { create } of deferred) await sql.raw(create).execute(trx);
     return result;
   });
 }
