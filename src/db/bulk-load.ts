@@ -66,7 +66,8 @@ async function foreignKeys(db: Db, tables: readonly string[]): Promise<Deferred[
  * Runs `load` with the tables' secondary indexes (and on PostgreSQL their foreign keys) dropped,
  * and makes them again afterwards from their definitions as they were read: building an index
  * from a whole table sorts once, where loading into it inserts every row at its place (at 1M
- * orders, the orders table's seven took a third of the load). Call it in a transaction that holds
+ * orders the demo's load ran at 13.4k orders/s without them, and had fallen to 8.6k/s with them;
+ * making them took 11 s). Call it in a transaction that holds
  * the whole load: DDL is transactional on both backends, so a load that fails or dies rolls back
  * with the indexes in place, never without. Only for tables that hold nothing else of worth:
  * while it runs, their readers have no indexes.

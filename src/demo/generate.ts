@@ -43,7 +43,10 @@ export const DEMO_DEFAULTS = { orders: 300, items: 40, buyers: 20 } as const;
 
 /** Orders per batch: their rows, objects and event texts are most of what the load holds in memory. */
 const BATCH = 500;
-/** One transaction per this many orders: large enough to amortise commits, small enough to keep the WAL in check. */
+/**
+ * One transaction per this many orders when the indexes are kept up as they go: large enough to
+ * amortise commits, small enough to keep the WAL in check.
+ */
 const PER_TRANSACTION = 50_000;
 const TWO_YEARS = 730 * 86_400_000;
 
@@ -171,8 +174,7 @@ async function generate(db: Kysely<Database>, options: DemoOptions, started: num
   const ordersStarted = performance.now();
   const cpuStarted = process.cpuUsage();
   const load = { writes, businessId, buyers: setup.buyers, options, times: { startMs, nowMs }, rnd, projections: createProjectionLoad(businessId), events };
-  const orderItems = await insertAllOrders(load, bulk)
-    .finally(() => events.close());
+  const orderItems = await insertAllOrders(load, bulk).finally(() => events.close());
   const orderSeconds = (performance.now() - ordersStarted) / 1000;
   const cpu = process.cpuUsage(cpuStarted);
   return {
