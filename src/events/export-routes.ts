@@ -8,8 +8,13 @@ import { exportItems } from '../items/repository.ts';
 import { exportOrders, type EntryVariants } from '../orders/export-repository.ts';
 import { lastSequence } from './log.ts';
 
-/** Records per query while streaming: enough to amortise the round trip, few enough to keep memory flat. */
-const BATCH = 500;
+/**
+ * Records per query while streaming: enough to amortise the round trip, few enough to keep memory
+ * flat. At 1M orders (SQLite) 500 a query peaked at 297 MB of server RSS, 200 at 264 MB and 100 at
+ * 262 MB, each at about 24,000 orders/s: what a page allocates is freed only by the next
+ * collections, and smaller pages leave less waiting.
+ */
+const BATCH = 200;
 
 type ExportBatch = (db: Db, businessId: string, afterId: string, limit: number) => Promise<Array<{ id: string }>>;
 
