@@ -158,3 +158,19 @@ describe('jsonEqual (the event diff)', () => {
     assert.equal(jsonEqual('1', 1), false);
   });
 });
+
+describe('event data encoding (one reused deflate stream)', () => {
+  it('gives the bytes deflateRawSync gives, for any JSON value and for texts larger than its first buffer', async () => {
+    const { encodeData, decodeData, DATA_DEFLATE_OPTIONS } = await import('../src/events/codec.ts');
+    const { deflateRawSync } = await import('node:zlib');
+    const same = (value: unknown) => {
+      const encoded = encodeData(value);
+      assert.deepEqual(encoded, deflateRawSync(JSON.stringify(value), DATA_DEFLATE_OPTIONS));
+      assert.deepEqual(decodeData(encoded), JSON.parse(JSON.stringify(value)));
+    };
+    fc.assert(fc.property(fc.jsonValue({ maxDepth: 4 }), (value) => same(value)), { numRuns: 300 });
+    // Incompressible text past the 64 kB output buffer, then a small one after it on the same stream.
+    same({ object: { id: 'x', text: Array.from({ length: 30_000 }, (_, i) => ((i * 2654435761) >>> 0).toString(36)).join('') } });
+    same({ object: { id: 'small' } });
+  });
+});

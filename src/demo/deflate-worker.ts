@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { DATA_DEFLATE_OPTIONS } from '../events/codec.ts';
+import { DATA_DEFLATE_OPTIONS, reusableDeflateRaw } from '../events/codec.ts';
 
 /**
  * Deflates events' data (src/events/codec.ts) on a thread of its own, so that it overlaps the
@@ -11,30 +11,7 @@ import { DATA_DEFLATE_OPTIONS } from '../events/codec.ts';
  */
 const SCRIPT = `
 const { parentPort, workerData } = require('node:worker_threads');
-const zlib = require('node:zlib');
-// One deflate stream, reset after each text: the same bytes as deflateRawSync, which sets up and
-// frees a stream (some 270 kB) per call, most of its cost for texts of a few kB (measured 2-2.5x).
-// Through the stream's handle, as zlib's own sync calls use it; deflateRawSync where it is not there.
-const deflater = () => {
-  const stream = new zlib.DeflateRaw(workerData);
-  const handle = stream._handle;
-  const state = stream._writeState;
-  if (typeof handle?.writeSync !== 'function' || typeof handle.reset !== 'function' || !(state instanceof Uint32Array)) {
-    return (text) => zlib.deflateRawSync(text, workerData);
-  }
-  let out = Buffer.allocUnsafe(64 * 1024);
-  return (text) => {
-    // Deflate never grows a text by more than a few bytes per 16 kB block.
-    if (out.length < text.length + 1024) out = Buffer.allocUnsafe(text.length * 2 + 1024);
-    handle.writeSync(zlib.constants.Z_FINISH, text, 0, text.length, out, 0, out.length);
-    const [availOut, availIn] = state;
-    handle.reset();
-    if (availIn !== 0 || availOut === 0 || stream.destroyed) return zlib.deflateRawSync(text, workerData);
-    // A copy: the next text is deflated into the same buffer.
-    return Buffer.from(out.subarray(0, out.length - availOut));
-  };
-};
-const deflateRaw = deflater();
+const deflateRaw = (${reusableDeflateRaw.toString()})(require('node:zlib'), workerData);
 const split = (bytes, ends) => Array.from(ends, (end, i) => bytes.subarray(i === 0 ? 0 : ends[i - 1], end));
 const join = (parts) => {
   const ends = new Uint32Array(parts.length);

@@ -1,4 +1,5 @@
-import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import * as zlib from 'node:zlib';
+import { inflateRawSync } from 'node:zlib';
 
 /**
  * An event's `data` as stored: its JSON, deflated at level 1. Events carry the whole resource,
@@ -9,7 +10,38 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib';
  */
 export const DATA_DEFLATE_OPTIONS = { level: 1 } as const;
 
-export const encodeData = (data: unknown): Buffer => deflateRawSync(JSON.stringify(data), DATA_DEFLATE_OPTIONS);
+/**
+ * Deflate with one zlib stream, reset after each text: the same bytes as `deflateRawSync`, which
+ * sets up and frees a stream (some 270 kB) per call, most of its cost for texts of a few kB
+ * (measured 2–2.5× per event). Through the stream's handle, as zlib's own sync calls use it;
+ * `deflateRawSync` where that is not there or a text does not fit. Self-contained (node:zlib and
+ * the options are its arguments), so that the demo's deflate worker, a plain script, runs its
+ * source too (src/demo/deflate-worker.ts).
+ */
+export function reusableDeflateRaw(zlib: typeof import('node:zlib'), options: import('node:zlib').ZlibOptions): (text: Uint8Array) => Buffer {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const stream = new zlib.DeflateRaw(options) as any;
+  const handle = stream._handle;
+  const state = stream._writeState;
+  if (typeof handle?.writeSync !== 'function' || typeof handle.reset !== 'function' || !(state instanceof Uint32Array)) {
+    return (text) => zlib.deflateRawSync(text, options);
+  }
+  let out = Buffer.allocUnsafe(64 * 1024);
+  return (text) => {
+    // Deflate never grows a text by more than a few bytes per 16 kB block.
+    if (out.length < text.length + 1024) out = Buffer.allocUnsafe(text.length * 2 + 1024);
+    handle.writeSync(zlib.constants.Z_FINISH, text, 0, text.length, out, 0, out.length);
+    const [availOut, availIn] = state;
+    handle.reset();
+    if (availIn !== 0 || availOut === 0 || stream.destroyed) return zlib.deflateRawSync(text, options);
+    // A copy: the next text is deflated into the same buffer.
+    return Buffer.from(out.subarray(0, out.length - availOut));
+  };
+}
+
+const deflateData = reusableDeflateRaw(zlib, DATA_DEFLATE_OPTIONS);
+
+export const encodeData = (data: unknown): Buffer => deflateData(Buffer.from(JSON.stringify(data)));
 
 /** The stored data as the bytes of its JSON text, for answers put together without parsing it. */
 export const decodeDataBytes = (stored: Uint8Array): Buffer => inflateRawSync(stored);
