@@ -39,12 +39,12 @@ export interface EventMeta {
 }
 
 /**
- * Takes `count` sequence numbers of the business (SQLite; these texts are SQLite's), in the caller's transaction: the
- * `event` counter row is taken last in a write, so sequences are handed out in commit order and
- * without gaps (a rolled-back write gives its numbers back with its transaction); PostgreSQL does
- * the same in `append_events` (migration 0020), holding the row's lock until commit.
- * These two statements run in every write, so they go to the driver as text written once, not
- * built and compiled by the query builder each time.
+ * Takes `count` sequence numbers of the business, in the caller's transaction (SQLite: these
+ * texts are SQLite's): the `event` counter row is taken last in a write, so sequences are handed
+ * out in commit order and without gaps (a rolled-back write gives its numbers back with its
+ * transaction); PostgreSQL does the same in `append_events` (migration 0020), holding the row's
+ * lock until commit. These two statements run in every write, so they go to the driver as text
+ * written once, not built and compiled by the query builder each time.
  */
 const TAKE_SEQUENCES = `insert into business_counters (business_id, name, value) values (?, 'event', ?)
   on conflict (business_id, name) do update set value = business_counters.value + excluded.value returning value`;

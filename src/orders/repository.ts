@@ -28,7 +28,7 @@ export async function insertOrder(
 }
 
 /** An SO number: `SO-000001`, with more digits past 999,999. */
-export const formatReference = (n: number) => `SO-${String(n).padStart(6, '0')}`;
+const formatReference = (n: number) => `SO-${String(n).padStart(6, '0')}`;
 
 /**
  * Gives an order the business's next SO number and returns its row. The counter row, which every
