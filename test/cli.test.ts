@@ -210,7 +210,7 @@ for (const backend of backends) {
         const business = await openBusiness(createWriteRunner(handle.db), 'Rebuilt Ltd');
         // Derived rows that no order supports, as a bad bulk load would leave them.
         await handle.db.insertInto('order_counts').values({ business_id: business.businessId, phase: 'ACTIVE', status: 'PACKED', shard: 0, n: 5 }).execute();
-        await handle.db.insertInto('order_property_counts').values({ business_id: business.businessId, path: 'ghost', phase: 'ACTIVE', status: 'PACKED', shard: 0, n: 2 }).execute();
+        await handle.db.insertInto('order_property_counts').values({ business_id: business.businessId, path: 'ghost', day: '2026-01-01', phase: 'ACTIVE', status: 'PACKED', shard: 0, n: 2 }).execute();
         const rebuilt = await runCli(['projections', 'rebuild', '--business', business.businessId], database.url);
         assert.equal(rebuilt.code, 0, rebuilt.stderr);
         assert.match(rebuilt.stdout, new RegExp(`Rebuilt the order projections of ${business.businessId}`));

@@ -186,6 +186,9 @@ for (const backend of backends) {
           assert.deepEqual(migrated.days, [['2025-01-01', 2]]);
           assert.deepEqual(migrated.rows.map((r) => [r.order_id, r.path, r.value]),
             [['ord_3', 'erp', null], ['ord_3', 'erp.no', 'n:3e0'], ['ord_3', 'tags', null], ['ord_4', 'x', 'b:true']]);
+          // The rebuild is today's code, which counts paths per created day too (0022).
+          await migrateToLatest(handle.db, handle.dialect);
+          assert.deepEqual(await read(), migrated);
           await rebuildOrderProjections(handle.db, 'bus_1');
           assert.deepEqual(await read(), migrated);
         } finally {
@@ -194,4 +197,64 @@ for (const backend of backends) {
       });
     });
   });
+}
+
+for (const backend of backends) {
+  describe(`[${backend}] migration 0022-property-counts-by-day`, () => {
+    it('counts the orders of each path by created day, phase and status, live and soft-deleted, as a rebuild does', async () => {
+      await withEmptyDatabase(backend, async (open) => {
+        const handle = open();
+        try {
+          await migrateToLatest(handle.db, handle.dialect, '0021-drop-events-occurred-index');
+          const db = handle.db as unknown as Kysely<any>;
+          const now = '2025-01-01T00:00:00.000Z';
+          await db.insertInto('businesses').values({ id: 'bus_1', name: '1', created_at: now, updated_at: now }).execute();
+          await db.insertInto('phantoms').values({ id: 'phm_1', business_id: 'bus_1', name: '1', status: 'ACTIVE', created_at: now, updated_at: now }).execute();
+          await db.insertInto('partnerships').values({ id: 'prt_1', business_id: 'bus_1', phantom_id: 'phm_1', status: 'ACTIVE', created_at: now, updated_at: now }).execute();
+          const order = (id: string, createdAt: string, deletedAt: string | null, properties: unknown) => ({
+            id, business_id: 'bus_1', partnership_id: 'prt_1', phase: 'ACTIVE', status: 'ACCEPTED', internal_reference: id, properties: JSON.stringify(properties),
+            expected_delivery_at: now, currency: 'AUD', total_amount: '0', version: 1, created_at: createdAt, updated_at: createdAt, deleted_at: deletedAt,
+          });
+          await db.insertInto('orders').values([
+            order('ord_1', '2025-01-01T23:59:59.999Z', null, { erp: { no: 1 } }), order('ord_2', '2025-01-02T00:00:00.000Z', null, { erp: { no: 2 } }),
+            order('ord_3', '2025-01-02T10:00:00.000Z', null, { erp: {} }), order('ord_4', '2025-01-03T10:00:00.000Z', now, { erp: { no: 4 } }),
+          ]).execute();
+          // The side tables and the counts as the code before 0022 kept them.
+          await rebuildBefore0022(db);
+
+          assert.deepEqual(await migrateToLatest(handle.db, handle.dialect, '0022-property-counts-by-day'), ['0022-property-counts-by-day']);
+          const read = async (table: string) => (await db.selectFrom(table).select(['path', 'day', 'phase', 'status', 'shard', 'n'])
+            .orderBy('path').orderBy('day').execute()).map((r) => [r.path, r.day, r.phase, r.status, r.shard, Number(r.n)]);
+          const migrated = { live: await read('order_property_counts'), deleted: await read('order_deleted_property_counts') };
+          assert.deepEqual(migrated.live, [
+            ['erp', '2025-01-01', 'ACTIVE', 'ACCEPTED', 0, 1], ['erp', '2025-01-02', 'ACTIVE', 'ACCEPTED', 0, 2],
+            ['erp.no', '2025-01-01', 'ACTIVE', 'ACCEPTED', 0, 1], ['erp.no', '2025-01-02', 'ACTIVE', 'ACCEPTED', 0, 1],
+          ]);
+          assert.deepEqual(migrated.deleted, [['erp', '2025-01-03', 'ACTIVE', 'ACCEPTED', 0, 1], ['erp.no', '2025-01-03', 'ACTIVE', 'ACCEPTED', 0, 1]]);
+          await migrateToLatest(handle.db, handle.dialect);
+          await rebuildOrderProjections(handle.db, 'bus_1');
+          assert.deepEqual({ live: await read('order_property_counts'), deleted: await read('order_deleted_property_counts') }, migrated);
+        } finally {
+          await handle.close();
+        }
+      });
+    });
+  });
+}
+
+/** The side tables of the test's orders, and their path counts per phase and status (the schema of 0017 to 0021). */
+async function rebuildBefore0022(db: Kysely<any>) {
+  const paths: Record<string, string[]> = { ord_1: ['erp', 'erp.no'], ord_2: ['erp', 'erp.no'], ord_3: ['erp'], ord_4: ['erp', 'erp.no'] };
+  for (const [orderId, list] of Object.entries(paths)) {
+    const table = orderId === 'ord_4' ? 'order_deleted_properties' : 'order_properties';
+    await db.insertInto(table).values(list.map((path) => ({ business_id: 'bus_1', order_id: orderId, path, value: null }))).execute();
+  }
+  await db.insertInto('order_property_counts').values([
+    { business_id: 'bus_1', path: 'erp', phase: 'ACTIVE', status: 'ACCEPTED', shard: 0, n: 3 },
+    { business_id: 'bus_1', path: 'erp.no', phase: 'ACTIVE', status: 'ACCEPTED', shard: 0, n: 2 },
+  ]).execute();
+  await db.insertInto('order_deleted_property_counts').values([
+    { business_id: 'bus_1', path: 'erp', phase: 'ACTIVE', status: 'ACCEPTED', shard: 0, n: 1 },
+    { business_id: 'bus_1', path: 'erp.no', phase: 'ACTIVE', status: 'ACCEPTED', shard: 0, n: 1 },
+  ]).execute();
 }

@@ -141,8 +141,13 @@ describe('order list plan', () => {
     assert.equal(chooseTotal(only('propertyValue', 'phase', 'status', 'createdSince', 'changedSince'), 5_000), 'countFromSideTable');
     assert.equal(choosePage(only('propertyValue', 'phase', 'status', 'createdSince', 'changedSince'), 5_000), 'pageFromSideTable');
     assert.equal(chooseTotal(only('propertyValue', 'phase'), 5_001), 'count');
-    assert.equal(choosePage(only('propertyPresent', 'phase'), 5_001), 'sorted');
-    assert.equal(choosePage(only('propertyAbsent'), 1), 'sorted');
+    // Paths are counted per created day: a path with many matches, or an absent one, pages by day.
+    assert.equal(choosePage(only('propertyPresent', 'phase'), 5_001), 'pageByCreatedDay');
+    assert.equal(choosePage(only('propertyAbsent'), 1), 'pageByCreatedDay');
+    assert.equal(chooseTotal(only('createdSince', 'propertyAbsent')), 'countByCreatedDay');
+    assert.equal(chooseTotal(only('createdSince', 'propertyPresent', 'status', 'includeDeleted'), 5_001), 'countByCreatedDay');
+    assert.equal(choosePage(only('createdSince', 'propertyAbsent', 'includeDeleted'), 0), 'pageByCreatedDay');
+    assert.equal(choosePage(only('propertyValue', 'phase'), 5_001), 'sorted', 'values are not counted per day');
     assert.equal(choosePage(only('changedSince', 'phase', 'includeDeleted'), 1), 'pageChangedSince');
     assert.equal(choosePage(only(), 0), 'pageByCreatedDay');
     assert.equal(choosePage(only('phase', 'status'), 0), 'pageByCreatedDay', 'the day counts are per phase and status');
@@ -167,7 +172,7 @@ describe('order list plan', () => {
 
   it('falls back to the exact general plan for a combination no strategy declares', () => {
     for (const active of [
-      only('phase', 'propertyValue'), only('createdSince', 'propertyAbsent'), only('propertyJson'), only('propertyJson', 'includeDeleted'),
+      only('phase', 'propertyValue'), only('createdSince', 'propertyValue'), only('propertyJson'), only('propertyJson', 'includeDeleted'),
       only('phase', 'propertyJson', 'includeDeleted'),
     ]) assert.equal(chooseTotal(active), 'count', [...active.keys()].join('+'));
     // Changed since u: the orders created after u are planned as their own list, the older ones counted by the updated_at range.

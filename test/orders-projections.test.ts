@@ -18,12 +18,12 @@ async function projections(db: Kysely<Database>, businessId: string) {
     .where('business_id', '=', businessId).groupBy(['day', 'phase', 'status']).orderBy('day').orderBy('phase').orderBy('status').execute();
   const deleted = await db.selectFrom('order_deleted_counts').select(['day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
     .where('business_id', '=', businessId).groupBy(['day', 'phase', 'status']).orderBy('day').orderBy('phase').orderBy('status').execute();
-  const paths = await db.selectFrom('order_property_counts').select(['path', 'phase', 'status', sql<string>`sum(n)`.as('n')])
-    .where('business_id', '=', businessId).groupBy(['path', 'phase', 'status']).orderBy('path').orderBy('phase').orderBy('status').execute();
+  const paths = await db.selectFrom('order_property_counts').select(['path', 'day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId).groupBy(['path', 'day', 'phase', 'status']).orderBy('path').orderBy('day').orderBy('phase').orderBy('status').execute();
   const rows = await db.selectFrom('order_properties').select(['order_id', 'path', 'value'])
     .where('business_id', '=', businessId).orderBy('order_id').orderBy('path').execute();
-  const deletedPaths = await db.selectFrom('order_deleted_property_counts').select(['path', 'phase', 'status', sql<string>`sum(n)`.as('n')])
-    .where('business_id', '=', businessId).groupBy(['path', 'phase', 'status']).orderBy('path').orderBy('phase').orderBy('status').execute();
+  const deletedPaths = await db.selectFrom('order_deleted_property_counts').select(['path', 'day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId).groupBy(['path', 'day', 'phase', 'status']).orderBy('path').orderBy('day').orderBy('phase').orderBy('status').execute();
   const deletedRows = await db.selectFrom('order_deleted_properties').select(['order_id', 'path', 'value'])
     .where('business_id', '=', businessId).orderBy('order_id').orderBy('path').execute();
   // Rows whose count went to zero are kept by the upkeep and not made by a rebuild: the same answer.

@@ -177,8 +177,8 @@ if (backends.includes('postgres')) {
       await add('order_change_counts', { day });
       await add('order_created_counts', { day, phase: 'PENDING', status: 'UNASSIGNED' });
       await add('order_created_counts', { day, phase: 'ACTIVE', status: 'UNASSIGNED' });
-      await add('order_property_counts', { path: 'erp.no', phase: 'PENDING', status: 'UNASSIGNED' });
-      await add('order_property_counts', { path: 'erp.no', phase: 'ACTIVE', status: 'UNASSIGNED' });
+      await add('order_property_counts', { path: 'erp.no', day, phase: 'PENDING', status: 'UNASSIGNED' });
+      await add('order_property_counts', { path: 'erp.no', day, phase: 'ACTIVE', status: 'UNASSIGNED' });
       const tables = ['order_counts', 'order_change_counts', 'order_created_counts', 'order_property_counts'];
       const locked: string[] = [];
       const runner = createWriteRunner(ctx().db);

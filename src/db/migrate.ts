@@ -19,6 +19,7 @@ import { orderPhaseStatusIndexes } from './migrations/0018-order-phase-status-in
 import { deletedOrders } from './migrations/0019-deleted-orders.ts';
 import { appendEventsFunction } from './migrations/0020-append-events.ts';
 import { dropEventsOccurredIndex } from './migrations/0021-drop-events-occurred-index.ts';
+import { propertyCountsByDay } from './migrations/0022-property-counts-by-day.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -43,6 +44,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0019-deleted-orders': deletedOrders(dialect),
     '0020-append-events': appendEventsFunction(dialect),
     '0021-drop-events-occurred-index': dropEventsOccurredIndex,
+    '0022-property-counts-by-day': propertyCountsByDay(dialect),
   };
 }
 

@@ -108,16 +108,16 @@ export const ORDER_FILTERS = {
     keys: ['propertyPath', 'propertyExists'],
     active: (scope) => bySideTable(scope) && scope.options.property!.value === undefined && scope.options.property!.exists !== false,
     where: sideTableWhere,
-    totals: ['countByProperty', 'countFromSideTable', ANY],
-    pages: ['pageFromSideTable', ...ANY_PAGE],
+    totals: ['countByProperty', 'countByCreatedDay', 'countFromSideTable', ANY],
+    pages: ['pageFromSideTable', 'pageByCreatedDay', ...ANY_PAGE],
   },
-  // An absent path (exists=false), through the side table: its page walks the page order.
+  // An absent path (exists=false), through the side table; paths are counted per created day too.
   propertyAbsent: {
     keys: ['propertyPath', 'propertyExists'],
     active: (scope) => bySideTable(scope) && scope.options.property!.exists === false,
     where: sideTableWhere,
-    totals: ['countByProperty', ANY],
-    pages: ANY_PAGE,
+    totals: ['countByProperty', 'countByCreatedDay', ANY],
+    pages: ['pageByCreatedDay', ...ANY_PAGE],
   },
   // Any property filter the side table cannot answer, by the JSON functions.
   propertyJson: {
@@ -172,7 +172,8 @@ const PAGES: Record<PageStrategy, (active: ActiveFilters, candidates: number) =>
   // on them and sort them, rather than walk the page order's index past orders that do not match.
   pageFromSideTable: (active, candidates) => bySideTableMatches(active) && candidates <= listTuning.fewCandidates,
   pageChangedSince: (active) => active.has('changedSince'),
-  // Unfiltered or by phase, status and/or createdSince, with or without deleted orders: the created-day counts.
+  // Unfiltered or by phase, status, createdSince and/or a path's presence or absence, with or
+  // without deleted orders: the created-day counts (of orders, and of orders with each path).
   pageByCreatedDay: () => true,
 };
 

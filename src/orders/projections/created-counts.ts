@@ -36,25 +36,42 @@ export interface CreatedDaysFilter {
   status?: string;
   fromDay?: string;
   includeDeleted?: boolean;
+  /** Only the orders that have this property path, or with `exists: false` those that do not. */
+  path?: { path: string; exists: boolean };
 }
+
+type DayCounts = 'order_created_counts' | 'order_deleted_counts' | 'order_property_counts' | 'order_deleted_property_counts';
 
 /**
  * Orders per created day, of a phase and/or status when given, newest day first (or oldest first);
  * with `fromDay`, only that day and the days after it. Live orders, and with `includeDeleted` the
- * soft-deleted ones too (the two tables' rows summed per day).
+ * soft-deleted ones too (the two tables' rows summed per day). With `path`, the orders that have
+ * it (the path counts, src/orders/projections/properties.ts), or that lack it (the orders less
+ * those with it, per day). One statement, so one snapshot; days with no such orders are left out.
  */
 export async function createdDays(
   db: Db, businessId: string, direction: 'asc' | 'desc', filter: CreatedDaysFilter = {},
 ): Promise<Array<{ day: string; n: number }>> {
-  const rowsOf = (table: 'order_created_counts' | 'order_deleted_counts') => {
-    let query = db.selectFrom(table).select(['day', 'n']).where('business_id', '=', businessId);
+  const rowsOf = (table: DayCounts, sign: 1 | -1) => {
+    // The four tables share (business_id, day, phase, status, n); the path tables add `path`.
+    let query = (db as Db).selectFrom(table as 'order_created_counts').select(['day', sign === 1 ? sql<number>`n`.as('n') : sql<number>`-n`.as('n')])
+      .where('business_id', '=', businessId);
+    if (table === 'order_property_counts' || table === 'order_deleted_property_counts') query = query.where(sql.ref('path'), '=', filter.path!.path);
     if (filter.phase) query = query.where('phase', '=', filter.phase);
     if (filter.status) query = query.where('status', '=', filter.status);
     if (filter.fromDay) query = query.where('day', '>=', filter.fromDay);
     return query;
   };
-  const counts = filter.includeDeleted ? rowsOf('order_created_counts').unionAll(rowsOf('order_deleted_counts')) : rowsOf('order_created_counts');
+  const tables: Array<[DayCounts, 1 | -1]> = [];
+  const withDeleted = (live: DayCounts, deleted: DayCounts, sign: 1 | -1) => {
+    tables.push([live, sign]);
+    if (filter.includeDeleted) tables.push([deleted, sign]);
+  };
+  if (!filter.path || !filter.path.exists) withDeleted('order_created_counts', 'order_deleted_counts', 1);
+  if (filter.path) withDeleted('order_property_counts', 'order_deleted_property_counts', filter.path.exists ? 1 : -1);
+  const [first, ...rest] = tables.map(([table, sign]) => rowsOf(table, sign));
+  const counts = rest.reduce((all, next) => all.unionAll(next), first);
   const rows = await db.selectFrom(counts.as('c')).select(['day', sql<number | string>`sum(n)`.as('n')])
     .groupBy('day').orderBy('day', direction).execute();
-  return rows.map((r) => ({ day: r.day, n: Number(r.n) }));
+  return rows.map((r) => ({ day: r.day, n: Number(r.n) })).filter((r) => r.n > 0);
 }

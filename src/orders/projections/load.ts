@@ -56,10 +56,11 @@ export function createProjectionLoad(businessId: string): ProjectionLoad {
           const tally = sides[side];
           tally.counts.add(order.phase, order.status);
           tally.changed.add(changeDay(order.updated_at));
-          tally.created.add(changeDay(order.created_at), order.phase, order.status);
+          const createdDay = changeDay(order.created_at);
+          tally.created.add(createdDay, order.phase, order.status);
           for (const p of propertyPaths(properties)) {
             rows[side].push([order.id, p.path, p.value]);
-            tally.paths.add(p.path, order.phase, order.status);
+            tally.paths.add(p.path, createdDay, order.phase, order.status);
           }
         },
         async insert(db) {
@@ -77,8 +78,8 @@ export function createProjectionLoad(businessId: string): ProjectionLoad {
       await insertRows(db, 'order_deleted_change_counts', ['day', 'n'], deleted.changed.rows(), constants);
       await insertRows(db, 'order_created_counts', ['day', 'phase', 'status', 'n'], live.created.rows(), constants);
       await insertRows(db, 'order_deleted_counts', ['day', 'phase', 'status', 'n'], deleted.created.rows(), constants);
-      await insertRows(db, SIDE_TABLES.live.counts, ['path', 'phase', 'status', 'n'], live.paths.rows(), constants);
-      await insertRows(db, SIDE_TABLES.deleted.counts, ['path', 'phase', 'status', 'n'], deleted.paths.rows(), constants);
+      await insertRows(db, SIDE_TABLES.live.counts, ['path', 'day', 'phase', 'status', 'n'], live.paths.rows(), constants);
+      await insertRows(db, SIDE_TABLES.deleted.counts, ['path', 'day', 'phase', 'status', 'n'], deleted.paths.rows(), constants);
     },
   };
 }

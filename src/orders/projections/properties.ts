@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
 import { insertRows } from '../../db/bulk.ts';
 import { deferToCommit } from '../../db/deferred.ts';
-import { PROPERTY_PATH_MAX_SEGMENTS, PROPERTY_SEGMENT } from '../../db/dialect.ts';
+import { PROPERTY_PATH_MAX_SEGMENTS, PROPERTY_SEGMENT, utcDay } from '../../db/dialect.ts';
 import type { Db } from '../../db/types.ts';
 import { readJson } from '../../lib/json.ts';
+import { changeDay } from './change-counts.ts';
 import { bumpCounts } from './counts.ts';
 
 /**
@@ -69,6 +70,8 @@ export function propertyPaths(properties: unknown): Array<{ path: string; value:
 
 export interface PathCountChange {
   path: string;
+  /** The UTC day of the order's createdAt, which never changes. */
+  day: string;
   phase: string;
   status: string;
   delta: number;
@@ -82,17 +85,19 @@ export const SIDE_TABLES = {
 export type Side = keyof typeof SIDE_TABLES;
 type Rows = (typeof SIDE_TABLES)[Side]['rows'];
 
-/** Adds to the per-path counts (per phase and status), as src/orders/projections/counts.ts bumpCounts does. */
+/** Adds to the per-path counts (per created day, phase and status), as src/orders/projections/counts.ts bumpCounts does. */
 const bumpPathCounts = (db: Db, side: Side, businessId: string, changes: PathCountChange[]) =>
-  bumpCounts(db, SIDE_TABLES[side].counts, businessId, ['path', 'phase', 'status'], changes);
+  bumpCounts(db, SIDE_TABLES[side].counts, businessId, ['path', 'day', 'phase', 'status'], changes);
 
-/** The count changes of an order's paths: -1 at its phase and status before, +1 after. */
-export function pathCountChanges(
-  before: { phase: string; status: string; properties: unknown } | null, after: { phase: string; status: string; properties: unknown } | null,
-): PathCountChange[] {
+type Counted = { phase: string; status: string; properties: unknown; created_at: Date | string };
+
+/** The count changes of an order's paths: -1 at its phase and status before, +1 after, on its created day. */
+export function pathCountChanges(before: Counted | null, after: Counted | null): PathCountChange[] {
   const changes: PathCountChange[] = [];
   for (const [order, delta] of [[before, -1], [after, 1]] as const) {
-    if (order) for (const p of propertyPaths(order.properties)) changes.push({ path: p.path, phase: order.phase, status: order.status, delta });
+    if (!order) continue;
+    const day = changeDay(order.created_at);
+    for (const p of propertyPaths(order.properties)) changes.push({ path: p.path, day, phase: order.phase, status: order.status, delta });
   }
   return changes;
 }
@@ -129,7 +134,7 @@ async function reindexOrderProperties(db: Db, table: Rows, businessId: string, o
 /** Stored JSON as the driver returns it: text on SQLite, parsed (with normalised key order) on PostgreSQL. */
 const sameJson = (a: unknown, b: unknown) => a === b || (typeof a !== 'string' && JSON.stringify(a) === JSON.stringify(b));
 
-type Indexed = { id: string; phase: string; status: string; properties: unknown };
+type Indexed = Counted & { id: string };
 
 /**
  * Brings one side's table and path counts from `before` to `after` (null: the order is not on
@@ -175,7 +180,8 @@ export async function rebuildSideTable(db: Db, side: Side, businessId: string, o
     indexed += orders.length;
     onProgress?.(indexed);
   }
-  await sql`insert into ${sql.table(counts)} (business_id, path, phase, status, shard, n)
-    select p.business_id, p.path, o.phase, o.status, 0, count(*) from ${sql.table(table)} p join orders o on o.id = p.order_id
-    where p.business_id = ${businessId} group by p.business_id, p.path, o.phase, o.status`.execute(db);
+  const day = utcDay(db, sql.ref('o.created_at'));
+  await sql`insert into ${sql.table(counts)} (business_id, path, day, phase, status, shard, n)
+    select p.business_id, p.path, ${day}, o.phase, o.status, 0, count(*) from ${sql.table(table)} p join orders o on o.id = p.order_id
+    where p.business_id = ${businessId} group by p.business_id, p.path, ${day}, o.phase, o.status`.execute(db);
 }

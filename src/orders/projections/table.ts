@@ -25,10 +25,14 @@ export interface OrderPropertyTable {
   value: string | null;
 }
 
-/** Live orders per business, property path, phase and status; soft-deleted ones in `order_deleted_property_counts`. */
+/**
+ * Live orders per business, property path, UTC day of createdAt (`YYYY-MM-DD`), phase and status;
+ * soft-deleted ones in `order_deleted_property_counts`.
+ */
 export interface OrderPropertyCountTable {
   business_id: string;
   path: string;
+  day: string;
   phase: string;
   status: string;
   shard: number;
