@@ -258,3 +258,44 @@ async function rebuildBefore0022(db: Kysely<any>) {
     { business_id: 'bus_1', path: 'erp.no', phase: 'ACTIVE', status: 'ACCEPTED', shard: 0, n: 1 },
   ]).execute();
 }
+
+for (const backend of backends) {
+  describe(`[${backend}] migration 0023-change-counts-by-created-day`, () => {
+    it('counts the orders changed on each day by the day they were created, live and soft-deleted, as a rebuild does', async () => {
+      await withEmptyDatabase(backend, async (open) => {
+        const handle = open();
+        try {
+          await migrateToLatest(handle.db, handle.dialect, '0022-property-counts-by-day');
+          const db = handle.db as unknown as Kysely<any>;
+          const now = '2025-01-01T00:00:00.000Z';
+          await db.insertInto('businesses').values({ id: 'bus_1', name: '1', created_at: now, updated_at: now }).execute();
+          await db.insertInto('phantoms').values({ id: 'phm_1', business_id: 'bus_1', name: '1', status: 'ACTIVE', created_at: now, updated_at: now }).execute();
+          await db.insertInto('partnerships').values({ id: 'prt_1', business_id: 'bus_1', phantom_id: 'phm_1', status: 'ACTIVE', created_at: now, updated_at: now }).execute();
+          const order = (id: string, createdAt: string, updatedAt: string, deletedAt: string | null = null) => ({
+            id, business_id: 'bus_1', partnership_id: 'prt_1', phase: 'ACTIVE', status: 'ACCEPTED', internal_reference: id,
+            expected_delivery_at: now, currency: 'AUD', total_amount: '0', version: 1, created_at: createdAt, updated_at: updatedAt, deleted_at: deletedAt,
+          });
+          await db.insertInto('orders').values([
+            order('ord_1', '2025-01-01T10:00:00.000Z', '2025-01-01T11:00:00.000Z'), order('ord_2', '2025-01-01T12:00:00.000Z', '2025-01-03T00:00:00.000Z'),
+            order('ord_3', '2025-01-02T23:59:59.999Z', '2025-01-03T10:00:00.000Z'), order('ord_4', '2025-01-01T09:00:00.000Z', '2025-01-03T09:00:00.000Z', '2025-01-03T09:00:00.000Z'),
+          ]).execute();
+          // The counts as the code before 0023 kept them: per day of updatedAt only.
+          await db.insertInto('order_change_counts').values([{ business_id: 'bus_1', day: '2025-01-01', shard: 0, n: 1 }, { business_id: 'bus_1', day: '2025-01-03', shard: 3, n: 2 }]).execute();
+          await db.insertInto('order_deleted_change_counts').values({ business_id: 'bus_1', day: '2025-01-03', shard: 0, n: 1 }).execute();
+
+          assert.deepEqual(await migrateToLatest(handle.db, handle.dialect, '0023-change-counts-by-created-day'), ['0023-change-counts-by-created-day']);
+          const read = async (table: string) => (await db.selectFrom(table).select(['day', 'created_day', 'shard', 'n'])
+            .orderBy('day').orderBy('created_day').execute()).map((r) => [r.day, r.created_day, r.shard, Number(r.n)]);
+          const migrated = { live: await read('order_change_counts'), deleted: await read('order_deleted_change_counts') };
+          assert.deepEqual(migrated.live, [['2025-01-01', '2025-01-01', 0, 1], ['2025-01-03', '2025-01-01', 0, 1], ['2025-01-03', '2025-01-02', 0, 1]]);
+          assert.deepEqual(migrated.deleted, [['2025-01-03', '2025-01-01', 0, 1]]);
+          await migrateToLatest(handle.db, handle.dialect);
+          await rebuildOrderProjections(handle.db, 'bus_1');
+          assert.deepEqual({ live: await read('order_change_counts'), deleted: await read('order_deleted_change_counts') }, migrated);
+        } finally {
+          await handle.close();
+        }
+      });
+    });
+  });
+}

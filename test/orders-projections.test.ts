@@ -10,10 +10,10 @@ import { createFixture, createOrder, patchOrder } from './helpers/orders.ts';
 async function projections(db: Kysely<Database>, businessId: string) {
   const counts = await db.selectFrom('order_counts').select(['phase', 'status', sql<string>`sum(n)`.as('n')])
     .where('business_id', '=', businessId).groupBy(['phase', 'status']).orderBy('phase').orderBy('status').execute();
-  const days = await db.selectFrom('order_change_counts').select(['day', sql<string>`sum(n)`.as('n')])
-    .where('business_id', '=', businessId).groupBy('day').orderBy('day').execute();
-  const deletedDays = await db.selectFrom('order_deleted_change_counts').select(['day', sql<string>`sum(n)`.as('n')])
-    .where('business_id', '=', businessId).groupBy('day').orderBy('day').execute();
+  const days = await db.selectFrom('order_change_counts').select(['day', 'created_day', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId).groupBy(['day', 'created_day']).orderBy('day').orderBy('created_day').execute();
+  const deletedDays = await db.selectFrom('order_deleted_change_counts').select(['day', 'created_day', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId).groupBy(['day', 'created_day']).orderBy('day').orderBy('created_day').execute();
   const created = await db.selectFrom('order_created_counts').select(['day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
     .where('business_id', '=', businessId).groupBy(['day', 'phase', 'status']).orderBy('day').orderBy('phase').orderBy('status').execute();
   const deleted = await db.selectFrom('order_deleted_counts').select(['day', 'phase', 'status', sql<string>`sum(n)`.as('n')])

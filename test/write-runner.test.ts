@@ -174,7 +174,7 @@ if (backends.includes('postgres')) {
       };
       await add('order_counts', { phase: 'PENDING', status: 'UNASSIGNED' });
       await add('order_counts', { phase: 'ACTIVE', status: 'UNASSIGNED' });
-      await add('order_change_counts', { day });
+      await add('order_change_counts', { day, created_day: day });
       await add('order_created_counts', { day, phase: 'PENDING', status: 'UNASSIGNED' });
       await add('order_created_counts', { day, phase: 'ACTIVE', status: 'UNASSIGNED' });
       await add('order_property_counts', { path: 'erp.no', day, phase: 'PENDING', status: 'UNASSIGNED' });

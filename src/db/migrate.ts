@@ -20,6 +20,7 @@ import { deletedOrders } from './migrations/0019-deleted-orders.ts';
 import { appendEventsFunction } from './migrations/0020-append-events.ts';
 import { dropEventsOccurredIndex } from './migrations/0021-drop-events-occurred-index.ts';
 import { propertyCountsByDay } from './migrations/0022-property-counts-by-day.ts';
+import { changeCountsByCreatedDay } from './migrations/0023-change-counts-by-created-day.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -45,6 +46,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0020-append-events': appendEventsFunction(dialect),
     '0021-drop-events-occurred-index': dropEventsOccurredIndex,
     '0022-property-counts-by-day': propertyCountsByDay(dialect),
+    '0023-change-counts-by-created-day': changeCountsByCreatedDay(dialect),
   };
 }
 

@@ -3,7 +3,7 @@ import { utcDay } from '../../db/dialect.ts';
 import type { Db } from '../../db/types.ts';
 import type { OrderRow } from '../mapper.ts';
 import { bumpOrderCounts, type CountChange } from './counts.ts';
-import { bumpChangeCounts, bumpDeletedChangeCounts, changeDay } from './change-counts.ts';
+import { bumpChangeCounts, bumpDeletedChangeCounts, changeDay, type ChangeCountChange } from './change-counts.ts';
 import { bumpCreatedCounts, bumpDeletedCounts, type CreatedCountChange } from './created-counts.ts';
 import { applyPropertyChange, rebuildSideTable } from './properties.ts';
 import { whereLive } from '../../db/live.ts';
@@ -14,12 +14,14 @@ import { whereLive } from '../../db/live.ts';
  * directly (the demo generator, `cli rebuild-projections`) call `rebuildOrderProjections`.
  *
  * - `order_counts`: live orders per (phase, status), the total of an unfiltered or phase/status list;
- * - `order_change_counts`: live orders per UTC day of updatedAt, the total of a changed-since list
- *   (`order_deleted_change_counts`: soft-deleted ones);
+ * - `order_change_counts`: live orders per UTC day of updatedAt and of createdAt, the total of a
+ *   changed-since list and the days its older orders were created on (`order_deleted_change_counts`:
+ *   soft-deleted ones);
  * - `order_created_counts`: live orders per UTC day of createdAt, phase and status, which deep pages skip by;
  * - `order_deleted_counts`: the same for soft-deleted orders, which lists with includeDeleted add;
  * - `order_properties` and `order_property_counts`: the flattened properties of live orders and the
- *   number of live orders per path, phase and status, which property filters and their totals read;
+ *   number of live orders per path, created day, phase and status, which property filters, their
+ *   totals and their deep pages read;
  *   `order_deleted_properties` and `order_deleted_property_counts`: the same for soft-deleted orders.
  */
 export type ProjectedOrder = Pick<OrderRow, 'id' | 'business_id' | 'phase' | 'status' | 'created_at' | 'updated_at' | 'properties' | 'deleted_at'>;
@@ -37,26 +39,26 @@ export async function applyOrderChange(db: Db, before: ProjectedOrder | null, af
   if (!order) return;
   const businessId = order.business_id;
   const counts: CountChange[] = [];
-  const days: Array<{ day: string; delta: number }> = [];
+  const days: ChangeCountChange[] = [];
   const created: CreatedCountChange[] = [];
   const deleted: CreatedCountChange[] = [];
-  const deletedDays: Array<{ day: string; delta: number }> = [];
+  const deletedDays: ChangeCountChange[] = [];
   if (isDeleted(before)) {
     deleted.push({ day: changeDay(before.created_at), phase: before.phase, status: before.status, delta: -1 });
-    deletedDays.push({ day: changeDay(before.updated_at), delta: -1 });
+    deletedDays.push({ day: changeDay(before.updated_at), created_day: changeDay(before.created_at), delta: -1 });
   }
   if (isDeleted(after)) {
     deleted.push({ day: changeDay(after.created_at), phase: after.phase, status: after.status, delta: 1 });
-    deletedDays.push({ day: changeDay(after.updated_at), delta: 1 });
+    deletedDays.push({ day: changeDay(after.updated_at), created_day: changeDay(after.created_at), delta: 1 });
   }
   if (isLive(before)) {
     counts.push({ phase: before.phase, status: before.status, delta: -1 });
-    days.push({ day: changeDay(before.updated_at), delta: -1 });
+    days.push({ day: changeDay(before.updated_at), created_day: changeDay(before.created_at), delta: -1 });
     created.push({ day: changeDay(before.created_at), phase: before.phase, status: before.status, delta: -1 });
   }
   if (isLive(after)) {
     counts.push({ phase: after.phase, status: after.status, delta: 1 });
-    days.push({ day: changeDay(after.updated_at), delta: 1 });
+    days.push({ day: changeDay(after.updated_at), created_day: changeDay(after.created_at), delta: 1 });
     created.push({ day: changeDay(after.created_at), phase: after.phase, status: after.status, delta: 1 });
   }
   // An order's paths are on the live side or the deleted one; a soft delete moves them across.
@@ -86,13 +88,13 @@ export async function rebuildOrderProjections(db: Db, businessId: string, onProg
     select business_id, phase, status, 0, count(*) from orders where business_id = ${businessId} and ${whereLive()}
     group by business_id, phase, status`.execute(db);
   const day = utcDay(db, sql.ref('updated_at'));
-  await sql`insert into order_change_counts (business_id, day, shard, n)
-    select business_id, ${day}, 0, count(*) from orders where business_id = ${businessId} and ${whereLive()}
-    group by business_id, ${day}`.execute(db);
-  await sql`insert into order_deleted_change_counts (business_id, day, shard, n)
-    select business_id, ${day}, 0, count(*) from orders where business_id = ${businessId} and deleted_at is not null
-    group by business_id, ${day}`.execute(db);
   const createdDay = utcDay(db, sql.ref('created_at'));
+  await sql`insert into order_change_counts (business_id, day, created_day, shard, n)
+    select business_id, ${day}, ${createdDay}, 0, count(*) from orders where business_id = ${businessId} and ${whereLive()}
+    group by business_id, ${day}, ${createdDay}`.execute(db);
+  await sql`insert into order_deleted_change_counts (business_id, day, created_day, shard, n)
+    select business_id, ${day}, ${createdDay}, 0, count(*) from orders where business_id = ${businessId} and deleted_at is not null
+    group by business_id, ${day}, ${createdDay}`.execute(db);
   await sql`insert into order_created_counts (business_id, day, phase, status, shard, n)
     select business_id, ${createdDay}, phase, status, 0, count(*) from orders where business_id = ${businessId} and ${whereLive()}
     group by business_id, ${createdDay}, phase, status`.execute(db);

@@ -55,8 +55,8 @@ export function createProjectionLoad(businessId: string): ProjectionLoad {
           const side: Side = order.deleted_at === null ? 'live' : 'deleted';
           const tally = sides[side];
           tally.counts.add(order.phase, order.status);
-          tally.changed.add(changeDay(order.updated_at));
           const createdDay = changeDay(order.created_at);
+          tally.changed.add(changeDay(order.updated_at), createdDay);
           tally.created.add(createdDay, order.phase, order.status);
           for (const p of propertyPaths(properties)) {
             rows[side].push([order.id, p.path, p.value]);
@@ -74,8 +74,8 @@ export function createProjectionLoad(businessId: string): ProjectionLoad {
       const { live, deleted } = sides;
       const constants = { business_id: businessId, shard: 0 };
       await insertRows(db, 'order_counts', ['phase', 'status', 'n'], live.counts.rows(), constants);
-      await insertRows(db, 'order_change_counts', ['day', 'n'], live.changed.rows(), constants);
-      await insertRows(db, 'order_deleted_change_counts', ['day', 'n'], deleted.changed.rows(), constants);
+      await insertRows(db, 'order_change_counts', ['day', 'created_day', 'n'], live.changed.rows(), constants);
+      await insertRows(db, 'order_deleted_change_counts', ['day', 'created_day', 'n'], deleted.changed.rows(), constants);
       await insertRows(db, 'order_created_counts', ['day', 'phase', 'status', 'n'], live.created.rows(), constants);
       await insertRows(db, 'order_deleted_counts', ['day', 'phase', 'status', 'n'], deleted.created.rows(), constants);
       await insertRows(db, SIDE_TABLES.live.counts, ['path', 'day', 'phase', 'status', 'n'], live.paths.rows(), constants);

@@ -1,8 +1,12 @@
 import type { ColumnType } from 'kysely';
-/** Live orders whose `updated_at` falls on a UTC day (`YYYY-MM-DD`), for changed-since totals. */
+/**
+ * Live orders whose `updated_at` falls on a UTC day (`YYYY-MM-DD`), per the UTC day of their
+ * `created_at`, for changed-since totals and pages.
+ */
 export interface OrderChangeCountTable {
   business_id: string;
   day: string;
+  created_day: string;
   shard: number;
   n: ColumnType<number | string | bigint, number, number>;
 }
