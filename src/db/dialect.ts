@@ -134,6 +134,15 @@ export function startsWith(db: Db, column: string, prefix: string): RawBuilder<S
   return sql<SqlBool>`(${ref} >= ${prefix} and ${ref} < ${prefix.slice(0, -1) + String.fromCharCode(last + 1)})`;
 }
 
+/**
+ * A column that the condition it is in must not choose an index by: SQLite, which has no
+ * statistics, takes the unary `+` as that hint (and would otherwise range over a whole index of
+ * that column when a narrower one exists); PostgreSQL chooses by its statistics.
+ */
+export function notIndexed(db: Db, column: string): RawBuilder<unknown> {
+  return dialectOf(db) === 'postgres' ? sql`${sql.ref(column)}` : sql`+${sql.ref(column)}`;
+}
+
 /** The UTC day (`YYYY-MM-DD`) of a timestamp column, as text. */
 export function utcDay(db: Db, column: Expression<unknown>): RawBuilder<string> {
   return dialectOf(db) === 'postgres' ? sql<string>`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD')` : sql<string>`substr(${column}, 1, 10)`;

@@ -1,5 +1,6 @@
 import { countOf, nearerEnd, offsetOf, pastTheEnd, rangeFromNearerEnd, selectIdsFrom, selectPageIdsFromNearerEnd, type Page } from '../db/list.ts';
-import { anyOf } from '../db/dialect.ts';
+import { sql, type SqlBool } from 'kysely';
+import { anyOf, notIndexed } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
 import {
   activeFilters, bySideTableMatches, changedSinceOf, choosePage, chooseTotal, filterOrders, listTuning,
@@ -66,7 +67,9 @@ function changedSplit(plan: Planned): Promise<ChangedSplit> {
     const recent = await planList(plan.db, plan.businessId, { ...plan.options, createdSince: since, updatedSince: undefined, modifiedSince: undefined });
     const recentTotal = await totalOf(recent);
     const days = await olderChangedDays(plan.db, plan.businessId, since, plan.options.includeDeleted);
-    const older = plan.query.where('created_at', '<=', since).where('created_at', '>=', `${days[0]?.day ?? since.slice(0, 10)}T00:00:00.000Z`);
+    // Every filter but changedSince's range over updated_at, which must not lead: the created days bound the rows.
+    const older = filterOrders(plan, { except: ['changedSince'] }).where(sql<SqlBool>`${notIndexed(plan.db, 'updated_at')} > ${since}`)
+      .where('created_at', '<=', since).where('created_at', '>=', `${days[0]?.day ?? since.slice(0, 10)}T00:00:00.000Z`);
     if (days.length === 0) return { recent, recentTotal, older, olderTotal: 0, olderDays: [] };
     if ([...plan.active.keys()].every((name) => UNFILTERED_OLDER.has(name))) {
       return { recent, recentTotal, older, olderTotal: days.reduce((sum, d) => sum + d.n, 0), olderDays: days };

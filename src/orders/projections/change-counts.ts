@@ -3,7 +3,7 @@ import type { Db } from '../../db/types.ts';
 import { toIso } from '../../lib/time.ts';
 import { bumpCounts } from './counts.ts';
 import { whereLive } from '../../db/live.ts';
-import { utcDay } from '../../db/dialect.ts';
+import { notIndexed, utcDay } from '../../db/dialect.ts';
 
 /**
  * `order_change_counts`: live orders per UTC day of their updatedAt, the totals of changed-since
@@ -74,7 +74,7 @@ export async function olderChangedDays(db: Db, businessId: string, since: string
       union all select ${utcDay(db, sql.ref('created_at'))} as day, 1 as n from orders where business_id = ${businessId} and ${live}
         and updated_at > ${since} and updated_at <= ${endOfDay} and created_at < ${startOfDay}
       union all select ${day} as day, 1 as n from orders where business_id = ${businessId} and ${live}
-        and created_at >= ${startOfDay} and created_at <= ${since} and updated_at > ${since}
+        and created_at >= ${startOfDay} and created_at <= ${since} and ${notIndexed(db, 'updated_at')} > ${since}
     ) older group by day order by day`.execute(db);
   return rows.map((r) => ({ day: r.day, n: Number(r.n) })).filter((r) => r.n > 0);
 }
