@@ -21,6 +21,7 @@ import { appendEventsFunction } from './migrations/0020-append-events.ts';
 import { dropEventsOccurredIndex } from './migrations/0021-drop-events-occurred-index.ts';
 import { propertyCountsByDay } from './migrations/0022-property-counts-by-day.ts';
 import { changeCountsByCreatedDay } from './migrations/0023-change-counts-by-created-day.ts';
+import { createdIndexesWithUpdated } from './migrations/0024-created-indexes-with-updated.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -47,6 +48,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0021-drop-events-occurred-index': dropEventsOccurredIndex,
     '0022-property-counts-by-day': propertyCountsByDay(dialect),
     '0023-change-counts-by-created-day': changeCountsByCreatedDay(dialect),
+    '0024-created-indexes-with-updated': createdIndexesWithUpdated,
   };
 }
 
