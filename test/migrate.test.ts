@@ -11,6 +11,21 @@ import { migrateToLatest } from '../src/db/migrate.ts';
 import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { backends } from './helpers/context.ts';
 
+const NOW = '2025-01-01T00:00:00.000Z';
+
+/** Business `bus_<b>`, a buyer `phm_<b>` and their partnership `prt_<b>`: what an order row of any schema needs. */
+async function seedBusiness(db: Kysely<any>, b = '1') {
+  await db.insertInto('businesses').values({ id: `bus_${b}`, name: b, created_at: NOW, updated_at: NOW }).execute();
+  await db.insertInto('phantoms').values({ id: `phm_${b}`, business_id: `bus_${b}`, name: b, status: 'ACTIVE', created_at: NOW, updated_at: NOW }).execute();
+  await db.insertInto('partnerships').values({ id: `prt_${b}`, business_id: `bus_${b}`, phantom_id: `phm_${b}`, status: 'ACTIVE', created_at: NOW, updated_at: NOW }).execute();
+}
+
+/** An order row of business `bus_1` (ACTIVE, ACCEPTED, made at NOW), with `fields` over it. */
+const orderRow = (id: string, fields: Record<string, unknown> = {}) => ({
+  id, business_id: 'bus_1', partnership_id: 'prt_1', phase: 'ACTIVE', status: 'ACCEPTED', internal_reference: id,
+  expected_delivery_at: NOW, currency: 'AUD', total_amount: '0', version: 1, created_at: NOW, updated_at: NOW, ...fields,
+});
+
 async function withEmptyDatabase(backend: string, run: (open: () => DatabaseHandle) => Promise<void>) {
   if (backend === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'supplyline-migrate-'));
@@ -84,15 +99,9 @@ for (const backend of backends) {
         try {
           await migrateToLatest(handle.db, handle.dialect, '0007-count-shards');
           const db = handle.db as unknown as Kysely<any>;
-          const now = '2025-01-01T00:00:00.000Z';
-          for (const b of ['1', '2']) {
-            await db.insertInto('businesses').values({ id: `bus_${b}`, name: b, created_at: now, updated_at: now }).execute();
-            await db.insertInto('phantoms').values({ id: `phm_${b}`, business_id: `bus_${b}`, name: b, status: 'ACTIVE', created_at: now, updated_at: now }).execute();
-            await db.insertInto('partnerships').values({ id: `prt_${b}`, business_id: `bus_${b}`, phantom_id: `phm_${b}`, status: 'ACTIVE', created_at: now, updated_at: now }).execute();
-          }
-          const order = (id: string, business: string, updated: string, deleted: string | null = null) => ({
-            id, business_id: business, partnership_id: business.replace('bus', 'prt'), phase: 'PENDING', status: 'UNASSIGNED', internal_reference: id,
-            expected_delivery_at: now, currency: 'AUD', total_amount: '0', version: 1, created_at: now, updated_at: updated, deleted_at: deleted,
+          for (const b of ['1', '2']) await seedBusiness(db, b);
+          const order = (id: string, business: string, updated: string, deleted: string | null = null) => orderRow(id, {
+            business_id: business, partnership_id: business.replace('bus', 'prt'), phase: 'PENDING', status: 'UNASSIGNED', updated_at: updated, deleted_at: deleted,
           });
           await db.insertInto('orders').values([
             order('ord_1', 'bus_1', '2025-03-01T23:59:59.999Z'),
@@ -123,14 +132,8 @@ for (const backend of backends) {
         try {
           await migrateToLatest(handle.db, handle.dialect, '0016-order-created-counts');
           const db = handle.db as unknown as Kysely<any>;
-          const now = '2025-01-01T00:00:00.000Z';
-          await db.insertInto('businesses').values({ id: 'bus_1', name: '1', created_at: now, updated_at: now }).execute();
-          await db.insertInto('phantoms').values({ id: 'phm_1', business_id: 'bus_1', name: '1', status: 'ACTIVE', created_at: now, updated_at: now }).execute();
-          await db.insertInto('partnerships').values({ id: 'prt_1', business_id: 'bus_1', phantom_id: 'phm_1', status: 'ACTIVE', created_at: now, updated_at: now }).execute();
-          const order = (id: string, phase: string, status: string) => ({
-            id, business_id: 'bus_1', partnership_id: 'prt_1', phase, status, internal_reference: id,
-            expected_delivery_at: now, currency: 'AUD', total_amount: '0', version: 1, created_at: now, updated_at: now,
-          });
+          await seedBusiness(db);
+          const order = (id: string, phase: string, status: string) => orderRow(id, { phase, status });
           await db.insertInto('orders').values([order('ord_1', 'ACTIVE', 'ACCEPTED'), order('ord_2', 'ACTIVE', 'ACCEPTED'), order('ord_3', 'PENDING', 'UNASSIGNED')]).execute();
           await db.insertInto('order_properties').values([
             { business_id: 'bus_1', order_id: 'ord_1', path: 'erp', value: null }, { business_id: 'bus_1', order_id: 'ord_1', path: 'erp.no', value: 'n:1e0' },
@@ -159,17 +162,12 @@ for (const backend of backends) {
         try {
           await migrateToLatest(handle.db, handle.dialect, '0018-order-phase-status-indexes');
           const db = handle.db as unknown as Kysely<any>;
-          const now = '2025-01-01T00:00:00.000Z';
-          await db.insertInto('businesses').values({ id: 'bus_1', name: '1', created_at: now, updated_at: now }).execute();
-          await db.insertInto('phantoms').values({ id: 'phm_1', business_id: 'bus_1', name: '1', status: 'ACTIVE', created_at: now, updated_at: now }).execute();
-          await db.insertInto('partnerships').values({ id: 'prt_1', business_id: 'bus_1', phantom_id: 'phm_1', status: 'ACTIVE', created_at: now, updated_at: now }).execute();
-          const order = (id: string, phase: string, deletedAt: string | null, properties: unknown) => ({
-            id, business_id: 'bus_1', partnership_id: 'prt_1', phase, status: 'ACCEPTED', internal_reference: id, properties: JSON.stringify(properties),
-            expected_delivery_at: now, currency: 'AUD', total_amount: '0', version: 1, created_at: now, updated_at: now, deleted_at: deletedAt,
-          });
+          await seedBusiness(db);
+          const order = (id: string, phase: string, deletedAt: string | null, properties: unknown) =>
+            orderRow(id, { phase, deleted_at: deletedAt, properties: JSON.stringify(properties) });
           await db.insertInto('orders').values([
             order('ord_1', 'ACTIVE', null, { erp: { no: 1 } }), order('ord_2', 'DELETED', null, { erp: { no: 2 } }),
-            order('ord_3', 'DELETED', now, { erp: { no: 3.0 }, tags: ['a'] }), order('ord_4', 'ACTIVE', now, { x: true }),
+            order('ord_3', 'DELETED', NOW, { erp: { no: 3.0 }, tags: ['a'] }), order('ord_4', 'ACTIVE', NOW, { x: true }),
           ]).execute();
 
           assert.deepEqual(await migrateToLatest(handle.db, handle.dialect, '0019-deleted-orders'), ['0019-deleted-orders']);
@@ -207,17 +205,12 @@ for (const backend of backends) {
         try {
           await migrateToLatest(handle.db, handle.dialect, '0021-drop-events-occurred-index');
           const db = handle.db as unknown as Kysely<any>;
-          const now = '2025-01-01T00:00:00.000Z';
-          await db.insertInto('businesses').values({ id: 'bus_1', name: '1', created_at: now, updated_at: now }).execute();
-          await db.insertInto('phantoms').values({ id: 'phm_1', business_id: 'bus_1', name: '1', status: 'ACTIVE', created_at: now, updated_at: now }).execute();
-          await db.insertInto('partnerships').values({ id: 'prt_1', business_id: 'bus_1', phantom_id: 'phm_1', status: 'ACTIVE', created_at: now, updated_at: now }).execute();
-          const order = (id: string, createdAt: string, deletedAt: string | null, properties: unknown) => ({
-            id, business_id: 'bus_1', partnership_id: 'prt_1', phase: 'ACTIVE', status: 'ACCEPTED', internal_reference: id, properties: JSON.stringify(properties),
-            expected_delivery_at: now, currency: 'AUD', total_amount: '0', version: 1, created_at: createdAt, updated_at: createdAt, deleted_at: deletedAt,
-          });
+          await seedBusiness(db);
+          const order = (id: string, createdAt: string, deletedAt: string | null, properties: unknown) =>
+            orderRow(id, { created_at: createdAt, updated_at: createdAt, deleted_at: deletedAt, properties: JSON.stringify(properties) });
           await db.insertInto('orders').values([
             order('ord_1', '2025-01-01T23:59:59.999Z', null, { erp: { no: 1 } }), order('ord_2', '2025-01-02T00:00:00.000Z', null, { erp: { no: 2 } }),
-            order('ord_3', '2025-01-02T10:00:00.000Z', null, { erp: {} }), order('ord_4', '2025-01-03T10:00:00.000Z', now, { erp: { no: 4 } }),
+            order('ord_3', '2025-01-02T10:00:00.000Z', null, { erp: {} }), order('ord_4', '2025-01-03T10:00:00.000Z', NOW, { erp: { no: 4 } }),
           ]).execute();
           // The side tables and the counts as the code before 0022 kept them.
           await rebuildBefore0022(db);
@@ -267,14 +260,9 @@ for (const backend of backends) {
         try {
           await migrateToLatest(handle.db, handle.dialect, '0022-property-counts-by-day');
           const db = handle.db as unknown as Kysely<any>;
-          const now = '2025-01-01T00:00:00.000Z';
-          await db.insertInto('businesses').values({ id: 'bus_1', name: '1', created_at: now, updated_at: now }).execute();
-          await db.insertInto('phantoms').values({ id: 'phm_1', business_id: 'bus_1', name: '1', status: 'ACTIVE', created_at: now, updated_at: now }).execute();
-          await db.insertInto('partnerships').values({ id: 'prt_1', business_id: 'bus_1', phantom_id: 'phm_1', status: 'ACTIVE', created_at: now, updated_at: now }).execute();
-          const order = (id: string, createdAt: string, updatedAt: string, deletedAt: string | null = null) => ({
-            id, business_id: 'bus_1', partnership_id: 'prt_1', phase: 'ACTIVE', status: 'ACCEPTED', internal_reference: id,
-            expected_delivery_at: now, currency: 'AUD', total_amount: '0', version: 1, created_at: createdAt, updated_at: updatedAt, deleted_at: deletedAt,
-          });
+          await seedBusiness(db);
+          const order = (id: string, createdAt: string, updatedAt: string, deletedAt: string | null = null) =>
+            orderRow(id, { created_at: createdAt, updated_at: updatedAt, deleted_at: deletedAt });
           await db.insertInto('orders').values([
             order('ord_1', '2025-01-01T10:00:00.000Z', '2025-01-01T11:00:00.000Z'), order('ord_2', '2025-01-01T12:00:00.000Z', '2025-01-03T00:00:00.000Z'),
             order('ord_3', '2025-01-02T23:59:59.999Z', '2025-01-03T10:00:00.000Z'), order('ord_4', '2025-01-01T09:00:00.000Z', '2025-01-03T09:00:00.000Z', '2025-01-03T09:00:00.000Z'),
