@@ -54,7 +54,7 @@ export async function createdDays(
 ): Promise<Array<{ day: string; n: number }>> {
   const rowsOf = (table: DayCounts, sign: 1 | -1) => {
     // The four tables share (business_id, day, phase, status, n); the path tables add `path`.
-    let query = (db as Db).selectFrom(table as 'order_created_counts').select(['day', sign === 1 ? sql<number>`n`.as('n') : sql<number>`-n`.as('n')])
+    let query = db.selectFrom(table as 'order_created_counts').select(['day', sign === 1 ? sql<number>`n`.as('n') : sql<number>`-n`.as('n')])
       .where('business_id', '=', businessId);
     if (table === 'order_property_counts' || table === 'order_deleted_property_counts') query = query.where(sql.ref('path'), '=', filter.path!.path);
     if (filter.phase) query = query.where('phase', '=', filter.phase);
