@@ -43,23 +43,22 @@ export async function applyOrderChange(db: Db, before: ProjectedOrder | null, af
   const created: CreatedCountChange[] = [];
   const deleted: CreatedCountChange[] = [];
   const deletedDays: ChangeCountChange[] = [];
-  if (isDeleted(before)) {
-    deleted.push({ day: changeDay(before.created_at), phase: before.phase, status: before.status, delta: -1 });
-    deletedDays.push({ day: changeDay(before.updated_at), created_day: changeDay(before.created_at), delta: -1 });
-  }
-  if (isDeleted(after)) {
-    deleted.push({ day: changeDay(after.created_at), phase: after.phase, status: after.status, delta: 1 });
-    deletedDays.push({ day: changeDay(after.updated_at), created_day: changeDay(after.created_at), delta: 1 });
-  }
-  if (isLive(before)) {
-    counts.push({ phase: before.phase, status: before.status, delta: -1 });
-    days.push({ day: changeDay(before.updated_at), created_day: changeDay(before.created_at), delta: -1 });
-    created.push({ day: changeDay(before.created_at), phase: before.phase, status: before.status, delta: -1 });
-  }
-  if (isLive(after)) {
-    counts.push({ phase: after.phase, status: after.status, delta: 1 });
-    days.push({ day: changeDay(after.updated_at), created_day: changeDay(after.created_at), delta: 1 });
-    created.push({ day: changeDay(after.created_at), phase: after.phase, status: after.status, delta: 1 });
+  // An order's created day never changes; its updated day moves with a PATCH.
+  const dayRows = (o: ProjectedOrder, delta: number) => {
+    const day = changeDay(o.created_at);
+    return { created: { day, phase: o.phase, status: o.status, delta }, changed: { day: changeDay(o.updated_at), created_day: day, delta } };
+  };
+  for (const [o, delta] of [[before, -1], [after, 1]] as const) {
+    if (!o) continue;
+    const rows = dayRows(o, delta);
+    if (o.deleted_at !== null) {
+      deleted.push(rows.created);
+      deletedDays.push(rows.changed);
+    } else {
+      counts.push({ phase: o.phase, status: o.status, delta });
+      days.push(rows.changed);
+      created.push(rows.created);
+    }
   }
   // An order's paths are on the live side or the deleted one; a soft delete moves them across.
   await applyPropertyChange(db, 'live', businessId, isLive(before) ? before : null, isLive(after) ? after : null);
