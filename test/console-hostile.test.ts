@@ -119,6 +119,22 @@ describeEachBackend('the console under hostile input', (ctx) => {
     }
   });
 
+  it('answers 400 to a changed-since day that is no calendar day, and 200 to one that is', async () => {
+    const t = await ctx().createTenant();
+    const s = await session(ctx(), t, 'since');
+    // PostgreSQL refuses '2026-13-45' and '2026-02-30' as timestamps where SQLite compares text:
+    // the console checks the day itself, so both backends answer the same.
+    for (const since of ['2026-13-45', '2026-02-30', '2025-02-29', '0000-01-01', '2026-00-10']) {
+      const res = await send(ctx(), 'GET', `/console/orders?since=${since}`, s);
+      assert.equal(res.statusCode, 400, `${since} -> ${res.statusCode}`);
+      assert.match(res.body, /Changed since is a date/);
+    }
+    for (const since of ['2024-02-29', '2026-12-31', '0001-01-01']) {
+      const res = await send(ctx(), 'GET', `/console/orders?since=${since}`, s);
+      assert.equal(res.statusCode, 200, `${since} -> ${res.statusCode}`);
+    }
+  });
+
   it('answers 404 for another business\'s order, endpoint, key and user on every route that names one, and changes nothing', async () => {
     const mine = await ctx().createTenant();
     const theirs = await ctx().createTenant();

@@ -100,6 +100,19 @@ describe('toIso', () => {
     assert.equal(toIso('2026-11-22 10:00:00+02'), '2026-11-22T08:00:00.000Z');
     assert.equal(toIso(null), null);
   });
+
+  it('reads a timestamp as PostgreSQL writes it into JSON in UTC: trailing zeros dropped, microseconds truncated (property)', () => {
+    const dates = fc.date({ min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true });
+    fc.assert(fc.property(dates, fc.integer({ min: 0, max: 999 }), (date, micros) => {
+      const expected = date.toISOString();
+      // json_build_array(timestamptz) with TimeZone UTC: "2026-01-01T00:00:00.1+00:00", "…:00+00:00", "…:00.123456+00:00".
+      const digits = `${expected.slice(20, 23)}${String(micros).padStart(3, '0')}`.replace(/0+$/, '');
+      const written = `${expected.slice(0, 19)}${digits ? `.${digits}` : ''}+00:00`;
+      assert.equal(toIso(written), expected, written);
+    }), { numRuns: 2000 });
+    assert.equal(toIso('2026-11-25T23:15:12.513637+00:00'), '2026-11-25T23:15:12.513Z');
+    assert.equal(toIso('2026-11-25T23:15:12+01:00'), '2026-11-25T22:15:12.000Z');
+  });
 });
 
 describe('ids', () => {

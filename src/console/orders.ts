@@ -4,7 +4,7 @@ import { listLatestEvents } from '../events/repository.ts';
 import { RESOURCE_TYPES } from '../events/schema.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
 import { ApiError } from '../lib/errors.ts';
-import { toIso } from '../lib/time.ts';
+import { startOfDay, toIso } from '../lib/time.ts';
 import { listOrders } from '../orders/list-repository.ts';
 import { findOrder, findOrderRows } from '../orders/repository.ts';
 import { ORDER_PHASES, ORDER_STATUSES } from '../orders/schema.ts';
@@ -49,11 +49,12 @@ export function registerOrderPages(app: FastifyInstance, kit: ConsoleKit): void 
       });
       if (q.phase && !ORDER_PHASES.includes(q.phase as never)) throw new ApiError('VALIDATION_ERROR', 'Unknown phase.');
       if (q.status && !ORDER_STATUSES.includes(q.status as never)) throw new ApiError('VALIDATION_ERROR', 'Unknown status.');
-      if (q.since && !/^\d{4}-\d{2}-\d{2}$/.test(q.since)) throw new ApiError('VALIDATION_ERROR', 'Changed since is a date.');
+      const since = q.since ? startOfDay(q.since) : undefined;
+      if (since === null) throw new ApiError('VALIDATION_ERROR', 'Changed since is a date.');
       const limit = 25;
       const listed = await listOrders(db, user.businessId, {
         page: pageNumber, limit, includeDeleted: false, phase: q.phase || undefined, status: q.status || undefined, property,
-        modifiedSince: q.since ? `${q.since}T00:00:00.000Z` : undefined,
+        modifiedSince: since,
       });
       const rows = await findOrderRows(db, user.businessId, listed.items.map((o) => o.id));
       const orders = listed.items.map((o) => rows.get(o.id)!).map((r) => ({ ...r, created: toIso(r.created_at), updated: toIso(r.updated_at) }));
