@@ -95,7 +95,7 @@ describeEachBackend('snapshot export', (ctx) => {
     const lines = (ids: string[]) => ids.map((itemVariantId, i) => ({ itemVariantId, quantity: i + 1 }));
     const orders = [
       await createOrder(ctx(), t, f, { orderItems: lines([tiny, small, large]) }),
-      await createOrder(ctx(), t, f, { orderItems: lines([large, tiny]), notes: 'Café — 東京 🚚, "quoted"\nnext line' }),
+      await createOrder(ctx(), t, f, { orderItems: lines([large, tiny]), notes: 'Café — 東京 🚚, "quoted"\nnext line', externalReference: 'PO-77' }),
       await createOrder(ctx(), t, f, { orderItems: lines([small]) }),
       await createOrder(ctx(), t, f, { orderItems: lines([large, small, tiny]) }),
     ];
@@ -133,6 +133,78 @@ describeEachBackend('snapshot export', (ctx) => {
       assert.deepEqual(seen, [...expected.keys()].sort().map((id) => expected.get(id)));
       const streamed = await exported(ctx(), t, 'orders');
       assert.deepEqual(streamed.records.map((o) => JSON.stringify(o)), seen);
+    }
+  });
+
+  it('gives the event loop a turn between its batches, so the server goes on answering while an export streams', async () => {
+    // On SQLite every read of a batch resolves at once; a fast client never pushes back. Without a
+    // turn between batches, one export held every other request of the process until it ended.
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    for (let i = 0; i < 6; i++) await createOrder(ctx(), t, f);
+    const { streamTuning } = await import('../src/events/export-routes.ts');
+    const batch = streamTuning.batch;
+    streamTuning.batch = 1;
+    let turns = 0;
+    let streaming = true;
+    const turn = () => {
+      if (!streaming) return;
+      turns++;
+      setImmediate(turn);
+    };
+    try {
+      setImmediate(turn);
+      const { records } = await exported(ctx(), t, 'orders');
+      assert.equal(records.length, 6);
+    } finally {
+      streaming = false;
+      streamTuning.batch = batch;
+    }
+    assert.ok(turns >= 6, `the event loop turned ${turns} times while 6 batches streamed`);
+  });
+
+  it('lets an abandoned export\'s last read finish before its snapshot is released', async () => {
+    // The next batch is read while one is written out; a client that leaves mid-export must not
+    // have the snapshot's connection released under a read still running on it.
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    for (let i = 0; i < 4; i++) await createOrder(ctx(), t, f);
+    const { streamTuning } = await import('../src/events/export-routes.ts');
+    const { snapshotsOf } = await import('../src/db/connection.ts');
+    const { createApp } = await import('../src/app.ts');
+    let running = 0;
+    const releases: number[] = [];
+    // Every read of the snapshot answers 100 ms late, so the client leaves while one is running.
+    const slow = {
+      transformQuery: (args: { node: any }) => { running++; return args.node; },
+      transformResult: async (args: { result: any }) => {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        running--;
+        return args.result;
+      },
+    };
+    const app = await createApp({
+      db: ctx().db, config: ctx().config, rateLimiter: null,
+      openSnapshot: async () => {
+        const snapshot = await snapshotsOf(ctx().db)();
+        return { db: snapshot.db.withPlugin(slow), release: () => { releases.push(running); return snapshot.release(); } };
+      },
+    });
+    const batch = streamTuning.batch;
+    streamTuning.batch = 1;
+    try {
+      const base = await app.listen({ port: 0, host: '127.0.0.1' });
+      const aborted = new AbortController();
+      const res = await fetch(`${base}/api/v1/orders/export`, { headers: t.headers, signal: aborted.signal });
+      assert.equal(res.status, 200);
+      const reader = res.body!.getReader();
+      assert.ok((await reader.read()).value!.length > 0);
+      aborted.abort();
+      for (let i = 0; i < 100 && releases.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.deepEqual(releases, [0], 'released once, with no read running on it');
+    } finally {
+      streamTuning.batch = batch;
+      await app.close();
     }
   });
 

@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { CompiledQuery } from 'kysely';
 import { runDeferred } from '../db/deferred.ts';
 import { hasServerFunctions } from '../db/dialect.ts';
@@ -120,7 +121,7 @@ export async function purgeEventsBefore(db: Db, before: string, batch = PURGE_BA
       if (count === 0) break;
       await db.deleteFrom('events').where('business_id', '=', businessId).where('sequence', '<=', last).execute();
       total += count;
-      await new Promise((resolve) => setImmediate(resolve));
+      await nextTurn();
       if (count < batch) break;
     }
   }
