@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { AddressInfo } from 'node:net';
 import { createApp, loggerOptions } from './app.ts';
 import { countBusinesses } from './businesses/repository.ts';
@@ -55,7 +56,7 @@ async function main() {
     try {
       // One turn of the event loop first: requests whose bytes arrived with the signal are parsed,
       // so their connections are no longer idle when the idle ones are closed.
-      await new Promise((resolve) => setImmediate(resolve));
+      await nextTurn();
       await app.close();
       await listener?.close();
       await rateLimiter?.close();

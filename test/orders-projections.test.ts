@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { it } from 'node:test';
+import { describe, it } from 'node:test';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../src/db/types.ts';
 import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
+import { Tally } from '../src/orders/projections/load.ts';
 import { describeEachBackend } from './helpers/context.ts';
 import { createFixture, createOrder, patchOrder } from './helpers/orders.ts';
 
@@ -90,5 +91,22 @@ describeEachBackend('order projections', (ctx) => {
     assert.ok(maintained.created.some((r) => r.phase === 'DELETED' && r.n === 1));
     assert.equal(maintained.deletedDays.reduce((sum, r) => sum + r.n, 0), 2, 'deleted orders per day of their soft delete');
     assert.ok(maintained.counts.some((r) => r.phase === 'DELETED' && r.n === 1));
+  });
+});
+
+describe('the demo load\'s tallies', () => {
+  it('count each key and give its parts back as rows, a chunk at a time, a path holding the separator included', () => {
+    const tally = new Tally(4);
+    const odd = 'a\u0000b';
+    tally.add(odd, '2026-01-02', 'ACTIVE', 'ACCEPTED');
+    tally.add(odd, '2026-01-02', 'ACTIVE', 'ACCEPTED');
+    for (let day = 10; day < 15; day++) tally.add('x.y', `2026-01-${day}`, 'PENDING', 'DRAFT');
+    const chunks = [...tally.chunks(2)];
+    assert.deepEqual(chunks.map((rows) => rows.length), [2, 2, 2]);
+    assert.deepEqual(chunks.flat(), [
+      [odd, '2026-01-02', 'ACTIVE', 'ACCEPTED', 2],
+      ...[10, 11, 12, 13, 14].map((day) => ['x.y', `2026-01-${day}`, 'PENDING', 'DRAFT', 1]),
+    ]);
+    assert.deepEqual([...new Tally(2).chunks(1_000)], []);
   });
 });

@@ -26,6 +26,7 @@ function literal(value: Constant): string {
  */
 export async function insertRows(
   db: Db, table: string, columns: readonly string[], rows: readonly unknown[][], constants: Record<string, Constant> = {},
+  options: { addOnConflict?: Upsert } = {},
 ): Promise<void> {
   if (rows.length === 0) return;
   const postgres = dialectOf(db) === 'postgres';
@@ -34,13 +35,24 @@ export async function insertRows(
   const head = `insert into ${table} (${[...columns, ...fixed].join(', ')}) values `;
   // Values shared by every row are written once as literals: fewer parameters to bind per row.
   const tail = fixed.map((c) => `,${literal(constants[c])}`).join('');
+  const upsert = options.addOnConflict;
+  const end = upsert ? ` on conflict (${upsert.key.join(', ')}) do update set ${upsert.add} = ${table}.${upsert.add} + excluded.${upsert.add}` : '';
   for (let start = 0; start < rows.length;) {
     const chunk = rows.slice(start, start + chunkSize(rows.length - start, perStatement));
     start += chunk.length;
     const parameters: unknown[] = [];
     for (const row of chunk) for (let c = 0; c < columns.length; c++) parameters.push(row[c]);
-    await db.executeQuery(CompiledQuery.raw(statementText(head, tail, columns.length, chunk.length, postgres), parameters));
+    await db.executeQuery(CompiledQuery.raw(statementText(head, tail, columns.length, chunk.length, postgres) + end, parameters));
   }
+}
+
+/**
+ * A row whose `key` exists already adds its `add` column to the existing row's (counts). The rows
+ * of one call must not repeat a key: PostgreSQL refuses to update a row twice in one statement.
+ */
+export interface Upsert {
+  key: readonly string[];
+  add: string;
 }
 
 /**

@@ -4,9 +4,9 @@ import { DATA_DEFLATE_OPTIONS, reusableDeflateRaw } from '../events/codec.ts';
 /**
  * Deflates events' data (src/events/codec.ts) on a thread of its own, so that it overlaps the
  * inserts: deflating the demo's events took as long as all of its SQL (3.7 kB of JSON per order).
- * The texts go over written end to end into one transferred buffer, and come back so: one copy
- * each way, not one message per event (joining them into one string first cost as much as the
- * JSON.stringify, to flatten it).
+ * The texts go over written end to end into one transferred buffer (TextRun), and come back so:
+ * one copy each way, not one message per event (joining them into one string first cost as much
+ * as the JSON.stringify, to flatten it).
  * The worker is plain script text, so that it runs the same from the bundle and from sources.
  */
 const SCRIPT = `
@@ -26,19 +26,42 @@ parentPort.on('message', ({ id, bytes, ends }) => {
   parentPort.postMessage({ id, ...out }, [out.bytes.buffer, out.ends.buffer]);
 });`;
 
-/** Parts laid end to end in one buffer, with where each ends. */
-function joinTexts(texts: string[]): { bytes: Buffer; ends: Uint32Array } {
-  const ends = new Uint32Array(texts.length);
-  let total = 0;
-  texts.forEach((text, i) => { total += Buffer.byteLength(text); ends[i] = total; });
-  const bytes = Buffer.allocUnsafeSlow(total);
-  texts.forEach((text, i) => bytes.write(text, i === 0 ? 0 : ends[i - 1]));
-  return { bytes, ends };
+/**
+ * JSON texts written end to end as UTF-8 into one buffer as they are made, with where each ends:
+ * what the worker is sent. Written at once, a text dies young. Kept as strings until the batch was
+ * sent, they outlived two scavenges, were promoted, and were flattened again in the old generation
+ * to be measured: the largest item of a PostgreSQL load's old-generation garbage (docs/performance.md).
+ */
+export class TextRun {
+  #bytes = Buffer.allocUnsafeSlow(1 << 20);
+  #ends: number[] = [];
+  #length = 0;
+
+  /** How many texts the run holds. */
+  get count(): number {
+    return this.#ends.length;
+  }
+
+  push(text: string): void {
+    const most = this.#length + text.length * 3;
+    if (most > this.#bytes.length) {
+      const grown = Buffer.allocUnsafeSlow(Math.max(most, this.#bytes.length * 2));
+      this.#bytes.copy(grown, 0, 0, this.#length);
+      this.#bytes = grown;
+    }
+    this.#length += this.#bytes.write(text, this.#length);
+    this.#ends.push(this.#length);
+  }
+
+  /** The bytes and the ends, to hand over (transfer): the run is done with after it. */
+  take(): { bytes: Buffer; ends: Uint32Array } {
+    return { bytes: this.#bytes.subarray(0, this.#length), ends: Uint32Array.from(this.#ends) };
+  }
 }
 
 export interface Deflater {
-  /** Each JSON text as stored data, in order. */
-  deflate(texts: string[]): Promise<Buffer[]>;
+  /** Each text of the run as stored data, in order. */
+  deflate(texts: TextRun): Promise<Buffer[]>;
   close(): Promise<void>;
 }
 
@@ -62,11 +85,11 @@ export function createDeflater(): Deflater {
   });
   return {
     deflate(texts) {
-      if (texts.length === 0) return Promise.resolve([]);
+      if (texts.count === 0) return Promise.resolve([]);
       const id = next++;
       return new Promise((resolve, reject) => {
         waiting.set(id, { resolve, reject });
-        const { bytes, ends } = joinTexts(texts);
+        const { bytes, ends } = texts.take();
         worker.postMessage({ id, bytes, ends }, [bytes.buffer as ArrayBuffer, ends.buffer as ArrayBuffer]);
       });
     },

@@ -6,7 +6,7 @@ import { exportItems } from '../items/repository.ts';
 import { newId } from '../lib/ids.ts';
 import type { Order } from '../orders/schema.ts';
 import { SYSTEM } from '../write/runner.ts';
-import { createDeflater } from './deflate-worker.ts';
+import { createDeflater, TextRun } from './deflate-worker.ts';
 
 const BATCH = 2_000;
 const COLUMNS = ['sequence', 'id', 'type', 'resource_type', 'resource_id', 'resource_version', 'occurred_at', 'data'] as const;
@@ -51,11 +51,11 @@ export async function createDemoEvents(db: Db, businessId: string): Promise<Demo
     // Rows wait for their data: row i gets the deflated texts[dataOf[i]].
     const rows: unknown[][] = [];
     const dataOf: number[] = [];
-    const texts: string[] = [];
+    const texts = new TextRun();
     let encoding: Promise<Buffer[]> | undefined;
     const add = (type: string, resourceType: string, id: string, version: number, at: string) => {
       rows.push([++sequence, newId('evt'), type, resourceType, id, version, at, null]);
-      dataOf.push(texts.length - 1);
+      dataOf.push(texts.count - 1);
     };
     const encode = () => {
       if (encoding) return;

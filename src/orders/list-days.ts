@@ -38,8 +38,9 @@ export async function listDays(
 
 /**
  * A page of the list of orders (live, or with includeDeleted all), unfiltered or by phase, status,
- * createdSince and/or a path's presence or absence, deep in it: from the nearer end, whole days are passed over by their maintained counts
- * (`order_created_counts`), and only the rows of the day the page starts in are walked. At 1M
+ * createdSince and/or a path's presence or absence, deep in it: from the nearer end, whole days
+ * are passed over by their maintained counts (`order_created_counts`, or the path counts), and
+ * only the rows of the day the page starts in are walked. At 1M
  * orders, page 20000 of 20 walked 400,000 index entries (71 ms on SQLite). `total` is the exact
  * count of the list, which its days sum to; `query` has every filter's condition.
  */

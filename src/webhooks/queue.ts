@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { analyzeTable, anyOf, forUpdate, forUpdateSkipLocked, skipLockedClause } from '../db/dialect.ts';
 import { whereLive } from '../db/live.ts';
@@ -229,6 +230,6 @@ export async function purgeDeliveriesBefore(db: Db, before: string, batch = 5_00
     await db.deleteFrom('webhook_deliveries').where(anyOf(db, 'id', ids)).execute();
     total += ids.length;
     if (ids.length < batch) return total;
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
   }
 }

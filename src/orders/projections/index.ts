@@ -51,13 +51,13 @@ export async function applyOrderChange(db: Db, before: ProjectedOrder | null, af
   for (const [o, delta] of [[before, -1], [after, 1]] as const) {
     if (!o) continue;
     const rows = dayRows(o, delta);
-    if (o.deleted_at !== null) {
-      deleted.push(rows.created);
-      deletedDays.push(rows.changed);
-    } else {
+    if (isLive(o)) {
       counts.push({ phase: o.phase, status: o.status, delta });
       days.push(rows.changed);
       created.push(rows.created);
+    } else {
+      deleted.push(rows.created);
+      deletedDays.push(rows.changed);
     }
   }
   // An order's paths are on the live side or the deleted one; a soft delete moves them across.

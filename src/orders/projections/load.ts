@@ -9,8 +9,8 @@ import { propertyPaths, SIDE_TABLES, type Side } from './properties.ts';
  * (the demo generator) instead of read back from them afterwards: the same rows
  * `rebuildOrderProjections` makes, from the same functions the upkeep uses (`propertyPaths`,
  * `changeDay`). Reading 1M orders back, parsing their properties and grouping them took a sixth
- * of a 1M-order load. The property rows go in with each batch of orders, the counts (a few
- * thousand rows) after the last one.
+ * of a 1M-order load. The property rows go in with each batch of orders; the counts are added to
+ * their tables whenever a tally grows large, and the rest after the last batch.
  */
 export interface ProjectionLoad {
   /** The property rows of a batch of orders, counted as they are added. */
@@ -26,27 +26,96 @@ export interface ProjectionBatch {
   insert(db: Db): Promise<void>;
 }
 
-/** Counts by key, with the key's parts kept for the row. */
-class Tally {
-  readonly counts = new Map<string, { parts: unknown[]; n: number }>();
-  add(...parts: unknown[]): void {
-    const key = parts.join('\u0000');
-    const entry = this.counts.get(key);
-    if (entry) entry.n++;
-    else this.counts.set(key, { parts, n: 1 });
+/**
+ * Counts by key, each key its parts joined in one string, and nothing else kept per key. Since the
+ * path and change counts are by day (migrations 0022 and 0023) a 1M-order load has about 150k keys:
+ * held to the end, each with an array of its parts and a record, they grew the load's peak RSS by
+ * about 90 MB (docs/performance.md). Now a tally is also written out whenever it grows large.
+ */
+export class Tally {
+  readonly #counts = new Map<string, number>();
+  /** How many parts a key has. */
+  constructor(private readonly arity: number) {}
+
+  /** How many keys it holds. */
+  get size(): number {
+    return this.#counts.size;
   }
-  rows(): unknown[][] {
-    return [...this.counts.values()].map(({ parts, n }) => [...parts, n]);
+
+  clear(): void {
+    this.#counts.clear();
+  }
+
+  add(...parts: string[]): void {
+    const key = parts.join(SEPARATOR);
+    this.#counts.set(key, (this.#counts.get(key) ?? 0) + 1);
+  }
+
+  /**
+   * Each key's parts and its count, as rows, `size` at a time: all of them at once were the load's
+   * peak. The first part (a property path) may hold the separator, the others never.
+   */
+  *chunks(size: number): Generator<unknown[][]> {
+    let rows: unknown[][] = [];
+    for (const [key, n] of this.#counts) {
+      const parts = key.split(SEPARATOR);
+      const cut = parts.length - this.arity + 1;
+      rows.push([parts.slice(0, cut).join(SEPARATOR), ...parts.slice(cut), n]);
+      if (rows.length === size) {
+        yield rows;
+        rows = [];
+      }
+    }
+    if (rows.length > 0) yield rows;
   }
 }
 
-/** What each side (live or soft-deleted orders) counts, table by table, as the rebuild groups them. */
+const SEPARATOR = '\u0000';
+
+/** What each side (live or soft-deleted orders) counts by day, table by table, as the rebuild groups them. */
 function sideTallies() {
-  return { counts: new Tally(), changed: new Tally(), created: new Tally(), paths: new Tally() };
+  return { changed: new Tally(2), created: new Tally(3), paths: new Tally(4) };
+}
+
+type SideTallies = ReturnType<typeof sideTallies>;
+
+/** Each count table with its key columns (besides business_id and shard) and the tally it is written from. */
+function countTargets(counts: Tally, live: SideTallies, deleted: SideTallies): Array<{ table: string; columns: string[]; tally: Tally }> {
+  return [
+    { table: 'order_counts', columns: ['phase', 'status'], tally: counts },
+    { table: 'order_change_counts', columns: ['day', 'created_day'], tally: live.changed },
+    { table: 'order_deleted_change_counts', columns: ['day', 'created_day'], tally: deleted.changed },
+    { table: 'order_created_counts', columns: ['day', 'phase', 'status'], tally: live.created },
+    { table: 'order_deleted_counts', columns: ['day', 'phase', 'status'], tally: deleted.created },
+    { table: SIDE_TABLES.live.counts, columns: ['path', 'day', 'phase', 'status'], tally: live.paths },
+    { table: SIDE_TABLES.deleted.counts, columns: ['path', 'day', 'phase', 'status'], tally: deleted.paths },
+  ];
+}
+
+/**
+ * Keys a tally holds before they are written (tests set it low). Orders are made in time order, so
+ * a day's keys mostly come together and are seldom written twice; the tallies stay a few MB (all
+ * of a 1M-order load's 150k keys held to the end were about 15 MB of live heap).
+ */
+export const loadTuning = { heldKeys: 10_000 };
+
+/** Adds the counts of each tally holding at least `least` keys to its table (upserts), and empties it. */
+async function writeCounts(db: Db, businessId: string, targets: ReturnType<typeof countTargets>, least: number): Promise<void> {
+  for (const { table, columns, tally } of targets) {
+    if (tally.size < least) continue;
+    const upsert = { key: ['business_id', ...columns, 'shard'], add: 'n' };
+    for (const rows of tally.chunks(1_000)) {
+      await insertRows(db, table, [...columns, 'n'], rows, { business_id: businessId, shard: 0 }, { addOnConflict: upsert });
+    }
+    tally.clear();
+  }
 }
 
 export function createProjectionLoad(businessId: string): ProjectionLoad {
   const sides = { live: sideTallies(), deleted: sideTallies() };
+  // Live orders per (phase, status); soft-deleted ones are counted by day only.
+  const counts = new Tally(2);
+  const targets = countTargets(counts, sides.live, sides.deleted);
   return {
     batch() {
       const rows: Record<Side, unknown[][]> = { live: [], deleted: [] };
@@ -54,7 +123,7 @@ export function createProjectionLoad(businessId: string): ProjectionLoad {
         add(order, properties = order.properties) {
           const side: Side = order.deleted_at === null ? 'live' : 'deleted';
           const tally = sides[side];
-          tally.counts.add(order.phase, order.status);
+          if (side === 'live') counts.add(order.phase, order.status);
           const createdDay = changeDay(order.created_at);
           tally.changed.add(changeDay(order.updated_at), createdDay);
           tally.created.add(createdDay, order.phase, order.status);
@@ -67,19 +136,12 @@ export function createProjectionLoad(businessId: string): ProjectionLoad {
           for (const side of ['live', 'deleted'] as const) {
             await insertRows(db, SIDE_TABLES[side].rows, ['order_id', 'path', 'value'], rows[side], { business_id: businessId });
           }
+          await writeCounts(db, businessId, targets, loadTuning.heldKeys);
         },
       };
     },
     async finish(db) {
-      const { live, deleted } = sides;
-      const constants = { business_id: businessId, shard: 0 };
-      await insertRows(db, 'order_counts', ['phase', 'status', 'n'], live.counts.rows(), constants);
-      await insertRows(db, 'order_change_counts', ['day', 'created_day', 'n'], live.changed.rows(), constants);
-      await insertRows(db, 'order_deleted_change_counts', ['day', 'created_day', 'n'], deleted.changed.rows(), constants);
-      await insertRows(db, 'order_created_counts', ['day', 'phase', 'status', 'n'], live.created.rows(), constants);
-      await insertRows(db, 'order_deleted_counts', ['day', 'phase', 'status', 'n'], deleted.created.rows(), constants);
-      await insertRows(db, SIDE_TABLES.live.counts, ['path', 'day', 'phase', 'status', 'n'], live.paths.rows(), constants);
-      await insertRows(db, SIDE_TABLES.deleted.counts, ['path', 'day', 'phase', 'status', 'n'], deleted.paths.rows(), constants);
+      await writeCounts(db, businessId, targets, 1);
     },
   };
 }
