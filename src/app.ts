@@ -5,6 +5,7 @@ import type { Config } from './config.ts';
 import type { Database } from './db/types.ts';
 import { apiKeyAuth, createAuthenticator } from './http/auth.ts';
 import { connectionOptions, registerConnectionHandling } from './http/connection.ts';
+import { registerTurnGate } from './http/turns.ts';
 import { registerJsonBody } from './http/json-body.ts';
 import { checkQueryEncoding } from './http/query-encoding.ts';
 import { createErrorHandler } from './http/error-handler.ts';
@@ -123,6 +124,8 @@ export async function createApp(deps: AppDeps) {
   const errorHandler = createErrorHandler(config.bodyLimitBytes);
   const app = Fastify(fastifyOptions(deps, errorHandler)).withTypeProvider<TypeBoxTypeProvider>();
 
+  // First of all hooks: a request waits for its turn before anything else is done for it.
+  registerTurnGate(app);
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(errorHandler);
   registerJsonBody(app, config.bodyLimitBytes);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -10,6 +11,43 @@ import { call, cliCreateBusiness, createCatalogue, createPgDatabase, missing, or
 const SECONDS = Number(process.env.RELIABILITY_LOAD_SECONDS || 60);
 const CONNECTIONS = 200;
 const SEED_ORDERS = 20;
+/** A new connection must be answered within this while 200 others are busy (without the turn gate: 14 s and growing). */
+const NEW_CONNECTION_MS = 5000;
+
+/**
+ * Opens a new connection every 250 ms until stopped, and times a `/healthz` on each, from connect
+ * to the first byte of the answer: a server that accepts new connections slower than they come
+ * makes each one wait longer than the last.
+ */
+function probeNewConnections(base: string) {
+  const { hostname, port } = new URL(base);
+  const times: number[] = [];
+  const errors: string[] = [];
+  const open = new Set<Promise<void>>();
+  let timer: NodeJS.Timeout | undefined;
+  const probe = () => {
+    const started = performance.now();
+    const done = new Promise<void>((resolve) => {
+      const socket = connect(Number(port), hostname);
+      socket.setTimeout(30_000, () => { errors.push('no answer in 30 s'); socket.destroy(); });
+      socket.on('connect', () => socket.write('GET /healthz HTTP/1.1\r\nHost: load\r\nConnection: close\r\n\r\n'));
+      socket.once('data', () => { times.push(performance.now() - started); socket.destroy(); });
+      socket.on('error', (error) => errors.push(error.message));
+      socket.on('close', () => resolve());
+    });
+    open.add(done);
+    void done.then(() => open.delete(done));
+    timer = setTimeout(probe, 250);
+  };
+  timer = setTimeout(probe, 250);
+  return {
+    async stop() {
+      clearTimeout(timer);
+      await Promise.all(open);
+      return { count: times.length, maxMs: Math.round(Math.max(0, ...times)), errors };
+    },
+  };
+}
 
 /**
  * 70% reads (order page, one order, item page) and 30% writes (order create, property PATCH),
@@ -35,6 +73,7 @@ async function runLoad(label: string, databaseUrl: string) {
     const headers = { ...t.headers, 'content-type': 'application/json' };
     const samples: string[] = [];
 
+    const probes = probeNewConnections(server.base);
     const result = await autocannon({
       url: server.base,
       connections: CONNECTIONS,
@@ -66,6 +105,8 @@ async function runLoad(label: string, databaseUrl: string) {
       }] as any,
     });
 
+    const fresh = await probes.stop();
+
     // Every acknowledged write, looked up in the database itself.
     const handle = createDatabase(databaseUrl);
     try {
@@ -86,7 +127,8 @@ async function runLoad(label: string, databaseUrl: string) {
       const note = `# load [${label}]: ${SECONDS} s, ${CONNECTIONS} connections: ${result.requests.total} requests, `
         + `${result.requests.average} req/s average, latency p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, max ${result.latency.max} ms; `
         + `statuses ${JSON.stringify(statusCounts)}; errors ${result.errors}, timeouts ${result.timeouts}; `
-        + `acknowledged writes ${createdIds.length} creates + ${patched.length} patches, lost ${lostCreates + lostPatches}`;
+        + `acknowledged writes ${createdIds.length} creates + ${patched.length} patches, lost ${lostCreates + lostPatches}; `
+        + `${fresh.count} new connections answered in at most ${fresh.maxMs} ms, errors ${fresh.errors.length}`;
       console.log(note);
       if (samples.length) console.log(`# load [${label}] sample non-2xx answers: ${samples.join(' | ')}`);
       assert.equal(result['5xx'], 0, 'no 5xx');
@@ -96,6 +138,8 @@ async function runLoad(label: string, databaseUrl: string) {
       assert.equal(lostCreates, 0, 'no acknowledged create lost');
       assert.equal(lostPatches, 0, 'no acknowledged PATCH lost');
       assert.ok(createdIds.length > 0 && patched.length > 0);
+      assert.deepEqual(fresh.errors, [], 'every new connection answered');
+      assert.ok(fresh.count > 0 && fresh.maxMs < NEW_CONNECTION_MS, `new connections answered within ${NEW_CONNECTION_MS} ms while 200 are busy: slowest ${fresh.maxMs} ms`);
     } finally {
       await handle.close();
     }
