@@ -18,6 +18,8 @@ export interface Config {
   readonly pgPreparedStatements: boolean;
   /** Memory for rendered orders (src/orders/render.ts), in MB; 0 turns the cache off. */
   readonly responseCacheMb: number;
+  /** How much V8's old generation may grow after a full collection, in percent (0: V8's own factor). */
+  readonly heapGrowingPercent: number;
   /** A client must send all its headers within this time (slow-header clients are closed). */
   readonly headersTimeoutMs: number;
   /** A client must send its whole request, body included, within this time. */
@@ -126,6 +128,7 @@ export function loadConfig(env: Env = process.env): Config {
     authCacheMs: 4000,
     pgPreparedStatements: flag(env, 'PG_PREPARED_STATEMENTS', true),
     responseCacheMb: integer(env, 'RESPONSE_CACHE_MB', 32, 0, 4096),
+    heapGrowingPercent: integer(env, 'HEAP_GROWING_PERCENT', 100, 0, 1000),
     headersTimeoutMs,
     requestTimeoutMs,
     keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 1000, 600_000),

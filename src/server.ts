@@ -9,7 +9,7 @@ import { newId } from './lib/ids.ts';
 import { createWriteRunner, SYSTEM } from './write/runner.ts';
 import { createUser } from './users/service.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
-import { createRateLimiter, openDatabase, resolveSecretBox } from './runtime.ts';
+import { applyHeapGrowth, createRateLimiter, openDatabase, resolveSecretBox } from './runtime.ts';
 import { EventBus } from './events/bus.ts';
 import { listenIfShared } from './db/listen.ts';
 import { EVENTS_CHANNEL } from './write/runner.ts';
@@ -28,6 +28,7 @@ function loadOrExit(): Config {
 
 async function main() {
   const config = loadOrExit();
+  applyHeapGrowth(config.heapGrowingPercent);
   // SQLite: the WAL is checkpointed off the request path (src/db/sqlite-checkpointer.ts).
   const handle = await openDatabase(config, {
     backgroundCheckpoints: { onError: (error) => console.error(`SQLite checkpoint thread stopped (${error.message}): the main connection checkpoints again`) },

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { ConfigError, loadConfig } from '../src/config.ts';
+import { applyHeapGrowth } from '../src/runtime.ts';
 import { newId } from '../src/lib/ids.ts';
 import { canonicalJson, checkProperties, deepMerge } from '../src/lib/json.ts';
 import { Decimal } from 'decimal.js';
@@ -137,6 +138,8 @@ describe('loadConfig', () => {
     assert.equal(c.idempotencyTtlHours, 24);
     assert.equal(c.bodyLimitBytes, 1024 * 1024);
     assert.equal(c.responseCacheMb, 32);
+    assert.equal(c.heapGrowingPercent, 100);
+    assert.equal(loadConfig({ HEAP_GROWING_PERCENT: '0' }).heapGrowingPercent, 0);
     assert.equal(c.pgPreparedStatements, true);
     assert.equal(loadConfig({ PG_PREPARED_STATEMENTS: 'off' }).pgPreparedStatements, false);
     assert.ok(Object.isFrozen(c));
@@ -147,11 +150,27 @@ describe('loadConfig', () => {
       { PORT: 'abc' }, { PORT: '70000' }, { RATE_LIMIT_RPS: '-1' }, { RATE_LIMIT_BURST: '0' },
       { DATABASE_URL: 'mysql://x' }, { LOG_LEVEL: 'loud' }, { REDIS_URL: 'http://x' }, { IDEMPOTENCY_TTL_HOURS: '0' },
       { BODY_LIMIT_BYTES: '1.5' }, { RESPONSE_CACHE_MB: '-1' }, { PG_PREPARED_STATEMENTS: 'maybe' },
+      { HEAP_GROWING_PERCENT: '-5' }, { HEAP_GROWING_PERCENT: '2000' },
     ];
     for (const env of bad) {
       const name = Object.keys(env)[0];
       assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && e.message.startsWith(name), name);
     }
+  });
+});
+
+describe('applyHeapGrowth', () => {
+  it('sets V8\'s heap growing percent, and leaves V8 its own factor at 0', () => {
+    const set: string[] = [];
+    applyHeapGrowth(100, (flags) => set.push(flags));
+    applyHeapGrowth(0, (flags) => set.push(flags));
+    assert.deepEqual(set, ['--heap-growing-percent=100']);
+  });
+
+  it('is a flag this Node\'s V8 knows', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const options = execFileSync(process.execPath, ['--v8-options'], { encoding: 'utf8' });
+    assert.match(options, /--heap-growing-percent\b/);
   });
 });
 
