@@ -36,6 +36,22 @@ export async function listDays(
   return days;
 }
 
+/** A list's orders per created day, in the direction asked for. */
+export type DaysOf = (direction: 'asc' | 'desc') => Promise<Array<{ day: string; n: number }>>;
+
+/**
+ * `listDays` of one list, read at most once: a list whose total and page both go by day (its total
+ * sums the days, its page passes them) reads them for both. Read newest first; oldest first is the
+ * same days reversed. At 1M orders on PostgreSQL a path's days cost 4–6 ms a read.
+ */
+export function listDaysOnce(list: Parameters<typeof listDays>[0]): DaysOf {
+  let newestFirst: ReturnType<DaysOf> | undefined;
+  return (direction) => {
+    newestFirst ??= listDays(list, 'desc');
+    return direction === 'desc' ? newestFirst : newestFirst.then((days) => [...days].reverse());
+  };
+}
+
 /**
  * A page of the list of orders (live, or with includeDeleted all), unfiltered or by phase, status,
  * createdSince and/or a path's presence or absence, deep in it: from the nearer end, whole days
@@ -46,8 +62,9 @@ export async function listDays(
  */
 export async function pageByCreatedDay(
   db: Db, businessId: string, query: OrdersQuery, options: ListOrdersOptions, total: number,
+  daysOf: DaysOf = listDaysOnce({ db, businessId, query, options }),
 ): Promise<string[]> {
-  return idsByDays(query, (direction) => listDays({ db, businessId, query, options }, direction), nearerEnd(total, options));
+  return idsByDays(query, daysOf, nearerEnd(total, options));
 }
 
 /**
@@ -56,7 +73,7 @@ export async function pageByCreatedDay(
  * backwards) and walking only the rows of the day the range starts in.
  */
 export async function idsByDays(
-  query: OrdersQuery, daysOf: (direction: 'asc' | 'desc') => Promise<Array<{ day: string; n: number }>>,
+  query: OrdersQuery, daysOf: DaysOf,
   { backwards, skip, take }: { backwards: boolean; skip: number; take: number },
 ): Promise<string[]> {
   if (take <= 0) return [];

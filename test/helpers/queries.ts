@@ -6,6 +6,7 @@ import type { Tenant, TestContext } from './context.ts';
  * An app whose database counts the queries it runs: `measure(url)` answers a GET once to warm
  * the auth cache, then again, and returns the second answer with its query count. The rendered
  * order cache is off unless `config` turns it on, so that the count is of loading, not of the cache.
+ * `queries` are the query trees as JSON with their values; a subquery built apart is one too.
  */
 export async function createQueryCounter(ctx: TestContext, as: Tenant, config: Partial<Config> = { responseCacheMb: 0 }) {
   let queries: string[] = [];
@@ -17,12 +18,12 @@ export async function createQueryCounter(ctx: TestContext, as: Tenant, config: P
   // Without the webhook worker: its idle pass (once a second) would be counted when it falls inside a measured request.
   const app = await createApp({ db: counting, config: { ...ctx.config, ...config, webhooks: { ...ctx.config.webhooks, workers: false } }, rateLimiter: null });
   return {
-    async measure(url: string): Promise<{ n: number; body: any; reads: (table: string) => boolean }> {
+    async measure(url: string): Promise<{ n: number; body: any; queries: string[]; reads: (table: string) => boolean }> {
       await app.inject({ method: 'GET', url, headers: as.headers });
       queries = [];
       const res = await app.inject({ method: 'GET', url, headers: as.headers });
       const seen = queries;
-      return { n: seen.length, body: res.json(), reads: (table) => seen.some((q) => q.includes(`"name":"${table}"`)) };
+      return { n: seen.length, body: res.json(), queries: seen, reads: (table) => seen.some((q) => q.includes(`"name":"${table}"`)) };
     },
     close: () => app.close(),
   };
