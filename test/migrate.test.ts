@@ -4,10 +4,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
 import { createDatabase, type DatabaseHandle } from '../src/db/connection.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
+import { countsWithoutRowid, WITHOUT_ROWID_TABLES } from '../src/db/migrations/0025-counts-without-rowid.ts';
 import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { backends } from './helpers/context.ts';
 
@@ -280,6 +281,55 @@ for (const backend of backends) {
           await migrateToLatest(handle.db, handle.dialect);
           await rebuildOrderProjections(handle.db, 'bus_1');
           assert.deepEqual({ live: await read('order_change_counts'), deleted: await read('order_deleted_change_counts') }, migrated);
+        } finally {
+          await handle.close();
+        }
+      });
+    });
+  });
+}
+
+for (const backend of backends) {
+  describe(`[${backend}] migration 0025-counts-without-rowid`, () => {
+    it('keeps every count row; on SQLite the tables become WITHOUT ROWID, and running it again changes nothing', async () => {
+      await withEmptyDatabase(backend, async (open) => {
+        const handle = open();
+        try {
+          await migrateToLatest(handle.db, handle.dialect, '0024-created-indexes-with-updated');
+          const db = handle.db as unknown as Kysely<any>;
+          await seedBusiness(db);
+          await db.insertInto('orders').values([
+            orderRow('ord_1', { properties: JSON.stringify({ erp: { no: 1 } }) }),
+            orderRow('ord_2', { created_at: '2024-12-30T10:00:00.000Z', updated_at: '2025-01-01T00:00:00.000Z', phase: 'COMPLETED', status: 'DELIVERED' }),
+            orderRow('ord_3', { properties: JSON.stringify({ erp: {} }), deleted_at: NOW }),
+          ]).execute();
+          await rebuildOrderProjections(handle.db, 'bus_1');
+          await db.insertInto('business_counters').values([{ business_id: 'bus_1', name: 'event', value: 7 }, { business_id: 'bus_1', name: 'so', value: 3 }]).execute();
+          const snapshot = async () => Object.fromEntries(await Promise.all(WITHOUT_ROWID_TABLES.map(async (table) => {
+            const rows = await db.selectFrom(table).selectAll().execute();
+            return [table, rows.map((r) => JSON.stringify(Object.entries(r).map(([k, v]) => [k, typeof v === 'bigint' || k === 'n' || k === 'value' ? Number(v) : v]))).sort()];
+          })));
+          const before = await snapshot();
+          for (const table of ['order_counts', 'order_created_counts', 'order_change_counts', 'order_property_counts', 'order_deleted_property_counts', 'business_counters']) {
+            assert.ok(before[table].length > 0, `${table} has rows to keep`);
+          }
+
+          assert.deepEqual(await migrateToLatest(handle.db, handle.dialect, '0025-counts-without-rowid'), ['0025-counts-without-rowid']);
+          assert.deepEqual(await snapshot(), before);
+          if (backend === 'sqlite') {
+            const definitions = async () => (await sql<{ name: string; sql: string }>`select name, sql from sqlite_master where type = 'table'`.execute(db)).rows;
+            const made = await definitions();
+            for (const table of WITHOUT_ROWID_TABLES) {
+              assert.match(made.find((t) => t.name === table)?.sql ?? '', /\)\s*without rowid$/i, table);
+            }
+            // A second run (a crash after its commit, before the migrator recorded it) finds nothing to do.
+            await countsWithoutRowid('sqlite').up(db);
+            assert.deepEqual(await definitions(), made);
+            assert.ok(!made.some((t) => t.name.endsWith('_without_rowid')), 'no table left under its temporary name');
+          }
+          // The counts are kept up as before: a rebuild writes the same rows through the upserts.
+          await rebuildOrderProjections(handle.db, 'bus_1');
+          assert.deepEqual(await snapshot(), before);
         } finally {
           await handle.close();
         }

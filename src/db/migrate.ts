@@ -22,6 +22,7 @@ import { dropEventsOccurredIndex } from './migrations/0021-drop-events-occurred-
 import { propertyCountsByDay } from './migrations/0022-property-counts-by-day.ts';
 import { changeCountsByCreatedDay } from './migrations/0023-change-counts-by-created-day.ts';
 import { createdIndexesWithUpdated } from './migrations/0024-created-indexes-with-updated.ts';
+import { countsWithoutRowid } from './migrations/0025-counts-without-rowid.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -49,6 +50,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0022-property-counts-by-day': propertyCountsByDay(dialect),
     '0023-change-counts-by-created-day': changeCountsByCreatedDay(dialect),
     '0024-created-indexes-with-updated': createdIndexesWithUpdated,
+    '0025-counts-without-rowid': countsWithoutRowid(dialect),
   };
 }
 
