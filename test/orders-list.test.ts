@@ -260,14 +260,18 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
   it('reads nothing twice for one list: a changed-since split shares the path total, a total and page by day share the days', async () => {
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);
-    for (let i = 0; i < 4; i++) await createOrder(ctx(), t, f, { properties: { erp: { ref: `R${i}` } } });
+    const first = await createOrder(ctx(), t, f, { properties: { erp: { ref: 'R0' } } });
+    for (let i = 1; i < 4; i++) await createOrder(ctx(), t, f, { properties: { erp: { ref: `R${i}` } } });
     await createOrder(ctx(), t, f);
     const counter = await createQueryCounter(ctx(), t);
     const since = encodeURIComponent('2000-01-01T00:00:00.000Z');
+    // Within the day the orders were made: that day's count is read by query, once.
+    const sameDay = encodeURIComponent(new Date(Date.parse(first.createdAt) - 1).toISOString());
     const lists = [
       ['propertyPath=erp.ref&propertyExists=true', 4], ['propertyPath=erp.ref&propertyExists=false', 1], ['propertyPath=erp.ref&propertyValue=R2', 1],
       [`propertyPath=erp.ref&propertyExists=true&updatedSince=${since}`, 4], [`propertyPath=erp.ref&propertyExists=false&updatedSince=${since}`, 1],
-      [`propertyPath=erp.ref&propertyValue=R2&updatedSince=${since}`, 1], [`createdSince=${since}`, 5], ['', 5],
+      [`propertyPath=erp.ref&propertyValue=R2&updatedSince=${since}`, 1], [`createdSince=${since}`, 5], [`createdSince=${sameDay}`, 5],
+      [`propertyPath=erp.ref&propertyExists=true&createdSince=${sameDay}`, 4], ['', 5],
     ] as const;
     for (const [filter, total] of lists) {
       for (const page of [1, 2]) {

@@ -31,10 +31,10 @@ export function countsWithoutRowid(dialect: Dialect): Migration {
           if (!row) throw new Error(`migration 0025: no table ${table}`);
           if (/\)\s*without\s+rowid\s*$/i.test(row.sql)) continue;
           const next = `${table}_without_rowid`;
-          const definition = row.sql.replace(/^create\s+table\s+("?)(\w+)\1\s*\(/i, (_all, _quote, name: string) => {
-            if (name !== table) throw new Error(`migration 0025: ${table} is defined as ${name}`);
-            return `create table "${next}" (`;
-          });
+          const head = /^create\s+table\s+("?)(\w+)\1\s*\(/i.exec(row.sql);
+          // Anything else would create the table under its own name again, which reads as a start-up race.
+          if (!head || head[2] !== table) throw new Error(`migration 0025: cannot read the definition of ${table}`);
+          const definition = `create table "${next}" (${row.sql.slice(head[0].length)}`;
           await sql.raw(`${definition} without rowid`).execute(trx);
           await sql`insert into ${sql.table(next)} select * from ${sql.table(table)}`.execute(trx);
           await sql`drop table ${sql.table(table)}`.execute(trx);
