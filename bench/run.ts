@@ -11,7 +11,7 @@ import { measureWebhooks } from './webhooks.ts';
 import { consoleRequests } from './console.ts';
 import { listsTable, measureLists, summariseLists } from './lists.ts';
 import { measureScaleOut, mixedRequests } from './scaleout.ts';
-import { buildDist, runDemo, sampleRss, startServer } from './server.ts';
+import { buildDist, runDemo, sampleCpu, sampleRss, startServer } from './server.ts';
 
 const { values } = parseArgs({
   options: {
@@ -65,8 +65,14 @@ try {
     await warmUp(server.base, scenario.requests, options.connections);
     const loadAverage = loadavg()[0];
     const stopRss = sampleRss(server.pid);
+    const stopCpu = sampleCpu(server.pid);
     const result = await runLoad(server.base, scenario.requests, options);
-    rows.push({ scenario: scenario.name, kind: scenario.kind, ...result, rssMb: stopRss(), loadAverage });
+    const cpu = stopCpu();
+    const perRequest = (ms: number) => Math.round((ms * 1000) / Math.max(1, result.requests));
+    rows.push({
+      scenario: scenario.name, kind: scenario.kind, ...result, rssMb: stopRss(), loadAverage,
+      cpuUs: { server: perRequest(cpu.serverMs), database: backend === 'postgres' ? perRequest(cpu.databaseMs) : 0 },
+    });
     console.error(`${scenario.name}: ${result.requestsPerSecond} req/s, p50 ${result.p50} ms, errors ${result.errors} ${JSON.stringify(result.statusCodes)}`);
   }
 

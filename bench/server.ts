@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 // A benchmark started from the test runner must not pass its marker on to the children.
 const { NODE_TEST_CONTEXT: _ignored, ...baseEnv } = process.env;
@@ -76,4 +76,41 @@ export function sampleRss(pid: number, everyMs = 200): () => number {
     read();
     return Math.round(max);
   };
+}
+
+/** CPU time (user + system, ms) a process has used, from /proc; 0 where that is not there. */
+function cpuMs(pid: number | string): number {
+  try {
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10; // utime, stime: clock ticks of 10 ms
+  } catch {
+    return 0;
+  }
+}
+
+/** The CPU time used by every `postgres` process on this machine (the database beside the server), ms. */
+function databaseCpuMs(): number {
+  let total = 0;
+  try {
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      try {
+        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') total += cpuMs(pid);
+      } catch { /* gone in between */ }
+    }
+  } catch { /* not Linux */ }
+  return total;
+}
+
+/**
+ * CPU time used from now to the call of the function returned: the server's own and the
+ * database's (every `postgres` process on the machine; 0 for SQLite, which runs inside the
+ * server). Divided by the requests answered, it is a request's cost, steadier than req/s on a
+ * shared machine, where what the other tenants take shows in req/s but not here.
+ */
+export function sampleCpu(pid: number): () => { serverMs: number; databaseMs: number } {
+  const server = cpuMs(pid);
+  const database = databaseCpuMs();
+  return () => ({ serverMs: cpuMs(pid) - server, databaseMs: databaseCpuMs() - database });
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { createDatabase, type DatabaseHandle } from '../src/db/connection.ts';
 import { backends, createTestDatabase, type TestDatabase } from './helpers/context.ts';
 
@@ -89,6 +90,89 @@ for (const backend of backends.filter((b) => b === 'postgres')) {
       }));
       assert.equal((await sql`select * from call_t`.execute(database.handle.db)).rows.length, 2);
       await assert.rejects(callAndCommit(db, 'call_put; drop table call_t', []), /function name/);
+    });
+
+    describe('a transaction\'s BEGIN travels with its first statement', () => {
+      /** The texts node-postgres is asked to send while `work` runs (each is one message and one round trip). */
+      let recording: string[] | null = null;
+      const original = pg.Client.prototype.query;
+      const sent = async (work: () => Promise<unknown>): Promise<string[]> => {
+        const texts: string[] = [];
+        recording = texts;
+        try {
+          await work();
+        } finally {
+          recording = null;
+        }
+        return texts;
+      };
+      const hostile = "O'Brien \\'); drop table tx_t; -- \u00e9 東京 🚚";
+
+      // Installed before this part's connections are made, which take the query method they find.
+      before(async () => {
+        pg.Client.prototype.query = function (this: pg.Client, config: unknown, ...rest: unknown[]) {
+          recording?.push(typeof config === 'string' ? config : (config as { text: string }).text);
+          return (original as (...args: unknown[]) => unknown).call(this, config, ...rest);
+        } as typeof original;
+        await sql`create table tx_t (id text primary key, n integer, flag boolean, note text)`.execute(database.handle.db);
+      });
+      after(() => { pg.Client.prototype.query = original; });
+
+      it('as `execute` of the statement the connection prepared, with the same answer and in the same transaction', async () => {
+        const db = open();
+        const put = (on: typeof db, id: string, n: number | null, flag: boolean, note: string | null) =>
+          on.insertInto('tx_t' as any).values({ id, n, flag, note }).returningAll().execute();
+        // The first run prepares the insert on this connection: BEGIN goes alone.
+        const first = await sent(() => db.transaction().execute((trx) => put(trx, 'a', 1, true, 'x')));
+        assert.equal(first[0], 'begin');
+        assert.match(first[1], /^insert into/);
+
+        let answer: unknown;
+        const second = await sent(() => db.transaction().execute(async (trx) => { answer = await put(trx, 'b', null, false, hostile); }));
+        assert.match(second[0], /^begin; execute supplyline_\d+\('b', null, 'false', /);
+        assert.deepEqual(second.slice(1), ['commit']);
+        assert.deepEqual(answer, [{ id: 'b', n: null, flag: false, note: hostile }]);
+
+        // What the transaction did after the BEGIN rolls back with it.
+        await assert.rejects(db.transaction().execute(async (trx) => {
+          await put(trx, 'c', 3, true, null);
+          throw new Error('stop');
+        }), /stop/);
+        const rows = (await sql<{ id: string }>`select id from tx_t order by id`.execute(database.handle.db)).rows.map((r) => r.id);
+        assert.deepEqual(rows, ['a', 'b']);
+      });
+
+      it('reports the first statement\'s error as it is, and leaves the connection as it was', async () => {
+        const db = open();
+        const put = (on: typeof db, id: string) => on.insertInto('tx_t' as any).values({ id, n: 1, flag: true, note: null }).execute();
+        await db.transaction().execute((trx) => put(trx, 'd'));
+        await assert.rejects(db.transaction().execute((trx) => put(trx, 'd')), (error: { code?: string }) => error.code === '23505');
+        await db.transaction().execute((trx) => put(trx, 'e'));
+        const ids = (await sql<{ id: string }>`select id from tx_t where id in ('d', 'e') order by id`.execute(database.handle.db)).rows;
+        assert.deepEqual(ids, [{ id: 'd' }, { id: 'e' }]);
+      });
+
+      it('writes out arrays, sends BEGIN alone before a value it does not write out, and nothing for a transaction that ran no statement', async () => {
+        const db = open();
+        const find = (on: typeof db, ids: string[]) => sql<{ id: string }>`select id from tx_t where id = any(${ids}) order by id`.execute(on);
+        await sql`insert into tx_t (id) values (${'x"y\\'})`.execute(db);
+        await find(db, ['a']);
+        let found: unknown;
+        const texts = await sent(() => db.transaction().execute(async (trx) => { found = (await find(trx, ['a', 'b', 'x"y\\', null as never])).rows; }));
+        assert.match(texts[0], /^begin; execute supplyline_\d+\(/);
+        assert.deepEqual(found, [{ id: 'a' }, { id: 'b' }, { id: 'x"y\\' }]);
+
+        const since = (on: typeof db) => sql<{ id: string }>`select id from tx_t where id = 'a' and ${new Date(0)}::timestamptz < now()`.execute(on);
+        await since(db);
+        const dated = await sent(() => db.transaction().execute((trx) => since(trx)));
+        assert.deepEqual([dated[0], dated.at(-1)], ['begin', 'commit']);
+
+        assert.deepEqual(await sent(() => db.transaction().execute(async () => 'nothing')), []);
+        await assert.rejects(db.transaction().execute(async () => { throw new Error('before any statement'); }), /before any statement/);
+        // The connection holds no transaction: a statement outside one commits at once.
+        await sql`insert into tx_t (id) values ('f')`.execute(db);
+        assert.deepEqual((await sql<{ id: string }>`select id from tx_t where id = 'f'`.execute(database.handle.db)).rows, [{ id: 'f' }]);
+      });
     });
   });
 }

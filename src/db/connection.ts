@@ -72,7 +72,7 @@ function openPostgres(url: string, options: DatabaseOptions): { db: Kysely<Datab
   // and the pool drops the broken client when it is released.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const dialect = new PostgresDialect({ pool: options.prepare === false ? pool : preparingPool(pool) });
+  const dialect = new PostgresDialect({ pool: preparingPool(pool, { naming: options.prepare !== false }) });
   return { db: new Kysely<Database>({ dialect }), pool };
 }
 

@@ -1,4 +1,4 @@
-import type { Updateable } from 'kysely';
+import type { Compilable, RawBuilder, Selectable, Updateable } from 'kysely';
 import type { Db } from '../db/types.ts';
 import type { OrderItemTable } from './table.ts';
 import { mergeStoredProperties } from '../lib/properties.ts';
@@ -6,22 +6,32 @@ import { newId } from '../lib/ids.ts';
 import { writeJson } from '../lib/json.ts';
 import { toDecimalString } from '../lib/money.ts';
 import { withVariant, type OrderItemRow } from './mapper.ts';
-import { deleteOrderItems, insertOrderItems, updateOrderItem, type EntryRow } from './repository.ts';
+import { deleteOrderItemsQuery, updateOrderItemQuery, type EntryRow } from './repository.ts';
 import type { UpdateOrderInput } from './schema.ts';
 
 type ItemChanges = Pick<UpdateOrderInput, 'createOrderItems' | 'updateOrderItems' | 'deleteOrderItems'>;
 
+/** A write's statements, to run together (src/db/together.ts), and what to make of their answers. */
+export interface Statements<T> {
+  statements: Array<Compilable | RawBuilder<unknown>>;
+  /** From the statements' rows, in their order. */
+  read(results: unknown[][]): T;
+}
+
 /**
- * Writes a PATCH's item changes (checked by the caller) to the order's `current` items and returns
- * the items as they now are, in the order a read gives them: the rows with the updates applied,
- * and the new rows with their entries' variants (`entries`), so that the answer needs no re-read.
+ * The statements of a PATCH's item changes (checked by the caller) to the order's `current` items,
+ * and the items as they will then be, in the order a read gives them: the rows with the updates
+ * applied, and the new rows with their entries' variants (`entries`), so that the answer needs no
+ * re-read.
  */
-export async function writeItemChanges(
+export function itemChangeStatements(
   db: Db, businessId: string, orderId: string, current: OrderItemRow[], changes: ItemChanges, entries: Map<string, EntryRow>, now: string,
-): Promise<OrderItemRow[]> {
+): Statements<OrderItemRow[]> {
   const deletes = new Set(changes.deleteOrderItems ?? []);
-  await deleteOrderItems(db, businessId, orderId, [...deletes]);
-  const items: OrderItemRow[] = [];
+  const statements: Array<Compilable | RawBuilder<unknown>> = [];
+  if (deletes.size > 0) statements.push(deleteOrderItemsQuery(db, businessId, orderId, [...deletes]));
+  // Each kept item: as stored, or the index of its update's answer.
+  const kept: Array<{ stored: OrderItemRow; update?: number }> = [];
   for (const stored of current) {
     if (deletes.has(stored.id)) continue;
     // Several updates of one item apply in the order sent, as one write.
@@ -42,17 +52,30 @@ export async function writeItemChanges(
         updated_at: now,
       };
     }
-    items.push(values === undefined ? stored : withVariant(await updateOrderItem(db, businessId, stored.id, values), stored));
+    if (values === undefined) kept.push({ stored });
+    else kept.push({ stored, update: statements.push(updateOrderItemQuery(db, businessId, stored.id, values)) - 1 });
   }
 
   let nextLine = Math.max(0, ...current.map((i) => i.line_number));
-  const created = await insertOrderItems(db, (changes.createOrderItems ?? []).map((c) => ({
+  const creates = (changes.createOrderItems ?? []).map((c) => ({
     id: newId('oi'), business_id: businessId, order_id: orderId, item_list_entry_id: c.itemListEntryId,
     line_number: c.lineNumber ?? ++nextLine, quantity: toDecimalString(c.quantity), unit_of_measure: c.unitOfMeasure,
     currency: c.currency, price: toDecimalString(c.price), cost: toDecimalString(c.cost),
     properties: writeJson(c.properties), created_at: now, updated_at: now,
-  })));
-  for (const row of created) items.push(withVariant(row, entries.get(row.item_list_entry_id)!));
-  return items.sort((a, b) => a.line_number - b.line_number || (a.id < b.id ? -1 : 1));
+  }));
+  const insert = creates.length === 0 ? undefined : statements.push(db.insertInto('order_items').values(creates).returningAll()) - 1;
+  return {
+    statements,
+    read(results) {
+      const items: OrderItemRow[] = kept.map(({ stored, update }) => {
+        if (update === undefined) return stored;
+        const [row] = results[update] as Array<Selectable<OrderItemTable>>;
+        if (!row) throw new Error(`order item ${stored.id} was not updated`);
+        return withVariant(row, stored);
+      });
+      const created = insert === undefined ? [] : results[insert] as Array<Selectable<OrderItemTable>>;
+      for (const row of created) items.push(withVariant(row, entries.get(row.item_list_entry_id)!));
+      return items.sort((a, b) => a.line_number - b.line_number || (a.id < b.id ? -1 : 1));
+    },
+  };
 }
-

@@ -7,8 +7,9 @@ import { updatedEvent } from '../events/log.ts';
 import { mergeStoredProperties } from '../lib/properties.ts';
 import { toDecimalString } from '../lib/money.ts';
 import { laterThan, parseDateTime } from '../lib/time.ts';
-import { writeItemChanges } from './patch-items.ts';
-import { findEntries, findOrderRow, loadOrderItems, updateOrderRow } from './repository.ts';
+import { itemChangeStatements } from './patch-items.ts';
+import { findEntries, findOrderRowForUpdate, updateOrderQuery } from './repository.ts';
+import { runTogether } from '../db/together.ts';
 import { applyOrderChange } from './projections/index.ts';
 import { toOrder, type OrderRow } from './mapper.ts';
 import type { Order, UpdateOrderInput } from './schema.ts';
@@ -45,11 +46,11 @@ export async function patchOrder(
 ): Promise<Written<Order>> {
   const { trx: db, businessId, now } = ctx;
   if (!hasChanges(input)) throw badRequest('No valid fields provided for update');
-  const row: OrderRow | undefined = await findOrderRow(db, businessId, id, true);
-  if (!row) throw notFound(ORDER_NOT_FOUND);
+  const found = await findOrderRowForUpdate(db, businessId, id);
+  if (!found) throw notFound(ORDER_NOT_FOUND);
+  const { row, items: stored } = found;
   checkVersion(expected, Number(row.version), 'order');
 
-  const stored = (await loadOrderItems(db, businessId, [id])).get(id) ?? [];
   const updates = input.updateOrderItems ?? [];
   const deletes = new Set(input.deleteOrderItems ?? []);
   const creates = input.createOrderItems ?? [];
@@ -89,12 +90,11 @@ export async function patchOrder(
     throw validationError({ 'order.currency': `Must equal the items' currency (${itemCurrency})` });
   }
 
-  const items = await writeItemChanges(db, businessId, id, stored, input, entries, now);
-
+  const itemWrites = itemChangeStatements(db, businessId, id, stored, input, entries, now);
   const itemsChanged = updates.length + deletes.size + creates.length > 0;
   const version = Number(row.version) + 1;
   const properties = order.properties === undefined ? undefined : mergeStoredProperties(row.properties, order.properties, 'order.properties');
-  const updated = await updateOrderRow(db, businessId, id, {
+  const orderWrite = updateOrderQuery(db, businessId, id, {
     ...orderFields(order),
     ...(properties !== undefined && { properties }),
     ...(order.currency !== undefined ? { currency: order.currency } : itemCurrency !== undefined && { currency: itemCurrency }),
@@ -104,6 +104,10 @@ export async function patchOrder(
     version,
     updated_at: laterThan(now, row.updated_at),
   });
+  // The items' writes and the order's need no answer from each other: on PostgreSQL one round trip.
+  const results = await runTogether(db, [...itemWrites.statements, orderWrite]);
+  const items = itemWrites.read(results);
+  const [updated] = results.at(-1) as OrderRow[];
   // The row is locked and was read after the lock, so `row` is what this update replaces.
   await applyOrderChange(db, row, updated);
   const resource = toOrder(updated, items);

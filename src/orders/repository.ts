@@ -8,6 +8,7 @@ import { toOrder, type OrderItemRow, type OrderRow, type VariantFields } from '.
 import type { Order } from './schema.ts';
 import { groupBy } from '../lib/group.ts';
 import { whereLive } from '../db/live.ts';
+import { runTogether } from '../db/together.ts';
 
 /**
  * Inserts a live order with its items, indexes its properties and counts it, in the caller's
@@ -20,10 +21,15 @@ import { whereLive } from '../db/live.ts';
 export async function insertOrder(
   db: Db, order: Insertable<OrderTable>, items: Insertable<OrderItemTable>[], numbered: boolean,
 ): Promise<{ order: OrderRow; items: Array<Selectable<OrderItemTable>> }> {
-  const inserted = await db.insertInto('orders').values(order).returningAll().executeTakeFirstOrThrow();
-  const stored = await insertOrderItems(db, items);
+  // None of these needs another's answer: on PostgreSQL they travel in one message (together.ts).
+  const numberInOne = numbered && hasDataModifyingWith(db);
+  const [[inserted], stored, [numberedRow] = []] = await runTogether(db, [
+    db.insertInto('orders').values(order).returningAll(),
+    items.length === 0 ? sql`select 1 where false` : db.insertInto('order_items').values(items).returningAll(),
+    ...(numberInOne ? [numberQuery(order.business_id, order.id)] : []),
+  ]) as [OrderRow[], Array<Selectable<OrderItemTable>>, OrderRow[]?];
   await applyOrderChange(db, null, inserted);
-  const row = numbered ? await numberOrder(db, order.business_id, order.id) : inserted;
+  const row = numberInOne ? numberedRow : numbered ? await numberOrder(db, order.business_id, order.id) : inserted;
   return { order: row, items: stored };
 }
 
@@ -31,34 +37,30 @@ export async function insertOrder(
 const formatReference = (n: number) => `SO-${String(n).padStart(6, '0')}`;
 
 /**
- * Gives an order the business's next SO number and returns its row. The counter row, which every
- * creator of the business shares, stays locked until commit, so this comes last in a create; on
- * PostgreSQL the counter's upsert and the order's update are one statement (formatted there as
- * `formatReference` does), so the lock is held for one round trip less.
+ * Gives an order the business's next SO number and returns its row (SQLite). The counter row,
+ * which every creator of the business shares, stays locked until commit, so this comes last in a
+ * create; on PostgreSQL the counter's upsert and the order's update are one statement
+ * (`numberQuery`), sent with the order's inserts, so the lock is held for no round trip of its own.
  */
 async function numberOrder(db: Db, businessId: string, id: string): Promise<OrderRow> {
-  if (!hasDataModifyingWith(db)) {
-    return updateOrderRow(db, businessId, id, { internal_reference: formatReference(await nextCounterValue(db, businessId, 'order')) });
-  }
-  const { rows: [row] } = await sql<OrderRow>`with n as (
-      insert into business_counters (business_id, name, value) values (${businessId}, 'order', 1)
-      on conflict (business_id, name) do update set value = business_counters.value + 1 returning value)
-    update orders set internal_reference = 'SO-' || lpad(n.value::text, greatest(6, length(n.value::text)), '0') from n
-    where orders.business_id = ${businessId} and orders.id = ${id} returning orders.*`.execute(db);
-  return row;
+  return updateOrderRow(db, businessId, id, { internal_reference: formatReference(await nextCounterValue(db, businessId, 'order')) });
 }
 
-/** Inserts order items and returns them as stored (PostgreSQL normalises jsonb and numeric on the way in). */
-export async function insertOrderItems(db: Db, items: Insertable<OrderItemTable>[]): Promise<Array<Selectable<OrderItemTable>>> {
-  return items.length === 0 ? [] : db.insertInto('order_items').values(items).returningAll().execute();
-}
+/** PostgreSQL: the counter's upsert and the order's update in one statement, formatted there as `formatReference` does. */
+const numberQuery = (businessId: string, id: string) => sql<OrderRow>`with n as (
+    insert into business_counters (business_id, name, value) values (${businessId}, 'order', 1)
+    on conflict (business_id, name) do update set value = business_counters.value + 1 returning value)
+  update orders set internal_reference = 'SO-' || lpad(n.value::text, greatest(6, length(n.value::text)), '0') from n
+  where orders.business_id = ${businessId} and orders.id = ${id} returning orders.*`;
 
 /** A live order of this business; with `lock`, its row stays locked until the transaction ends. */
 export async function findOrderRow(db: Db, businessId: string, id: string, lock = false): Promise<OrderRow | undefined> {
-  const query = db.selectFrom('orders').selectAll()
-    .where('business_id', '=', businessId).where('id', '=', id).where(whereLive());
+  const query = orderRowQuery(db, businessId, id);
   return (lock ? forUpdate(db, query) : query).executeTakeFirst();
 }
+
+const orderRowQuery = (db: Db, businessId: string, id: string) => db.selectFrom('orders').selectAll()
+  .where('business_id', '=', businessId).where('id', '=', id).where(whereLive());
 
 /**
  * Orders of this business by id, deleted or not, keyed by id. By primary key only, the business
@@ -74,15 +76,27 @@ export async function findOrderRows(db: Db, businessId: string, ids: string[]): 
 /** The items of several orders with their entries and variants: one query, whatever the count. */
 export async function loadOrderItems(db: Db, businessId: string, orderIds: string[]): Promise<Map<string, OrderItemRow[]>> {
   if (orderIds.length === 0) return new Map();
-  const rows = await db.selectFrom('order_items')
-    .innerJoin('item_list_entries', 'item_list_entries.id', 'order_items.item_list_entry_id')
-    .innerJoin('item_variants', 'item_variants.id', 'item_list_entries.item_variant_id')
-    .selectAll('order_items')
-    .select(['item_variants.id as item_variant_id', 'item_variants.item_id', 'item_variants.variant_name', 'item_variants.sku'])
-    .where('order_items.business_id', '=', businessId).where(anyOf(db, 'order_items.order_id', orderIds))
-    .orderBy('order_items.line_number').orderBy('order_items.id')
-    .execute();
-  return groupBy(rows, (row) => row.order_id);
+  return groupBy(await orderItemsQuery(db, businessId, orderIds).execute(), (row) => row.order_id);
+}
+
+const orderItemsQuery = (db: Db, businessId: string, orderIds: string[]) => db.selectFrom('order_items')
+  .innerJoin('item_list_entries', 'item_list_entries.id', 'order_items.item_list_entry_id')
+  .innerJoin('item_variants', 'item_variants.id', 'item_list_entries.item_variant_id')
+  .selectAll('order_items')
+  .select(['item_variants.id as item_variant_id', 'item_variants.item_id', 'item_variants.variant_name', 'item_variants.sku'])
+  .where('order_items.business_id', '=', businessId).where(anyOf(db, 'order_items.order_id', orderIds))
+  .orderBy('order_items.line_number').orderBy('order_items.id');
+
+/**
+ * A live order of this business, locked until the transaction ends, with its items read after
+ * the lock: on PostgreSQL both in one round trip (together.ts). No row: undefined.
+ */
+export async function findOrderRowForUpdate(db: Db, businessId: string, id: string): Promise<{ row: OrderRow; items: OrderItemRow[] } | undefined> {
+  const [[row], items] = await runTogether(db, [
+    forUpdate(db, orderRowQuery(db, businessId, id)),
+    orderItemsQuery(db, businessId, [id]),
+  ]) as [OrderRow[], OrderItemRow[]];
+  return row && { row, items };
 }
 
 /** An order row with its items, as the API shows it. */
@@ -97,9 +111,11 @@ export async function findOrder(db: Db, businessId: string, id: string): Promise
 
 /** Updates an order row and returns it as it now is. */
 export async function updateOrderRow(db: Db, businessId: string, id: string, values: Updateable<OrderTable>): Promise<OrderRow> {
-  return db.updateTable('orders').set(values).where('business_id', '=', businessId).where('id', '=', id)
-    .returningAll().executeTakeFirstOrThrow();
+  return updateOrderQuery(db, businessId, id, values).executeTakeFirstOrThrow();
 }
+
+export const updateOrderQuery = (db: Db, businessId: string, id: string, values: Updateable<OrderTable>) =>
+  db.updateTable('orders').set(values).where('business_id', '=', businessId).where('id', '=', id).returningAll();
 
 /** The order's items as stored, for checks and totals inside a PATCH. */
 export async function findOrderItemRows(db: Db, businessId: string, orderId: string) {
@@ -108,16 +124,11 @@ export async function findOrderItemRows(db: Db, businessId: string, orderId: str
 }
 
 /** Updates an order item and returns it as stored. */
-export async function updateOrderItem(db: Db, businessId: string, id: string, values: Updateable<OrderItemTable>): Promise<Selectable<OrderItemTable>> {
-  return db.updateTable('order_items').set(values).where('business_id', '=', businessId).where('id', '=', id)
-    .returningAll().executeTakeFirstOrThrow();
-}
+export const updateOrderItemQuery = (db: Db, businessId: string, id: string, values: Updateable<OrderItemTable>) =>
+  db.updateTable('order_items').set(values).where('business_id', '=', businessId).where('id', '=', id).returningAll();
 
-export async function deleteOrderItems(db: Db, businessId: string, orderId: string, ids: string[]): Promise<void> {
-  if (ids.length === 0) return;
-  await db.deleteFrom('order_items')
-    .where('business_id', '=', businessId).where('order_id', '=', orderId).where('id', 'in', ids).execute();
-}
+export const deleteOrderItemsQuery = (db: Db, businessId: string, orderId: string, ids: string[]) =>
+  db.deleteFrom('order_items').where('business_id', '=', businessId).where('order_id', '=', orderId).where('id', 'in', ids);
 
 /** Item list entries of this business with their variants and lists, keyed by entry id. */
 export async function findEntries(db: Db, businessId: string, entryIds: string[]) {

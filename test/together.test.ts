@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { runTogether } from '../src/db/together.ts';
+import { backends, createTestDatabase, type TestDatabase } from './helpers/context.ts';
+
+/** The texts node-postgres is asked to send (each one message and one round trip) while recording. */
+let recording: string[] | null = null;
+const original = pg.Client.prototype.query;
+
+for (const backend of backends) {
+  describe(`[${backend}] statements run together (src/db/together.ts)`, () => {
+    let database: TestDatabase;
+    const hostile = "O'Brien \\'); drop table tg_t; -- \u00e9 東京 🚚";
+
+    before(async () => {
+      // Installed before the database's connections are made, which take the query method they find.
+      pg.Client.prototype.query = function (this: pg.Client, config: unknown, ...rest: unknown[]) {
+        recording?.push(typeof config === 'string' ? config : (config as { text: string }).text);
+        return (original as (...args: unknown[]) => unknown).call(this, config, ...rest);
+      } as typeof original;
+      database = await createTestDatabase(backend);
+      await sql`create table tg_t (id text primary key, n integer, tags text)`.execute(database.handle.db);
+    });
+    after(async () => {
+      pg.Client.prototype.query = original;
+      await database.handle.close();
+      await database.drop();
+    });
+
+    const sent = async <T>(work: () => Promise<T>): Promise<{ texts: string[]; result: T }> => {
+      const texts: string[] = [];
+      recording = texts;
+      try {
+        return { texts, result: await work() };
+      } finally {
+        recording = null;
+      }
+    };
+
+    it('returns each statement\'s rows, in order, as if each ran alone; on PostgreSQL in one message with the BEGIN', async () => {
+      const { db } = database.handle;
+      const write = (trx: typeof db, id: string, n: number) => runTogether(trx, [
+        trx.insertInto('tg_t' as any).values({ id, n, tags: hostile }).returningAll(),
+        trx.insertInto('tg_t' as any).values([{ id: `${id}2`, n: n + 1, tags: null }, { id: `${id}3`, n: n + 2, tags: 'x' }]).returning(['id']),
+        trx.selectFrom('tg_t' as any).select(['id', 'n']).where('id', 'in', [id, `${id}2`, `${id}3`]).orderBy('id'),
+        sql`select cast(count(*) as integer) as c from tg_t where n >= ${n}`,
+      ]);
+      // A first run names the statements on its connection; the next ones find them prepared.
+      for (let round = 0; round < 3; round++) await db.transaction().execute((trx) => write(trx, `w${round}`, round * 10));
+      const { texts, result } = await sent(() => db.transaction().execute((trx) => write(trx, 'a', 100)));
+      assert.deepEqual(result, [
+        [{ id: 'a', n: 100, tags: hostile }],
+        [{ id: 'a2' }, { id: 'a3' }],
+        [{ id: 'a', n: 100 }, { id: 'a2', n: 101 }, { id: 'a3', n: 102 }],
+        [{ c: 3 }],
+      ]);
+      if (backend === 'postgres') {
+        assert.equal(texts.length, 2, texts.join('\n'));
+        assert.match(texts[0], /^begin; execute supplyline_\d+\(/);
+        assert.equal(texts[1], 'commit');
+      }
+    });
+
+    it('fails as the statement that fails would alone, and the transaction keeps nothing of it', async () => {
+      const { db } = database.handle;
+      const twice = (trx: typeof db) => runTogether(trx, [
+        trx.insertInto('tg_t' as any).values({ id: 'b', n: 1, tags: null }),
+        trx.insertInto('tg_t' as any).values({ id: 'a', n: 1, tags: null }),
+        trx.selectFrom('tg_t' as any).selectAll(),
+      ]);
+      for (let round = 0; round < 2; round++) {
+        await assert.rejects(db.transaction().execute(twice), (error: { code?: string; message?: string }) =>
+          backend === 'postgres' ? error.code === '23505' : /UNIQUE constraint failed/.test(error.message ?? ''));
+      }
+      assert.deepEqual((await db.selectFrom('tg_t' as any).select('id').where('id', '=', 'b').execute()), []);
+      // The connection is free for the next transaction.
+      assert.deepEqual(await db.transaction().execute((trx) => runTogether(trx, [trx.selectFrom('tg_t' as any).select('id').where('id', '=', 'a')])), [[{ id: 'a' }]]);
+    });
+  });
+}
