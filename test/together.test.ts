@@ -3,11 +3,30 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { runTogether } from '../src/db/together.ts';
-import { backends, createTestDatabase, type TestDatabase } from './helpers/context.ts';
+import { backends, createTestContext, createTestDatabase, type TestDatabase } from './helpers/context.ts';
+import { createFixture, createOrder, patchOrder } from './helpers/orders.ts';
 
 /** The texts node-postgres is asked to send (each one message and one round trip) while recording. */
 let recording: string[] | null = null;
 const original = pg.Client.prototype.query;
+// Installed before any connection is made: the pool's connections take the query method they find.
+before(() => {
+  pg.Client.prototype.query = function (this: pg.Client, config: unknown, ...rest: unknown[]) {
+    recording?.push(typeof config === 'string' ? config : (config as { text: string }).text);
+    return (original as (...args: unknown[]) => unknown).call(this, config, ...rest);
+  } as typeof original;
+});
+after(() => { pg.Client.prototype.query = original; });
+
+const sent = async <T>(work: () => Promise<T>): Promise<{ texts: string[]; result: T }> => {
+  const texts: string[] = [];
+  recording = texts;
+  try {
+    return { texts, result: await work() };
+  } finally {
+    recording = null;
+  }
+};
 
 for (const backend of backends) {
   describe(`[${backend}] statements run together (src/db/together.ts)`, () => {
@@ -15,29 +34,13 @@ for (const backend of backends) {
     const hostile = "O'Brien \\'); drop table tg_t; -- \u00e9 東京 🚚";
 
     before(async () => {
-      // Installed before the database's connections are made, which take the query method they find.
-      pg.Client.prototype.query = function (this: pg.Client, config: unknown, ...rest: unknown[]) {
-        recording?.push(typeof config === 'string' ? config : (config as { text: string }).text);
-        return (original as (...args: unknown[]) => unknown).call(this, config, ...rest);
-      } as typeof original;
       database = await createTestDatabase(backend);
       await sql`create table tg_t (id text primary key, n integer, tags text)`.execute(database.handle.db);
     });
     after(async () => {
-      pg.Client.prototype.query = original;
       await database.handle.close();
       await database.drop();
     });
-
-    const sent = async <T>(work: () => Promise<T>): Promise<{ texts: string[]; result: T }> => {
-      const texts: string[] = [];
-      recording = texts;
-      try {
-        return { texts, result: await work() };
-      } finally {
-        recording = null;
-      }
-    };
 
     it('returns each statement\'s rows, in order, as if each ran alone; on PostgreSQL in one message with the BEGIN', async () => {
       const { db } = database.handle;
@@ -77,6 +80,37 @@ for (const backend of backends) {
       assert.deepEqual((await db.selectFrom('tg_t' as any).select('id').where('id', '=', 'b').execute()), []);
       // The connection is free for the next transaction.
       assert.deepEqual(await db.transaction().execute((trx) => runTogether(trx, [trx.selectFrom('tg_t' as any).select('id').where('id', '=', 'a')])), [[{ id: 'a' }]]);
+    });
+  });
+}
+
+// Round trips are PostgreSQL's: SQLite runs in process.
+for (const backend of backends.filter((b) => b === 'postgres')) {
+  describe(`[${backend}] the round trips of an order's writes`, () => {
+    it('a PATCH of fields, properties and an item makes three, a create four; each answers as before', async () => {
+      const ctx = await createTestContext(backend);
+      try {
+        const t = await ctx.createTenant();
+        const f = await createFixture(ctx, t);
+        const patch = (id: string, itemId: string, n: number) =>
+          patchOrder(ctx, t, id, { order: { notes: `n${n}`, properties: { erp: { n } } }, updateOrderItems: [{ id: itemId, quantity: n }] });
+        // The first of each prepares its statements on the connections (and warms the key's cache).
+        for (let i = 1; i <= 3; i++) {
+          const order = await createOrder(ctx, t, f);
+          assert.equal((await patch(order.id, order.orderItems[0].id, i)).status, 200);
+        }
+        const { texts: creating, result: created } = await sent(() => createOrder(ctx, t, f));
+        assert.ok(creating.length <= 4, creating.join('\n'));
+        assert.match(created.internalReference, /^SO-\d{6}$/);
+        const { texts: patching, result: patched } = await sent(() => patch(created.id, created.orderItems[0].id, 7));
+        assert.equal(patching.length, 3, patching.join('\n'));
+        assert.equal(patched.status, 200);
+        assert.deepEqual([patched.body.notes, patched.body.properties, patched.body.orderItems[0].quantity, patched.body.version], ['n7', { erp: { n: 7 } }, 7, 2]);
+        const read = await ctx.request('GET', `/api/v1/orders/${created.id}`, { as: t });
+        assert.deepEqual(read.body, patched.body);
+      } finally {
+        await ctx.close();
+      }
     });
   });
 }
