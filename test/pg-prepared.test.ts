@@ -152,6 +152,30 @@ for (const backend of backends.filter((b) => b === 'postgres')) {
         assert.deepEqual(ids, [{ id: 'd' }, { id: 'e' }]);
       });
 
+      it('sends text holding a NUL as a parameter, so that it fails as it always did', async () => {
+        const db = open();
+        const put = (on: typeof db, id: string) => on.insertInto('tx_t' as any).values({ id, n: 1, flag: true, note: null }).execute();
+        await db.transaction().execute((trx) => put(trx, 'g'));
+        const texts: string[] = [];
+        recording = texts;
+        await assert.rejects(db.transaction().execute((trx) => put(trx, 'nul\u0000')), (error: { code?: string }) => error.code === '22021')
+          .finally(() => { recording = null; });
+        assert.equal(texts[0], 'begin');
+      });
+
+      it('writes parameters into a statement only where they are placeholders, never inside a quoted identifier', async () => {
+        // Without names every statement is written out; a column whose name holds `$1`.
+        const db = open(false);
+        await sql`create table tx_odd ("a$1" text, id text)`.execute(database.handle.db);
+        const tricky = '" || current_user || "';
+        await sql`insert into tx_odd values ('v', ${tricky})`.execute(database.handle.db);
+        const find = (on: typeof db) => on.selectFrom('tx_odd' as any).select('a$1' as any).where('id', '=', tricky).execute();
+        let found: unknown;
+        const texts = await sent(() => db.transaction().execute(async (trx) => { found = await find(trx); }));
+        assert.deepEqual(found, [{ a$1: 'v' }]);
+        assert.match(texts[0], /^begin; select "a\$1" from "tx_odd" where "id" = '" \|\| current_user \|\| "'$/);
+      });
+
       it('writes out arrays, sends BEGIN alone before a value it does not write out, and nothing for a transaction that ran no statement', async () => {
         const db = open();
         const find = (on: typeof db, ids: string[]) => sql<{ id: string }>`select id from tx_t where id = any(${ids}) order by id`.execute(on);

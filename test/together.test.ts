@@ -81,6 +81,23 @@ for (const backend of backends) {
       // The connection is free for the next transaction.
       assert.deepEqual(await db.transaction().execute((trx) => runTogether(trx, [trx.selectFrom('tg_t' as any).select('id').where('id', '=', 'a')])), [[{ id: 'a' }]]);
     });
+
+    it('recovers when another instance adds a column to a table a statement reads with *', async () => {
+      const { db } = database.handle;
+      await sql`create table tg_cols (id text primary key)`.execute(db);
+      await sql`insert into tg_cols values ('k')`.execute(db);
+      const read = (trx: typeof db) => runTogether(trx, [
+        trx.selectFrom('tg_cols' as any).selectAll().where('id', '=', 'k'),
+        trx.selectFrom('tg_t' as any).select('id').where('id', '=', 'a'),
+      ]);
+      for (let round = 0; round < 3; round++) await db.transaction().execute(read);
+      await sql`alter table tg_cols add column extra integer not null default 5`.execute(db);
+      // The first transaction may fail (the caller retries a transaction); every later one answers.
+      await db.transaction().execute(read).catch((error: Error) => assert.match(error.message, /cached plan must not change result type/));
+      for (let round = 0; round < 3; round++) {
+        assert.deepEqual(await db.transaction().execute(read), [[{ id: 'k', extra: 5 }], [{ id: 'a' }]]);
+      }
+    });
   });
 }
 

@@ -21,6 +21,8 @@ const NOTHING_ROLLED_BACK = { command: 'ROLLBACK', rowCount: null, oid: 0, rows:
 /** A value as node-postgres writes a parameter in text form; undefined for anything but text, numbers, booleans, null and flat arrays of these. */
 function parameterText(value: unknown, inArray = false): string | null | undefined {
   if (value === null || value === undefined) return inArray ? 'NULL' : null;
+  // A NUL cannot travel in a simple-protocol message (PostgreSQL reads the message as broken): such text goes as a parameter.
+  if (typeof value === 'string' && value.includes('\u0000')) return undefined;
   if (typeof value === 'string') return inArray ? `"${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"` : value;
   if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'bigint' || typeof value === 'boolean') return String(value);
   if (Array.isArray(value) && !inArray) {
@@ -38,6 +40,49 @@ function parameterText(value: unknown, inArray = false): string | null | undefin
 function parameterLiteral(value: unknown): string | undefined {
   const text = parameterText(value);
   return text === undefined ? undefined : text === null ? 'null' : escapeLiteral(text);
+}
+
+/**
+ * A builder-made statement with its parameters written in: each `$n` outside a quoted identifier
+ * becomes the n-th literal. Undefined for text this cannot read safely: string literals, comments,
+ * dollar quotes, several statements, or a placeholder without its value.
+ */
+function writtenOut(text: string, written: string[]): string | undefined {
+  let out = '';
+  for (let i = 0; i < text.length;) {
+    const c = text[i];
+    if (c === '"') {
+      // A quoted identifier, with "" for a quote inside it: copied as it is.
+      let end = i + 1;
+      for (;;) {
+        end = text.indexOf('"', end);
+        if (end === -1) return undefined;
+        if (text[end + 1] !== '"') break;
+        end += 2;
+      }
+      out += text.slice(i, end + 1);
+      i = end + 1;
+    } else if (c === '$') {
+      const digits = /^\d+/.exec(text.slice(i + 1))?.[0];
+      if (digits === undefined) return undefined;
+      const value = written[Number(digits) - 1];
+      if (value === undefined) return undefined;
+      out += value;
+      i += 1 + digits.length;
+    } else if (c === "'" || c === ';' || (c === '-' && text[i + 1] === '-') || (c === '/' && text[i + 1] === '*')) {
+      return undefined;
+    } else {
+      out += c;
+      i++;
+    }
+  }
+  return out;
+}
+
+/** PostgreSQL's answer to a named statement whose result's columns changed since it was prepared (another instance migrated). */
+function isStalePlan(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: string; message?: string };
+  return code === '0A000' && message?.includes('cached plan must not change result type') === true;
 }
 
 function literals(values: readonly unknown[]): string[] | undefined {
@@ -107,10 +152,7 @@ export function preparingPool(pool: pg.Pool, { naming = true } = {}): { connect(
       const name = nameOf(text, values);
       // A statement that gets a name is prepared by its first run alone, and goes as `execute` after.
       if (name !== undefined) return parsed.has(name) ? `execute ${name}(${written.join(', ')})` : undefined;
-      if (text.includes("'") || text.includes(';') || text.includes('$$')) return undefined;
-      const placeholders = [...text.matchAll(/\$(\d+)/g)].map((m) => Number(m[1]));
-      if (placeholders.some((n) => n < 1 || n > written.length)) return undefined;
-      return text.replace(/\$(\d+)/g, (_, n: string) => written[Number(n) - 1]);
+      return writtenOut(text, written);
     };
     /** The held BEGIN and `statements` in one message; the statements' results. */
     const sendTogether = async (statements: string[]): Promise<pg.QueryResult[]> => {
@@ -157,7 +199,17 @@ export function preparingPool(pool: pg.Pool, { naming = true } = {}): { connect(
         }
         return query(text, values);
       }
-      if (text === TOGETHER) return together(values as CompiledQuery[]);
+      if (text === TOGETHER) {
+        const statements = values as CompiledQuery[];
+        try {
+          return await together(statements);
+        } catch (error) {
+          if (!isStalePlan(error)) throw error;
+          for (const q of statements) names.delete(q.sql);
+          if (client.getTransactionStatus() !== 'I') throw error;
+          return together(statements);
+        }
+      }
       if (text === 'begin' && (values?.length ?? 0) === 0) {
         beginHeld = true;
         return NOT_YET_BEGUN;
@@ -172,8 +224,7 @@ export function preparingPool(pool: pg.Pool, { naming = true } = {}): { connect(
       try {
         return await send(text, values);
       } catch (error) {
-        const { code, message } = (error ?? {}) as { code?: string; message?: string };
-        if (code !== '0A000' || !message?.includes('cached plan must not change result type')) throw error;
+        if (!isStalePlan(error)) throw error;
         names.delete(text);
         if (client.getTransactionStatus() !== 'I') throw error;
         return run(text, values);
