@@ -104,9 +104,10 @@ function literals(values: readonly unknown[]): string[] | undefined {
  *
  * A transaction's BEGIN travels with its first statement, in one round trip instead of two: the
  * BEGIN is held back, and the next statement goes as `begin; execute <name>(<literals>)` by the
- * simple protocol when this connection has already prepared it and its values are scalars (which
- * keeps its plan); otherwise BEGIN is sent first, as before. A transaction that ends before any
- * statement sends nothing at all.
+ * simple protocol when this connection has already prepared it and its values can be written out
+ * (text without NUL, numbers, booleans, null, flat arrays of these), which keeps its plan;
+ * otherwise BEGIN is sent first, as before. A transaction that ends before any statement sends
+ * nothing at all. `runTogether` (together.ts) sends several statements in one message the same way.
  */
 export function preparingPool(pool: pg.Pool, { naming = true } = {}): { connect(): Promise<pg.PoolClient>; end(): Promise<void> } {
   const names = new Map<string, string>();
