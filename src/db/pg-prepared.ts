@@ -200,6 +200,9 @@ export function preparingPool(pool: pg.Pool, { naming = true } = {}): { connect(
         }
         return query(text, values);
       }
+      // Read before sending: node-postgres reports an error before the status that follows it, and a
+      // held BEGIN travels in the same message as the statement that fails.
+      const inTransaction = beginHeld || client.getTransactionStatus() !== 'I';
       if (text === TOGETHER) {
         const statements = values as CompiledQuery[];
         try {
@@ -207,7 +210,7 @@ export function preparingPool(pool: pg.Pool, { naming = true } = {}): { connect(
         } catch (error) {
           if (!isStalePlan(error)) throw error;
           for (const q of statements) names.delete(q.sql);
-          if (client.getTransactionStatus() !== 'I') throw error;
+          if (inTransaction) throw error;
           return together(statements);
         }
       }
@@ -227,7 +230,8 @@ export function preparingPool(pool: pg.Pool, { naming = true } = {}): { connect(
       } catch (error) {
         if (!isStalePlan(error)) throw error;
         names.delete(text);
-        if (client.getTransactionStatus() !== 'I') throw error;
+        // An aborted transaction must be retried by its caller; a statement on its own is retried here.
+        if (inTransaction) throw error;
         return run(text, values);
       }
     };
