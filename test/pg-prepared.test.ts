@@ -67,18 +67,18 @@ for (const backend of backends.filter((b) => b === 'postgres')) {
 
     it('calls a function and commits in one round trip; the COMMIT Kysely sends after it is not sent', async () => {
       const { callAndCommit } = await import('../src/db/pg-call.ts');
-      await sql`create table call_t (t text, b bytea, n integer, l text[])`.execute(database.handle.db);
-      await sql.raw(`create function call_put(p_t text, p_b bytea, p_n integer, p_l text[]) returns void language sql
-        as $$ insert into call_t values (p_t, p_b, p_n, p_l) $$`).execute(database.handle.db);
+      await sql`create table call_t (t text, b bytea, n integer, l text[], bs bytea[])`.execute(database.handle.db);
+      await sql.raw(`create function call_put(p_t text, p_b bytea, p_n integer, p_l text[], p_bs bytea[]) returns void language sql
+        as $$ insert into call_t values (p_t, p_b, p_n, p_l, p_bs) $$`).execute(database.handle.db);
       const db = open();
       // Text that would break out of a literal if it were not escaped: quotes, backslashes, a comment, non-ASCII.
       const hostile = "O'Brien \\'); drop table call_t; -- \u00e9 東京 🚚";
       const bytes = Buffer.from([0, 1, 0x27, 0x5c, 255]);
       await db.transaction().execute(async (trx) => {
-        await callAndCommit(trx, 'call_put', [hostile, bytes, 42, ['a', "b'c", null]]);
+        await callAndCommit(trx, 'call_put', [hostile, bytes, 42, ['a', "b'c", null], [bytes, Buffer.alloc(0)]]);
       });
-      const [row] = (await sql<{ t: string; b: Buffer; n: number; l: Array<string | null> }>`select * from call_t`.execute(database.handle.db)).rows;
-      assert.deepEqual(row, { t: hostile, b: bytes, n: 42, l: ['a', "b'c", null] });
+      const [row] = (await sql<{ t: string; b: Buffer; n: number; l: Array<string | null>; bs: Buffer[] }>`select * from call_t`.execute(database.handle.db)).rows;
+      assert.deepEqual(row, { t: hostile, b: bytes, n: 42, l: ['a', "b'c", null], bs: [bytes, Buffer.alloc(0)] });
       // The connection is left with no transaction open, and the next transaction runs as usual.
       await db.transaction().execute((trx) => sql`insert into call_t (t) values ('next')`.execute(trx));
       assert.equal((await sql`select * from call_t`.execute(database.handle.db)).rows.length, 2);
@@ -86,7 +86,7 @@ for (const backend of backends.filter((b) => b === 'postgres')) {
       // A call that fails commits nothing, and the transaction's own statements roll back with it.
       await assert.rejects(db.transaction().execute(async (trx) => {
         await sql`insert into call_t (t) values ('rolled back')`.execute(trx);
-        await callAndCommit(trx, 'call_put', ['x', bytes, 'not a number' as never, []]);
+        await callAndCommit(trx, 'call_put', ['x', bytes, 'not a number' as never, [], []]);
       }));
       assert.equal((await sql`select * from call_t`.execute(database.handle.db)).rows.length, 2);
       await assert.rejects(callAndCommit(db, 'call_put; drop table call_t', []), /function name/);

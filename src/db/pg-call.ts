@@ -1,28 +1,16 @@
-import pg from 'pg';
 import { sql, type CompiledQuery } from 'kysely';
+import { literals, writtenOut } from './pg-literals.ts';
 import type { Db } from './types.ts';
-
-/** A value written into PostgreSQL SQL text: text (escaped by node-postgres), numbers, null, Buffers as bytea, arrays of these. */
-function pgLiteral(value: unknown): string {
-  if (value === null || value === undefined) return 'null';
-  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
-  if (Buffer.isBuffer(value)) return `decode('${value.toString('hex')}', 'hex')`;
-  if (Array.isArray(value)) return `array[${value.map(pgLiteral).join(',')}]`;
-  if (typeof value === 'string') return pg.escapeLiteral(value);
-  throw new Error(`no SQL literal for ${typeof value}`);
-}
 
 /**
  * A compiled statement as text with its parameters written in. Only for statements the query
- * builder made from our own code: their text holds no literals, so every `$n` is a placeholder.
+ * builder made from our own code: every `$n` outside a quoted identifier is a placeholder.
  */
 export function inlineParameters(query: CompiledQuery): string {
-  if (query.sql.includes("'") || query.sql.includes(';')) throw new Error('inlineParameters takes builder-made statements without literals');
-  return query.sql.replace(/\$(\d+)/g, (_, n: string) => {
-    const index = Number(n) - 1;
-    if (index >= query.parameters.length) throw new Error(`no parameter $${n}`);
-    return pgLiteral(query.parameters[index]);
-  });
+  const written = literals(query.parameters);
+  const text = written && writtenOut(query.sql, written);
+  if (text === undefined) throw new Error('inlineParameters takes builder-made statements without literals, with values it can write out');
+  return text;
 }
 
 /**
@@ -37,6 +25,8 @@ export function inlineParameters(query: CompiledQuery): string {
  */
 export async function callAndCommit(db: Db, name: string, args: unknown[], before: CompiledQuery[] = []): Promise<void> {
   if (!/^[a-z_]+$/.test(name)) throw new Error('callAndCommit takes a function name of ours');
-  const statements = [...before.map(inlineParameters), `select ${name}(${args.map(pgLiteral).join(', ')})`, 'commit'];
+  const written = literals(args);
+  if (written === undefined) throw new Error(`callAndCommit cannot write out an argument of ${name}`);
+  const statements = [...before.map(inlineParameters), `select ${name}(${written.join(', ')})`, 'commit'];
   await sql.raw(statements.join('; ')).execute(db);
 }

@@ -23,13 +23,14 @@ export async function insertOrder(
 ): Promise<{ order: OrderRow; items: Array<Selectable<OrderItemTable>> }> {
   // None of these needs another's answer: on PostgreSQL they travel in one message (together.ts).
   const numberInOne = numbered && hasDataModifyingWith(db);
-  const [[inserted], stored, [numberedRow] = []] = await runTogether(db, [
+  const [[inserted], ...rest] = await runTogether(db, [
     db.insertInto('orders').values(order).returningAll(),
-    items.length === 0 ? sql`select 1 where false` : db.insertInto('order_items').values(items).returningAll(),
+    ...(items.length > 0 ? [db.insertInto('order_items').values(items).returningAll()] : []),
     ...(numberInOne ? [numberQuery(order.business_id, order.id)] : []),
-  ]) as [OrderRow[], Array<Selectable<OrderItemTable>>, OrderRow[]?];
+  ]) as [OrderRow[], ...unknown[][]];
+  const stored = (items.length > 0 ? rest[0] : []) as Array<Selectable<OrderItemTable>>;
   await applyOrderChange(db, null, inserted);
-  const row = numberInOne ? numberedRow : numbered ? await numberOrder(db, order.business_id, order.id) : inserted;
+  const row = numberInOne ? (rest.at(-1) as OrderRow[])[0] : numbered ? await numberOrder(db, order.business_id, order.id) : inserted;
   return { order: row, items: stored };
 }
 
@@ -114,19 +115,15 @@ export async function updateOrderRow(db: Db, businessId: string, id: string, val
   return updateOrderQuery(db, businessId, id, values).executeTakeFirstOrThrow();
 }
 
+/** The update of an order row, answering with the row as it then is. */
 export const updateOrderQuery = (db: Db, businessId: string, id: string, values: Updateable<OrderTable>) =>
   db.updateTable('orders').set(values).where('business_id', '=', businessId).where('id', '=', id).returningAll();
 
-/** The order's items as stored, for checks and totals inside a PATCH. */
-export async function findOrderItemRows(db: Db, businessId: string, orderId: string) {
-  return db.selectFrom('order_items').selectAll()
-    .where('business_id', '=', businessId).where('order_id', '=', orderId).execute();
-}
-
-/** Updates an order item and returns it as stored. */
+/** The update of an order item, answering with the row as stored. */
 export const updateOrderItemQuery = (db: Db, businessId: string, id: string, values: Updateable<OrderItemTable>) =>
   db.updateTable('order_items').set(values).where('business_id', '=', businessId).where('id', '=', id).returningAll();
 
+/** The delete of some of an order's items. */
 export const deleteOrderItemsQuery = (db: Db, businessId: string, orderId: string, ids: string[]) =>
   db.deleteFrom('order_items').where('business_id', '=', businessId).where('order_id', '=', orderId).where('id', 'in', ids);
 
