@@ -30,10 +30,11 @@ export function takeDeferred(trx: Db): CompiledQuery[] {
  * Runs `query` at the end of the write (see above) when `db` is a write's transaction, otherwise
  * now: a rebuild, a migration or a test that calls a repository outside the write runner.
  */
-export async function deferToCommit(db: Db, query: Compilable): Promise<void> {
+export async function deferToCommit(db: Db, query: Compilable | CompiledQuery): Promise<void> {
+  const compiled = 'compile' in query ? query.compile() : query;
   const statements = open.get(db);
-  if (statements) statements.push(query.compile());
-  else await db.executeQuery(query.compile());
+  if (statements) statements.push(compiled);
+  else await db.executeQuery(compiled);
 }
 
 /** Runs deferred statements one after another (SQLite, and a write that has no events). */

@@ -3,6 +3,20 @@ import { dialectOf } from './dialect.ts';
 import { TOGETHER } from './pg-prepared.ts';
 import type { Db } from './types.ts';
 
+/** A statement to run: a query builder, raw SQL, or a query already compiled (src/db/statement.ts). */
+export type Runnable = Compilable | RawBuilder<unknown> | CompiledQuery;
+
+/** A write's statements, to run together, and what to make of their answers. */
+export interface Statements<T> {
+  statements: Runnable[];
+  /** From the statements' rows, in their order. */
+  read(results: unknown[][]): T;
+}
+
+/** The statement compiled, once. */
+export const compiledOf = (db: Db, q: Runnable): CompiledQuery =>
+  !('compile' in q) ? q : 'isRawBuilder' in q ? q.compile(db) : q.compile();
+
 /**
  * Runs statements that need no answer from one another, in the order given, and returns each
  * one's rows. On PostgreSQL they go in one message, one round trip instead of one each (the pool
@@ -10,8 +24,8 @@ import type { Db } from './types.ts';
  * statement that fails ends the message, and the error is the same as if it ran alone. SQLite
  * runs them one after another, in process.
  */
-export async function runTogether(db: Db, queries: Array<Compilable | RawBuilder<unknown>>): Promise<unknown[][]> {
-  const compiled = queries.map((q) => ('isRawBuilder' in q ? q.compile(db) : q.compile()));
+export async function runTogether(db: Db, queries: Runnable[]): Promise<unknown[][]> {
+  const compiled = queries.map((q) => compiledOf(db, q));
   if (dialectOf(db) === 'postgres') {
     const { rows } = await db.executeQuery(CompiledQuery.raw(TOGETHER, compiled));
     return rows as unknown[][];

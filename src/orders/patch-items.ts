@@ -1,5 +1,6 @@
-import type { Compilable, RawBuilder, Selectable, Updateable } from 'kysely';
+import type { Selectable, Updateable } from 'kysely';
 import type { Db } from '../db/types.ts';
+import type { Runnable, Statements } from '../db/together.ts';
 import type { OrderItemTable } from './table.ts';
 import { mergeStoredProperties } from '../lib/properties.ts';
 import { newId } from '../lib/ids.ts';
@@ -11,13 +12,6 @@ import type { UpdateOrderInput } from './schema.ts';
 
 type ItemChanges = Pick<UpdateOrderInput, 'createOrderItems' | 'updateOrderItems' | 'deleteOrderItems'>;
 
-/** A write's statements, to run together (src/db/together.ts), and what to make of their answers. */
-export interface Statements<T> {
-  statements: Array<Compilable | RawBuilder<unknown>>;
-  /** From the statements' rows, in their order. */
-  read(results: unknown[][]): T;
-}
-
 /**
  * The statements of a PATCH's item changes (checked by the caller) to the order's `current` items,
  * and the items as they will then be, in the order a read gives them: the rows with the updates
@@ -28,7 +22,7 @@ export function itemChangeStatements(
   db: Db, businessId: string, orderId: string, current: OrderItemRow[], changes: ItemChanges, entries: Map<string, EntryRow>, now: string,
 ): Statements<OrderItemRow[]> {
   const deletes = new Set(changes.deleteOrderItems ?? []);
-  const statements: Array<Compilable | RawBuilder<unknown>> = [];
+  const statements: Runnable[] = [];
   if (deletes.size > 0) statements.push(deleteOrderItemsQuery(db, businessId, orderId, [...deletes]));
   // Each kept item: as stored, or the index of its update's answer.
   const kept: Array<{ stored: OrderItemRow; update?: number }> = [];
@@ -53,7 +47,7 @@ export function itemChangeStatements(
       };
     }
     if (values === undefined) kept.push({ stored });
-    else kept.push({ stored, update: statements.push(updateOrderItemQuery(db, businessId, stored.id, values)) - 1 });
+    else kept.push({ stored, update: statements.push(updateOrderItemQuery(db, { businessId, id: stored.id, set: values })) - 1 });
   }
 
   let nextLine = Math.max(0, ...current.map((i) => i.line_number));

@@ -94,7 +94,7 @@ export async function patchOrder(
   const itemsChanged = updates.length + deletes.size + creates.length > 0;
   const version = Number(row.version) + 1;
   const properties = order.properties === undefined ? undefined : mergeStoredProperties(row.properties, order.properties, 'order.properties');
-  const orderWrite = updateOrderQuery(db, businessId, id, {
+  const orderWrite = updateOrderQuery(db, { businessId, id, set: {
     ...orderFields(order),
     ...(properties !== undefined && { properties }),
     ...(order.currency !== undefined ? { currency: order.currency } : itemCurrency !== undefined && { currency: itemCurrency }),
@@ -103,7 +103,7 @@ export async function patchOrder(
       : itemsChanged && { total_amount: totalOf(final) }),
     version,
     updated_at: laterThan(now, row.updated_at),
-  });
+  } });
   // The items' writes and the order's need no answer from each other: on PostgreSQL one round trip.
   const results = await runTogether(db, [...itemWrites.statements, orderWrite]);
   const items = itemWrites.read(results);

@@ -9,6 +9,7 @@ import type { Order } from './schema.ts';
 import { groupBy } from '../lib/group.ts';
 import { whereLive } from '../db/live.ts';
 import { runTogether } from '../db/together.ts';
+import { statement } from '../db/statement.ts';
 
 /**
  * Inserts a live order with its items, indexes its properties and counts it, in the caller's
@@ -56,12 +57,14 @@ const numberQuery = (businessId: string, id: string) => sql<OrderRow>`with n as 
 
 /** A live order of this business; with `lock`, its row stays locked until the transaction ends. */
 export async function findOrderRow(db: Db, businessId: string, id: string, lock = false): Promise<OrderRow | undefined> {
-  const query = orderRowQuery(db, businessId, id);
-  return (lock ? forUpdate(db, query) : query).executeTakeFirst();
+  const { rows: [row] } = await db.executeQuery(orderRowQuery(db, { businessId, id }, lock ? 'for update' : undefined));
+  return row;
 }
 
-const orderRowQuery = (db: Db, businessId: string, id: string) => db.selectFrom('orders').selectAll()
-  .where('business_id', '=', businessId).where('id', '=', id).where(whereLive());
+const orderRowQuery = statement((db, v: { businessId: string; id: string }, lock?: 'for update') => {
+  const query = db.selectFrom('orders').selectAll().where('business_id', '=', v.businessId).where('id', '=', v.id).where(whereLive());
+  return lock ? forUpdate(db, query) : query;
+});
 
 /**
  * Orders of this business by id, deleted or not, keyed by id. By primary key only, the business
@@ -80,13 +83,20 @@ export async function loadOrderItems(db: Db, businessId: string, orderIds: strin
   return groupBy(await orderItemsQuery(db, businessId, orderIds).execute(), (row) => row.order_id);
 }
 
-const orderItemsQuery = (db: Db, businessId: string, orderIds: string[]) => db.selectFrom('order_items')
+/** An order item row with its variant's fields, in line order. */
+const orderItemsBase = (db: Db) => db.selectFrom('order_items')
   .innerJoin('item_list_entries', 'item_list_entries.id', 'order_items.item_list_entry_id')
   .innerJoin('item_variants', 'item_variants.id', 'item_list_entries.item_variant_id')
   .selectAll('order_items')
   .select(['item_variants.id as item_variant_id', 'item_variants.item_id', 'item_variants.variant_name', 'item_variants.sku'])
-  .where('order_items.business_id', '=', businessId).where(anyOf(db, 'order_items.order_id', orderIds))
   .orderBy('order_items.line_number').orderBy('order_items.id');
+
+const orderItemsQuery = (db: Db, businessId: string, orderIds: string[]) =>
+  orderItemsBase(db).where('order_items.business_id', '=', businessId).where(anyOf(db, 'order_items.order_id', orderIds));
+
+/** The items of one order: the same statement whatever the order. */
+const oneOrderItemsQuery = statement((db, v: { businessId: string; orderId: string }) =>
+  orderItemsBase(db).where('order_items.business_id', '=', v.businessId).where('order_items.order_id', '=', v.orderId));
 
 /**
  * A live order of this business, locked until the transaction ends, with its items read after
@@ -94,15 +104,16 @@ const orderItemsQuery = (db: Db, businessId: string, orderIds: string[]) => db.s
  */
 export async function findOrderRowForUpdate(db: Db, businessId: string, id: string): Promise<{ row: OrderRow; items: OrderItemRow[] } | undefined> {
   const [[row], items] = await runTogether(db, [
-    forUpdate(db, orderRowQuery(db, businessId, id)),
-    orderItemsQuery(db, businessId, [id]),
+    orderRowQuery(db, { businessId, id }, 'for update'),
+    oneOrderItemsQuery(db, { businessId, orderId: id }),
   ]) as [OrderRow[], OrderItemRow[]];
   return row && { row, items };
 }
 
 /** An order row with its items, as the API shows it. */
 export async function withItems(db: Db, row: OrderRow): Promise<Order> {
-  return toOrder(row, (await loadOrderItems(db, row.business_id, [row.id])).get(row.id) ?? []);
+  const { rows } = await db.executeQuery(oneOrderItemsQuery(db, { businessId: row.business_id, orderId: row.id }));
+  return toOrder(row, rows);
 }
 
 export async function findOrder(db: Db, businessId: string, id: string): Promise<Order | undefined> {
@@ -111,17 +122,19 @@ export async function findOrder(db: Db, businessId: string, id: string): Promise
 }
 
 /** Updates an order row and returns it as it now is. */
-export async function updateOrderRow(db: Db, businessId: string, id: string, values: Updateable<OrderTable>): Promise<OrderRow> {
-  return updateOrderQuery(db, businessId, id, values).executeTakeFirstOrThrow();
+export async function updateOrderRow(db: Db, businessId: string, id: string, set: Updateable<OrderTable>): Promise<OrderRow> {
+  const { rows: [row] } = await db.executeQuery(updateOrderQuery(db, { businessId, id, set }));
+  if (!row) throw new Error(`order ${id} was not updated`);
+  return row;
 }
 
 /** The update of an order row, answering with the row as it then is. */
-export const updateOrderQuery = (db: Db, businessId: string, id: string, values: Updateable<OrderTable>) =>
-  db.updateTable('orders').set(values).where('business_id', '=', businessId).where('id', '=', id).returningAll();
+export const updateOrderQuery = statement((db, v: { businessId: string; id: string; set: Updateable<OrderTable> }) =>
+  db.updateTable('orders').set(v.set).where('business_id', '=', v.businessId).where('id', '=', v.id).returningAll());
 
 /** The update of an order item, answering with the row as stored. */
-export const updateOrderItemQuery = (db: Db, businessId: string, id: string, values: Updateable<OrderItemTable>) =>
-  db.updateTable('order_items').set(values).where('business_id', '=', businessId).where('id', '=', id).returningAll();
+export const updateOrderItemQuery = statement((db, v: { businessId: string; id: string; set: Updateable<OrderItemTable> }) =>
+  db.updateTable('order_items').set(v.set).where('business_id', '=', v.businessId).where('id', '=', v.id).returningAll());
 
 /** The delete of some of an order's items. */
 export const deleteOrderItemsQuery = (db: Db, businessId: string, orderId: string, ids: string[]) =>

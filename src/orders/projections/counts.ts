@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { countShard } from '../../db/dialect.ts';
 import { deferToCommit } from '../../db/deferred.ts';
 import type { Db } from '../../db/types.ts';
+import { statement } from '../../db/statement.ts';
 
 export interface CountChange {
   phase: string;
@@ -37,11 +38,17 @@ export async function bumpCounts<C extends { delta: number }>(
   const shard = countShard(db);
   for (const c of netChanges(changes, (c) => keys.map((k) => String(c[k])).join('\u0000'))) {
     const row = { business_id: businessId, ...Object.fromEntries(keys.map((k) => [k, c[k]])), shard, n: c.delta };
-    // The table is one of seven of the same shape; the builder cannot type a column list chosen at run time.
-    await deferToCommit(db, db.insertInto(table).values(row as never)
-      .onConflict((oc) => oc.columns(['business_id', ...keys, 'shard'] as never).doUpdateSet({ n: sql<number>`${sql.ref(`${table}.n`)} + excluded.n` } as never)));
+    await deferToCommit(db, countUpsert(db, { row }, table));
   }
 }
+
+/** One count row's upsert; its text depends only on the table (and so its key columns). */
+const countUpsert = statement((db, v: { row: Record<string, unknown> }, table?: CountTable) => {
+  const keys = Object.keys(v.row).filter((k) => k !== 'business_id' && k !== 'shard' && k !== 'n');
+  // The table is one of seven of the same shape; the builder cannot type a column list chosen at run time.
+  return db.insertInto(table!).values(v.row as never)
+    .onConflict((oc) => oc.columns(['business_id', ...keys, 'shard'] as never).doUpdateSet({ n: sql<number>`${sql.ref(`${table}.n`)} + excluded.n` } as never));
+});
 
 /** Live orders per (phase, status). */
 export const bumpOrderCounts = (db: Db, businessId: string, changes: CountChange[]) =>

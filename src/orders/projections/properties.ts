@@ -3,6 +3,7 @@ import { insertRows } from '../../db/bulk.ts';
 import { deferToCommit } from '../../db/deferred.ts';
 import { PROPERTY_PATH_MAX_SEGMENTS, PROPERTY_SEGMENT, utcDay } from '../../db/dialect.ts';
 import type { Db } from '../../db/types.ts';
+import { statement } from '../../db/statement.ts';
 import { readJson } from '../../lib/json.ts';
 import { changeDay } from './change-counts.ts';
 import { bumpCounts } from './counts.ts';
@@ -124,12 +125,16 @@ async function reindexOrderProperties(db: Db, table: Rows, businessId: string, o
     gone.delete(p.path);
     if (!old.has(p.path)) added.push(p);
     else if (old.get(p.path) !== p.value) {
-      await deferToCommit(db, db.updateTable(table).set({ value: p.value }).where('order_id', '=', orderId).where('path', '=', p.path));
+      await deferToCommit(db, pathValueUpdate(db, { orderId, path: p.path, value: p.value }, table));
     }
   }
   if (gone.size > 0) await deferToCommit(db, db.deleteFrom(table).where('order_id', '=', orderId).where('path', 'in', [...gone]));
   await insertPathRows(db, table, added.map((p) => ({ business_id: businessId, order_id: orderId, ...p })));
 }
+
+/** A changed value at one path of an order. */
+const pathValueUpdate = statement((db, v: { orderId: string; path: string; value: string | null }, table?: Rows) =>
+  db.updateTable(table!).set({ value: v.value }).where('order_id', '=', v.orderId).where('path', '=', v.path));
 
 /** Stored JSON as the driver returns it: text on SQLite, parsed (with normalised key order) on PostgreSQL. */
 const sameJson = (a: unknown, b: unknown) => a === b || (typeof a !== 'string' && JSON.stringify(a) === JSON.stringify(b));
