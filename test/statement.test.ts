@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { statement } from '../src/db/statement.ts';
+import { inList, listOf, statement } from '../src/db/statement.ts';
 import { runTogether } from '../src/db/together.ts';
 import { backends, createTestDatabase, type TestDatabase } from './helpers/context.ts';
 
@@ -68,6 +68,48 @@ for (const backend of backends) {
       const [up, down] = await db.transaction().execute((trx) => runTogether(trx, [find(trx, { id: 'a', min: 15 }), find(trx, { id: 'b', min: 0 }, 'desc')]));
       assert.deepEqual((up as Array<{ id: string }>).map((r) => r.id), ['b', 'c']);
       assert.deepEqual((down as Array<{ id: string }>).map((r) => r.id), ['c', 'b']);
+    });
+
+    it('binds rows to insert, one shape per number of rows and their columns', async () => {
+      const { db } = database.handle;
+      const insert = statement((db: Db, v: { rows: Array<{ id: string; n?: number; tags?: string | null }> }) =>
+        db.insertInto('st_t' as any).values(v.rows).returningAll());
+      const two = insert(db, { rows: [{ id: 'r1', n: 1, tags: hostile }, { id: 'r2', n: 2, tags: null }] });
+      const twoMore = insert(db, { rows: [{ id: 'r3', n: 3, tags: 'a' }, { id: 'r4', n: 4, tags: 'b' }] });
+      const three = insert(db, { rows: [{ id: 'r5', n: 5 }, { id: 'r6', n: 6 }, { id: 'r7', n: 7 }] });
+      assert.equal(two.sql, twoMore.sql);
+      assert.notEqual(two.sql, three.sql);
+      assert.deepEqual(twoMore.parameters, ['r3', 3, 'a', 'r4', 4, 'b']);
+      for (const q of [two, twoMore, three]) await db.executeQuery(q);
+      const rows = await db.selectFrom('st_t' as any).selectAll().where('id', 'like', 'r%').orderBy('id').execute();
+      assert.deepEqual(rows.map((r: any) => [r.id, r.n, r.tags]), [
+        ['r1', 1, hostile], ['r2', 2, null], ['r3', 3, 'a'], ['r4', 4, 'b'], ['r5', 5, null], ['r6', 6, null], ['r7', 7, null],
+      ]);
+    });
+
+    it('matches a list of values: one text for any length on PostgreSQL, one per length on SQLite', async () => {
+      const { db } = database.handle;
+      const among = statement((db: Db, v: { ids: string[] | Record<string, string> }) =>
+        db.selectFrom('st_t' as any).select('id').where(inList(db, 'id', v.ids)).orderBy('id'));
+      const one = among(db, { ids: listOf(db, ['a']) });
+      const three = among(db, { ids: listOf(db, ['c', 'a', hostile]) });
+      assert.equal(one.sql === three.sql, backend === 'postgres');
+      assert.deepEqual((await db.executeQuery(one)).rows, [{ id: 'a' }]);
+      assert.deepEqual((await db.executeQuery(three)).rows, [{ id: 'a' }, { id: 'c' }]);
+    });
+
+    it('compiles every time on a database with plugins, so that they see each query', async () => {
+      const { db } = database.handle;
+      let seen = 0;
+      const counting = db.withPlugin({
+        transformQuery: (args) => { seen++; return args.node; },
+        transformResult: async (args) => args.result,
+      });
+      find(db, { id: 'a', min: 0 });
+      find(counting, { id: 'a', min: 0 });
+      const { rows } = await counting.executeQuery(find(counting, { id: 'b', min: 0 }));
+      assert.equal(seen, 2);
+      assert.deepEqual(rows.map((r: any) => r.id).slice(0, 2), ['b', 'c']);
     });
 
     it('refuses a build that does not use a value as a parameter, rather than bind the wrong value', () => {

@@ -3,6 +3,7 @@ import { newId } from '../lib/ids.ts';
 import { toIso } from '../lib/time.ts';
 import { readJson } from '../lib/json.ts';
 import type { Db } from '../db/types.ts';
+import { statement } from '../db/statement.ts';
 
 export function hashApiKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
@@ -128,12 +129,15 @@ export async function touchApiKey(db: Db, keyId: string, at: string): Promise<vo
  * caller's transaction, so concurrent creators queue on it and never share a number.
  */
 export async function nextCounterValue(db: Db, businessId: string, name: string): Promise<number> {
-  const row = await db.insertInto('business_counters').values({ business_id: businessId, name, value: 1 })
-    .onConflict((oc) => oc.columns(['business_id', 'name'])
-      .doUpdateSet((eb) => ({ value: eb('business_counters.value', '+', 1) })))
-    .returning('value').executeTakeFirstOrThrow();
+  const { rows: [row] } = await db.executeQuery(nextCounterQuery(db, { businessId, name }));
   return Number(row.value);
 }
+
+const nextCounterQuery = statement((db, v: { businessId: string; name: string }) =>
+  db.insertInto('business_counters').values({ business_id: v.businessId, name: v.name, value: 1 })
+    .onConflict((oc) => oc.columns(['business_id', 'name'])
+      .doUpdateSet((eb) => ({ value: eb('business_counters.value', '+', 1) })))
+    .returning('value'));
 
 /** A counter's current value, 0 before its first use; read-only, so it takes no lock. */
 export async function findCounterValue(db: Db, businessId: string, name: string): Promise<number> {

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { offsetOf, propertyCondition, type Page, type PropertyFilter } from '../db/list.ts';
 import type { Db } from '../db/types.ts';
+import { statement } from '../db/statement.ts';
 import { newId } from '../lib/ids.ts';
 import { mergeStoredProperties } from '../lib/properties.ts';
 import { writeJson, type JsonObject } from '../lib/json.ts';
@@ -66,11 +67,13 @@ export async function findBuyerRow(db: Db, businessId: string, id: string): Prom
 
 /** The partnership of a live buyer of this business and its assigned item list: what ordering for the buyer needs. */
 export async function findBuyerPartnership(db: Db, businessId: string, id: string): Promise<{ id: string; itemListId: string | null } | undefined> {
-  const row = await selectBuyers(db, businessId).select(['partnerships.id', 'partnerships.item_list_id'])
-    .where('phantoms.id', '=', id).where(whereLive('phantoms')).where(whereLive('partnerships'))
-    .executeTakeFirst();
+  const { rows: [row] } = await db.executeQuery(buyerPartnershipQuery(db, { businessId, id }));
   return row && { id: row.id, itemListId: row.item_list_id };
 }
+
+const buyerPartnershipQuery = statement((db, v: { businessId: string; id: string }) =>
+  selectBuyers(db, v.businessId).select(['partnerships.id', 'partnerships.item_list_id'])
+    .where('phantoms.id', '=', v.id).where(whereLive('phantoms')).where(whereLive('partnerships')));
 
 export async function findBuyer(db: Db, businessId: string, id: string): Promise<Buyer | undefined> {
   const row = await findBuyerRow(db, businessId, id);

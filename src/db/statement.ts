@@ -1,4 +1,4 @@
-import { createQueryId, type CompiledQuery, type Compilable, type RawBuilder, type RootOperationNode } from 'kysely';
+import { createQueryId, sql, type CompiledQuery, type Compilable, type RawBuilder, type RootOperationNode, type SqlBool } from 'kysely';
 import { dialectOf } from './dialect.ts';
 import type { Db } from './types.ts';
 
@@ -12,15 +12,23 @@ import type { Db } from './types.ts';
  * where each stand-in landed among the parameters; later calls put the values there. A shape is
  * the backend, the `variant` (a string the caller chooses, for what changes the text: a table
  * name) and the names of the values, one level into records, so that `{ set: { phase, status } }`
- * and `{ set: { phase } }` are two shapes, as the update statements they make are.
+ * and `{ set: { phase } }` are two shapes, as the update statements they make are; so are two and
+ * three rows to insert.
+ *
+ * A database with plugins skips the cache: their `transformQuery` must see each query, and a text
+ * built for one database's plugins must not serve another's.
  *
  * `build` must use each value only as a value (a parameter of the statement), never look into it:
  * a value it tests or measures would be a stand-in's, not the caller's. Every stand-in must land
  * among the parameters, which is checked when the shape is built. Top-level records are records of
- * values (`set(v.set)`, `values(v.row)`); anything below them is one value, whatever it holds.
+ * values (`set(v.set)`, `values(v.row)`), and top-level arrays of records are rows of values
+ * (`values(v.rows)`); anything below them is one value, whatever it holds. `build` may read the
+ * names of a record's members, which are part of the shape.
  */
 const STAND_IN = Symbol('stand-in');
-type StandIn = { readonly [STAND_IN]: readonly [string, string?] };
+/** Where a value is: its name, then a member's name, or a row's index and a member's name. */
+type Path = ReadonlyArray<string | number>;
+type StandIn = { readonly [STAND_IN]: Path };
 
 type Values = Record<string, unknown>;
 
@@ -28,7 +36,7 @@ interface Shape {
   sql: string;
   query: RootOperationNode;
   /** Each parameter: the path of the value it takes, or a constant the builder wrote itself. */
-  parameters: Array<{ path: readonly [string, string?] } | { constant: unknown }>;
+  parameters: Array<{ path: Path } | { constant: unknown }>;
 }
 
 /** Shapes kept per statement: far more than any statement's real shapes, so a runaway cannot grow without bound. */
@@ -37,19 +45,30 @@ const MAX_SHAPES = 256;
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && (Object.getPrototypeOf(value) === Object.prototype || Object.getPrototypeOf(value) === null);
 
+/** Rows for `values([...])`: a non-empty array of records. Any other array is one value (PostgreSQL's `= any($1)`). */
+const isRows = (value: unknown): value is Array<Record<string, unknown>> =>
+  Array.isArray(value) && value.length > 0 && value.every(isRecord);
+
 const isStandIn = (value: unknown): value is StandIn => typeof value === 'object' && value !== null && STAND_IN in value;
 
-/** The shape's key: the names of the values, one level into records. Undefined members of records are left out, as Kysely leaves them out of `set` and `values`. */
+/** A record's members' names; undefined ones are left out, as Kysely leaves them out of `set` and `values`. */
+function membersKey(record: Record<string, unknown>): string {
+  let key = '{';
+  for (const member in record) if (record[member] !== undefined) key += `${member},`;
+  return `${key}}`;
+}
+
+/** The shape's key: the names of the values, one level into records and rows. */
 function keyOf(values: Values): string {
   let key = '';
   for (const name in values) {
     const value = values[name];
     key += name;
-    if (isRecord(value)) {
-      key += '{';
-      for (const member in value) if (value[member] !== undefined) key += `${member},`;
-      key += '}';
-    }
+    if (isRows(value)) {
+      key += '[';
+      for (const row of value) key += membersKey(row);
+      key += ']';
+    } else if (isRecord(value)) key += membersKey(value);
     key += ',';
   }
   return key;
@@ -58,21 +77,29 @@ function keyOf(values: Values): string {
 /** What `build` gets: a stand-in for each value, and their number. */
 function standInsOf(values: Values): { standIns: Values; count: number } {
   let count = 0;
-  const standIn = (path: [string, string?]): StandIn => {
+  const standIn = (path: Path): StandIn => {
     count++;
     return { [STAND_IN]: path };
+  };
+  const members = (record: Record<string, unknown>, path: Path) => {
+    const out: Values = {};
+    for (const member in record) if (record[member] !== undefined) out[member] = standIn([...path, member]);
+    return out;
   };
   const standIns: Values = {};
   for (const name in values) {
     const value = values[name];
-    if (!isRecord(value)) standIns[name] = standIn([name]);
-    else {
-      const members: Values = {};
-      for (const member in value) if (value[member] !== undefined) members[member] = standIn([name, member]);
-      standIns[name] = members;
-    }
+    standIns[name] = isRows(value) ? value.map((row, i) => members(row, [name, i]))
+      : isRecord(value) ? members(value, [name]) : standIn([name]);
   }
   return { standIns, count };
+}
+
+/** The value at a path of the caller's values. */
+function valueAt(values: Values, path: Path): unknown {
+  let value: unknown = values;
+  for (const step of path) value = (value as Record<string | number, unknown>)[step];
+  return value;
 }
 
 function compileShape(db: Db, query: Compilable | RawBuilder<unknown>, count: number): Shape {
@@ -92,6 +119,11 @@ export function statement<V extends Values, R, K extends string = string>(
 ): (db: Db, values: V, variant?: K) => CompiledQuery<R> {
   const shapes = new Map<string, Shape>();
   return (db, values, variant) => {
+    // A database with plugins (a test's query counter) compiles every time, so its plugins see every query.
+    if (db.getExecutor().plugins.length > 0) {
+      const query = build(db, values, variant);
+      return ('isRawBuilder' in query ? query.compile(db) : query.compile()) as CompiledQuery<R>;
+    }
     const key = `${dialectOf(db)}|${variant ?? ''}|${keyOf(values)}`;
     let shape = shapes.get(key);
     if (shape === undefined) {
@@ -99,11 +131,22 @@ export function statement<V extends Values, R, K extends string = string>(
       shape = compileShape(db, build(db, standIns as V, variant), count);
       if (shapes.size < MAX_SHAPES) shapes.set(key, shape);
     }
-    const parameters = shape.parameters.map((p) => {
-      if ('constant' in p) return p.constant;
-      const [name, member] = p.path;
-      return member === undefined ? values[name] : (values[name] as Record<string, unknown>)[member];
-    });
+    const parameters = shape.parameters.map((p) => ('constant' in p ? p.constant : valueAt(values, p.path)));
     return { sql: shape.sql, query: shape.query, parameters, queryId: createQueryId() } as CompiledQuery<R>;
   };
 }
+
+/**
+ * `column in (values)` for a statement: `list` is `listOf(db, values)`. On PostgreSQL one array
+ * parameter (`= any($1::text[])`, as `anyOf`), so one shape for any number of values; on SQLite a
+ * record of the values, whose size is part of the shape, and one parameter each.
+ */
+export function inList(db: Db, column: string, list: string[] | Record<string, string>): RawBuilder<SqlBool> {
+  const ref = sql.ref(column);
+  // By the backend, not by the list: what `build` gets is a stand-in.
+  return dialectOf(db) === 'postgres' ? sql<SqlBool>`${ref} = any(${list}::text[])` : sql<SqlBool>`${ref} in (${sql.join(Object.values(list))})`;
+}
+
+/** The values for `inList`. */
+export const listOf = (db: Db, values: string[]): string[] | Record<string, string> =>
+  dialectOf(db) === 'postgres' ? values : Object.fromEntries(values.map((value, i) => [i, value]));

@@ -7,7 +7,7 @@ import { newId } from '../lib/ids.ts';
 import { writeJson } from '../lib/json.ts';
 import { toDecimalString } from '../lib/money.ts';
 import { withVariant, type OrderItemRow } from './mapper.ts';
-import { deleteOrderItemsQuery, updateOrderItemQuery, type EntryRow } from './repository.ts';
+import { deleteOrderItemsQuery, insertOrderItemsQuery, updateOrderItemQuery, type EntryRow } from './repository.ts';
 import type { UpdateOrderInput } from './schema.ts';
 
 type ItemChanges = Pick<UpdateOrderInput, 'createOrderItems' | 'updateOrderItems' | 'deleteOrderItems'>;
@@ -57,7 +57,7 @@ export function itemChangeStatements(
     currency: c.currency, price: toDecimalString(c.price), cost: toDecimalString(c.cost),
     properties: writeJson(c.properties), created_at: now, updated_at: now,
   }));
-  const insert = creates.length === 0 ? undefined : statements.push(db.insertInto('order_items').values(creates).returningAll()) - 1;
+  const insert = creates.length === 0 ? undefined : statements.push(insertOrderItemsQuery(db, { rows: creates })) - 1;
   return {
     statements,
     read(results) {

@@ -25,8 +25,8 @@ export async function insertOrder(
   // None of these needs another's answer: on PostgreSQL they travel in one message (together.ts).
   const numberInOne = numbered && hasDataModifyingWith(db);
   const [[inserted], ...rest] = await runTogether(db, [
-    db.insertInto('orders').values(order).returningAll(),
-    ...(items.length > 0 ? [db.insertInto('order_items').values(items).returningAll()] : []),
+    insertOrderQuery(db, { row: order }),
+    ...(items.length > 0 ? [insertOrderItemsQuery(db, { rows: items })] : []),
     ...(numberInOne ? [numberQuery(order.business_id, order.id)] : []),
   ]) as [OrderRow[], ...unknown[][]];
   const stored = (items.length > 0 ? rest[0] : []) as Array<Selectable<OrderItemTable>>;
@@ -34,6 +34,12 @@ export async function insertOrder(
   const row = numberInOne ? (rest.at(-1) as OrderRow[])[0] : numbered ? await numberOrder(db, order.business_id, order.id) : inserted;
   return { order: row, items: stored };
 }
+
+const insertOrderQuery = statement((db, v: { row: Insertable<OrderTable> }) => db.insertInto('orders').values(v.row).returningAll());
+
+/** The insert of order items, answering with the rows as stored. */
+export const insertOrderItemsQuery = statement((db, v: { rows: Array<Insertable<OrderItemTable>> }) =>
+  db.insertInto('order_items').values(v.rows).returningAll());
 
 /** An SO number: `SO-000001`, with more digits past 999,999. */
 const formatReference = (n: number) => `SO-${String(n).padStart(6, '0')}`;

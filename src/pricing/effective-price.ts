@@ -2,6 +2,7 @@ import type { Db } from '../db/types.ts';
 import { toIso } from '../lib/time.ts';
 import { resolveEffectivePrice, type EffectivePrice, type PricingCandidate } from './resolve.ts';
 import { whereLive } from '../db/live.ts';
+import { inList, listOf, statement } from '../db/statement.ts';
 
 export type { EffectivePrice } from './resolve.ts';
 
@@ -13,6 +14,23 @@ export interface VariantPrice extends EffectivePrice {
   variantName: string;
   sku: string | null;
 }
+
+// Only lists that have an entry for a variant can price it, so entries join lists inner.
+const effectiveEntriesQuery = statement((db, v: { businessId: string; assignedId: string; variantIds: string[] | Record<string, string> }) =>
+  db.selectFrom('item_variants')
+    .innerJoin('item_list_entries', 'item_list_entries.item_variant_id', 'item_variants.id')
+    .innerJoin('item_lists', 'item_lists.id', 'item_list_entries.item_list_id')
+    .select([
+      'item_variants.id as variant_id', 'item_variants.price', 'item_variants.cost', 'item_variants.currency as variant_currency',
+      'item_variants.unit_of_measure', 'item_variants.item_id', 'item_variants.variant_name', 'item_variants.sku',
+      'item_lists.id as list_id', 'item_lists.is_default', 'item_lists.status', 'item_lists.global_price_factor',
+      'item_lists.global_cost_factor', 'item_lists.start_date', 'item_lists.end_date',
+      'item_list_entries.id as entry_id', 'item_list_entries.override_flat_price', 'item_list_entries.currency',
+    ])
+    .where('item_variants.business_id', '=', v.businessId).where(inList(db, 'item_variants.id', v.variantIds))
+    .where(whereLive('item_variants'))
+    .where('item_lists.business_id', '=', v.businessId).where(whereLive('item_lists'))
+    .where((eb) => eb.or([eb('item_lists.id', '=', v.assignedId), eb('item_lists.is_default', '=', 1)])));
 
 /**
  * What a buyer pays right now for each of several variants: the entry of its assigned list
@@ -27,22 +45,7 @@ export async function findEffectiveEntries(
   const prices = new Map<string, VariantPrice>();
   if (variantIds.length === 0) return prices;
   const assignedId = assignedListId ?? '';
-  // Only lists that have an entry for a variant can price it, so entries join lists inner.
-  const rows = await db.selectFrom('item_variants')
-    .innerJoin('item_list_entries', 'item_list_entries.item_variant_id', 'item_variants.id')
-    .innerJoin('item_lists', 'item_lists.id', 'item_list_entries.item_list_id')
-    .select([
-      'item_variants.id as variant_id', 'item_variants.price', 'item_variants.cost', 'item_variants.currency as variant_currency',
-      'item_variants.unit_of_measure', 'item_variants.item_id', 'item_variants.variant_name', 'item_variants.sku',
-      'item_lists.id as list_id', 'item_lists.is_default', 'item_lists.status', 'item_lists.global_price_factor',
-      'item_lists.global_cost_factor', 'item_lists.start_date', 'item_lists.end_date',
-      'item_list_entries.id as entry_id', 'item_list_entries.override_flat_price', 'item_list_entries.currency',
-    ])
-    .where('item_variants.business_id', '=', businessId).where('item_variants.id', 'in', [...new Set(variantIds)])
-    .where(whereLive('item_variants'))
-    .where('item_lists.business_id', '=', businessId).where(whereLive('item_lists'))
-    .where((eb) => eb.or([eb('item_lists.id', '=', assignedId), eb('item_lists.is_default', '=', 1)]))
-    .execute();
+  const { rows } = await db.executeQuery(effectiveEntriesQuery(db, { businessId, assignedId, variantIds: listOf(db, [...new Set(variantIds)]) }));
 
   type Row = (typeof rows)[number];
   const candidate = (row: Row | undefined): PricingCandidate | null => row ? {

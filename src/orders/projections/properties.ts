@@ -105,9 +105,12 @@ export function pathCountChanges(before: Counted | null, after: Counted | null):
 
 const ROWS_PER_INSERT = 500;
 
+const pathRowsInsert = statement((db, v: { rows: Array<{ business_id: string; order_id: string; path: string; value: string | null }> }, table?: Rows) =>
+  db.insertInto(table!).values(v.rows));
+
 async function insertPathRows(db: Db, table: Rows, rows: Array<{ business_id: string; order_id: string; path: string; value: string | null }>) {
   for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
-    await deferToCommit(db, db.insertInto(table).values(rows.slice(i, i + ROWS_PER_INSERT)));
+    await deferToCommit(db, pathRowsInsert(db, { rows: rows.slice(i, i + ROWS_PER_INSERT) }, table));
   }
 }
 
