@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { inList, listOf, statement } from '../src/db/statement.ts';
+import { statement } from '../src/db/statement.ts';
+import { inList, listOf } from '../src/db/dialect.ts';
 import { runTogether } from '../src/db/together.ts';
 import { backends, createTestDatabase, type TestDatabase } from './helpers/context.ts';
 

@@ -115,6 +115,22 @@ export function anyOf(db: Db, column: string, values: string[]): RawBuilder<SqlB
   return dialectOf(db) === 'postgres' ? sql<SqlBool>`${ref} = any(${values}::text[])` : sql<SqlBool>`${ref} in (${sql.join(values)})`;
 }
 
+/**
+ * `column in (values)` for a statement built once (src/db/statement.ts), with `list` from
+ * `listOf(db, values)`. On PostgreSQL one array parameter (`= any($1::text[])`, as `anyOf`), so
+ * one shape for any number of values; on SQLite a record of the values, whose size is part of the
+ * shape, and one parameter each.
+ */
+export function inList(db: Db, column: string, list: string[] | Record<string, string>): RawBuilder<SqlBool> {
+  const ref = sql.ref(column);
+  // By the backend, not by the list: what `build` gets is a stand-in.
+  return dialectOf(db) === 'postgres' ? sql<SqlBool>`${ref} = any(${list}::text[])` : sql<SqlBool>`${ref} in (${sql.join(Object.values(list))})`;
+}
+
+/** The values for `inList`. */
+export const listOf = (db: Db, values: string[]): string[] | Record<string, string> =>
+  dialectOf(db) === 'postgres' ? values : Object.fromEntries(values.map((value, i) => [i, value]));
+
 /** `column in (values)` for whole numbers (`= any($1::bigint[])` on PostgreSQL). */
 export function anyOfNumbers(db: Db, column: string, values: number[]): RawBuilder<SqlBool> {
   const ref = sql.ref(column);

@@ -1,4 +1,4 @@
-import { createQueryId, sql, type CompiledQuery, type Compilable, type RawBuilder, type RootOperationNode, type SqlBool } from 'kysely';
+import { createQueryId, type CompiledQuery, type Compilable, type RawBuilder, type RootOperationNode } from 'kysely';
 import { dialectOf } from './dialect.ts';
 import type { Db } from './types.ts';
 
@@ -136,17 +136,3 @@ export function statement<V extends Values, R, K extends string = string>(
   };
 }
 
-/**
- * `column in (values)` for a statement: `list` is `listOf(db, values)`. On PostgreSQL one array
- * parameter (`= any($1::text[])`, as `anyOf`), so one shape for any number of values; on SQLite a
- * record of the values, whose size is part of the shape, and one parameter each.
- */
-export function inList(db: Db, column: string, list: string[] | Record<string, string>): RawBuilder<SqlBool> {
-  const ref = sql.ref(column);
-  // By the backend, not by the list: what `build` gets is a stand-in.
-  return dialectOf(db) === 'postgres' ? sql<SqlBool>`${ref} = any(${list}::text[])` : sql<SqlBool>`${ref} in (${sql.join(Object.values(list))})`;
-}
-
-/** The values for `inList`. */
-export const listOf = (db: Db, values: string[]): string[] | Record<string, string> =>
-  dialectOf(db) === 'postgres' ? values : Object.fromEntries(values.map((value, i) => [i, value]));

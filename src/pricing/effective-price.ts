@@ -2,7 +2,8 @@ import type { Db } from '../db/types.ts';
 import { toIso } from '../lib/time.ts';
 import { resolveEffectivePrice, type EffectivePrice, type PricingCandidate } from './resolve.ts';
 import { whereLive } from '../db/live.ts';
-import { inList, listOf, statement } from '../db/statement.ts';
+import { statement } from '../db/statement.ts';
+import { inList, listOf } from '../db/dialect.ts';
 
 export type { EffectivePrice } from './resolve.ts';
 
