@@ -3,12 +3,16 @@
  *
  *   tsx bench/ab.ts --a /path/to/checkout-a --b /path/to/checkout-b --url <DATABASE_URL> \
  *     --business B --key K [--scenario patch|create] [--connections 16] [--rounds 5] [--seconds 6]
+ *     [--url-b <DATABASE_URL> --business-b B --key-b K]
  *
  * Each checkout must have been built (`npm run build`). Both servers run at once, on the same data
  * (a demo made with `cli demo`), and take turns: a short warm-up, then a timed run of the one, then
  * of the other, `rounds` times. It reports req/s and the CPU per request of each server and of the
  * database's processes (every `postgres` process on the machine), so that a change is compared in
- * the same minutes, on the same rows, rather than across separate runs of `npm run bench`.
+ * the same minutes, on the same rows, rather than across separate runs of `npm run bench`. Rounds
+ * alternate which build goes first. A build whose schema differs (code from before a migration)
+ * runs on its own database, given with `--url-b`, `--business-b` and `--key-b`: a demo made with
+ * that build's own `cli demo`.
  */
 import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
@@ -18,6 +22,7 @@ import { sampleCpu } from './server.ts';
 const { values } = parseArgs({
   options: {
     a: { type: 'string' }, b: { type: 'string' }, url: { type: 'string' }, business: { type: 'string' }, key: { type: 'string' },
+    'url-b': { type: 'string' }, 'business-b': { type: 'string' }, 'key-b': { type: 'string' },
     scenario: { type: 'string', default: 'patch' }, connections: { type: 'string', default: '16' },
     rounds: { type: 'string', default: '5' }, seconds: { type: 'string', default: '6' },
   },
@@ -28,11 +33,15 @@ if (!values.a || !values.b || !values.url || !values.business || !values.key) {
 }
 if (values.scenario !== 'patch' && values.scenario !== 'create') throw new Error('--scenario is patch or create');
 const builds = [values.a, values.b];
+const sides = [
+  { url: values.url, business: values.business, key: values.key },
+  { url: values['url-b'] ?? values.url, business: values['business-b'] ?? values.business, key: values['key-b'] ?? values.key },
+];
 const connections = Number(values.connections);
 
-function start(dir: string): Promise<{ base: string; pid: number; kill(): void }> {
+function start(dir: string, url: string): Promise<{ base: string; pid: number; kill(): void }> {
   const child = spawn(process.execPath, ['dist/server.js'], {
-    cwd: dir, env: { ...process.env, DATABASE_URL: values.url, PORT: '0', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'inherit'],
+    cwd: dir, env: { ...process.env, DATABASE_URL: url, PORT: '0', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
   return new Promise((resolve, reject) => {
@@ -45,36 +54,41 @@ function start(dir: string): Promise<{ base: string; pid: number; kill(): void }
   });
 }
 
-const headers = { 'x-business-id': values.business, 'x-api-key': values.key, 'content-type': 'application/json' };
-const servers = [await start(builds[0]), await start(builds[1])];
+const servers = [await start(builds[0], sides[0].url), await start(builds[1], sides[1].url)];
 try {
-  const get = async (path: string) => (await (await fetch(`${servers[0].base}/api/v1${path}`, { headers })).json()) as { items: any[] };
-  const orders = (await get('/orders?limit=100')).items;
-  const buyer = (await get('/buyers?limit=1')).items[0].id;
-  const variants = (await get('/items?limit=20')).items.map((i) => i.variants[0].id);
-  let n = 0;
-  const request: autocannon.Request = values.scenario === 'patch'
-    ? {
-      method: 'PATCH', headers,
-      setupRequest: (r) => {
-        const o = orders[n++ % orders.length];
-        return { ...r, path: `/api/v1/orders/${o.id}`, body: JSON.stringify({ order: { properties: { ab: { n } } }, updateOrderItems: [{ id: o.orderItems[0].id, quantity: (n % 50) + 1 }] }) };
-      },
-    }
-    : {
-      method: 'POST', headers, path: `/api/v1/buyers/${buyer}/orders`,
-      setupRequest: (r) => {
-        const i = ++n;
-        const orderItems = Array.from({ length: 5 }, (_, k) => ({ itemVariantId: variants[(i * 5 + k) % variants.length], quantity: 2 }));
-        return { ...r, body: JSON.stringify({ expectedDeliveryAt: '2030-01-01T00:00:00.000Z', externalReference: `AB-${process.pid}-${i}`, orderItems }) };
-      },
-    };
+  /** Each build's requests, on its own database's orders, buyer and variants. */
+  const requestOf = async (base: string, side: typeof sides[number]): Promise<autocannon.Request> => {
+    const headers = { 'x-business-id': side.business!, 'x-api-key': side.key!, 'content-type': 'application/json' };
+    const get = async (path: string) => (await (await fetch(`${base}/api/v1${path}`, { headers })).json()) as { items: any[] };
+    const orders = (await get('/orders?limit=100')).items;
+    const buyer = (await get('/buyers?limit=1')).items[0].id;
+    const variants = (await get('/items?limit=20')).items.map((i) => i.variants[0].id);
+    let n = 0;
+    return values.scenario === 'patch'
+      ? {
+        method: 'PATCH', headers,
+        setupRequest: (r) => {
+          const o = orders[n++ % orders.length];
+          return { ...r, path: `/api/v1/orders/${o.id}`, body: JSON.stringify({ order: { properties: { ab: { n } } }, updateOrderItems: [{ id: o.orderItems[0].id, quantity: (n % 50) + 1 }] }) };
+        },
+      }
+      : {
+        method: 'POST', headers, path: `/api/v1/buyers/${buyer}/orders`,
+        setupRequest: (r) => {
+          const i = ++n;
+          const orderItems = Array.from({ length: 5 }, (_, k) => ({ itemVariantId: variants[(i * 5 + k) % variants.length], quantity: 2 }));
+          return { ...r, body: JSON.stringify({ expectedDeliveryAt: '2030-01-01T00:00:00.000Z', externalReference: `AB-${process.pid}-${i}`, orderItems }) };
+        },
+      };
+  };
+  const requests = [await requestOf(servers[0].base, sides[0]), await requestOf(servers[1].base, sides[1])];
   const results = builds.map(() => [] as Array<{ rps: number; server: number; database: number }>);
   for (let round = 0; round < Number(values.rounds); round++) {
-    for (const [i, server] of servers.entries()) {
-      await autocannon({ url: server.base, requests: [request], amount: connections * 10, connections });
+    for (const i of round % 2 === 0 ? [0, 1] : [1, 0]) {
+      const server = servers[i];
+      await autocannon({ url: server.base, requests: [requests[i]], amount: connections * 10, connections });
       const stop = sampleCpu(server.pid);
-      const run = await autocannon({ url: server.base, requests: [request], duration: Number(values.seconds), connections });
+      const run = await autocannon({ url: server.base, requests: [requests[i]], duration: Number(values.seconds), connections });
       const cpu = stop();
       if (run.non2xx + run.errors > 0) throw new Error(`${builds[i]}: ${run.non2xx} non-2xx answers, ${run.errors} errors`);
       const per = (ms: number) => Math.round((ms * 1000) / run.requests.total);
