@@ -1,5 +1,6 @@
 import type { CompiledQuery, Compilable } from 'kysely';
 import type { Db } from './types.ts';
+import { compiledOf } from './together.ts';
 
 /**
  * Statements a write sends with its commit: those whose answer it does not need (the maintained
@@ -31,7 +32,7 @@ export function takeDeferred(trx: Db): CompiledQuery[] {
  * now: a rebuild, a migration or a test that calls a repository outside the write runner.
  */
 export async function deferToCommit(db: Db, query: Compilable | CompiledQuery): Promise<void> {
-  const compiled = 'compile' in query ? query.compile() : query;
+  const compiled = compiledOf(db, query);
   const statements = open.get(db);
   if (statements) statements.push(compiled);
   else await db.executeQuery(compiled);

@@ -1,5 +1,6 @@
 import { createQueryId, type CompiledQuery, type Compilable, type RawBuilder, type RootOperationNode } from 'kysely';
 import { dialectOf } from './dialect.ts';
+import { compiledOf } from './together.ts';
 import type { Db } from './types.ts';
 
 /**
@@ -103,7 +104,7 @@ function valueAt(values: Values, path: Path): unknown {
 }
 
 function compileShape(db: Db, query: Compilable | RawBuilder<unknown>, count: number): Shape {
-  const compiled = 'isRawBuilder' in query ? query.compile(db) : query.compile();
+  const compiled = compiledOf(db, query);
   const used = new Set<string>();
   const parameters = compiled.parameters.map((p) => {
     if (!isStandIn(p)) return { constant: p };
@@ -121,8 +122,7 @@ export function statement<V extends Values, R, K extends string = string>(
   return (db, values, variant) => {
     // A database with plugins (a test's query counter) compiles every time, so its plugins see every query.
     if (db.getExecutor().plugins.length > 0) {
-      const query = build(db, values, variant);
-      return ('isRawBuilder' in query ? query.compile(db) : query.compile()) as CompiledQuery<R>;
+      return compiledOf(db, build(db, values, variant)) as CompiledQuery<R>;
     }
     const key = `${dialectOf(db)}|${variant ?? ''}|${keyOf(values)}`;
     let shape = shapes.get(key);
