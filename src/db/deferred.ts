@@ -1,6 +1,8 @@
-import type { CompiledQuery, Compilable } from 'kysely';
+import { randomBytes } from 'node:crypto';
+import { sql, type CompiledQuery, type Compilable, type RawBuilder } from 'kysely';
 import type { Db } from './types.ts';
-import { compiledOf } from './together.ts';
+import { compiledOf, type Runnable } from './together.ts';
+import { hasServerFunctions } from './dialect.ts';
 
 /**
  * Statements a write sends with its commit: those whose answer it does not need (the maintained
@@ -13,18 +15,77 @@ import { compiledOf } from './together.ts';
  * What is deferred is not visible to the write's own later statements: only statements whose
  * tables the write does not read again go here.
  */
-const open = new WeakMap<object, CompiledQuery[]>();
+const open = new WeakMap<object, Deferred>();
+
+/**
+ * A text the database gives a write as it commits (PostgreSQL): the SO number, whose counter every
+ * creator of a business shares, so that its row is locked only while the commit's message runs.
+ * Until then the write holds `placeholder` where the text goes (in its rows, its answer, its events'
+ * data and its stored replay); the commit fills each in (src/events/log.ts, src/write/runner.ts).
+ */
+export interface CommitValue {
+  /** A fresh random text no client can know or send. */
+  placeholder: string;
+  /** The transaction-local setting `take` leaves the text in, which later statements of the commit read. */
+  setting: string;
+  /** Takes the text, puts it where the write's rows need it, and sets `setting`: answers one row `{ value }`. */
+  take: CompiledQuery;
+}
+
+/** A write's statements for its commit: the values to take first, then the deferred statements. */
+export interface Deferred {
+  values: CommitValue[];
+  statements: CompiledQuery[];
+}
 
 /** Starts collecting the deferred statements of a write's transaction. */
 export function openDeferred(trx: Db): void {
-  open.set(trx, []);
+  open.set(trx, { values: [], statements: [] });
 }
 
-/** The transaction's deferred statements, in the order they were asked for; the list is closed. */
-export function takeDeferred(trx: Db): CompiledQuery[] {
-  const statements = open.get(trx) ?? [];
+/** The transaction's commit values and deferred statements, in the order they were asked for; the list is closed. */
+export function takeDeferred(trx: Db): Deferred {
+  const deferred = open.get(trx) ?? { values: [], statements: [] };
   open.delete(trx);
-  return statements;
+  return deferred;
+}
+
+/**
+ * Asks for a text to be taken as the write commits (see `CommitValue`), on PostgreSQL inside a
+ * write, and returns the placeholder to hold until then; undefined otherwise (SQLite, where one
+ * writer at a time makes the wait moot, or outside the write runner): the caller takes it now.
+ * `take(setting)` builds the statement, which must end by selecting `set_config(setting, text,
+ * true) as value`, and be builder-made (no literals of its own, src/db/pg-call.ts).
+ */
+export function valueAtCommit(db: Db, take: (setting: string) => Runnable): string | undefined {
+  const deferred = open.get(db);
+  if (!deferred || !hasServerFunctions(db)) return undefined;
+  const setting = `supplyline.commit_value_${deferred.values.length}`;
+  const placeholder = `pending_${randomBytes(16).toString('hex')}`;
+  deferred.values.push({ placeholder, setting, take: compiledOf(db, take(setting)) });
+  return placeholder;
+}
+
+/** The write's commit values asked for so far. */
+export const commitValuesOf = (db: Db): CommitValue[] => open.get(db)?.values ?? [];
+
+/** `text` (an expression) with each placeholder of `values` replaced by its taken text, for a statement of the commit. */
+export function filledIn(text: RawBuilder<string>, values: CommitValue[]): RawBuilder<string> {
+  return values.reduce((t, v) => sql<string>`replace(${t}, ${v.placeholder}, current_setting(${v.setting}))`, text);
+}
+
+/** Puts each taken text where its placeholder stands in `value`, a write's outcome, in place: strings equal to a placeholder, at any depth. */
+export function fillIn<T>(value: T, taken: Map<string, string>): T {
+  if (taken.size === 0 || value === null || typeof value !== 'object') return value;
+  const record = value as Record<string, unknown>;
+  for (const key of Object.keys(record)) {
+    const member = record[key];
+    if (typeof member === 'string') {
+      const text = taken.get(member);
+      if (text !== undefined) record[key] = text;
+    } else fillIn(member, taken);
+  }
+  return value;
 }
 
 /**
@@ -33,8 +94,8 @@ export function takeDeferred(trx: Db): CompiledQuery[] {
  */
 export async function deferToCommit(db: Db, query: Compilable | CompiledQuery): Promise<void> {
   const compiled = compiledOf(db, query);
-  const statements = open.get(db);
-  if (statements) statements.push(compiled);
+  const deferred = open.get(db);
+  if (deferred) deferred.statements.push(compiled);
   else await db.executeQuery(compiled);
 }
 

@@ -13,20 +13,27 @@ export function inlineParameters(query: CompiledQuery): string {
   return text;
 }
 
+/** An argument of `callAndCommit` that is SQL of our own making, written as it is, not as a value. */
+export class SqlText {
+  constructor(readonly text: string) {}
+}
+
 /**
- * PostgreSQL: runs `before` (statements whose answer nobody needs, src/db/deferred.ts), calls the
- * function `name` (one of the migrations') with `args` and commits, in one round trip: the
- * arguments are written into the text, so that it goes by the simple protocol, which takes several
- * statements at once (in the open transaction; the first that fails ends the message, and the
- * transaction is rolled back). What they lock is then held until the commit with no wait for this
- * process between them (under load, a wait of milliseconds for the event loop to read each answer
- * and send the next). Kysely's own COMMIT after it is not sent (pg-prepared.ts). It must be the
- * transaction's last statement.
+ * PostgreSQL: runs `before` (statements whose answer the write does not need until it has
+ * committed, src/db/deferred.ts), calls the function `name` (one of the migrations') with `args`
+ * and commits, in one round trip, and answers the rows of each of `before`. The arguments are
+ * written into the text, so that it goes by the simple protocol, which takes several statements at
+ * once (in the open transaction; the first that fails ends the message, and the transaction is
+ * rolled back). What they lock is then held until the commit with no wait for this process between
+ * them (under load, a wait of milliseconds for the event loop to read each answer and send the
+ * next). Kysely's own COMMIT after it is not sent (pg-prepared.ts). It must be the transaction's
+ * last statement.
  */
-export async function callAndCommit(db: Db, name: string, args: unknown[], before: CompiledQuery[] = []): Promise<void> {
+export async function callAndCommit(db: Db, name: string, args: unknown[], before: CompiledQuery[] = []): Promise<unknown[][]> {
   if (!/^[a-z_]+$/.test(name)) throw new Error('callAndCommit takes a function name of ours');
-  const written = literals(args);
-  if (written === undefined) throw new Error(`callAndCommit cannot write out an argument of ${name}`);
+  const written = args.map((arg) => (arg instanceof SqlText ? arg.text : literals([arg])?.[0]));
+  if (written.includes(undefined)) throw new Error(`callAndCommit cannot write out an argument of ${name}`);
   const statements = [...before.map(inlineParameters), `select ${name}(${written.join(', ')})`, 'commit'];
-  await sql.raw(statements.join('; ')).execute(db);
+  const { rows } = await sql.raw(statements.join('; ')).execute(db);
+  return (rows as unknown[][]).slice(0, before.length);
 }

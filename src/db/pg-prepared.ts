@@ -17,6 +17,13 @@ const NOTHING_COMMITTED = { command: 'COMMIT', rowCount: null, oid: 0, rows: [],
 const NOT_YET_BEGUN = { command: 'BEGIN', rowCount: null, oid: 0, rows: [], fields: [] } as unknown as pg.QueryResult;
 const NOTHING_ROLLED_BACK = { command: 'ROLLBACK', rowCount: null, oid: 0, rows: [], fields: [] } as unknown as pg.QueryResult;
 
+/** Several statements' results as one, whose rows are each statement's rows, in order (as `runTogether` answers). */
+const rowsOfEach = (results: pg.QueryResult[]) =>
+  ({ command: 'TOGETHER', rowCount: null, oid: 0, fields: [], rows: results.map((r) => r.rows) }) as unknown as pg.QueryResult;
+
+/** node-postgres answers a text of several statements with each one's result: as `rowsOfEach` (pg-call.ts reads them). */
+const oneResult = (result: pg.QueryResult | pg.QueryResult[]) => (Array.isArray(result) ? rowsOfEach(result) : result);
+
 /** PostgreSQL's answer to a named statement whose result's columns changed since it was prepared (another instance migrated). */
 function isStalePlan(error: unknown): boolean {
   const { code, message } = (error ?? {}) as { code?: string; message?: string };
@@ -67,7 +74,7 @@ export function preparingPool(pool: pg.Pool, { naming = true } = {}): { connect(
     let beginHeld = false;
     const run = async (text: string, values: unknown[] | undefined) => {
       const name = nameOf(text, values);
-      if (name === undefined) return query(text, values);
+      if (name === undefined) return oneResult(await query(text, values));
       const result = await query({ name, text, values });
       parsed.add(name);
       return result;
@@ -116,7 +123,7 @@ export function preparingPool(pool: pg.Pool, { naming = true } = {}): { connect(
         results = [];
         for (const q of statements) results.push(await send(q.sql, [...q.parameters]));
       }
-      return { command: 'TOGETHER', rowCount: null, oid: 0, fields: [], rows: results.map((r) => r.rows) } as unknown as pg.QueryResult;
+      return rowsOfEach(results);
     };
     const send = async (text: string, values: unknown[] | undefined) => {
       if (beginHeld) {

@@ -18,22 +18,24 @@ export const DATA_DEFLATE_OPTIONS = { level: 1 } as const;
  * the options are its arguments), so that the demo's deflate worker, a plain script, runs its
  * source too (src/demo/deflate-worker.ts).
  */
-export function reusableDeflateRaw(zlib: typeof import('node:zlib'), options: import('node:zlib').ZlibOptions): (text: Uint8Array) => Buffer {
+export function reusableDeflateRaw(
+  zlib: typeof import('node:zlib'), options: import('node:zlib').ZlibOptions,
+): (text: Uint8Array, flush?: number) => Buffer {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const stream = new zlib.DeflateRaw(options) as any;
   const handle = stream._handle;
   const state = stream._writeState;
-  if (typeof handle?.writeSync !== 'function' || typeof handle.reset !== 'function' || !(state instanceof Uint32Array)) {
-    return (text) => zlib.deflateRawSync(text, options);
-  }
+  const { Z_FINISH } = zlib.constants;
+  const once = (text: Uint8Array, flush: number = Z_FINISH) => zlib.deflateRawSync(text, flush === Z_FINISH ? options : { ...options, finishFlush: flush });
+  if (typeof handle?.writeSync !== 'function' || typeof handle.reset !== 'function' || !(state instanceof Uint32Array)) return once;
   let out = Buffer.allocUnsafe(64 * 1024);
-  return (text) => {
+  return (text, flush = Z_FINISH) => {
     // Deflate never grows a text by more than a few bytes per 16 kB block.
     if (out.length < text.length + 1024) out = Buffer.allocUnsafe(text.length * 2 + 1024);
-    handle.writeSync(zlib.constants.Z_FINISH, text, 0, text.length, out, 0, out.length);
+    handle.writeSync(flush, text, 0, text.length, out, 0, out.length);
     const [availOut, availIn] = state;
     handle.reset();
-    if (availIn !== 0 || availOut === 0 || stream.destroyed) return zlib.deflateRawSync(text, options);
+    if (availIn !== 0 || availOut === 0 || stream.destroyed) return once(text, flush);
     // A copy: the next text is deflated into the same buffer.
     return Buffer.from(out.subarray(0, out.length - availOut));
   };
@@ -42,6 +44,50 @@ export function reusableDeflateRaw(zlib: typeof import('node:zlib'), options: im
 const deflateData = reusableDeflateRaw(zlib, DATA_DEFLATE_OPTIONS);
 
 export const encodeData = (data: unknown): Buffer => deflateData(Buffer.from(JSON.stringify(data)));
+
+/**
+ * Stored data that the database completes as the write commits: the deflated JSON around texts
+ * the write does not know yet (an SO number taken at commit, src/db/deferred.ts). `parts` has one
+ * more member than `fills`; each `fills[i]` stands between `parts[i]` and `parts[i + 1]`.
+ */
+export interface DataToComplete {
+  parts: Buffer[];
+  fills: string[];
+}
+
+/**
+ * `data` as `encodeData` stores it, unless its JSON holds one of `placeholders`' texts: then its
+ * parts around them, each deflated on its own, every part but the last ending on a byte boundary
+ * with a sync flush (zlib's empty stored block), so that the deflate of each filled-in text can go
+ * between them as a stored block (`storedBlock`; PostgreSQL's `deflate_stored_block`, migration
+ * 0026) and the whole inflates to the JSON with the texts in place. A placeholder must be a text no
+ * client can send (a fresh id) and stand only as a whole JSON string.
+ */
+export function encodeDataAround(data: unknown, placeholders: string[]): Buffer | DataToComplete {
+  const text = JSON.stringify(data);
+  if (!placeholders.some((p) => text.includes(p))) return deflateData(Buffer.from(text));
+  const pattern = new RegExp(placeholders.map((p) => p.replace(/[^\w]/g, '\\$&')).join('|'), 'g');
+  const parts: Buffer[] = [];
+  const fills: string[] = [];
+  let from = 0;
+  for (const match of text.matchAll(pattern)) {
+    parts.push(deflateData(Buffer.from(text.slice(from, match.index)), zlib.constants.Z_SYNC_FLUSH));
+    fills.push(match[0]);
+    from = match.index + match[0].length;
+  }
+  parts.push(deflateData(Buffer.from(text.slice(from))));
+  return { parts, fills };
+}
+
+/** A deflate stored block (not the last) holding `text`'s UTF-8 bytes, up to 65,535 of them: what `deflate_stored_block` makes in PostgreSQL. */
+export function storedBlock(text: string): Buffer {
+  const bytes = Buffer.from(text);
+  if (bytes.length > 0xffff) throw new Error('A stored block holds at most 65,535 bytes');
+  const header = Buffer.alloc(5);
+  header.writeUInt16LE(bytes.length, 1);
+  header.writeUInt16LE(~bytes.length & 0xffff, 3);
+  return Buffer.concat([header, bytes]);
+}
 
 /** The stored data as the bytes of its JSON text, for answers put together without parsing it. */
 export const decodeDataBytes = (stored: Uint8Array): Buffer => inflateRawSync(stored);

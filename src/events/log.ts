@@ -1,12 +1,13 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { CompiledQuery } from 'kysely';
-import { runDeferred } from '../db/deferred.ts';
+import { runDeferred, type CommitValue, type Deferred } from '../db/deferred.ts';
 import { hasServerFunctions } from '../db/dialect.ts';
-import { callAndCommit } from '../db/pg-call.ts';
+import { callAndCommit, SqlText } from '../db/pg-call.ts';
+import { literals } from '../db/pg-literals.ts';
 import type { Db } from '../db/types.ts';
 import { newId } from '../lib/ids.ts';
 import { diffResource, type Changes } from './changes.ts';
-import { encodeData } from './codec.ts';
+import { encodeData, encodeDataAround } from './codec.ts';
 import { toIso } from '../lib/time.ts';
 
 export type ResourceType = 'order' | 'item' | 'buyer' | 'price_list' | 'invoice' | 'api_key' | 'webhook_endpoint' | 'user';
@@ -64,29 +65,67 @@ const INSERT_EVENT = `insert into events (business_id, sequence, id, type, resou
 
 /**
  * Appends a write's events with its context, as the last statement of its transaction, after
- * the write's `deferred` statements (src/db/deferred.ts). On PostgreSQL it commits too: the
- * deferred statements, one call of `append_events` (migration 0020), which also tells the other
- * instances on `channel` (`pg_notify`, delivered at commit), and COMMIT in one round trip, so the
- * business's event counter and count rows are locked only while the database works, never while a
- * reply waits for this process. SQLite has no other instances to tell.
+ * the write's `deferred` statements (src/db/deferred.ts), and answers the texts its commit values
+ * took (placeholder to text; empty on SQLite, which takes none). On PostgreSQL it commits too: the
+ * commit values' takes, the deferred statements, one call of `append_events` (migration 0020),
+ * which also tells the other instances on `channel` (`pg_notify`, delivered at commit), and COMMIT
+ * in one round trip, so the business's counters and count rows are locked only while the database
+ * works, never while a reply waits for this process. An event whose data holds a placeholder goes
+ * as its deflated parts around it, joined there with the taken text (`encodeDataAround`). SQLite
+ * has no other instances to tell.
  */
-export async function appendEvents(db: Db, meta: EventMeta, events: NewEvent[], channel: string, deferred: CompiledQuery[] = []): Promise<void> {
-  if (events.length === 0) return runDeferred(db, deferred);
+export async function appendEvents(
+  db: Db, meta: EventMeta, events: NewEvent[], channel: string, deferred: Deferred = { values: [], statements: [] },
+): Promise<Map<string, string>> {
+  const { values, statements } = deferred;
+  if (events.length === 0) {
+    const taken = new Map<string, string>();
+    for (const value of values) taken.set(value.placeholder, await takeValue(db, value));
+    await runDeferred(db, statements);
+    return taken;
+  }
   const actor = JSON.stringify(meta.actor);
-  const data = events.map((e) => encodeData(e.changes === undefined ? { object: e.object } : { object: e.object, changes: e.changes }));
+  const payloads = events.map((e) => (e.changes === undefined ? { object: e.object } : { object: e.object, changes: e.changes }));
   const ids = events.map(() => newId('evt'));
   if (hasServerFunctions(db)) {
-    await callAndCommit(db, 'append_events', [meta.businessId, ids, events.map((e) => e.type), events.map((e) => e.resourceType),
-      events.map((e) => e.resourceId), data, meta.now, actor, meta.requestId, meta.idempotencyKey, channel], deferred);
-    return;
+    const data = values.length === 0 ? payloads.map(encodeData) : dataToComplete(payloads, values);
+    const results = await callAndCommit(db, 'append_events', [meta.businessId, ids, events.map((e) => e.type), events.map((e) => e.resourceType),
+      events.map((e) => e.resourceId), data, meta.now, actor, meta.requestId, meta.idempotencyKey, channel], [...values.map((v) => v.take), ...statements]);
+    return new Map(values.map((v, i) => [v.placeholder, String((results[i][0] as { value: unknown }).value)]));
   }
-  await runDeferred(db, deferred);
+  const data = payloads.map(encodeData);
+  await runDeferred(db, statements);
   const { rows: [taken] } = await db.executeQuery<{ value: number }>(CompiledQuery.raw(TAKE_SEQUENCES, [meta.businessId, events.length]));
   const first = Number(taken.value) - events.length + 1;
   for (const [i, e] of events.entries()) {
     await db.executeQuery(CompiledQuery.raw(INSERT_EVENT, [meta.businessId, first + i, ids[i], e.type, e.resourceType, e.resourceId,
       meta.businessId, e.resourceType, e.resourceId, meta.now, actor, meta.requestId, meta.idempotencyKey, data[i]]));
   }
+  return new Map();
+}
+
+/** A commit value taken on its own (a write without events). */
+async function takeValue(db: Db, value: CommitValue): Promise<string> {
+  const { rows: [row] } = await db.executeQuery<{ value: unknown }>(value.take);
+  return String(row.value);
+}
+
+/**
+ * PostgreSQL: the events' data as an array expression, each one deflated, or its parts joined
+ * around the texts the commit took (`deflate_stored_block`, migration 0026, of the setting each
+ * take left its text in).
+ */
+function dataToComplete(payloads: unknown[], values: CommitValue[]): SqlText {
+  const settings = new Map(values.map((v) => [v.placeholder, v.setting]));
+  const bytes = (b: Buffer) => `${literals([b])![0]}::bytea`;
+  const elements = payloads.map((payload) => {
+    const data = encodeDataAround(payload, values.map((v) => v.placeholder));
+    if (Buffer.isBuffer(data)) return bytes(data);
+    const joined = data.parts.flatMap((part, i) => (i === 0 ? [bytes(part)]
+      : [`deflate_stored_block(current_setting(${literals([settings.get(data.fills[i - 1])])![0]}))`, bytes(part)]));
+    return `(${joined.join(' || ')})`;
+  });
+  return new SqlText(`array[${elements.join(', ')}]::bytea[]`);
 }
 
 /**

@@ -10,28 +10,32 @@ import { groupBy } from '../lib/group.ts';
 import { whereLive } from '../db/live.ts';
 import { runTogether } from '../db/together.ts';
 import { statement } from '../db/statement.ts';
+import { valueAtCommit } from '../db/deferred.ts';
 
 /**
  * Inserts a live order with its items, indexes its properties and counts it, in the caller's
  * transaction, and returns the rows as stored. The rows every creator of the business shares are
  * written last: the path and live-order counts with the commit (src/db/deferred.ts), and the SO
- * counter, when `numbered`, after the rows (the reference the order was inserted with is replaced
- * then). On PostgreSQL their row locks are so held for the last statements only, not the whole
- * insert (creates under load were spending most of their time waiting on them).
+ * counter, when `numbered`, after the rows. On PostgreSQL inside a write the SO number is taken
+ * as the write commits (`valueAtCommit`): the returned row holds a placeholder for it, which the
+ * write's answer, event and stored replay have filled in at commit. Their row locks are so held
+ * for the commit's message only, not the insert (creates under load spent most of their time
+ * waiting on them).
  */
 export async function insertOrder(
   db: Db, order: Insertable<OrderTable>, items: Insertable<OrderItemTable>[], numbered: boolean,
 ): Promise<{ order: OrderRow; items: Array<Selectable<OrderItemTable>> }> {
+  const placeholder = numbered ? valueAtCommit(db, (setting) => numberQuery(order.business_id, order.id, setting)) : undefined;
+  const numberInOne = numbered && placeholder === undefined && hasDataModifyingWith(db);
   // None of these needs another's answer: on PostgreSQL they travel in one message (together.ts).
-  const numberInOne = numbered && hasDataModifyingWith(db);
   const [[inserted], ...rest] = await runTogether(db, [
-    insertOrderQuery(db, { row: order }),
+    insertOrderQuery(db, { row: placeholder === undefined ? order : { ...order, internal_reference: placeholder } }),
     ...(items.length > 0 ? [insertOrderItemsQuery(db, { rows: items })] : []),
     ...(numberInOne ? [numberQuery(order.business_id, order.id)] : []),
   ]) as [OrderRow[], ...unknown[][]];
   const stored = (items.length > 0 ? rest[0] : []) as Array<Selectable<OrderItemTable>>;
   await applyOrderChange(db, null, inserted);
-  const row = numberInOne ? (rest.at(-1) as OrderRow[])[0] : numbered ? await numberOrder(db, order.business_id, order.id) : inserted;
+  const row = numberInOne ? (rest.at(-1) as OrderRow[])[0] : numbered && placeholder === undefined ? await numberOrder(db, order.business_id, order.id) : inserted;
   return { order: row, items: stored };
 }
 
@@ -47,19 +51,28 @@ const formatReference = (n: number) => `SO-${String(n).padStart(6, '0')}`;
 /**
  * Gives an order the business's next SO number and returns its row (SQLite). The counter row,
  * which every creator of the business shares, stays locked until commit, so this comes last in a
- * create; on PostgreSQL the counter's upsert and the order's update are one statement
- * (`numberQuery`), sent with the order's inserts, so the lock is held for no round trip of its own.
+ * create; on PostgreSQL the counter's upsert and the order's update are one statement (`numberQuery`).
  */
 async function numberOrder(db: Db, businessId: string, id: string): Promise<OrderRow> {
   return updateOrderRow(db, businessId, id, { internal_reference: formatReference(await nextCounterValue(db, businessId, 'order')) });
 }
 
-/** PostgreSQL: the counter's upsert and the order's update in one statement, formatted there as `formatReference` does. */
-const numberQuery = (businessId: string, id: string) => sql<OrderRow>`with n as (
-    insert into business_counters (business_id, name, value) values (${businessId}, 'order', 1)
-    on conflict (business_id, name) do update set value = business_counters.value + 1 returning value)
-  update orders set internal_reference = 'SO-' || lpad(n.value::text, greatest(6, length(n.value::text)), '0') from n
-  where orders.business_id = ${businessId} and orders.id = ${id} returning orders.*`;
+/**
+ * PostgreSQL: the counter's upsert and the order's update in one statement, formatted there as
+ * `formatReference` does, answering the order's row; with `setting`, as a commit value
+ * (src/db/deferred.ts), answering `{ value }` and leaving the number in that setting. Its texts are
+ * parameters, so that the commit can write it out (src/db/pg-call.ts).
+ */
+function numberQuery(businessId: string, id: string, setting?: string) {
+  const numbered = sql`with n as (
+      insert into business_counters (business_id, name, value) values (${businessId}, ${'order'}, 1)
+      on conflict (business_id, name) do update set value = business_counters.value + 1 returning value),
+    o as (update orders set internal_reference = ${'SO-'} || lpad(n.value::text, greatest(6, length(n.value::text)), ${'0'}) from n
+      where orders.business_id = ${businessId} and orders.id = ${id} returning orders.*)`;
+  return setting === undefined
+    ? sql<OrderRow>`${numbered} select * from o`
+    : sql<{ value: string }>`${numbered} select set_config(${setting}, o.internal_reference, true) as value from o`;
+}
 
 /** A live order of this business; with `lock`, its row stays locked until the transaction ends. */
 export async function findOrderRow(db: Db, businessId: string, id: string, lock = false): Promise<OrderRow | undefined> {

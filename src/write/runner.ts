@@ -1,5 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
-import { openDeferred, takeDeferred } from '../db/deferred.ts';
+import { commitValuesOf, fillIn, openDeferred, takeDeferred } from '../db/deferred.ts';
 import { isUniqueViolation } from '../db/dialect.ts';
 import type { Database } from '../db/types.ts';
 import { ApiError, errorBody } from '../lib/errors.ts';
@@ -143,8 +143,8 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
         now: now.toISOString(), emit: (event) => { events.push(event); },
       };
       const outcome = await work(ctx);
-      await appendEvents(trx, ctx, events, EVENTS_CHANNEL, takeDeferred(trx));
-      return outcome;
+      // Texts the commit takes (src/db/deferred.ts) replace their placeholders in what the write answers.
+      return fillIn(outcome, await appendEvents(trx, ctx, events, EVENTS_CHANNEL, takeDeferred(trx)));
     });
     if (events.length > 0) options.onEvents?.(scope.businessId);
     return result;
@@ -181,7 +181,9 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
         const response = await inTransaction(scope, key, now, async (ctx) => {
           await insertRecord(ctx.trx, { ...record, response_status: 0, response_body: '', response_headers: null });
           const outcome = await work(ctx);
-          await completeRecord(ctx.trx, businessId, key, stored(outcome, options.box));
+          const response = stored(outcome, options.box);
+          if (outcome.sealed && commitValuesOf(ctx.trx).length > 0) throw new Error('A sealed answer cannot hold a text taken at commit');
+          await completeRecord(ctx.trx, businessId, key, response);
           return outcome;
         });
         return { response, replayed: false };
