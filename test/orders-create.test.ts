@@ -203,6 +203,27 @@ describeEachBackend('POST /api/v1/buyers/:id/orders', (ctx) => {
     assert.equal((await createOrder(ctx(), other, await createFixture(ctx(), other))).internalReference, 'SO-000001');
   });
 
+  it('gives each of 12 concurrent creates its SO number in its answer, its event, its replay and its row, never a placeholder', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    const keys = Array.from({ length: 12 }, (_, i) => `numbered-${i}`);
+    const first = await Promise.all(keys.map((key, i) =>
+      postOrder(ctx(), t, f, { properties: { n: i, text: 'SO-000001 "quoted" \\ ünïcode' } }, { 'idempotency-key': key })));
+    assert.deepEqual(first.map((r) => r.status), Array(12).fill(201));
+    assert.deepEqual(first.map((r) => r.body.internalReference).sort(), Array.from({ length: 12 }, (_, i) => `SO-${String(i + 1).padStart(6, '0')}`));
+    const events = (await ctx().request('GET', '/api/v1/events?types=order.created&limit=100', { as: t })).body.items;
+    for (const [i, res] of first.entries()) {
+      assert.deepEqual((await getOrder(ctx(), t, res.body.id)).body, res.body);
+      assert.deepEqual(events.find((e: { resourceId: string }) => e.resourceId === res.body.id).data.object, res.body);
+      const replay = await postOrder(ctx(), t, f, { properties: { n: i, text: 'SO-000001 "quoted" \\ ünïcode' } }, { 'idempotency-key': keys[i] });
+      assert.equal(replay.headers['idempotent-replayed'], 'true');
+      assert.deepEqual(replay.body, res.body);
+    }
+    const stored = await ctx().db.selectFrom('idempotency_keys').select('response_body').where('business_id', '=', t.businessId).execute();
+    assert.equal(stored.length, 12);
+    assert.ok(stored.every((r) => !r.response_body.includes('pending_')), 'a stored replay holds a placeholder');
+  });
+
   it('numbers past SO-999999 with more digits, and a failed create gives its number back', async () => {
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { createApp } from '../src/app.ts';
-import { deferToCommit } from '../src/db/deferred.ts';
+import { deferToCommit, valueAtCommit } from '../src/db/deferred.ts';
+import { storedBlock } from '../src/events/codec.ts';
 import { isUniqueViolation } from '../src/db/dialect.ts';
 import { ApiError } from '../src/lib/errors.ts';
 import { createWriteRunner, SYSTEM, type WriteContext } from '../src/write/runner.ts';
@@ -107,6 +108,46 @@ describeEachBackend('the write runner', (ctx) => {
     // Outside a write, a deferred statement runs at once.
     await deferToCommit(ctx().db, insert({ trx: ctx().db, businessId: t.businessId } as unknown as WriteContext, 'outside', 3));
     assert.equal(Number((await counter('outside'))?.value), 3);
+  });
+
+  it('fills a text taken at commit into the answer, the events and the stored replay (PostgreSQL); SQLite and code outside a write take it at once', async () => {
+    const t = await ctx().createTenant();
+    const runner = createWriteRunner(ctx().db);
+    const scope = { businessId: t.businessId, actor: SYSTEM };
+    const take = (c: WriteContext) => (setting: string) => sql`with n as (
+        insert into business_counters (business_id, name, value) values (${c.businessId}, ${'taken'}, 41)
+        on conflict (business_id, name) do update set value = business_counters.value + 1 returning value)
+      select set_config(${setting}, ${'T-'} || n.value, true) as value from n`;
+    const object = (id: string, ref: string) => ({ id, ref, nested: [{ ref }, 'other'] });
+    const { response } = await runner.runIdempotent(scope, { key: 'taken-1', fingerprint: 'f' }, async (c) => {
+      const placeholder = valueAtCommit(c.trx, take(c));
+      assert.equal(placeholder === undefined, ctx().backend === 'sqlite');
+      const ref = placeholder ?? 'T-41';
+      c.emit({ type: 'item.updated', resourceType: 'item', resourceId: 'itm_taken', object: object('itm_taken', ref) });
+      return { status: 201, body: object('itm_taken', ref) };
+    });
+    assert.deepEqual(response.body, object('itm_taken', 'T-41'));
+    const [event] = (await ctx().request('GET', '/api/v1/events?resourceId=itm_taken', { as: t })).body.items;
+    assert.deepEqual(event.data.object, object('itm_taken', 'T-41'));
+    const replay = await runner.runIdempotent(scope, { key: 'taken-1', fingerprint: 'f' }, async () => assert.fail('replayed, not run'));
+    assert.deepEqual(replay.response.body, object('itm_taken', 'T-41'));
+    // Two in one write, without events, and rolled back with a failing write.
+    const two = await runner.run(scope, async (c) => [valueAtCommit(c.trx, take(c)) ?? 'none', valueAtCommit(c.trx, take(c)) ?? 'none']);
+    assert.deepEqual(two, ctx().backend === 'sqlite' ? ['none', 'none'] : ['T-42', 'T-43']);
+    await assert.rejects(runner.run(scope, async (c) => {
+      valueAtCommit(c.trx, take(c));
+      for (let i = 0; i < 2; i++) await deferToCommit(c.trx, c.trx.insertInto('business_counters').values({ business_id: c.businessId, name: 'twice', value: 1 }));
+      c.emit({ type: 'item.updated', resourceType: 'item', resourceId: 'itm_taken', object: { id: 'itm_taken' } });
+    }), (e: unknown) => isUniqueViolation(e));
+    assert.equal(valueAtCommit(ctx().db, take({ businessId: t.businessId } as WriteContext)), undefined, 'outside a write');
+    if (ctx().backend === 'postgres') {
+      const counter = await ctx().db.selectFrom('business_counters').select('value').where('business_id', '=', t.businessId).where('name', '=', 'taken').executeTakeFirstOrThrow();
+      assert.equal(Number(counter.value), 43, 'the failed write gave its number back');
+      for (const text of ['', 'SO-000001', 'ünï "c\\"', 'x'.repeat(300)]) {
+        const { rows: [block] } = await sql<{ b: Buffer }>`select deflate_stored_block(${text}) as b`.execute(ctx().db);
+        assert.deepEqual(block.b, storedBlock(text));
+      }
+    }
   });
 
   it('replays the first response under an Idempotency-Key and refuses the key with another request', async () => {
