@@ -26,8 +26,11 @@ export function reusableDeflateRaw(
   const handle = stream._handle;
   const state = stream._writeState;
   const { Z_FINISH } = zlib.constants;
-  const once = (text: Uint8Array, flush: number = Z_FINISH) => zlib.deflateRawSync(text, flush === Z_FINISH ? options : { ...options, finishFlush: flush });
-  if (typeof handle?.writeSync !== 'function' || typeof handle.reset !== 'function' || !(state instanceof Uint32Array)) return once;
+  // No named functions inside: esbuild (tsx) would wrap them in a helper the worker does not have.
+  const sync = { ...options, finishFlush: zlib.constants.Z_SYNC_FLUSH };
+  if (typeof handle?.writeSync !== 'function' || typeof handle.reset !== 'function' || !(state instanceof Uint32Array)) {
+    return (text, flush = Z_FINISH) => zlib.deflateRawSync(text, flush === Z_FINISH ? options : sync);
+  }
   let out = Buffer.allocUnsafe(64 * 1024);
   return (text, flush = Z_FINISH) => {
     // Deflate never grows a text by more than a few bytes per 16 kB block.
@@ -35,7 +38,7 @@ export function reusableDeflateRaw(
     handle.writeSync(flush, text, 0, text.length, out, 0, out.length);
     const [availOut, availIn] = state;
     handle.reset();
-    if (availIn !== 0 || availOut === 0 || stream.destroyed) return once(text, flush);
+    if (availIn !== 0 || availOut === 0 || stream.destroyed) return zlib.deflateRawSync(text, flush === Z_FINISH ? options : sync);
     // A copy: the next text is deflated into the same buffer.
     return Buffer.from(out.subarray(0, out.length - availOut));
   };
