@@ -225,5 +225,11 @@ describe('event data encoding (one reused deflate stream)', () => {
       },
     ), { numRuns: 200 });
     assert.throws(() => storedBlock('x'.repeat(65_536)), /65,535/);
+    // Where zlib offers no stream handle, each call is deflateRawSync's, with the sync flush asked for.
+    const { reusableDeflateRaw } = await import('../src/events/codec.ts');
+    const zlib = await import('node:zlib');
+    const plain = reusableDeflateRaw({ ...zlib, DeflateRaw: function DeflateRaw() { return {}; } } as unknown as typeof zlib, { level: 1 });
+    const joined = Buffer.concat([plain(Buffer.from('{"a":"'), zlib.constants.Z_SYNC_FLUSH), storedBlock('SO-1'), plain(Buffer.from('"}'))]);
+    assert.equal(decodeDataText(joined), '{"a":"SO-1"}');
   });
 });

@@ -118,7 +118,7 @@ describeEachBackend('the write runner', (ctx) => {
         insert into business_counters (business_id, name, value) values (${c.businessId}, ${'taken'}, 41)
         on conflict (business_id, name) do update set value = business_counters.value + 1 returning value)
       select set_config(${setting}, ${'T-'} || n.value, true) as value from n`;
-    const object = (id: string, ref: string) => ({ id, ref, nested: [{ ref }, 'other'] });
+    const object = (id: string, ref: string) => ({ id, ref, nested: [{ ref }, 'other', `within ${ref}!`] });
     const { response } = await runner.runIdempotent(scope, { key: 'taken-1', fingerprint: 'f' }, async (c) => {
       const placeholder = valueAtCommit(c.trx, take(c));
       assert.equal(placeholder === undefined, ctx().backend === 'sqlite');
@@ -134,6 +134,30 @@ describeEachBackend('the write runner', (ctx) => {
     // Two in one write, without events, and rolled back with a failing write.
     const two = await runner.run(scope, async (c) => [valueAtCommit(c.trx, take(c)) ?? 'none', valueAtCommit(c.trx, take(c)) ?? 'none']);
     assert.deepEqual(two, ctx().backend === 'sqlite' ? ['none', 'none'] : ['T-42', 'T-43']);
+    if (ctx().backend === 'postgres') {
+      // Two in one event, each in its own places.
+      const both = await runner.run(scope, async (c) => {
+        const [a, b] = [valueAtCommit(c.trx, take(c))!, valueAtCommit(c.trx, take(c))!];
+        c.emit({ type: 'item.updated', resourceType: 'item', resourceId: 'itm_two', object: { id: 'itm_two', a, b, s: [b, a, `${a}/${b}`] } });
+        return { a, b };
+      });
+      assert.deepEqual(both, { a: 'T-44', b: 'T-45' });
+      const [two2] = (await ctx().request('GET', '/api/v1/events?resourceId=itm_two', { as: t })).body.items;
+      assert.deepEqual(two2.data.object, { id: 'itm_two', a: 'T-44', b: 'T-45', s: ['T-45', 'T-44', 'T-44/T-45'] });
+      // A take that sets nothing, or a text that cannot go into JSON as it is, fails the write before it commits.
+      const eventsBefore = (await ctx().request('GET', '/api/v1/events?limit=1000', { as: t })).body.items.length;
+      for (const bad of [
+        (s: string) => sql`select set_config(${s}, ${'never'}, true) as value where 1 = ${2}`,
+        (s: string) => sql`select set_config(${s}, ${'a"b'}, true) as value`,
+      ]) {
+        await assert.rejects(runner.run(scope, async (c) => {
+          valueAtCommit(c.trx, take(c));
+          valueAtCommit(c.trx, bad);
+          c.emit({ type: 'item.updated', resourceType: 'item', resourceId: 'itm_bad', object: { id: 'itm_bad' } });
+        }), /was not taken, or is not one a commit can fill in/);
+      }
+      assert.equal((await ctx().request('GET', '/api/v1/events?limit=1000', { as: t })).body.items.length, eventsBefore);
+    }
     await assert.rejects(runner.run(scope, async (c) => {
       valueAtCommit(c.trx, take(c));
       for (let i = 0; i < 2; i++) await deferToCommit(c.trx, c.trx.insertInto('business_counters').values({ business_id: c.businessId, name: 'twice', value: 1 }));
@@ -142,7 +166,7 @@ describeEachBackend('the write runner', (ctx) => {
     assert.equal(valueAtCommit(ctx().db, take({ businessId: t.businessId } as WriteContext)), undefined, 'outside a write');
     if (ctx().backend === 'postgres') {
       const counter = await ctx().db.selectFrom('business_counters').select('value').where('business_id', '=', t.businessId).where('name', '=', 'taken').executeTakeFirstOrThrow();
-      assert.equal(Number(counter.value), 43, 'the failed write gave its number back');
+      assert.equal(Number(counter.value), 45, 'the failed writes gave their numbers back');
       for (const text of ['', 'SO-000001', 'ünï "c\\"', 'x'.repeat(300)]) {
         const { rows: [block] } = await sql<{ b: Buffer }>`select deflate_stored_block(${text}) as b`.execute(ctx().db);
         assert.deepEqual(block.b, storedBlock(text));

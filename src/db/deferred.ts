@@ -69,23 +69,31 @@ export function valueAtCommit(db: Db, take: (setting: string) => Runnable): stri
 /** The write's commit values asked for so far. */
 export const commitValuesOf = (db: Db): CommitValue[] => open.get(db)?.values ?? [];
 
-/** `text` (an expression) with each placeholder of `values` replaced by its taken text, for a statement of the commit. */
+/**
+ * `text` (an expression) with each placeholder of `values` replaced by its taken text, for a
+ * statement of the commit (`commit_value`, migration 0026, raises when a text was not taken).
+ */
 export function filledIn(text: RawBuilder<string>, values: CommitValue[]): RawBuilder<string> {
-  return values.reduce((t, v) => sql<string>`replace(${t}, ${v.placeholder}, current_setting(${v.setting}))`, text);
+  return values.reduce((t, v) => sql<string>`replace(${t}, ${v.placeholder}, commit_value(${v.setting}))`, text);
 }
 
-/** Puts each taken text where its placeholder stands in `value`, a write's outcome, in place: strings equal to a placeholder, at any depth. */
+/**
+ * Puts each taken text where its placeholder stands in `value`, a write's outcome, wherever a
+ * string holds it (as the commit does in events and stored replays): in place in objects and
+ * arrays, and as the result for a string.
+ */
 export function fillIn<T>(value: T, taken: Map<string, string>): T {
-  if (taken.size === 0 || value === null || typeof value !== 'object') return value;
-  const record = value as Record<string, unknown>;
-  for (const key of Object.keys(record)) {
-    const member = record[key];
-    if (typeof member === 'string') {
-      const text = taken.get(member);
-      if (text !== undefined) record[key] = text;
-    } else fillIn(member, taken);
-  }
-  return value;
+  if (taken.size === 0) return value;
+  const pattern = new RegExp([...taken.keys()].join('|'), 'g');
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return v.replace(pattern, (p) => taken.get(p)!);
+    if (v !== null && typeof v === 'object') {
+      const record = v as Record<string, unknown>;
+      for (const key of Object.keys(record)) record[key] = walk(record[key]);
+    }
+    return v;
+  };
+  return walk(value) as T;
 }
 
 /**

@@ -23,7 +23,7 @@ import { propertyCountsByDay } from './migrations/0022-property-counts-by-day.ts
 import { changeCountsByCreatedDay } from './migrations/0023-change-counts-by-created-day.ts';
 import { createdIndexesWithUpdated } from './migrations/0024-created-indexes-with-updated.ts';
 import { countsWithoutRowid } from './migrations/0025-counts-without-rowid.ts';
-import { deflateStoredBlockFunction } from './migrations/0026-deflate-stored-block.ts';
+import { commitValueFunctions } from './migrations/0026-commit-values.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -52,7 +52,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0023-change-counts-by-created-day': changeCountsByCreatedDay(dialect),
     '0024-created-indexes-with-updated': createdIndexesWithUpdated,
     '0025-counts-without-rowid': countsWithoutRowid(dialect),
-    '0026-deflate-stored-block': deflateStoredBlockFunction(dialect),
+    '0026-commit-values': commitValueFunctions(dialect),
   };
 }
 

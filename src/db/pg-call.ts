@@ -35,5 +35,7 @@ export async function callAndCommit(db: Db, name: string, args: unknown[], befor
   if (written.includes(undefined)) throw new Error(`callAndCommit cannot write out an argument of ${name}`);
   const statements = [...before.map(inlineParameters), `select ${name}(${written.join(', ')})`, 'commit'];
   const { rows } = await sql.raw(statements.join('; ')).execute(db);
+  // Each statement's rows come from the pool of pg-prepared.ts, which every PostgreSQL connection goes through (connection.ts).
+  if (rows.length !== statements.length || !rows.every(Array.isArray)) throw new Error('callAndCommit needs the pool of pg-prepared.ts');
   return (rows as unknown[][]).slice(0, before.length);
 }

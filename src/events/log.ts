@@ -90,8 +90,10 @@ export async function appendEvents(
   if (hasServerFunctions(db)) {
     const data = values.length === 0 ? payloads.map(encodeData) : dataToComplete(payloads, values);
     const results = await callAndCommit(db, 'append_events', [meta.businessId, ids, events.map((e) => e.type), events.map((e) => e.resourceType),
-      events.map((e) => e.resourceId), data, meta.now, actor, meta.requestId, meta.idempotencyKey, channel], [...values.map((v) => v.take), ...statements]);
-    return new Map(values.map((v, i) => [v.placeholder, String((results[i][0] as { value: unknown }).value)]));
+      events.map((e) => e.resourceId), data, meta.now, actor, meta.requestId, meta.idempotencyKey, channel],
+      [...values.map((v) => v.take), ...values.map(checkTaken), ...statements]);
+    // The checks' answers: each take's text, as every statement of the commit read it.
+    return new Map(values.map((v, i) => [v.placeholder, (results[values.length + i][0] as { value: string }).value]));
   }
   const data = payloads.map(encodeData);
   await runDeferred(db, statements);
@@ -104,11 +106,15 @@ export async function appendEvents(
   return new Map();
 }
 
-/** A commit value taken on its own (a write without events). */
+/** A commit value taken on its own (a write without events), and checked as the commit's message checks it. */
 async function takeValue(db: Db, value: CommitValue): Promise<string> {
-  const { rows: [row] } = await db.executeQuery<{ value: unknown }>(value.take);
-  return String(row.value);
+  await db.executeQuery(value.take);
+  const { rows: [row] } = await db.executeQuery<{ value: string }>(checkTaken(value));
+  return row.value;
 }
+
+/** Fails the commit, before anything else of it runs, when a take set no text or one that cannot be filled in (`commit_value`, migration 0026). */
+const checkTaken = (value: CommitValue) => CompiledQuery.raw('select commit_value($1) as value', [value.setting]);
 
 /**
  * PostgreSQL: the events' data as an array expression, each one deflated, or its parts joined
@@ -122,7 +128,7 @@ function dataToComplete(payloads: unknown[], values: CommitValue[]): SqlText {
     const data = encodeDataAround(payload, values.map((v) => v.placeholder));
     if (Buffer.isBuffer(data)) return bytes(data);
     const joined = data.parts.flatMap((part, i) => (i === 0 ? [bytes(part)]
-      : [`deflate_stored_block(current_setting(${literals([settings.get(data.fills[i - 1])])![0]}))`, bytes(part)]));
+      : [`deflate_stored_block(commit_value(${literals([settings.get(data.fills[i - 1])])![0]}))`, bytes(part)]));
     return `(${joined.join(' || ')})`;
   });
   return new SqlText(`array[${elements.join(', ')}]::bytea[]`);
