@@ -138,7 +138,8 @@ describeEachBackend('the write runner', (ctx) => {
       // Two in one event, each in its own places.
       const both = await runner.run(scope, async (c) => {
         const [a, b] = [valueAtCommit(c.trx, take(c))!, valueAtCommit(c.trx, take(c))!];
-        c.emit({ type: 'item.updated', resourceType: 'item', resourceId: 'itm_two', object: { id: 'itm_two', a, b, s: [b, a, `${a}/${b}`] } });
+        const object2 = { id: 'itm_two', a, b, s: [b, a, `${a}/${b}`] };
+        c.emit({ type: 'item.updated', resourceType: 'item', resourceId: 'itm_two', object: object2 });
         return { a, b };
       });
       assert.deepEqual(both, { a: 'T-44', b: 'T-45' });
