@@ -28,7 +28,7 @@ export interface CommitValue {
   placeholder: string;
   /** The transaction-local setting `take` leaves the text in, which later statements of the commit read. */
   setting: string;
-  /** Takes the text, puts it where the write's rows need it, and sets `setting`: answers one row `{ value }`. */
+  /** Takes the text, puts it where the write's rows need it, and sets `setting` (`commit_value` then reads and checks it). */
   take: CompiledQuery;
 }
 
@@ -66,6 +66,9 @@ export function valueAtCommit(db: Db, take: (setting: string) => Runnable): stri
   return placeholder;
 }
 
+/** Matches any of `placeholders` wherever a text holds one (they are `pending_` and hex digits). */
+export const placeholderPattern = (placeholders: string[]) => new RegExp(placeholders.join('|'), 'g');
+
 /** The write's commit values asked for so far. */
 export const commitValuesOf = (db: Db): CommitValue[] => open.get(db)?.values ?? [];
 
@@ -84,7 +87,7 @@ export function filledIn(text: RawBuilder<string>, values: CommitValue[]): RawBu
  */
 export function fillIn<T>(value: T, taken: Map<string, string>): T {
   if (taken.size === 0) return value;
-  const pattern = new RegExp([...taken.keys()].join('|'), 'g');
+  const pattern = placeholderPattern([...taken.keys()]);
   const walk = (v: unknown): unknown => {
     if (typeof v === 'string') return v.replace(pattern, (p) => taken.get(p)!);
     if (v !== null && typeof v === 'object') {

@@ -1,5 +1,6 @@
 import * as zlib from 'node:zlib';
 import { inflateRawSync } from 'node:zlib';
+import { placeholderPattern } from '../db/deferred.ts';
 
 /**
  * An event's `data` as stored: its JSON, deflated at level 1. Events carry the whole resource,
@@ -63,13 +64,13 @@ export interface DataToComplete {
  * parts around them, each deflated on its own, every part but the last ending on a byte boundary
  * with a sync flush (zlib's empty stored block), so that the deflate of each filled-in text can go
  * between them as a stored block (`storedBlock`; PostgreSQL's `deflate_stored_block`, migration
- * 0026) and the whole inflates to the JSON with the texts in place. A placeholder must be a text no
- * client can send (a fresh id) and stand only as a whole JSON string.
+ * 0026) and the whole inflates to the JSON with the texts in place, wherever a string holds a
+ * placeholder (as `fillIn` fills the answer). A placeholder is a text no client can send.
  */
 export function encodeDataAround(data: unknown, placeholders: string[]): Buffer | DataToComplete {
   const text = JSON.stringify(data);
   if (!placeholders.some((p) => text.includes(p))) return deflateData(Buffer.from(text));
-  const pattern = new RegExp(placeholders.map((p) => p.replace(/[^\w]/g, '\\$&')).join('|'), 'g');
+  const pattern = placeholderPattern(placeholders);
   const parts: Buffer[] = [];
   const fills: string[] = [];
   let from = 0;
