@@ -31,6 +31,115 @@ describe('SQLite connection queue', () => {
   });
 });
 
+describe('SQLite group commit', () => {
+  /** A file database through the dialect, counting its commits, and a second connection to look from outside. */
+  function open() {
+    const dir = mkdtempSync(join(tmpdir(), 'supplyline-group-'));
+    const file = join(dir, 'db.sqlite');
+    const sqlite = openSqliteDatabase(file);
+    sqlite.pragma('journal_mode = WAL');
+    sqlite.pragma('foreign_keys = ON');
+    const counter = { commits: 0 };
+    const db = new Kysely<any>({ dialect: new QueuedSqliteDialect(sqlite, () => { counter.commits++; }) });
+    const outside = openSqliteDatabase(file);
+    const seen = (n: number) => outside.prepare('select count(*) as c from t where n = ?').get(n) as { c: number };
+    const close = async () => {
+      outside.close();
+      await db.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    };
+    return { db, counter, seen, close };
+  }
+  const write = (db: Kysely<any>, n: number, after?: () => void) => db.transaction().execute(async (trx) => {
+    await sql`insert into t (n) values (${n})`.execute(trx);
+    await new Promise((r) => setImmediate(r));
+    after?.();
+  });
+
+  it('commits writes that wait for each other together, and answers each only once its write is durable', async () => {
+    const { db, counter, seen, close } = open();
+    try {
+      await sql`create table t (n integer)`.execute(db);
+      const before = counter.commits;
+      const visibleWhenAnswered: number[] = [];
+      await Promise.all(Array.from({ length: 10 }, (_, n) => write(db, n).then(() => { visibleWhenAnswered.push(seen(n).c); })));
+      assert.deepEqual(visibleWhenAnswered, Array(10).fill(1));
+      assert.ok(counter.commits - before <= 2, `10 writes took ${counter.commits - before} commits`);
+      // A write on its own commits at once.
+      const lone = counter.commits;
+      await write(db, 99);
+      assert.equal(counter.commits, lone + 1);
+      assert.equal(seen(99).c, 1);
+    } finally {
+      await close();
+    }
+  });
+
+  it('bounds a group, so the first write of a long queue is not kept waiting', async () => {
+    const { db, counter, close } = open();
+    try {
+      await sql`create table t (n integer)`.execute(db);
+      const before = counter.commits;
+      await Promise.all(Array.from({ length: 48 }, (_, n) => write(db, n)));
+      assert.ok(counter.commits - before >= 3, `48 writes took ${counter.commits - before} commits`);
+    } finally {
+      await close();
+    }
+  });
+
+  it('rolls back only the write that failed, and commits the rest of its group', async () => {
+    const { db, seen, close } = open();
+    try {
+      await sql`create table t (n integer)`.execute(db);
+      const results = await Promise.allSettled(Array.from({ length: 6 }, (_, n) => write(db, n, () => {
+        if (n === 2) throw new Error('refused');
+      })));
+      assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
+      assert.equal((results[2] as PromiseRejectedResult).reason.message, 'refused');
+      assert.deepEqual([0, 1, 2, 3, 4, 5].map((n) => seen(n).c), [1, 1, 0, 1, 1, 1]);
+    } finally {
+      await close();
+    }
+  });
+
+  it('fails every write of a group whose commit fails, keeps none of them, and goes on afterwards', async () => {
+    const { db, seen, close } = open();
+    try {
+      await sql`create table t (n integer)`.execute(db);
+      await sql`create table parent (id integer primary key)`.execute(db);
+      // A deferred foreign key is checked at COMMIT: the one way to make a commit fail on purpose.
+      await sql`create table child (parent_id integer references parent (id) deferrable initially deferred)`.execute(db);
+      const results = await Promise.allSettled(Array.from({ length: 4 }, (_, n) => db.transaction().execute(async (trx) => {
+        await sql`insert into t (n) values (${n})`.execute(trx);
+        if (n === 1) await sql`insert into child (parent_id) values (42)`.execute(trx);
+        await new Promise((r) => setImmediate(r));
+      })));
+      assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected', 'rejected', 'rejected']);
+      assert.deepEqual([0, 1, 2, 3].map((n) => seen(n).c), [0, 0, 0, 0]);
+      await write(db, 7);
+      assert.equal(seen(7).c, 1);
+    } finally {
+      await close();
+    }
+  });
+
+  it('commits the writes before a read that waits behind them, so it never sees one that could still fail', async () => {
+    const { db, seen, close } = open();
+    try {
+      await sql`create table t (n integer)`.execute(db);
+      const writes = Array.from({ length: 3 }, (_, n) => write(db, n));
+      const read = db.selectFrom('t').select((eb) => eb.fn.countAll().as('c')).executeTakeFirstOrThrow()
+        .then((row) => ({ counted: Number(row.c), durable: [0, 1, 2].map((n) => seen(n).c) }));
+      const later = write(db, 3);
+      const [result] = await Promise.all([read, ...writes, later]);
+      assert.deepEqual(result, { counted: 3, durable: [1, 1, 1] });
+      assert.equal(seen(3).c, 1);
+    } finally {
+      await close();
+    }
+  });
+});
+
 describe('SQLite statement cache', () => {
   function open() {
     const sqlite = openSqliteDatabase(':memory:');

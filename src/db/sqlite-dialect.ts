@@ -51,15 +51,58 @@ class CachingConnection implements DatabaseConnection {
 }
 
 /**
+ * Write transactions that follow one another commit together: at most this many share one SQLite
+ * transaction (and so one commit), which bounds how long the first of them waits for its answer.
+ */
+const MAX_GROUP = 16;
+
+/** One write transaction's part in a group: a savepoint of the shared SQLite transaction. */
+type Member = { state: 'open' | 'released' | 'ended'; failed?: Error; settle?: { resolve: () => void; reject: (error: Error) => void } };
+
+/**
+ * What each acquirer gets: the one connection, with the write transaction it runs, if any. Kysely
+ * hands it back to the driver at begin, commit and rollback, which is how the driver tells members apart.
+ */
+class Lease implements DatabaseConnection {
+  member: Member | null = null;
+  /** Its write went on into the group, and the connection to the next waiter with it. */
+  handedOver = false;
+  constructor(readonly connection: CachingConnection, readonly leaveGroup: () => void) {}
+  executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    if (!this.member) this.leaveGroup();
+    return this.connection.executeQuery(compiledQuery);
+  }
+  streamQuery<R>(compiledQuery: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
+    if (!this.member) this.leaveGroup();
+    return this.connection.streamQuery(compiledQuery);
+  }
+}
+
+const run = (connection: CachingConnection, text: string) => connection.executeQuery(CompiledQuery.raw(text));
+
+/**
  * SQLite has one connection. Kysely's driver guards it with a lock that wakes every waiter at
  * once, so under many concurrent requests some lost the race again and again (30 s tails); this
  * driver hands the connection over first come, first served.
+ *
+ * Group commit: a write transaction is a savepoint of a SQLite transaction that the next waiting
+ * acquirer joins, up to MAX_GROUP, and one COMMIT ends them all; each write's commit resolves
+ * only then, so nothing is answered before it is durable, and a write that fails rolls back its
+ * own savepoint only. A commit wrote every page the writes touched to the WAL (the events' last
+ * page, the counters, the orders' pages): once per group now, not once per write. A group's
+ * members read the earlier members' writes, and commit with them or not at all; a statement
+ * outside a write transaction (a read, a single-statement write) commits the group before it runs,
+ * so nothing outside a group ever sees a write of it before it is durable.
  */
 class QueuedSqliteDriver implements Driver {
   readonly #connection: CachingConnection;
   readonly #database: SqliteDatabase;
   readonly #waiting: Array<() => void> = [];
   #held = false;
+  /** The open SQLite transaction's members, when one is open. */
+  #group: Member[] | null = null;
+  /** Acquirers that ran inside the open transaction: how many more may join it. */
+  #joined = 0;
 
   readonly #afterCommit: () => void;
 
@@ -74,11 +117,25 @@ class QueuedSqliteDriver implements Driver {
   async acquireConnection(): Promise<DatabaseConnection> {
     if (this.#held) await new Promise<void>((resolve) => this.#waiting.push(resolve));
     this.#held = true;
-    return this.#connection;
+    // A statement outside a write transaction commits the open group first: it never reads a write
+    // that could still fail, nor becomes part of one.
+    return new Lease(this.#connection, () => { if (this.#group) this.#commitGroup(); });
   }
 
-  async releaseConnection(): Promise<void> {
+  async releaseConnection(connection: DatabaseConnection): Promise<void> {
+    if ((connection as Lease).handedOver) return;
+    // An open group goes on with the next waiter while it may; otherwise it commits first.
+    if (this.#group && !this.#mayGoOn()) this.#commitGroup();
+    this.#handOver();
+  }
+
+  #mayGoOn(): boolean {
+    return this.#waiting.length > 0 && this.#joined < MAX_GROUP;
+  }
+
+  #handOver(): void {
     const next = this.#waiting.shift();
+    if (this.#group) this.#joined++;
     // Hand the connection straight to the longest waiter; it stays held in between.
     if (next) next();
     else this.#held = false;
@@ -91,16 +148,76 @@ class QueuedSqliteDriver implements Driver {
    * background checkpointer for an instant), since waiting there could deadlock.
    */
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    const lease = connection as Lease;
+    // SQLite ended the transaction on its own (an I/O error): its members go with it.
+    if (this.#group && !this.#database.inTransaction) this.#failGroup(new Error('the database rolled back the transaction'));
+    if (!this.#group) {
+      await run(this.#connection, 'begin immediate');
+      this.#group = [];
+      this.#joined = 0;
+    }
+    await run(this.#connection, 'savepoint member');
+    lease.member = { state: 'open' };
+    this.#group.push(lease.member);
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('commit'));
-    this.#afterCommit();
+    const lease = connection as Lease;
+    const member = lease.member!;
+    await run(this.#connection, 'release member');
+    member.state = 'released';
+    if (!this.#mayGoOn()) {
+      this.#commitGroup();
+      if (member.failed) throw member.failed;
+      return;
+    }
+    // The group goes on with the next waiter; this write's answer waits for the group's commit.
+    const committed = new Promise<void>((resolve, reject) => { member.settle = { resolve, reject }; });
+    lease.handedOver = true;
+    this.#handOver();
+    return committed;
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('rollback'));
+    const member = (connection as Lease).member;
+    // Ended: its group's commit failed, and the group is rolled back already.
+    if (!member || member.state === 'ended') return;
+    if (this.#database.inTransaction) {
+      await run(this.#connection, 'rollback to member');
+      await run(this.#connection, 'release member');
+      member.state = 'ended';
+      this.#group = this.#group!.filter((m) => m !== member);
+    } else {
+      // SQLite rolled the whole transaction back (an I/O error, a full disk): every member goes with it.
+      this.#failGroup(new Error('the database rolled back the transaction'));
+    }
+  }
+
+  #commitGroup(): void {
+    const group = this.#group!;
+    try {
+      this.#connection.executeQuery(CompiledQuery.raw('commit'));
+    } catch (error) {
+      if (this.#database.inTransaction) this.#connection.executeQuery(CompiledQuery.raw('rollback'));
+      this.#failGroup(error as Error);
+      return;
+    }
+    this.#group = null;
+    for (const member of group) {
+      member.state = 'ended';
+      member.settle?.resolve();
+    }
+    this.#afterCommit();
+  }
+
+  #failGroup(error: Error): void {
+    const group = this.#group ?? [];
+    this.#group = null;
+    for (const member of group) {
+      member.state = 'ended';
+      member.failed = error;
+      member.settle?.reject(error);
+    }
   }
 
   async destroy(): Promise<void> {
