@@ -124,6 +124,14 @@ describe('ids', () => {
     assert.equal(new Set(ids).size, ids.length);
     assert.ok(newId('ord', 1_700_000_000_001) > ids[999]);
   });
+
+  it('draw fresh random bits in each new millisecond, across refills of the random pool', () => {
+    // 1,000 milliseconds: the 4 kB pool gives 256 ids, so this crosses three refills.
+    const randomParts = Array.from({ length: 1000 }, (_, i) => newId('evt', 1_800_000_000_000 + i).slice(14));
+    assert.equal(new Set(randomParts).size, randomParts.length);
+    // Each of the 16 characters takes many values: the bits are random, not a counter's.
+    for (let c = 0; c < 16; c++) assert.ok(new Set(randomParts.map((r) => r[c])).size > 20, `character ${c}`);
+  });
 });
 
 describe('loadConfig', () => {
