@@ -33,23 +33,42 @@ describe('SQLite connection queue', () => {
 
 describe('SQLite group commit', () => {
   /** A file database through the dialect, counting its commits, and a second connection to look from outside. */
-  function open() {
+  function open(setup?: (sqlite: ReturnType<typeof openSqliteDatabase>) => void) {
     const dir = mkdtempSync(join(tmpdir(), 'supplyline-group-'));
     const file = join(dir, 'db.sqlite');
     const sqlite = openSqliteDatabase(file);
     sqlite.pragma('journal_mode = WAL');
     sqlite.pragma('foreign_keys = ON');
-    const counter = { commits: 0 };
-    const db = new Kysely<any>({ dialect: new QueuedSqliteDialect(sqlite, () => { counter.commits++; }) });
+    setup?.(sqlite);
     const outside = openSqliteDatabase(file);
+    // Each commit, and how many rows t held after it (t may not exist yet).
+    const counter = { commits: 0, rowsAfter: [] as number[] };
+    const rows = () => {
+      try {
+        return (outside.prepare('select count(*) as c from t').get() as { c: number }).c;
+      } catch {
+        return 0;
+      }
+    };
+    const db = new Kysely<any>({ dialect: new QueuedSqliteDialect(sqlite, () => { counter.commits++; counter.rowsAfter.push(rows()); }) });
     const seen = (n: number) => outside.prepare('select count(*) as c from t where n = ?').get(n) as { c: number };
     const close = async () => {
       outside.close();
       await db.destroy();
       rmSync(dir, { recursive: true, force: true });
     };
-    return { db, counter, seen, close };
+    return { db, sqlite, counter, seen, close };
   }
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** Fails instead of hanging the suite when a promise never settles. */
+  const within = <T>(promise: Promise<T>, what: string) =>
+    Promise.race([promise, sleep(3000).then(() => { throw new Error(`${what} did not settle in 3 s`); })]);
+  const withDeferredKey = async (db: Kysely<any>) => {
+    await sql`create table t (n integer)`.execute(db);
+    await sql`create table parent (id integer primary key)`.execute(db);
+    // A deferred foreign key is checked at COMMIT: the one way to make a commit fail on purpose.
+    await sql`create table child (parent_id integer references parent (id) deferrable initially deferred)`.execute(db);
+  };
   const write = (db: Kysely<any>, n: number, after?: () => void) => db.transaction().execute(async (trx) => {
     await sql`insert into t (n) values (${n})`.execute(trx);
     await new Promise((r) => setImmediate(r));
@@ -75,13 +94,15 @@ describe('SQLite group commit', () => {
     }
   });
 
-  it('bounds a group, so the first write of a long queue is not kept waiting', async () => {
+  it('bounds a group at 16 writes, so the first write of a long queue is not kept waiting', async () => {
     const { db, counter, close } = open();
     try {
       await sql`create table t (n integer)`.execute(db);
-      const before = counter.commits;
+      counter.rowsAfter.length = 0;
       await Promise.all(Array.from({ length: 48 }, (_, n) => write(db, n)));
-      assert.ok(counter.commits - before >= 3, `48 writes took ${counter.commits - before} commits`);
+      const sizes = counter.rowsAfter.map((n, i) => n - (i === 0 ? 0 : counter.rowsAfter[i - 1]));
+      assert.equal(sizes.reduce((a, b) => a + b, 0), 48);
+      assert.ok(Math.max(...sizes) === 16, `group sizes ${sizes}`);
     } finally {
       await close();
     }
@@ -105,10 +126,7 @@ describe('SQLite group commit', () => {
   it('fails every write of a group whose commit fails, keeps none of them, and goes on afterwards', async () => {
     const { db, seen, close } = open();
     try {
-      await sql`create table t (n integer)`.execute(db);
-      await sql`create table parent (id integer primary key)`.execute(db);
-      // A deferred foreign key is checked at COMMIT: the one way to make a commit fail on purpose.
-      await sql`create table child (parent_id integer references parent (id) deferrable initially deferred)`.execute(db);
+      await withDeferredKey(db);
       const results = await Promise.allSettled(Array.from({ length: 4 }, (_, n) => db.transaction().execute(async (trx) => {
         await sql`insert into t (n) values (${n})`.execute(trx);
         if (n === 1) await sql`insert into child (parent_id) values (42)`.execute(trx);
@@ -118,6 +136,89 @@ describe('SQLite group commit', () => {
       assert.deepEqual([0, 1, 2, 3].map((n) => seen(n).c), [0, 0, 0, 0]);
       await write(db, 7);
       assert.equal(seen(7).c, 1);
+    } finally {
+      await close();
+    }
+  });
+
+  it('answers a write that failed only once the writes it read are durable, and with their failure if they fail', async () => {
+    const { db, sqlite, seen, close } = open();
+    try {
+      await withDeferredKey(db);
+      const first = db.transaction().execute(async (trx) => {
+        await sql`insert into t (n) values (1)`.execute(trx);
+        await sql`insert into child (parent_id) values (42)`.execute(trx); // its group's COMMIT fails
+        await new Promise((r) => setImmediate(r));
+      });
+      let undecided: boolean | undefined;
+      const second = db.transaction().execute(async (trx) => {
+        const { rows: [row] } = await sql<{ c: number }>`select count(*) as c from t where n = 1`.execute(trx);
+        throw new Error(`n = 1 exists (${row.c})`);
+      }).catch((error: Error) => {
+        const onConnection = (sqlite.prepare('select count(*) as c from t where n = 1').get() as { c: number }).c;
+        undecided = onConnection !== seen(1).c;
+        return error.message;
+      });
+      const third = write(db, 3);
+      const [a, b, c] = await within(Promise.allSettled([first, second, third]), 'the writes');
+      assert.equal(a.status, 'rejected');
+      assert.equal(undecided, false);
+      // It read a row that never committed: it fails with the commit, not with what it concluded.
+      assert.ok(b.status === 'fulfilled' && !b.value.startsWith('n = 1 exists'), JSON.stringify(b));
+      assert.equal(seen(1).c, 0);
+      assert.equal(c.status, 'fulfilled');
+      assert.equal(seen(3).c, 1);
+    } finally {
+      await close();
+    }
+  });
+
+  it('keeps the statements of db.connection() that follow a transaction in it, when its write went on into a group', async () => {
+    const { db, seen, close } = open();
+    try {
+      await sql`create table t (n integer)`.execute(db);
+      const outer = db.connection().execute(async (connection) => {
+        await connection.transaction().execute(async (trx) => {
+          await sql`insert into t (n) values (1)`.execute(trx);
+          await new Promise((r) => setImmediate(r));
+        });
+        await sleep(10);
+        await sql`insert into t (n) values (100)`.execute(connection);
+      });
+      const read = db.selectFrom('t').selectAll().execute();
+      const refused = db.transaction().execute(async (trx) => {
+        await sql`insert into t (n) values (3)`.execute(trx);
+        await sleep(40);
+        throw new Error('refused');
+      }).catch(() => 'refused');
+      await within(Promise.all([outer, read, refused]), 'the connection scope');
+      assert.deepEqual([1, 3, 100].map((n) => seen(n).c), [1, 0, 1]);
+    } finally {
+      await close();
+    }
+  });
+
+  it('goes on after a failed COMMIT whose ROLLBACK fails too', async () => {
+    let failRollback = false;
+    const { db, close } = open((sqlite) => {
+      const prepare = sqlite.prepare.bind(sqlite);
+      sqlite.prepare = ((text: string) => {
+        if (failRollback && text === 'rollback') throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
+        return prepare(text);
+      }) as typeof sqlite.prepare;
+    });
+    try {
+      await withDeferredKey(db);
+      failRollback = true;
+      const first = db.transaction().execute(async (trx) => {
+        await sql`insert into child (parent_id) values (42)`.execute(trx);
+        await new Promise((r) => setImmediate(r));
+      });
+      const second = db.transaction().execute(async () => { throw new Error('refused'); });
+      const results = await within(Promise.allSettled([first, second]), 'the writes');
+      assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected']);
+      failRollback = false;
+      await within(db.selectFrom('t').selectAll().execute(), 'a later read');
     } finally {
       await close();
     }

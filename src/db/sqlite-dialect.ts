@@ -67,14 +67,23 @@ class Lease implements DatabaseConnection {
   member: Member | null = null;
   /** Its write went on into the group, and the connection to the next waiter with it. */
   handedOver = false;
-  constructor(readonly connection: CachingConnection, readonly leaveGroup: () => void) {}
+  constructor(readonly connection: CachingConnection, readonly driver: QueuedSqliteDriver) {}
+
+  get inWrite(): boolean {
+    return this.member?.state === 'open';
+  }
+
   executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
-    if (!this.member) this.leaveGroup();
+    // Given away with its write (a transaction inside db.connection()): it waits for a turn again.
+    if (this.handedOver) return this.driver.reacquire(this).then(() => this.executeQuery(compiledQuery));
+    this.driver.beforeStatement(this);
     return this.connection.executeQuery(compiledQuery);
   }
-  streamQuery<R>(compiledQuery: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
-    if (!this.member) this.leaveGroup();
-    return this.connection.streamQuery(compiledQuery);
+
+  async *streamQuery<R>(compiledQuery: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
+    if (this.handedOver) await this.driver.reacquire(this);
+    this.driver.beforeStatement(this);
+    yield* this.connection.streamQuery(compiledQuery);
   }
 }
 
@@ -117,20 +126,39 @@ class QueuedSqliteDriver implements Driver {
   async acquireConnection(): Promise<DatabaseConnection> {
     if (this.#held) await new Promise<void>((resolve) => this.#waiting.push(resolve));
     this.#held = true;
+    return new Lease(this.#connection, this);
+  }
+
+  /** The lease gave the connection away with its write, and goes on using it: it queues again. */
+  async reacquire(lease: Lease): Promise<void> {
+    await this.acquireConnection();
+    lease.handedOver = false;
+  }
+
+  beforeStatement(lease: Lease): void {
+    if (lease.inWrite) {
+      // SQLite ended the transaction on its own (an I/O error): a statement now would commit by itself.
+      if (!this.#database.inTransaction) throw new Error('the database rolled back the transaction');
+      return;
+    }
     // A statement outside a write transaction commits the open group first: it never reads a write
     // that could still fail, nor becomes part of one.
-    return new Lease(this.#connection, () => { if (this.#group) this.#commitGroup(); });
+    if (this.#group) this.#commitGroup();
   }
 
   async releaseConnection(connection: DatabaseConnection): Promise<void> {
     if ((connection as Lease).handedOver) return;
     // An open group goes on with the next waiter while it may; otherwise it commits first.
-    if (this.#group && !this.#mayGoOn()) this.#commitGroup();
-    this.#handOver();
+    try {
+      if (this.#group && !this.#mayGoOn()) this.#commitGroup();
+    } finally {
+      this.#handOver();
+    }
   }
 
   #mayGoOn(): boolean {
-    return this.#waiting.length > 0 && this.#joined < MAX_GROUP;
+    // The first write and MAX_GROUP - 1 that it was handed over to.
+    return this.#waiting.length > 0 && this.#joined < MAX_GROUP - 1;
   }
 
   #handOver(): void {
@@ -149,6 +177,7 @@ class QueuedSqliteDriver implements Driver {
    */
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
     const lease = connection as Lease;
+    if (lease.handedOver) await this.reacquire(lease);
     // SQLite ended the transaction on its own (an I/O error): its members go with it.
     if (this.#group && !this.#database.inTransaction) this.#failGroup(new Error('the database rolled back the transaction'));
     if (!this.#group) {
@@ -167,8 +196,8 @@ class QueuedSqliteDriver implements Driver {
     await run(this.#connection, 'release member');
     member.state = 'released';
     if (!this.#mayGoOn()) {
-      this.#commitGroup();
-      if (member.failed) throw member.failed;
+      const failed = this.#commitGroup();
+      if (failed) throw failed;
       return;
     }
     // The group goes on with the next waiter; this write's answer waits for the group's commit.
@@ -187,20 +216,28 @@ class QueuedSqliteDriver implements Driver {
       await run(this.#connection, 'release member');
       member.state = 'ended';
       this.#group = this.#group!.filter((m) => m !== member);
+      // Its failure may rest on what it read of the group's earlier writes: it is answered once
+      // they are durable, and with the group's failure if they never will be.
+      const failed = this.#group.length > 0 ? this.#commitGroup() : null;
+      if (failed) throw failed;
     } else {
       // SQLite rolled the whole transaction back (an I/O error, a full disk): every member goes with it.
       this.#failGroup(new Error('the database rolled back the transaction'));
     }
   }
 
-  #commitGroup(): void {
+  /** Commits the open group; returns the error every member failed with, if the commit failed. */
+  #commitGroup(): Error | null {
     const group = this.#group!;
     try {
       this.#connection.executeQuery(CompiledQuery.raw('commit'));
     } catch (error) {
-      if (this.#database.inTransaction) this.#connection.executeQuery(CompiledQuery.raw('rollback'));
-      this.#failGroup(error as Error);
-      return;
+      try {
+        if (this.#database.inTransaction) this.#connection.executeQuery(CompiledQuery.raw('rollback'));
+      } finally {
+        this.#failGroup(error as Error);
+      }
+      return error as Error;
     }
     this.#group = null;
     for (const member of group) {
@@ -208,6 +245,7 @@ class QueuedSqliteDriver implements Driver {
       member.settle?.resolve();
     }
     this.#afterCommit();
+    return null;
   }
 
   #failGroup(error: Error): void {
