@@ -59,6 +59,15 @@ describe('SQLite group commit', () => {
     };
     return { db, sqlite, counter, seen, close };
   }
+  /** Runs a test on a database of its own, and removes it afterwards. */
+  async function onItsOwnDatabase(test: (opened: ReturnType<typeof open>) => Promise<void>) {
+    const opened = open();
+    try {
+      await test(opened);
+    } finally {
+      await opened.close();
+    }
+  }
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   /** Fails instead of hanging the suite when a promise never settles. */
   const within = <T>(promise: Promise<T>, what: string) =>
@@ -76,126 +85,108 @@ describe('SQLite group commit', () => {
   });
 
   it('commits writes that wait for each other together, and answers each only once its write is durable', async () => {
-    const { db, counter, seen, close } = open();
-    try {
-      await sql`create table t (n integer)`.execute(db);
-      const before = counter.commits;
-      const visibleWhenAnswered: number[] = [];
-      await Promise.all(Array.from({ length: 10 }, (_, n) => write(db, n).then(() => { visibleWhenAnswered.push(seen(n).c); })));
-      assert.deepEqual(visibleWhenAnswered, Array(10).fill(1));
-      assert.ok(counter.commits - before <= 2, `10 writes took ${counter.commits - before} commits`);
-      // A write on its own commits at once.
-      const lone = counter.commits;
-      await write(db, 99);
-      assert.equal(counter.commits, lone + 1);
-      assert.equal(seen(99).c, 1);
-    } finally {
-      await close();
-    }
+    await onItsOwnDatabase(async ({ db, counter, seen }) => {
+    await sql`create table t (n integer)`.execute(db);
+    const before = counter.commits;
+    const visibleWhenAnswered: number[] = [];
+    await Promise.all(Array.from({ length: 10 }, (_, n) => write(db, n).then(() => { visibleWhenAnswered.push(seen(n).c); })));
+    assert.deepEqual(visibleWhenAnswered, Array(10).fill(1));
+    assert.ok(counter.commits - before <= 2, `10 writes took ${counter.commits - before} commits`);
+    // A write on its own commits at once.
+    const lone = counter.commits;
+    await write(db, 99);
+    assert.equal(counter.commits, lone + 1);
+    assert.equal(seen(99).c, 1);
+    });
   });
 
   it('bounds a group at 16 writes, so the first write of a long queue is not kept waiting', async () => {
-    const { db, counter, close } = open();
-    try {
-      await sql`create table t (n integer)`.execute(db);
-      counter.rowsAfter.length = 0;
-      await Promise.all(Array.from({ length: 48 }, (_, n) => write(db, n)));
-      const sizes = counter.rowsAfter.map((n, i) => n - (i === 0 ? 0 : counter.rowsAfter[i - 1]));
-      assert.equal(sizes.reduce((a, b) => a + b, 0), 48);
-      assert.ok(Math.max(...sizes) === 16, `group sizes ${sizes}`);
-    } finally {
-      await close();
-    }
+    await onItsOwnDatabase(async ({ db, counter }) => {
+    await sql`create table t (n integer)`.execute(db);
+    counter.rowsAfter.length = 0;
+    await Promise.all(Array.from({ length: 48 }, (_, n) => write(db, n)));
+    const sizes = counter.rowsAfter.map((n, i) => n - (i === 0 ? 0 : counter.rowsAfter[i - 1]));
+    assert.equal(sizes.reduce((a, b) => a + b, 0), 48);
+    assert.ok(Math.max(...sizes) === 16, `group sizes ${sizes}`);
+    });
   });
 
   it('rolls back only the write that failed, and commits the rest of its group', async () => {
-    const { db, seen, close } = open();
-    try {
-      await sql`create table t (n integer)`.execute(db);
-      const results = await Promise.allSettled(Array.from({ length: 6 }, (_, n) => write(db, n, () => {
-        if (n === 2) throw new Error('refused');
-      })));
-      assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
-      assert.equal((results[2] as PromiseRejectedResult).reason.message, 'refused');
-      assert.deepEqual([0, 1, 2, 3, 4, 5].map((n) => seen(n).c), [1, 1, 0, 1, 1, 1]);
-    } finally {
-      await close();
-    }
+    await onItsOwnDatabase(async ({ db, seen }) => {
+    await sql`create table t (n integer)`.execute(db);
+    const results = await Promise.allSettled(Array.from({ length: 6 }, (_, n) => write(db, n, () => {
+      if (n === 2) throw new Error('refused');
+    })));
+    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
+    assert.equal((results[2] as PromiseRejectedResult).reason.message, 'refused');
+    assert.deepEqual([0, 1, 2, 3, 4, 5].map((n) => seen(n).c), [1, 1, 0, 1, 1, 1]);
+    });
   });
 
   it('fails every write of a group whose commit fails, keeps none of them, and goes on afterwards', async () => {
-    const { db, seen, close } = open();
-    try {
-      await withDeferredKey(db);
-      const results = await Promise.allSettled(Array.from({ length: 4 }, (_, n) => db.transaction().execute(async (trx) => {
-        await sql`insert into t (n) values (${n})`.execute(trx);
-        if (n === 1) await sql`insert into child (parent_id) values (42)`.execute(trx);
-        await new Promise((r) => setImmediate(r));
-      })));
-      assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected', 'rejected', 'rejected']);
-      assert.deepEqual([0, 1, 2, 3].map((n) => seen(n).c), [0, 0, 0, 0]);
-      await write(db, 7);
-      assert.equal(seen(7).c, 1);
-    } finally {
-      await close();
-    }
+    await onItsOwnDatabase(async ({ db, seen }) => {
+    await withDeferredKey(db);
+    const results = await Promise.allSettled(Array.from({ length: 4 }, (_, n) => db.transaction().execute(async (trx) => {
+      await sql`insert into t (n) values (${n})`.execute(trx);
+      if (n === 1) await sql`insert into child (parent_id) values (42)`.execute(trx);
+      await new Promise((r) => setImmediate(r));
+    })));
+    assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected', 'rejected', 'rejected']);
+    assert.deepEqual([0, 1, 2, 3].map((n) => seen(n).c), [0, 0, 0, 0]);
+    await write(db, 7);
+    assert.equal(seen(7).c, 1);
+    });
   });
 
   it('answers a write that failed only once the writes it read are durable, and with their failure if they fail', async () => {
-    const { db, sqlite, seen, close } = open();
-    try {
-      await withDeferredKey(db);
-      const first = db.transaction().execute(async (trx) => {
-        await sql`insert into t (n) values (1)`.execute(trx);
-        await sql`insert into child (parent_id) values (42)`.execute(trx); // its group's COMMIT fails
-        await new Promise((r) => setImmediate(r));
-      });
-      let undecided: boolean | undefined;
-      const second = db.transaction().execute(async (trx) => {
-        const { rows: [row] } = await sql<{ c: number }>`select count(*) as c from t where n = 1`.execute(trx);
-        throw new Error(`n = 1 exists (${row.c})`);
-      }).catch((error: Error) => {
-        const onConnection = (sqlite.prepare('select count(*) as c from t where n = 1').get() as { c: number }).c;
-        undecided = onConnection !== seen(1).c;
-        return error.message;
-      });
-      const third = write(db, 3);
-      const [a, b, c] = await within(Promise.allSettled([first, second, third]), 'the writes');
-      assert.equal(a.status, 'rejected');
-      assert.equal(undecided, false);
-      // It read a row that never committed: it fails with the commit, not with what it concluded.
-      assert.ok(b.status === 'fulfilled' && !b.value.startsWith('n = 1 exists'), JSON.stringify(b));
-      assert.equal(seen(1).c, 0);
-      assert.equal(c.status, 'fulfilled');
-      assert.equal(seen(3).c, 1);
-    } finally {
-      await close();
-    }
+    await onItsOwnDatabase(async ({ db, sqlite, seen }) => {
+    await withDeferredKey(db);
+    const first = db.transaction().execute(async (trx) => {
+      await sql`insert into t (n) values (1)`.execute(trx);
+      await sql`insert into child (parent_id) values (42)`.execute(trx); // its group's COMMIT fails
+      await new Promise((r) => setImmediate(r));
+    });
+    let undecided: boolean | undefined;
+    const second = db.transaction().execute(async (trx) => {
+      const { rows: [row] } = await sql<{ c: number }>`select count(*) as c from t where n = 1`.execute(trx);
+      throw new Error(`n = 1 exists (${row.c})`);
+    }).catch((error: Error) => {
+      const onConnection = (sqlite.prepare('select count(*) as c from t where n = 1').get() as { c: number }).c;
+      undecided = onConnection !== seen(1).c;
+      return error.message;
+    });
+    const third = write(db, 3);
+    const [a, b, c] = await within(Promise.allSettled([first, second, third]), 'the writes');
+    assert.equal(a.status, 'rejected');
+    assert.equal(undecided, false);
+    // It read a row that never committed: it fails with the commit, not with what it concluded.
+    assert.ok(b.status === 'fulfilled' && !b.value.startsWith('n = 1 exists'), JSON.stringify(b));
+    assert.equal(seen(1).c, 0);
+    assert.equal(c.status, 'fulfilled');
+    assert.equal(seen(3).c, 1);
+    });
   });
 
   it('keeps the statements of db.connection() that follow a transaction in it, when its write went on into a group', async () => {
-    const { db, seen, close } = open();
-    try {
-      await sql`create table t (n integer)`.execute(db);
-      const outer = db.connection().execute(async (connection) => {
-        await connection.transaction().execute(async (trx) => {
-          await sql`insert into t (n) values (1)`.execute(trx);
-          await new Promise((r) => setImmediate(r));
-        });
-        await sleep(10);
-        await sql`insert into t (n) values (100)`.execute(connection);
+    await onItsOwnDatabase(async ({ db, seen }) => {
+    await sql`create table t (n integer)`.execute(db);
+    const outer = db.connection().execute(async (connection) => {
+      await connection.transaction().execute(async (trx) => {
+        await sql`insert into t (n) values (1)`.execute(trx);
+        await new Promise((r) => setImmediate(r));
       });
-      const read = db.selectFrom('t').selectAll().execute();
-      const refused = db.transaction().execute(async (trx) => {
-        await sql`insert into t (n) values (3)`.execute(trx);
-        await sleep(40);
-        throw new Error('refused');
-      }).catch(() => 'refused');
-      await within(Promise.all([outer, read, refused]), 'the connection scope');
-      assert.deepEqual([1, 3, 100].map((n) => seen(n).c), [1, 0, 1]);
-    } finally {
-      await close();
-    }
+      await sleep(10);
+      await sql`insert into t (n) values (100)`.execute(connection);
+    });
+    const read = db.selectFrom('t').selectAll().execute();
+    const refused = db.transaction().execute(async (trx) => {
+      await sql`insert into t (n) values (3)`.execute(trx);
+      await sleep(40);
+      throw new Error('refused');
+    }).catch(() => 'refused');
+    await within(Promise.all([outer, read, refused]), 'the connection scope');
+    assert.deepEqual([1, 3, 100].map((n) => seen(n).c), [1, 0, 1]);
+    });
   });
 
   it('goes on after a failed COMMIT whose ROLLBACK fails too', async () => {
@@ -225,19 +216,16 @@ describe('SQLite group commit', () => {
   });
 
   it('commits the writes before a read that waits behind them, so it never sees one that could still fail', async () => {
-    const { db, seen, close } = open();
-    try {
-      await sql`create table t (n integer)`.execute(db);
-      const writes = Array.from({ length: 3 }, (_, n) => write(db, n));
-      const read = db.selectFrom('t').select((eb) => eb.fn.countAll().as('c')).executeTakeFirstOrThrow()
-        .then((row) => ({ counted: Number(row.c), durable: [0, 1, 2].map((n) => seen(n).c) }));
-      const later = write(db, 3);
-      const [result] = await Promise.all([read, ...writes, later]);
-      assert.deepEqual(result, { counted: 3, durable: [1, 1, 1] });
-      assert.equal(seen(3).c, 1);
-    } finally {
-      await close();
-    }
+    await onItsOwnDatabase(async ({ db, seen }) => {
+    await sql`create table t (n integer)`.execute(db);
+    const writes = Array.from({ length: 3 }, (_, n) => write(db, n));
+    const read = db.selectFrom('t').select((eb) => eb.fn.countAll().as('c')).executeTakeFirstOrThrow()
+      .then((row) => ({ counted: Number(row.c), durable: [0, 1, 2].map((n) => seen(n).c) }));
+    const later = write(db, 3);
+    const [result] = await Promise.all([read, ...writes, later]);
+    assert.deepEqual(result, { counted: 3, durable: [1, 1, 1] });
+    assert.equal(seen(3).c, 1);
+    });
   });
 });
 
