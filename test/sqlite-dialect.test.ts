@@ -189,6 +189,31 @@ describe('SQLite group commit', () => {
     });
   });
 
+  it('rolls the whole group back when a failed write cannot be undone alone, and goes on', async () => {
+    let failUndo = false;
+    const { db, seen, close } = open((sqlite) => {
+      const prepare = sqlite.prepare.bind(sqlite);
+      sqlite.prepare = ((text: string) => {
+        if (failUndo && text === 'rollback to member') throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
+        return prepare(text);
+      }) as typeof sqlite.prepare;
+    });
+    try {
+      await sql`create table t (n integer)`.execute(db);
+      failUndo = true;
+      const first = write(db, 1);
+      const second = write(db, 2, () => { throw new Error('refused'); });
+      const results = await within(Promise.allSettled([first, second]), 'the writes');
+      assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected']);
+      assert.deepEqual([1, 2].map((n) => seen(n).c), [0, 0]);
+      failUndo = false;
+      await within(write(db, 3), 'a later write');
+      assert.equal(seen(3).c, 1);
+    } finally {
+      await close();
+    }
+  });
+
   it('goes on after a failed COMMIT whose ROLLBACK fails too', async () => {
     let failRollback = false;
     const { db, close } = open((sqlite) => {

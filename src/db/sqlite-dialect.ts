@@ -57,7 +57,7 @@ class CachingConnection implements DatabaseConnection {
 const MAX_GROUP = 16;
 
 /** One write transaction's part in a group: a savepoint of the shared SQLite transaction. */
-type Member = { state: 'open' | 'released' | 'ended'; failed?: Error; settle?: { resolve: () => void; reject: (error: Error) => void } };
+type Member = { state: 'open' | 'released' | 'ended'; settle?: { resolve: () => void; reject: (error: Error) => void } };
 
 /**
  * What each acquirer gets: the one connection, with the write transaction it runs, if any. Kysely
@@ -212,8 +212,14 @@ class QueuedSqliteDriver implements Driver {
     // Ended: its group's commit failed, and the group is rolled back already.
     if (!member || member.state === 'ended') return;
     if (this.#database.inTransaction) {
-      await run(this.#connection, 'rollback to member');
-      await run(this.#connection, 'release member');
+      try {
+        await run(this.#connection, 'rollback to member');
+        await run(this.#connection, 'release member');
+      } catch (error) {
+        // Its writes could not be undone alone: the group must not commit them.
+        this.#rollBackGroup(error as Error);
+        throw error;
+      }
       member.state = 'ended';
       this.#group = this.#group!.filter((m) => m !== member);
       // Its failure may rest on what it read of the group's earlier writes: it is answered once
@@ -232,11 +238,7 @@ class QueuedSqliteDriver implements Driver {
     try {
       this.#connection.executeQuery(CompiledQuery.raw('commit'));
     } catch (error) {
-      try {
-        if (this.#database.inTransaction) this.#connection.executeQuery(CompiledQuery.raw('rollback'));
-      } finally {
-        this.#failGroup(error as Error);
-      }
+      this.#rollBackGroup(error as Error);
       return error as Error;
     }
     this.#group = null;
@@ -248,12 +250,19 @@ class QueuedSqliteDriver implements Driver {
     return null;
   }
 
+  #rollBackGroup(error: Error): void {
+    try {
+      if (this.#database.inTransaction) this.#connection.executeQuery(CompiledQuery.raw('rollback'));
+    } finally {
+      this.#failGroup(error);
+    }
+  }
+
   #failGroup(error: Error): void {
     const group = this.#group ?? [];
     this.#group = null;
     for (const member of group) {
       member.state = 'ended';
-      member.failed = error;
       member.settle?.reject(error);
     }
   }
