@@ -72,6 +72,14 @@ describe('SQLite group commit', () => {
   /** Fails instead of hanging the suite when a promise never settles. */
   const within = <T>(promise: Promise<T>, what: string) =>
     Promise.race([promise, sleep(3000).then(() => { throw new Error(`${what} did not settle in 3 s`); })]);
+  /** Makes one statement fail as an I/O error would, while `failing.on`. */
+  const failingStatement = (text: string, failing: { on: boolean }) => (sqlite: ReturnType<typeof openSqliteDatabase>) => {
+    const prepare = sqlite.prepare.bind(sqlite);
+    sqlite.prepare = ((source: string) => {
+      if (failing.on && source === text) throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
+      return prepare(source);
+    }) as typeof sqlite.prepare;
+  };
   const withDeferredKey = async (db: Kysely<any>) => {
     await sql`create table t (n integer)`.execute(db);
     await sql`create table parent (id integer primary key)`.execute(db);
@@ -86,65 +94,65 @@ describe('SQLite group commit', () => {
 
   it('commits writes that wait for each other together, and answers each only once its write is durable', async () => {
     await onItsOwnDatabase(async ({ db, counter, seen }) => {
-    await sql`create table t (n integer)`.execute(db);
-    const before = counter.commits;
-    const visibleWhenAnswered: number[] = [];
-    await Promise.all(Array.from({ length: 10 }, (_, n) => write(db, n).then(() => { visibleWhenAnswered.push(seen(n).c); })));
-    assert.deepEqual(visibleWhenAnswered, Array(10).fill(1));
-    assert.ok(counter.commits - before <= 2, `10 writes took ${counter.commits - before} commits`);
-    // A write on its own commits at once.
-    const lone = counter.commits;
-    await write(db, 99);
-    assert.equal(counter.commits, lone + 1);
-    assert.equal(seen(99).c, 1);
+      await sql`create table t (n integer)`.execute(db);
+      const before = counter.commits;
+      const visibleWhenAnswered: number[] = [];
+      await Promise.all(Array.from({ length: 10 }, (_, n) => write(db, n).then(() => { visibleWhenAnswered.push(seen(n).c); })));
+      assert.deepEqual(visibleWhenAnswered, Array(10).fill(1));
+      assert.ok(counter.commits - before <= 2, `10 writes took ${counter.commits - before} commits`);
+      // A write on its own commits at once.
+      const lone = counter.commits;
+      await write(db, 99);
+      assert.equal(counter.commits, lone + 1);
+      assert.equal(seen(99).c, 1);
     });
   });
 
   it('bounds a group at 16 writes, so the first write of a long queue is not kept waiting', async () => {
     await onItsOwnDatabase(async ({ db, counter }) => {
-    await sql`create table t (n integer)`.execute(db);
-    counter.rowsAfter.length = 0;
-    await Promise.all(Array.from({ length: 48 }, (_, n) => write(db, n)));
-    const sizes = counter.rowsAfter.map((n, i) => n - (i === 0 ? 0 : counter.rowsAfter[i - 1]));
-    assert.equal(sizes.reduce((a, b) => a + b, 0), 48);
-    assert.ok(Math.max(...sizes) === 16, `group sizes ${sizes}`);
+      await sql`create table t (n integer)`.execute(db);
+      counter.rowsAfter.length = 0;
+      await Promise.all(Array.from({ length: 48 }, (_, n) => write(db, n)));
+      const sizes = counter.rowsAfter.map((n, i) => n - (i === 0 ? 0 : counter.rowsAfter[i - 1]));
+      assert.equal(sizes.reduce((a, b) => a + b, 0), 48);
+      assert.ok(Math.max(...sizes) === 16, `group sizes ${sizes}`);
     });
   });
 
   it('rolls back only the write that failed, and commits the rest of its group', async () => {
     await onItsOwnDatabase(async ({ db, seen }) => {
-    await sql`create table t (n integer)`.execute(db);
-    const results = await Promise.allSettled(Array.from({ length: 6 }, (_, n) => write(db, n, () => {
-      if (n === 2) throw new Error('refused');
-    })));
-    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
-    assert.equal((results[2] as PromiseRejectedResult).reason.message, 'refused');
-    assert.deepEqual([0, 1, 2, 3, 4, 5].map((n) => seen(n).c), [1, 1, 0, 1, 1, 1]);
+      await sql`create table t (n integer)`.execute(db);
+      const results = await Promise.allSettled(Array.from({ length: 6 }, (_, n) => write(db, n, () => {
+        if (n === 2) throw new Error('refused');
+      })));
+      assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
+      assert.equal((results[2] as PromiseRejectedResult).reason.message, 'refused');
+      assert.deepEqual([0, 1, 2, 3, 4, 5].map((n) => seen(n).c), [1, 1, 0, 1, 1, 1]);
     });
   });
 
   it('fails every write of a group whose commit fails, keeps none of them, and goes on afterwards', async () => {
     await onItsOwnDatabase(async ({ db, seen }) => {
-    await withDeferredKey(db);
-    const results = await Promise.allSettled(Array.from({ length: 4 }, (_, n) => db.transaction().execute(async (trx) => {
-      await sql`insert into t (n) values (${n})`.execute(trx);
-      if (n === 1) await sql`insert into child (parent_id) values (42)`.execute(trx);
-      await new Promise((r) => setImmediate(r));
-    })));
-    assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected', 'rejected', 'rejected']);
-    assert.deepEqual([0, 1, 2, 3].map((n) => seen(n).c), [0, 0, 0, 0]);
-    await write(db, 7);
-    assert.equal(seen(7).c, 1);
+      await withDeferredKey(db);
+      const results = await Promise.allSettled(Array.from({ length: 4 }, (_, n) => db.transaction().execute(async (trx) => {
+        await sql`insert into t (n) values (${n})`.execute(trx);
+        if (n === 1) await sql`insert into child (parent_id) values (42)`.execute(trx);
+        await new Promise((r) => setImmediate(r));
+      })));
+      assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected', 'rejected', 'rejected']);
+      assert.deepEqual([0, 1, 2, 3].map((n) => seen(n).c), [0, 0, 0, 0]);
+      await write(db, 7);
+      assert.equal(seen(7).c, 1);
     });
   });
 
   it('answers a write that failed only once the writes it read are durable, and with their failure if they fail', async () => {
     await onItsOwnDatabase(async ({ db, sqlite, seen }) => {
-    await withDeferredKey(db);
-    const first = db.transaction().execute(async (trx) => {
-      await sql`insert into t (n) values (1)`.execute(trx);
-      await sql`insert into child (parent_id) values (42)`.execute(trx); // its group's COMMIT fails
-      await new Promise((r) => setImmediate(r));
+      await withDeferredKey(db);
+      const first = db.transaction().execute(async (trx) => {
+        await sql`insert into t (n) values (1)`.execute(trx);
+        await sql`insert into child (parent_id) values (42)`.execute(trx); // its group's COMMIT fails
+        await new Promise((r) => setImmediate(r));
     });
     let undecided: boolean | undefined;
     const second = db.transaction().execute(async (trx) => {
@@ -169,14 +177,14 @@ describe('SQLite group commit', () => {
 
   it('keeps the statements of db.connection() that follow a transaction in it, when its write went on into a group', async () => {
     await onItsOwnDatabase(async ({ db, seen }) => {
-    await sql`create table t (n integer)`.execute(db);
-    const outer = db.connection().execute(async (connection) => {
-      await connection.transaction().execute(async (trx) => {
-        await sql`insert into t (n) values (1)`.execute(trx);
-        await new Promise((r) => setImmediate(r));
-      });
-      await sleep(10);
-      await sql`insert into t (n) values (100)`.execute(connection);
+      await sql`create table t (n integer)`.execute(db);
+      const outer = db.connection().execute(async (connection) => {
+        await connection.transaction().execute(async (trx) => {
+          await sql`insert into t (n) values (1)`.execute(trx);
+          await new Promise((r) => setImmediate(r));
+        });
+        await sleep(10);
+        await sql`insert into t (n) values (100)`.execute(connection);
     });
     const read = db.selectFrom('t').selectAll().execute();
     const refused = db.transaction().execute(async (trx) => {
@@ -190,23 +198,17 @@ describe('SQLite group commit', () => {
   });
 
   it('rolls the whole group back when a failed write cannot be undone alone, and goes on', async () => {
-    let failUndo = false;
-    const { db, seen, close } = open((sqlite) => {
-      const prepare = sqlite.prepare.bind(sqlite);
-      sqlite.prepare = ((text: string) => {
-        if (failUndo && text === 'rollback to member') throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
-        return prepare(text);
-      }) as typeof sqlite.prepare;
-    });
+    const failing = { on: false };
+    const { db, seen, close } = open(failingStatement('rollback to member', failing));
     try {
       await sql`create table t (n integer)`.execute(db);
-      failUndo = true;
+      failing.on = true;
       const first = write(db, 1);
       const second = write(db, 2, () => { throw new Error('refused'); });
       const results = await within(Promise.allSettled([first, second]), 'the writes');
       assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected']);
       assert.deepEqual([1, 2].map((n) => seen(n).c), [0, 0]);
-      failUndo = false;
+      failing.on = false;
       await within(write(db, 3), 'a later write');
       assert.equal(seen(3).c, 1);
     } finally {
@@ -215,17 +217,11 @@ describe('SQLite group commit', () => {
   });
 
   it('goes on after a failed COMMIT whose ROLLBACK fails too', async () => {
-    let failRollback = false;
-    const { db, close } = open((sqlite) => {
-      const prepare = sqlite.prepare.bind(sqlite);
-      sqlite.prepare = ((text: string) => {
-        if (failRollback && text === 'rollback') throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
-        return prepare(text);
-      }) as typeof sqlite.prepare;
-    });
+    const failing = { on: false };
+    const { db, close } = open(failingStatement('rollback', failing));
     try {
       await withDeferredKey(db);
-      failRollback = true;
+      failing.on = true;
       const first = db.transaction().execute(async (trx) => {
         await sql`insert into child (parent_id) values (42)`.execute(trx);
         await new Promise((r) => setImmediate(r));
@@ -233,7 +229,7 @@ describe('SQLite group commit', () => {
       const second = db.transaction().execute(async () => { throw new Error('refused'); });
       const results = await within(Promise.allSettled([first, second]), 'the writes');
       assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected']);
-      failRollback = false;
+      failing.on = false;
       await within(db.selectFrom('t').selectAll().execute(), 'a later read');
     } finally {
       await close();
@@ -242,14 +238,14 @@ describe('SQLite group commit', () => {
 
   it('commits the writes before a read that waits behind them, so it never sees one that could still fail', async () => {
     await onItsOwnDatabase(async ({ db, seen }) => {
-    await sql`create table t (n integer)`.execute(db);
-    const writes = Array.from({ length: 3 }, (_, n) => write(db, n));
-    const read = db.selectFrom('t').select((eb) => eb.fn.countAll().as('c')).executeTakeFirstOrThrow()
-      .then((row) => ({ counted: Number(row.c), durable: [0, 1, 2].map((n) => seen(n).c) }));
-    const later = write(db, 3);
-    const [result] = await Promise.all([read, ...writes, later]);
-    assert.deepEqual(result, { counted: 3, durable: [1, 1, 1] });
-    assert.equal(seen(3).c, 1);
+      await sql`create table t (n integer)`.execute(db);
+      const writes = Array.from({ length: 3 }, (_, n) => write(db, n));
+      const read = db.selectFrom('t').select((eb) => eb.fn.countAll().as('c')).executeTakeFirstOrThrow()
+        .then((row) => ({ counted: Number(row.c), durable: [0, 1, 2].map((n) => seen(n).c) }));
+      const later = write(db, 3);
+      const [result] = await Promise.all([read, ...writes, later]);
+      assert.deepEqual(result, { counted: 3, durable: [1, 1, 1] });
+      assert.equal(seen(3).c, 1);
     });
   });
 });

@@ -1,0 +1,88 @@
+import { CompiledQuery, SelectQueryNode, type DatabaseConnection, type QueryResult } from 'kysely';
+import type { SqliteDatabase, SqliteStatement as Statement } from './sqlite-driver.ts';
+
+/** Distinct statements kept prepared; far more than the application's queries, so eviction is rare. */
+const STATEMENT_CACHE_SIZE = 1000;
+
+/**
+ * The one SQLite connection (better-sqlite3, chosen in sqlite-driver.ts), with its prepared
+ * statements cached by SQL text. Kysely's own driver prepares every query afresh, which cost a
+ * fifth of the server's CPU on a get-order load; the application issues a few hundred distinct
+ * statements, so a bounded cache holds them all.
+ */
+export class CachingConnection implements DatabaseConnection {
+  readonly #db: SqliteDatabase;
+  readonly #statements = new Map<string, Statement>();
+
+  constructor(db: SqliteDatabase) {
+    this.#db = db;
+  }
+
+  #prepare(sql: string): Statement {
+    let statement = this.#statements.get(sql);
+    if (statement) {
+      // Most recently used last, so the first key is the one to evict.
+      this.#statements.delete(sql);
+    } else {
+      statement = this.#db.prepare(sql);
+      if (this.#statements.size >= STATEMENT_CACHE_SIZE) this.#statements.delete(this.#statements.keys().next().value!);
+    }
+    this.#statements.set(sql, statement);
+    return statement;
+  }
+
+  executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    const statement = this.#prepare(compiledQuery.sql);
+    const parameters = compiledQuery.parameters as unknown[];
+    if (statement.reader) return Promise.resolve({ rows: statement.all(parameters) as R[] });
+    const { changes, lastInsertRowid } = statement.run(parameters);
+    return Promise.resolve({ numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] });
+  }
+
+  async *streamQuery<R>(compiledQuery: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
+    if (!SelectQueryNode.is(compiledQuery.query)) throw new Error('SQLite streams select queries only');
+    // Not cached: a statement that is being iterated cannot run anything else meanwhile.
+    for (const row of this.#db.prepare(compiledQuery.sql).iterate(compiledQuery.parameters as unknown[])) {
+      yield { rows: [row as R] };
+    }
+  }
+}
+
+/** One write transaction's part in a group: a savepoint of the shared SQLite transaction. */
+export type Member = { state: 'open' | 'released' | 'ended'; settle?: { resolve: () => void; reject: (error: Error) => void } };
+
+/** What a lease asks of the driver that gave it (src/db/sqlite-dialect.ts). */
+export interface LeaseOwner {
+  /** The lease gave the connection away with its write, and goes on using it: it queues again. */
+  reacquire(lease: Lease): Promise<void>;
+  /** Called before each statement: a statement outside a write commits the open group first. */
+  beforeStatement(lease: Lease): void;
+}
+
+/**
+ * What each acquirer gets: the one connection, with the write transaction it runs, if any. Kysely
+ * hands it back to the driver at begin, commit and rollback, which is how the driver tells members apart.
+ */
+export class Lease implements DatabaseConnection {
+  member: Member | null = null;
+  /** Its write went on into the group, and the connection to the next waiter with it. */
+  handedOver = false;
+  constructor(readonly connection: CachingConnection, readonly driver: LeaseOwner) {}
+
+  get inWrite(): boolean {
+    return this.member?.state === 'open';
+  }
+
+  executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    // Given away with its write (a transaction inside db.connection()): it waits for a turn again.
+    if (this.handedOver) return this.driver.reacquire(this).then(() => this.executeQuery(compiledQuery));
+    this.driver.beforeStatement(this);
+    return this.connection.executeQuery(compiledQuery);
+  }
+
+  async *streamQuery<R>(compiledQuery: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
+    if (this.handedOver) await this.driver.reacquire(this);
+    this.driver.beforeStatement(this);
+    yield* this.connection.streamQuery(compiledQuery);
+  }
+}
