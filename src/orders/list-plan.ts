@@ -57,6 +57,8 @@ const impliedByCreatedSince = (options: ListOrdersOptions) =>
 const bySideTable = ({ db, options }: ListScope) => options.property !== null && sideTableServes(db, options.property);
 const sideTableWhere = (query: OrdersQuery, { db, businessId, options }: ListScope) =>
   query.where(sideTableCondition(db, businessId, options.property!, options.includeDeleted));
+/** The property filter by the JSON functions on the order's own row. */
+const jsonWhere = (query: OrdersQuery, { db, options }: ListScope) => query.where(propertyCondition(db, sql.ref('properties'), options.property!));
 
 /** Every strategy but the side table's page reads whatever query it is given, so it serves every filter. */
 const ANY_PAGE = ['pageChangedSince'] as const;
@@ -123,7 +125,7 @@ export const ORDER_FILTERS = {
   propertyJson: {
     keys: ['propertyPath', 'propertyValue', 'propertyExists'],
     active: (scope) => scope.options.property !== null && !bySideTable(scope),
-    where: (query, { db, options }) => query.where(propertyCondition(db, sql.ref('properties'), options.property!)),
+    where: jsonWhere,
     totals: [ANY],
     pages: ANY_PAGE,
   },
@@ -145,6 +147,20 @@ export const ORDER_FILTERS = {
 } satisfies Record<string, ListFilter>;
 
 export type OrderFilterName = keyof typeof ORDER_FILTERS;
+
+/**
+ * The filters with the property filter tested on each order's row by the JSON functions, for a
+ * query that passes over a short range of rows: the older part of a changed-since split (a month
+ * of orders at 1M). There the side table cost one index probe per order: on PostgreSQL 25 ms for
+ * 7k orders, against 12 ms for reading the range's rows. Both answer alike wherever the side table
+ * serves (sideTableServes).
+ */
+export const ROW_FILTERS: Record<string, ListFilter> = {
+  ...ORDER_FILTERS,
+  propertyValue: { ...ORDER_FILTERS.propertyValue, where: jsonWhere },
+  propertyPresent: { ...ORDER_FILTERS.propertyPresent, where: jsonWhere },
+  propertyAbsent: { ...ORDER_FILTERS.propertyAbsent, where: jsonWhere },
+};
 export type ActiveFilters = ReadonlyMap<string, ListFilter>;
 
 /**
