@@ -3,7 +3,7 @@ import { sql, type SqlBool } from 'kysely';
 import { anyOf, notIndexed } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
 import {
-  activeFilters, bySideTableMatches, changedSinceOf, choosePage, chooseTotal, filterOrders, ROW_FILTERS,
+  activeFilters, bySideTableMatches, changedSinceOf, choosePage, chooseTotal, filterOrders, filtersForRange,
   type ActiveFilters, type ListOrdersOptions, type ListScope, type OrdersQuery, type PageStrategy, type TotalStrategy,
 } from './list-plan.ts';
 import { countChangedSince, olderChangedDays } from './projections/change-counts.ts';
@@ -91,9 +91,8 @@ async function recentOf(plan: Planned, since: string): Promise<Pick<ChangedSplit
 async function olderOf(plan: Planned, since: string): Promise<Omit<ChangedSplit, 'recent' | 'recentTotal'>> {
   const days = await olderChangedDays(plan.db, plan.businessId, since, plan.options.includeDeleted);
   // Every filter but changedSince's range over updated_at, which must not lead: the created days bound the rows.
-  // The property filter is tested on each row's JSON (ROW_FILTERS): reading the rows of the created
-  // range costs less than probing the side table once per order.
-  const older = filterOrders(plan, { except: ['changedSince'] }, ROW_FILTERS).where(sql<SqlBool>`${notIndexed(plan.db, 'updated_at')} > ${since}`)
+  // A short range of rows: the property filter as filtersForRange says.
+  const older = filterOrders(plan, { except: ['changedSince'] }, filtersForRange(plan.db)).where(sql<SqlBool>`${notIndexed(plan.db, 'updated_at')} > ${since}`)
     .where('created_at', '<=', since).where('created_at', '>=', `${days[0]?.day ?? since.slice(0, 10)}T00:00:00.000Z`);
   if (days.length === 0) return { older, olderTotal: 0, olderDays: [] };
   if ([...plan.active.keys()].every((name) => UNFILTERED_OLDER.has(name))) {
