@@ -24,6 +24,7 @@ import { changeCountsByCreatedDay } from './migrations/0023-change-counts-by-cre
 import { createdIndexesWithUpdated } from './migrations/0024-created-indexes-with-updated.ts';
 import { countsWithoutRowid } from './migrations/0025-counts-without-rowid.ts';
 import { commitValueFunctions } from './migrations/0026-commit-values.ts';
+import { countsCoveringKeys } from './migrations/0027-counts-covering-keys.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -53,6 +54,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0024-created-indexes-with-updated': createdIndexesWithUpdated,
     '0025-counts-without-rowid': countsWithoutRowid(dialect),
     '0026-commit-values': commitValueFunctions(dialect),
+    '0027-counts-covering-keys': countsCoveringKeys(dialect),
   };
 }
 
