@@ -62,19 +62,20 @@ export function listDaysOnce(list: Parameters<typeof listDays>[0]): DaysOf {
  */
 export async function pageByCreatedDay(
   db: Db, businessId: string, query: OrdersQuery, options: ListOrdersOptions, total: number,
-  daysOf: DaysOf = listDaysOnce({ db, businessId, query, options }),
+  daysOf: DaysOf = listDaysOnce({ db, businessId, query, options }), withinDays = query,
 ): Promise<string[]> {
-  return idsByDays(query, daysOf, nearerEnd(total, options));
+  return idsByDays(query, daysOf, nearerEnd(total, options), withinDays);
 }
 
 /**
  * `take` ids of `query` after `skip`, in list order or backwards from its end, passing whole days
  * by `daysOf` (the query's rows per created day, in the direction walked: oldest first when
- * backwards) and walking only the rows of the day the range starts in.
+ * backwards) and walking only the rows of the day the range starts in, by `withinDays` (the same
+ * rows, filtered as suits a walk that starts in a given day: list-plan.ts `filtersForRange`).
  */
 export async function idsByDays(
   query: OrdersQuery, daysOf: DaysOf,
-  { backwards, skip, take }: { backwards: boolean; skip: number; take: number },
+  { backwards, skip, take }: { backwards: boolean; skip: number; take: number }, withinDays = query,
 ): Promise<string[]> {
   if (take <= 0) return [];
   if (skip < listTuning.shallowRows) return selectIdsFrom(query, backwards, skip, take);
@@ -89,6 +90,6 @@ export async function idsByDays(
   }
   // Fewer rows than the counts said a moment ago (an order deleted since): past the end.
   if (start === undefined) return [];
-  const within = backwards ? query.where('created_at', '>=', `${start}T00:00:00.000Z`) : query.where('created_at', '<', nextDay(start));
+  const within = backwards ? withinDays.where('created_at', '>=', `${start}T00:00:00.000Z`) : withinDays.where('created_at', '<', nextDay(start));
   return selectIdsFrom(within, backwards, skip - passed, take);
 }

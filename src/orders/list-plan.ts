@@ -157,8 +157,9 @@ const ROW_FILTERS: Record<string, ListFilter> = {
 };
 
 /**
- * The filters for a query that passes over a short range of rows (the older part of a
- * changed-since split: a month of orders at 1M). On PostgreSQL the property filter is tested on
+ * The filters for a query that passes over a short range of rows: the older part of a
+ * changed-since split (a month of orders at 1M), the rows of the day a page starts in, and the
+ * count of a createdSince's own day. On PostgreSQL the property filter is tested on
  * each row's JSON there: the side table cost one index probe per order, 25 ms for 7k orders against
  * 12 ms for reading the range's rows. SQLite's JSON is text, parsed per row, and its probe is the
  * cheaper (+6 ms at 1M with the JSON), so it keeps the side table. Both answer alike wherever the

@@ -20,6 +20,8 @@ const STUB = ['id', 'version', 'business_id', 'deleted_at'] as const;
 interface Planned extends ListScope {
   active: ActiveFilters;
   query: OrdersQuery;
+  /** The same orders, filtered for reads that start in a given day (list-plan.ts `filtersForRange`). */
+  rangeQuery: OrdersQuery;
   /** The orders matching the property filter alone, when the side table answers it. */
   candidates?: number;
   /** The list split at its changedSince, read once for its total and its page. */
@@ -40,7 +42,9 @@ async function planList(db: Db, businessId: string, options: ListOrdersOptions, 
   if (!bySideTableMatches(active)) candidates = undefined;
   else candidates ??= await countByProperty(db, businessId, options.property!, { includeDeleted: options.includeDeleted });
   const query = filterOrders(scope);
-  return { ...scope, active, query, candidates, days: listDaysOnce({ ...scope, query }) };
+  const rangeQuery = filterOrders(scope, {}, filtersForRange(db));
+  // The days' counts read only their first day's rows by query.
+  return { ...scope, active, query, rangeQuery, candidates, days: listDaysOnce({ ...scope, query: rangeQuery }) };
 }
 
 const totalOf = (plan: Planned) => TOTALS[chooseTotal(plan.active, plan.candidates)](plan);
@@ -124,7 +128,7 @@ const TOTALS: Record<TotalStrategy | 'count', (plan: Planned) => Promise<number>
 const PAGES: Record<PageStrategy | 'sorted', (plan: Planned, total: number) => Promise<string[]>> = {
   pageFromSideTable: (plan, total) => selectPageIdsFromNearerEnd(fromSideTable(plan), plan.options, total),
   pageChangedSince,
-  pageByCreatedDay: ({ db, businessId, query, options, days }, total) => pageByCreatedDay(db, businessId, query, options, total, days),
+  pageByCreatedDay: ({ db, businessId, query, rangeQuery, options, days }, total) => pageByCreatedDay(db, businessId, query, options, total, days, rangeQuery),
   // An index can answer the ids without reading rows, however many rows the filters pass over.
   sorted: ({ query, options }, total) => selectPageIdsFromNearerEnd(query, options, total),
 };
