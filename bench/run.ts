@@ -16,7 +16,8 @@ import { buildDist, runDemo, sampleCpu, sampleRss, startServer } from './server.
 const { values } = parseArgs({
   options: {
     db: { type: 'string', default: 'sqlite' },
-    orders: { type: 'string', default: '10000' },
+    // The orders to generate, or with --url the orders its business holds (results are named by it).
+    orders: { type: 'string' },
     duration: { type: 'string', default: '10' },
     connections: { type: 'string', default: '10' },
     only: { type: 'string' },
@@ -33,11 +34,12 @@ const { values } = parseArgs({
   },
 });
 const reuse = values.url !== undefined;
-if (reuse && (!values.business || !values.key)) throw new Error('--url needs --business and --key');
+if (reuse && (!values.business || !values.key || !values.orders)) throw new Error('--url needs --business, --key and --orders (the orders its business holds)');
 const db = reuse ? (values.url!.startsWith('sqlite:') ? 'sqlite' : 'postgres') : values.db;
 const backend = db === 'postgres' ? 'postgres' : db === 'sqlite' ? 'sqlite' : undefined;
 if (!backend) throw new Error('--db must be sqlite or postgres');
-const orders = Number(values.orders);
+const orders = Number(values.orders ?? 10_000);
+if (!Number.isSafeInteger(orders) || orders < 1) throw new Error('--orders must be a positive whole number');
 const options = { duration: Number(values.duration), connections: Number(values.connections) };
 const startedAt = new Date().toISOString();
 
