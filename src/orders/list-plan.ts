@@ -2,7 +2,7 @@ import { sql, type SelectQueryBuilder } from 'kysely';
 import { propertyCondition, type ListFilters, type Paging } from '../db/list.ts';
 import type { Database, Db } from '../db/types.ts';
 import { whereLive } from '../db/live.ts';
-import { dialectOf } from '../db/dialect.ts';
+import { jsonOnRowsBeatsProbes } from '../db/dialect.ts';
 import { sideTableCondition, sideTableServes } from './projections/property-reads.ts';
 
 /**
@@ -159,13 +159,12 @@ const ROW_FILTERS: Record<string, ListFilter> = {
 /**
  * The filters for a query that passes over a short range of rows: the older part of a
  * changed-since split (a month of orders at 1M), the rows of the day a page starts in, and the
- * count of a createdSince's own day. On PostgreSQL the property filter is tested on
- * each row's JSON there: the side table cost one index probe per order, 25 ms for 7k orders against
- * 12 ms for reading the range's rows. SQLite's JSON is text, parsed per row, and its probe is the
- * cheaper (+6 ms at 1M with the JSON), so it keeps the side table. Both answer alike wherever the
- * side table serves (sideTableServes).
+ * count of a createdSince's own day. Where testing each row's JSON costs less than a probe of the
+ * side table per row (PostgreSQL, jsonOnRowsBeatsProbes), the property filter is tested on the
+ * JSON there; SQLite keeps the side table. Both answer alike wherever the side table serves
+ * (sideTableServes).
  */
-export const filtersForRange = (db: Db): Record<string, ListFilter> => (dialectOf(db) === 'postgres' ? ROW_FILTERS : ORDER_FILTERS);
+export const filtersForRange = (db: Db): Record<string, ListFilter> => (jsonOnRowsBeatsProbes(db) ? ROW_FILTERS : ORDER_FILTERS);
 export type ActiveFilters = ReadonlyMap<string, ListFilter>;
 
 /**
