@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { CompiledQuery } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import type { PropertyFilter } from '../src/db/list.ts';
 import {
-  activeFilters, bySideTableMatches, choosePage, chooseTotal, filterOrders, listTuning, ORDER_FILTERS, type ListFilter, type ListOrdersOptions, type OrderFilterName, type OrdersQuery,
+  activeFilters, bySideTableMatches, choosePage, chooseTotal, filterOrders, filtersForRange, listTuning, ORDER_FILTERS, type ListFilter, type ListOrdersOptions, type OrderFilterName, type OrdersQuery,
 } from '../src/orders/list-plan.ts';
 import { ordersFromSideTable } from '../src/orders/projections/property-reads.ts';
 import { ListOrdersQuery } from '../src/orders/schema.ts';
-import { createTestContext, describeEachBackend, type TestContext } from './helpers/context.ts';
+import { backends, createTestContext, describeEachBackend, type TestContext } from './helpers/context.ts';
 import {
   CREATED_SINCE, createOrders, expectedIds, MODIFIED_SINCE, NO_FILTER, PATH, UPDATED_SINCE,
 } from './helpers/list-fixture.ts';
@@ -167,6 +167,31 @@ describeEachBackend('GET /api/v1/orders: the rows of the day a walk starts in', 
     assert.equal(since.body.total, json ? 3 : 2);
   });
 });
+
+for (const backend of backends.filter((b) => b === 'postgres')) {
+  describe(`[${backend}] order list plan: a property test on the rows' JSON`, () => {
+    let context: TestContext;
+    before(async () => { context = await createTestContext(backend); });
+    after(async () => { await context?.close(); });
+
+    it('is estimated at a fair share of the rows, present or absent, so a walk keeps the created index', async () => {
+      // PostgreSQL estimates `x IS NULL` on an expression without statistics at 0.5 % of the rows.
+      // For an absent path (common) that made it sort a scan of the whole table rather than walk
+      // the created index past the page's offset: 890 ms against 16 ms at 1M orders.
+      const t = await context.createTenant();
+      const f = await createFixture(context, t);
+      for (let i = 0; i < 200; i++) await createOrder(context, t, f, i % 2 ? { properties: { erp: { no: i } } } : {});
+      await sql`analyze orders`.execute(context.db);
+      for (const exists of [false, true]) {
+        const options: ListOrdersOptions = { page: 1, limit: 20, includeDeleted: false, property: { segments: PATH, exists } };
+        const query = filterOrders({ db: context.db, businessId: t.businessId, options }, {}, filtersForRange(context.db)).select('id').compile();
+        const { rows: [{ 'QUERY PLAN': [plan] }] } = await context.db.executeQuery<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(
+          CompiledQuery.raw(`explain (format json) ${query.sql}`, [...query.parameters]));
+        assert.ok(plan.Plan['Plan Rows'] >= 20, `exists=${exists}: estimated ${plan.Plan['Plan Rows']} of 200 rows`);
+      }
+    });
+  });
+}
 
 describe('order list plan', () => {
   const only = (...names: OrderFilterName[]) => new Map<string, ListFilter>(names.map((n) => [n, ORDER_FILTERS[n]]));
