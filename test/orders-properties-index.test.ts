@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { it } from 'node:test';
 import { sql } from 'kysely';
 import { propertyCondition } from '../src/db/list.ts';
@@ -131,5 +132,31 @@ describeEachBackend('order property side index', (ctx) => {
     const expected = await ctx().db.selectFrom('orders').select('id').where('business_id', '=', t.businessId)
       .where(propertyCondition(ctx().db, sql.ref('properties'), { segments: ['a', 'b'] })).execute();
     assert.equal(all.body.total, expected.length);
+  });
+});
+
+describeEachBackend('order property side index: long values', (ctx) => {
+  it('stores a string of any length, and a propertyValue filter still finds it exactly', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    // 4,000 random characters: past PostgreSQL's b-tree entry limit (about 2.7 kB), even compressed.
+    const long = randomBytes(3000).toString('base64');
+    // 1,000 two-byte characters: the longest a filter takes is 1,024 characters.
+    const wide = 'é'.repeat(1000);
+    const a = await createOrder(ctx(), t, f, { properties: { note: long } });
+    const b = await createOrder(ctx(), t, f, { properties: { note: wide } });
+    const c = await createOrder(ctx(), t, f, { properties: { note: `${wide.slice(1)}e` } });
+    const patched = await patchOrder(ctx(), t, c.id, { order: { properties: { note: wide.slice(1) } } });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    const list = async (q: string) => {
+      const res = await ctx().request('GET', `/api/v1/orders?${q}`, { as: t });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return { total: res.body.total, ids: res.body.items.map((o: { id: string }) => o.id).sort() };
+    };
+    assert.deepEqual(await list('propertyPath=note'), { total: 3, ids: [a.id, b.id, c.id].sort() });
+    assert.deepEqual(await list(`propertyPath=note&propertyValue=${encodeURIComponent(wide)}`), { total: 1, ids: [b.id] });
+    assert.deepEqual(await list(`propertyPath=note&propertyValue=${encodeURIComponent(wide.slice(1))}`), { total: 1, ids: [c.id] });
+    assert.deepEqual(await list(`propertyPath=note&propertyValue=${encodeURIComponent(wide.slice(2))}`), { total: 0, ids: [] });
+    await assertFiltersExact(ctx(), t);
   });
 });

@@ -25,6 +25,7 @@ import { createdIndexesWithUpdated } from './migrations/0024-created-indexes-wit
 import { countsWithoutRowid } from './migrations/0025-counts-without-rowid.ts';
 import { commitValueFunctions } from './migrations/0026-commit-values.ts';
 import { countsCoveringKeys } from './migrations/0027-counts-covering-keys.ts';
+import { longPropertyValues } from './migrations/0028-long-property-values.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -55,6 +56,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0025-counts-without-rowid': countsWithoutRowid(dialect),
     '0026-commit-values': commitValueFunctions(dialect),
     '0027-counts-covering-keys': countsCoveringKeys(dialect),
+    '0028-long-property-values': longPropertyValues,
   };
 }
 

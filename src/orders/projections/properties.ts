@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import { insertRows } from '../../db/bulk.ts';
 import { deferToCommit } from '../../db/deferred.ts';
@@ -20,7 +21,8 @@ import { bumpCounts } from './counts.ts';
  * `value` encodes the scalar with its JSON type, so that matching keeps the JSON-function rules
  * (src/db/dialect.ts jsonPathEquals): `s:<text>` for strings, `b:true`/`b:false`, `n:<canonical>`
  * for numbers (an exact decimal form: 456, 456.0 and 4.56e2 are all `n:456e0`), and NULL for null,
- * objects and arrays, which are present but never match a value.
+ * objects and arrays, which are present but never match a value. A long string is stored as its
+ * hash (fittedValue).
  */
 
 const ANY_NUMBER = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
@@ -38,8 +40,23 @@ export function canonicalNumber(text: string): string | null {
   return `${m[1]}${digits}e${exponent}`;
 }
 
+/**
+ * The longest encoded value kept as it is, in UTF-8 bytes. PostgreSQL's b-tree entries hold about
+ * 2.7 kB, and the lookup index holds the business, the path (up to about 1 kB) and the order beside
+ * the value: a longer string made the write fail. Filters take at most 1,024 characters.
+ */
+export const VALUE_MAX_BYTES = 1000;
+
+/**
+ * An encoded value as the side table stores it and a filter looks it up: as it is, or past
+ * VALUE_MAX_BYTES as `h:` and its SHA-256, which no other encoding starts with. Equal values stay
+ * equal, so matching stays exact.
+ */
+export const fittedValue = (encoded: string): string =>
+  (encoded.length * 3 <= VALUE_MAX_BYTES || Buffer.byteLength(encoded) <= VALUE_MAX_BYTES ? encoded : `h:${createHash('sha256').update(encoded).digest('hex')}`);
+
 function scalarOf(value: unknown): string | null {
-  if (typeof value === 'string') return `s:${value}`;
+  if (typeof value === 'string') return fittedValue(`s:${value}`);
   if (typeof value === 'boolean') return `b:${value}`;
   // Stored numbers are JavaScript doubles written by JSON.stringify, so String(value) is their exact text.
   if (typeof value === 'number') return Number.isFinite(value) ? `n:${canonicalNumber(String(value))}` : null;

@@ -3,7 +3,7 @@ import { comparableNumber, jsonPathStepsIntoArrays, numberAsCompared } from '../
 import type { PropertyFilter } from '../../db/list.ts';
 import type { Db } from '../../db/types.ts';
 import { sumOfCounts } from './counts.ts';
-import { canonicalNumber, SIDE_TABLES, type Side } from './properties.ts';
+import { canonicalNumber, fittedValue, SIDE_TABLES, type Side } from './properties.ts';
 
 /**
  * Reads of the flattened property index (src/orders/projections/properties.ts) for order lists:
@@ -23,7 +23,7 @@ export function sideTableServes(db: Db, filter: PropertyFilter): boolean {
 
 /** The encoded values a propertyValue matches, by the rules of each backend's JSON comparison. */
 export function matchingValues(db: Db, value: string): string[] {
-  const values = [`s:${value}`];
+  const values = [fittedValue(`s:${value}`)];
   if (value === 'true' || value === 'false') values.push(`b:${value}`);
   const number = comparableNumber(value);
   if (number !== null) {
