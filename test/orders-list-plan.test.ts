@@ -2,9 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CompiledQuery } from 'kysely';
 import type { PropertyFilter } from '../src/db/list.ts';
-import {
-  activeFilters, bySideTableMatches, choosePage, chooseTotal, filterOrders, listTuning, ORDER_FILTERS, type ListFilter, type ListOrdersOptions, type OrderFilterName, type OrdersQuery,
-} from '../src/orders/list-plan.ts';
+import { activeFilters, filterOrders, ORDER_FILTERS, type ListFilter, type ListOrdersOptions, type OrderFilterName, type OrdersQuery } from '../src/orders/list-plan.ts';
+import { bySideTableMatches, choosePage, chooseTotal, listTuning } from '../src/orders/list-strategies.ts';
 import { ordersFromSideTable } from '../src/orders/projections/property-reads.ts';
 import { ListOrdersQuery } from '../src/orders/schema.ts';
 import { createTestContext, describeEachBackend, type TestContext } from './helpers/context.ts';

@@ -1,5 +1,5 @@
 import { sql, type Expression, type SelectQueryBuilder, type SqlBool } from 'kysely';
-import { jsonPathEquals, jsonPathExists } from './dialect.ts';
+import { jsonPathEquals, jsonPathExists } from './dialect-json.ts';
 import type { Db } from './types.ts';
 import { whereLive } from './live.ts';
 

@@ -1,4 +1,4 @@
-import { PROPERTY_PATH_MAX_SEGMENTS, PROPERTY_SEGMENT } from '../db/dialect.ts';
+import { PROPERTY_PATH_MAX_SEGMENTS, PROPERTY_SEGMENT } from '../db/dialect-json.ts';
 import type { PropertyFilter } from '../db/list.ts';
 import { validationError } from '../lib/errors.ts';
 

@@ -1,6 +1,7 @@
 import { countOf, nearerEnd, selectIdsFrom } from '../db/list.ts';
 import type { Db } from '../db/types.ts';
-import { listTuning, type ListOrdersOptions, type OrdersQuery } from './list-plan.ts';
+import type { ListOrdersOptions, OrdersQuery } from './list-plan.ts';
+import { listTuning } from './list-strategies.ts';
 import { createdDays } from './projections/created-counts.ts';
 
 /**

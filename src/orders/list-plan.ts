@@ -4,6 +4,7 @@ import type { Database, Db } from '../db/types.ts';
 import { whereLive } from '../db/live.ts';
 import { jsonOnRowsBeatsProbes } from '../db/dialect.ts';
 import { sideTableCondition, sideTableServes } from './projections/property-reads.ts';
+import type { ActiveFilters, PageStrategy, TotalStrategy } from './list-strategies.ts';
 
 /**
  * The plan of an order list: which filters a request sets, and from those, how its total and its
@@ -19,11 +20,6 @@ export interface ListOrdersOptions extends ListFilters, Paging {
 }
 
 export type OrdersQuery = SelectQueryBuilder<Database, 'orders', object>;
-
-/** Totals other than `count(*)`, from maintained counts (src/orders/projections). */
-export type TotalStrategy = 'countOrders' | 'countByProperty' | 'countChangedSince' | 'countByCreatedDay' | 'countFromSideTable' | 'countChangedSplit';
-/** Pages other than the sorted filtered query. */
-export type PageStrategy = 'pageFromSideTable' | 'pageChangedSince' | 'pageByCreatedDay';
 
 export interface ListScope {
   db: Db;
@@ -65,13 +61,6 @@ const jsonWhere = (query: OrdersQuery, { db, options }: ListScope) => query.wher
 const ANY_PAGE = ['pageChangedSince'] as const;
 /** The changed-since split plans each of its parts with every filter, so it serves every filter. */
 const ANY = 'countChangedSplit';
-
-/**
- * Below these sizes a cheaper plan wins: walking fewer than `shallowRows` rows costs less than
- * reading the day counts; up to `fewCandidates` orders matching a property are collected from the
- * side table and the other filters tested on them. Tests set them to 0 to take the other plan.
- */
-export const listTuning = { shallowRows: 2_000, fewCandidates: 5_000 };
 
 /** In the order of the conditions in the SQL. */
 export const ORDER_FILTERS = {
@@ -165,53 +154,6 @@ const ROW_FILTERS: Record<string, ListFilter> = {
  * (sideTableServes).
  */
 export const filtersForRange = (db: Db): Record<string, ListFilter> => (jsonOnRowsBeatsProbes(db) ? ROW_FILTERS : ORDER_FILTERS);
-export type ActiveFilters = ReadonlyMap<string, ListFilter>;
-
-/**
- * What else a strategy needs, besides every active filter declaring it: the filter whose input it
- * reads, or few enough matches (`candidates`: the orders matching the property filter alone). In
- * order of preference.
- */
-/** The filters whose matches the side table lists (a value, a present path): the candidates of the side table's strategies. */
-export const bySideTableMatches = (active: ActiveFilters) => active.has('propertyValue') || active.has('propertyPresent');
-
-const TOTALS: Record<TotalStrategy, (active: ActiveFilters, candidates: number) => boolean> = {
-  countOrders: () => true,
-  // Paths are counted per phase and status; values are counted by the side table's index, for all phases.
-  countByProperty: (active) => active.has('propertyPresent') || active.has('propertyAbsent')
-    || (active.has('propertyValue') && !active.has('phase') && !active.has('status')),
-  countChangedSince: (active) => active.has('changedSince'),
-  countByCreatedDay: (active) => active.has('createdSince'),
-  countFromSideTable: (active, candidates) => bySideTableMatches(active) && candidates <= listTuning.fewCandidates,
-  // Changed after u: the orders created after u (planned as a createdSince list) and the older ones changed after u.
-  countChangedSplit: (active) => active.has('changedSince'),
-};
-
-const PAGES: Record<PageStrategy, (active: ActiveFilters, candidates: number) => boolean> = {
-  // A value (or a present path) that few orders have: collect the matches, test the other filters
-  // on them and sort them, rather than walk the page order's index past orders that do not match.
-  pageFromSideTable: (active, candidates) => bySideTableMatches(active) && candidates <= listTuning.fewCandidates,
-  pageChangedSince: (active) => active.has('changedSince'),
-  // Unfiltered or by phase, status, createdSince and/or a path's presence or absence, with or
-  // without deleted orders: the created-day counts (of orders, and of orders with each path).
-  pageByCreatedDay: () => true,
-};
-
-const servedByAll = (active: ActiveFilters, declared: (f: ListFilter) => readonly string[], strategy: string) =>
-  [...active.values()].every((filter) => declared(filter).includes(strategy));
-
-/** How the total is read: a maintained count every active filter declares, else the exact `count(*)`. */
-export function chooseTotal(active: ActiveFilters, candidates = Infinity): TotalStrategy | 'count' {
-  const names = Object.keys(TOTALS) as TotalStrategy[];
-  return names.find((s) => TOTALS[s](active, candidates) && servedByAll(active, (f) => f.totals, s)) ?? 'count';
-}
-
-/** How the page's ids are read: a strategy every active filter declares, else the sorted query. */
-export function choosePage(active: ActiveFilters, candidates = Infinity): PageStrategy | 'sorted' {
-  const names = Object.keys(PAGES) as PageStrategy[];
-  return names.find((s) => PAGES[s](active, candidates) && servedByAll(active, (f) => f.pages, s)) ?? 'sorted';
-}
-
 /** The filters a request sets. */
 export function activeFilters(scope: ListScope, filters: Record<string, ListFilter> = ORDER_FILTERS): ActiveFilters {
   return new Map(Object.entries(filters).filter(([, filter]) => filter.active(scope)));

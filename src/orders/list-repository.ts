@@ -2,10 +2,8 @@ import { countOf, offsetOf, pastTheEnd, rangeFromNearerEnd, selectIdsFrom, selec
 import { sql, type SqlBool } from 'kysely';
 import { anyOf, notIndexed } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
-import {
-  activeFilters, bySideTableMatches, changedSinceOf, choosePage, chooseTotal, filterOrders, filtersForRange,
-  type ActiveFilters, type ListOrdersOptions, type ListScope, type OrdersQuery, type PageStrategy, type TotalStrategy,
-} from './list-plan.ts';
+import { activeFilters, changedSinceOf, filterOrders, filtersForRange, type ListOrdersOptions, type ListScope, type OrdersQuery } from './list-plan.ts';
+import { bySideTableMatches, choosePage, chooseTotal, type ActiveFilters, type PageStrategy, type TotalStrategy } from './list-strategies.ts';
 import { countChangedSince, olderChangedDays } from './projections/change-counts.ts';
 import { countOrders } from './projections/counts.ts';
 import { countByProperty, ordersFromSideTable } from './projections/property-reads.ts';

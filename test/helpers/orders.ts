@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/types.ts';
 import { toIso } from '../../src/lib/time.ts';
-import { listTuning } from '../../src/orders/list-plan.ts';
+import { listTuning } from '../../src/orders/list-strategies.ts';
 import type { Tenant, TestContext } from './context.ts';
 
 /** A catalogue and a buyer to order with: variants priced 10, 2.5 and 0.1 (AUD), and their default-list entries. */

@@ -2,7 +2,8 @@ import { insertRows } from '../../db/bulk.ts';
 import type { Db } from '../../db/types.ts';
 import { changeDay } from './change-counts.ts';
 import type { ProjectedOrder } from './index.ts';
-import { propertyPaths, SIDE_TABLES, type Side } from './properties.ts';
+import { SIDE_TABLES, type Side } from './properties.ts';
+import { propertyPaths } from './property-values.ts';
 
 /**
  * The derived tables of a new business's orders, made while a load writes the orders directly

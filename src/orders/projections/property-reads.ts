@@ -1,9 +1,10 @@
 import { sql, type Expression, type SqlBool } from 'kysely';
-import { comparableNumber, jsonPathStepsIntoArrays, numberAsCompared } from '../../db/dialect.ts';
+import { comparableNumber, jsonPathStepsIntoArrays, numberAsCompared } from '../../db/dialect-json.ts';
 import type { PropertyFilter } from '../../db/list.ts';
 import type { Db } from '../../db/types.ts';
 import { sumOfCounts } from './counts.ts';
-import { canonicalNumber, fittedValue, SIDE_TABLES, type Side } from './properties.ts';
+import { SIDE_TABLES, type Side } from './properties.ts';
+import { canonicalNumber, fittedValue } from './property-values.ts';
 
 /**
  * Reads of the flattened property index (src/orders/projections/properties.ts) for order lists:
