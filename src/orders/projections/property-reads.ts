@@ -91,6 +91,31 @@ export async function countByProperty(db: Db, businessId: string, filter: Proper
   return Number(row.n);
 }
 
+/** A path's orders of one phase and status (live ones, or with includeDeleted all), summed over their created days. */
+export interface PathTotal {
+  phase: string;
+  status: string;
+  n: number;
+}
+
+/**
+ * How many orders have the path, per phase and status: one statement, which reads the path's
+ * counts once (a path that 100k of 1M orders have is 9k rows, 3 ms on PostgreSQL). A list by a
+ * present path needs their sum (how many orders it could match) and often its phase and status's
+ * share (its total); it reads them here together instead of by two sums (sumPathTotals).
+ */
+export async function pathTotals(db: Db, businessId: string, path: string, includeDeleted = false): Promise<PathTotal[]> {
+  const [first, ...rest] = sides(includeDeleted).map((side) => db.selectFrom(SIDE_TABLES[side].counts)
+    .select(['phase', 'status', sql<number | string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId).where('path', '=', path).groupBy(['phase', 'status']));
+  const rows = await rest.reduce((query, next) => query.unionAll(next), first).execute();
+  return rows.map((r) => ({ phase: r.phase, status: r.status, n: Number(r.n) }));
+}
+
+/** The orders of `pathTotals` of a phase and/or status when given: what countByProperty counts for a present path. */
+export const sumPathTotals = (totals: PathTotal[], { phase, status }: PhaseStatus): number =>
+  totals.filter((t) => (!phase || t.phase === phase) && (!status || t.status === status)).reduce((sum, t) => sum + t.n, 0);
+
 /**
  * The orders that match a value or have a path, driven from the side table(s) (their rows are
  * orders of the business only), each read by primary key, for the other filters and the sort to
