@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { countOf, nearerEnd, selectIdsFrom } from '../db/list.ts';
 import type { Db } from '../db/types.ts';
 import type { ListOrdersOptions, OrdersQuery } from './list-plan.ts';
@@ -93,4 +94,72 @@ export async function idsByDays(
   if (start === undefined) return [];
   const within = backwards ? withinDays.where('created_at', '>=', `${start}T00:00:00.000Z`) : withinDays.where('created_at', '<', nextDay(start));
   return selectIdsFrom(within, backwards, skip - passed, take);
+}
+
+/** A range of created times, [from, to), and how many of a list's orders it holds. */
+export interface CreatedRange {
+  from: string;
+  to: string;
+  n: number;
+}
+
+/** Each day (oldest first) as a range of its own. */
+export const dayRanges = (days: Array<{ day: string; n: number }>): CreatedRange[] =>
+  days.map(({ day, n }) => ({ from: `${day}T00:00:00.000Z`, to: nextDay(day), n }));
+
+const dayNumber = (day: string) => Date.parse(`${day}T00:00:00.000Z`) / 86_400_000;
+
+/**
+ * Days (oldest first) joined into runs: days fewer than `gapDays` apart share a run, and past
+ * `most` runs the closest are joined. A list's rows between two runs are never read: one old
+ * order changed today must not make a changed-since list read every order created since it.
+ */
+export function dayRuns(days: string[], { gapDays = 7, most = 16 } = {}): Array<{ from: string; to: string }> {
+  const runs: Array<{ first: number; last: number }> = [];
+  for (const day of days) {
+    const n = dayNumber(day);
+    const run = runs.at(-1);
+    if (run && n - run.last <= gapDays) run.last = n;
+    else runs.push({ first: n, last: n });
+  }
+  while (runs.length > most) {
+    let closest = 1;
+    for (let i = 2; i < runs.length; i++) if (runs[i].first - runs[i - 1].last < runs[closest].first - runs[closest - 1].last) closest = i;
+    runs[closest - 1].last = runs[closest].last;
+    runs.splice(closest, 1);
+  }
+  const iso = (n: number) => new Date(n * 86_400_000).toISOString();
+  return runs.map(({ first, last }) => ({ from: iso(first), to: iso(last + 1) }));
+}
+
+const within = (query: OrdersQuery, { from, to }: { from: string; to: string }) => query.where('created_at', '>=', from).where('created_at', '<', to);
+
+/** How many of `query`'s orders each range holds: one statement, a count per range, each bounded by its range. */
+export async function countInRanges(db: Db, query: OrdersQuery, ranges: Array<{ from: string; to: string }>): Promise<number[]> {
+  if (ranges.length === 0) return [];
+  const counts = ranges.map((range, i) => sql`(${within(query, range).clearSelect().select(sql`count(*)`.as('n'))}) as ${sql.ref(`n${i}`)}`);
+  const { rows: [row] } = await sql<Record<string, number | string>>`select ${sql.join(counts)}`.execute(db);
+  return ranges.map((_, i) => Number(row[`n${i}`]));
+}
+
+/**
+ * `take` ids of `query` after `skip`, in list order or backwards from its end, from the ranges
+ * (oldest first) that hold all its orders: whole ranges are passed by their counts, and each range
+ * the page reaches is read within its bounds only.
+ */
+export async function idsByRanges(
+  query: OrdersQuery, ranges: CreatedRange[], { backwards, skip, take }: { backwards: boolean; skip: number; take: number },
+): Promise<string[]> {
+  let ids: string[] = [];
+  let passed = 0;
+  for (const range of backwards ? ranges : [...ranges].reverse()) {
+    if (ids.length >= take) break;
+    if (passed + range.n > skip) {
+      const found = await selectIdsFrom(within(query, range), backwards, Math.max(0, skip - passed), take - ids.length);
+      // Read backwards, each range's ids come before those of the newer ranges read already.
+      ids = backwards ? [...found, ...ids] : [...ids, ...found];
+    }
+    passed += range.n;
+  }
+  return ids;
 }
