@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { KyselyPlugin } from 'kysely';
 import { dayRuns } from '../src/orders/list-days.ts';
 import { listOrders, type ListOrdersOptions } from '../src/orders/list-repository.ts';
 import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { describeEachBackend } from './helpers/context.ts';
+import { recordingStatements } from './helpers/statements.ts';
 import { expectedIds, NO_FILTER, PATH, UPDATED_SINCE } from './helpers/list-fixture.ts';
 import { createFixture, createOrder, withListTuning } from './helpers/orders.ts';
 
@@ -57,25 +57,6 @@ function selects(tree: unknown, out: Array<Array<[string, string]>> = []): Array
   return out;
 }
 
-/** A plugin that keeps the tree of each statement executed. */
-function recording(): { plugin: KyselyPlugin; trees: unknown[] } {
-  const trees: unknown[] = [];
-  const pending = new WeakMap<object, unknown>();
-  return {
-    trees,
-    plugin: {
-      transformQuery: ({ node, queryId }) => {
-        pending.set(queryId, JSON.parse(JSON.stringify(node)));
-        return node;
-      },
-      transformResult: async ({ result, queryId }) => {
-        trees.push(pending.get(queryId));
-        return result;
-      },
-    },
-  };
-}
-
 describeEachBackend('GET /api/v1/orders: the older part of a changed-since list', (ctx) => {
   it('reads only the days that hold orders changed since, and gives the brute-force total and pages', async () => {
     const t = await ctx().createTenant();
@@ -108,7 +89,7 @@ describeEachBackend('GET /api/v1/orders: the older part of a changed-since list'
         const expected = await expectedIds(ctx(), t, { ...NO_FILTER, page: 1, limit: 2, property: null, updatedSince: UPDATED_SINCE, ...extra });
         for (let page = 1; page <= Math.ceil(expected.length / 2) + 1; page++) {
           const options: ListOrdersOptions = { ...NO_FILTER, page, limit: 2, property: null, updatedSince: UPDATED_SINCE, ...extra };
-          const { plugin, trees } = recording();
+          const { plugin, trees } = recordingStatements();
           const listed = await listOrders(ctx().db.withPlugin(plugin), t.businessId, options);
           const what = `${JSON.stringify(extra)} page ${page}`;
           assert.equal(listed.total, expected.length, what);

@@ -1,40 +1,18 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import type { KyselyPlugin } from 'kysely';
 import { listOrders, type ListOrdersOptions } from '../src/orders/list-repository.ts';
 import { listTuning } from '../src/orders/list-strategies.ts';
 import { describeEachBackend } from './helpers/context.ts';
+import { recordingStatements } from './helpers/statements.ts';
 import { withListTuning } from './helpers/orders.ts';
 import { createOrders, expectedIds, NO_FILTER, PATH, UPDATED_SINCE } from './helpers/list-fixture.ts';
 
 /**
  * A list by a present path reads the path's counts once, per phase and status
- * (src/orders/list-repository.ts propertyCounts): their sum decides the plan, and their phase and
+ * (src/orders/list-repository.ts propertyCounts) when the list has a phase or status: their sum
+ * decides the plan, and their phase and
  * status's share is the total. Before, it read them twice, by two sums.
  */
-
-/**
- * A plugin that keeps each executed statement's tree as JSON, to see which tables a list read.
- * Subqueries are transformed too, under ids of their own; only the statements that return a
- * result are kept.
- */
-function recording(): { plugin: KyselyPlugin; statements: string[] } {
-  const statements: string[] = [];
-  const trees = new WeakMap<object, string>();
-  return {
-    statements,
-    plugin: {
-      transformQuery: ({ node, queryId }) => {
-        trees.set(queryId, JSON.stringify(node));
-        return node;
-      },
-      transformResult: async ({ result, queryId }) => {
-        statements.push(trees.get(queryId) ?? '');
-        return result;
-      },
-    },
-  };
-}
 
 describeEachBackend("GET /api/v1/orders: a present path's counts", (ctx) => {
   it('are read once per list of a phase or status, and give its exact total', async () => {
@@ -49,13 +27,13 @@ describeEachBackend("GET /api/v1/orders: a present path's counts", (ctx) => {
       await withListTuning({ fewCandidates }, async () => {
         for (const extra of cases) {
           const options: ListOrdersOptions = { ...NO_FILTER, page: 1, limit: 3, property: { segments: PATH, exists: true }, ...extra };
-          const { plugin, statements } = recording();
+          const { plugin, trees } = recordingStatements();
           const page = await listOrders(ctx().db.withPlugin(plugin), t.businessId, options);
           const what = `${JSON.stringify(extra)}, fewCandidates ${fewCandidates}`;
           const expected = await expectedIds(ctx(), t, options);
           assert.equal(page.total, expected.length, what);
           assert.deepEqual(page.items.map((o) => o.id), expected.slice(0, 3), what);
-          const countReads = statements.filter((s) => s.includes('property_counts'));
+          const countReads = trees.filter((tree) => JSON.stringify(tree).includes('property_counts'));
           assert.equal(countReads.length, 1, `${what}: ${countReads.length} reads of the path's counts`);
         }
       });
