@@ -8,10 +8,9 @@ import { withListTuning } from './helpers/orders.ts';
 import { createOrders, expectedIds, NO_FILTER, PATH, UPDATED_SINCE } from './helpers/list-fixture.ts';
 
 /**
- * A list by a present path reads the path's counts once, per phase and status
- * (src/orders/list-repository.ts propertyCounts) when the list has a phase or status: their sum
- * decides the plan, and their phase and
- * status's share is the total. Before, it read them twice, by two sums.
+ * A list by a present path reads the path's counts once, per phase and status, when it has a phase
+ * or status (src/orders/list-repository.ts propertyCounts): their sum decides the plan, and the
+ * share of its phase and status is its total. Before, it read them twice, by two sums.
  */
 
 describeEachBackend("GET /api/v1/orders: a present path's counts", (ctx) => {
