@@ -1,18 +1,16 @@
 import { countOf, offsetOf, pastTheEnd, rangeFromNearerEnd, selectPageIdsFromNearerEnd, type Page } from '../db/list.ts';
 import { sql, type SqlBool } from 'kysely';
-import { anyOf, notIndexed } from '../db/dialect.ts';
+import { notIndexed } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
 import { activeFilters, changedSinceOf, filterOrders, filtersForRange, type ListOrdersOptions, type ListScope, type OrdersQuery } from './list-plan.ts';
 import { bySideTableMatches, choosePage, chooseTotal, type ActiveFilters, type PageStrategy, type TotalStrategy } from './list-strategies.ts';
 import { countChangedSince, olderChangedDays } from './projections/change-counts.ts';
 import { countOrders } from './projections/counts.ts';
 import { countByProperty, ordersFromSideTable, pathTotals, sumPathTotals, type PathTotal } from './projections/property-reads.ts';
-import { catalogueColumn, type ListedOrder } from './render.ts';
+import { findListedOrders, type ListedOrder } from './render.ts';
 import { countInRanges, dayRanges, dayRuns, idsByRanges, listDaysOnce, pageByCreatedDay, type CreatedRange, type DaysOf } from './list-days.ts';
 
 export type { ListOrdersOptions } from './list-plan.ts';
-
-const STUB = ['id', 'version', 'business_id', 'deleted_at'] as const;
 
 /** A planned list: its scope, its active filters and its query with every filter. */
 interface Planned extends ListScope {
@@ -178,17 +176,6 @@ export async function listOrders(db: Db, businessId: string, options: ListOrders
   return { items, total, page: options.page, pageSize: options.limit };
 }
 
-/**
- * The stubs of `ids`, in that order, by primary key only: the ids were just selected with every
- * filter, and those filters can lead a planner without statistics to scan an index of the whole
- * business instead of looking up 20 keys. A row soft-deleted since is left out, as it would have
- * been a moment later; other changes show as they are now.
- */
-async function findListedOrders(db: Db, businessId: string, ids: string[], includeDeleted: boolean): Promise<ListedOrder[]> {
-  const rows = await db.selectFrom('orders').select(STUB).select(catalogueColumn(businessId)).where(anyOf(db, 'id', ids)).execute();
-  const byId = new Map(rows.filter((r) => r.business_id === businessId && (includeDeleted || r.deleted_at === null)).map((r) => [r.id, r]));
-  return ids.map((id) => byId.get(id)).filter((r) => r !== undefined);
-}
 
 /**
  * The page's ids of a list changed after u (changedSplit): the page of the orders created after u,
