@@ -96,16 +96,16 @@ export async function idsByDays(
   return selectIdsFrom(within, backwards, skip - passed, take);
 }
 
-/** A range of created times, [from, to), and how many of a list's orders it holds. */
-export interface CreatedRange {
+/**
+ * A run of created days, [from, to), and how many of a list's orders it holds; with `days`, how
+ * many each of its days holds (oldest first), by which a page passes whole days within the run.
+ */
+export interface CreatedRun {
   from: string;
   to: string;
   n: number;
+  days?: Array<{ day: string; n: number }>;
 }
-
-/** Each day (oldest first) as a range of its own. */
-export const dayRanges = (days: Array<{ day: string; n: number }>): CreatedRange[] =>
-  days.map(({ day, n }) => ({ from: `${day}T00:00:00.000Z`, to: nextDay(day), n }));
 
 const dayNumber = (day: string) => Date.parse(`${day}T00:00:00.000Z`) / 86_400_000;
 
@@ -132,34 +132,54 @@ export function dayRuns(days: string[], { gapDays = 7, most = 16 } = {}): Array<
   return runs.map(({ first, last }) => ({ from: iso(first), to: iso(last + 1) }));
 }
 
-const within = (query: OrdersQuery, { from, to }: { from: string; to: string }) => query.where('created_at', '>=', from).where('created_at', '<', to);
+const inRange = (query: OrdersQuery, { from, to }: { from: string; to: string }) => query.where('created_at', '>=', from).where('created_at', '<', to);
 
 /** How many of `query`'s orders each range holds: one statement, a count per range, each bounded by its range. */
 export async function countInRanges(db: Db, query: OrdersQuery, ranges: Array<{ from: string; to: string }>): Promise<number[]> {
   if (ranges.length === 0) return [];
-  const counts = ranges.map((range, i) => sql`(${within(query, range).clearSelect().select(sql`count(*)`.as('n'))}) as ${sql.ref(`n${i}`)}`);
+  const counts = ranges.map((range, i) => sql`(${inRange(query, range).clearSelect().select(sql`count(*)`.as('n'))}) as ${sql.ref(`n${i}`)}`);
   const { rows: [row] } = await sql<Record<string, number | string>>`select ${sql.join(counts)}`.execute(db);
   return ranges.map((_, i) => Number(row[`n${i}`]));
 }
 
+/** The days (oldest first, with their counts) in their runs (dayRuns). */
+export function runsOfDays(days: Array<{ day: string; n: number }>): CreatedRun[] {
+  return dayRuns(days.map((d) => d.day)).map((run) => {
+    const inRun = days.filter((d) => `${d.day}T00:00:00.000Z` >= run.from && `${d.day}T00:00:00.000Z` < run.to);
+    return { ...run, n: inRun.reduce((sum, d) => sum + d.n, 0), days: inRun };
+  });
+}
+
 /**
- * `take` ids of `query` after `skip`, in list order or backwards from its end, from the ranges
- * (oldest first) that hold all its orders: whole ranges are passed by their counts, and each range
- * the page reaches is read within its bounds only.
+ * `take` ids of `query` after `skip`, in list order or backwards from its end, from the runs
+ * (oldest first) that hold all its orders: whole runs are passed by their counts, and whole days
+ * within the run the range starts in when it has them; each read is bounded by its run, so the
+ * rows between runs are never read.
  */
-export async function idsByRanges(
-  query: OrdersQuery, ranges: CreatedRange[], { backwards, skip, take }: { backwards: boolean; skip: number; take: number },
+export async function idsByRuns(
+  query: OrdersQuery, runs: CreatedRun[], { backwards, skip, take }: { backwards: boolean; skip: number; take: number },
 ): Promise<string[]> {
   let ids: string[] = [];
   let passed = 0;
-  for (const range of backwards ? ranges : [...ranges].reverse()) {
+  for (const run of backwards ? runs : [...runs].reverse()) {
     if (ids.length >= take) break;
-    if (passed + range.n > skip) {
-      const found = await selectIdsFrom(within(query, range), backwards, Math.max(0, skip - passed), take - ids.length);
-      // Read backwards, each range's ids come before those of the newer ranges read already.
+    if (passed + run.n > skip) {
+      let { from, to } = run;
+      let within = passed;
+      // Whole days before the one the range starts in, in the direction walked.
+      for (const { day, n } of (backwards ? run.days : run.days && [...run.days].reverse()) ?? []) {
+        if (within + n > skip) {
+          if (backwards) from = `${day}T00:00:00.000Z`;
+          else to = nextDay(day);
+          break;
+        }
+        within += n;
+      }
+      const found = await selectIdsFrom(inRange(query, { from, to }), backwards, Math.max(0, skip - within), take - ids.length);
+      // Read backwards, each run's ids come before those of the newer runs read already.
       ids = backwards ? [...found, ...ids] : [...ids, ...found];
     }
-    passed += range.n;
+    passed += run.n;
   }
   return ids;
 }

@@ -8,7 +8,7 @@ import { countChangedSince, olderChangedDays } from './projections/change-counts
 import { countOrders } from './projections/counts.ts';
 import { countByProperty, ordersFromSideTable, pathTotals, sumPathTotals, type PathTotal } from './projections/property-reads.ts';
 import { findListedOrders, type ListedOrder } from './render.ts';
-import { countInRanges, dayRanges, dayRuns, idsByRanges, listDaysOnce, pageByCreatedDay, type CreatedRange, type DaysOf } from './list-days.ts';
+import { countInRanges, dayRuns, idsByRuns, listDaysOnce, pageByCreatedDay, runsOfDays, type CreatedRun, type DaysOf } from './list-days.ts';
 
 export type { ListOrdersOptions } from './list-plan.ts';
 
@@ -72,10 +72,10 @@ interface ChangedSplit {
   older: OrdersQuery;
   olderTotal: number;
   /**
-   * The created ranges (oldest first) that hold them, with how many each holds: without other
-   * filters each day they were created on, else runs of those days. Their pages read only these.
+   * The runs of created days (oldest first) that hold them, with how many each holds, and without
+   * other filters how many each day holds. Their pages read only these.
    */
-  olderRanges: CreatedRange[];
+  olderRuns: CreatedRun[];
 }
 
 /** The filters the older part's day counts take: none but changedSince itself, live or with deleted orders. */
@@ -117,16 +117,16 @@ async function recentOf(plan: Planned, since: string): Promise<Pick<ChangedSplit
  */
 async function olderOf(plan: Planned, since: string): Promise<Omit<ChangedSplit, 'recent' | 'recentTotal'>> {
   const days = await olderChangedDays(plan.db, plan.businessId, since, plan.options.includeDeleted);
-  // Every filter but changedSince's range over updated_at, which must not lead: the created ranges bound the rows.
+  // Every filter but changedSince's range over updated_at, which must not lead: the runs of created days bound the rows.
   // A short range of rows: the property filter as filtersForRange says.
   const older = filterOrders(plan, { except: ['changedSince'] }, filtersForRange(plan.db)).where(sql<SqlBool>`${notIndexed(plan.db, 'updated_at')} > ${since}`)
     .where('created_at', '<=', since);
   if ([...plan.active.keys()].every((name) => UNFILTERED_OLDER.has(name))) {
-    return { older, olderTotal: days.reduce((sum, d) => sum + d.n, 0), olderRanges: dayRanges(days) };
+    return { older, olderTotal: days.reduce((sum, d) => sum + d.n, 0), olderRuns: runsOfDays(days) };
   }
   const runs = dayRuns(days.map((d) => d.day));
   const counts = await countInRanges(plan.db, older, runs);
-  return { older, olderTotal: counts.reduce((sum, n) => sum + n, 0), olderRanges: runs.map((run, i) => ({ ...run, n: counts[i] })) };
+  return { older, olderTotal: counts.reduce((sum, n) => sum + n, 0), olderRuns: runs.map((run, i) => ({ ...run, n: counts[i] })) };
 }
 
 /** The list's orders from the side table's matches of its property filter, with every other filter. */
@@ -180,16 +180,16 @@ export async function listOrders(db: Db, businessId: string, options: ListOrders
 /**
  * The page's ids of a list changed after u (changedSplit): the page of the orders created after u,
  * read as that list's plan reads it, and where it runs short, the older orders changed after u,
- * from the nearer end of theirs, within the created ranges that hold them (olderOf). Sorting the
+ * from the nearer end of theirs, within the runs of created days that hold them (olderOf). Sorting the
  * whole window instead cost 2.7 ms at 1M orders (16.6k changes in 7 days) for every poll of the first page.
  */
 async function pageChangedSince(plan: Planned, total: number): Promise<string[]> {
-  const { recent, recentTotal, older, olderRanges } = await changedSplit(plan);
+  const { recent, recentTotal, older, olderRuns } = await changedSplit(plan);
   const { page, limit } = plan.options;
   const offset = offsetOf(page, limit);
   const recentIds = offset < recentTotal ? await pageOf(recent, recentTotal) : [];
   if (recentIds.length >= limit) return recentIds;
   const range = rangeFromNearerEnd(total - recentTotal, Math.max(0, offset - recentTotal), limit - recentIds.length);
-  const olderIds = await idsByRanges(older, olderRanges, range);
+  const olderIds = await idsByRuns(older, olderRuns, range);
   return [...recentIds, ...olderIds];
 }
