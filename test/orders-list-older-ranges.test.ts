@@ -21,6 +21,10 @@ describe('dayRuns', () => {
       { from: '2025-02-20T00:00:00.000Z', to: '2025-03-02T00:00:00.000Z' },
     ]);
     assert.deepEqual(dayRuns([]), []);
+    // The last run ends at `until` when that is earlier than the end of its day.
+    assert.deepEqual(dayRuns(['2025-02-27', '2025-03-01'], { until: '2025-03-01T12:00:00.001Z' }), [
+      { from: '2025-02-27T00:00:00.000Z', to: '2025-03-01T12:00:00.001Z' },
+    ]);
   });
 
   it('joins the closest runs first when there are too many', () => {
@@ -87,6 +91,7 @@ describeEachBackend('GET /api/v1/orders: the older part of a changed-since list'
     await withListTuning({ shallowRows: 0, fewCandidates: -1 }, async () => {
       for (const extra of filters) {
         const expected = await expectedIds(ctx(), t, { ...NO_FILTER, page: 1, limit: 2, property: null, updatedSince: UPDATED_SINCE, ...extra });
+        let olderReads = 0;
         for (let page = 1; page <= Math.ceil(expected.length / 2) + 1; page++) {
           const options: ListOrdersOptions = { ...NO_FILTER, page, limit: 2, property: null, updatedSince: UPDATED_SINCE, ...extra };
           const { plugin, trees } = recordingStatements();
@@ -94,15 +99,19 @@ describeEachBackend('GET /api/v1/orders: the older part of a changed-since list'
           const what = `${JSON.stringify(extra)} page ${page}`;
           assert.equal(listed.total, expected.length, what);
           assert.deepEqual(listed.items.map((o) => o.id), expected.slice((page - 1) * 2, page * 2), what);
-          // The older part's reads (created_at <= u) are bounded on both sides, never across the weeks between.
+          // Every read from a created time at or before u (the older part's) is bounded on both
+          // sides by one range, never across the weeks between.
           for (const bounds of trees.flatMap((tree) => selects(tree))) {
-            if (!bounds.some(([op]) => op === '<=')) continue;
-            const from = bounds.filter(([op]) => op === '>=').map(([, v]) => v).sort().at(-1);
-            const to = bounds.filter(([op]) => op === '<').map(([, v]) => v).sort().at(0);
-            assert.ok(from !== undefined && to !== undefined, `${what}: an older read without both bounds ${JSON.stringify(bounds)}`);
-            assert.ok(to <= '2025-01-20T00:00:00.000Z' || from >= '2025-02-11T00:00:00.000Z', `${what}: read across the weeks between: ${from} to ${to}`);
+            const from = bounds.filter(([op]) => op === '>=' || op === '>').map(([, v]) => v).sort().at(-1);
+            if (from === undefined || from >= UPDATED_SINCE) continue;
+            olderReads++;
+            const to = bounds.filter(([op]) => op === '<' || op === '<=').map(([, v]) => v).sort();
+            assert.equal(to.length, 1, `${what}: an older read needs one upper bound ${JSON.stringify(bounds)}`);
+            assert.ok(to[0] <= '2025-01-20T00:00:00.000Z' || from >= '2025-02-11T00:00:00.000Z', `${what}: read across the weeks between: ${from} to ${to[0]}`);
           }
         }
+        // The pages reached the older part (the last pages are made of it), so the check above saw its reads.
+        assert.ok(olderReads > 0, `${JSON.stringify(extra)}: no read of the older part seen`);
       }
     });
   });

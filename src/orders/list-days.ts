@@ -113,8 +113,10 @@ const dayNumber = (day: string) => Date.parse(`${day}T00:00:00.000Z`) / 86_400_0
  * Days (oldest first) joined into runs: days fewer than `gapDays` apart share a run, and past
  * `most` runs the closest are joined. A list's rows between two runs are never read: one old
  * order changed today must not make a changed-since list read every order created since it.
+ * `until` ends the last run early: a run is then the only bound on created_at of a read, as
+ * SQLite ranges an index by one upper bound only (given `<= u` beside `< to`, it took `<= u`).
  */
-export function dayRuns(days: string[], { gapDays = 7, most = 16 } = {}): Array<{ from: string; to: string }> {
+export function dayRuns(days: string[], { gapDays = 7, most = 16, until }: { gapDays?: number; most?: number; until?: string } = {}): Array<{ from: string; to: string }> {
   const runs: Array<{ first: number; last: number }> = [];
   for (const day of days) {
     const n = dayNumber(day);
@@ -129,7 +131,7 @@ export function dayRuns(days: string[], { gapDays = 7, most = 16 } = {}): Array<
     runs.splice(closest, 1);
   }
   const iso = (n: number) => new Date(n * 86_400_000).toISOString();
-  return runs.map(({ first, last }) => ({ from: iso(first), to: iso(last + 1) }));
+  return runs.map(({ first, last }) => ({ from: iso(first), to: until !== undefined && until < iso(last + 1) ? until : iso(last + 1) }));
 }
 
 const inRange = (query: OrdersQuery, { from, to }: { from: string; to: string }) => query.where('created_at', '>=', from).where('created_at', '<', to);
@@ -143,8 +145,8 @@ export async function countInRanges(db: Db, query: OrdersQuery, ranges: Array<{ 
 }
 
 /** The days (oldest first, with their counts) in their runs (dayRuns). */
-export function runsOfDays(days: Array<{ day: string; n: number }>): CreatedRun[] {
-  return dayRuns(days.map((d) => d.day)).map((run) => {
+export function runsOfDays(days: Array<{ day: string; n: number }>, until?: string): CreatedRun[] {
+  return dayRuns(days.map((d) => d.day), { until }).map((run) => {
     const inRun = days.filter((d) => `${d.day}T00:00:00.000Z` >= run.from && `${d.day}T00:00:00.000Z` < run.to);
     return { ...run, n: inRun.reduce((sum, d) => sum + d.n, 0), days: inRun };
   });
@@ -170,7 +172,7 @@ export async function idsByRuns(
       for (const { day, n } of (backwards ? run.days : run.days && [...run.days].reverse()) ?? []) {
         if (within + n > skip) {
           if (backwards) from = `${day}T00:00:00.000Z`;
-          else to = nextDay(day);
+          else if (nextDay(day) < to) to = nextDay(day);
           break;
         }
         within += n;

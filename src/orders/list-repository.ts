@@ -68,7 +68,7 @@ const pageOf = (plan: Planned, total: number) => PAGES[choosePage(plan.active, p
 interface ChangedSplit {
   recent: Planned;
   recentTotal: number;
-  /** The older orders changed after u, with every filter. */
+  /** The older orders changed after u, with every filter; created before u only within `olderRuns`. */
   older: OrdersQuery;
   olderTotal: number;
   /**
@@ -119,12 +119,13 @@ async function olderOf(plan: Planned, since: string): Promise<Omit<ChangedSplit,
   const days = await olderChangedDays(plan.db, plan.businessId, since, plan.options.includeDeleted);
   // Every filter but changedSince's range over updated_at, which must not lead: the runs of created days bound the rows.
   // A short range of rows: the property filter as filtersForRange says.
-  const older = filterOrders(plan, { except: ['changedSince'] }, filtersForRange(plan.db)).where(sql<SqlBool>`${notIndexed(plan.db, 'updated_at')} > ${since}`)
-    .where('created_at', '<=', since);
+  const older = filterOrders(plan, { except: ['changedSince'] }, filtersForRange(plan.db)).where(sql<SqlBool>`${notIndexed(plan.db, 'updated_at')} > ${since}`);
+  // Created at or before u: times are kept to the millisecond, so before u and a millisecond.
+  const until = new Date(Date.parse(since) + 1).toISOString();
   if ([...plan.active.keys()].every((name) => UNFILTERED_OLDER.has(name))) {
-    return { older, olderTotal: days.reduce((sum, d) => sum + d.n, 0), olderRuns: runsOfDays(days) };
+    return { older, olderTotal: days.reduce((sum, d) => sum + d.n, 0), olderRuns: runsOfDays(days, until) };
   }
-  const runs = dayRuns(days.map((d) => d.day));
+  const runs = dayRuns(days.map((d) => d.day), { until });
   const counts = await countInRanges(plan.db, older, runs);
   return { older, olderTotal: counts.reduce((sum, n) => sum + n, 0), olderRuns: runs.map((run, i) => ({ ...run, n: counts[i] })) };
 }
