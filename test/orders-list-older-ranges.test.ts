@@ -15,16 +15,18 @@ import { createFixture, createOrder, withListTuning } from './helpers/orders.ts'
  */
 
 describe('dayRuns', () => {
-  it('joins days fewer than the gap apart, and keeps the others apart', () => {
+  it('joins days at most the gap apart, and keeps the others apart', () => {
     assert.deepEqual(dayRuns(['2025-01-05', '2025-02-20', '2025-02-21', '2025-02-27', '2025-03-01'], { gapDays: 7 }), [
       { from: '2025-01-05T00:00:00.000Z', to: '2025-01-06T00:00:00.000Z' },
       { from: '2025-02-20T00:00:00.000Z', to: '2025-03-02T00:00:00.000Z' },
     ]);
     assert.deepEqual(dayRuns([]), []);
-    // The last run ends at `until` when that is earlier than the end of its day.
-    assert.deepEqual(dayRuns(['2025-02-27', '2025-03-01'], { until: '2025-03-01T12:00:00.001Z' }), [
-      { from: '2025-02-27T00:00:00.000Z', to: '2025-03-01T12:00:00.001Z' },
+    // The last run ends at `through`, included, when that is earlier than the end of its day.
+    assert.deepEqual(dayRuns(['2025-02-27', '2025-03-01'], { through: '2025-03-01T12:00:00.000Z' }), [
+      { from: '2025-02-27T00:00:00.000Z', to: '2025-03-01T12:00:00.000Z', toIncluded: true },
     ]);
+    // Days in any order, or twice, make the same runs.
+    assert.deepEqual(dayRuns(['2025-02-20', '2025-01-05', '2025-02-20']), dayRuns(['2025-01-05', '2025-02-20']));
   });
 
   it('joins the closest runs first when there are too many', () => {

@@ -100,25 +100,30 @@ export async function idsByDays(
  * A run of created days, [from, to), and how many of a list's orders it holds; with `days`, how
  * many each of its days holds (oldest first), by which a page passes whole days within the run.
  */
-export interface CreatedRun {
-  from: string;
-  to: string;
+export interface CreatedRun extends CreatedSpan {
   n: number;
   days?: Array<{ day: string; n: number }>;
+}
+
+/** Created times from `from` to before `to`, or to `to` itself when `toIncluded`. */
+export interface CreatedSpan {
+  from: string;
+  to: string;
+  toIncluded?: boolean;
 }
 
 const dayNumber = (day: string) => Date.parse(`${day}T00:00:00.000Z`) / 86_400_000;
 
 /**
- * Days (oldest first) joined into runs: days fewer than `gapDays` apart share a run, and past
- * `most` runs the closest are joined. A list's rows between two runs are never read: one old
- * order changed today must not make a changed-since list read every order created since it.
- * `until` ends the last run early: a run is then the only bound on created_at of a read, as
- * SQLite ranges an index by one upper bound only (given `<= u` beside `< to`, it took `<= u`).
+ * Days joined into runs, oldest first: days at most `gapDays` apart share a run, and past `most`
+ * runs the closest are joined. A list's rows between two runs are never read: one old order
+ * changed today must not make a changed-since list read every order created since it. `through`
+ * ends the last run at that time, included: a run is then the only bound on created_at of a read,
+ * as SQLite ranges an index by one upper bound only (given `<= u` beside `< to`, it took `<= u`).
  */
-export function dayRuns(days: string[], { gapDays = 7, most = 16, until }: { gapDays?: number; most?: number; until?: string } = {}): Array<{ from: string; to: string }> {
+export function dayRuns(days: string[], { gapDays = 7, most = 16, through }: { gapDays?: number; most?: number; through?: string } = {}): CreatedSpan[] {
   const runs: Array<{ first: number; last: number }> = [];
-  for (const day of days) {
+  for (const day of [...new Set(days)].sort()) {
     const n = dayNumber(day);
     const run = runs.at(-1);
     if (run && n - run.last <= gapDays) run.last = n;
@@ -131,13 +136,15 @@ export function dayRuns(days: string[], { gapDays = 7, most = 16, until }: { gap
     runs.splice(closest, 1);
   }
   const iso = (n: number) => new Date(n * 86_400_000).toISOString();
-  return runs.map(({ first, last }) => ({ from: iso(first), to: until !== undefined && until < iso(last + 1) ? until : iso(last + 1) }));
+  return runs.map(({ first, last }) => (through !== undefined && through < iso(last + 1)
+    ? { from: iso(first), to: through, toIncluded: true } : { from: iso(first), to: iso(last + 1) }));
 }
 
-const inRange = (query: OrdersQuery, { from, to }: { from: string; to: string }) => query.where('created_at', '>=', from).where('created_at', '<', to);
+const inRange = (query: OrdersQuery, { from, to, toIncluded }: CreatedSpan) =>
+  query.where('created_at', '>=', from).where('created_at', toIncluded ? '<=' : '<', to);
 
 /** How many of `query`'s orders each range holds: one statement, a count per range, each bounded by its range. */
-export async function countInRanges(db: Db, query: OrdersQuery, ranges: Array<{ from: string; to: string }>): Promise<number[]> {
+export async function countInRanges(db: Db, query: OrdersQuery, ranges: CreatedSpan[]): Promise<number[]> {
   if (ranges.length === 0) return [];
   const counts = ranges.map((range, i) => sql`(${inRange(query, range).clearSelect().select(sql`count(*)`.as('n'))}) as ${sql.ref(`n${i}`)}`);
   const { rows: [row] } = await sql<Record<string, number | string>>`select ${sql.join(counts)}`.execute(db);
@@ -145,9 +152,9 @@ export async function countInRanges(db: Db, query: OrdersQuery, ranges: Array<{ 
 }
 
 /** The days (oldest first, with their counts) in their runs (dayRuns). */
-export function runsOfDays(days: Array<{ day: string; n: number }>, until?: string): CreatedRun[] {
-  return dayRuns(days.map((d) => d.day), { until }).map((run) => {
-    const inRun = days.filter((d) => `${d.day}T00:00:00.000Z` >= run.from && `${d.day}T00:00:00.000Z` < run.to);
+export function runsOfDays(days: Array<{ day: string; n: number }>, through?: string): CreatedRun[] {
+  return dayRuns(days.map((d) => d.day), { through }).map((run) => {
+    const inRun = days.filter(({ day }) => `${day}T00:00:00.000Z` >= run.from && (run.toIncluded ? `${day}T00:00:00.000Z` <= run.to : `${day}T00:00:00.000Z` < run.to));
     return { ...run, n: inRun.reduce((sum, d) => sum + d.n, 0), days: inRun };
   });
 }
@@ -166,19 +173,19 @@ export async function idsByRuns(
   for (const run of backwards ? runs : [...runs].reverse()) {
     if (ids.length >= take) break;
     if (passed + run.n > skip) {
-      let { from, to } = run;
+      const span: CreatedSpan = { ...run };
       let within = passed;
       // Whole days before the one the range starts in, in the direction walked.
       for (const { day, n } of (backwards ? run.days : run.days && [...run.days].reverse()) ?? []) {
         if (within + n > skip) {
-          if (backwards) from = `${day}T00:00:00.000Z`;
-          else if (nextDay(day) < to) to = nextDay(day);
+          if (backwards) span.from = `${day}T00:00:00.000Z`;
+          else if (span.toIncluded ? nextDay(day) <= span.to : nextDay(day) < span.to) Object.assign(span, { to: nextDay(day), toIncluded: false });
           break;
         }
         within += n;
       }
-      const found = await selectIdsFrom(inRange(query, { from, to }), backwards, Math.max(0, skip - within), take - ids.length);
-      // Read backwards, each run's ids come before those of the newer runs read already.
+      const found = await selectIdsFrom(inRange(query, span), backwards, Math.max(0, skip - within), take - ids.length);
+      // Walking backwards, runs are read oldest first, so each run's ids go before the ids already found (newer runs').
       ids = backwards ? [...found, ...ids] : [...ids, ...found];
     }
     passed += run.n;

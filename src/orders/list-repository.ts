@@ -120,12 +120,11 @@ async function olderOf(plan: Planned, since: string): Promise<Omit<ChangedSplit,
   // Every filter but changedSince's range over updated_at, which must not lead: the runs of created days bound the rows.
   // A short range of rows: the property filter as filtersForRange says.
   const older = filterOrders(plan, { except: ['changedSince'] }, filtersForRange(plan.db)).where(sql<SqlBool>`${notIndexed(plan.db, 'updated_at')} > ${since}`);
-  // Created at or before u: times are kept to the millisecond, so before u and a millisecond.
-  const until = new Date(Date.parse(since) + 1).toISOString();
   if ([...plan.active.keys()].every((name) => UNFILTERED_OLDER.has(name))) {
-    return { older, olderTotal: days.reduce((sum, d) => sum + d.n, 0), olderRuns: runsOfDays(days, until) };
+    return { older, olderTotal: days.reduce((sum, d) => sum + d.n, 0), olderRuns: runsOfDays(days, since) };
   }
-  const runs = dayRuns(days.map((d) => d.day), { until });
+  // Created at or before u: the last run ends at u, included.
+  const runs = dayRuns(days.map((d) => d.day), { through: since });
   const counts = await countInRanges(plan.db, older, runs);
   return { older, olderTotal: counts.reduce((sum, n) => sum + n, 0), olderRuns: runs.map((run, i) => ({ ...run, n: counts[i] })) };
 }
