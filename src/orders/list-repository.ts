@@ -176,7 +176,6 @@ export async function listOrders(db: Db, businessId: string, options: ListOrders
   return { items, total, page: options.page, pageSize: options.limit };
 }
 
-
 /**
  * The page's ids of a list changed after u (changedSplit): the page of the orders created after u,
  * read as that list's plan reads it, and where it runs short, the older orders changed after u,
