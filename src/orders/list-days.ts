@@ -10,7 +10,9 @@ import { createdDays } from './projections/created-counts.ts';
  * day's rows (src/orders/list-repository.ts chooses when, by the plan in list-plan.ts).
  */
 
-const nextDay = (day: string) => new Date(Date.parse(`${day}T00:00:00.000Z`) + 86_400_000).toISOString();
+/** The first instant of a UTC day (`YYYY-MM-DD`), and of the day after it. */
+const dayStart = (day: string) => `${day}T00:00:00.000Z`;
+const nextDay = (day: string) => new Date(Date.parse(dayStart(day)) + 86_400_000).toISOString();
 
 /**
  * The path filter the day counts take: a path present or absent. The plan chooses the day counts
@@ -92,9 +94,19 @@ export async function idsByDays(
   }
   // Fewer rows than the counts said a moment ago (an order deleted since): past the end.
   if (start === undefined) return [];
-  const within = backwards ? withinDays.where('created_at', '>=', `${start}T00:00:00.000Z`) : withinDays.where('created_at', '<', nextDay(start));
+  const within = backwards ? withinDays.where('created_at', '>=', dayStart(start)) : withinDays.where('created_at', '<', nextDay(start));
   return selectIdsFrom(within, backwards, skip - passed, take);
 }
+
+/** Created times from `from` to before `to`, or to `to` itself when `toIncluded`. */
+export interface CreatedSpan {
+  from: string;
+  to: string;
+  toIncluded?: boolean;
+}
+
+/** Whether a time is before the span's end. */
+const beforeEnd = (time: string, { to, toIncluded }: CreatedSpan) => (toIncluded ? time <= to : time < to);
 
 /**
  * A run of created days, [from, to), and how many of a list's orders it holds; with `days`, how
@@ -105,14 +117,7 @@ export interface CreatedRun extends CreatedSpan {
   days?: Array<{ day: string; n: number }>;
 }
 
-/** Created times from `from` to before `to`, or to `to` itself when `toIncluded`. */
-export interface CreatedSpan {
-  from: string;
-  to: string;
-  toIncluded?: boolean;
-}
-
-const dayNumber = (day: string) => Date.parse(`${day}T00:00:00.000Z`) / 86_400_000;
+const dayNumber = (day: string) => Date.parse(dayStart(day)) / 86_400_000;
 
 /**
  * Days joined into runs, oldest first: days at most `gapDays` apart share a run, and past `most`
@@ -154,7 +159,7 @@ export async function countInRanges(db: Db, query: OrdersQuery, ranges: CreatedS
 /** The days (oldest first, with their counts) in their runs (dayRuns). */
 export function runsOfDays(days: Array<{ day: string; n: number }>, through?: string): CreatedRun[] {
   return dayRuns(days.map((d) => d.day), { through }).map((run) => {
-    const inRun = days.filter(({ day }) => `${day}T00:00:00.000Z` >= run.from && (run.toIncluded ? `${day}T00:00:00.000Z` <= run.to : `${day}T00:00:00.000Z` < run.to));
+    const inRun = days.filter(({ day }) => dayStart(day) >= run.from && beforeEnd(dayStart(day), run));
     return { ...run, n: inRun.reduce((sum, d) => sum + d.n, 0), days: inRun };
   });
 }
@@ -178,8 +183,8 @@ export async function idsByRuns(
       // Whole days before the one the range starts in, in the direction walked.
       for (const { day, n } of (backwards ? run.days : run.days && [...run.days].reverse()) ?? []) {
         if (within + n > skip) {
-          if (backwards) span.from = `${day}T00:00:00.000Z`;
-          else if (span.toIncluded ? nextDay(day) <= span.to : nextDay(day) < span.to) Object.assign(span, { to: nextDay(day), toIncluded: false });
+          if (backwards) span.from = dayStart(day);
+          else if (beforeEnd(nextDay(day), span)) Object.assign(span, { to: nextDay(day), toIncluded: false });
           break;
         }
         within += n;
