@@ -76,13 +76,16 @@ export async function pageByCreatedDay(
  * by `daysOf` (the query's rows per created day, in the direction walked: oldest first when
  * backwards) and walking only the rows of the day the range starts in, by `withinDays` (the same
  * rows, filtered as suits a walk that starts in a given day: list-plan.ts `filtersForRange`).
+ * A walk of fewer than `shallowRows` from an end reads `withinDays` too: it also stops at its
+ * page, and on PostgreSQL a path tested on each row's JSON beat a probe of the side table per row
+ * (the last page of ACCEPTED orders with a path at 1M orders: 1.6 ms against 11.6 ms by EXPLAIN).
  */
 export async function idsByDays(
   query: OrdersQuery, daysOf: DaysOf,
   { backwards, skip, take }: { backwards: boolean; skip: number; take: number }, withinDays = query,
 ): Promise<string[]> {
   if (take <= 0) return [];
-  if (skip < listTuning.shallowRows) return selectIdsFrom(query, backwards, skip, take);
+  if (skip < listTuning.shallowRows) return selectIdsFrom(withinDays, backwards, skip, take);
   let passed = 0;
   let start: string | undefined;
   for (const { day, n } of await daysOf(backwards ? 'asc' : 'desc')) {
