@@ -16,7 +16,7 @@ export type { ListOrdersOptions } from './list-plan.ts';
 interface Planned extends ListScope {
   active: ActiveFilters;
   query: OrdersQuery;
-  /** The same orders, filtered for reads that start in a given day (list-plan.ts `filtersForRange`). */
+  /** The same orders, filtered for reads over a short range: from a given day, or near an end (list-plan.ts `filtersForRange`). */
   rangeQuery: OrdersQuery;
   /** The orders matching the property filter alone, when the side table answers it. */
   candidates?: number;
