@@ -62,30 +62,30 @@ export function listDaysOnce(list: Parameters<typeof listDays>[0]): DaysOf {
  * are passed over by their maintained counts (`order_created_counts`, or the path counts), and
  * only the rows of the day the page starts in are walked. At 1M
  * orders, page 20000 of 20 walked 400,000 index entries (71 ms on SQLite). `total` is the exact
- * count of the list, which its days sum to; `query` has every filter's condition.
+ * count of the list, which its days sum to; `query` has every filter's condition, and `withinDays`
+ * the same rows as the walks read them (idsByDays).
  */
 export async function pageByCreatedDay(
   db: Db, businessId: string, query: OrdersQuery, options: ListOrdersOptions, total: number,
   daysOf: DaysOf = listDaysOnce({ db, businessId, query, options }), withinDays = query,
 ): Promise<string[]> {
-  return idsByDays(query, daysOf, nearerEnd(total, options), withinDays);
+  return idsByDays(withinDays, daysOf, nearerEnd(total, options));
 }
 
 /**
- * `take` ids of `query` after `skip`, in list order or backwards from its end, passing whole days
- * by `daysOf` (the query's rows per created day, in the direction walked: oldest first when
- * backwards) and walking only the rows of the day the range starts in, by `withinDays` (the same
- * rows, filtered as suits a walk that starts in a given day: list-plan.ts `filtersForRange`).
- * A walk of fewer than `shallowRows` from an end reads `withinDays` too: it also stops at its
- * page, and on PostgreSQL a path tested on each row's JSON beat a probe of the side table per row
- * (the last page of ACCEPTED orders with a path at 1M orders: 1.6 ms against 11.6 ms by EXPLAIN).
+ * `take` ids of `rows` after `skip`, in list order or backwards from its end, passing whole days
+ * by `daysOf` (its rows per created day, in the direction walked: oldest first when backwards) and
+ * walking only the rows of the day the range starts in, or fewer than `shallowRows` from the end.
+ * `rows` is the list filtered as suits a walk over a short range (list-plan.ts
+ * `filtersForRange`): on PostgreSQL a path tested on each row's JSON beat a probe of the side
+ * table per row (the last page of ACCEPTED orders with a path at 1M orders: 1.6 ms against
+ * 11.6 ms by EXPLAIN).
  */
 export async function idsByDays(
-  query: OrdersQuery, daysOf: DaysOf,
-  { backwards, skip, take }: { backwards: boolean; skip: number; take: number }, withinDays = query,
+  rows: OrdersQuery, daysOf: DaysOf, { backwards, skip, take }: { backwards: boolean; skip: number; take: number },
 ): Promise<string[]> {
   if (take <= 0) return [];
-  if (skip < listTuning.shallowRows) return selectIdsFrom(withinDays, backwards, skip, take);
+  if (skip < listTuning.shallowRows) return selectIdsFrom(rows, backwards, skip, take);
   let passed = 0;
   let start: string | undefined;
   for (const { day, n } of await daysOf(backwards ? 'asc' : 'desc')) {
@@ -97,7 +97,7 @@ export async function idsByDays(
   }
   // Fewer rows than the counts said a moment ago (an order deleted since): past the end.
   if (start === undefined) return [];
-  const within = backwards ? withinDays.where('created_at', '>=', dayStart(start)) : withinDays.where('created_at', '<', nextDay(start));
+  const within = backwards ? rows.where('created_at', '>=', dayStart(start)) : rows.where('created_at', '<', nextDay(start));
   return selectIdsFrom(within, backwards, skip - passed, take);
 }
 
