@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { dayRuns } from '../src/orders/list-days.ts';
+import { dayRuns } from '../src/orders/list-runs.ts';
 import { listOrders, type ListOrdersOptions } from '../src/orders/list-repository.ts';
 import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { describeEachBackend } from './helpers/context.ts';

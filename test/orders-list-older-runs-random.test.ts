@@ -7,7 +7,7 @@ import { expectedIds, NO_FILTER, PATH } from './helpers/list-fixture.ts';
 import { createFixture, createOrder, withListTuning } from './helpers/orders.ts';
 
 /**
- * Changed-since lists against brute force over a scattered history (src/orders/list-days.ts
+ * Changed-since lists against brute force over a scattered history (src/orders/list-runs.ts
  * dayRuns, idsByRuns): older orders on 24 days spread over 300 days (more than the 16 runs, so
  * the closest are joined), adjacent days, orders at u, a millisecond either side of it and tied,
  * soft-deleted ones; every page forwards and backwards, at several limits, with the walks forced

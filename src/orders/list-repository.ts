@@ -8,7 +8,8 @@ import { countChangedSince, olderChangedDays } from './projections/change-counts
 import { countOrders } from './projections/counts.ts';
 import { countByProperty, ordersFromSideTable, pathTotals, sumPathTotals, type PathTotal } from './projections/property-reads.ts';
 import { findListedOrders, type ListedOrder } from './render.ts';
-import { countInRanges, dayRuns, idsByRuns, listDaysOnce, pageByCreatedDay, runsOfDays, type CreatedRun, type DaysOf } from './list-days.ts';
+import { listDaysOnce, pageByCreatedDay, type DaysOf } from './list-days.ts';
+import { countInRanges, dayRuns, idsByRuns, runsOfDays, type CreatedRun } from './list-runs.ts';
 
 export type { ListOrdersOptions } from './list-plan.ts';
 
