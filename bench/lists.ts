@@ -1,4 +1,6 @@
 import type { Fixtures } from './fixtures.ts';
+import { measure, randomIn, timed } from './latency.ts';
+import { changeOldestOrder, LEGACY_PATH, markOldest, spreadIds } from './list-changes.ts';
 
 /**
  * The list cases an integration hits (issue 21), measured as latency: one request at a time, so
@@ -60,29 +62,6 @@ export function combinations(names: string[], most: number): string[][] {
   return out;
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
-const round = (ms: number) => Math.round(ms * 10) / 10;
-
-async function timed(base: string, path: string, headers: Record<string, string>): Promise<{ ms: number; body: any }> {
-  const started = performance.now();
-  const res = await fetch(`${base}${path}`, { headers });
-  const text = await res.text();
-  const ms = performance.now() - started;
-  if (res.status !== 200) throw new Error(`GET ${path}: ${res.status} ${text.slice(0, 200)}`);
-  return { ms, body: JSON.parse(text) };
-}
-
-/** `requests` requests of the case, one at a time, after one that warms the connection. */
-async function measure(base: string, headers: Record<string, string>, path: () => string, requests: number): Promise<{ p50: number; p99: number; max: number }> {
-  await timed(base, path(), headers);
-  const times: number[] = [];
-  for (let i = 0; i < requests; i++) times.push((await timed(base, path(), headers)).ms);
-  times.sort((a, b) => a - b);
-  return { p50: round(percentile(times, 0.5)), p99: round(percentile(times, 0.99)), max: round(times[times.length - 1]) };
-}
-
-const randomIn = (low: number, high: number) => low + Math.floor(Math.random() * Math.max(1, high - low + 1));
-
 export async function measureLists(
   base: string, f: Fixtures, orders: number,
   options: { requests?: number; most?: number; onCase?: (c: ListCase) => void; with?: string[] } = {},
@@ -123,42 +102,20 @@ export async function measureLists(
   if (changedSince.length > 0 && await changeOldestOrder(base, f)) {
     for (const combo of changedSince) await measureCombo(combo, ' (one old order changed)');
   }
+  // Then a path only the oldest orders have, which a walk from the newest end would pass every
+  // other row to find (docs/performance.md, thirteenth part).
+  made.legacy = () => `propertyPath=${LEGACY_PATH}&propertyExists=true`;
+  made['legacy absent'] = () => `propertyPath=${LEGACY_PATH}&propertyExists=false`;
+  const legacy = [['legacy'], ['legacy', 'phase'], ['legacy', 'status'], ['legacy', 'includeDeleted'], ['legacy absent'], ['legacy absent', 'status']]
+    .filter((combo) => !options.with || options.with.every((name) => combo.includes(name)));
+  if (legacy.length > 0 && orders > 0) {
+    await markOldest(base, f, Math.min(2_000, Math.ceil(orders / 5)));
+    for (const combo of legacy) await measureCombo(combo);
+  }
   // Cache misses: orders spread over the whole list, read by id.
   const ids = await spreadIds(base, f, orders);
   record({ name: 'get order by random id', filters: [], page: 'random', total: ids.length, ...await measure(base, f.headers, () => `/api/v1/orders/${ids[randomIn(0, ids.length - 1)]}`, requests) });
   return { requestsPerCase: requests, goalMs: 25, cases };
-}
-
-/**
- * Changes the oldest live order (a property of the benchmark's own), so that its updatedAt is now;
- * false when there is none. The change stays in the database: a reused one keeps it, as it keeps
- * the other scenarios' writes. Read from the last page of 100: `page` is at most 1,000,000, which
- * a page of one would pass on a reused database of 1M orders and the orders the writes add.
- */
-async function changeOldestOrder(base: string, f: Fixtures): Promise<boolean> {
-  const { body: { total } } = await timed(base, '/api/v1/orders?limit=1', f.headers);
-  if (total === 0) return false;
-  const { body: { items } } = await timed(base, `/api/v1/orders?limit=100&page=${Math.ceil(total / 100)}`, f.headers);
-  const oldest = items.at(-1);
-  const res = await fetch(`${base}/api/v1/orders/${oldest.id}`, {
-    method: 'PATCH',
-    headers: { ...f.headers, 'content-type': 'application/json' },
-    body: JSON.stringify({ order: { properties: { bench: { changedAt: new Date().toISOString() } } } }),
-  });
-  if (res.status !== 200) throw new Error(`PATCH the oldest order: ${res.status} ${(await res.text()).slice(0, 200)}`);
-  return true;
-}
-
-/** Up to 200 order ids from pages spread over the whole list. */
-async function spreadIds(base: string, f: Fixtures, orders: number): Promise<string[]> {
-  const pages = Math.max(1, Math.ceil(orders / 100));
-  const ids: string[] = [];
-  for (let i = 0; i < 10; i++) {
-    const page = Math.max(1, Math.round((pages * i) / 10));
-    const { body } = await timed(base, `/api/v1/orders?limit=100&page=${page}`, f.headers);
-    ids.push(...(body.items as Array<{ id: string }>).slice(0, 20).map((o) => o.id));
-  }
-  return ids;
 }
 
 /** The cases over the goal, worst first, and a summary line. */
