@@ -40,7 +40,7 @@ describeEachBackend('GET /api/v1/orders: a walk from the end by a path', (ctx) =
       await ctx().db.updateTable('orders').set({ created_at: created, updated_at: created }).where('id', '=', id).execute();
     }
     await rebuildOrderProjections(ctx().db, t.businessId);
-    // A reach of 16 rows for a first page of 2 (shallowRows 4, or 8 times the rows read); none few enough to collect.
+    // A reach of 8 rows for a first page of 2 (shallowRows 4, or 4 times the rows read); none few enough to collect.
     await withListTuning({ shallowRows: 4, fewCandidates: -1 }, async () => {
       const cases: Array<{ filter: ListOrdersOptions['property']; far: 'first' | 'last' | 'neither'; status?: string }> = [
         { filter: { ...OLD, exists: true }, far: 'first' },

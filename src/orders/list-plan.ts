@@ -138,7 +138,7 @@ export const ORDER_FILTERS = {
 
 export type OrderFilterName = keyof typeof ORDER_FILTERS;
 
-/** The filters of a walk by created day that no index on orders serves: a walk tests them row by row (list-days.ts `withinReach`). */
+/** The filters of a walk by created day that no index on orders serves: a walk tests them row by row (list-days.ts `nearestRows`). */
 export const ROW_TESTED: readonly OrderFilterName[] = ['propertyPresent', 'propertyAbsent'];
 
 const ROW_FILTERS: Record<string, ListFilter> = {

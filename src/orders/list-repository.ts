@@ -8,7 +8,7 @@ import { countChangedSince, olderChangedDays } from './projections/change-counts
 import { countOrders } from './projections/counts.ts';
 import { countByProperty, ordersFromSideTable, pathTotals, sumPathTotals, type PathTotal } from './projections/property-reads.ts';
 import { findListedOrders, type ListedOrder } from './render.ts';
-import { listDaysOnce, pageByCreatedDay, type DaysOf, type Walk } from './list-days.ts';
+import { listDaysOnce, nearestRows, pageByCreatedDay, type DaysOf, type Walk } from './list-days.ts';
 import { countInRanges, dayRuns, idsByRuns, runsOfDays, type CreatedRun } from './list-runs.ts';
 
 export type { ListOrdersOptions } from './list-plan.ts';
@@ -154,10 +154,12 @@ const TOTALS: Record<TotalStrategy | 'count', (plan: Planned) => Promise<number>
   count: ({ query }) => countOf(query),
 };
 
-/** How a walk by created day reads the list: filtered for a short range, and bounded by the list without a path when it has one. */
+/** How a walk by created day reads the list: filtered for a short range; near an end, within a reach when a path narrows it. */
 const walkOf = (plan: Planned): Walk => ({
   rows: plan.rangeQuery,
-  indexed: ROW_TESTED.some((name) => plan.active.has(name)) ? filterOrders(plan, { except: [...ROW_TESTED] }) : undefined,
+  nearest: ROW_TESTED.some((name) => plan.active.has(name))
+    ? (backwards, reach) => filterOrders(plan, { from: nearestRows(plan.db, filterOrders(plan, { except: [...ROW_TESTED] }), backwards, reach) }, filtersForRange(plan.db))
+    : undefined,
 });
 
 const PAGES: Record<PageStrategy | 'sorted', (plan: Planned, total: number) => Promise<string[]>> = {
