@@ -1,3 +1,4 @@
+import { listTuning } from '../src/orders/list-strategies.ts';
 import type { Fixtures } from './fixtures.ts';
 import { measure, randomIn, timed } from './latency.ts';
 import { changeOldestOrder, LEGACY_PATH, markOldest, spreadIds } from './list-changes.ts';
@@ -109,7 +110,8 @@ export async function measureLists(
   const legacy = [['legacy'], ['legacy', 'phase'], ['legacy', 'status'], ['legacy', 'includeDeleted'], ['legacy absent'], ['legacy absent', 'status']]
     .filter((combo) => !options.with || options.with.every((name) => combo.includes(name)));
   if (legacy.length > 0 && orders > 0) {
-    await markOldest(base, f, Math.min(2_000, Math.ceil(orders / 5)));
+    // More than the plan collects from the side table (fewCandidates), so that the list is walked.
+    await markOldest(base, f, Math.min(listTuning.fewCandidates + 1_000, Math.ceil(orders / 5)));
     for (const combo of legacy) await measureCombo(combo);
   }
   // Cache misses: orders spread over the whole list, read by id.
