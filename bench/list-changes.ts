@@ -41,14 +41,20 @@ export const LEGACY_PATH = 'benchLegacy.id';
 
 /**
  * Gives the `n` oldest live orders a path of the benchmark's own (LEGACY_PATH), as an integration
- * back-filling an old system's ids does, unless as many have it already (a reused database keeps
- * it). The demo spreads its paths evenly over time, so no other case has a path far from the
- * newest end. Eight PATCHes at a time, from the last page of 100 backwards.
+ * back-filling an old system's ids does, unless as many orders (deleted ones too) have it already:
+ * a reused database keeps it. The demo spreads its paths evenly over time, so no other case has a
+ * path far from the newest end. False, and nothing changed, when the business holds no more than
+ * `n` live orders (no order would lack the path). Eight PATCHes at a time, from the last page of
+ * 100 backwards.
  */
-export async function markOldest(base: string, f: Fixtures, n: number): Promise<void> {
-  const { body: { total: marked } } = await timed(base, `/api/v1/orders?propertyPath=${LEGACY_PATH}&limit=1`, f.headers);
-  if (marked >= n) return;
+export async function markOldest(base: string, f: Fixtures, n: number): Promise<boolean> {
   const { body: { total } } = await timed(base, '/api/v1/orders?limit=1', f.headers);
+  if (total <= n) {
+    console.error(`lists: ${total} orders, not more than ${n}: the cases of a path only the oldest orders have are left out`);
+    return false;
+  }
+  const { body: { total: marked } } = await timed(base, `/api/v1/orders?propertyPath=${LEGACY_PATH}&includeDeleted=true&limit=1`, f.headers);
+  if (marked >= n) return true;
   const ids: string[] = [];
   for (let page = Math.ceil(total / 100); page >= 1 && ids.length < n; page--) {
     const { body: { items } } = await timed(base, `/api/v1/orders?limit=100&page=${page}`, f.headers);
@@ -64,4 +70,5 @@ export async function markOldest(base: string, f: Fixtures, n: number): Promise<
   };
   for (let i = 0; i < ids.length; i += 8) await Promise.all(ids.slice(i, i + 8).map((id, j) => patch(id, i + j)));
   console.error(`lists: gave the ${ids.length} oldest orders ${LEGACY_PATH}`);
+  return true;
 }

@@ -109,9 +109,8 @@ export async function measureLists(
   made['legacy absent'] = () => `propertyPath=${LEGACY_PATH}&propertyExists=false`;
   const legacy = [['legacy'], ['legacy', 'phase'], ['legacy', 'status'], ['legacy', 'includeDeleted'], ['legacy absent'], ['legacy absent', 'status']]
     .filter((combo) => !options.with || options.with.every((name) => combo.includes(name)));
-  if (legacy.length > 0 && orders > 0) {
-    // More than the plan collects from the side table (fewCandidates), so that the list is walked.
-    await markOldest(base, f, Math.min(listTuning.fewCandidates + 1_000, Math.ceil(orders / 5)));
+  // More than the plan collects from the side table (fewCandidates), so that the lists are walked.
+  if (legacy.length > 0 && await markOldest(base, f, listTuning.fewCandidates + 1_000)) {
     for (const combo of legacy) await measureCombo(combo);
   }
   // Cache misses: orders spread over the whole list, read by id.

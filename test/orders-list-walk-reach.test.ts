@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
+import { nearerEnd } from '../src/db/list.ts';
 import { listOrders, type ListOrdersOptions } from '../src/orders/list-repository.ts';
 import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { describeEachBackend } from './helpers/context.ts';
@@ -15,15 +16,43 @@ import { recordingStatements } from './helpers/statements.ts';
  */
 
 const ORDERS = 30;
-/** Only the oldest three have it. */
+/** Only the oldest four have it. */
 const OLD = { segments: ['legacy', 'id'] };
 /** Only the newest three have it. */
 const NEW = { segments: ['fresh', 'id'] };
-/** All but the oldest three have it. */
+/** All but the oldest four have it. */
 const MOST = { segments: ['erp', 'no'] };
+/** The 4th and the 13th newest have it: one inside the reach of a first page of 2 (8 rows), one past it. */
+const EDGE = { segments: ['edge', 'id'] };
 
 /** Statements that read created days (the day counts), not rows. */
 const dayReads = (trees: unknown[]) => trees.filter((tree) => JSON.stringify(tree).includes('"day"'));
+
+interface Case {
+  filter: ListOrdersOptions['property'];
+  /** The end of the list its orders lie far from (past the reach of a page of 2 walked from it); `any` where other reads name days too. */
+  far: 'newest' | 'oldest' | 'neither' | 'any';
+  extra?: Partial<ListOrdersOptions>;
+}
+
+const CASES: Case[] = [
+  { filter: { ...OLD, exists: true }, far: 'newest' },
+  { filter: { ...MOST, exists: false }, far: 'newest' },
+  { filter: { ...NEW, exists: true }, far: 'oldest' },
+  { filter: { ...NEW, exists: false }, far: 'neither' },
+  { filter: { ...MOST, exists: true }, far: 'neither' },
+  { filter: { ...EDGE, exists: true }, far: 'newest' },
+  { filter: { ...OLD, exists: true }, far: 'newest', extra: { status: 'ACCEPTED' } },
+  { filter: { ...OLD, exists: true }, far: 'newest', extra: { phase: 'PENDING' } },
+  { filter: { ...OLD, exists: true }, far: 'newest', extra: { includeDeleted: true } },
+  // The deleted oldest order is the last page's, inside the reach from that end.
+  { filter: { ...MOST, exists: false }, far: 'newest', extra: { includeDeleted: true } },
+  { filter: { ...NEW, exists: true }, far: 'oldest', extra: { includeDeleted: true } },
+  // After the oldest order's creation (createdSince's own day counted by query). Its total sums the days.
+  { filter: { ...OLD, exists: true }, far: 'any', extra: { createdSince: '2025-01-01T12:00:00.000Z' } },
+  // Every order changed after u: the recent part of the split, planned as a createdSince list; its older part reads days too.
+  { filter: { ...OLD, exists: true }, far: 'any', extra: { updatedSince: '2024-12-31T00:00:00.000Z' } },
+];
 
 describeEachBackend('GET /api/v1/orders: a walk from the end by a path', (ctx) => {
   it('reads the day counts only when the path lies past its reach, and answers as brute force on every page', async () => {
@@ -31,45 +60,40 @@ describeEachBackend('GET /api/v1/orders: a walk from the end by a path', (ctx) =
     const f = await createFixture(ctx(), t);
     for (let i = 0; i < ORDERS; i++) {
       const properties: Record<string, unknown> = {};
-      if (i < 3) properties.legacy = { id: i };
+      if (i < 4) properties.legacy = { id: i };
       else properties.erp = { no: i };
       if (i >= ORDERS - 3) properties.fresh = { id: i };
-      const { id } = await createOrder(ctx(), t, f, { properties, ...(i % 2 === 0 ? { status: 'ACCEPTED' } : {}) });
-      // A day each, oldest first.
-      const created = new Date(Date.UTC(2025, 0, 1 + i, 12)).toISOString();
+      if (i === ORDERS - 4 || i === ORDERS - 13) properties.edge = { id: i };
+      const body = { properties, ...(i % 2 === 1 ? { status: 'ACCEPTED' } : {}), ...(i % 3 !== 0 ? { phase: 'PENDING' } : {}) };
+      const { id } = await createOrder(ctx(), t, f, body);
+      // A day each, oldest first; four orders created at one time, tied on it.
+      const created = new Date(Date.UTC(2025, 0, 1 + (i >= 20 && i <= 23 ? 20 : i), 12)).toISOString();
       await ctx().db.updateTable('orders').set({ created_at: created, updated_at: created }).where('id', '=', id).execute();
     }
     await rebuildOrderProjections(ctx().db, t.businessId);
-    // One of the oldest three deleted, through the API: with includeDeleted, the deleted orders' tables too.
+    // The oldest order deleted, through the API: with includeDeleted, the deleted orders' tables too.
     const [{ id: deleted }] = await ctx().db.selectFrom('orders').select('id').where('business_id', '=', t.businessId)
-      .orderBy('created_at').offset(1).limit(1).execute();
+      .orderBy('created_at').limit(1).execute();
     assert.equal((await ctx().request('DELETE', `/api/v1/orders/${deleted}`, { as: t })).status, 204);
     // A reach of 8 rows for a first page of 2 (shallowRows 4, or 4 times the rows read); none few enough to collect.
     await withListTuning({ shallowRows: 4, fewCandidates: -1 }, async () => {
-      const cases: Array<{ filter: ListOrdersOptions['property']; far: 'first' | 'last' | 'neither'; status?: string; includeDeleted?: boolean }> = [
-        { filter: { ...OLD, exists: true }, far: 'first' },
-        { filter: { ...MOST, exists: false }, far: 'first' },
-        { filter: { ...NEW, exists: true }, far: 'last' },
-        { filter: { ...NEW, exists: false }, far: 'neither' },
-        { filter: { ...MOST, exists: true }, far: 'neither' },
-        { filter: { ...OLD, exists: true }, far: 'first', status: 'ACCEPTED' },
-        { filter: { ...OLD, exists: true }, far: 'first', includeDeleted: true },
-        { filter: { ...MOST, exists: false }, far: 'first', includeDeleted: true },
-        { filter: { ...NEW, exists: true }, far: 'last', includeDeleted: true },
-      ];
-      for (const { filter, far, status, includeDeleted = false } of cases) {
-        const base: ListOrdersOptions = { ...NO_FILTER, status, includeDeleted, page: 1, limit: 2, property: filter };
-        const expected = await expectedIds(ctx(), t, base);
-        const pages = Math.ceil(expected.length / 2);
-        for (const page of [1, pages]) {
-          const what = `${JSON.stringify(filter)}${status ? ` ${status}` : ''}${includeDeleted ? ' includeDeleted' : ''} page ${page} of ${pages}`;
-          const { plugin, trees } = recordingStatements();
-          const listed = await listOrders(ctx().db.withPlugin(plugin), t.businessId, { ...base, page });
-          assert.equal(listed.total, expected.length, what);
-          assert.deepEqual(listed.items.map((o) => o.id), expected.slice((page - 1) * 2, page * 2), what);
-          // A single page is read from the start (src/db/list.ts nearerEnd), the others past the middle backwards.
-          const farEnd = (far === 'first' && page === 1) || (far === 'last' && page === pages && pages > 1);
-          assert.equal(dayReads(trees).length > 0, farEnd, `${what}: ${dayReads(trees).length} reads of the days`);
+      for (const { filter, far, extra } of CASES) {
+        for (const limit of [1, 2]) {
+          const base: ListOrdersOptions = { ...NO_FILTER, page: 1, limit, property: filter, ...extra };
+          const expected = await expectedIds(ctx(), t, base);
+          const pages = Math.ceil(expected.length / limit);
+          for (let page = 1; page <= pages + 1; page++) {
+            const what = `${JSON.stringify(filter)} ${JSON.stringify(extra ?? {})} limit ${limit} page ${page} of ${pages}`;
+            const { plugin, trees } = recordingStatements();
+            const listed = await listOrders(ctx().db.withPlugin(plugin), t.businessId, { ...base, page });
+            assert.equal(listed.total, expected.length, what);
+            assert.deepEqual(listed.items.map((o) => o.id), expected.slice((page - 1) * limit, page * limit), what);
+            // Pages of 2 walked from an end (src/db/list.ts nearerEnd: from the oldest when past the middle).
+            const { backwards, skip } = nearerEnd(expected.length, { page, limit });
+            if (limit !== 2 || far === 'any' || skip !== 0 || page > pages) continue;
+            const pastReach = far === (backwards ? 'oldest' : 'newest');
+            assert.equal(dayReads(trees).length > 0, pastReach, `${what}: ${dayReads(trees).length} reads of the days`);
+          }
         }
       }
     });
