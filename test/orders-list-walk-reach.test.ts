@@ -12,7 +12,7 @@ import { recordingStatements } from './helpers/statements.ts';
  * A walk from a list's end by a path (present or absent) reads at most a bounded reach of the
  * list's rows without the path (src/orders/list-days.ts idsByDays): where the path's orders lie
  * further, it reads the day counts and passes the days without them. Before, a path that only the
- * oldest 20,000 of 1M orders had made its first page read nearly every row (382 ms on PostgreSQL).
+ * oldest 20,000 of 1M orders had made its first page read nearly every row (330–490 ms on PostgreSQL).
  */
 
 const ORDERS = 30;

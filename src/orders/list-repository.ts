@@ -2,13 +2,13 @@ import { countOf, offsetOf, pastTheEnd, rangeFromNearerEnd, selectPageIdsFromNea
 import { sql, type SqlBool } from 'kysely';
 import { notIndexed } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
-import { activeFilters, changedSinceOf, filterOrders, filtersForRange, ROW_TESTED, type ListOrdersOptions, type ListScope, type OrdersQuery } from './list-plan.ts';
+import { activeFilters, changedSinceOf, filterOrders, filtersForRange, type ListOrdersOptions, type ListScope, type OrdersQuery } from './list-plan.ts';
 import { bySideTableMatches, choosePage, chooseTotal, type ActiveFilters, type PageStrategy, type TotalStrategy } from './list-strategies.ts';
 import { countChangedSince, olderChangedDays } from './projections/change-counts.ts';
 import { countOrders } from './projections/counts.ts';
 import { countByProperty, ordersFromSideTable, pathTotals, sumPathTotals, type PathTotal } from './projections/property-reads.ts';
 import { findListedOrders, type ListedOrder } from './render.ts';
-import { listDaysOnce, nearestRows, pageByCreatedDay, type DaysOf, type Walk } from './list-days.ts';
+import { listDaysOnce, pageByCreatedDay, walkOf, type DaysOf } from './list-days.ts';
 import { countInRanges, dayRuns, idsByRuns, runsOfDays, type CreatedRun } from './list-runs.ts';
 
 export type { ListOrdersOptions } from './list-plan.ts';
@@ -154,18 +154,10 @@ const TOTALS: Record<TotalStrategy | 'count', (plan: Planned) => Promise<number>
   count: ({ query }) => countOf(query),
 };
 
-/** How a walk by created day reads the list: filtered for a short range; near an end, within a reach when a path narrows it. */
-const walkOf = (plan: Planned): Walk => ({
-  rows: plan.rangeQuery,
-  nearest: ROW_TESTED.some((name) => plan.active.has(name))
-    ? (backwards, reach) => filterOrders(plan, { from: nearestRows(plan.db, filterOrders(plan, { except: [...ROW_TESTED] }), backwards, reach) }, filtersForRange(plan.db))
-    : undefined,
-});
-
 const PAGES: Record<PageStrategy | 'sorted', (plan: Planned, total: number) => Promise<string[]>> = {
   pageFromSideTable: (plan, total) => selectPageIdsFromNearerEnd(fromSideTable(plan), plan.options, total),
   pageChangedSince,
-  pageByCreatedDay: (plan, total) => pageByCreatedDay(plan.db, plan.businessId, plan.query, plan.options, total, plan.days, walkOf(plan)),
+  pageByCreatedDay: (plan, total) => pageByCreatedDay(plan.db, plan.businessId, plan.query, plan.options, total, plan.days, walkOf(plan, plan.active, plan.rangeQuery)),
   // An index can answer the ids without reading rows, however many rows the filters pass over.
   sorted: ({ query, options }, total) => selectPageIdsFromNearerEnd(query, options, total),
 };
