@@ -1,7 +1,7 @@
 import type { Fixtures } from './fixtures.ts';
 import { timed } from './latency.ts';
 
-/** The writes the list benchmark makes to reach cases the demo's data does not have (bench/lists.ts). */
+/** What the list benchmark reads and writes to reach cases the demo's data does not have (bench/lists.ts). */
 
 /**
  * Changes the oldest live order (a property of the benchmark's own), so that its updatedAt is now;
@@ -34,7 +34,6 @@ export async function spreadIds(base: string, f: Fixtures, orders: number): Prom
   }
   return ids;
 }
-
 
 /** A path only the oldest orders have (markOldest). */
 export const LEGACY_PATH = 'benchLegacy.id';

@@ -7,8 +7,10 @@ import { changeOldestOrder, LEGACY_PATH, markOldest, spreadIds } from './list-ch
  * The list cases an integration hits (issue 21), measured as latency: one request at a time, so
  * p50 and p99 are the time of one request, not of a queue. Every filter alone, every two and three
  * of them together (one property filter at a time: the API takes one), each at its first page, a
- * deep page, its last pages and past its end; then cache misses (random ids and property values).
- * Pages and values vary between requests, so no case measures one cached answer.
+ * deep page, its last pages and past its end; then the changed-since ones again after the oldest
+ * order is changed, the lists of a path only the oldest orders have (bench/list-changes.ts), and
+ * cache misses (random ids and property values). Pages and values vary between requests, so no
+ * case measures one cached answer.
  */
 export interface ListCase {
   name: string;
