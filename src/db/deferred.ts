@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { sql, type CompiledQuery, type Compilable, type RawBuilder } from 'kysely';
+import { sql, type CompiledQuery, type RawBuilder } from 'kysely';
 import type { Db } from './types.ts';
 import { compiledOf, type Runnable } from './together.ts';
 import { hasServerFunctions } from './dialect.ts';
@@ -103,7 +103,7 @@ export function fillIn<T>(value: T, taken: Map<string, string>): T {
  * Runs `query` at the end of the write (see above) when `db` is a write's transaction, otherwise
  * now: a rebuild, a migration or a test that calls a repository outside the write runner.
  */
-export async function deferToCommit(db: Db, query: Compilable | CompiledQuery): Promise<void> {
+export async function deferToCommit(db: Db, query: Runnable): Promise<void> {
   const compiled = compiledOf(db, query);
   const deferred = open.get(db);
   if (deferred) deferred.statements.push(compiled);

@@ -1,6 +1,7 @@
-import type { Selectable, Updateable } from 'kysely';
+import type { Updateable } from 'kysely';
 import type { Db } from '../db/types.ts';
-import type { Runnable, Statements } from '../db/together.ts';
+import type { Runnable } from '../db/together.ts';
+import { storedJson, storedRow } from '../db/as-stored.ts';
 import type { OrderItemTable } from './table.ts';
 import { mergeStoredProperties } from '../lib/properties.ts';
 import { newId } from '../lib/ids.ts';
@@ -10,22 +11,30 @@ import { withVariant, type OrderItemRow } from './mapper.ts';
 import { deleteOrderItemsQuery, insertOrderItemsQuery, updateOrderItemQuery, type EntryRow } from './repository.ts';
 import type { UpdateOrderInput } from './schema.ts';
 
+const JSON_COLUMNS = ['properties'] as const;
+
 type ItemChanges = Pick<UpdateOrderInput, 'createOrderItems' | 'updateOrderItems' | 'deleteOrderItems'>;
+
+/** A PATCH's item writes, and the items as they will then be. */
+export interface ItemWrites {
+  statements: Runnable[];
+  /** In the order a read gives them, as the database will answer them (src/db/as-stored.ts). */
+  items: OrderItemRow[];
+}
 
 /**
  * The statements of a PATCH's item changes (checked by the caller) to the order's `current` items,
- * and the items as they will then be, in the order a read gives them: the rows with the updates
- * applied, and the new rows with their entries' variants (`entries`), so that the answer needs no
- * re-read.
+ * and the items as they will then be: the rows with the updates applied, and the new rows with
+ * their entries' variants (`entries`), so that the write needs no answer from its statements,
+ * which go with its commit.
  */
 export function itemChangeStatements(
   db: Db, businessId: string, orderId: string, current: OrderItemRow[], changes: ItemChanges, entries: Map<string, EntryRow>, now: string,
-): Statements<OrderItemRow[]> {
+): ItemWrites {
   const deletes = new Set(changes.deleteOrderItems ?? []);
   const statements: Runnable[] = [];
   if (deletes.size > 0) statements.push(deleteOrderItemsQuery(db, businessId, orderId, [...deletes]));
-  // Each kept item: as stored, or the index of its update's answer.
-  const kept: Array<{ stored: OrderItemRow; update?: number }> = [];
+  const items: OrderItemRow[] = [];
   for (const stored of current) {
     if (deletes.has(stored.id)) continue;
     // Several updates of one item apply in the order sent, as one write.
@@ -46,8 +55,11 @@ export function itemChangeStatements(
         updated_at: now,
       };
     }
-    if (values === undefined) kept.push({ stored });
-    else kept.push({ stored, update: statements.push(updateOrderItemQuery(db, { businessId, id: stored.id, set: values })) - 1 });
+    if (values === undefined) items.push(stored);
+    else {
+      statements.push(updateOrderItemQuery(db, { businessId, id: stored.id, set: values }));
+      items.push(storedRow(db, stored, values, JSON_COLUMNS));
+    }
   }
 
   let nextLine = Math.max(0, ...current.map((i) => i.line_number));
@@ -57,19 +69,7 @@ export function itemChangeStatements(
     currency: c.currency, price: toDecimalString(c.price), cost: toDecimalString(c.cost),
     properties: writeJson(c.properties), created_at: now, updated_at: now,
   }));
-  const insert = creates.length === 0 ? undefined : statements.push(insertOrderItemsQuery(db, { rows: creates })) - 1;
-  return {
-    statements,
-    read(results) {
-      const items: OrderItemRow[] = kept.map(({ stored, update }) => {
-        if (update === undefined) return stored;
-        const [row] = results[update] as Array<Selectable<OrderItemTable>>;
-        if (!row) throw new Error(`order item ${stored.id} was not updated`);
-        return withVariant(row, stored);
-      });
-      const created = insert === undefined ? [] : results[insert] as Array<Selectable<OrderItemTable>>;
-      for (const row of created) items.push(withVariant(row, entries.get(row.item_list_entry_id)!));
-      return items.sort((a, b) => a.line_number - b.line_number || (a.id < b.id ? -1 : 1));
-    },
-  };
+  if (creates.length > 0) statements.push(insertOrderItemsQuery(db, { rows: creates }));
+  for (const row of creates) items.push(withVariant({ ...row, properties: storedJson(db, row.properties) }, entries.get(row.item_list_entry_id)!));
+  return { statements, items: items.sort((a, b) => a.line_number - b.line_number || (a.id < b.id ? -1 : 1)) };
 }

@@ -9,9 +9,10 @@ import { toDecimalString } from '../lib/money.ts';
 import { laterThan, parseDateTime } from '../lib/time.ts';
 import { itemChangeStatements } from './patch-items.ts';
 import { findEntries, findOrderRowForUpdate, updateOrderQuery } from './repository.ts';
-import { runTogether } from '../db/together.ts';
+import { deferToCommit } from '../db/deferred.ts';
+import { storedRow } from '../db/as-stored.ts';
 import { applyOrderChange } from './projections/index.ts';
-import { toOrder, type OrderRow } from './mapper.ts';
+import { toOrder } from './mapper.ts';
 import type { Order, UpdateOrderInput } from './schema.ts';
 import { DUPLICATE_ENTRY, MIXED_CURRENCIES, ORDER_NOT_FOUND, totalOf } from './service.ts';
 
@@ -94,7 +95,7 @@ export async function patchOrder(
   const itemsChanged = updates.length + deletes.size + creates.length > 0;
   const version = Number(row.version) + 1;
   const properties = order.properties === undefined ? undefined : mergeStoredProperties(row.properties, order.properties, 'order.properties');
-  const orderWrite = updateOrderQuery(db, { businessId, id, set: {
+  const set: Updateable<OrderTable> = {
     ...orderFields(order),
     ...(properties !== undefined && { properties }),
     ...(order.currency !== undefined ? { currency: order.currency } : itemCurrency !== undefined && { currency: itemCurrency }),
@@ -103,12 +104,13 @@ export async function patchOrder(
       : itemsChanged && { total_amount: totalOf(final) }),
     version,
     updated_at: laterThan(now, row.updated_at),
-  } });
-  // The items' writes and the order's need no answer from each other: on PostgreSQL one round trip.
-  const results = await runTogether(db, [...itemWrites.statements, orderWrite]);
-  const items = itemWrites.read(results);
-  const [updated] = results.at(-1) as OrderRow[];
+  };
+  // Nothing later in the write reads these rows: they go with its commit (on PostgreSQL in the
+  // commit's message, one round trip fewer), and the answer is the rows as they will be stored.
+  for (const statement of [...itemWrites.statements, updateOrderQuery(db, { businessId, id, set })]) await deferToCommit(db, statement);
+  const { items } = itemWrites;
   // The row is locked and was read after the lock, so `row` is what this update replaces.
+  const updated = storedRow(db, row, set, ['properties']);
   await applyOrderChange(db, row, updated);
   const resource = toOrder(updated, items);
   const before = toOrder(row, stored);

@@ -142,18 +142,20 @@ export async function findOrder(db: Db, businessId: string, id: string): Promise
 
 /** Updates an order row and returns it as it now is. */
 export async function updateOrderRow(db: Db, businessId: string, id: string, set: Updateable<OrderTable>): Promise<OrderRow> {
-  const { rows: [row] } = await db.executeQuery(updateOrderQuery(db, { businessId, id, set }));
+  const { rows: [row] } = await db.executeQuery(updateOrderReturningQuery(db, { businessId, id, set }));
   if (!row) throw new Error(`order ${id} was not updated`);
   return row;
 }
 
-/** The update of an order row, answering with the row as it then is. */
-export const updateOrderQuery = statement((db, v: { businessId: string; id: string; set: Updateable<OrderTable> }) =>
-  db.updateTable('orders').set(v.set).where('business_id', '=', v.businessId).where('id', '=', v.id).returningAll());
+type OrderUpdate = { businessId: string; id: string; set: Updateable<OrderTable> };
+const orderUpdate = (db: Db, v: OrderUpdate) => db.updateTable('orders').set(v.set).where('business_id', '=', v.businessId).where('id', '=', v.id);
+/** The update of an order row (a PATCH knows the row it makes: src/db/as-stored.ts). */
+export const updateOrderQuery = statement(orderUpdate);
+const updateOrderReturningQuery = statement((db, v: OrderUpdate) => orderUpdate(db, v).returningAll());
 
-/** The update of an order item, answering with the row as stored. */
+/** The update of an order item. */
 export const updateOrderItemQuery = statement((db, v: { businessId: string; id: string; set: Updateable<OrderItemTable> }) =>
-  db.updateTable('order_items').set(v.set).where('business_id', '=', v.businessId).where('id', '=', v.id).returningAll());
+  db.updateTable('order_items').set(v.set).where('business_id', '=', v.businessId).where('id', '=', v.id));
 
 /** The delete of some of an order's items. */
 export const deleteOrderItemsQuery = (db: Db, businessId: string, orderId: string, ids: string[]) =>
