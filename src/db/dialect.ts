@@ -118,14 +118,6 @@ export function hasServerFunctions(db: Db): boolean {
   return dialectOf(db) === 'postgres';
 }
 
-/**
- * Whether one statement can change a table and then use what it returned to change another (a
- * data-modifying WITH): PostgreSQL's; SQLite needs two statements.
- */
-export function hasDataModifyingWith(db: Db): boolean {
-  return dialectOf(db) === 'postgres';
-}
-
 /** Whether an error is a unique-constraint violation, on either backend. */
 export function isUniqueViolation(error: unknown): boolean {
   const code = (error as { code?: string } | null)?.code;

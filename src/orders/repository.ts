@@ -1,6 +1,6 @@
 import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import { nextCounterValue } from '../businesses/repository.ts';
-import { anyOf, forUpdate, hasDataModifyingWith } from '../db/dialect.ts';
+import { anyOf, forUpdate } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
 import type { OrderItemTable, OrderTable } from './table.ts';
 import { applyOrderChange } from './projections/index.ts';
@@ -10,69 +10,57 @@ import { groupBy } from '../lib/group.ts';
 import { whereLive } from '../db/live.ts';
 import { runTogether } from '../db/together.ts';
 import { statement } from '../db/statement.ts';
-import { valueAtCommit } from '../db/deferred.ts';
+import { deferToCommit, valueAtCommit } from '../db/deferred.ts';
+import { storedRow } from '../db/as-stored.ts';
 
 /**
  * Inserts a live order with its items, indexes its properties and counts it, in the caller's
- * transaction, and returns the rows as stored. The rows every creator of the business shares are
- * written last: the path and live-order counts with the commit (src/db/deferred.ts), and the SO
- * counter, when `numbered`, after the rows. On PostgreSQL inside a write the SO number is taken
- * as the write commits (`valueAtCommit`): the returned row holds a placeholder for it, which the
- * write's answer, event and stored replay have filled in at commit. Their row locks are so held
- * for the commit's message only, not the insert (creates under load spent most of their time
- * waiting on them).
+ * transaction, and returns the rows as they will be stored (src/db/as-stored.ts). Nothing later in
+ * the write reads them: the inserts go with its commit (src/db/deferred.ts), on PostgreSQL in the
+ * commit's message. When `numbered`, the SO number is taken there too (`valueAtCommit`): the
+ * counter's row, which every creator of the business shares, is then locked for that message
+ * only (creates under load spent most of their time waiting on it). The returned row holds a
+ * placeholder for it, which the write's answer, event and stored replay have filled in at commit.
+ * SQLite (one writer at a time) takes the number now.
  */
 export async function insertOrder(
   db: Db, order: Insertable<OrderTable>, items: Insertable<OrderItemTable>[], numbered: boolean,
 ): Promise<{ order: OrderRow; items: Array<Selectable<OrderItemTable>> }> {
-  const placeholder = numbered ? valueAtCommit(db, (setting) => numberQuery(order.business_id, order.id, setting)) : undefined;
-  const numberInOne = numbered && placeholder === undefined && hasDataModifyingWith(db);
-  // None of these needs another's answer: on PostgreSQL they travel in one message (together.ts).
-  const [[inserted], ...rest] = await runTogether(db, [
-    insertOrderQuery(db, { row: placeholder === undefined ? order : { ...order, internal_reference: placeholder } }),
-    ...(items.length > 0 ? [insertOrderItemsQuery(db, { rows: items })] : []),
-    ...(numberInOne ? [numberQuery(order.business_id, order.id)] : []),
-  ]) as [OrderRow[], ...unknown[][]];
-  const stored = (items.length > 0 ? rest[0] : []) as Array<Selectable<OrderItemTable>>;
+  let setting = '';
+  const placeholder = numbered ? valueAtCommit(db, (s) => takeNumberQuery(db, { businessId: order.business_id, setting: setting = s })) : undefined;
+  const row = { ...order, internal_reference: placeholder ?? (numbered ? formatReference(await nextCounterValue(db, order.business_id, 'order')) : order.internal_reference) };
+  const { internal_reference: _, ...unnumbered } = row;
+  // A number taken at commit: the commit's take, first in its message, leaves it in the setting the insert reads.
+  await deferToCommit(db, placeholder === undefined ? insertOrderQuery(db, { row }) : insertNumberedOrderQuery(db, { row: unnumbered, setting }));
+  if (items.length > 0) await deferToCommit(db, insertOrderItemsQuery(db, { rows: items }));
+  const inserted = storedRow(db, { ...UNSET, ...row } as OrderRow, row, ['properties']);
   await applyOrderChange(db, null, inserted);
-  const row = numberInOne ? (rest.at(-1) as OrderRow[])[0] : numbered && placeholder === undefined ? await numberOrder(db, order.business_id, order.id) : inserted;
-  return { order: row, items: stored };
+  return { order: inserted, items: items.map((item) => storedRow(db, item as Selectable<OrderItemTable>, item, ['properties'])) };
 }
 
-const insertOrderQuery = statement((db, v: { row: Insertable<OrderTable> }) => db.insertInto('orders').values(v.row).returningAll());
+/** The columns a create leaves to their default. */
+const UNSET = { integration_id: null, delivered_at: null, shipped_at: null, shipped_by: null, ingested_at: null, deleted_at: null };
 
-/** The insert of order items, answering with the rows as stored. */
-export const insertOrderItemsQuery = statement((db, v: { rows: Array<Insertable<OrderItemTable>> }) =>
-  db.insertInto('order_items').values(v.rows).returningAll());
+const insertOrderQuery = statement((db, v: { row: Insertable<OrderTable> }) => db.insertInto('orders').values(v.row));
+/** The insert of an order whose SO number the commit took (`takeNumberQuery`), read from `setting`. */
+const insertNumberedOrderQuery = statement((db, v: { row: Omit<Insertable<OrderTable>, 'internal_reference'>; setting: string }) =>
+  db.insertInto('orders').values({ ...v.row, internal_reference: sql<string>`commit_value(${v.setting})` }));
+
+/** The insert of order items. */
+export const insertOrderItemsQuery = statement((db, v: { rows: Array<Insertable<OrderItemTable>> }) => db.insertInto('order_items').values(v.rows));
 
 /** An SO number: `SO-000001`, with more digits past 999,999. */
 const formatReference = (n: number) => `SO-${String(n).padStart(6, '0')}`;
 
 /**
- * Gives an order the business's next SO number and returns its row (SQLite). The counter row,
- * which every creator of the business shares, stays locked until commit, so this comes last in a
- * create; on PostgreSQL the counter's upsert and the order's update are one statement (`numberQuery`).
- */
-async function numberOrder(db: Db, businessId: string, id: string): Promise<OrderRow> {
-  return updateOrderRow(db, businessId, id, { internal_reference: formatReference(await nextCounterValue(db, businessId, 'order')) });
-}
-
-/**
- * PostgreSQL: the counter's upsert and the order's update in one statement, formatted there as
- * `formatReference` does, answering the order's row; with `setting`, as a commit value
- * (src/db/deferred.ts), answering `{ value }` and leaving the number in that setting. Its texts are
+ * PostgreSQL: the counter's upsert, with the number formatted as `formatReference` does and left
+ * in `setting` (a commit value, src/db/deferred.ts), answering `{ value }`. Its texts are
  * parameters, so that the commit can write it out (src/db/pg-call.ts).
  */
-function numberQuery(businessId: string, id: string, setting?: string) {
-  const numbered = sql`with n as (
-      insert into business_counters (business_id, name, value) values (${businessId}, ${'order'}, 1)
-      on conflict (business_id, name) do update set value = business_counters.value + 1 returning value),
-    o as (update orders set internal_reference = ${'SO-'} || lpad(n.value::text, greatest(6, length(n.value::text)), ${'0'}) from n
-      where orders.business_id = ${businessId} and orders.id = ${id} returning orders.*)`;
-  return setting === undefined
-    ? sql<OrderRow>`${numbered} select * from o`
-    : sql<{ value: string }>`${numbered} select set_config(${setting}, o.internal_reference, true) as value from o`;
-}
+const takeNumberQuery = statement((db, v: { businessId: string; setting: string }) => sql<{ value: string }>`with n as (
+      insert into business_counters (business_id, name, value) values (${v.businessId}, ${'order'}, 1)
+      on conflict (business_id, name) do update set value = business_counters.value + 1 returning value)
+    select set_config(${v.setting}, ${'SO-'} || lpad(n.value::text, greatest(6, length(n.value::text)), ${'0'}), true) as value from n`);
 
 /** A live order of this business; with `lock`, its row stays locked until the transaction ends. */
 export async function findOrderRow(db: Db, businessId: string, id: string, lock = false): Promise<OrderRow | undefined> {
@@ -140,18 +128,9 @@ export async function findOrder(db: Db, businessId: string, id: string): Promise
   return row && withItems(db, row);
 }
 
-/** Updates an order row and returns it as it now is. */
-export async function updateOrderRow(db: Db, businessId: string, id: string, set: Updateable<OrderTable>): Promise<OrderRow> {
-  const { rows: [row] } = await db.executeQuery(updateOrderReturningQuery(db, { businessId, id, set }));
-  if (!row) throw new Error(`order ${id} was not updated`);
-  return row;
-}
-
-type OrderUpdate = { businessId: string; id: string; set: Updateable<OrderTable> };
-const orderUpdate = (db: Db, v: OrderUpdate) => db.updateTable('orders').set(v.set).where('business_id', '=', v.businessId).where('id', '=', v.id);
 /** The update of an order row (a PATCH knows the row it makes: src/db/as-stored.ts). */
-export const updateOrderQuery = statement(orderUpdate);
-const updateOrderReturningQuery = statement((db, v: OrderUpdate) => orderUpdate(db, v).returningAll());
+export const updateOrderQuery = statement((db, v: { businessId: string; id: string; set: Updateable<OrderTable> }) =>
+  db.updateTable('orders').set(v.set).where('business_id', '=', v.businessId).where('id', '=', v.id));
 
 /** The update of an order item. */
 export const updateOrderItemQuery = statement((db, v: { businessId: string; id: string; set: Updateable<OrderItemTable> }) =>

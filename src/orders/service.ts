@@ -100,8 +100,8 @@ export async function createOrder(
     membership_id: input.membershipId ?? null,
     phase: input.phase ?? 'PENDING',
     status: input.status ?? 'UNASSIGNED',
-    // Until the SO number is taken, last, the order's own id; no other transaction can see it.
-    internal_reference: input.internalReference ?? orderId,
+    // Without one given, the next SO number, which insertOrder takes.
+    internal_reference: input.internalReference ?? '',
     external_reference: input.externalReference ?? null,
     notes: input.notes ?? null,
     delivery_address: input.deliveryAddress ?? null,
@@ -113,7 +113,7 @@ export async function createOrder(
     created_at: now,
     updated_at: now,
   }, items, input.internalReference === undefined);
-  // The answer from the rows as written, in the order a read gives them, rather than reading them back.
+  // The answer from the rows as they will be stored, in the order a read gives them.
   const variants = new Map(items.map((item, i) => [item.id, resolved.get(i)!.variant]));
   const shown = row.items.map((item) => withVariant(item, variants.get(item.id)!))
     .sort((a, b) => a.line_number - b.line_number || (a.id < b.id ? -1 : 1));
