@@ -5,8 +5,9 @@ import type { Db } from './types.ts';
  * What the database answers for values a write stores, without reading them back: a write whose
  * statements go with its commit (src/db/deferred.ts) answers with these.
  *
- * Text, numbers as decimal text, and timestamps as ISO text come back as written (`toIso` and
- * `formatAmount` read either form). A JSON column is the exception on PostgreSQL: jsonb keeps an
+ * Text, timestamps as ISO text (`toIso` reads either form) and numbers as plain decimal text (as
+ * `toDecimalString` writes them: no exponent, no leading zeros, which PostgreSQL's numeric gives
+ * back unchanged) come back as written. A JSON column is the exception on PostgreSQL: jsonb keeps an
  * object's keys by their length in UTF-8 bytes and then by those bytes, not as sent, and
  * node-postgres parses what it gives back. Its on-disk format depends on that order, so it does not
  * change between versions. SQLite gives the text back as written.

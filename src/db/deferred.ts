@@ -6,7 +6,8 @@ import { hasServerFunctions } from './dialect.ts';
 
 /**
  * Statements a write sends with its commit: those whose answer it does not need (the maintained
- * counts and the property side tables of src/orders/projections). The write runner opens a list
+ * counts and the property side tables of src/orders/projections, an order's own inserts and
+ * updates, whose rows the write knows: src/db/as-stored.ts). The write runner opens a list
  * for its transaction and sends the list last, before the events: on PostgreSQL in the same
  * message as the events and COMMIT (pg-call.ts), so the count rows, which every writer of a
  * business shares, are locked only while the database works through that message, never while a
@@ -20,8 +21,9 @@ const open = new WeakMap<object, Deferred>();
 /**
  * A text the database gives a write as it commits (PostgreSQL): the SO number, whose counter every
  * creator of a business shares, so that its row is locked only while the commit's message runs.
- * Until then the write holds `placeholder` where the text goes (in its rows, its answer, its events'
- * data and its stored replay); the commit fills each in (src/events/log.ts, src/write/runner.ts).
+ * Until then the write holds `placeholder` where the text goes (in its answer, its events' data and
+ * its stored replay); the commit fills each in (src/events/log.ts, src/write/runner.ts), and its
+ * deferred statements read the text with `commit_value(setting)`.
  */
 export interface CommitValue {
   /** A fresh random text no client can know or send. */

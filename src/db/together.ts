@@ -6,13 +6,6 @@ import type { Db } from './types.ts';
 /** A statement to run: a query builder, raw SQL, or a query already compiled (src/db/statement.ts). */
 export type Runnable = Compilable | RawBuilder<unknown> | CompiledQuery;
 
-/** A write's statements, to run together, and what to make of their answers. */
-export interface Statements<T> {
-  statements: Runnable[];
-  /** From the statements' rows, in their order. */
-  read(results: unknown[][]): T;
-}
-
 /** The statement compiled, once. */
 export const compiledOf = (db: Db, q: Runnable): CompiledQuery =>
   !('compile' in q) ? q : 'isRawBuilder' in q ? q.compile(db) : q.compile();
