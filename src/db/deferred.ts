@@ -6,8 +6,8 @@ import { hasServerFunctions } from './dialect.ts';
 
 /**
  * Statements a write sends with its commit: those whose answer it does not need (the maintained
- * counts and the property side tables of src/orders/projections, an order's own inserts and
- * updates, whose rows the write knows: src/db/as-stored.ts). The write runner opens a list
+ * counts and the property side tables of src/orders/projections, an order's own inserts, updates
+ * and deletes, whose rows the write knows: src/db/as-stored.ts). The write runner opens a list
  * for its transaction and sends the list last, before the events: on PostgreSQL in the same
  * message as the events and COMMIT (pg-call.ts), so the count rows, which every writer of a
  * business shares, are locked only while the database works through that message, never while a
@@ -30,7 +30,7 @@ export interface CommitValue {
   placeholder: string;
   /** The transaction-local setting `take` leaves the text in, which later statements of the commit read. */
   setting: string;
-  /** Takes the text, puts it where the write's rows need it, and sets `setting` (`commit_value` then reads and checks it). */
+  /** Takes the text and sets `setting`, which the commit's later statements read (and check) with `commit_value`. */
   take: CompiledQuery;
 }
 

@@ -38,9 +38,10 @@ function orderFields(order: NonNullable<UpdateOrderInput['order']>): Updateable<
 }
 
 /**
- * Applies a PATCH in the caller's transaction and returns the order row and its items as they now
- * are. The order row is locked first (PostgreSQL) and everything is read after the lock, so
- * concurrent PATCHes queue and none is lost.
+ * Applies a PATCH in the caller's transaction and returns the order as the API shows it, built from
+ * the rows as they will be stored (the writes go with the commit), and as it was before. The order
+ * row is locked first (PostgreSQL) and everything is read after the lock, so concurrent PATCHes
+ * queue and none is lost, and what is built is what the commit stores.
  */
 export async function patchOrder(
   ctx: WriteContext, id: string, input: UpdateOrderInput, expected: ExpectedVersions | undefined,

@@ -21,7 +21,7 @@ import { storedRow } from '../db/as-stored.ts';
  * counter's row, which every creator of the business shares, is then locked for that message
  * only (creates under load spent most of their time waiting on it). The returned row holds a
  * placeholder for it, which the write's answer, event and stored replay have filled in at commit.
- * SQLite (one writer at a time) takes the number now.
+ * SQLite (one writer at a time), and PostgreSQL outside the write runner, take the number now.
  */
 export async function insertOrder(
   db: Db, order: Insertable<OrderTable>, items: Insertable<OrderItemTable>[], numbered: boolean,
