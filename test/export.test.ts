@@ -204,6 +204,8 @@ describeEachBackend('snapshot export', (ctx) => {
       assert.deepEqual(releases, [0], 'released once, with no read running on it');
     } finally {
       streamTuning.batch = batch;
+      // The aborted fetch's connection would otherwise hold close() for the keep-alive timeout.
+      app.server.closeAllConnections();
       await app.close();
     }
   });

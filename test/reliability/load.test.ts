@@ -8,7 +8,7 @@ import autocannon from 'autocannon';
 import { createDatabase } from '../../src/db/connection.ts';
 import { call, cliCreateBusiness, createCatalogue, createPgDatabase, missing, orderBody, startServer } from './helpers.ts';
 
-const SECONDS = Number(process.env.RELIABILITY_LOAD_SECONDS || 60);
+const SECONDS = Number(process.env.RELIABILITY_LOAD_SECONDS || 30);
 const CONNECTIONS = 200;
 const SEED_ORDERS = 20;
 /** A new connection must be answered within this while 200 others are busy (without the turn gate: 14 s and growing). */

@@ -7,7 +7,7 @@ import { createDatabase } from '../../src/db/connection.ts';
 import { describeSqliteDriver } from '../../src/db/sqlite-driver.ts';
 import { call, cliCreateBusiness, createCatalogue, orderBody, startServer, type Tenant } from './helpers.ts';
 
-const SECONDS = Number(process.env.RELIABILITY_SOAK_SECONDS || 60);
+const SECONDS = Number(process.env.RELIABILITY_SOAK_SECONDS || 30);
 const GC_EVERY_MS = 250;
 const WORKERS = 16;
 
