@@ -2,7 +2,7 @@
  * Two builds of the server on one database, alternated: which is cheaper per write?
  *
  *   tsx bench/ab.ts --a /path/to/checkout-a --b /path/to/checkout-b --url <DATABASE_URL> \
- *     --business B --key K [--scenario patch|create] [--connections 16] [--rounds 5] [--seconds 6]
+ *     --business B[,B2,...] --key K[,K2,...] [--scenario patch|create] [--connections 16] [--rounds 5] [--seconds 6]
  *     [--url-b <DATABASE_URL> --business-b B --key-b K]
  *
  * Each checkout must have been built (`npm run build`). Both servers run at once, on the same data
@@ -56,28 +56,39 @@ function start(dir: string, url: string): Promise<{ base: string; pid: number; k
 
 const servers = [await start(builds[0], sides[0].url), await start(builds[1], sides[1].url)];
 try {
-  /** Each build's requests, on its own database's orders, buyer and variants. */
+  /**
+   * Each build's requests, on its own database's orders, buyers and variants. `business` and `key`
+   * may each be a comma-separated list (businesses made by separate `cli demo` runs): requests then
+   * go to each business in turn.
+   */
   const requestOf = async (base: string, side: typeof sides[number]): Promise<autocannon.Request> => {
-    const headers = { 'x-business-id': side.business!, 'x-api-key': side.key!, 'content-type': 'application/json' };
-    const get = async (path: string) => (await (await fetch(`${base}/api/v1${path}`, { headers })).json()) as { items: any[] };
-    const orders = (await get('/orders?limit=100')).items;
-    const buyer = (await get('/buyers?limit=1')).items[0].id;
-    const variants = (await get('/items?limit=20')).items.map((i) => i.variants[0].id);
+    const keys = side.key!.split(',');
+    const tenants = await Promise.all(side.business!.split(',').map(async (business, t) => {
+      const headers = { 'x-business-id': business, 'x-api-key': keys[t], 'content-type': 'application/json' };
+      const get = async (path: string) => (await (await fetch(`${base}/api/v1${path}`, { headers })).json()) as { items: any[] };
+      const orders = (await get('/orders?limit=100')).items;
+      const buyer = (await get('/buyers?limit=1')).items[0].id;
+      const variants = (await get('/items?limit=20')).items.map((i) => i.variants[0].id);
+      return { headers, orders, buyer, variants };
+    }));
     let n = 0;
     return values.scenario === 'patch'
       ? {
-        method: 'PATCH', headers,
+        method: 'PATCH',
         setupRequest: (r) => {
-          const o = orders[n++ % orders.length];
-          return { ...r, path: `/api/v1/orders/${o.id}`, body: JSON.stringify({ order: { properties: { ab: { n } } }, updateOrderItems: [{ id: o.orderItems[0].id, quantity: (n % 50) + 1 }] }) };
+          const { headers, orders } = tenants[n % tenants.length];
+          const o = orders[Math.floor(n / tenants.length) % orders.length];
+          n++;
+          return { ...r, headers, path: `/api/v1/orders/${o.id}`, body: JSON.stringify({ order: { properties: { ab: { n } } }, updateOrderItems: [{ id: o.orderItems[0].id, quantity: (n % 50) + 1 }] }) };
         },
       }
       : {
-        method: 'POST', headers, path: `/api/v1/buyers/${buyer}/orders`,
+        method: 'POST',
         setupRequest: (r) => {
           const i = ++n;
+          const { headers, buyer, variants } = tenants[i % tenants.length];
           const orderItems = Array.from({ length: 5 }, (_, k) => ({ itemVariantId: variants[(i * 5 + k) % variants.length], quantity: 2 }));
-          return { ...r, body: JSON.stringify({ expectedDeliveryAt: '2030-01-01T00:00:00.000Z', externalReference: `AB-${process.pid}-${i}`, orderItems }) };
+          return { ...r, headers, path: `/api/v1/buyers/${buyer}/orders`, body: JSON.stringify({ expectedDeliveryAt: '2030-01-01T00:00:00.000Z', externalReference: `AB-${process.pid}-${i}`, orderItems }) };
         },
       };
   };

@@ -213,31 +213,4 @@ describe('event data encoding (one reused deflate stream)', () => {
     same({ object: { id: 'x', text: Array.from({ length: 30_000 }, (_, i) => ((i * 2654435761) >>> 0).toString(36)).join('') } });
     same({ object: { id: 'small' } });
   });
-
-  it('deflates data around placeholders so that stored blocks of the filled-in texts join it into the filled JSON', async () => {
-    const { encodeData, encodeDataAround, storedBlock, decodeDataText } = await import('../src/events/codec.ts');
-    const placeholders = ['pending_0a1b', 'pending_ffee'];
-    fc.assert(fc.property(
-      fc.jsonValue({ maxDepth: 3 }), fc.array(fc.constantFrom(...placeholders), { maxLength: 4 }),
-      fc.constantFrom('SO-000001', 'SO-1000000', 'ünï "c\\"'),
-      (value, used, fill) => {
-        const data = { object: { value, refs: used } };
-        const encoded = encodeDataAround(data, placeholders);
-        const filled = JSON.stringify(data).replaceAll(/pending_0a1b|pending_ffee/g, fill);
-        if (used.length === 0) return assert.deepEqual(encoded, encodeData(data));
-        assert.ok(!Buffer.isBuffer(encoded));
-        assert.equal(encoded.fills.length, used.length);
-        assert.deepEqual(encoded.fills, used);
-        const joined = Buffer.concat(encoded.parts.flatMap((part, i) => (i === 0 ? [part] : [storedBlock(fill), part])));
-        assert.equal(decodeDataText(joined), filled);
-      },
-    ), { numRuns: 200 });
-    assert.throws(() => storedBlock('x'.repeat(65_536)), /65,535/);
-    // Where zlib offers no stream handle, each call is deflateRawSync's, with the sync flush asked for.
-    const { reusableDeflateRaw } = await import('../src/events/codec.ts');
-    const zlib = await import('node:zlib');
-    const plain = reusableDeflateRaw({ ...zlib, DeflateRaw: function DeflateRaw() { return {}; } } as unknown as typeof zlib, { level: 1 });
-    const joined = Buffer.concat([plain(Buffer.from('{"a":"'), zlib.constants.Z_SYNC_FLUSH), storedBlock('SO-1'), plain(Buffer.from('"}'))]);
-    assert.equal(decodeDataText(joined), '{"a":"SO-1"}');
-  });
 });

@@ -6,8 +6,8 @@ import { createFixture, createOrder, getOrder, patchOrder, postOrder } from './h
 /**
  * A create and a PATCH answer the order as stored, and its event carries the same: byte for byte, key order
  * included, as a later GET reads it. PostgreSQL's jsonb keeps keys by length and then bytes, not
- * as sent; JSON.parse puts integer-like keys first. A write that builds its answer without reading
- * its rows back (src/db/as-stored.ts) must come to the same text.
+ * as sent; JSON.parse puts integer-like keys first. The write reads its rows back, so it comes
+ * to the same text.
  */
 const KEYS = {
   zebra: 1, a: { bb: 1, a: 2, 10: 3, 2: 4, '-1': 5, '01': 6 }, 'é': 1, 'e': 2, '东京': 2, ab: [3, { z: 1, y: 2 }], Z: null,

@@ -3,7 +3,6 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { statement } from '../src/db/statement.ts';
 import { inList, listOf } from '../src/db/dialect.ts';
-import { runTogether } from '../src/db/together.ts';
 import { backends, createTestDatabase, type TestDatabase } from './helpers/context.ts';
 
 type Db = TestDatabase['handle']['db'];
@@ -61,12 +60,13 @@ for (const backend of backends) {
       assert.deepEqual((await db.executeQuery(alsoOne)).rows, [{ id: 'c', n: 31, tags: 'y' }]);
     });
 
-    it('builds another text per variant, and runs with runTogether', async () => {
+    it('builds another text per variant, and runs in a transaction', async () => {
       const { db } = database.handle;
       const asc = find(db, { id: 'a', min: 2 });
       const desc = find(db, { id: 'a', min: 2 }, 'desc');
       assert.notEqual(asc.sql, desc.sql);
-      const [up, down] = await db.transaction().execute((trx) => runTogether(trx, [find(trx, { id: 'a', min: 15 }), find(trx, { id: 'b', min: 0 }, 'desc')]));
+      const [up, down] = await db.transaction().execute(async (trx) => [
+        (await trx.executeQuery(find(trx, { id: 'a', min: 15 }))).rows, (await trx.executeQuery(find(trx, { id: 'b', min: 0 }, 'desc'))).rows]);
       assert.deepEqual((up as Array<{ id: string }>).map((r) => r.id), ['b', 'c']);
       assert.deepEqual((down as Array<{ id: string }>).map((r) => r.id), ['c', 'b']);
     });

@@ -20,14 +20,13 @@ export interface ContactRows {
 /** One query per contact table for any number of buyers, so a page of buyers costs three queries, not 3n. */
 export async function loadContacts(db: Db, businessId: string, phantomIds: string[]): Promise<ContactRows> {
   if (phantomIds.length === 0) return { emails: [], phones: [], locations: [] };
-  const [emails, phones, locations] = await Promise.all([
-    db.selectFrom('phantom_emails').selectAll().where('business_id', '=', businessId)
-      .where('phantom_id', 'in', phantomIds).orderBy('sequence').orderBy('id').execute(),
-    db.selectFrom('phantom_phones').selectAll().where('business_id', '=', businessId)
-      .where('phantom_id', 'in', phantomIds).orderBy('sequence').orderBy('id').execute(),
-    db.selectFrom('phantom_locations').selectAll().where('business_id', '=', businessId)
-      .where('phantom_id', 'in', phantomIds).orderBy('sequence').orderBy('id').execute(),
-  ]);
+  // One after another: `db` may be a transaction or an export's snapshot, one connection that runs one query at a time.
+  const emails = await db.selectFrom('phantom_emails').selectAll().where('business_id', '=', businessId)
+    .where('phantom_id', 'in', phantomIds).orderBy('sequence').orderBy('id').execute();
+  const phones = await db.selectFrom('phantom_phones').selectAll().where('business_id', '=', businessId)
+    .where('phantom_id', 'in', phantomIds).orderBy('sequence').orderBy('id').execute();
+  const locations = await db.selectFrom('phantom_locations').selectAll().where('business_id', '=', businessId)
+    .where('phantom_id', 'in', phantomIds).orderBy('sequence').orderBy('id').execute();
   return { emails, phones, locations };
 }
 

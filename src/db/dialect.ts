@@ -110,12 +110,9 @@ export function countShard(db: Db): number {
   return dialectOf(db) === 'postgres' ? Math.floor(Math.random() * COUNT_SHARDS) : 0;
 }
 
-/**
- * Whether the database runs functions of ours, made by the migrations (PostgreSQL's plpgsql): a
- * few statements in one round trip where a lock is held across them. SQLite has none.
- */
-export function hasServerFunctions(db: Db): boolean {
-  return dialectOf(db) === 'postgres';
+/** The larger of two numbers: PostgreSQL's `greatest`, SQLite's two-argument `max`. */
+export function greatest(db: Db, a: Expression<unknown>, b: Expression<unknown>): RawBuilder<number> {
+  return dialectOf(db) === 'postgres' ? sql<number>`greatest(${a}, ${b})` : sql<number>`max(${a}, ${b})`;
 }
 
 /** Whether an error is a unique-constraint violation, on either backend. */
@@ -142,4 +139,12 @@ export function columnTypes(dialect: Dialect) {
  */
 export async function analyzeTable(db: Db, table: string): Promise<void> {
   if (dialectOf(db) === 'postgres') await sql`analyze ${sql.table(table)}`.execute(db);
+}
+
+/**
+ * PostgreSQL: tells every instance listening on `channel` (src/db/listen.ts), when the transaction
+ * commits, and not at all when it rolls back. SQLite has no other instances to tell.
+ */
+export async function notifyAtCommit(db: Db, channel: string, payload: string): Promise<void> {
+  if (dialectOf(db) === 'postgres') await sql`select pg_notify(${channel}, ${payload})`.execute(db);
 }

@@ -26,6 +26,7 @@ import { countsWithoutRowid } from './migrations/0025-counts-without-rowid.ts';
 import { commitValueFunctions } from './migrations/0026-commit-values.ts';
 import { countsCoveringKeys } from './migrations/0027-counts-covering-keys.ts';
 import { longPropertyValues } from './migrations/0028-long-property-values.ts';
+import { writeClocks } from './migrations/0029-write-clocks.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -57,6 +58,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0026-commit-values': commitValueFunctions(dialect),
     '0027-counts-covering-keys': countsCoveringKeys(dialect),
     '0028-long-property-values': longPropertyValues,
+    '0029-write-clocks': writeClocks,
   };
 }
 

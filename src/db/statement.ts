@@ -1,7 +1,13 @@
 import { createQueryId, type CompiledQuery, type Compilable, type RawBuilder, type RootOperationNode } from 'kysely';
 import { dialectOf } from './dialect.ts';
-import { compiledOf } from './together.ts';
 import type { Db } from './types.ts';
+
+/** A statement to run: a query builder, raw SQL, or a query already compiled. */
+export type Runnable = Compilable | RawBuilder<unknown> | CompiledQuery;
+
+/** The statement compiled, once. */
+export const compiledOf = (db: Db, q: Runnable): CompiledQuery =>
+  !('compile' in q) ? q : 'isRawBuilder' in q ? q.compile(db) : q.compile();
 
 /**
  * Statements whose text is built once per shape, not once per request. Building and compiling a

@@ -3,7 +3,7 @@ import type { BusinessTable, ApiKeyTable, BusinessCounterTable } from '../busine
 import type { ItemListTable, ItemListEntryTable } from '../pricing/table.ts';
 import type { ItemTable, PlatformItemTable, ItemVariantTable } from '../items/table.ts';
 import type { PhantomTable, PhantomBuyerTable, PartnershipTable, PhantomEmailTable, PhantomPhoneTable, PhantomLocationTable } from '../buyers/table.ts';
-import type { IdempotencyKeyTable } from '../write/table.ts';
+import type { IdempotencyKeyTable, WriteClockTable } from '../write/table.ts';
 import type { EventTable } from '../events/table.ts';
 import type { SessionTable, UserTable } from '../users/table.ts';
 import type { WebhookAttemptTable, WebhookDeliveryTable, WebhookEndpointTable, WebhookReplayTable } from '../webhooks/table.ts';
@@ -31,6 +31,7 @@ export interface Database {
   orders: OrderTable;
   order_items: OrderItemTable;
   business_counters: BusinessCounterTable;
+  write_clocks: WriteClockTable;
   order_counts: OrderCountTable;
   order_change_counts: OrderChangeCountTable;
   order_deleted_change_counts: OrderChangeCountTable;

@@ -1,6 +1,5 @@
 import * as zlib from 'node:zlib';
 import { inflateRawSync } from 'node:zlib';
-import { placeholderPattern } from '../db/deferred.ts';
 
 /**
  * An event's `data` as stored: its JSON, deflated at level 1. Events carry the whole resource,
@@ -48,50 +47,6 @@ export function reusableDeflateRaw(
 const deflateData = reusableDeflateRaw(zlib, DATA_DEFLATE_OPTIONS);
 
 export const encodeData = (data: unknown): Buffer => deflateData(Buffer.from(JSON.stringify(data)));
-
-/**
- * Stored data that the database completes as the write commits: the deflated JSON around texts
- * the write does not know yet (an SO number taken at commit, src/db/deferred.ts). `parts` has one
- * more member than `fills`; each `fills[i]` stands between `parts[i]` and `parts[i + 1]`.
- */
-export interface DataToComplete {
-  parts: Buffer[];
-  fills: string[];
-}
-
-/**
- * `data` as `encodeData` stores it, unless its JSON holds one of `placeholders`' texts: then its
- * parts around them, each deflated on its own, every part but the last ending on a byte boundary
- * with a sync flush (zlib's empty stored block), so that the deflate of each filled-in text can go
- * between them as a stored block (`storedBlock`; PostgreSQL's `deflate_stored_block`, migration
- * 0026) and the whole inflates to the JSON with the texts in place, wherever a string holds a
- * placeholder (as `fillIn` fills the answer). A placeholder is a text no client can send.
- */
-export function encodeDataAround(data: unknown, placeholders: string[]): Buffer | DataToComplete {
-  const text = JSON.stringify(data);
-  if (!placeholders.some((p) => text.includes(p))) return deflateData(Buffer.from(text));
-  const pattern = placeholderPattern(placeholders);
-  const parts: Buffer[] = [];
-  const fills: string[] = [];
-  let from = 0;
-  for (const match of text.matchAll(pattern)) {
-    parts.push(deflateData(Buffer.from(text.slice(from, match.index)), zlib.constants.Z_SYNC_FLUSH));
-    fills.push(match[0]);
-    from = match.index + match[0].length;
-  }
-  parts.push(deflateData(Buffer.from(text.slice(from))));
-  return { parts, fills };
-}
-
-/** A deflate stored block (not the last) holding `text`'s UTF-8 bytes, up to 65,535 of them: what `deflate_stored_block` makes in PostgreSQL. */
-export function storedBlock(text: string): Buffer {
-  const bytes = Buffer.from(text);
-  if (bytes.length > 0xffff) throw new Error('A stored block holds at most 65,535 bytes');
-  const header = Buffer.alloc(5);
-  header.writeUInt16LE(bytes.length, 1);
-  header.writeUInt16LE(~bytes.length & 0xffff, 3);
-  return Buffer.concat([header, bytes]);
-}
 
 /** The stored data as the bytes of its JSON text, for answers put together without parsing it. */
 export const decodeDataBytes = (stored: Uint8Array): Buffer => inflateRawSync(stored);

@@ -6,7 +6,7 @@ import { mergeStoredProperties } from '../lib/properties.ts';
 import { newId } from '../lib/ids.ts';
 import { writeJson } from '../lib/json.ts';
 import { multiply, sum } from '../lib/money.ts';
-import { laterThan, parseDateTime } from '../lib/time.ts';
+import { parseDateTime } from '../lib/time.ts';
 import { checkVersion, type ExpectedVersions } from '../lib/versions.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
 import { createdEvent, updatedEvent } from '../events/log.ts';
@@ -122,7 +122,7 @@ export async function patchInvoice(
 
   const version = Number(row.version) + 1;
   await guardUnique(
-    () => updateInvoiceRow(db, businessId, id, { ...invoiceFields(input, row.properties), version, updated_at: laterThan(now, row.updated_at) }),
+    () => updateInvoiceRow(db, businessId, id, { ...invoiceFields(input, row.properties), version, updated_at: now }),
     () => conflict('The order already has another live invoice; this one stays VOIDED'),
   );
   const resource = (await findInvoice(db, businessId, id))!;

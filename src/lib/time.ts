@@ -39,8 +39,3 @@ export function startOfDay(day: string): string | null {
 export function parseDateTime(value: string): string {
   return new Date(value).toISOString();
 }
-
-/** A new `updatedAt`: now, but always after the previous one, so `updatedSince` polls never miss a write. */
-export function laterThan(now: string, previous: Date | string): string {
-  return new Date(Math.max(Date.parse(now), new Date(toIso(previous)).getTime() + 1)).toISOString();
-}

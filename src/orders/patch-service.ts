@@ -6,11 +6,9 @@ import type { Written, WriteContext } from '../write/runner.ts';
 import { updatedEvent } from '../events/log.ts';
 import { mergeStoredProperties } from '../lib/properties.ts';
 import { toDecimalString } from '../lib/money.ts';
-import { laterThan, parseDateTime } from '../lib/time.ts';
-import { itemChangeStatements } from './patch-items.ts';
-import { findEntries, findOrderRowForUpdate, updateOrderQuery } from './repository.ts';
-import { deferToCommit } from '../db/deferred.ts';
-import { storedRow } from '../db/as-stored.ts';
+import { parseDateTime } from '../lib/time.ts';
+import { writeItemChanges } from './patch-items.ts';
+import { findEntries, findOrderRowForUpdate, loadOneOrderItems, updateOrderRow } from './repository.ts';
 import { applyOrderChange } from './projections/index.ts';
 import { toOrder } from './mapper.ts';
 import type { Order, UpdateOrderInput } from './schema.ts';
@@ -38,10 +36,9 @@ function orderFields(order: NonNullable<UpdateOrderInput['order']>): Updateable<
 }
 
 /**
- * Applies a PATCH in the caller's transaction and returns the order as the API shows it, built from
- * the rows as they will be stored (the writes go with the commit), and as it was before. The order
- * row is locked first (PostgreSQL) and everything is read after the lock, so concurrent PATCHes
- * queue and none is lost, and what is built is what the commit stores.
+ * Applies a PATCH in the caller's transaction and returns the order as the API shows it, read back
+ * after the writes, and as it was before. The order row is locked and read with its items first,
+ * so concurrent PATCHes of one order queue there and none is lost.
  */
 export async function patchOrder(
   ctx: WriteContext, id: string, input: UpdateOrderInput, expected: ExpectedVersions | undefined,
@@ -92,26 +89,20 @@ export async function patchOrder(
     throw validationError({ 'order.currency': `Must equal the items' currency (${itemCurrency})` });
   }
 
-  const itemWrites = itemChangeStatements(db, businessId, id, stored, input, entries, now);
   const itemsChanged = updates.length + deletes.size + creates.length > 0;
-  const version = Number(row.version) + 1;
+  if (itemsChanged) await writeItemChanges(db, businessId, id, stored, input, now);
   const properties = order.properties === undefined ? undefined : mergeStoredProperties(row.properties, order.properties, 'order.properties');
-  const set: Updateable<OrderTable> = {
+  const updated = await updateOrderRow(db, businessId, id, {
     ...orderFields(order),
     ...(properties !== undefined && { properties }),
     ...(order.currency !== undefined ? { currency: order.currency } : itemCurrency !== undefined && { currency: itemCurrency }),
     ...(order.totalAmount !== undefined
       ? { total_amount: toDecimalString(order.totalAmount) }
       : itemsChanged && { total_amount: totalOf(final) }),
-    version,
-    updated_at: laterThan(now, row.updated_at),
-  };
-  // Nothing later in the write reads these rows: they go with its commit (on PostgreSQL in the
-  // commit's message, one round trip fewer), and the answer is the rows as they will be stored.
-  for (const statement of [...itemWrites.statements, updateOrderQuery(db, { businessId, id, set })]) await deferToCommit(db, statement);
-  const { items } = itemWrites;
-  // The row is locked and was read after the lock, so `row` is what this update replaces.
-  const updated = storedRow(db, row, set, ['properties']);
+    version: Number(row.version) + 1,
+    updated_at: now,
+  });
+  const items = itemsChanged ? await loadOneOrderItems(db, businessId, id) : stored;
   await applyOrderChange(db, row, updated);
   const resource = toOrder(updated, items);
   const before = toOrder(row, stored);

@@ -8,59 +8,28 @@ import { toOrder, type OrderItemRow, type OrderRow, type VariantFields } from '.
 import type { Order } from './schema.ts';
 import { groupBy } from '../lib/group.ts';
 import { whereLive } from '../db/live.ts';
-import { runTogether } from '../db/together.ts';
 import { statement } from '../db/statement.ts';
-import { deferToCommit, valueAtCommit } from '../db/deferred.ts';
-import { storedRow } from '../db/as-stored.ts';
 
 /**
  * Inserts a live order with its items, indexes its properties and counts it, in the caller's
- * transaction, and returns the rows as they will be stored (src/db/as-stored.ts). Nothing later in
- * the write reads them: the inserts go with its commit (src/db/deferred.ts), on PostgreSQL in the
- * commit's message. When `numbered`, the SO number is taken there too (`valueAtCommit`): the
- * counter's row, which every creator of the business shares, is then locked for that message
- * only (creates under load spent most of their time waiting on it). The returned row holds a
- * placeholder for it, which the write's answer, event and stored replay have filled in at commit.
- * SQLite (one writer at a time), and PostgreSQL outside the write runner, take the number now.
+ * transaction, and returns the rows as stored. When `numbered`, it takes the business's next SO
+ * number for `internal_reference`.
  */
 export async function insertOrder(
   db: Db, order: Insertable<OrderTable>, items: Insertable<OrderItemTable>[], numbered: boolean,
 ): Promise<{ order: OrderRow; items: Array<Selectable<OrderItemTable>> }> {
-  let setting = '';
-  const placeholder = numbered ? valueAtCommit(db, (s) => takeNumberQuery(db, { businessId: order.business_id, setting: setting = s })) : undefined;
-  const row = { ...order, internal_reference: placeholder ?? (numbered ? formatReference(await nextCounterValue(db, order.business_id, 'order')) : order.internal_reference) };
-  const { internal_reference: _, ...unnumbered } = row;
-  // A number taken at commit: the commit's take, first in its message, leaves it in the setting the insert reads.
-  await deferToCommit(db, placeholder === undefined ? insertOrderQuery(db, { row }) : insertNumberedOrderQuery(db, { row: unnumbered, setting }));
-  if (items.length > 0) await deferToCommit(db, insertOrderItemsQuery(db, { rows: items }));
-  const inserted = storedRow(db, { ...UNSET, ...row } as OrderRow, row, ['properties']);
+  const row = numbered ? { ...order, internal_reference: formatReference(await nextCounterValue(db, order.business_id, 'order')) } : order;
+  const inserted = await db.insertInto('orders').values(row).returningAll().executeTakeFirstOrThrow();
+  const insertedItems = items.length === 0 ? [] : await db.insertInto('order_items').values(items).returningAll().execute();
   await applyOrderChange(db, null, inserted);
-  return { order: inserted, items: items.map((item) => storedRow(db, item as Selectable<OrderItemTable>, item, ['properties'])) };
+  return { order: inserted, items: insertedItems };
 }
-
-/** The columns a create leaves to their default. */
-const UNSET = { integration_id: null, delivered_at: null, shipped_at: null, shipped_by: null, ingested_at: null, deleted_at: null };
-
-const insertOrderQuery = statement((db, v: { row: Insertable<OrderTable> }) => db.insertInto('orders').values(v.row));
-/** The insert of an order whose SO number the commit took (`takeNumberQuery`), read from `setting`. */
-const insertNumberedOrderQuery = statement((db, v: { row: Omit<Insertable<OrderTable>, 'internal_reference'>; setting: string }) =>
-  db.insertInto('orders').values({ ...v.row, internal_reference: sql<string>`commit_value(${v.setting})` }));
 
 /** The insert of order items. */
 export const insertOrderItemsQuery = statement((db, v: { rows: Array<Insertable<OrderItemTable>> }) => db.insertInto('order_items').values(v.rows));
 
 /** An SO number: `SO-000001`, with more digits past 999,999. */
 const formatReference = (n: number) => `SO-${String(n).padStart(6, '0')}`;
-
-/**
- * PostgreSQL: the counter's upsert, with the number formatted as `formatReference` does and left
- * in `setting` (a commit value, src/db/deferred.ts), answering `{ value }`. Its texts are
- * parameters, so that the commit can write it out (src/db/pg-call.ts).
- */
-const takeNumberQuery = statement((db, v: { businessId: string; setting: string }) => sql<{ value: string }>`with n as (
-      insert into business_counters (business_id, name, value) values (${v.businessId}, ${'order'}, 1)
-      on conflict (business_id, name) do update set value = business_counters.value + 1 returning value)
-    select set_config(${v.setting}, ${'SO-'} || lpad(n.value::text, greatest(6, length(n.value::text)), ${'0'}), true) as value from n`);
 
 /** A live order of this business; with `lock`, its row stays locked until the transaction ends. */
 export async function findOrderRow(db: Db, businessId: string, id: string, lock = false): Promise<OrderRow | undefined> {
@@ -107,14 +76,16 @@ const oneOrderItemsQuery = statement((db, v: { businessId: string; orderId: stri
 
 /**
  * A live order of this business, locked until the transaction ends, with its items read after
- * the lock: on PostgreSQL both in one round trip (together.ts). No row: undefined.
+ * the lock. No row: undefined.
  */
 export async function findOrderRowForUpdate(db: Db, businessId: string, id: string): Promise<{ row: OrderRow; items: OrderItemRow[] } | undefined> {
-  const [[row], items] = await runTogether(db, [
-    orderRowQuery(db, { businessId, id }, 'for update'),
-    oneOrderItemsQuery(db, { businessId, orderId: id }),
-  ]) as [OrderRow[], OrderItemRow[]];
-  return row && { row, items };
+  const row = await findOrderRow(db, businessId, id, true);
+  return row && { row, items: await loadOneOrderItems(db, businessId, id) };
+}
+
+/** The items of one order with their variants' fields, in line order. */
+export async function loadOneOrderItems(db: Db, businessId: string, orderId: string): Promise<OrderItemRow[]> {
+  return (await db.executeQuery(oneOrderItemsQuery(db, { businessId, orderId }))).rows;
 }
 
 /** An order row with its items, as the API shows it. */
@@ -128,9 +99,10 @@ export async function findOrder(db: Db, businessId: string, id: string): Promise
   return row && withItems(db, row);
 }
 
-/** The update of an order row (a PATCH knows the row it makes: src/db/as-stored.ts). */
-export const updateOrderQuery = statement((db, v: { businessId: string; id: string; set: Updateable<OrderTable> }) =>
-  db.updateTable('orders').set(v.set).where('business_id', '=', v.businessId).where('id', '=', v.id));
+/** Updates an order row and returns it as stored. */
+export async function updateOrderRow(db: Db, businessId: string, id: string, set: Updateable<OrderTable>): Promise<OrderRow> {
+  return db.updateTable('orders').set(set).where('business_id', '=', businessId).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+}
 
 /** The update of an order item. */
 export const updateOrderItemQuery = statement((db, v: { businessId: string; id: string; set: Updateable<OrderItemTable> }) =>

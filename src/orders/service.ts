@@ -113,7 +113,7 @@ export async function createOrder(
     created_at: now,
     updated_at: now,
   }, items, input.internalReference === undefined);
-  // The answer from the rows as they will be stored, in the order a read gives them.
+  // The answer from the rows as stored, in the order a read gives them.
   const variants = new Map(items.map((item, i) => [item.id, resolved.get(i)!.variant]));
   const shown = row.items.map((item) => withVariant(item, variants.get(item.id)!))
     .sort((a, b) => a.line_number - b.line_number || (a.id < b.id ? -1 : 1));

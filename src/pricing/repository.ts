@@ -89,8 +89,8 @@ export async function assignPriceList(db: Db, businessId: string, listId: string
 /** Entries (of live variants) and partnership ids for a set of lists: two queries for any number of lists. */
 async function loadListDetails(db: Db, businessId: string, listIds: string[]) {
   if (listIds.length === 0) return { entries: [] as EntryRow[], partnerships: [] as Array<{ id: string; item_list_id: string | null }> };
-  const [entries, partnerships] = await Promise.all([
-    db.selectFrom('item_list_entries')
+  // One after another: `db` may be a transaction, one connection that runs one query at a time.
+  const entries = await db.selectFrom('item_list_entries')
       .innerJoin('item_variants', 'item_variants.id', 'item_list_entries.item_variant_id')
       .select([
         'item_list_entries.id', 'item_list_entries.item_list_id', 'item_list_entries.item_variant_id', 'item_variants.item_id',
@@ -100,11 +100,10 @@ async function loadListDetails(db: Db, businessId: string, listIds: string[]) {
       .where(whereLive('item_variants'))
       // Catalogue order: entry ids made in the same millisecond do not sort in request order.
       .orderBy('item_variants.created_at').orderBy('item_variants.item_id').orderBy('item_variants.sequence')
-      .orderBy('item_list_entries.id').execute(),
-    db.selectFrom('partnerships').select(['id', 'item_list_id'])
-      .where('business_id', '=', businessId).where('item_list_id', 'in', listIds).where(whereLive())
-      .orderBy('id').execute(),
-  ]);
+      .orderBy('item_list_entries.id').execute();
+  const partnerships = await db.selectFrom('partnerships').select(['id', 'item_list_id'])
+    .where('business_id', '=', businessId).where('item_list_id', 'in', listIds).where(whereLive())
+    .orderBy('id').execute();
   return { entries, partnerships };
 }
 

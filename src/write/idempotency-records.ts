@@ -1,5 +1,4 @@
-import { sql, type Insertable } from 'kysely';
-import { commitValuesOf, deferToCommit, filledIn } from '../db/deferred.ts';
+import type { Insertable } from 'kysely';
 import type { Db } from '../db/types.ts';
 import type { IdempotencyKeyTable } from './table.ts';
 
@@ -23,16 +22,9 @@ export async function insertRecord(db: Db, record: Insertable<IdempotencyKeyTabl
   await (ignoreConflict ? insert.onConflict((oc) => oc.doNothing()) : insert).execute();
 }
 
-/**
- * Stores the write's answer in its record, with its commit (src/db/deferred.ts): nothing in the
- * write reads it again, and a text the commit takes (the SO number) is filled in there, where the
- * answer holds its placeholder.
- */
+/** Stores the write's answer in its record, in the write's transaction. */
 export async function completeRecord(db: Db, businessId: string, key: string, response: StoredResponse): Promise<void> {
-  const values = commitValuesOf(db);
-  const body = values.length === 0 ? response.response_body : filledIn(sql.val(response.response_body), values);
-  await deferToCommit(db, db.updateTable('idempotency_keys').set({ ...response, response_body: body })
-    .where('business_id', '=', businessId).where('key', '=', key));
+  await db.updateTable('idempotency_keys').set(response).where('business_id', '=', businessId).where('key', '=', key).execute();
 }
 
 export async function deleteExpiredRecord(db: Db, businessId: string, key: string, now: string): Promise<void> {

@@ -1,11 +1,11 @@
 import type { Kysely, Transaction } from 'kysely';
-import { commitValuesOf, fillIn, openDeferred, takeDeferred } from '../db/deferred.ts';
 import { isUniqueViolation } from '../db/dialect.ts';
 import type { Database } from '../db/types.ts';
 import { ApiError, errorBody } from '../lib/errors.ts';
 import { readJson } from '../lib/json.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import { appendEvents, type NewEvent } from '../events/log.ts';
+import { takeWriteTime } from './clock.ts';
 import {
   completeRecord, deleteExpiredRecord, findRecord, insertRecord, type IdempotencyRecord, type StoredResponse,
 } from './idempotency-records.ts';
@@ -32,7 +32,10 @@ export interface WriteContext {
   requestId: string | null;
   /** The Idempotency-Key the write runs under, if any. */
   idempotencyKey: string | null;
-  /** The write's time, from the injected clock: every timestamp the write stores. */
+  /**
+   * The write's time: every timestamp the write stores. Taken with the business's write lock
+   * (src/write/clock.ts), so it is later than every write of the business that committed before.
+   */
   now: string;
   /** Records an event of this write; the runner appends them last, in the write's transaction. */
   emit(event: NewEvent): void;
@@ -128,30 +131,28 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
   const inFlight = new Set<string>();
 
   /*
-   * The one place a write transaction opens. The write's events are appended after its work, in
-   * its transaction: no write without its events, no event without its write. They go last
-   * because taking a sequence number locks the business's event counter until commit; the
-   * statements the write deferred (src/db/deferred.ts: the maintained counts, which every writer
-   * of a business shares) go just before them, for the same reason.
+   * The one place a write transaction opens, and it reads as a straight line: take the business's
+   * write lock and the write's time (src/write/clock.ts), do the work, append the events it asked
+   * for. No write without its events, no event without its write.
    */
-  async function inTransaction<T>(scope: WriteScope, key: string | null, now: Date, work: (ctx: WriteContext) => Promise<T>): Promise<T> {
+  async function inTransaction<T>(scope: WriteScope, key: string | null, work: (ctx: WriteContext) => Promise<T>): Promise<T> {
     const events: NewEvent[] = [];
     const result = await db.transaction().execute(async (trx) => {
-      openDeferred(trx);
+      const now = await takeWriteTime(trx, scope.businessId, clock());
       const ctx: WriteContext = {
         trx, businessId: scope.businessId, actor: scope.actor, requestId: scope.requestId ?? null, idempotencyKey: key,
-        now: now.toISOString(), emit: (event) => { events.push(event); },
+        now, emit: (event) => { events.push(event); },
       };
       const outcome = await work(ctx);
-      // Texts the commit takes (src/db/deferred.ts) replace their placeholders in what the write answers.
-      return fillIn(outcome, await appendEvents(trx, ctx, events, EVENTS_CHANNEL, takeDeferred(trx)));
+      await appendEvents(trx, ctx, events, EVENTS_CHANNEL);
+      return outcome;
     });
     if (events.length > 0) options.onEvents?.(scope.businessId);
     return result;
   }
 
   return {
-    run: (scope, work) => inTransaction(scope, null, new Date(clock()), work),
+    run: (scope, work) => inTransaction(scope, null, work),
 
     /*
      * The record is inserted first inside the write's own transaction and completed before commit,
@@ -178,11 +179,10 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
         expires_at: new Date(now.getTime() + ttlMs).toISOString(),
       };
       try {
-        const response = await inTransaction(scope, key, now, async (ctx) => {
+        const response = await inTransaction(scope, key, async (ctx) => {
           await insertRecord(ctx.trx, { ...record, response_status: 0, response_body: '', response_headers: null });
           const outcome = await work(ctx);
           const response = stored(outcome, options.box);
-          if (outcome.sealed && commitValuesOf(ctx.trx).length > 0) throw new Error('A sealed answer cannot hold a text taken at commit');
           await completeRecord(ctx.trx, businessId, key, response);
           return outcome;
         });

@@ -10,3 +10,9 @@ export interface IdempotencyKeyTable {
   created_at: Timestamp;
   expires_at: Timestamp;
 }
+
+export interface WriteClockTable {
+  business_id: string;
+  /** Milliseconds since the epoch; PostgreSQL answers a bigint as text. */
+  last_ms: number | string;
+}

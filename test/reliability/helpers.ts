@@ -55,7 +55,8 @@ export async function startServers(count: number, env: Record<string, string>): 
 }
 
 export function startServer(env: Record<string, string>, timeoutMs = 60_000): Promise<Server> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  // A deprecation is an error here as in the test processes (package.json): it fails the test that caused it.
+  const child = spawn(process.execPath, ['--throw-deprecation', '--import', 'tsx', 'src/server.ts'], {
     env: { ...baseEnv, PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_RPS: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -1,6 +1,5 @@
 import { sql } from 'kysely';
 import { countShard } from '../../db/dialect.ts';
-import { deferToCommit } from '../../db/deferred.ts';
 import type { Db } from '../../db/types.ts';
 import { statement } from '../../db/statement.ts';
 
@@ -30,7 +29,6 @@ type CountTable = 'order_counts' | 'order_change_counts' | 'order_created_counts
  * increment; rows are touched in key order so that two transactions moving orders in opposite
  * directions take the row locks in the same order and cannot deadlock on PostgreSQL. Changes that
  * cancel out write nothing. `keys` are the table's key columns besides business_id and shard.
- * In a write, the upserts go with its commit (src/db/deferred.ts): nothing in a write reads the counts.
  */
 export async function bumpCounts<C extends { delta: number }>(
   db: Db, table: CountTable, businessId: string, keys: ReadonlyArray<keyof C & string>, changes: C[],
@@ -38,7 +36,7 @@ export async function bumpCounts<C extends { delta: number }>(
   const shard = countShard(db);
   for (const c of netChanges(changes, (c) => keys.map((k) => String(c[k])).join('\u0000'))) {
     const row = { business_id: businessId, ...Object.fromEntries(keys.map((k) => [k, c[k]])), shard, n: c.delta };
-    await deferToCommit(db, countUpsert(db, { row }, table));
+    await db.executeQuery(countUpsert(db, { row }, table));
   }
 }
 

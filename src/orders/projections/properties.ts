@@ -1,6 +1,5 @@
 import { sql } from 'kysely';
 import { insertRows } from '../../db/bulk.ts';
-import { deferToCommit } from '../../db/deferred.ts';
 import { utcDay } from '../../db/dialect.ts';
 import type { Db } from '../../db/types.ts';
 import { statement } from '../../db/statement.ts';
@@ -60,7 +59,7 @@ const pathRowsInsert = statement((db, v: { rows: Array<{ business_id: string; or
 
 async function insertPathRows(db: Db, table: Rows, rows: Array<{ business_id: string; order_id: string; path: string; value: string | null }>) {
   for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
-    await deferToCommit(db, pathRowsInsert(db, { rows: rows.slice(i, i + ROWS_PER_INSERT) }, table));
+    await db.executeQuery(pathRowsInsert(db, { rows: rows.slice(i, i + ROWS_PER_INSERT) }, table));
   }
 }
 
@@ -78,10 +77,10 @@ async function reindexOrderProperties(db: Db, table: Rows, businessId: string, o
     gone.delete(p.path);
     if (!old.has(p.path)) added.push(p);
     else if (old.get(p.path) !== p.value) {
-      await deferToCommit(db, pathValueUpdate(db, { orderId, path: p.path, value: p.value }, table));
+      await db.executeQuery(pathValueUpdate(db, { orderId, path: p.path, value: p.value }, table));
     }
   }
-  if (gone.size > 0) await deferToCommit(db, db.deleteFrom(table).where('order_id', '=', orderId).where('path', 'in', [...gone]));
+  if (gone.size > 0) await db.deleteFrom(table).where('order_id', '=', orderId).where('path', 'in', [...gone]).execute();
   await insertPathRows(db, table, added.map((p) => ({ business_id: businessId, order_id: orderId, ...p })));
 }
 
@@ -109,7 +108,7 @@ export async function applyPropertyChange(db: Db, side: Side, businessId: string
     const paths = propertyPaths(after.properties);
     await insertPathRows(db, table, paths.map((p) => ({ business_id: businessId, order_id: after.id, ...p })));
   } else if (before) {
-    await deferToCommit(db, db.deleteFrom(table).where('order_id', '=', before.id));
+    await db.deleteFrom(table).where('order_id', '=', before.id).execute();
   }
   if (sameProperties && before!.phase === after!.phase && before!.status === after!.status) return;
   await bumpPathCounts(db, side, businessId, pathCountChanges(before, after));
