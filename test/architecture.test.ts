@@ -28,7 +28,15 @@ function importsOf(file: { path: string; text: string }): string[] {
 describe('architecture', () => {
   it('opens write transactions in one place: the write runner', () => {
     const opening = files.filter((f) => /\.transaction\(\)/.test(f.text) && !f.path.startsWith('db/migrations/'));
-    assert.deepEqual(opening.map((f) => f.path), ['write/runner.ts']);
+    assert.deepEqual(opening.map((f) => f.path), ['db/dialect.ts', 'write/runner.ts']);
+    // src/db/dialect.ts opens read-only transactions only (readAtOneMoment).
+    const inDialect = files.find((f) => f.path === 'db/dialect.ts')!.text.split('\n').filter((line) => line.includes('.transaction()'));
+    assert.ok(inDialect.length > 0 && inDialect.every((line) => line.includes(".setAccessMode('read only')")), inDialect.join('\n'));
+  });
+
+  it('imports a database driver only in src/db', () => {
+    const drivers = files.filter((f) => !f.path.startsWith('db/') && /(?:from|import\(|require\()\s*'(?:pg|better-sqlite3(?:-12)?)'/.test(f.text));
+    assert.deepEqual(drivers.map((f) => f.path), []);
   });
 
   it('branches on the dialect only in src/db', () => {

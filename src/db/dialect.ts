@@ -1,5 +1,5 @@
-import { PostgresAdapter, sql, type Expression, type RawBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
-import type { Db, Dialect } from './types.ts';
+import { PostgresAdapter, sql, type Expression, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
+import type { Database, Db, Dialect } from './types.ts';
 
 /** The one place that asks which backend a query runs on. */
 export function dialectOf(db: Db): Dialect {
@@ -147,4 +147,15 @@ export async function analyzeTable(db: Db, table: string): Promise<void> {
  */
 export async function notifyAtCommit(db: Db, channel: string, payload: string): Promise<void> {
   if (dialectOf(db) === 'postgres') await sql`select pg_notify(${channel}, ${payload})`.execute(db);
+}
+
+/**
+ * Runs `read`, whose statements then all see the database as of one moment: a list read in several
+ * statements shows no write that committed between them, so the largest `updatedAt` on a page
+ * stands for every write before it. PostgreSQL: a repeatable-read, read-only transaction. SQLite:
+ * its one connection held for the whole read, so that no write runs in between.
+ */
+export function readAtOneMoment<T>(db: Kysely<Database>, read: (db: Kysely<Database>) => Promise<T>): Promise<T> {
+  if (dialectOf(db) === 'postgres') return db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(read);
+  return db.connection().execute(read);
 }

@@ -95,9 +95,9 @@ const UNFILTERED_OLDER = new Set(['changedSince', 'includeDeleted']);
 function changedSplit(plan: Planned): Promise<ChangedSplit> {
   plan.split ??= (async () => {
     const since = changedSinceOf(plan.options)!;
-    // The two parts are read side by side: on PostgreSQL each on a connection of its own.
-    const [recentPart, olderPart] = await Promise.all([recentOf(plan, since), olderOf(plan, since)]);
-    return { ...recentPart, ...olderPart };
+    // One after the other: the list reads at one moment, on one connection (readAtOneMoment).
+    const recentPart = await recentOf(plan, since);
+    return { ...recentPart, ...await olderOf(plan, since) };
   })();
   return plan.split;
 }

@@ -10,6 +10,7 @@ import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { parseDateTime } from '../lib/time.ts';
 import { etagOf, parseIfMatch } from '../http/etag.ts';
 import { writeScopeOf } from '../http/write.ts';
+import { readAtOneMoment } from '../db/dialect.ts';
 import { listOrders } from './list-repository.ts';
 import { patchOrder } from './patch-service.ts';
 import { renderOrder, renderOrders } from './render.ts';
@@ -85,18 +86,21 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, writes, orde
     if (query.modifiedSince !== undefined && (query.createdSince !== undefined || query.updatedSince !== undefined)) {
       throw validationError({ modifiedSince: 'modifiedSince cannot be combined with createdSince or updatedSince' });
     }
-    const page = await listOrders(db, businessId, {
-      page: query.page,
-      limit: query.limit,
-      includeDeleted: query.includeDeleted,
-      createdSince: since(query.createdSince),
-      updatedSince: since(query.updatedSince),
-      modifiedSince: since(query.modifiedSince),
-      phase: query.phase,
-      status: query.status,
-      property: readPropertyFilter(query),
+    // The page's ids, rows and total from one moment: a poller's largest updatedAt then stands for every write before it.
+    const { page, items } = await readAtOneMoment(db, async (at) => {
+      const listed = await listOrders(at, businessId, {
+        page: query.page,
+        limit: query.limit,
+        includeDeleted: query.includeDeleted,
+        createdSince: since(query.createdSince),
+        updatedSince: since(query.updatedSince),
+        modifiedSince: since(query.modifiedSince),
+        phase: query.phase,
+        status: query.status,
+        property: readPropertyFilter(query),
+      });
+      return { page: listed, items: await renderOrders(at, orderCache, businessId, listed.items, serializerOf(reply, OrderResponse)) };
     });
-    const items = await renderOrders(db, orderCache, businessId, page.items, serializerOf(reply, OrderResponse));
     return sendRendered(reply, pageJson({ ...page, items }));
   });
 
