@@ -8,7 +8,7 @@ import { mergeStoredProperties } from '../lib/properties.ts';
 import { toDecimalString } from '../lib/money.ts';
 import { parseDateTime } from '../lib/time.ts';
 import { writeItemChanges } from './patch-items.ts';
-import { findEntries, findOrderRowForUpdate, loadOneOrderItems, updateOrderRow } from './repository.ts';
+import { findEntries, findOrderRowForUpdate, updateOrderRow } from './repository.ts';
 import { applyOrderChange } from './projections/index.ts';
 import { toOrder } from './mapper.ts';
 import type { Order, UpdateOrderInput } from './schema.ts';
@@ -90,7 +90,7 @@ export async function patchOrder(
   }
 
   const itemsChanged = updates.length + deletes.size + creates.length > 0;
-  if (itemsChanged) await writeItemChanges(db, businessId, id, stored, input, now);
+  const items = itemsChanged ? await writeItemChanges(db, businessId, id, stored, input, entries, now) : stored;
   const properties = order.properties === undefined ? undefined : mergeStoredProperties(row.properties, order.properties, 'order.properties');
   const updated = await updateOrderRow(db, businessId, id, {
     ...orderFields(order),
@@ -102,7 +102,6 @@ export async function patchOrder(
     version: Number(row.version) + 1,
     updated_at: now,
   });
-  const items = itemsChanged ? await loadOneOrderItems(db, businessId, id) : stored;
   await applyOrderChange(db, row, updated);
   const resource = toOrder(updated, items);
   const before = toOrder(row, stored);

@@ -25,8 +25,8 @@ export async function insertOrder(
   return { order: inserted, items: insertedItems };
 }
 
-/** The insert of order items. */
-export const insertOrderItemsQuery = statement((db, v: { rows: Array<Insertable<OrderItemTable>> }) => db.insertInto('order_items').values(v.rows));
+/** The insert of order items, answering the rows as stored. */
+export const insertOrderItemsQuery = statement((db, v: { rows: Array<Insertable<OrderItemTable>> }) => db.insertInto('order_items').values(v.rows).returningAll());
 
 /** An SO number: `SO-000001`, with more digits past 999,999. */
 const formatReference = (n: number) => `SO-${String(n).padStart(6, '0')}`;
@@ -104,9 +104,9 @@ export async function updateOrderRow(db: Db, businessId: string, id: string, set
   return db.updateTable('orders').set(set).where('business_id', '=', businessId).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
 }
 
-/** The update of an order item. */
+/** The update of an order item, answering the row as stored. */
 export const updateOrderItemQuery = statement((db, v: { businessId: string; id: string; set: Updateable<OrderItemTable> }) =>
-  db.updateTable('order_items').set(v.set).where('business_id', '=', v.businessId).where('id', '=', v.id));
+  db.updateTable('order_items').set(v.set).where('business_id', '=', v.businessId).where('id', '=', v.id).returningAll());
 
 /** The delete of some of an order's items. */
 export const deleteOrderItemsQuery = (db: Db, businessId: string, orderId: string, ids: string[]) =>
