@@ -1,6 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { notifyAtCommit } from '../db/dialect.ts';
+import { statement } from '../db/statement.ts';
 import type { Db } from '../db/types.ts';
 import { newId } from '../lib/ids.ts';
 import { diffResource, type Changes } from './changes.ts';
@@ -49,24 +50,38 @@ export interface EventMeta {
 export async function appendEvents(db: Db, meta: EventMeta, events: NewEvent[], channel: string): Promise<void> {
   if (events.length === 0) return;
   const actor = JSON.stringify(meta.actor);
-  const { value: last } = await db.insertInto('business_counters').values({ business_id: meta.businessId, name: 'event', value: events.length })
-    .onConflict((oc) => oc.columns(['business_id', 'name']).doUpdateSet({ value: sql`business_counters.value + ${events.length}` }))
-    .returning('value')
-    .executeTakeFirstOrThrow();
-  const first = Number(last) - events.length + 1;
+  const { rows: [taken] } = await db.executeQuery(takeSequencesQuery(db, { businessId: meta.businessId, count: events.length }));
+  const first = Number(taken.value) - events.length + 1;
   for (const [i, e] of events.entries()) {
-    const data = encodeData(e.changes === undefined ? { object: e.object } : { object: e.object, changes: e.changes });
-    const lastVersion = db.selectFrom('events').select('resource_version')
-      .where('business_id', '=', meta.businessId).where('resource_type', '=', e.resourceType).where('resource_id', '=', e.resourceId)
-      .orderBy('sequence', 'desc').limit(1);
-    await db.insertInto('events').values({
-      business_id: meta.businessId, sequence: first + i, id: newId('evt'), type: e.type, resource_type: e.resourceType,
-      resource_id: e.resourceId, resource_version: sql<number>`coalesce((${lastVersion}), 0) + 1`, occurred_at: meta.now, actor,
-      request_id: meta.requestId, idempotency_key: meta.idempotencyKey, data,
-    }).execute();
+    await db.executeQuery(insertEventQuery(db, {
+      businessId: meta.businessId, sequence: first + i, id: newId('evt'), type: e.type, resourceType: e.resourceType, resourceId: e.resourceId,
+      occurredAt: meta.now, actor, requestId: meta.requestId, idempotencyKey: meta.idempotencyKey,
+      data: encodeData(e.changes === undefined ? { object: e.object } : { object: e.object, changes: e.changes }),
+    }));
   }
   await notifyAtCommit(db, channel, meta.businessId);
 }
+
+/** The business's next `count` sequence numbers: answers the last of them. */
+const takeSequencesQuery = statement((db, v: { businessId: string; count: number }) =>
+  db.insertInto('business_counters').values({ business_id: v.businessId, name: 'event', value: v.count })
+    .onConflict((oc) => oc.columns(['business_id', 'name']).doUpdateSet({ value: sql`business_counters.value + excluded.value` }))
+    .returning('value'));
+
+/** One event; its resource's version is one more than the resource's last event's (the end of its index range: one row). */
+const insertEventQuery = statement((db, v: {
+  businessId: string; sequence: number; id: string; type: string; resourceType: string; resourceId: string;
+  occurredAt: string; actor: string; requestId: string | null; idempotencyKey: string | null; data: Buffer;
+}) => {
+  const lastVersion = db.selectFrom('events').select('resource_version')
+    .where('business_id', '=', v.businessId).where('resource_type', '=', v.resourceType).where('resource_id', '=', v.resourceId)
+    .orderBy('sequence', 'desc').limit(1);
+  return db.insertInto('events').values({
+    business_id: v.businessId, sequence: v.sequence, id: v.id, type: v.type, resource_type: v.resourceType, resource_id: v.resourceId,
+    resource_version: sql<number>`coalesce((${lastVersion}), 0) + 1`, occurred_at: v.occurredAt, actor: v.actor,
+    request_id: v.requestId, idempotency_key: v.idempotencyKey, data: v.data,
+  });
+});
 
 /**
  * The business's last event sequence (0 before its first event), read without a lock: the
