@@ -81,6 +81,7 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
       info: {
         title: 'Supplyline',
         version: '1.0.0',
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
         description: 'Supplier-side trading service: items, buyers, price lists, orders and invoices.\n\n'
           + 'Every `/api/v1` request carries `X-Business-Id` and `X-API-Key` (use **Authorize** to set both). '
           + 'Bodies are JSON. Errors have `{errorCode, message, error, requestId}`, and validation errors `fieldErrors` keyed by path. '
