@@ -86,21 +86,26 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, writes, orde
     if (query.modifiedSince !== undefined && (query.createdSince !== undefined || query.updatedSince !== undefined)) {
       throw validationError({ modifiedSince: 'modifiedSince cannot be combined with createdSince or updatedSince' });
     }
-    // The page's ids, rows and total from one moment: a poller's largest updatedAt then stands for every write before it.
-    const { page, items } = await readAtOneMoment(db, async (at) => {
-      const listed = await listOrders(at, businessId, {
-        page: query.page,
-        limit: query.limit,
-        includeDeleted: query.includeDeleted,
-        createdSince: since(query.createdSince),
-        updatedSince: since(query.updatedSince),
-        modifiedSince: since(query.modifiedSince),
-        phase: query.phase,
-        status: query.status,
-        property: readPropertyFilter(query),
-      });
+    const options = {
+      page: query.page,
+      limit: query.limit,
+      includeDeleted: query.includeDeleted,
+      createdSince: since(query.createdSince),
+      updatedSince: since(query.updatedSince),
+      modifiedSince: since(query.modifiedSince),
+      phase: query.phase,
+      status: query.status,
+      property: readPropertyFilter(query),
+    };
+    const read = async (at: typeof db) => {
+      const listed = await listOrders(at, businessId, options);
       return { page: listed, items: await renderOrders(at, orderCache, businessId, listed.items, serializerOf(reply, OrderResponse)) };
-    });
+    };
+    // A list since a time is how an integration polls: its ids, rows and total are read at one
+    // moment, so that the largest time on the page stands for every write before it. Other lists
+    // may show a row newer than the moment its id was read, which costs a poller nothing.
+    const changedSince = options.createdSince ?? options.updatedSince ?? options.modifiedSince;
+    const { page, items } = changedSince === undefined ? await read(db) : await readAtOneMoment(db, read);
     return sendRendered(reply, pageJson({ ...page, items }));
   });
 
