@@ -111,3 +111,27 @@ describeEachBackend('NUL characters', (ctx) => {
     assert.equal(query.status, 400);
   });
 });
+
+describeEachBackend('integer query parameters', (ctx) => {
+  it('take plain decimal digits only: hex, binary, exponents and a plus sign are 400, not read as numbers', async () => {
+    const t = await ctx().createTenant();
+    for (const [path, field] of [
+      ['/api/v1/orders?limit=0x14', 'limit'], ['/api/v1/orders?limit=0b11', 'limit'], ['/api/v1/orders?limit=1e1', 'limit'],
+      ['/api/v1/orders?page=%2B1', 'page'], ['/api/v1/orders?limit=1.0', 'limit'], ['/api/v1/orders?limit=%201', 'limit'],
+      ['/api/v1/items?limit=0x14', 'limit'], ['/api/v1/events?after=0x1', 'after'], ['/api/v1/events?limit=1e2', 'limit'],
+    ] as const) {
+      const res = await ctx().request('GET', path, { as: t });
+      assert.equal(res.status, 400, path);
+      assert.equal(res.body.errorCode, 'VALIDATION_ERROR', path);
+      assert.match(res.body.fieldErrors[field], /Expected integer/, path);
+    }
+    const plain = await ctx().request('GET', '/api/v1/orders?limit=007&page=1', { as: t });
+    assert.equal(plain.status, 200);
+    assert.equal(plain.body.pageSize, 7);
+    const feed = await ctx().request('GET', '/api/v1/events?after=1&limit=10', { as: t });
+    assert.equal(feed.status, 200);
+    assert.ok(feed.body.items.every((e: { sequence: number }) => e.sequence > 1), 'after=1 starts after sequence 1');
+    // Bounds are still the schema's: a negative number is an integer, and out of range.
+    assert.equal((await ctx().request('GET', '/api/v1/orders?limit=-1', { as: t })).status, 400);
+  });
+});

@@ -78,8 +78,41 @@ export function fitsDecimal(value: number, bounds: DecimalBounds): boolean {
 const bodyAjv = makeAjv(false);
 const textAjv = makeAjv('array');
 
-export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
-  (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  if (httpPart === 'body') return bodyAjv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+  return withPlainIntegers(schema as TextSchema, textAjv.compile(schema as object)) as ReturnType<FastifySchemaCompiler<unknown>>;
+};
+
+type TextSchema = { properties?: Record<string, { type?: unknown }> };
+
+/** An integer in a query string, path or header: decimal digits, with a minus sign at most. */
+const PLAIN_INTEGER = /^-?[0-9]+$/;
+
+/**
+ * Text is coerced to numbers as JavaScript reads them, which takes `0x14`, `0b11`, `1e1` and `+1`
+ * for integers. An integer given as text must be plain decimal digits: anything else is refused
+ * as not an integer, before the coercion sees it.
+ */
+function withPlainIntegers(schema: TextSchema, validate: ValidateFunction): ValidateFunction {
+  const integers = Object.entries(schema.properties ?? {}).filter(([, p]) => p.type === 'integer').map(([name]) => name);
+  if (integers.length === 0) return validate;
+  const check = ((data: unknown) => {
+    const values = (data ?? {}) as Record<string, unknown>;
+    for (const name of integers) {
+      const value = values[name];
+      const texts = Array.isArray(value) ? value : [value];
+      const bad = texts.find((t) => typeof t === 'string' && !PLAIN_INTEGER.test(t));
+      if (bad !== undefined) {
+        check.errors = [{ keyword: 'type', params: { type: 'integer' }, instancePath: `/${name}`, schemaPath: `#/properties/${name}/type`, message: 'must be integer' }];
+        return false;
+      }
+    }
+    const ok = validate(data);
+    check.errors = validate.errors;
+    return ok;
+  }) as ValidateFunction;
+  return check;
+}
 
 function valueAt(root: unknown, pointer: string): unknown {
   let node = root;
