@@ -165,6 +165,14 @@ describeEachBackend('PATCH /api/v1/items/:id', (ctx) => {
     assert.equal(empty.status, 400);
     assert.equal(empty.body.message, 'No valid fields provided for update');
     assert.equal(empty.body.error, 'No valid fields provided for update');
+    // Empty lists ask for nothing either: the same 400 as orders and buyers give, no new version, no event.
+    const lists = await ctx().request('PATCH', `/api/v1/items/${id}`, { as: t, body: { createVariants: [], updateVariants: [], deleteVariants: [] } });
+    assert.equal(lists.status, 400);
+    assert.equal(lists.body.message, 'No valid fields provided for update');
+    const after = await ctx().request('GET', `/api/v1/items/${id}`, { as: t });
+    const events = await ctx().request('GET', `/api/v1/items/${id}/events`, { as: t });
+    assert.equal(after.body.updatedAt, after.body.createdAt);
+    assert.deepEqual(events.body.items.map((e: { type: string }) => e.type), ['item.created']);
     const missing = await ctx().request('PATCH', `/api/v1/items/${id}`, { as: t, body: { updateVariants: [{ id: 'var_nope', price: 1 }], deleteVariants: ['var_gone'] } });
     assert.equal(missing.status, 404);
     assert.equal(missing.body.message, 'Item variant(s) not found: var_nope, var_gone');

@@ -1,5 +1,6 @@
+import { requireSomethingToUpdate } from '../lib/patch.ts';
 import type { Db } from '../db/types.ts';
-import { badRequest, notFound, validationError } from '../lib/errors.ts';
+import { notFound, validationError } from '../lib/errors.ts';
 import {
   deleteContacts, findMissingContacts, insertEmails, insertLocations, insertPhones, listPrimaryCandidates, nextSequence,
   setPrimaryContact, updateEmail, updateLocation, updatePhone, type PrimaryCandidate, type PrimaryKind,
@@ -100,8 +101,6 @@ export async function createBuyer(ctx: WriteContext, input: CreateBuyerInput): P
   return { resource, before: null, partnershipId: created.partnershipId };
 }
 
-const hasEntries = (value: unknown) => value !== undefined && (typeof value !== 'object' || value === null || Object.keys(value).length > 0);
-
 async function checkContactIds(db: Db, businessId: string, phantomId: string, input: UpdateBuyerInput): Promise<void> {
   const checks = [
     ['phantom_emails', 'email', [...(input.updateEmails ?? []).map((c) => c.id), ...(input.deleteEmails ?? [])]],
@@ -117,7 +116,7 @@ async function checkContactIds(db: Db, businessId: string, phantomId: string, in
 /** Checks a buyer PATCH against the stored buyer, then applies it. */
 export async function patchBuyer(ctx: WriteContext, id: string, input: UpdateBuyerInput): Promise<Written<Buyer>> {
   const { trx: db, businessId, now } = ctx;
-  if (!Object.values(input).some(hasEntries)) throw badRequest('No valid fields provided for update');
+  requireSomethingToUpdate(input);
   const row = await findBuyerRow(db, businessId, id);
   if (!row) throw notFound(BUYER_NOT_FOUND);
   const before = (await findBuyer(db, businessId, id))!;

@@ -1,7 +1,8 @@
+import { requireSomethingToUpdate } from '../lib/patch.ts';
 import type { Insertable, Updateable } from 'kysely';
 import { isUniqueViolation } from '../db/dialect.ts';
 import type { InvoiceLineItemTable, InvoiceTable } from './table.ts';
-import { badRequest, conflict, notFound, validationError } from '../lib/errors.ts';
+import { conflict, notFound, validationError } from '../lib/errors.ts';
 import { mergeStoredProperties } from '../lib/properties.ts';
 import { newId } from '../lib/ids.ts';
 import { writeJson } from '../lib/json.ts';
@@ -19,7 +20,6 @@ import {
 import type { CreateInvoiceInput, Invoice, UpdateInvoiceInput } from './schema.ts';
 
 export const INVOICE_NOT_FOUND = 'Invoice not found';
-export const NO_UPDATE = 'No valid fields provided for update';
 
 export const formatInvoiceNumber = (n: number) => `INV-${String(n).padStart(6, '0')}`;
 
@@ -111,7 +111,7 @@ export async function patchInvoice(
   ctx: WriteContext, id: string, input: UpdateInvoiceInput, expected: ExpectedVersions | undefined,
 ): Promise<Written<Invoice>> {
   const { trx: db, businessId, now } = ctx;
-  if (Object.keys(input).length === 0) throw badRequest(NO_UPDATE);
+  requireSomethingToUpdate(input);
   const row = await findInvoiceRow(db, businessId, id, true);
   if (!row) throw notFound(INVOICE_NOT_FOUND);
   checkVersion(expected, Number(row.version), 'invoice');

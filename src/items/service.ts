@@ -1,3 +1,4 @@
+import { requireSomethingToUpdate } from '../lib/patch.ts';
 import { badRequest, notFound, validationError } from '../lib/errors.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
 import { createdEvent, namedEvent, updatedEvent } from '../events/log.ts';
@@ -18,7 +19,7 @@ export async function createItem(ctx: WriteContext, input: CreateItemInput): Pro
 /** Checks an item PATCH against the stored item, then applies it. */
 export async function patchItem(ctx: WriteContext, id: string, input: UpdateItemInput): Promise<Written<Item>> {
   const { trx: db, businessId, now } = ctx;
-  if (Object.keys(input).length === 0) throw badRequest('No valid fields provided for update');
+  requireSomethingToUpdate(input);
   const item = await findItemRow(db, businessId, id);
   if (!item) throw notFound(ITEM_NOT_FOUND);
   const before = (await findItem(db, businessId, id))!;

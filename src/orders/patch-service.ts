@@ -1,3 +1,4 @@
+import { requireSomethingToUpdate } from '../lib/patch.ts';
 import type { Updateable } from 'kysely';
 import type { OrderTable } from './table.ts';
 import { badRequest, notFound, validationError, type FieldErrors } from '../lib/errors.ts';
@@ -13,11 +14,6 @@ import { applyOrderChange } from './projections/index.ts';
 import { toOrder } from './mapper.ts';
 import type { Order, UpdateOrderInput } from './schema.ts';
 import { DUPLICATE_ENTRY, MIXED_CURRENCIES, ORDER_NOT_FOUND, totalOf } from './service.ts';
-
-function hasChanges(input: UpdateOrderInput): boolean {
-  return Object.keys(input.order ?? {}).length > 0 || (input.createOrderItems?.length ?? 0) > 0
-    || (input.updateOrderItems?.length ?? 0) > 0 || (input.deleteOrderItems?.length ?? 0) > 0;
-}
 
 const dateOrNull = (value: string | null) => (value === null ? null : parseDateTime(value));
 
@@ -44,7 +40,7 @@ export async function patchOrder(
   ctx: WriteContext, id: string, input: UpdateOrderInput, expected: ExpectedVersions | undefined,
 ): Promise<Written<Order>> {
   const { trx: db, businessId, now } = ctx;
-  if (!hasChanges(input)) throw badRequest('No valid fields provided for update');
+  requireSomethingToUpdate(input);
   const found = await findOrderRowForUpdate(db, businessId, id);
   if (!found) throw notFound(ORDER_NOT_FOUND);
   const { row, items: stored } = found;
