@@ -214,3 +214,25 @@ describe('event data encoding (one reused deflate stream)', () => {
     same({ object: { id: 'small' } });
   });
 });
+
+describe('diffResource (an update event\'s data.changes)', () => {
+  it('tells a path that came or went from one that held null, and never records a change that is none', async () => {
+    const { diffResource } = await import('../src/events/changes.ts');
+    const base = { id: 'x', name: 'a', properties: null as unknown, buyerInfo: null as unknown };
+    assert.deepEqual(diffResource(base, { ...base, properties: { erp: { no: 1 } } }),
+      { properties: { from: null }, 'properties.erp.no': { to: 1 } });
+    assert.deepEqual(diffResource({ ...base, buyerInfo: { notes: null } }, { ...base, buyerInfo: { notes: null, vip: true } }),
+      { 'buyerInfo.vip': { to: true } });
+    assert.deepEqual(diffResource({ ...base, properties: { a: 1 } }, { ...base, properties: { a: null } }), { 'properties.a': { from: 1, to: null } });
+    assert.deepEqual(diffResource({ ...base, properties: { a: 1, b: 2 } }, { ...base, properties: { a: 1 } }), { 'properties.b': { from: 2 } });
+    assert.deepEqual(diffResource(base, { ...base, name: 'b' }), { name: { from: 'a', to: 'b' } });
+    assert.deepEqual(diffResource(base, { ...base }), {});
+    fc.assert(fc.property(fc.option(fc.dictionary(fc.string({ maxLength: 3 }), fc.jsonValue({ maxDepth: 2 }))), fc.option(fc.dictionary(fc.string({ maxLength: 3 }), fc.jsonValue({ maxDepth: 2 }))), (before, after) => {
+      const changes = diffResource({ ...base, properties: before }, { ...base, properties: after }) as Record<string, { from?: unknown; to?: unknown }>;
+      for (const [path, change] of Object.entries(changes)) {
+        assert.ok('from' in change || 'to' in change, path);
+        assert.notDeepEqual(change.from, change.to, `${path}: ${JSON.stringify(change)}`);
+      }
+    }), { numRuns: 300 });
+  });
+});

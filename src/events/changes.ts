@@ -1,9 +1,16 @@
 
-/** A field or property path that changed. */
+/**
+ * A field or property path that changed. A path that came has no `from`; one that went has no
+ * `to`; `null` is a value a path held.
+ */
 export interface FieldChange {
-  from: unknown;
-  to: unknown;
+  from?: unknown;
+  to?: unknown;
 }
+
+/** `{from, to}`, leaving out the side where the path was absent (undefined). */
+const fieldChange = (from: unknown, to: unknown): FieldChange =>
+  ({ ...(from !== undefined && { from }), ...(to !== undefined && { to }) });
 
 /** A list of child records (order items, variants, contacts): which came, which changed how, which went. */
 export interface ChildChanges {
@@ -60,8 +67,7 @@ function propertyChanges(field: string, before: unknown, after: unknown, changes
   for (const path of new Set([...from.keys(), ...to.keys()])) {
     const a = from.has(path) ? from.get(path) : undefined;
     const b = to.has(path) ? to.get(path) : undefined;
-    // A path that appears or goes shows `undefined` as absent, which JSON writes as a missing key.
-    if (!jsonEqual(a, b)) changes[path] = { from: a ?? null, to: b ?? null };
+    if (!jsonEqual(a, b)) changes[path] = fieldChange(a, b);
   }
 }
 
@@ -99,7 +105,7 @@ export function diffResource(before: object, after: object): Changes {
       const children = childChanges(a[field] as Array<{ id: string }>, b[field] as Array<{ id: string }>);
       if (children) changes[field] = children;
     } else {
-      changes[field] = { from: a[field] ?? null, to: b[field] ?? null };
+      changes[field] = fieldChange(a[field], b[field]);
     }
   }
   return changes;

@@ -53,7 +53,8 @@ export const EventResponse = Type.Object({
   data: Type.Object({
     object: Type.Record(Type.String(), Type.Unknown(), { description: 'The resource as its GET returned it right after the change' }),
     changes: Type.Optional(Type.Record(Type.String(), Type.Unknown(), {
-      description: 'On updates: each changed field, or property path (`properties.erp.no`), as {from, to}; lists of child '
+      description: 'On updates: each changed field, or property path (`properties.erp.no`), as {from, to}: a path that came '
+        + 'has no `from`, one that went has no `to`, and `null` is a value a path held; lists of child '
         + 'records (orderItems, variants, emails, ...) as {created, updated: [{id, changes}], deleted: [ids]}',
     })),
   }),

@@ -1508,7 +1508,7 @@ export interface components {
                 object: {
                     [key: string]: unknown;
                 };
-                /** @description On updates: each changed field, or property path (`properties.erp.no`), as {from, to}; lists of child records (orderItems, variants, emails, ...) as {created, updated: [{id, changes}], deleted: [ids]} */
+                /** @description On updates: each changed field, or property path (`properties.erp.no`), as {from, to}: a path that came has no `from`, one that went has no `to`, and `null` is a value a path held; lists of child records (orderItems, variants, emails, ...) as {created, updated: [{id, changes}], deleted: [ids]} */
                 changes?: {
                     [key: string]: unknown;
                 };
