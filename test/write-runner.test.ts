@@ -165,3 +165,33 @@ if (backends.includes('postgres')) {
     });
   });
 }
+
+describeEachBackend('an update that changes nothing', (ctx) => {
+  it('answers 200 with the same version, ETag and updatedAt, and appends no event, for orders, items, buyers and invoices', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    const order = await createOrder(ctx(), t, f, { notes: 'same', properties: { erp: { no: 1 } } });
+    const item = await ctx().request('GET', `/api/v1/items/${(await ctx().request('GET', '/api/v1/items?limit=1', { as: t })).body.items[0].id}`, { as: t });
+    const buyer = await ctx().request('GET', `/api/v1/buyers/${f.buyerId}`, { as: t });
+    const invoice = await ctx().request('POST', '/api/v1/invoices', { as: t, body: { orderId: order.id, notes: 'same' } });
+    const last = async () => (await ctx().request('GET', '/api/v1/events?after=0&limit=1000', { as: t })).body.lastSequence;
+    const before = await last();
+    const cases = [
+      { path: `/api/v1/orders/${order.id}`, body: { order: { notes: 'same', properties: { erp: { no: 1 } } }, updateOrderItems: [{ id: order.orderItems[0].id, quantity: Number(order.orderItems[0].quantity) }] }, was: order },
+      { path: `/api/v1/items/${item.body.id}`, body: { name: item.body.name }, was: item.body },
+      { path: `/api/v1/buyers/${f.buyerId}`, body: { buyer: { name: buyer.body.name } }, was: buyer.body },
+      { path: `/api/v1/invoices/${invoice.body.id}`, body: { notes: 'same' }, was: invoice.body },
+    ];
+    for (const c of cases) {
+      const res = await ctx().request('PATCH', c.path, { as: t, body: c.body });
+      assert.equal(res.status, 200, `${c.path}: ${JSON.stringify(res.body)}`);
+      assert.deepEqual(res.body, c.was, c.path);
+      if (res.headers.etag !== undefined) assert.equal(res.headers.etag, `"${c.was.version}"`);
+    }
+    assert.equal(await last(), before, 'no event');
+    // A real change after them moves on from where they left things.
+    const changed = await ctx().request('PATCH', `/api/v1/orders/${order.id}`, { as: t, body: { order: { notes: 'changed' } } });
+    assert.equal(changed.body.version, order.version + 1);
+    assert.equal(await last(), before + 1);
+  });
+});

@@ -1,3 +1,4 @@
+import { endUpdate } from '../write/update.ts';
 import { requireSomethingToUpdate } from '../lib/patch.ts';
 import type { Db } from '../db/types.ts';
 import { notFound, validationError } from '../lib/errors.ts';
@@ -10,7 +11,7 @@ import {
 } from './repository.ts';
 import type { Buyer, CreateBuyerInput, UpdateBuyerInput } from './schema.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
-import { createdEvent, updatedEvent } from '../events/log.ts';
+import { createdEvent } from '../events/log.ts';
 
 export const BUYER_NOT_FOUND = 'Buyer not found';
 
@@ -147,6 +148,5 @@ export async function patchBuyer(ctx: WriteContext, id: string, input: UpdateBuy
     primary_phone: await settlePrimary(db, 'phone', businessId, id, { chosenId: chosenPhone, requested: buyer.primaryPhone, field: 'buyer.primaryPhone' }, now),
   });
   const resource = (await findBuyer(db, businessId, id))!;
-  ctx.emit(updatedEvent('buyer', before, resource));
-  return { resource, before };
+  return endUpdate(ctx, 'buyer', before, resource);
 }

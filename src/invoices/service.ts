@@ -1,3 +1,4 @@
+import { endUpdate } from '../write/update.ts';
 import { requireSomethingToUpdate } from '../lib/patch.ts';
 import type { Insertable, Updateable } from 'kysely';
 import { isUniqueViolation } from '../db/dialect.ts';
@@ -10,7 +11,7 @@ import { multiply, sum } from '../lib/money.ts';
 import { parseDateTime } from '../lib/time.ts';
 import { checkVersion, type ExpectedVersions } from '../lib/versions.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
-import { createdEvent, updatedEvent } from '../events/log.ts';
+import { createdEvent } from '../events/log.ts';
 import { nextCounterValue } from '../businesses/repository.ts';
 import { findOrderRow } from '../orders/repository.ts';
 import { ORDER_NOT_FOUND } from '../orders/service.ts';
@@ -126,6 +127,5 @@ export async function patchInvoice(
     () => conflict('The order already has another live invoice; this one stays VOIDED'),
   );
   const resource = (await findInvoice(db, businessId, id))!;
-  ctx.emit(updatedEvent('invoice', before, resource));
-  return { resource, before };
+  return endUpdate(ctx, 'invoice', before, resource);
 }

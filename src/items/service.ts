@@ -1,7 +1,8 @@
+import { endUpdate } from '../write/update.ts';
 import { requireSomethingToUpdate } from '../lib/patch.ts';
 import { badRequest, notFound, validationError } from '../lib/errors.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
-import { createdEvent, namedEvent, updatedEvent } from '../events/log.ts';
+import { createdEvent, namedEvent } from '../events/log.ts';
 import { deleteItemRows, findItem, findItemRow, insertItem, updateItem, type ItemChanges } from './repository.ts';
 import { countLiveVariants, findMissingVariants } from './variant-repository.ts';
 import type { CreateItemInput, Item, UpdateItemInput } from './schema.ts';
@@ -53,8 +54,7 @@ export async function patchItem(ctx: WriteContext, id: string, input: UpdateItem
   };
   await updateItem(db, businessId, item, changes, now);
   const resource = (await findItem(db, businessId, id))!;
-  ctx.emit(updatedEvent('item', before, resource));
-  return { resource, before };
+  return endUpdate(ctx, 'item', before, resource);
 }
 
 /** Soft-deletes an item and its variants; 404 when there is no live item. */

@@ -1,10 +1,10 @@
+import { endUpdate } from '../write/update.ts';
 import { requireSomethingToUpdate } from '../lib/patch.ts';
 import type { Updateable } from 'kysely';
 import type { OrderTable } from './table.ts';
 import { badRequest, notFound, validationError, type FieldErrors } from '../lib/errors.ts';
 import { checkVersion, type ExpectedVersions } from '../lib/versions.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
-import { updatedEvent } from '../events/log.ts';
 import { mergeStoredProperties } from '../lib/properties.ts';
 import { toDecimalString } from '../lib/money.ts';
 import { parseDateTime } from '../lib/time.ts';
@@ -100,7 +100,5 @@ export async function patchOrder(
   });
   await applyOrderChange(db, row, updated);
   const resource = toOrder(updated, items);
-  const before = toOrder(row, stored);
-  ctx.emit(updatedEvent('order', before, resource));
-  return { resource, before };
+  return endUpdate(ctx, 'order', toOrder(row, stored), resource);
 }

@@ -39,6 +39,11 @@ export interface WriteContext {
   now: string;
   /** Records an event of this write; the runner appends them last, in the write's transaction. */
   emit(event: NewEvent): void;
+  /**
+   * Rolls the whole write back once the work returns, and answers what the work returned: for an
+   * update that changed nothing a GET shows (src/write/update.ts), so no version, time or event moves.
+   */
+  discard(): void;
 }
 
 export interface WriteScope {
@@ -122,6 +127,11 @@ export interface WriteRunnerOptions {
   box?: SecretBox;
 }
 
+/** Rolls a discarded write's transaction back, carrying what its work returned out of it. */
+class Discarded {
+  constructor(readonly outcome: unknown) {}
+}
+
 /** The channel on which PostgreSQL tells every instance that a business has new events. */
 export const EVENTS_CHANNEL = 'supplyline_events';
 
@@ -137,16 +147,24 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
    */
   async function inTransaction<T>(scope: WriteScope, key: string | null, work: (ctx: WriteContext) => Promise<T>): Promise<T> {
     const events: NewEvent[] = [];
-    const result = await db.transaction().execute(async (trx) => {
-      const now = await takeWriteTime(trx, scope.businessId, clock());
-      const ctx: WriteContext = {
-        trx, businessId: scope.businessId, actor: scope.actor, requestId: scope.requestId ?? null, idempotencyKey: key,
-        now, emit: (event) => { events.push(event); },
-      };
-      const outcome = await work(ctx);
-      await appendEvents(trx, ctx, events, EVENTS_CHANNEL);
-      return outcome;
-    });
+    let discarded = false;
+    let result: T;
+    try {
+      result = await db.transaction().execute(async (trx) => {
+        const now = await takeWriteTime(trx, scope.businessId, clock());
+        const ctx: WriteContext = {
+          trx, businessId: scope.businessId, actor: scope.actor, requestId: scope.requestId ?? null, idempotencyKey: key,
+          now, emit: (event) => { events.push(event); }, discard: () => { discarded = true; },
+        };
+        const outcome = await work(ctx);
+        if (discarded) throw new Discarded(outcome);
+        await appendEvents(trx, ctx, events, EVENTS_CHANNEL);
+        return outcome;
+      });
+    } catch (error) {
+      if (error instanceof Discarded) return error.outcome as T;
+      throw error;
+    }
     if (events.length > 0) options.onEvents?.(scope.businessId);
     return result;
   }
