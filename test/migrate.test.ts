@@ -119,6 +119,29 @@ for (const backend of backends) {
 }
 
 for (const backend of backends) {
+  describe(`[${backend}] migration 0029-write-clocks`, () => {
+    it('starts each business\'s clock at the latest time its data shows, so the first write after it is later', async () => {
+      await withEmptyDatabase(backend, async (open) => {
+        const handle = open();
+        try {
+          await migrateToLatest(handle.db, handle.dialect, '0028-long-property-values');
+          const db = handle.db as unknown as Kysely<any>;
+          await seedBusiness(db);
+          // An updatedAt far ahead of any clock, as an instance whose clock ran ahead would have left.
+          const ahead = '2099-01-01T00:00:00.123Z';
+          await db.insertInto('orders').values([orderRow('ord_1'), orderRow('ord_2', { updated_at: ahead })]).execute();
+          assert.deepEqual(await migrateToLatest(handle.db, handle.dialect, '0029-write-clocks'), ['0029-write-clocks']);
+          const clocks = await db.selectFrom('write_clocks').selectAll().execute();
+          assert.deepEqual(clocks.map((c) => [c.business_id, Number(c.last_ms)]), [['bus_1', Date.parse(ahead)]]);
+          const { takeWriteTime } = await import('../src/write/clock.ts');
+          assert.equal(await takeWriteTime(handle.db, 'bus_1', Date.now()), '2099-01-01T00:00:00.124Z');
+        } finally {
+          await handle.close();
+        }
+      });
+    });
+  });
+
   describe(`[${backend}] migration 0019-deleted-orders`, () => {
     it('counts and indexes the soft-deleted orders as a rebuild does, and not a live order with phase DELETED', async () => {
       await withEmptyDatabase(backend, async (open) => {

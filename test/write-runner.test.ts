@@ -195,3 +195,24 @@ describeEachBackend('an update that changes nothing', (ctx) => {
     assert.equal(await last(), before + 1);
   });
 });
+
+describeEachBackend('an update that changes nothing, under an Idempotency-Key', (ctx) => {
+  it('is stored like any answer: a retry replays it, even after another change, and the key with another body is 422', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    const order = await createOrder(ctx(), t, f, { notes: 'same' });
+    const key = { 'idempotency-key': 'no-op-1' };
+    const first = await ctx().request('PATCH', `/api/v1/orders/${order.id}`, { as: t, headers: key, body: { order: { notes: 'same' } } });
+    assert.equal(first.status, 200);
+    assert.equal(first.body.version, order.version);
+    const other = await ctx().request('PATCH', `/api/v1/orders/${order.id}`, { as: t, body: { order: { notes: 'changed by someone else' } } });
+    assert.equal(other.status, 200);
+    const retry = await ctx().request('PATCH', `/api/v1/orders/${order.id}`, { as: t, headers: key, body: { order: { notes: 'same' } } });
+    assert.equal(retry.status, 200);
+    assert.equal(retry.headers['idempotent-replayed'], 'true');
+    assert.deepEqual(retry.body, first.body);
+    assert.equal((await ctx().request('GET', `/api/v1/orders/${order.id}`, { as: t })).body.notes, 'changed by someone else', 'the retry applied nothing');
+    const reused = await ctx().request('PATCH', `/api/v1/orders/${order.id}`, { as: t, headers: key, body: { order: { notes: 'else' } } });
+    assert.equal(reused.status, 422);
+  });
+});

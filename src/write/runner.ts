@@ -197,13 +197,17 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
         expires_at: new Date(now.getTime() + ttlMs).toISOString(),
       };
       try {
+        let discarded = false;
         const response = await inTransaction(scope, key, async (ctx) => {
           await insertRecord(ctx.trx, { ...record, response_status: 0, response_body: '', response_headers: null });
-          const outcome = await work(ctx);
+          const outcome = await work({ ...ctx, discard: () => { discarded = true; ctx.discard(); } });
           const response = stored(outcome, options.box);
           await completeRecord(ctx.trx, businessId, key, response);
           return outcome;
         });
+        // A discarded write rolled its record back with it: the answer is stored on its own, so that a
+        // retry replays it rather than applying the request to whatever has changed since.
+        if (discarded) await insertRecord(db, { ...record, ...stored(response, options.box) }, true);
         return { response, replayed: false };
       } catch (error) {
         if (isUniqueViolation(error)) {
