@@ -272,6 +272,9 @@ for (const backend of backendList) {
       const [order] = await client.orders.page().then((p) => p.items);
       await client.orders.patch(order.id, { order: { notes: 'while away' } });
       await client.orders.delete((await client.orders.page()).items[1].id);
+      // A catalogue change between runs: the mirror's orders keep what they sold, as the server's do.
+      const itemId = order.orderItems[0].itemListEntry.itemVariant.itemId;
+      await client.items.patch(itemId, { updateVariants: [{ id: variantId, variantName: 'Renamed while away', sku: 'MIRROR-2' }] });
       await client.orders.create(buyerId, { expectedDeliveryAt: DELIVERY, orderItems: [{ itemVariantId: variantId, quantity: 3 }] } as never);
       const second = await runExample();
       assert.doesNotMatch(second.stdout, /loaded/, 'the second run resumes from the feed');

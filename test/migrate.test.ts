@@ -142,6 +142,46 @@ for (const backend of backends) {
     });
   });
 
+  describe(`[${backend}] migration 0030-order-lines-record-variants`, () => {
+    it('records on each existing line its variant as it is at the upgrade, and a later rename leaves it', async () => {
+      await withEmptyDatabase(backend, async (open) => {
+        const handle = open();
+        try {
+          await migrateToLatest(handle.db, handle.dialect, '0029-write-clocks');
+          const db = handle.db as unknown as Kysely<any>;
+          await seedBusiness(db);
+          const stamps = { business_id: 'bus_1', created_at: NOW, updated_at: NOW };
+          await db.insertInto('items').values({ id: 'itm_1', name: 'Widget', handle: 'widget', type: 'PRODUCT', status: 'ACTIVE', ...stamps }).execute();
+          await db.insertInto('item_variants').values([
+            { id: 'var_1', item_id: 'itm_1', variant_name: 'Small', sku: 'W-S', currency: 'AUD', price: '1', sequence: 1, ...stamps },
+            { id: 'var_2', item_id: 'itm_1', variant_name: 'Large', sku: null, currency: 'AUD', price: '2', sequence: 2, ...stamps },
+          ]).execute();
+          await db.insertInto('item_lists').values({ id: 'list_1', label: 'Default', status: 'ACTIVE', is_default: handle.dialect === 'postgres' ? true : 1, global_price_factor: '1', global_cost_factor: '1', ...stamps }).execute();
+          await db.insertInto('item_list_entries').values([
+            { id: 'ile_1', item_list_id: 'list_1', item_variant_id: 'var_1', ...stamps }, { id: 'ile_2', item_list_id: 'list_1', item_variant_id: 'var_2', ...stamps },
+          ]).execute();
+          await db.insertInto('orders').values(orderRow('ord_1')).execute();
+          const line = (id: string, entry: string, n: number) => ({
+            id, order_id: 'ord_1', item_list_entry_id: entry, line_number: n, quantity: '1', unit_of_measure: 'EA', currency: 'AUD', price: '1', cost: '0', ...stamps,
+          });
+          await db.insertInto('order_items').values([line('oi_1', 'ile_1', 1), line('oi_2', 'ile_2', 2)]).execute();
+
+          assert.deepEqual(await migrateToLatest(handle.db, handle.dialect, '0030-order-lines-record-variants'), ['0030-order-lines-record-variants']);
+          const { findOrder } = await import('../src/orders/repository.ts');
+          const shown = async () => (await findOrder(handle.db, 'bus_1', 'ord_1'))!.orderItems.map((i) => i.itemListEntry.itemVariant);
+          const expected = [
+            { id: 'var_1', itemId: 'itm_1', variantName: 'Small', sku: 'W-S' }, { id: 'var_2', itemId: 'itm_1', variantName: 'Large', sku: null },
+          ];
+          assert.deepEqual(await shown(), expected);
+          await db.updateTable('item_variants').set({ variant_name: 'Renamed', sku: 'NEW' }).execute();
+          assert.deepEqual(await shown(), expected);
+        } finally {
+          await handle.close();
+        }
+      });
+    });
+  });
+
   describe(`[${backend}] migration 0019-deleted-orders`, () => {
     it('counts and indexes the soft-deleted orders as a rebuild does, and not a live order with phase DELETED', async () => {
       await withEmptyDatabase(backend, async (open) => {

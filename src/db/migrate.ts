@@ -27,6 +27,7 @@ import { commitValueFunctions } from './migrations/0026-commit-values.ts';
 import { countsCoveringKeys } from './migrations/0027-counts-covering-keys.ts';
 import { longPropertyValues } from './migrations/0028-long-property-values.ts';
 import { writeClocks } from './migrations/0029-write-clocks.ts';
+import { orderLinesRecordVariants } from './migrations/0030-order-lines-record-variants.ts';
 import type { Database, Dialect } from './types.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -59,6 +60,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0027-counts-covering-keys': countsCoveringKeys(dialect),
     '0028-long-property-values': longPropertyValues,
     '0029-write-clocks': writeClocks,
+    '0030-order-lines-record-variants': orderLinesRecordVariants(dialect),
   };
 }
 

@@ -12,7 +12,7 @@ const ORDER_COLUMNS = [
   'id', 'partnership_id', 'phase', 'status', 'internal_reference', 'external_reference', 'notes', 'delivery_address',
   'expected_delivery_at', 'delivered_at', 'shipped_at', 'total_amount', 'properties', 'ingested_at', 'created_at', 'updated_at', 'deleted_at',
 ] as const;
-const ITEM_COLUMNS = ['id', 'order_id', 'item_list_entry_id', 'line_number', 'quantity', 'unit_of_measure', 'price', 'cost', 'created_at', 'updated_at'] as const;
+const ITEM_COLUMNS = ['id', 'order_id', 'item_list_entry_id', 'item_variant_id', 'item_id', 'variant_name', 'sku', 'line_number', 'quantity', 'unit_of_measure', 'price', 'cost', 'created_at', 'updated_at'] as const;
 /** What every generated order and item shares: written once per statement, as constants. */
 const ORDER_CONSTANTS = { membership_id: null, integration_id: null, shipped_by: null, currency: CURRENCY, version: 1 };
 const ITEM_CONSTANTS = { currency: CURRENCY, properties: null };

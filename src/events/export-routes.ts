@@ -6,7 +6,7 @@ import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { exportBuyers } from '../buyers/repository.ts';
 import { exportInvoices } from '../invoices/repository.ts';
 import { exportItems } from '../items/repository.ts';
-import { exportOrders, type EntryVariants } from '../orders/export-repository.ts';
+import { exportOrders } from '../orders/export-repository.ts';
 import { lastSequence } from './log.ts';
 
 /**
@@ -19,15 +19,12 @@ export const streamTuning = { batch: 200 };
 
 type ExportBatch = (db: Db, businessId: string, afterId: string, limit: number) => Promise<Array<{ id: string }>>;
 
-/** `open` gives the batch reader of one export: orders keep what they read of the catalogue across its batches. */
-const EXPORTS: Array<{ path: string; tag: string; noun: string; open: () => ExportBatch }> = [
-  { path: 'orders', tag: 'Orders', noun: 'order', open: () => {
-    const entries: EntryVariants = new Map();
-    return (db, businessId, afterId, limit) => exportOrders(db, businessId, afterId, limit, { entries });
-  } },
-  { path: 'items', tag: 'Items', noun: 'item', open: () => exportItems },
-  { path: 'buyers', tag: 'Buyers', noun: 'buyer', open: () => exportBuyers },
-  { path: 'invoices', tag: 'Invoices', noun: 'invoice', open: () => exportInvoices },
+/** Each export and its batch reader. */
+const EXPORTS: Array<{ path: string; tag: string; noun: string; batch: ExportBatch }> = [
+  { path: 'orders', tag: 'Orders', noun: 'order', batch: exportOrders },
+  { path: 'items', tag: 'Items', noun: 'item', batch: exportItems },
+  { path: 'buyers', tag: 'Buyers', noun: 'buyer', batch: exportBuyers },
+  { path: 'invoices', tag: 'Invoices', noun: 'invoice', batch: exportInvoices },
 ];
 
 /**
@@ -78,7 +75,7 @@ function ndjsonChunk(records: unknown[]): Buffer {
 }
 
 export async function exportRoutes(app: ApiInstance, { openSnapshot }: RouteDeps) {
-  for (const { path, tag, noun, open } of EXPORTS) {
+  for (const { path, tag, noun, batch } of EXPORTS) {
     app.get(`/${path}/export`, {
       config: { extension: true },
       schema: {
@@ -105,7 +102,7 @@ export async function exportRoutes(app: ApiInstance, { openSnapshot }: RouteDeps
       };
       try {
         const sequence = await lastSequence(snapshot.db, request.businessId);
-        const stream = Readable.from(ndjson(snapshot.db, request.businessId, open()), { objectMode: false });
+        const stream = Readable.from(ndjson(snapshot.db, request.businessId, batch), { objectMode: false });
         // Ended, failed or abandoned by the client: the snapshot's connection goes back either way.
         stream.once('close', release);
         return reply.header('supplyline-event-sequence', String(sequence)).type('application/x-ndjson; charset=utf-8').send(stream as never);

@@ -8,7 +8,7 @@ import { newId } from '../lib/ids.ts';
 import { writeJson, type JsonObject } from '../lib/json.ts';
 import { toItem, type ItemRow } from './mapper.ts';
 import type { CreateItemInput, CreateVariantInput, Item, UpdateVariantInput } from './schema.ts';
-import { bumpCatalogueVersion, insertVariants, liveVariantsOf, variantValues } from './variant-repository.ts';
+import { insertVariants, liveVariantsOf, variantValues } from './variant-repository.ts';
 import { groupBy } from '../lib/group.ts';
 import { whereLive } from '../db/live.ts';
 
@@ -144,8 +144,6 @@ export async function updateItem(db: Db, businessId: string, item: ItemRow, chan
   await db.updateTable('items').set({ ...changes.fields, ...properties, updated_at: now })
     .where('business_id', '=', businessId).where('id', '=', item.id).execute();
 
-  // Orders show their variants' names and SKUs: rendered orders of the business go stale.
-  if (changes.updateVariants.some((v) => v.variantName !== undefined || v.sku !== undefined)) await bumpCatalogueVersion(db, businessId);
   for (const variant of changes.updateVariants) {
     const values: Record<string, unknown> = variantValues(variant);
     if (variant.properties !== undefined) {

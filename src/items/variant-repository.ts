@@ -1,4 +1,3 @@
-import { nextCounterValue } from '../businesses/repository.ts';
 import type { Db } from '../db/types.ts';
 import { newId } from '../lib/ids.ts';
 import { writeJson } from '../lib/json.ts';
@@ -7,14 +6,6 @@ import { findDefaultListId } from '../pricing/repository.ts';
 import type { VariantRow } from './mapper.ts';
 import type { CreateVariantInput, UpdateVariantInput } from './schema.ts';
 import { whereLive } from '../db/live.ts';
-
-/** The business counter of changes to variant names and SKUs, which orders show (src/orders/render.ts stamps them with it). */
-export const CATALOGUE_COUNTER = 'catalogue';
-
-/** Marks every rendered order of the business stale; in the transaction that renames a variant or changes its SKU. */
-export async function bumpCatalogueVersion(db: Db, businessId: string): Promise<void> {
-  await nextCounterValue(db, businessId, CATALOGUE_COUNTER);
-}
 
 export function variantValues(input: UpdateVariantInput | CreateVariantInput) {
   return {

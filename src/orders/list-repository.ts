@@ -7,7 +7,8 @@ import { bySideTableMatches, choosePage, chooseTotal, type ActiveFilters, type P
 import { countChangedSince, olderChangedDays } from './projections/change-counts.ts';
 import { countOrders } from './projections/counts.ts';
 import { countByProperty, ordersFromSideTable, pathTotals, sumPathTotals, type PathTotal } from './projections/property-reads.ts';
-import { findListedOrders, type ListedOrder } from './render.ts';
+import { findListedOrders } from './render.ts';
+import type { OrderStub } from './mapper.ts';
 import { listDaysOnce, pageByCreatedDay, walkOf, type DaysOf } from './list-days.ts';
 import { countInRanges, dayRuns, idsByRuns, runsOfDays, type CreatedRun } from './list-runs.ts';
 
@@ -163,12 +164,12 @@ const PAGES: Record<PageStrategy | 'sorted', (plan: Planned, total: number) => P
 };
 
 /**
- * A page of orders: the total, then the page's ids, then those orders' stubs (id, version,
- * catalogue version) by primary key, for src/orders/render.ts to render. The total and the ids are
+ * A page of orders: the total, then the page's ids, then those orders' stubs (id, version) by
+ * primary key, for src/orders/render.ts to render. The total and the ids are
  * read as src/orders/list-strategies.ts chooses: from maintained counts and the side table
  * `order_properties` when the filters allow it, otherwise by the filtered query.
  */
-export async function listOrders(db: Db, businessId: string, options: ListOrdersOptions): Promise<Page<ListedOrder>> {
+export async function listOrders(db: Db, businessId: string, options: ListOrdersOptions): Promise<Page<OrderStub>> {
   const plan = await planList(db, businessId, options);
   const total = await totalOf(plan);
   // A page past the end (page 20000 of 200k orders cost 148 ms on SQLite walking the offset) is empty.

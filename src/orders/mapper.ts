@@ -9,21 +9,14 @@ export type OrderRow = Selectable<OrderTable>;
 /** What a list page reads of each order first: enough to find its rendering, and to drop one deleted since. */
 export type OrderStub = Pick<OrderRow, 'id' | 'version' | 'business_id' | 'deleted_at'>;
 
-/** An order item row joined with its entry and the entry's variant (one query per page of orders). */
-export type OrderItemRow = Selectable<OrderItemTable> & {
-  item_variant_id: string;
-  item_id: string;
-  variant_name: string;
-  sku: string | null;
-};
+/** An order item row: it records the variant it sold (migration 0030), so it is all an order's line shows. */
+export type OrderItemRow = Selectable<OrderItemTable>;
 
-/** What an order item shows of its entry's variant. */
+/** What an order line records of the variant it sold. */
 export type VariantFields = Pick<OrderItemRow, 'item_variant_id' | 'item_id' | 'variant_name' | 'sku'>;
 
-/** A stored order item row with the variant fields an order shows for it. */
-export function withVariant(row: Selectable<OrderItemTable>, { item_variant_id, item_id, variant_name, sku }: VariantFields): OrderItemRow {
-  return { ...row, item_variant_id, item_id, variant_name, sku };
-}
+/** Only the variant fields of a row that carries more (an entry row, say), for an order line to record. */
+export const variantOf = ({ item_variant_id, item_id, variant_name, sku }: VariantFields): VariantFields => ({ item_variant_id, item_id, variant_name, sku });
 
 export function toOrderItem(row: OrderItemRow): OrderItem {
   return {

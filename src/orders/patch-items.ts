@@ -5,7 +5,7 @@ import { mergeStoredProperties } from '../lib/properties.ts';
 import { newId } from '../lib/ids.ts';
 import { writeJson } from '../lib/json.ts';
 import { toDecimalString } from '../lib/money.ts';
-import { withVariant, type OrderItemRow, type VariantFields } from './mapper.ts';
+import { variantOf, type OrderItemRow, type VariantFields } from './mapper.ts';
 import { deleteOrderItemsQuery, insertOrderItemsQuery, updateOrderItemQuery } from './repository.ts';
 import type { UpdateOrderInput } from './schema.ts';
 
@@ -15,8 +15,7 @@ type ItemChanges = Pick<UpdateOrderInput, 'createOrderItems' | 'updateOrderItems
  * Writes a PATCH's item changes (checked by the caller) to the order's `current` items, in the
  * caller's transaction: deletes, then updates (several updates of one item apply in the order
  * sent, as one write), then creates, numbered after the order's last line unless they say. Returns
- * the order's items as stored, in line order, each with its variant's fields: a kept item's from
- * before, a created one's from its entry (`entries`).
+ * the order's items as stored, in line order. A created item records its entry's variant (`entries`).
  */
 export async function writeItemChanges(
   db: Db, businessId: string, orderId: string, current: OrderItemRow[], changes: ItemChanges, entries: Map<string, VariantFields>, now: string,
@@ -46,20 +45,20 @@ export async function writeItemChanges(
     if (values === undefined) items.push(stored);
     else {
       const { rows: [row] } = await db.executeQuery(updateOrderItemQuery(db, { businessId, id: stored.id, set: values }));
-      items.push(withVariant(row, stored));
+      items.push(row);
     }
   }
 
   let nextLine = Math.max(0, ...current.map((i) => i.line_number));
   const creates = (changes.createOrderItems ?? []).map((c) => ({
-    id: newId('oi'), business_id: businessId, order_id: orderId, item_list_entry_id: c.itemListEntryId,
+    id: newId('oi'), business_id: businessId, order_id: orderId, item_list_entry_id: c.itemListEntryId, ...variantOf(entries.get(c.itemListEntryId)!),
     line_number: c.lineNumber ?? ++nextLine, quantity: toDecimalString(c.quantity), unit_of_measure: c.unitOfMeasure,
     currency: c.currency, price: toDecimalString(c.price), cost: toDecimalString(c.cost),
     properties: writeJson(c.properties), created_at: now, updated_at: now,
   }));
   if (creates.length > 0) {
     const { rows } = await db.executeQuery(insertOrderItemsQuery(db, { rows: creates }));
-    for (const row of rows) items.push(withVariant(row, entries.get(row.item_list_entry_id)!));
+    items.push(...rows);
   }
   return items.sort((a, b) => a.line_number - b.line_number || (a.id < b.id ? -1 : 1));
 }

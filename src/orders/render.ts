@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import { anyOf } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
-import { CATALOGUE_COUNTER as CATALOGUE } from '../items/variant-repository.ts';
 import type { RenderCache } from '../lib/render-cache.ts';
 import { toOrder, type OrderStub } from './mapper.ts';
 import { findOrder, findOrderRows, loadOrderItems } from './repository.ts';
@@ -9,28 +8,15 @@ import type { Order } from './schema.ts';
 import { whereLive } from '../db/live.ts';
 
 /**
- * Rendered orders are cached (src/lib/render-cache.ts) under a stamp of everything their JSON is
- * made of: the order's `version`, which every change to the order or its items raises, and the
- * business's catalogue version, which every change to a variant's name or SKU raises (the only
- * data from other rows in an order's JSON; an entry's variant and item ids never change).
- *
- * A stamp's parts are read no later than the data they cover (the version with the order row, the
- * catalogue version before the items), so data newer than its stamp can be cached under an older
- * stamp, never the reverse; versions only grow, so such an entry is simply never matched again.
+ * Rendered orders are cached (src/lib/render-cache.ts) under their `version`: an order's JSON is
+ * made of its row and its items' rows only (each line records the variant it sold), and every
+ * change to them raises it. The version is read no later than the rows, so data newer than its
+ * version can be cached under an older one, never the reverse; versions only grow, so such an
+ * entry is simply never matched again.
  */
 export type SerializeOrder = (order: Order) => string;
 
 const render = (serialize: SerializeOrder, order: Order) => Buffer.from(serialize(order));
-
-/**
- * The business's catalogue version as a column, so that a list reads it in the statement that
- * reads its orders' versions (no query of its own).
- */
-export const catalogueColumn = (businessId: string) =>
-  sql<number | string | null>`(select value from business_counters where business_id = ${businessId} and name = ${CATALOGUE})`.as('catalogue');
-
-/** An order of a list page: its stub and the catalogue version read with it. */
-export type ListedOrder = OrderStub & { catalogue: number | string | null };
 
 const STUB = ['id', 'version', 'business_id', 'deleted_at'] as const;
 
@@ -40,14 +26,14 @@ const STUB = ['id', 'version', 'business_id', 'deleted_at'] as const;
  * business instead of looking up 20 keys. A row soft-deleted since is left out, as it would have
  * been a moment later; other changes show as they are now.
  */
-export async function findListedOrders(db: Db, businessId: string, ids: string[], includeDeleted: boolean): Promise<ListedOrder[]> {
-  const rows = await db.selectFrom('orders').select(STUB).select(catalogueColumn(businessId)).where(anyOf(db, 'id', ids)).execute();
+export async function findListedOrders(db: Db, businessId: string, ids: string[], includeDeleted: boolean): Promise<OrderStub[]> {
+  const rows = await db.selectFrom('orders').select(STUB).where(anyOf(db, 'id', ids)).execute();
   const byId = new Map(rows.filter((r) => r.business_id === businessId && (includeDeleted || r.deleted_at === null)).map((r) => [r.id, r]));
   return ids.map((id) => byId.get(id)).filter((r) => r !== undefined);
 }
 
 const keyOf = (businessId: string, orderId: string) => `${businessId}/${orderId}`;
-const stampOf = (version: number | string, catalogue: number) => `${Number(version)}/${catalogue}`;
+const stampOf = (version: number | string) => String(Number(version));
 
 /** A live order's JSON bytes and version, from the cache when its stamp is current; one query then. */
 export async function renderOrder(
@@ -59,18 +45,17 @@ export async function renderOrder(
   }
   // Raw SQL: on a cache hit this is the request's only query, and building it with the query
   // builder cost as much as running it.
-  const { rows: [stamp] } = await sql<{ version: number | string; catalogue: number | string | null }>`select version,
-      ${catalogueColumn(businessId)} from orders where business_id = ${businessId} and id = ${id} and ${whereLive()}`.execute(db);
+  const { rows: [stamp] } = await sql<{ version: number | string }>`select version
+      from orders where business_id = ${businessId} and id = ${id} and ${whereLive()}`.execute(db);
   if (!stamp) return undefined;
-  const catalogue = Number(stamp.catalogue ?? 0);
   const key = keyOf(businessId, id);
-  const cached = cache.get(key, stampOf(stamp.version, catalogue));
+  const cached = cache.get(key, stampOf(stamp.version));
   if (cached !== undefined) return { json: cached, version: Number(stamp.version) };
 
   const order = await findOrder(db, businessId, id);
   if (!order) return undefined;
   const json = render(serialize, order);
-  cache.set(key, stampOf(order.version, catalogue), json);
+  cache.set(key, stampOf(order.version), json);
   return { json, version: order.version };
 }
 
@@ -80,11 +65,10 @@ export async function renderOrder(
  * the page was chosen is left out, as the page would have left it out a moment later.
  */
 export async function renderOrders(
-  db: Db, cache: RenderCache, businessId: string, stubs: ListedOrder[], serialize: SerializeOrder,
+  db: Db, cache: RenderCache, businessId: string, stubs: OrderStub[], serialize: SerializeOrder,
 ): Promise<Buffer[]> {
   if (stubs.length === 0) return [];
-  const catalogue = Number(stubs[0].catalogue ?? 0);
-  const json = stubs.map((stub) => cache.get(keyOf(businessId, stub.id), stampOf(stub.version, catalogue)));
+  const json = stubs.map((stub) => cache.get(keyOf(businessId, stub.id), stampOf(stub.version)));
   const missing = stubs.filter((_, i) => json[i] === undefined).map((stub) => stub.id);
   if (missing.length === 0) return json as Buffer[];
 
@@ -95,7 +79,7 @@ export async function renderOrders(
     const row = rows.get(stub.id);
     if (!row || (stub.deleted_at === null && row.deleted_at !== null)) return [];
     const rendered = render(serialize, toOrder(row, items.get(row.id) ?? []));
-    cache.set(keyOf(businessId, row.id), stampOf(row.version, catalogue), rendered);
+    cache.set(keyOf(businessId, row.id), stampOf(row.version), rendered);
     return [rendered];
   });
 }

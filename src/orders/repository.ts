@@ -4,7 +4,7 @@ import { anyOf, forUpdate } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
 import type { OrderItemTable, OrderTable } from './table.ts';
 import { applyOrderChange } from './projections/index.ts';
-import { toOrder, type OrderItemRow, type OrderRow, type VariantFields } from './mapper.ts';
+import { toOrder, type OrderItemRow, type OrderRow } from './mapper.ts';
 import type { Order } from './schema.ts';
 import { groupBy } from '../lib/group.ts';
 import { whereLive } from '../db/live.ts';
@@ -53,18 +53,14 @@ export async function findOrderRows(db: Db, businessId: string, ids: string[]): 
   return new Map(rows.filter((r) => r.business_id === businessId).map((r) => [r.id, r]));
 }
 
-/** The items of several orders with their entries and variants: one query, whatever the count. */
+/** The items of several orders: one query, whatever the count. */
 export async function loadOrderItems(db: Db, businessId: string, orderIds: string[]): Promise<Map<string, OrderItemRow[]>> {
   if (orderIds.length === 0) return new Map();
   return groupBy(await orderItemsQuery(db, businessId, orderIds).execute(), (row) => row.order_id);
 }
 
-/** An order item row with its variant's fields, in line order. */
-const orderItemsBase = (db: Db) => db.selectFrom('order_items')
-  .innerJoin('item_list_entries', 'item_list_entries.id', 'order_items.item_list_entry_id')
-  .innerJoin('item_variants', 'item_variants.id', 'item_list_entries.item_variant_id')
-  .selectAll('order_items')
-  .select(['item_variants.id as item_variant_id', 'item_variants.item_id', 'item_variants.variant_name', 'item_variants.sku'])
+/** Order item rows in line order. */
+const orderItemsBase = (db: Db) => db.selectFrom('order_items').selectAll('order_items')
   .orderBy('order_items.line_number').orderBy('order_items.id');
 
 const orderItemsQuery = (db: Db, businessId: string, orderIds: string[]) =>
@@ -83,7 +79,7 @@ export async function findOrderRowForUpdate(db: Db, businessId: string, id: stri
   return row && { row, items: await loadOneOrderItems(db, businessId, id) };
 }
 
-/** The items of one order with their variants' fields, in line order. */
+/** The items of one order, in line order. */
 export async function loadOneOrderItems(db: Db, businessId: string, orderId: string): Promise<OrderItemRow[]> {
   return (await db.executeQuery(oneOrderItemsQuery(db, { businessId, orderId }))).rows;
 }

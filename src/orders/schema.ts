@@ -141,7 +141,7 @@ export const OrderItemResponse = Type.Object({
     id: Type.String(),
     itemVariantId: Type.String(),
     itemVariant: Type.Object({ id: Type.String(), itemId: Type.String(), variantName: Type.String(), sku: Nullable(Type.String()) }),
-  }, { description: 'The item list entry and its variant, for context' }),
+  }, { description: 'The item list entry and its variant as they were when the line was written: a later rename or SKU change leaves the order as it is' }),
   quantity: Type.Number(),
   unitOfMeasure: Type.String(),
   currency: Type.String(),

@@ -9,7 +9,7 @@ import { createdEvent, namedEvent } from '../events/log.ts';
 import {
   findEntries, findOrder, insertOrder, loadOrderItems, markIngested, softDeleteOrder, type EntryRow,
 } from './repository.ts';
-import { toOrder, withVariant, type VariantFields } from './mapper.ts';
+import { toOrder, variantOf, type VariantFields } from './mapper.ts';
 import type { CreateOrderInput, Order } from './schema.ts';
 import { whereLive } from '../db/live.ts';
 
@@ -59,7 +59,7 @@ export async function createOrder(
       else errors[`orderItems.${i}.itemVariantId`] = 'Not a live variant on the buyer\'s item list';
     } else {
       const entry = entries.get(item.itemListEntryId!);
-      if (entry) resolved.set(i, { ...priceOfEntry(entry), unitOfMeasure: entry.unit_of_measure, variant: entry });
+      if (entry) resolved.set(i, { ...priceOfEntry(entry), unitOfMeasure: entry.unit_of_measure, variant: variantOf(entry) });
       else errors[`orderItems.${i}.itemListEntryId`] = 'Not a live item list entry of this business';
     }
   }
@@ -75,6 +75,7 @@ export async function createOrder(
       business_id: businessId,
       order_id: orderId,
       item_list_entry_id: price.entryId,
+      ...price.variant,
       line_number: item.lineNumber ?? i + 1,
       quantity: toDecimalString(item.quantity),
       unit_of_measure: item.unitOfMeasure ?? price.unitOfMeasure ?? 'EA',
@@ -114,9 +115,7 @@ export async function createOrder(
     updated_at: now,
   }, items, input.internalReference === undefined);
   // The answer from the rows as stored, in the order a read gives them.
-  const variants = new Map(items.map((item, i) => [item.id, resolved.get(i)!.variant]));
-  const shown = row.items.map((item) => withVariant(item, variants.get(item.id)!))
-    .sort((a, b) => a.line_number - b.line_number || (a.id < b.id ? -1 : 1));
+  const shown = row.items.sort((a, b) => a.line_number - b.line_number || (a.id < b.id ? -1 : 1));
   const resource = toOrder(row.order, shown);
   ctx.emit(createdEvent('order', resource));
   return { resource, before: null };

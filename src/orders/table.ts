@@ -31,6 +31,11 @@ export interface OrderItemTable {
   business_id: string;
   order_id: string;
   item_list_entry_id: string;
+  /** What the line sold, as it was when the line was written (migration 0030): a catalogue change leaves it. */
+  item_variant_id: string;
+  item_id: string;
+  variant_name: string;
+  sku: string | null;
   line_number: number;
   quantity: Numeric;
   unit_of_measure: string;

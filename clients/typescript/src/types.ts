@@ -1184,7 +1184,7 @@ export interface components {
             orderId: string;
             lineNumber: number;
             itemListEntryId: string;
-            /** @description The item list entry and its variant, for context */
+            /** @description The item list entry and its variant as they were when the line was written: a later rename or SKU change leaves the order as it is */
             itemListEntry: {
                 id: string;
                 itemVariantId: string;
