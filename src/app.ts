@@ -35,6 +35,7 @@ import { createJobs } from './jobs.ts';
 import { purgeEventsBefore } from './events/log.ts';
 import { createWriteRunner, type WriteRunner } from './write/runner.ts';
 import { SecretBox } from './lib/secret-box.ts';
+import { Cursors } from './http/cursor.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { consoleRoutes } from './console/routes.ts';
 import { createWebhookWorker, registerWebhookGauges } from './webhooks/worker.ts';
@@ -169,6 +170,7 @@ export async function createApp(deps: AppDeps) {
     events,
     openSnapshot: deps.openSnapshot ?? (() => snapshotsOf(db)()),
     orderCache: new RenderCache(config.responseCacheMb * 1024 * 1024),
+    cursors: new Cursors(box),
   };
   await app.register(async (api) => {
     await api.register(apiKeyAuth, { authenticator, rateLimiter, bucket });

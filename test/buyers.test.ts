@@ -354,7 +354,7 @@ describeEachBackend('GET /api/v1/buyers', (ctx) => {
     for (const n of [1, 2, 3]) ids.push((await createBuyer(ctx(), t, { buyer: { name: `B${n}` }, emails: [{ email: `b${n}@x.example` }] })).id);
     const page1 = await list(t, '?limit=2');
     assert.equal(page1.status, 200);
-    assert.deepEqual(Object.keys(page1.body).sort(), ['items', 'page', 'pageSize', 'total']);
+    assert.deepEqual(Object.keys(page1.body).sort(), ['items', 'nextCursor', 'page', 'pageSize', 'total']);
     assert.equal(page1.body.total, 3);
     assert.equal(page1.body.pageSize, 2);
     assert.deepEqual(page1.body.items.map((b: any) => b.id), [ids[2], ids[1]]);

@@ -46,7 +46,7 @@ describeEachBackend('GET /api/v1/invoices', (ctx) => {
     await invoice(ctx(), other, await createFixture(ctx(), other));
     const res = await list(ctx(), t);
     assert.equal(res.status, 200);
-    assert.deepEqual(Object.keys(res.body).sort(), ['items', 'page', 'pageSize', 'total']);
+    assert.deepEqual(Object.keys(res.body).sort(), ['items', 'nextCursor', 'page', 'pageSize', 'total']);
     assert.deepEqual([res.body.total, res.body.page, res.body.pageSize], [2, 1, 20]);
     assert.deepEqual(idsOf(res), [b.id, a.id]);
     assert.deepEqual(res.body.items[1], (await ctx().request('GET', `/api/v1/invoices/${a.id}`, { as: t })).body);

@@ -50,6 +50,50 @@ describeEachBackend('GET /openapi.json', (ctx) => {
     assert.ok(patchOrder.parameters.some((p: any) => p.in === 'header' && p.name.toLowerCase() === 'if-match'), 'a route\'s own headers are kept');
   });
 
+  it('says what the service does: 404 only where something can be missing, the ingestion key\'s pattern, non-empty updates, history ids of their own resource', async () => {
+    const doc = (await ctx().request('GET', '/openapi.json')).body;
+    // 404 where a path id, or a resource the body names (an order to announce or invoice), can be missing; nowhere else.
+    const namesOther = ['post /api/v1/orders', 'post /api/v1/invoices'];
+    for (const [path, ops] of Object.entries<Record<string, any>>(doc.paths)) {
+      for (const [method, op] of Object.entries<any>(ops)) {
+        const canMiss = path.includes('{') || namesOther.includes(`${method} ${path}`);
+        assert.equal(op.responses['404'] !== undefined, canMiss, `${method} ${path}`);
+      }
+    }
+    for (const path of ['/api/v1/items', '/api/v1/buyers', '/api/v1/pricing', '/api/v1/webhook-endpoints']) assert.equal(doc.paths[path].post.responses['404'], undefined, path);
+
+    const key = doc.paths['/api/v1/orders'].post.parameters.find((p: any) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
+    assert.equal(key.schema.pattern, '^[0-9a-fA-F]{64}$');
+
+    const schemaOf = (op: any) => {
+      const schema = op.requestBody.content['application/json'].schema;
+      return schema.$ref ? doc.components.schemas[schema.$ref.split('/').pop()] : schema;
+    };
+    for (const path of ['/api/v1/items/{id}', '/api/v1/buyers/{id}', '/api/v1/orders/{id}', '/api/v1/invoices/{id}', '/api/v1/webhook-endpoints/{id}']) {
+      assert.equal(schemaOf(doc.paths[path].patch).minProperties, 1, path);
+    }
+
+    for (const [path, prefix] of [['orders', 'ord_'], ['items', 'itm_'], ['buyers', 'phm_'], ['invoices', 'inv_']]) {
+      const id = doc.paths[`/api/v1/${path}/{id}/events`].get.parameters.find((p: any) => p.in === 'path');
+      const examples = [id.example, ...(id.examples ?? []), ...(id.schema.examples ?? [])].filter(Boolean);
+      assert.ok(examples.length > 0 && examples.every((e: string) => e.startsWith(prefix)), `${path}: ${JSON.stringify(id)}`);
+    }
+  });
+
+  it('answers an empty update body, and an ingestion key that is not 64 hex digits, with the contract\'s 400', async () => {
+    const t = await ctx().createTenant();
+    for (const path of ['items', 'buyers', 'orders', 'invoices', 'webhook-endpoints']) {
+      const res = await ctx().request('PATCH', `/api/v1/${path}/x_1`, { as: t, body: {} });
+      assert.equal(res.status, 400, path);
+      assert.equal(res.body.message, 'No valid fields provided for update', path);
+    }
+    const res = await ctx().request('POST', '/api/v1/orders', {
+      as: t, body: { orderId: 'ord_1', businessId: t.businessId }, headers: { 'idempotency-key': 'not-hex' },
+    });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.message, 'Invalid idempotency key format');
+  });
+
   it('serves the docs UI from the package, without a CDN', async () => {
     const res = await ctx().request('GET', '/docs/');
     assert.equal(res.status, 200);

@@ -42,7 +42,7 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
     const b = await createOrder(ctx(), t, f);
     const res = await list(ctx(), t);
     assert.equal(res.status, 200);
-    assert.deepEqual(Object.keys(res.body).sort(), ['items', 'page', 'pageSize', 'total']);
+    assert.deepEqual(Object.keys(res.body).sort(), ['items', 'nextCursor', 'page', 'pageSize', 'total']);
     assert.deepEqual([res.body.total, res.body.page, res.body.pageSize], [2, 1, 20]);
     assert.deepEqual(idsOf(res), [b.id, a.id]);
     assert.deepEqual(res.body.items[1], (await getOrder(ctx(), t, a.id)).body);

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { offsetOf, propertyCondition, type Page, type PropertyFilter } from '../db/list.ts';
+import { fetchPage, propertyCondition, type Page, type Paging, type PropertyFilter } from '../db/list.ts';
 import type { Db } from '../db/types.ts';
 import { statement } from '../db/statement.ts';
 import { newId } from '../lib/ids.ts';
@@ -80,9 +80,7 @@ export async function findBuyer(db: Db, businessId: string, id: string): Promise
   return row && toBuyer(row, await loadContacts(db, businessId, [id]));
 }
 
-export interface ListBuyersOptions {
-  page: number;
-  limit: number;
+export interface ListBuyersOptions extends Paging {
   includeDeleted: boolean;
   updatedSince?: string;
   partnershipStatus?: string;
@@ -96,18 +94,9 @@ export async function listBuyers(db: Db, businessId: string, options: ListBuyers
   if (options.partnershipStatus) query = query.where('partnerships.status', '=', options.partnershipStatus);
   if (options.property) query = query.where(propertyCondition(db, sql.ref('phantoms.properties'), options.property));
 
-  const { total } = await query.select((eb) => eb.fn.countAll().as('total')).executeTakeFirstOrThrow();
-  const rows = await query.selectAll('phantoms')
-    .select(['partnerships.id as partnership_id', 'partnerships.status as partnership_status', 'partnerships.item_list_id'])
-    .orderBy('phantoms.created_at', 'desc').orderBy('phantoms.id', 'desc')
-    .limit(options.limit).offset(offsetOf(options.page, options.limit))
-    .execute();
-  return {
-    items: await withContacts(db, businessId, rows),
-    total: Number(total),
-    page: options.page,
-    pageSize: options.limit,
-  };
+  const rows = query.selectAll('phantoms')
+    .select(['partnerships.id as partnership_id', 'partnerships.status as partnership_status', 'partnerships.item_list_id']);
+  return fetchPage(rows, options, (page) => withContacts(db, businessId, page), 'phantoms');
 }
 
 export interface PhantomChanges {

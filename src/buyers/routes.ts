@@ -10,7 +10,7 @@ import { BUYER_NOT_FOUND, createBuyer, patchBuyer } from './service.ts';
 
 const tags = ['Buyers'];
 
-export async function buyerRoutes(app: ApiInstance, { db, runWrite }: RouteDeps) {
+export async function buyerRoutes(app: ApiInstance, { db, runWrite, cursors }: RouteDeps) {
   app.post('/buyers', {
     schema: {
       tags, operationId: 'createBuyer',
@@ -30,14 +30,13 @@ export async function buyerRoutes(app: ApiInstance, { db, runWrite }: RouteDeps)
     },
   }, async (request) => {
     const { query } = request;
-    return listBuyers(db, request.businessId, {
-      page: query.page,
-      limit: query.limit,
+    return cursors.list(request, 'buyers', (paging) => listBuyers(db, request.businessId, {
+      ...paging,
       includeDeleted: query.includeDeleted,
       partnershipStatus: query.partnershipStatus,
       updatedSince: query.updatedSince === undefined ? undefined : parseDateTime(query.updatedSince),
       property: readPropertyFilter(query),
-    });
+    }));
   });
 
   app.get('/buyers/:id', {

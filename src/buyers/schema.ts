@@ -107,7 +107,7 @@ export const UpdateBuyerBody = Type.Object({
   createLocations: Type.Optional(Type.Array(CreateLocation, contacts)),
   updateLocations: Type.Optional(Type.Array(UpdateLocation, contacts)),
   deleteLocations: Type.Optional(IdList('Location id', 'loc_01jd5x8m2k3n4p5q6r7s8t9v0w')),
-}, { title: 'UpdateBuyerBody', additionalProperties: false, examples: [{ buyer: { buyerInfo: { notes: 'Deliveries before 9am' } } }] });
+}, { title: 'UpdateBuyerBody', additionalProperties: false, minProperties: 1, examples: [{ buyer: { buyerInfo: { notes: 'Deliveries before 9am' } } }] });
 export type UpdateBuyerInput = Static<typeof UpdateBuyerBody>;
 export type CreateEmailInput = Static<typeof CreateEmail>;
 export type CreatePhoneInput = Static<typeof CreatePhone>;

@@ -13,7 +13,7 @@ export function registerWebhookPages(app: FastifyInstance, kit: ConsoleKit): voi
   const { deps, page, signedIn, actorOf, idOf, queryOf, typesOf, problem, checkTypes } = kit;
   const { db, writes, clock } = kit.deps;
   const webhooksPage = async (reply: FastifyReply, user: SessionUser, extra: Record<string, unknown> = {}) => {
-    const { items } = await listEndpoints(db, user.businessId, 1, 100, new Date(clock()).toISOString());
+    const { items } = await listEndpoints(db, user.businessId, { page: 1, limit: 100 }, new Date(clock()).toISOString());
     return page(reply, 'webhooks.eta', user, { title: 'Webhooks', section: 'webhooks', endpoints: items, canEdit: true, ...extra });
   };
 

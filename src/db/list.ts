@@ -2,6 +2,7 @@ import { sql, type Expression, type SelectQueryBuilder, type SqlBool } from 'kys
 import { jsonPathEquals, jsonPathExists } from './dialect-json.ts';
 import type { Db } from './types.ts';
 import { whereLive } from './live.ts';
+import { toIso } from '../lib/time.ts';
 
 export interface PropertyFilter {
   segments: string[];
@@ -21,7 +22,27 @@ export interface Page<T> {
   total: number;
   page: number;
   pageSize: number;
+  /** Where the next page starts (the last row of this one), or null when this page ends the list. */
+  next: Position | null;
 }
+
+/**
+ * A row's place in a list's order: its createdAt and id, which never change, so a walk from a
+ * place (a cursor, src/http/cursor.ts) yields every row that stays in the list exactly once, however
+ * rows are created, changed or deleted around it. `createdAt` is null in lists ordered by id alone.
+ */
+export interface Position {
+  createdAt: string | null;
+  id: string;
+}
+
+export const positionOf = (row: { created_at: Date | string; id: string }): Position => ({ createdAt: toIso(row.created_at), id: row.id });
+
+/** The rows after `after` in the list order `createdAt desc, id desc`: a range of the index in that order. */
+export const beforeInListOrder = (after: Position, table?: string): Expression<SqlBool> => {
+  const column = (name: string) => sql.ref(table ? `${table}.${name}` : name);
+  return sql<SqlBool>`(${column('created_at')}, ${column('id')}) < (${after.createdAt}, ${after.id})`;
+};
 
 export const offsetOf = (page: number, limit: number) => (page - 1) * limit;
 
@@ -39,6 +60,19 @@ export interface ListFilters {
 export interface Paging {
   page: number;
   limit: number;
+  /** A cursor's place: the page holds the rows after it, and `page` is the cursor's page number. */
+  after?: Position;
+}
+
+/**
+ * Where the page after this one starts: its last row, when the page is full and (for a page by
+ * number) does not reach the total. A full last page of a cursor walk still gives one: the next,
+ * empty page ends the walk.
+ */
+export function nextOf(rows: Array<{ created_at: Date | string; id: string }>, paging: Paging, total: number): Position | null {
+  if (rows.length < paging.limit) return null;
+  if (!paging.after && offsetOf(paging.page, paging.limit) + rows.length >= total) return null;
+  return positionOf(rows.at(-1)!);
 }
 
 /**
@@ -58,18 +92,21 @@ export function applyListFilters<DB, TB extends keyof DB, O>(
 
 /**
  * One page of a filtered list in the standard envelope: the count, the page in `createdAt desc,
- * id desc` order (stable across pages), then `toItems`, which loads the page's children in one
- * query and maps the rows. Three queries whatever the page size. (The order list plans its own
- * count and page: src/orders/list-plan.ts.)
+ * id desc` order (stable across pages), by number or after a cursor's place, then `toItems`, which
+ * loads the page's children in one query and maps the rows. Three queries whatever the page size.
+ * `table` names the table whose createdAt and id order the list, when the query joins others. (The
+ * order list plans its own count and page: src/orders/list-plan.ts.)
  */
-export async function fetchPage<DB, TB extends keyof DB, Row, T>(
-  query: SelectQueryBuilder<DB, TB, Row>, paging: Paging, toItems: (rows: Row[]) => Promise<T[]>,
+export async function fetchPage<DB, TB extends keyof DB, Row extends { created_at: Date | string; id: string }, T>(
+  query: SelectQueryBuilder<DB, TB, Row>, paging: Paging, toItems: (rows: Row[]) => Promise<T[]>, table?: string,
 ): Promise<Page<T>> {
+  const column = (name: string) => sql.ref(table ? `${table}.${name}` : name);
   const total = await countOf(query);
-  if (pastTheEnd(total, paging)) return { items: [], total, page: paging.page, pageSize: paging.limit };
-  const rows = await query.orderBy(sql.ref('created_at'), 'desc').orderBy(sql.ref('id'), 'desc')
-    .limit(paging.limit).offset(offsetOf(paging.page, paging.limit)).execute();
-  return { items: await toItems(rows), total, page: paging.page, pageSize: paging.limit };
+  const empty = { items: [], total, page: paging.page, pageSize: paging.limit, next: null };
+  if (!paging.after && pastTheEnd(total, paging)) return empty;
+  const rows = await (paging.after ? query.where(beforeInListOrder(paging.after, table)) : query.offset(offsetOf(paging.page, paging.limit)))
+    .orderBy(column('created_at'), 'desc').orderBy(column('id'), 'desc').limit(paging.limit).execute();
+  return { items: await toItems(rows), total, page: paging.page, pageSize: paging.limit, next: nextOf(rows, paging, total) };
 }
 
 /** The ids of `limit` rows from `offset` in the list order (`createdAt desc, id desc`), which an index can answer without reading rows. */

@@ -1,5 +1,6 @@
 import { notFound } from '../lib/errors.ts';
-import { IdParams } from '../http/schema.ts';
+import { Id } from '../http/schema.ts';
+import { Type } from 'typebox';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { sendRendered } from '../http/rendered.ts';
 import { eventPageJson, renderEvents, resourceExists, type HistoryResource } from './repository.ts';
@@ -9,12 +10,16 @@ const tags = ['Events'];
 const gone = eventsGoneResponse('after');
 
 /** The resources with a history, their paths and their 404 texts. */
-const HISTORIES: Array<{ resource: HistoryResource; path: string; tag: string; notFound: string }> = [
-  { resource: 'order', path: 'orders', tag: 'Orders', notFound: 'Order not found' },
-  { resource: 'item', path: 'items', tag: 'Items', notFound: 'Item not found' },
-  { resource: 'buyer', path: 'buyers', tag: 'Buyers', notFound: 'Buyer not found' },
-  { resource: 'invoice', path: 'invoices', tag: 'Invoices', notFound: 'Invoice not found' },
+const HISTORIES: Array<{ resource: HistoryResource; path: string; tag: string; notFound: string; id: string }> = [
+  { resource: 'order', path: 'orders', tag: 'Orders', notFound: 'Order not found', id: 'ord' },
+  { resource: 'item', path: 'items', tag: 'Items', notFound: 'Item not found', id: 'itm' },
+  { resource: 'buyer', path: 'buyers', tag: 'Buyers', notFound: 'Buyer not found', id: 'phm' },
+  { resource: 'invoice', path: 'invoices', tag: 'Invoices', notFound: 'Invoice not found', id: 'inv' },
 ];
+
+/** A history's path parameter, with an id of its own resource as the example. */
+const historyParams = (resource: string, prefix: string) =>
+  Type.Object({ id: Id(`${resource[0].toUpperCase()}${resource.slice(1)} id`, `${prefix}_01jd5x8m2k3n4p5q6r7s8t9v0w`) });
 
 export async function eventRoutes(app: ApiInstance, { db, events }: RouteDeps) {
   app.get('/events', {
@@ -60,7 +65,7 @@ export async function eventRoutes(app: ApiInstance, { db, events }: RouteDeps) {
         tags: [history.tag], operationId: `list${history.tag.slice(0, -1)}Events`,
         summary: `One ${history.resource}'s history: its events, oldest first`,
         description: `Every event of the ${history.resource}, also after it was deleted, paged like GET /api/v1/events.`,
-        params: IdParams, querystring: ResourceEventsQuery, response: { 200: EventPageResponse, 410: gone },
+        params: historyParams(history.resource, history.id), querystring: ResourceEventsQuery, response: { 200: EventPageResponse, 410: gone },
       },
     }, async (request, reply) => {
       const { id } = request.params;

@@ -11,6 +11,8 @@ declare module 'fastify' {
     etag?: boolean;
     /** False for a POST or PATCH that never replays a stored answer (no Idempotent-Replayed header). */
     replays?: boolean;
+    /** The body names another resource, which may be missing (404): an order to announce or invoice. */
+    namesOther?: boolean;
   }
 }
 
@@ -23,10 +25,10 @@ const IDEMPOTENCY_HEADER = {
 
 const errorRef = (description: string) => ({ description, $ref: 'ErrorResponse#' });
 
-function errorResponses(method: string, url: string) {
+function errorResponses(method: string, url: string, namesOther: boolean) {
   const writes = method === 'POST' || method === 'PATCH';
-  // A path id can be missing; a POST can name a missing order, variant or partnership.
-  const canMiss = url.includes(':') || method === 'POST';
+  // A path id can be missing, and so can a resource the body names; nothing else answers 404.
+  const canMiss = url.includes(':') || namesOther;
   return {
     400: errorRef('Validation failed (fieldErrors keyed by path), or a malformed request'),
     401: errorRef('Missing or invalid credentials (X-Business-Id and X-API-Key)'),
@@ -104,7 +106,7 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
     transform: ({ schema, url, route }) => {
       if (!url.startsWith('/api/')) return { schema, url };
       const method = String(route.method);
-      const config = route.config as { extension?: boolean; etag?: boolean; replays?: boolean } | undefined;
+      const config = route.config as { extension?: boolean; etag?: boolean; replays?: boolean; namesOther?: boolean } | undefined;
       if (config?.extension) extensions.add(key(method, url));
       if (config?.etag) etags.add(key(method, url));
       if (config?.replays === false) noReplays.add(key(method, url));
@@ -124,7 +126,7 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
           ...(description ? { description } : {}),
           ...(querystring ? { querystring } : {}),
           ...(Object.keys(headers).length > 0 ? { headers: Type.Object(headers) } : { headers: undefined }),
-          response: { ...errorResponses(method, url), ...(schema.response as object) },
+          response: { ...errorResponses(method, url, config?.namesOther === true), ...(schema.response as object) },
         } as typeof schema,
       };
     },

@@ -21,9 +21,9 @@ export function sendRendered(reply: unknown, json: Buffer): FastifyReply {
 const COMMA = Buffer.from(',');
 
 /** The list envelope around items already rendered, in the order of the ListEnvelope schema. */
-export function pageJson(page: Page<Buffer>): Buffer {
+export function pageJson(page: Omit<Page<Buffer>, 'next'>, nextCursor: string | null): Buffer {
   const parts: Buffer[] = [Buffer.from('{"items":[')];
   page.items.forEach((item, i) => parts.push(...(i === 0 ? [item] : [COMMA, item])));
-  parts.push(Buffer.from(`],"total":${page.total},"page":${page.page},"pageSize":${page.pageSize}}`));
+  parts.push(Buffer.from(`],"total":${page.total},"page":${page.page},"pageSize":${page.pageSize},"nextCursor":${JSON.stringify(nextCursor)}}`));
   return Buffer.concat(parts);
 }

@@ -52,8 +52,14 @@ export const SuccessResponse = Type.Object({ success: Type.Literal(true) }, { ti
 
 /** page and limit have defaults, so the document shows them optional (src/http/openapi.ts). */
 export const PageQuery = {
-  page: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'Page number, from 1' }),
+  page: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'Page number, from 1. Not with cursor, which carries its page' }),
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size, 1 to 100' }),
+  cursor: Type.Optional(Type.String({
+    minLength: 1, maxLength: 1024,
+    description: 'Continues a list from a page\'s nextCursor: the next page holds the records after that page\'s last one, so a walk '
+      + 'yields every record that stays in the list exactly once, whatever is created, changed or deleted meanwhile. Send it with the '
+      + 'same filters (limit may change); a cursor of another list, business or filters, or an altered one, is refused (400)',
+  })),
 };
 
 export const IncludeDeletedQuery = {
@@ -66,6 +72,10 @@ export const PropertyFilterQuery = {
   propertyExists: Type.Boolean({ description: 'true: the key is present (even when null); false: it is absent' }),
 };
 
+export const NextCursor = Type.Union([Type.String(), Type.Null()], {
+  description: 'Pass it as cursor, with the same filters, for the next page; null when this page ends the list. Opaque: do not parse it',
+});
+
 /** A page of a list; `title` names it in the document (e.g. OrderPage). */
 export const ListEnvelope = <T extends TSchema>(item: T, title: string) =>
   Type.Object({
@@ -73,6 +83,7 @@ export const ListEnvelope = <T extends TSchema>(item: T, title: string) =>
     total: Type.Integer({ minimum: 0, description: 'Number of matching records across all pages' }),
     page: Type.Integer({ minimum: 1 }),
     pageSize: Type.Integer({ minimum: 1, description: 'The limit used for this page' }),
+    nextCursor: NextCursor,
   }, { title });
 
 export const ErrorResponse = Type.Object({

@@ -1,3 +1,4 @@
+import type { Cursors } from './cursor.ts';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -25,4 +26,6 @@ export interface RouteDeps {
   openSnapshot: OpenSnapshot;
   /** Rendered orders, each served only while its stamp is current (src/orders/render.ts). */
   orderCache: RenderCache;
+  /** Seals and opens list cursors (src/http/cursor.ts). */
+  cursors: Cursors;
 }

@@ -14,9 +14,9 @@ const ref = (description: string) => Type.Unsafe<unknown>({ $ref: 'ErrorResponse
 /** The reference's artefact flag is a property filter on a fixed path; an explicit propertyPath wins. */
 const ARTEFACT_PATH = ['invoiceArtefact'];
 
-export async function invoiceRoutes(app: ApiInstance, { db, runWrite }: RouteDeps) {
+export async function invoiceRoutes(app: ApiInstance, { db, runWrite, cursors }: RouteDeps) {
   app.post('/invoices', {
-    config: { extension: true, etag: true },
+    config: { extension: true, etag: true, namesOther: true },
     schema: {
       tags, operationId: 'createInvoice', summary: 'Invoice an order: its items become line items',
       description: 'One live invoice per order: a second gives 409 unless the first is VOIDED or deleted. '
@@ -41,15 +41,14 @@ export async function invoiceRoutes(app: ApiInstance, { db, runWrite }: RouteDep
     const { query } = request;
     const property = readPropertyFilter(query)
       ?? (query.hasArtefact === undefined ? null : { segments: ARTEFACT_PATH, exists: query.hasArtefact });
-    return listInvoices(db, request.businessId, {
-      page: query.page,
-      limit: query.limit,
+    return cursors.list(request, 'invoices', (paging) => listInvoices(db, request.businessId, {
+      ...paging,
       // Invoices are never soft-deleted through the API; a row an operator marked deleted stays out.
       includeDeleted: false,
       createdSince: query.createdSince === undefined ? undefined : parseDateTime(query.createdSince),
       status: query.status,
       property,
-    });
+    }));
   });
 
   app.get('/invoices/:id', {

@@ -37,6 +37,7 @@ export const UpdateInvoiceBody = Type.Object({
 }, {
   title: 'UpdateInvoiceBody',
   additionalProperties: false,
+  minProperties: 1,
   description: 'A missing key leaves the field unchanged; null clears it. properties are deep-merged, exactly like an order\'s',
   examples: [{ status: 'PAID', properties: { xero: { invoiceId: '243216c5-369e-4056-ac67-05388f86dc81' } } }],
 });

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { isUniqueViolation, startsWith } from '../db/dialect.ts';
-import { offsetOf, propertyCondition, type Page, type PropertyFilter } from '../db/list.ts';
+import { fetchPage, propertyCondition, type Page, type Paging, type PropertyFilter } from '../db/list.ts';
 import type { Db } from '../db/types.ts';
 import { conflict } from '../lib/errors.ts';
 import { mergeStoredProperties } from '../lib/properties.ts';
@@ -93,9 +93,7 @@ export async function findItem(db: Db, businessId: string, id: string, includeDe
   return toItem(row, variants);
 }
 
-export interface ListItemsOptions {
-  page: number;
-  limit: number;
+export interface ListItemsOptions extends Paging {
   includeDeleted: boolean;
   updatedSince?: string;
   status?: string;
@@ -108,24 +106,15 @@ export async function listItems(db: Db, businessId: string, options: ListItemsOp
   if (options.updatedSince) query = query.where('updated_at', '>', options.updatedSince);
   if (options.status) query = query.where('status', '=', options.status);
   if (options.property) query = query.where(propertyCondition(db, sql.ref('properties'), options.property));
-
-  const { total } = await query.select((eb) => eb.fn.countAll().as('total')).executeTakeFirstOrThrow();
-  const rows = await query.selectAll()
-    .orderBy('created_at', 'desc').orderBy('id', 'desc')
-    .limit(options.limit).offset(offsetOf(options.page, options.limit))
-    .execute();
-  // One query for all variants of the page, never one per item.
-  const variants = await db.selectFrom('item_variants').selectAll()
-    .where('business_id', '=', businessId).where('item_id', 'in', rows.length ? rows.map((r) => r.id) : [''])
-    .$if(!options.includeDeleted, (q) => q.where(whereLive()))
-    .orderBy('sequence').orderBy('id').execute();
-  const byItem = groupBy(variants, (v) => v.item_id);
-  return {
-    items: rows.map((r) => toItem(r, byItem.get(r.id) ?? [])),
-    total: Number(total),
-    page: options.page,
-    pageSize: options.limit,
-  };
+  return fetchPage(query.selectAll(), options, async (rows) => {
+    // One query for all variants of the page, never one per item.
+    const variants = await db.selectFrom('item_variants').selectAll()
+      .where('business_id', '=', businessId).where('item_id', 'in', rows.length ? rows.map((r) => r.id) : [''])
+      .$if(!options.includeDeleted, (q) => q.where(whereLive()))
+      .orderBy('sequence').orderBy('id').execute();
+    const byItem = groupBy(variants, (v) => v.item_id);
+    return rows.map((r) => toItem(r, byItem.get(r.id) ?? []));
+  });
 }
 
 export interface ItemChanges {

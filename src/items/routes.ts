@@ -13,7 +13,7 @@ import { createItem, deleteItem, ITEM_NOT_FOUND, patchItem } from './service.ts'
 
 const tags = ['Items'];
 
-export async function itemRoutes(app: ApiInstance, { db, runWrite, writes }: RouteDeps) {
+export async function itemRoutes(app: ApiInstance, { db, runWrite, writes, cursors }: RouteDeps) {
   app.post('/items', {
     schema: {
       tags, operationId: 'createItem', summary: 'Create an item with its variants',
@@ -32,15 +32,14 @@ export async function itemRoutes(app: ApiInstance, { db, runWrite, writes }: Rou
     },
   }, async (request) => {
     const { query } = request;
-    return listItems(db, request.businessId, {
-      page: query.page,
-      limit: query.limit,
+    return cursors.list(request, 'items', (paging) => listItems(db, request.businessId, {
+      ...paging,
       // Asking for DELETED items is asking for deleted items.
       includeDeleted: query.includeDeleted || query.status === 'DELETED',
       status: query.status,
       updatedSince: query.updatedSince === undefined ? undefined : parseDateTime(query.updatedSince),
       property: readPropertyFilter(query),
-    });
+    }));
   });
 
   app.get('/items/:id', {

@@ -94,6 +94,7 @@ export const UpdateItemBody = Type.Object({
 }, {
   title: 'UpdateItemBody',
   additionalProperties: false,
+  minProperties: 1,
   examples: [{ description: 'Loose-leaf green tea', properties: { shopify: { productId: '8123' } } }],
 });
 export type UpdateItemInput = Static<typeof UpdateItemBody>;

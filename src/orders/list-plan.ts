@@ -1,5 +1,5 @@
 import { sql, type SelectQueryBuilder } from 'kysely';
-import { propertyCondition, type ListFilters, type Paging } from '../db/list.ts';
+import { beforeInListOrder, propertyCondition, type ListFilters, type Paging } from '../db/list.ts';
 import type { Database, Db } from '../db/types.ts';
 import { whereLive } from '../db/live.ts';
 import { jsonOnRowsBeatsProbes } from '../db/dialect.ts';
@@ -133,6 +133,16 @@ export const ORDER_FILTERS = {
     where: (query, { options }) => query.where('updated_at', '>', changedSinceOf(options)!),
     totals: ['countChangedSince', 'countFromSideTable', ANY],
     pages: ['pageFromSideTable', ...ANY_PAGE],
+  },
+  // A cursor's place: the orders after it in the list order, read forward from it (listOrders).
+  // Only for the page: the total is the list's without it. The strategies that place a page by
+  // counting rows (days, the changed-since split) cannot start at a place, so they do not declare it.
+  after: {
+    keys: ['cursor'],
+    active: ({ options }) => options.after !== undefined,
+    where: (query, { options }) => query.where(beforeInListOrder(options.after!, 'orders')),
+    totals: [],
+    pages: ['pageFromSideTable'],
   },
 } satisfies Record<string, ListFilter>;
 

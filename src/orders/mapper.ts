@@ -7,7 +7,7 @@ import type { Order, OrderItem } from './schema.ts';
 
 export type OrderRow = Selectable<OrderTable>;
 /** What a list page reads of each order first: enough to find its rendering, and to drop one deleted since. */
-export type OrderStub = Pick<OrderRow, 'id' | 'version' | 'business_id' | 'deleted_at'>;
+export type OrderStub = Pick<OrderRow, 'id' | 'version' | 'business_id' | 'deleted_at' | 'created_at'>;
 
 /** An order item row: it records the variant it sold (migration 0030), so it is all an order's line shows. */
 export type OrderItemRow = Selectable<OrderItemTable>;

@@ -18,17 +18,17 @@ export type SerializeOrder = (order: Order) => string;
 
 const render = (serialize: SerializeOrder, order: Order) => Buffer.from(serialize(order));
 
-const STUB = ['id', 'version', 'business_id', 'deleted_at'] as const;
+const STUB = ['id', 'version', 'business_id', 'deleted_at', 'created_at'] as const;
 
 /**
  * The stubs of `ids`, in that order, by primary key only: the ids were just selected with every
  * filter, and those filters can lead a planner without statistics to scan an index of the whole
- * business instead of looking up 20 keys. A row soft-deleted since is left out, as it would have
- * been a moment later; other changes show as they are now.
+ * business instead of looking up 20 keys. Rows soft-deleted since are kept (the list leaves them
+ * out, and places its next page after them); other changes show as they are now.
  */
-export async function findListedOrders(db: Db, businessId: string, ids: string[], includeDeleted: boolean): Promise<OrderStub[]> {
+export async function findListedOrders(db: Db, businessId: string, ids: string[]): Promise<OrderStub[]> {
   const rows = await db.selectFrom('orders').select(STUB).where(anyOf(db, 'id', ids)).execute();
-  const byId = new Map(rows.filter((r) => r.business_id === businessId && (includeDeleted || r.deleted_at === null)).map((r) => [r.id, r]));
+  const byId = new Map(rows.filter((r) => r.business_id === businessId).map((r) => [r.id, r]));
   return ids.map((id) => byId.get(id)).filter((r) => r !== undefined);
 }
 

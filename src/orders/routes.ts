@@ -1,3 +1,4 @@
+import { rawQueryOf } from '../http/cursor.ts';
 import { createHash } from 'node:crypto';
 import { Type } from 'typebox';
 import { findBuyerPartnership } from '../buyers/repository.ts';
@@ -27,7 +28,7 @@ const since = (value: string | undefined) => (value === undefined ? undefined : 
 export const ingestionKeyOf = (orderId: string, businessId: string) =>
   createHash('sha256').update(`${orderId}-${businessId}-order-integration`).digest('hex');
 
-export async function orderRoutes(app: ApiInstance, { db, runWrite, writes, orderCache }: RouteDeps) {
+export async function orderRoutes(app: ApiInstance, { db, runWrite, writes, orderCache, cursors }: RouteDeps) {
   app.post('/buyers/:id/orders', {
     config: { extension: true, etag: true },
     schema: {
@@ -47,13 +48,14 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, writes, orde
   });
 
   app.post('/orders', {
-    config: { replays: false },
+    config: { replays: false, namesOther: true },
     schema: {
       tags, operationId: 'createOrder', summary: 'Announce an order (ingestion notification); idempotent',
       description: 'The Idempotency-Key, when sent, must be the hex SHA-256 of `${orderId}-${businessId}-order-integration`; '
         + 'otherwise 400 "Invalid idempotency key format". Repeats change nothing.',
       headers: Type.Object({
         'idempotency-key': Type.Optional(Type.String({
+          pattern: '^[0-9a-fA-F]{64}$',
           description: 'The lowercase or uppercase hex SHA-256 of `${orderId}-${businessId}-order-integration`; anything else is 400',
         })),
       }),
@@ -87,8 +89,7 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, writes, orde
       throw validationError({ modifiedSince: 'modifiedSince cannot be combined with createdSince or updatedSince' });
     }
     const options = {
-      page: query.page,
-      limit: query.limit,
+      ...cursors.paging('orders', businessId, query, rawQueryOf(request)),
       includeDeleted: query.includeDeleted,
       createdSince: since(query.createdSince),
       updatedSince: since(query.updatedSince),
@@ -106,7 +107,7 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, writes, orde
     // may show a row newer than the moment its id was read, which costs a poller nothing.
     const changedSince = options.createdSince ?? options.updatedSince ?? options.modifiedSince;
     const { page, items } = changedSince === undefined ? await read(db) : await readAtOneMoment(db, read);
-    return sendRendered(reply, pageJson({ ...page, items }));
+    return sendRendered(reply, pageJson({ ...page, items }, cursors.next('orders', businessId, query, page)));
   });
 
   app.get('/orders/:id', {

@@ -114,6 +114,7 @@ export const UpdateOrderBody = Type.Object({
 }, {
   title: 'UpdateOrderBody',
   additionalProperties: false,
+  minProperties: 1,
   examples: [{ order: { phase: 'ACTIVE', status: 'ACCEPTED', properties: { sage200Evo: { salesOrderNo: 456 } } } }],
 });
 export type UpdateOrderInput = Static<typeof UpdateOrderBody>;

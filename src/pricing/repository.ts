@@ -1,4 +1,4 @@
-import { offsetOf, type Page } from '../db/list.ts';
+import { fetchPage, type Page, type Paging } from '../db/list.ts';
 import type { Db } from '../db/types.ts';
 import { newId } from '../lib/ids.ts';
 import { toDecimalString } from '../lib/money.ts';
@@ -122,9 +122,7 @@ export async function findPriceList(db: Db, businessId: string, id: string): Pro
   return row && (await toPriceLists(db, businessId, [row]))[0];
 }
 
-export interface ListPriceListsOptions {
-  page: number;
-  limit: number;
+export interface ListPriceListsOptions extends Paging {
   status?: string;
   updatedSince?: string;
 }
@@ -133,10 +131,5 @@ export async function listPriceLists(db: Db, businessId: string, options: ListPr
   let query = db.selectFrom('item_lists').where('business_id', '=', businessId).where(whereLive());
   if (options.status) query = query.where('status', '=', options.status);
   if (options.updatedSince) query = query.where('updated_at', '>', options.updatedSince);
-  const { total } = await query.select((eb) => eb.fn.countAll().as('total')).executeTakeFirstOrThrow();
-  const rows = await query.selectAll()
-    .orderBy('created_at', 'desc').orderBy('id', 'desc')
-    .limit(options.limit).offset(offsetOf(options.page, options.limit))
-    .execute();
-  return { items: await toPriceLists(db, businessId, rows), total: Number(total), page: options.page, pageSize: options.limit };
+  return fetchPage(query.selectAll(), options, (rows) => toPriceLists(db, businessId, rows));
 }

@@ -9,7 +9,7 @@ import { createPriceList, PRICE_LIST_NOT_FOUND } from './service.ts';
 
 const tags = ['Pricing'];
 
-export async function pricingRoutes(app: ApiInstance, { db, runWrite }: RouteDeps) {
+export async function pricingRoutes(app: ApiInstance, { db, runWrite, cursors }: RouteDeps) {
   app.post('/pricing', {
     schema: {
       tags, operationId: 'createPriceList',
@@ -29,12 +29,11 @@ export async function pricingRoutes(app: ApiInstance, { db, runWrite }: RouteDep
     },
   }, async (request) => {
     const { query } = request;
-    return listPriceLists(db, request.businessId, {
-      page: query.page,
-      limit: query.limit,
+    return cursors.list(request, 'pricing', (paging) => listPriceLists(db, request.businessId, {
+      ...paging,
       status: query.status,
       updatedSince: query.updatedSince === undefined ? undefined : parseDateTime(query.updatedSince),
-    });
+    }));
   });
 
   app.get('/pricing/:id', {

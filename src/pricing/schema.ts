@@ -76,8 +76,7 @@ export const PriceListResponse = Type.Object({
 export type PriceList = Static<typeof PriceListResponse>;
 
 export const ListPriceListsQuery = Type.Object({
-  page: PageQuery.page,
-  limit: PageQuery.limit,
+  ...PageQuery,
   status: Type.Optional(ItemListStatus),
   updatedSince: Type.Optional(DateTime('Only lists updated strictly after this time')),
 }, { additionalProperties: false });

@@ -1,3 +1,5 @@
+import { nextOf, offsetOf, type Page, type Paging } from '../db/list.ts';
+import type { WebhookEndpoint } from './schema.ts';
 import type { Db } from '../db/types.ts';
 import { whereLive } from '../db/live.ts';
 import { forUpdate } from '../db/dialect.ts';
@@ -13,13 +15,17 @@ export async function findEndpointRow(db: Db, businessId: string, id: string, lo
 
 export type EndpointRow = NonNullable<Awaited<ReturnType<typeof findEndpointRow>>>;
 
-export async function listEndpoints(db: Db, businessId: string, page: number, limit: number, now: string) {
+/** A page of the business's live endpoints, oldest first (by id, which grows with time), by number or after a cursor's place. */
+export async function listEndpoints(db: Db, businessId: string, paging: Paging, now: string): Promise<Page<WebhookEndpoint>> {
   const live = db.selectFrom('webhook_endpoints').where('business_id', '=', businessId).where(whereLive());
+  const page = paging.after ? live.where('id', '>', paging.after.id) : live.offset(offsetOf(paging.page, paging.limit));
   const [rows, count] = await Promise.all([
-    live.selectAll().orderBy('id').limit(limit).offset((page - 1) * limit).execute(),
+    page.selectAll().orderBy('id').limit(paging.limit).execute(),
     live.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
   ]);
-  return { items: rows.map((r) => toEndpoint(r, now)), total: Number(count.n), page, pageSize: limit };
+  const total = Number(count.n);
+  const next = nextOf(rows, paging, total);
+  return { items: rows.map((r) => toEndpoint(r, now)), total, page: paging.page, pageSize: paging.limit, next: next && { createdAt: null, id: next.id } };
 }
 
 export interface DeliveryFilter {

@@ -18,7 +18,7 @@ const tags = ['Webhooks'];
 const config = { extension: true };
 
 export async function webhookRoutes(app: ApiInstance, deps: RouteDeps & { webhooks: WebhookSettings; clock: () => number; kick: () => void }) {
-  const { db, runWrite, writes, webhooks: settings, clock, kick } = deps;
+  const { db, runWrite, writes, cursors, webhooks: settings, clock, kick } = deps;
   // Test events and replays are queued without an event of their own, and a new or re-enabled
   // endpoint is not yet among the businesses the worker watches: after any successful change the
   // worker is told at once.
@@ -44,7 +44,7 @@ export async function webhookRoutes(app: ApiInstance, deps: RouteDeps & { webhoo
   app.get('/webhook-endpoints', {
     config,
     schema: { tags, operationId: 'listWebhookEndpoints', summary: 'List webhook endpoints, oldest first', querystring: ListWebhookEndpointsQuery, response: { 200: WebhookEndpointPage } },
-  }, async (request) => listEndpoints(db, request.businessId, request.query.page, request.query.limit, now()));
+  }, async (request) => cursors.list(request, 'webhook-endpoints', (paging) => listEndpoints(db, request.businessId, paging, now())));
 
   app.get('/webhook-endpoints/:id', {
     config,

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Id, Nullable, Text } from '../http/schema.ts';
+import { Id, ListEnvelope, Nullable, PageQuery, Text } from '../http/schema.ts';
 
 export const ENDPOINT_STATUSES = ['enabled', 'paused', 'disabled'] as const;
 export const DELIVERY_STATUSES = ['queued', 'pending', 'delivering', 'succeeded', 'failed', 'cancelled'] as const;
@@ -77,17 +77,9 @@ export type UpdateWebhookEndpointInput = Static<typeof UpdateWebhookEndpointBody
 
 export const WebhookEndpointParams = Type.Object({ id: Id('Webhook endpoint id', 'we_01jd5x8m2k3n4p5q6r7s8t9v0w') });
 
-export const ListWebhookEndpointsQuery = Type.Object({
-  page: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'Page number, from 1' }),
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size, 1 to 100' }),
-}, { additionalProperties: false });
+export const ListWebhookEndpointsQuery = Type.Object(PageQuery, { additionalProperties: false });
 
-export const WebhookEndpointPage = Type.Object({
-  items: Type.Array(WebhookEndpointResponse),
-  total: Type.Integer({ minimum: 0 }),
-  page: Type.Integer({ minimum: 1 }),
-  pageSize: Type.Integer({ minimum: 1 }),
-}, { title: 'WebhookEndpointPage' });
+export const WebhookEndpointPage = ListEnvelope(WebhookEndpointResponse, 'WebhookEndpointPage');
 
 export const RotateSecretBody = Type.Object({
   gracePeriodSeconds: Type.Optional(Type.Integer({

@@ -775,6 +775,8 @@ export interface components {
             page: number;
             /** @description The limit used for this page */
             pageSize: number;
+            /** @description Pass it as cursor, with the same filters, for the next page; null when this page ends the list. Opaque: do not parse it */
+            nextCursor: string | null;
         };
         /** @description Changes to an existing variant; properties are deep-merged */
         UpdateVariant: {
@@ -952,6 +954,8 @@ export interface components {
             page: number;
             /** @description The limit used for this page */
             pageSize: number;
+            /** @description Pass it as cursor, with the same filters, for the next page; null when this page ends the list. Opaque: do not parse it */
+            nextCursor: string | null;
         };
         UpdateBuyerBody: {
             buyer?: {
@@ -1110,6 +1114,8 @@ export interface components {
             page: number;
             /** @description The limit used for this page */
             pageSize: number;
+            /** @description Pass it as cursor, with the same filters, for the next page; null when this page ends the list. Opaque: do not parse it */
+            nextCursor: string | null;
         };
         /**
          * @description High-level lifecycle (contract 3.1); moves freely. DELETED is set by a soft delete
@@ -1271,6 +1277,8 @@ export interface components {
             page: number;
             /** @description The limit used for this page */
             pageSize: number;
+            /** @description Pass it as cursor, with the same filters, for the next page; null when this page ends the list. Opaque: do not parse it */
+            nextCursor: string | null;
         };
         /** @description A new line for an item list entry the order does not have yet (GET /api/v1/pricing/{id} lists a list's entries; every order item shows its itemListEntryId) */
         PatchCreateOrderItem: {
@@ -1447,6 +1455,8 @@ export interface components {
             page: number;
             /** @description The limit used for this page */
             pageSize: number;
+            /** @description Pass it as cursor, with the same filters, for the next page; null when this page ends the list. Opaque: do not parse it */
+            nextCursor: string | null;
         };
         /** @description A missing key leaves the field unchanged; null clears it. properties are deep-merged, exactly like an order's */
         UpdateInvoiceBody: {
@@ -1588,9 +1598,13 @@ export interface components {
         };
         WebhookEndpointPage: {
             items: components["schemas"]["WebhookEndpoint"][];
+            /** @description Number of matching records across all pages */
             total: number;
             page: number;
+            /** @description The limit used for this page */
             pageSize: number;
+            /** @description Pass it as cursor, with the same filters, for the next page; null when this page ends the list. Opaque: do not parse it */
+            nextCursor: string | null;
         };
         UpdateWebhookEndpoint: {
             /**
@@ -1715,10 +1729,12 @@ export interface operations {
     listItems: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 */
+                /** @description Page number, from 1. Not with cursor, which carries its page */
                 page?: number;
                 /** @description Page size, 1 to 100 */
                 limit?: number;
+                /** @description Continues a list from a page's nextCursor: the next page holds the records after that page's last one, so a walk yields every record that stays in the list exactly once, whatever is created, changed or deleted meanwhile. Send it with the same filters (limit may change); a cursor of another list, business or filters, or an altered one, is refused (400) */
+                cursor?: string;
                 /** @description Include soft-deleted records, so that a mirror can see deletions (extension) */
                 includeDeleted?: boolean;
                 /** @description Only items updated strictly after this time (RFC 3339) */
@@ -2812,10 +2828,12 @@ export interface operations {
     listBuyers: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 */
+                /** @description Page number, from 1. Not with cursor, which carries its page */
                 page?: number;
                 /** @description Page size, 1 to 100 */
                 limit?: number;
+                /** @description Continues a list from a page's nextCursor: the next page holds the records after that page's last one, so a walk yields every record that stays in the list exactly once, whatever is created, changed or deleted meanwhile. Send it with the same filters (limit may change); a cursor of another list, business or filters, or an altered one, is refused (400) */
+                cursor?: string;
                 /** @description Include soft-deleted records, so that a mirror can see deletions (extension) */
                 includeDeleted?: boolean;
                 /** @description Only buyers updated strictly after this time (RFC 3339) */
@@ -3719,10 +3737,12 @@ export interface operations {
     listPriceLists: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 */
+                /** @description Page number, from 1. Not with cursor, which carries its page */
                 page?: number;
                 /** @description Page size, 1 to 100 */
                 limit?: number;
+                /** @description Continues a list from a page's nextCursor: the next page holds the records after that page's last one, so a walk yields every record that stays in the list exactly once, whatever is created, changed or deleted meanwhile. Send it with the same filters (limit may change); a cursor of another list, business or filters, or an altered one, is refused (400) */
+                cursor?: string;
                 /** @description Only an ACTIVE list within its dates is applied; otherwise its buyers get the default list */
                 status?: components["schemas"]["PriceListStatus"];
                 /** @description Only lists updated strictly after this time (RFC 3339) */
@@ -4618,10 +4638,12 @@ export interface operations {
     listOrders: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 */
+                /** @description Page number, from 1. Not with cursor, which carries its page */
                 page?: number;
                 /** @description Page size, 1 to 100 */
                 limit?: number;
+                /** @description Continues a list from a page's nextCursor: the next page holds the records after that page's last one, so a walk yields every record that stays in the list exactly once, whatever is created, changed or deleted meanwhile. Send it with the same filters (limit may change); a cursor of another list, business or filters, or an altered one, is refused (400) */
+                cursor?: string;
                 /** @description Include soft-deleted records, so that a mirror can see deletions (extension) */
                 includeDeleted?: boolean;
                 /** @description Only orders created strictly after this time (RFC 3339) */
@@ -5728,10 +5750,12 @@ export interface operations {
     listInvoices: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 */
+                /** @description Page number, from 1. Not with cursor, which carries its page */
                 page?: number;
                 /** @description Page size, 1 to 100 */
                 limit?: number;
+                /** @description Continues a list from a page's nextCursor: the next page holds the records after that page's last one, so a walk yields every record that stays in the list exactly once, whatever is created, changed or deleted meanwhile. Send it with the same filters (limit may change); a cursor of another list, business or filters, or an altered one, is refused (400) */
+                cursor?: string;
                 /** @description Only invoices created strictly after this time (RFC 3339) */
                 createdSince?: string;
                 /** @description Only invoices with this status (DELETED included: it is a status) */
@@ -8413,10 +8437,12 @@ export interface operations {
     listWebhookEndpoints: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 */
+                /** @description Page number, from 1. Not with cursor, which carries its page */
                 page?: number;
                 /** @description Page size, 1 to 100 */
                 limit?: number;
+                /** @description Continues a list from a page's nextCursor: the next page holds the records after that page's last one, so a walk yields every record that stays in the list exactly once, whatever is created, changed or deleted meanwhile. Send it with the same filters (limit may change); a cursor of another list, business or filters, or an altered one, is refused (400) */
+                cursor?: string;
             };
             header?: never;
             path?: never;
