@@ -209,6 +209,26 @@ for (const backend of backendList) {
       }
     });
 
+    it('iterates by cursor: items created and deleted meanwhile neither repeat nor hide the others', async () => {
+      // Items of this test's own, found by a property, so that the others' stay.
+      const make = (name: string) => client.items.create({ item: { name, properties: { walk: true } }, variants: [{ variantName: 'Default', currency: 'AUD', price: 1, cost: 1 }] } as never);
+      for (let i = 0; i < 8; i++) await make(`Walk ${i}`);
+      const before: string[] = [];
+      for await (const item of client.items.list({ propertyPath: 'walk' }, 100)) before.push(item.id);
+      const seen: string[] = [];
+      let n = 0;
+      for await (const item of client.items.list({ propertyPath: 'walk' }, 2)) {
+        seen.push(item.id);
+        // Between pages: a new item (newer than the walk's place), and every other time an item already passed deleted.
+        if (seen.length % 2 === 0) {
+          await make(`During ${n++}`);
+          if (n % 2 === 0) await client.items.delete(seen[seen.length - 1]);
+        }
+      }
+      assert.equal(new Set(seen).size, seen.length, 'no item twice');
+      assert.deepEqual(seen, before, 'every item there at the start, once, in list order');
+    });
+
     it('follows the feed across a server restart and misses nothing', async () => {
       const stop = new AbortController();
       const seen: Event[] = [];

@@ -21,7 +21,7 @@ export interface ClientOptions {
 }
 
 type Query = Record<string, string | number | boolean | undefined>;
-interface Page<T> { items: T[]; total: number; page: number; pageSize: number }
+interface Page<T> { items: T[]; total: number; page: number; pageSize: number; nextCursor: string | null }
 
 export interface FollowOptions {
   /** Follow events with a sequence above this one. */
@@ -77,12 +77,15 @@ export function createSupplylineClient(options: ClientOptions) {
     return { data: data as T, etag: response.headers.get('etag') ?? undefined, response };
   }
 
-  /** Every item of a paged list, page after page, as an async iterator. */
+  /**
+   * Every item of a paged list, page after page by its cursor, as an async iterator: each record
+   * that stays in the list meanwhile comes exactly once, whatever is created or deleted.
+   */
   async function* paginate<T>(path: string, query: Query = {}, pageSize = 100): AsyncGenerator<T> {
-    for (let page = 1; ; page++) {
-      const { data } = await call<Page<T>>('GET', path, { query: { ...query, page, limit: pageSize } });
+    for (let cursor: string | null | undefined; cursor !== null;) {
+      const { data } = await call<Page<T>>('GET', path, { query: { ...query, limit: pageSize, ...(cursor === undefined ? {} : { cursor }) } });
       yield* data.items;
-      if (data.items.length === 0 || page * data.pageSize >= data.total) return;
+      cursor = data.nextCursor;
     }
   }
 
