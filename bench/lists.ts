@@ -15,7 +15,7 @@ import { changeOldestOrder, LEGACY_PATH, markOldest, spreadIds } from './list-ch
 export interface ListCase {
   name: string;
   filters: string[];
-  page: 'first' | 'deep' | 'last' | 'past end' | 'random';
+  page: 'first' | 'deep' | 'last' | 'past end' | 'cursor deep' | 'cursor last' | 'random';
   total: number;
   p50: number;
   p99: number;
@@ -96,6 +96,25 @@ export async function measureLists(
     for (const page of Object.keys(at) as Array<keyof typeof at>) {
       record({ name: (combo.join(' + ') || 'no filter') + suffix, filters: combo, page, total, ...await measure(base, f.headers, at[page], requests) });
     }
+    // A walk by cursor (page=100 and a place) at the same depths: cursors minted by pages by number
+    // there, several of each, so that no case measures one place.
+    const cursorsAt = async (low: number, high: number) => {
+      const got: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const { body } = await timed(base, list(randomIn(low, high), 100), f.headers);
+        if (body.nextCursor) got.push(`/api/v1/orders?${[query(), 'limit=100', `cursor=${encodeURIComponent(body.nextCursor)}`].filter(Boolean).join('&')}`);
+      }
+      return got;
+    };
+    const walks = {
+      'cursor deep': await cursorsAt(Math.max(1, Math.floor(pages100 * 0.35)), Math.max(1, Math.ceil(pages100 * 0.45))),
+      'cursor last': await cursorsAt(Math.max(1, pages100 - 5), Math.max(1, pages100 - 1)),
+    };
+    for (const [page, urls] of Object.entries(walks) as Array<[keyof typeof walks, string[]]>) {
+      // Each cursor is sent with the query it was minted with (a value filter's own value); a list of one page has none.
+      if (urls.length === 0) continue;
+      record({ name: (combo.join(' + ') || 'no filter') + suffix, filters: combo, page, total, ...await measure(base, f.headers, () => urls[randomIn(0, urls.length - 1)], requests) });
+    }
   };
   for (const combo of combos) await measureCombo(combo);
   // Then the oldest order changed now, as an integration writing back to a two-year-old
@@ -131,14 +150,14 @@ export function summariseLists(m: ListMeasures): string {
 
 /** A markdown table: one row per filter combination, p50 (p99) in ms for each page, and the total. */
 export function listsTable(m: ListMeasures): string {
-  const pages = ['first', 'deep', 'last', 'past end'] as const;
+  const pages = ['first', 'deep', 'last', 'past end', 'cursor deep', 'cursor last'] as const;
   const rows = new Map<string, ListCase[]>();
   for (const c of m.cases) rows.set(c.name, [...(rows.get(c.name) ?? []), c]);
   const cell = (c?: ListCase) => (c ? `${c.p50} (${c.p99})${c.p50 > m.goalMs ? ' ✗' : ''}` : '');
   const lines = [`| filters | total | ${pages.join(' | ')} |`, `|---|---:|${pages.map(() => '---:').join('|')}|`];
   for (const [name, cases] of rows) {
     if (cases[0].page === 'random') {
-      lines.push(`| ${name} | | ${cell(cases[0])} | | | |`);
+      lines.push(`| ${name} | | ${cell(cases[0])} |${pages.slice(1).map(() => ' ').join('|')}|`);
       continue;
     }
     lines.push(`| ${name} | ${cases[0].total.toLocaleString('en')} | ${pages.map((p) => cell(cases.find((c) => c.page === p))).join(' | ')} |`);
