@@ -74,6 +74,18 @@ describeEachBackend('GET /api/v1/orders: every combination of filters against br
             seen.push(...res.body.items.map((o: { id: string }) => o.id));
           }
           assert.deepEqual(seen, expected, `${query} (fewCandidates ${fewCandidates})`);
+          // And by cursor, from the first page to the end: the same orders, each page numbered on.
+          const walked: string[] = [];
+          for (let cursor: string | null = null, page = 1; ; page++) {
+            const url: string = `/api/v1/orders?${query}${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`;
+            const res: { status: number; body: any } = await ctx().request('GET', url, { as: t });
+            assert.equal(res.status, 200, `${url}: ${JSON.stringify(res.body)}`);
+            assert.equal(res.body.page, page, url);
+            walked.push(...res.body.items.map((o: { id: string }) => o.id));
+            cursor = res.body.nextCursor;
+            if (cursor === null) break;
+          }
+          assert.deepEqual(walked, expected, `${query} by cursor (fewCandidates ${fewCandidates})`);
           checked++;
         }
       });

@@ -1,4 +1,4 @@
-import { countOf, nextOf, offsetOf, pastTheEnd, rangeFromNearerEnd, selectPageIdsFromNearerEnd, type Page } from '../db/list.ts';
+import { beforeInListOrder, countOf, nextOf, offsetOf, pastTheEnd, type Position, rangeFromNearerEnd, selectPageIdsFromNearerEnd, type Page } from '../db/list.ts';
 import { sql, type SqlBool } from 'kysely';
 import { notIndexed } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
@@ -188,8 +188,28 @@ export async function listOrders(db: Db, businessId: string, options: ListOrders
  */
 async function pageIdsOf(plan: Planned, options: ListOrdersOptions, total: number): Promise<string[]> {
   if (!options.after) return pastTheEnd(total, options) ? [] : pageOf(plan, total);
+  if (plan.active.has('changedSince') && choosePage(plan.active, plan.candidates) === 'pageChangedSince') return cursorPageChangedSince(plan, options, options.after);
   const fromPlace = await planList(plan.db, plan.businessId, { ...options, page: 1 }, { candidates: plan.candidates, pathTotals: plan.pathTotals });
   return pageOf(fromPlace, Infinity);
+}
+
+/**
+ * A cursor page of a list changed after u, split as its pages by number are (changedSplit): the
+ * orders created after u from the place, then the older ones changed after u, from the place, in
+ * the runs of created days that hold them and are not newer than the place. Walked from the place
+ * through every created day instead, the last page of a year's window cost 30–44 ms at 1M orders.
+ */
+async function cursorPageChangedSince(plan: Planned, options: ListOrdersOptions, after: Position): Promise<string[]> {
+  const since = changedSinceOf(options)!;
+  const recentIds = after.createdAt! > since
+    ? await pageOf(await planList(plan.db, plan.businessId, { ...options, page: 1, createdSince: since, updatedSince: undefined, modifiedSince: undefined },
+      { candidates: plan.candidates, pathTotals: plan.pathTotals }), Infinity)
+    : [];
+  if (recentIds.length >= options.limit) return recentIds;
+  const { older, olderRuns } = await changedSplit(plan);
+  const runs = olderRuns.filter((run) => run.from <= after.createdAt!);
+  const olderIds = await idsByRuns(older.where(beforeInListOrder(after, 'orders')), runs, { backwards: false, skip: 0, take: options.limit - recentIds.length });
+  return [...recentIds, ...olderIds];
 }
 
 /**

@@ -263,6 +263,13 @@ function requestsFor(op: Operation, tenant: Tenant, id: string | undefined, vali
       if (leaf.type === 'number' || leaf.type === 'integer') {
         for (const value of [...EXTREME_NUMBERS, ...NUMERIC_TEXTS]) add({ url: withQuery(`${p.name}=${encodeURIComponent(String(value))}`), headers: auth, invalid: true, label: `${p.name} = ${value}` });
       }
+      if (p.name === 'cursor') {
+        // Forged, truncated and made-up cursors, and one too long: each a 400, never a 5xx.
+        const sealedLike = ['v1', '0', 'A'.repeat(16), 'A'.repeat(22), Buffer.from('{"l":"orders","b":"x","f":"","c":null,"i":"z","p":2}').toString('base64url')].join('.');
+        for (const value of ['x', 'v1.0', 'v1.0...', sealedLike, `v1.99.${sealedLike.slice(5)}`, Buffer.from('{"p":1}').toString('base64url'), 'a'.repeat(1025), '../../etc/passwd', '{"i":1}']) {
+          add({ url: withQuery(`cursor=${encodeURIComponent(value)}`), headers: auth, invalid: true, label: `cursor ${value.slice(0, 20)}` });
+        }
+      }
       if (p.name === 'propertyValue') {
         for (const value of NUMERIC_TEXTS) add({ url: withQuery(`propertyPath=a.b&propertyValue=${encodeURIComponent(value)}`), headers: auth, invalid: false, label: `propertyValue ${value.slice(0, 20)}` });
       }
