@@ -132,7 +132,7 @@ describeEachBackend('GET /api/v1/invoices', (ctx) => {
     assertBadRequest(await list(ctx(), t, '?propertyPath=a..b'), 'propertyPath');
   });
 
-  it('treats status DELETED as a status, and has no includeDeleted (invoices are not soft-deleted)', async () => {
+  it('treats status DELETED as a status; includeDeleted only lists rows an operator marked deleted, and is deprecated', async () => {
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);
     const kept = await invoice(ctx(), t, f);
@@ -140,11 +140,13 @@ describeEachBackend('GET /api/v1/invoices', (ctx) => {
     await ctx().request('PATCH', `/api/v1/invoices/${marked.id}`, { as: t, body: { status: 'DELETED' } });
     assert.deepEqual(idsOf(await list(ctx(), t)), [marked.id, kept.id]);
     assert.deepEqual(idsOf(await list(ctx(), t, '?status=DELETED')), [marked.id]);
-    assertBadRequest(await list(ctx(), t, '?includeDeleted=true'), 'includeDeleted');
-    // A row an operator marked deleted in the database stays out of every answer.
+    // A row an operator marked deleted in the database stays out, unless includeDeleted=true (deprecated, as earlier releases took it).
     await ctx().db.updateTable('invoices').set({ deleted_at: '2030-01-01T00:00:00.000Z' }).where('id', '=', marked.id).execute();
     const res = await list(ctx(), t);
     assert.deepEqual([idsOf(res), res.body.total], [[kept.id], 1]);
+    const all = await list(ctx(), t, '?includeDeleted=true');
+    assert.deepEqual([idsOf(all), all.body.total], [[marked.id, kept.id], 2]);
+    assert.ok(all.headers.deprecation && all.headers.sunset);
   });
 
   it('lists voided and live invoices of one order side by side', async () => {

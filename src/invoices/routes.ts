@@ -2,6 +2,10 @@ import { Type } from 'typebox';
 import { notFound } from '../lib/errors.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
+import { markDeprecated } from '../http/deprecation.ts';
+
+/** Invoices' includeDeleted, deprecated in this release (CHANGELOG.md). */
+const INCLUDE_DELETED_INVOICES = { since: '2026-11-28', sunset: '2027-06-30' };
 import { parseDateTime } from '../lib/time.ts';
 import { etagOf, parseIfMatch } from '../http/etag.ts';
 import { listInvoices } from './list-repository.ts';
@@ -34,17 +38,19 @@ export async function invoiceRoutes(app: ApiInstance, { db, runWrite, cursors }:
       tags, operationId: 'listInvoices', summary: 'List invoices with their line items, newest first',
       description: 'Examples: `?hasArtefact=false` (invoices without a generated document), `?status=AUTHORISED`, '
         + '`?propertyPath=xero.invoiceId&propertyExists=false` (not yet synced). propertyPath takes precedence over hasArtefact. '
-        + 'Status DELETED is a status like the others (filter with status=DELETED); invoices have no soft delete, so there is no includeDeleted.',
+        + 'Status DELETED is a status like the others (filter with status=DELETED); invoices have no soft delete in the API. '
+        + 'includeDeleted is deprecated (CHANGELOG.md): still taken, answered with Deprecation and Sunset headers.',
       querystring: ListInvoicesQuery, response: { 200: InvoiceListResponse },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     const { query } = request;
+    if (query.includeDeleted !== undefined) markDeprecated(reply, INCLUDE_DELETED_INVOICES);
     const property = readPropertyFilter(query)
       ?? (query.hasArtefact === undefined ? null : { segments: ARTEFACT_PATH, exists: query.hasArtefact });
     return cursors.list(request, 'invoices', (paging) => listInvoices(db, request.businessId, {
       ...paging,
-      // Invoices are never soft-deleted through the API; a row an operator marked deleted stays out.
-      includeDeleted: false,
+      // Invoices are never soft-deleted through the API; a row an operator marked deleted stays out unless asked for, as before.
+      includeDeleted: query.includeDeleted === true,
       createdSince: query.createdSince === undefined ? undefined : parseDateTime(query.createdSince),
       status: query.status,
       property,

@@ -90,6 +90,11 @@ export const ListInvoicesQuery = Type.Object({
   propertyPath: Type.Optional(PropertyFilterQuery.propertyPath),
   propertyValue: Type.Optional(PropertyFilterQuery.propertyValue),
   propertyExists: Type.Optional(PropertyFilterQuery.propertyExists),
+  includeDeleted: Type.Optional(Type.Boolean({
+    deprecated: true,
+    description: 'Deprecated, taken until its sunset: true also lists invoice rows an operator marked deleted. Invoices have no soft '
+      + 'delete in the API (DELETED is a status: filter with status=DELETED). Answered with Deprecation and Sunset headers',
+  })),
 }, { additionalProperties: false });
 export type ListInvoicesInput = Static<typeof ListInvoicesQuery>;
 

@@ -1,13 +1,19 @@
-import { checkProperties, deepMerge, readJson, type JsonObject } from '../lib/json.ts';
+import { deepMerge, PROPERTIES_MAX_BYTES, readJson, type JsonObject } from '../lib/json.ts';
 import { validationError } from './errors.ts';
 
 /**
- * Deep-merges a PATCH into stored properties and returns the JSON to store. The size and depth
- * limits apply to the merged result too, or many small PATCHes could grow it without bound.
+ * Deep-merges a PATCH into stored properties and returns the JSON to store. The PATCH's own values
+ * were checked with the request (numbers, keys, depth: a merge keeps every key at its depth). Of the
+ * merged result only its size is checked, and only when the PATCH grows it past the limit, or many
+ * small PATCHes could grow it without bound. What an earlier release stored, within or beyond
+ * today's checks, stays as it is and never blocks a PATCH (docs/decisions/0007).
  */
 export function mergeStoredProperties(stored: unknown, patch: JsonObject, field: string): string {
-  const merged = deepMerge(readJson(stored), patch);
-  const problem = checkProperties(merged);
-  if (problem) throw validationError({ [field]: `Once merged, properties ${problem}` });
-  return JSON.stringify(merged);
+  const before = readJson(stored);
+  const merged = JSON.stringify(deepMerge(before, patch));
+  const size = Buffer.byteLength(merged);
+  if (size > PROPERTIES_MAX_BYTES && size > Buffer.byteLength(JSON.stringify(before ?? {}))) {
+    throw validationError({ [field]: `Once merged, properties must be at most ${PROPERTIES_MAX_BYTES} bytes as JSON` });
+  }
+  return merged;
 }

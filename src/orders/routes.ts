@@ -16,7 +16,7 @@ import { listOrders } from './list-repository.ts';
 import { patchOrder } from './patch-service.ts';
 import { renderOrder, renderOrders } from './render.ts';
 import {
-  BuyerOrderParams, CreateOrderBody, IngestOrderBody, ListOrdersQuery, OrderListResponse, OrderParams, OrderResponse, UpdateOrderBody,
+  BuyerOrderParams, CreateOrderBody, GUIDE_STATUSES, IngestOrderBody, ListOrdersQuery, OrderListResponse, OrderParams, OrderResponse, UpdateOrderBody,
 } from './schema.ts';
 import { createOrder, deleteOrder, ingestOrder, ORDER_NOT_FOUND } from './service.ts';
 
@@ -95,7 +95,7 @@ export async function orderRoutes(app: ApiInstance, { db, runWrite, writes, orde
       updatedSince: since(query.updatedSince),
       modifiedSince: since(query.modifiedSince),
       phase: query.phase,
-      status: query.status,
+      status: query.status === undefined ? undefined : GUIDE_STATUSES[query.status as keyof typeof GUIDE_STATUSES] ?? query.status,
       property: readPropertyFilter(query),
     };
     const read = async (at: typeof db) => {

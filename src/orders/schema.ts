@@ -7,6 +7,13 @@ export const ORDER_PHASES = ['DRAFT', 'PENDING', 'ACTIVE', 'ARCHIVED', 'REJECTED
 /** Contract 3.2: the values PATCH accepts and responses carry. */
 export const ORDER_STATUSES = ['UNASSIGNED', 'ACCEPTED', 'PACKED', 'IN_TRANSIT', 'DELIVERED', 'RETURNED', 'NOT_APPLICABLE'] as const;
 
+/**
+ * The contract's order guide names the status dimension with other values (3.2), which a list
+ * takes as filters (earlier releases did): each means the stored status it describes, and
+ * CANCELLED none, since no status is a cancellation (phase=CANCELLED lists cancelled orders).
+ */
+export const GUIDE_STATUSES = { PREPARING: 'PACKED', SHIPPED: 'IN_TRANSIT', CANCELLED: 'CANCELLED' } as const;
+
 export const OrderPhase = Type.Enum([...ORDER_PHASES], {
   title: 'OrderPhase', description: 'High-level lifecycle (contract 3.1); moves freely. DELETED is set by a soft delete', examples: ['ACTIVE'],
 });
@@ -187,7 +194,11 @@ export const ListOrdersQuery = Type.Object({
   updatedSince: Type.Optional(DateTime('Only orders updated strictly after this time')),
   modifiedSince: Type.Optional(DateTime('Only orders created or updated strictly after this time; not with createdSince or updatedSince')),
   phase: Type.Optional(OrderPhase),
-  status: Type.Optional(OrderStatus),
+  status: Type.Optional(Type.Enum([...ORDER_STATUSES, ...Object.keys(GUIDE_STATUSES) as Array<keyof typeof GUIDE_STATUSES>], {
+    title: 'OrderStatusFilter',
+    description: 'Only orders with this status. The order guide\'s values are taken too: PREPARING lists PACKED orders, SHIPPED lists '
+      + 'IN_TRANSIT ones, and CANCELLED none (no status is a cancellation; phase=CANCELLED lists cancelled orders)',
+  })),
   propertyPath: Type.Optional(PropertyFilterQuery.propertyPath),
   propertyValue: Type.Optional(PropertyFilterQuery.propertyValue),
   propertyExists: Type.Optional(PropertyFilterQuery.propertyExists),
