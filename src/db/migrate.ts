@@ -29,6 +29,7 @@ import { longPropertyValues } from './migrations/0028-long-property-values.ts';
 import { writeClocks } from './migrations/0029-write-clocks.ts';
 import { orderLinesRecordVariants } from './migrations/0030-order-lines-record-variants.ts';
 import type { Database, Dialect } from './types.ts';
+import { executedMigrations, migratedByNewerRelease, takeBackRenamed } from './migration-history.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -64,6 +65,9 @@ function migrations(dialect: Dialect): Record<string, Migration> {
   };
 }
 
+/** The names of the migrations this release runs, in order. */
+export const migrationNames = (dialect: Dialect): string[] => Object.keys(migrations(dialect)).sort();
+
 /**
  * Losing a start-up race on SQLite shows as a busy database, or as "already exists" when the
  * winner's tables appear under a read that began before its commit. Either way, trying again
@@ -77,7 +81,8 @@ function isStartupRace(error: unknown): boolean {
 /**
  * Brings the schema up to date. On PostgreSQL, Kysely's migrator holds an advisory lock, so
  * instances starting together run each migration once; on SQLite a writer that loses the race
- * retries, and then finds nothing left to do.
+ * retries, and then finds nothing left to do. A migration renamed after databases ran it is taken
+ * back first, and a database a newer release migrated is left as it is (src/db/migration-history.ts).
  */
 export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect, upTo?: string): Promise<string[]> {
   // Kysely looks for its bookkeeping tables in every schema unless told which one; name ours, so
@@ -85,7 +90,12 @@ export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect, up
   const migrationTableSchema = dialect === 'postgres'
     ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0].schema
     : undefined;
-  const migrator = new Migrator({ db, migrationTableSchema, provider: { getMigrations: async () => migrations(dialect) } });
+  const known = migrations(dialect);
+  const executed = await executedMigrations(db, dialect, migrationTableSchema);
+  // Rolled back: a newer release migrated the database, and this release runs on what it added.
+  if (upTo === undefined && migratedByNewerRelease(executed, Object.keys(known))) return [];
+  await takeBackRenamed(db, executed);
+  const migrator = new Migrator({ db, migrationTableSchema, provider: { getMigrations: async () => known } });
   for (let attempt = 1; ; attempt++) {
     // `upTo` stops after that migration: tests use it to write rows in an older schema.
     const result: MigrationResultSet = upTo === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(upTo);

@@ -45,8 +45,12 @@ export function createOutcomeRecorder(deps: OutcomeRecorderDeps) {
   let unrecorded = 0;
   let timer: NodeJS.Timeout | undefined;
   let flushing: Promise<void> = Promise.resolve();
+  // Closed when the worker stops: the database may close next, so an attempt that ends later is
+  // not recorded (its claim's lease brings the delivery back to any instance).
+  let closed = false;
 
   function add(attempted: Attempted): void {
+    if (closed) return;
     unrecorded++;
     waiting.push(attempted);
     if (waiting.length >= 64) {
@@ -142,6 +146,14 @@ export function createOutcomeRecorder(deps: OutcomeRecorderDeps) {
       clearTimeout(timer);
       timer = undefined;
       flush();
+      return flushing;
+    },
+    /** Records nothing more, and resolves when what was being recorded is. */
+    close(): Promise<void> {
+      closed = true;
+      clearTimeout(timer);
+      timer = undefined;
+      waiting.length = 0;
       return flushing;
     },
   };

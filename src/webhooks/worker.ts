@@ -66,6 +66,9 @@ export function createWebhookWorker(deps: WorkerDeps) {
   let claiming = false;
   let stopped = true;
   let timer: NodeJS.Timeout | undefined;
+  // The pass and the claim under way, which stop() waits for: both use the database.
+  let pumping: Promise<void> = Promise.resolve();
+  let claimingNow: Promise<void> = Promise.resolve();
   let analysedAt = -Infinity;
   let queuedSinceAnalysed = 0;
   const flights = new Set<Promise<void>>();
@@ -83,7 +86,7 @@ export function createWebhookWorker(deps: WorkerDeps) {
       return;
     }
     running = true;
-    void pump();
+    pumping = pump();
   }
 
   function wakeAt(ms: number): void {
@@ -144,8 +147,14 @@ export function createWebhookWorker(deps: WorkerDeps) {
     return false;
   }
 
-  /** Claims what fits in the free slots, in one statement, and sends it. */
-  async function claimAndSend(): Promise<void> {
+  /** Claims what fits in the free slots, in one statement, and sends it; stop() waits for it. */
+  function claimAndSend(): Promise<void> {
+    const claim = claimAndSendNow();
+    claimingNow = claim.catch(() => undefined);
+    return claim;
+  }
+
+  async function claimAndSendNow(): Promise<void> {
     const free = Math.min(config.concurrency - sending, 4 * config.concurrency - sending - outcomes.unrecorded);
     if (free <= 0 || stopped || claiming) return;
     claiming = true;
@@ -208,15 +217,21 @@ export function createWebhookWorker(deps: WorkerDeps) {
       });
       kick();
     },
-    /** Stops taking work, and waits (up to `waitMs`) for deliveries in flight to be recorded. */
+    /**
+     * Stops taking work: waits for the pass and the claim under way, then (up to `waitMs`) for
+     * deliveries in flight to be recorded. Attempts that end later are not recorded: the database
+     * closes next, and their leases bring the deliveries back.
+     */
     async stop(waitMs = 3000): Promise<void> {
       stopped = true;
       clearTimeout(timer);
       unlisten.off();
+      await Promise.allSettled([pumping, claimingNow]);
       await Promise.race([
         Promise.allSettled([...flights]).then(() => outcomes.drain()),
         new Promise((resolve) => setTimeout(resolve, waitMs).unref()),
       ]);
+      await outcomes.close();
       sender.close();
     },
     /** Looks at the queue now (tests, and after a write that queued something). */
