@@ -4,6 +4,7 @@ import { createApiKey, openBusiness, revokeApiKey } from './businesses/service.t
 import { ConfigError, loadConfig } from './config.ts';
 import { createDatabase, type DatabaseHandle } from './db/connection.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import { backupSqlite } from './db/backup.ts';
 import { DEMO_OPTIONS, runDemoCommand } from './demo/command.ts';
 import type { Db } from './db/types.ts';
 import { rebuildOrderProjections } from './orders/projections/index.ts';
@@ -39,8 +40,15 @@ interface Command {
   usage: string;
   options: Options;
   required: string[];
+  /** The one positional argument the command takes (backup's FILE), named for usage errors. */
+  positional?: string;
   /** `applied` lists the migrations that ran just before this command. */
-  run(handle: DatabaseHandle & { writes: WriteRunner }, values: Values, applied: string[]): Promise<void>;
+  run?(handle: DatabaseHandle & { writes: WriteRunner }, values: Values, applied: string[]): Promise<void>;
+  /**
+   * A command that must see the database as it is, without opening or migrating it (a backup taken
+   * before an upgrade): given DATABASE_URL and the positional argument.
+   */
+  alone?(databaseUrl: string, positionals: string[]): Promise<void>;
 }
 
 const json: Options = { json: { type: 'boolean' } };
@@ -192,6 +200,30 @@ const commands: Record<string, Command> = {
     required: [],
     run: ({ db }, values) => runDemoCommand(db, values, (message) => new UsageError(message)),
   },
+  backup: {
+    usage: 'backup FILE                            an online backup of a SQLite database to FILE (PostgreSQL: pg_dump, docs/operations.md)',
+    options: {},
+    required: [],
+    positional: 'FILE',
+    async alone(describe, [file]) {
+      if (!describe.startsWith('sqlite:')) {
+        throw new CliError('backup copies SQLite databases; for PostgreSQL use pg_dump --format=custom (docs/operations.md, "Backups")');
+      }
+      const started = Date.now();
+      let shown = -1;
+      const progress = (copied: number, total: number) => {
+        const percent = Math.floor((copied / Math.max(1, total)) * 100);
+        if (percent < shown + 10 && copied < total) return;
+        shown = percent;
+        process.stderr.write(`${percent}%  ${copied.toLocaleString('en')}/${total.toLocaleString('en')} pages\n`);
+      };
+      const { pages } = await backupSqlite(describe.slice('sqlite:'.length), file, progress);
+      // A small database is copied in one step, which reports nothing.
+      if (shown < 100) progress(pages, pages);
+      printLines(`Backed up ${describe} to ${file} (${pages.toLocaleString('en')} pages, ${((Date.now() - started) / 1000).toFixed(1)} s).`,
+        `Restore: stop the servers, copy ${file} over the database file (and remove its -wal and -shm files), start them.`);
+    },
+  },
   migrate: {
     usage: 'migrate                                apply pending database migrations',
     options: {},
@@ -212,7 +244,7 @@ function formatUsage(): string {
     '  help                                   show this text',
     '',
     'The database comes from DATABASE_URL (sqlite:PATH or postgres://...; default sqlite:./data/supplyline.db).',
-    'Pending migrations are applied before every command.',
+    'Pending migrations are applied before every command but backup.',
   ].join('\n');
 }
 
@@ -236,19 +268,20 @@ function printTable(header: string[], rows: string[][]): void {
 }
 
 /** Splits argv into a command and its validated options; throws UsageError for anything off. */
-function parseCommand(argv: string[]): { command: Command; values: Values } | 'help' {
+function parseCommand(argv: string[]): { command: Command; values: Values; positionals: string[] } | 'help' {
   if (argv.length === 0 || ['help', '--help', '-h'].includes(argv[0])) return 'help';
-  const words = argv[0] === 'migrate' || argv[0] === 'demo' ? 1 : 2;
+  const words = ['migrate', 'demo', 'backup'].includes(argv[0]) ? 1 : 2;
   const name = argv.slice(0, words).join(' ');
   const command = commands[name];
   if (!command) throw new UsageError(`Unknown command '${name}'`);
   let values: Values;
+  let positionals: string[];
   try {
-    ({ values } = parseArgs({
+    ({ values, positionals } = parseArgs({
       args: argv.slice(words),
       options: { ...command.options, help: { type: 'boolean', short: 'h' } },
       strict: true,
-      allowPositionals: false,
+      allowPositionals: command.positional !== undefined,
     }));
   } catch (error) {
     // parseArgs reports bad flags as TypeErrors with ERR_PARSE_ARGS_* codes; anything else is a bug.
@@ -258,7 +291,8 @@ function parseCommand(argv: string[]): { command: Command; values: Values } | 'h
   if (values.help) return 'help';
   const missing = command.required.filter((option) => values[option] === undefined);
   if (missing.length > 0) throw new UsageError(`'${name}' needs ${missing.map((o) => `--${o}`).join(' and ')}`);
-  return { command, values };
+  if (command.positional !== undefined && positionals.length !== 1) throw new UsageError(`'${name}' needs one ${command.positional}`);
+  return { command, values, positionals };
 }
 
 /** Returns the exit code: 0 on success, 1 for failures, 2 for usage errors. */
@@ -272,9 +306,14 @@ async function runCli(argv: string[], env: Record<string, string | undefined> = 
     }
     // The same two steps as runtime.ts's openDatabase, without importing the HTTP stack it sits
     // next to (a third of each invocation's start-up time), and keeping the list of what ran.
-    handle = createDatabase(loadConfig(env).databaseUrl);
+    const { databaseUrl } = loadConfig(env);
+    if (parsed.command.alone) {
+      await parsed.command.alone(databaseUrl, parsed.positionals);
+      return 0;
+    }
+    handle = createDatabase(databaseUrl);
     const applied = await migrateToLatest(handle.db, handle.dialect);
-    await parsed.command.run({ ...handle, writes: createWriteRunner(handle.db) }, parsed.values, applied);
+    await parsed.command.run!({ ...handle, writes: createWriteRunner(handle.db) }, parsed.values, applied);
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {
