@@ -13,6 +13,8 @@ import { applyHeapGrowth, createRateLimiter, openDatabase, resolveSecretBox } fr
 import { EventBus } from './events/bus.ts';
 import { listenIfShared } from './db/listen.ts';
 import { EVENTS_CHANNEL } from './write/runner.ts';
+import { HEARTBEAT_MS, registerInstance } from './db/instances.ts';
+import { RELEASE } from './db/migrate.ts';
 
 function loadOrExit(): Config {
   try {
@@ -34,6 +36,11 @@ async function main() {
     backgroundCheckpoints: { onError: (error) => console.error(`SQLite checkpoint thread stopped (${error.message}): the main connection checkpoints again`) },
   });
   const { db } = handle;
+  // Registered, so that a later release's migration that cannot run beside this one waits for it to stop.
+  const registration = await registerInstance(db, RELEASE);
+  const heartbeat = setInterval(() => {
+    registration.heartbeat().catch((error) => console.error(`instance heartbeat failed: ${(error as Error).message}`));
+  }, HEARTBEAT_MS).unref();
   const logger = loggerOptions(config.logLevel);
   const rateLimiter = createRateLimiter(config, (error) => console.error(`rate limit store error: ${(error as Error).message}`));
   // Long polls wake on commits made through any instance: PostgreSQL tells every listener.
@@ -59,6 +66,8 @@ async function main() {
       // so their connections are no longer idle when the idle ones are closed.
       await nextTurn();
       await app.close();
+      clearInterval(heartbeat);
+      await registration.leave();
       await listener?.close();
       await rateLimiter?.close();
       await handle.close();

@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { sql, type Kysely } from 'kysely';
-import { migrateToLatest, migrationNames } from '../src/db/migrate.ts';
+import { migrateToLatest, migrationNames, RELEASE, refuseBesideEarlierInstances } from '../src/db/migrate.ts';
+import { GONE_AFTER_MS, registerInstance } from '../src/db/instances.ts';
 import { RENAMED } from '../src/db/migration-history.ts';
 import { backends } from './helpers/context.ts';
 import { withEmptyDatabase } from './helpers/migrations.ts';
@@ -102,6 +103,39 @@ for (const backend of backends) {
           // One of ours not run, and one it does not know: neither older nor newer.
           await sql`delete from kysely_migration where name = '0030-order-lines-record-variants'`.execute(db);
           await assert.rejects(migrateToLatest(handle.db, handle.dialect), /does not know \(9999-a-later-release\) and not 0030-order-lines-record-variants/);
+        } finally {
+          await handle.close();
+        }
+      });
+    });
+
+    it('refuses a migration that must not run beside an earlier release while an instance of one is seen, and runs it once it stopped', async () => {
+      await withEmptyDatabase(backend, async (open) => {
+        const handle = open();
+        try {
+          await migrateToLatest(handle.db, handle.dialect);
+          const schema = backend === 'postgres' ? (await sql<{ s: string }>`select current_schema() as s`.execute(handle.db)).rows[0].s : undefined;
+          const breaking = new Set(['9999-breaking']);
+          const check = () => refuseBesideEarlierInstances(handle.db, handle.dialect, schema, ['9999-breaking'], breaking);
+          // An instance of this release is no obstacle; one of an earlier release is, while it is seen.
+          const same = await registerInstance(handle.db, RELEASE);
+          await check();
+          let now = Date.now();
+          const earlier = await registerInstance(handle.db, '0030-order-lines-record-variants', () => now);
+          await assert.rejects(check(), /9999-breaking cannot run while instances of an earlier release use the database \(1 of release 0030-order-lines-record-variants\)\. Stop them/);
+          // A migration that may run beside it runs.
+          await refuseBesideEarlierInstances(handle.db, handle.dialect, schema, ['9999-additive'], breaking);
+          // Crashed (not seen for a while), or stopped (left): it no longer counts.
+          now -= GONE_AFTER_MS + 1_000;
+          await earlier.heartbeat();
+          await check();
+          now = Date.now();
+          await earlier.heartbeat();
+          await assert.rejects(check());
+          await earlier.leave();
+          await check();
+          await same.leave();
+          assert.equal((await handle.db.selectFrom('instances').selectAll().execute()).length, 0);
         } finally {
           await handle.close();
         }

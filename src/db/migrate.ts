@@ -28,8 +28,10 @@ import { countsCoveringKeys } from './migrations/0027-counts-covering-keys.ts';
 import { longPropertyValues } from './migrations/0028-long-property-values.ts';
 import { writeClocks } from './migrations/0029-write-clocks.ts';
 import { orderLinesRecordVariants } from './migrations/0030-order-lines-record-variants.ts';
+import { instances } from './migrations/0031-instances.ts';
 import type { Database, Dialect } from './types.ts';
-import { executedMigrations, migratedByNewerRelease, takeBackRenamed } from './migration-history.ts';
+import { executedMigrations, hasTable, migratedByNewerRelease, takeBackRenamed } from './migration-history.ts';
+import { earlierInstances } from './instances.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -62,11 +64,23 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0028-long-property-values': longPropertyValues,
     '0029-write-clocks': writeClocks,
     '0030-order-lines-record-variants': orderLinesRecordVariants(dialect),
+    '0031-instances': instances(dialect),
   };
 }
 
 /** The names of the migrations this release runs, in order. */
 export const migrationNames = (dialect: Dialect): string[] => Object.keys(migrations(dialect)).sort();
+
+/** This release, as instances register it (src/db/instances.ts): the newest migration it knows. */
+export const RELEASE = migrationNames('sqlite').at(-1)!;
+
+/**
+ * Migrations that the release before them cannot run beside: its instances must stop before one
+ * runs (docs/operations.md, "Upgrading"). Every other migration only adds what an earlier release
+ * ignores, so instances can be replaced one at a time. 0029 gives every write a business clock the
+ * earlier release does not take, and 0030 order-line columns it does not write.
+ */
+export const STOP_FIRST = new Set(['0029-write-clocks', '0030-order-lines-record-variants']);
 
 /**
  * Losing a start-up race on SQLite shows as a busy database, or as "already exists" when the
@@ -95,6 +109,7 @@ export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect, up
   // Rolled back: a newer release migrated the database, and this release runs on what it added.
   if (upTo === undefined && migratedByNewerRelease(executed, Object.keys(known))) return [];
   await takeBackRenamed(db, executed);
+  await refuseBesideEarlierInstances(db, dialect, migrationTableSchema, Object.keys(known).filter((name) => !executed.includes(name) && (upTo === undefined || name <= upTo)));
   const migrator = new Migrator({ db, migrationTableSchema, provider: { getMigrations: async () => known } });
   for (let attempt = 1; ; attempt++) {
     // `upTo` stops after that migration: tests use it to write rows in an older schema.
@@ -103,4 +118,20 @@ export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect, up
     if (attempt >= 5 || !isStartupRace(result.error)) throw result.error;
     await new Promise((r) => setTimeout(r, 100 * attempt));
   }
+}
+
+/**
+ * Refuses to run a STOP_FIRST migration while an instance of an earlier release is seen: it would
+ * break that instance's writes. Instances of releases before 0031 do not register; the docs say
+ * to stop them first.
+ */
+export async function refuseBesideEarlierInstances(
+  db: Kysely<Database>, dialect: Dialect, schema: string | undefined, pending: string[], breaking: ReadonlySet<string> = STOP_FIRST,
+): Promise<void> {
+  const stopFirst = pending.filter((name) => breaking.has(name));
+  if (stopFirst.length === 0 || !(await hasTable(db, dialect, schema, 'instances'))) return;
+  const running = await earlierInstances(db, RELEASE, Date.now());
+  if (running.length === 0) return;
+  throw new Error(`Migration ${stopFirst.join(', ')} cannot run while instances of an earlier release use the database `
+    + `(${running.map((r) => `${r.n} of release ${r.release}`).join(', ')}). Stop them, then start this release (docs/operations.md, "Upgrading").`);
 }

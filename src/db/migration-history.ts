@@ -42,12 +42,16 @@ export const RENAMED: Renamed[] = [
 
 const TABLE = 'kysely_migration';
 
+/** Whether the table exists, in the schema the migrator uses. */
+export async function hasTable(db: Kysely<any>, dialect: Dialect, schema: string | undefined, table: string): Promise<boolean> {
+  return dialect === 'postgres'
+    ? (await sql<{ n: number }>`select count(*)::int as n from information_schema.tables where table_schema = ${schema!} and table_name = ${table}`.execute(db)).rows[0].n > 0
+    : (await sql<{ n: number }>`select count(*) as n from sqlite_master where type = 'table' and name = ${table}`.execute(db)).rows[0].n > 0;
+}
+
 /** The names of the migrations the database has run, in the schema the migrator uses; none when it never ran. */
 export async function executedMigrations(db: Kysely<any>, dialect: Dialect, schema: string | undefined): Promise<string[]> {
-  const exists = dialect === 'postgres'
-    ? (await sql<{ n: number }>`select count(*)::int as n from information_schema.tables where table_schema = ${schema!} and table_name = ${TABLE}`.execute(db)).rows[0].n > 0
-    : (await sql<{ n: number }>`select count(*) as n from sqlite_master where type = 'table' and name = ${TABLE}`.execute(db)).rows[0].n > 0;
-  if (!exists) return [];
+  if (!(await hasTable(db, dialect, schema, TABLE))) return [];
   return (await sql<{ name: string }>`select name from ${sql.table(TABLE)} order by name`.execute(db)).rows.map((r) => r.name);
 }
 

@@ -54,10 +54,11 @@ export async function startServers(count: number, env: Record<string, string>): 
   throw failed.reason;
 }
 
-export function startServer(env: Record<string, string>, timeoutMs = 60_000): Promise<Server> {
+/** `cwd`: a checkout of another commit (test/reliability/rolling-upgrade.test.ts), else this one. */
+export function startServer(env: Record<string, string>, timeoutMs = 60_000, cwd?: string): Promise<Server> {
   // A deprecation is an error here as in the test processes (package.json): it fails the test that caused it.
   const child = spawn(process.execPath, ['--throw-deprecation', '--import', 'tsx', 'src/server.ts'], {
-    env: { ...baseEnv, PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_RPS: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd, env: { ...baseEnv, PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_RPS: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   const append = (d: Buffer) => { out = (out + d).slice(-200_000); };
@@ -85,9 +86,9 @@ export function startServer(env: Record<string, string>, timeoutMs = 60_000): Pr
 export interface Tenant { businessId: string; apiKey: string; headers: Record<string, string> }
 
 /** `src/cli.ts business create --json` against DATABASE_URL, as an operator would. */
-export async function cliCreateBusiness(databaseUrl: string, name = 'Reliability Supplier'): Promise<Tenant> {
+export async function cliCreateBusiness(databaseUrl: string, name = 'Reliability Supplier', cwd?: string): Promise<Tenant> {
   const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'business', 'create', '--name', name, '--json'], {
-    env: { ...baseEnv, DATABASE_URL: databaseUrl },
+    cwd, env: { ...baseEnv, DATABASE_URL: databaseUrl },
   });
   const { businessId, apiKey } = JSON.parse(stdout.trim().split('\n').pop()!);
   return { businessId, apiKey, headers: { 'x-business-id': businessId, 'x-api-key': apiKey } };
