@@ -82,8 +82,10 @@ export async function exportRoutes(app: ApiInstance, { openSnapshot }: RouteDeps
         tags: [tag], operationId: `export${tag}`,
         summary: `Every live ${noun} as NDJSON, from one snapshot, with the event sequence it holds`,
         description: `Streams one JSON ${noun} per line, exactly as GET /api/v1/${path}/{id} shows it, in id order, all read from `
-          + 'one consistent snapshot. The Supplyline-Event-Sequence header names N: the snapshot holds exactly the effects of '
-          + 'events 1..N, so load it, then follow GET /api/v1/events?after=N, and nothing is missed or counted twice.',
+          + 'one consistent snapshot. The Supplyline-Event-Sequence header names N: the snapshot is the business as it was after '
+          + 'event N, so load it, then follow GET /api/v1/events?after=N, and nothing is missed or counted twice. Records from '
+          + 'before the feed began (written by a release without it, before the upgrade) are in every export, and in no event: '
+          + 'start a copy with the export, not with the feed from 0.',
         response: {
           200: {
             description: `One ${noun} per line (application/x-ndjson)`,
