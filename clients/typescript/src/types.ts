@@ -242,7 +242,7 @@ export interface paths {
         };
         /**
          * List invoices with their line items, newest first
-         * @description Examples: `?hasArtefact=false` (invoices without a generated document), `?status=AUTHORISED`, `?propertyPath=xero.invoiceId&propertyExists=false` (not yet synced). propertyPath takes precedence over hasArtefact. Status DELETED is a status like the others (filter with status=DELETED); invoices have no soft delete, so there is no includeDeleted.
+         * @description Examples: `?hasArtefact=false` (invoices without a generated document), `?status=AUTHORISED`, `?propertyPath=xero.invoiceId&propertyExists=false` (not yet synced). propertyPath takes precedence over hasArtefact. Status DELETED is a status like the others (filter with status=DELETED); invoices have no soft delete in the API. includeDeleted is deprecated (CHANGELOG.md): still taken, answered with Deprecation and Sunset headers.
          *
          *     Every query parameter is optional; an unknown one is refused with 400.
          *
@@ -408,7 +408,7 @@ export interface paths {
         };
         /**
          * Every live order as NDJSON, from one snapshot, with the event sequence it holds
-         * @description Streams one JSON order per line, exactly as GET /api/v1/orders/{id} shows it, in id order, all read from one consistent snapshot. The Supplyline-Event-Sequence header names N: the snapshot holds exactly the effects of events 1..N, so load it, then follow GET /api/v1/events?after=N, and nothing is missed or counted twice.
+         * @description Streams one JSON order per line, exactly as GET /api/v1/orders/{id} shows it, in id order, all read from one consistent snapshot. The Supplyline-Event-Sequence header names N: the snapshot is the business as it was after event N, so load it, then follow GET /api/v1/events?after=N, and nothing is missed or counted twice. Records from before the feed began (written by a release without it, before the upgrade) are in every export, and in no event: start a copy with the export, not with the feed from 0.
          *
          *     Every query parameter is optional; an unknown one is refused with 400.
          */
@@ -430,7 +430,7 @@ export interface paths {
         };
         /**
          * Every live item as NDJSON, from one snapshot, with the event sequence it holds
-         * @description Streams one JSON item per line, exactly as GET /api/v1/items/{id} shows it, in id order, all read from one consistent snapshot. The Supplyline-Event-Sequence header names N: the snapshot holds exactly the effects of events 1..N, so load it, then follow GET /api/v1/events?after=N, and nothing is missed or counted twice.
+         * @description Streams one JSON item per line, exactly as GET /api/v1/items/{id} shows it, in id order, all read from one consistent snapshot. The Supplyline-Event-Sequence header names N: the snapshot is the business as it was after event N, so load it, then follow GET /api/v1/events?after=N, and nothing is missed or counted twice. Records from before the feed began (written by a release without it, before the upgrade) are in every export, and in no event: start a copy with the export, not with the feed from 0.
          *
          *     Every query parameter is optional; an unknown one is refused with 400.
          */
@@ -452,7 +452,7 @@ export interface paths {
         };
         /**
          * Every live buyer as NDJSON, from one snapshot, with the event sequence it holds
-         * @description Streams one JSON buyer per line, exactly as GET /api/v1/buyers/{id} shows it, in id order, all read from one consistent snapshot. The Supplyline-Event-Sequence header names N: the snapshot holds exactly the effects of events 1..N, so load it, then follow GET /api/v1/events?after=N, and nothing is missed or counted twice.
+         * @description Streams one JSON buyer per line, exactly as GET /api/v1/buyers/{id} shows it, in id order, all read from one consistent snapshot. The Supplyline-Event-Sequence header names N: the snapshot is the business as it was after event N, so load it, then follow GET /api/v1/events?after=N, and nothing is missed or counted twice. Records from before the feed began (written by a release without it, before the upgrade) are in every export, and in no event: start a copy with the export, not with the feed from 0.
          *
          *     Every query parameter is optional; an unknown one is refused with 400.
          */
@@ -474,7 +474,7 @@ export interface paths {
         };
         /**
          * Every live invoice as NDJSON, from one snapshot, with the event sequence it holds
-         * @description Streams one JSON invoice per line, exactly as GET /api/v1/invoices/{id} shows it, in id order, all read from one consistent snapshot. The Supplyline-Event-Sequence header names N: the snapshot holds exactly the effects of events 1..N, so load it, then follow GET /api/v1/events?after=N, and nothing is missed or counted twice.
+         * @description Streams one JSON invoice per line, exactly as GET /api/v1/invoices/{id} shows it, in id order, all read from one consistent snapshot. The Supplyline-Event-Sequence header names N: the snapshot is the business as it was after event N, so load it, then follow GET /api/v1/events?after=N, and nothing is missed or counted twice. Records from before the feed began (written by a release without it, before the upgrade) are in every export, and in no event: start a copy with the export, not with the feed from 0.
          *
          *     Every query parameter is optional; an unknown one is refused with 400.
          */
@@ -1270,6 +1270,8 @@ export interface components {
             /** @enum {boolean} */
             success: true;
         };
+        /** @enum {unknown} */
+        OrderStatusFilter: "UNASSIGNED" | "ACCEPTED" | "PACKED" | "IN_TRANSIT" | "DELIVERED" | "RETURNED" | "NOT_APPLICABLE" | "PREPARING" | "SHIPPED" | "CANCELLED";
         OrderPage: {
             items: components["schemas"]["Order"][];
             /** @description Number of matching records across all pages */
@@ -2002,27 +2004,6 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Not found, or owned by another business */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "errorCode": "NOT_FOUND",
-                     *       "message": "Item not found",
-                     *       "error": "Item not found",
-                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -3110,27 +3091,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Not found, or owned by another business */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "errorCode": "NOT_FOUND",
-                     *       "message": "Buyer not found",
-                     *       "error": "Buyer not found",
-                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
             /** @description Conflict, or the Idempotency-Key is in use by a request still running */
             409: {
                 headers: {
@@ -4007,27 +3967,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Not found, or owned by another business */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "errorCode": "NOT_FOUND",
-                     *       "message": "Price list not found",
-                     *       "error": "Price list not found",
-                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
             /** @description Conflict, or the Idempotency-Key is in use by a request still running */
             409: {
                 headers: {
@@ -4654,8 +4593,8 @@ export interface operations {
                 modifiedSince?: string;
                 /** @description High-level lifecycle (contract 3.1); moves freely. DELETED is set by a soft delete */
                 phase?: components["schemas"]["OrderPhase"];
-                /** @description Physical fulfilment (contract 3.2); moves freely */
-                status?: components["schemas"]["OrderStatus"];
+                /** @description Only orders with this status. The order guide's values are taken too: PREPARING lists PACKED orders, SHIPPED lists IN_TRANSIT ones, and CANCELLED none (no status is a cancellation; phase=CANCELLED lists cancelled orders) */
+                status?: components["schemas"]["OrderStatusFilter"];
                 /** @description Dot path into properties, e.g. sage200Evo.salesOrderNo */
                 propertyPath?: string;
                 /** @description Matches the JSON scalar at propertyPath as text: "456" matches 456 and "456" */
@@ -5768,6 +5707,8 @@ export interface operations {
                 propertyValue?: string;
                 /** @description true: the key is present (even when null); false: it is absent */
                 propertyExists?: boolean;
+                /** @description Deprecated, taken until its sunset: true also lists invoice rows an operator marked deleted. Invoices have no soft delete in the API (DELETED is a status: filter with status=DELETED). Answered with Deprecation and Sunset headers */
+                includeDeleted?: boolean;
             };
             header?: never;
             path?: never;
@@ -6881,8 +6822,8 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Resource id
-                 * @example itm_01jd5x8m2k3n4p5q6r7s8t9v0w
+                 * @description Order id
+                 * @example ord_01jd5x8m2k3n4p5q6r7s8t9v0w
                  */
                 id: string;
             };
@@ -7101,7 +7042,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Resource id
+                 * @description Item id
                  * @example itm_01jd5x8m2k3n4p5q6r7s8t9v0w
                  */
                 id: string;
@@ -7321,8 +7262,8 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Resource id
-                 * @example itm_01jd5x8m2k3n4p5q6r7s8t9v0w
+                 * @description Buyer id
+                 * @example phm_01jd5x8m2k3n4p5q6r7s8t9v0w
                  */
                 id: string;
             };
@@ -7541,8 +7482,8 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Resource id
-                 * @example itm_01jd5x8m2k3n4p5q6r7s8t9v0w
+                 * @description Invoice id
+                 * @example inv_01jd5x8m2k3n4p5q6r7s8t9v0w
                  */
                 id: string;
             };
@@ -8689,27 +8630,6 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Not found, or owned by another business */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "errorCode": "NOT_FOUND",
-                     *       "message": "Not found",
-                     *       "error": "Not found",
-                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
