@@ -60,10 +60,9 @@ export async function takeBackRenamed(db: Kysely<any>, executed: string[]): Prom
   let took = false;
   for (const renamed of RENAMED) {
     if (!executed.includes(renamed.from)) continue;
-    await db.transaction().execute(async (trx) => {
-      await renamed.undo?.(trx);
-      await sql`delete from ${sql.table(TABLE)} where name = ${renamed.from}`.execute(trx);
-    });
+    // Each step can run again: a start that stops half-way is finished by the next.
+    await renamed.undo?.(db);
+    await sql`delete from ${sql.table(TABLE)} where name = ${renamed.from}`.execute(db);
     took = true;
   }
   return took;
