@@ -1,4 +1,4 @@
-import { listTuning } from '../src/orders/list-strategies.ts';
+import { listTuning } from '../src/orders/list/strategies.ts';
 import type { Fixtures } from './fixtures.ts';
 import { measure, randomIn, timed } from './latency.ts';
 import { changeOldestOrder, LEGACY_PATH, markOldest, spreadIds } from './list-changes.ts';

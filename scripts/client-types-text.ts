@@ -1,5 +1,5 @@
 import openapiTS, { astToString } from 'openapi-typescript';
-import { buildOpenapiDocument } from '../src/http/openapi-document.ts';
+import { buildOpenapiDocument } from './openapi-document.ts';
 
 export const CLIENT_TYPES_PATH = 'clients/typescript/src/types.ts';
 

@@ -1,7 +1,7 @@
 // Writes the app's OpenAPI document to the file named by the first argument (stdout without one).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { buildOpenapiDocument } from '../src/http/openapi-document.ts';
+import { buildOpenapiDocument } from './openapi-document.ts';
 
 const text = `${JSON.stringify(await buildOpenapiDocument(), null, 2)}\n`;
 if (process.argv[2]) {

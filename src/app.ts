@@ -25,7 +25,6 @@ import { orderRoutes } from './orders/routes.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
 import { eventRoutes } from './events/routes.ts';
 import { EventBus } from './events/bus.ts';
-import { exportRoutes } from './events/export-routes.ts';
 import { snapshotsOf } from './db/connection.ts';
 import type { OpenSnapshot } from './db/snapshot.ts';
 import { newId } from './lib/ids.ts';
@@ -182,7 +181,6 @@ export async function createApp(deps: AppDeps) {
     await orderRoutes(api, routeDeps);
     await invoiceRoutes(api, routeDeps);
     await eventRoutes(api, routeDeps);
-    await exportRoutes(api, routeDeps);
     await webhookRoutes(api, {
       ...routeDeps, clock, kick: worker.kick, webhooks: { box, allowPrivateNetworks: config.webhooks.allowPrivateNetworks },
     });

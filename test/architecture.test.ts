@@ -44,6 +44,30 @@ describe('architecture', () => {
     assert.deepEqual(branching.map((f) => f.path), []);
   });
 
+  it('enters the order list through its front door, src/orders/list/index.ts', () => {
+    const inside = (path: string) => path.startsWith('orders/list/');
+    const through = files.filter((f) => !inside(f.path)).flatMap((f) => importsOf(f).filter((i) => inside(i) && i !== 'orders/list/index.ts').map((i) => `${f.path} -> ${i}`));
+    assert.deepEqual(through, []);
+  });
+
+  it('has no import cycle', () => {
+    const graph = new Map(files.map((f) => [f.path, importsOf(f).filter((i) => i.endsWith('.ts'))]));
+    const cycles: string[] = [];
+    const state = new Map<string, 'open' | 'done'>();
+    const visit = (path: string, trail: string[]) => {
+      if (state.get(path) === 'done') return;
+      if (state.get(path) === 'open') {
+        cycles.push([...trail.slice(trail.indexOf(path)), path].join(' -> '));
+        return;
+      }
+      state.set(path, 'open');
+      for (const next of graph.get(path) ?? []) visit(next, [...trail, path]);
+      state.set(path, 'done');
+    };
+    for (const path of graph.keys()) visit(path, []);
+    assert.deepEqual(cycles, []);
+  });
+
   it('keeps services, repositories and mappers free of the HTTP edge', () => {
     const domain = files.filter((f) => /(service|repository|mapper|render|projections\/[a-z-]+)\.ts$/.test(f.path) || f.path.startsWith('write/'));
     assert.ok(domain.length > 15, 'the domain files are found');

@@ -3,7 +3,7 @@ import { it } from 'node:test';
 import fc from 'fast-check';
 import { describeEachBackend, type TestContext, type Tenant } from './helpers/context.ts';
 import { createFixture, DELIVERY, type OrderFixture } from './helpers/orders.ts';
-import { listTuning } from '../src/orders/list-strategies.ts';
+import { listTuning } from '../src/orders/list/strategies.ts';
 
 /** Every list with page, limit and total: its path, and how to add one record to it. */
 const LISTS: Array<{ path: string; create: (ctx: TestContext, t: Tenant, f: OrderFixture, n: number) => Promise<string> }> = [

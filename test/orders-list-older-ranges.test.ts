@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { dayRuns } from '../src/orders/list-runs.ts';
-import { listOrders, type ListOrdersOptions } from '../src/orders/list-repository.ts';
+import { dayRuns } from '../src/orders/list/runs.ts';
+import { listOrders, type ListOrdersOptions } from '../src/orders/list/index.ts';
 import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { describeEachBackend } from './helpers/context.ts';
 import { recordingStatements } from './helpers/statements.ts';
@@ -10,7 +10,7 @@ import { createFixture, createOrder, withListTuning } from './helpers/orders.ts'
 
 /**
  * The older part of a changed-since list (orders created at or before u and changed after it)
- * reads only the created days that hold such orders (src/orders/list-repository.ts olderOf). One
+ * reads only the created days that hold such orders (src/orders/list/index.ts olderOf). One
  * old order changed after u once made it read every order created since that order's day.
  */
 

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { listOrders, type ListOrdersOptions } from '../src/orders/list-repository.ts';
+import { listOrders, type ListOrdersOptions } from '../src/orders/list/index.ts';
 import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { describeEachBackend } from './helpers/context.ts';
 import { expectedIds, NO_FILTER, PATH } from './helpers/list-fixture.ts';
 import { createFixture, createOrder, withListTuning } from './helpers/orders.ts';
 
 /**
- * Changed-since lists against brute force over a scattered history (src/orders/list-runs.ts
+ * Changed-since lists against brute force over a scattered history (src/orders/list/runs.ts
  * dayRuns, idsByRuns): older orders on 24 days spread over 300 days (more than the 16 runs, so
  * the closest are joined), adjacent days, orders at u, a millisecond either side of it and tied,
  * soft-deleted ones; every page forwards and backwards, at several limits, with the walks forced

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { listOrders, type ListOrdersOptions } from '../src/orders/list-repository.ts';
-import { listTuning } from '../src/orders/list-strategies.ts';
+import { listOrders, type ListOrdersOptions } from '../src/orders/list/index.ts';
+import { listTuning } from '../src/orders/list/strategies.ts';
 import { describeEachBackend } from './helpers/context.ts';
 import { recordingStatements } from './helpers/statements.ts';
 import { withListTuning } from './helpers/orders.ts';
@@ -9,7 +9,7 @@ import { createOrders, expectedIds, NO_FILTER, PATH, UPDATED_SINCE } from './hel
 
 /**
  * A list by a present path reads the path's counts once, per phase and status, when it has a phase
- * or status (src/orders/list-repository.ts propertyCounts): their sum decides the plan, and the
+ * or status (src/orders/list/index.ts propertyCounts): their sum decides the plan, and the
  * share of its phase and status is its total. Before, it read them twice, by two sums.
  */
 

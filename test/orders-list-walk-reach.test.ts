@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { nearerEnd } from '../src/db/list.ts';
-import { listOrders, type ListOrdersOptions } from '../src/orders/list-repository.ts';
+import { listOrders, type ListOrdersOptions } from '../src/orders/list/index.ts';
 import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { describeEachBackend } from './helpers/context.ts';
 import { expectedIds, NO_FILTER } from './helpers/list-fixture.ts';
@@ -10,7 +10,7 @@ import { recordingStatements } from './helpers/statements.ts';
 
 /**
  * A walk from a list's end by a path (present or absent) reads at most a bounded reach of the
- * list's rows without the path (src/orders/list-days.ts idsByDays): where the path's orders lie
+ * list's rows without the path (src/orders/list/days.ts idsByDays): where the path's orders lie
  * further, it reads the day counts and passes the days without them. Before, a path that only the
  * oldest 20,000 of 1M orders had made its first page read nearly every row (331 ms on PostgreSQL).
  */

@@ -3,7 +3,7 @@ import { it } from 'node:test';
 import { rebuildOrderProjections } from '../src/orders/projections/index.ts';
 import { describeEachBackend, type Tenant, type TestContext } from './helpers/context.ts';
 import { createQueryCounter } from './helpers/queries.ts';
-import { pageByCreatedDay } from '../src/orders/list-days.ts';
+import { pageByCreatedDay } from '../src/orders/list/days.ts';
 import { walkingEveryDay, withListTuning } from './helpers/orders.ts';
 import { securityCases } from './helpers/security.ts';
 import { createFixture, createOrder, getOrder, patchOrder } from './helpers/orders.ts';

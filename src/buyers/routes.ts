@@ -1,6 +1,8 @@
 import { notFound } from '../lib/errors.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
+import { registerExport } from '../http/export.ts';
+import { exportBuyers } from './repository.ts';
 import { parseDateTime } from '../lib/time.ts';
 import { findBuyer, listBuyers } from './repository.ts';
 import {
@@ -10,7 +12,9 @@ import { BUYER_NOT_FOUND, createBuyer, patchBuyer } from './service.ts';
 
 const tags = ['Buyers'];
 
-export async function buyerRoutes(app: ApiInstance, { db, runWrite, cursors }: RouteDeps) {
+export async function buyerRoutes(app: ApiInstance, { db, runWrite, cursors, openSnapshot }: RouteDeps) {
+  registerExport(app, openSnapshot, { path: 'buyers', tag: 'Buyers', noun: 'buyer', batch: exportBuyers });
+
   app.post('/buyers', {
     schema: {
       tags, operationId: 'createBuyer',

@@ -1,6 +1,5 @@
 import { sql, type Kysely } from 'kysely';
 import { newId } from '../lib/ids.ts';
-import type { Timestamp } from './columns.ts';
 import type { Database } from './types.ts';
 
 /**
@@ -8,12 +7,6 @@ import type { Database } from './types.ts';
  * (the newest migration it knows), says it is alive every HEARTBEAT_MS, and leaves when it stops.
  * The migrator asks it whether an instance of an earlier release is running (src/db/migrate.ts).
  */
-export interface InstanceTable {
-  id: string;
-  release: string;
-  started_at: Timestamp;
-  seen_at: Timestamp;
-}
 
 export const HEARTBEAT_MS = 10_000;
 /** An instance not seen for this long has stopped (a crash leaves its row behind). */

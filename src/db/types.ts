@@ -8,7 +8,7 @@ import type { EventTable } from '../events/table.ts';
 import type { SessionTable, UserTable } from '../users/table.ts';
 import type { WebhookAttemptTable, WebhookDeliveryTable, WebhookEndpointTable, WebhookReplayTable } from '../webhooks/table.ts';
 import type { OrderTable, OrderItemTable } from '../orders/table.ts';
-import type { InstanceTable } from './instances.ts';
+import type { InstanceTable } from './table.ts';
 import type { InvoiceTable, InvoiceLineItemTable } from '../invoices/table.ts';
 import type { OrderChangeCountTable, OrderCountTable, OrderCreatedCountTable, OrderPropertyTable, OrderPropertyCountTable } from '../orders/projections/table.ts';
 

@@ -2,6 +2,8 @@ import { Type } from 'typebox';
 import { notFound } from '../lib/errors.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
+import { registerExport } from '../http/export.ts';
+import { exportInvoices } from './repository.ts';
 import { markDeprecated } from '../http/deprecation.ts';
 
 /** Invoices' includeDeleted, deprecated in this release (CHANGELOG.md). */
@@ -18,7 +20,9 @@ const ref = (description: string) => Type.Unsafe<unknown>({ $ref: 'ErrorResponse
 /** The reference's artefact flag is a property filter on a fixed path; an explicit propertyPath wins. */
 const ARTEFACT_PATH = ['invoiceArtefact'];
 
-export async function invoiceRoutes(app: ApiInstance, { db, runWrite, cursors }: RouteDeps) {
+export async function invoiceRoutes(app: ApiInstance, { db, runWrite, cursors, openSnapshot }: RouteDeps) {
+  registerExport(app, openSnapshot, { path: 'invoices', tag: 'Invoices', noun: 'invoice', batch: exportInvoices });
+
   app.post('/invoices', {
     config: { extension: true, etag: true, namesOther: true },
     schema: {

@@ -3,6 +3,8 @@ import { notFound } from '../lib/errors.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
 import { IdParams } from '../http/schema.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
+import { registerExport } from '../http/export.ts';
+import { exportItems } from './repository.ts';
 import { parseDateTime } from '../lib/time.ts';
 import { writeScopeOf } from '../http/write.ts';
 import { findItem, listItems } from './repository.ts';
@@ -13,7 +15,9 @@ import { createItem, deleteItem, ITEM_NOT_FOUND, patchItem } from './service.ts'
 
 const tags = ['Items'];
 
-export async function itemRoutes(app: ApiInstance, { db, runWrite, writes, cursors }: RouteDeps) {
+export async function itemRoutes(app: ApiInstance, { db, runWrite, writes, cursors, openSnapshot }: RouteDeps) {
+  registerExport(app, openSnapshot, { path: 'items', tag: 'Items', noun: 'item', batch: exportItems });
+
   app.post('/items', {
     schema: {
       tags, operationId: 'createItem', summary: 'Create an item with its variants',

@@ -46,7 +46,7 @@ export async function exportOrders(
   db: Db, businessId: string, afterId: string, limit: number, options: { includeDeleted?: boolean } = {},
 ): Promise<Order[]> {
   // Each order with its items (a correlated subquery): one statement a page, so that on PostgreSQL
-  // the next page is read whole while this one is written out (src/events/export-routes.ts).
+  // the next page is read whole while this one is written out (src/http/export.ts).
   const found = await db.selectFrom('orders')
     .select((eb) => [
       jsonRow(db, ORDER_COLUMNS).as('row'), ...ORDER_APART,

@@ -8,11 +8,13 @@ import { readPropertyFilter } from '../http/list-query.ts';
 import { pageJson, sendRendered, serializerOf } from '../http/rendered.ts';
 import { SuccessResponse } from '../http/schema.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
+import { registerExport } from '../http/export.ts';
+import { exportOrders } from './export-repository.ts';
 import { parseDateTime } from '../lib/time.ts';
 import { etagOf, parseIfMatch } from '../http/etag.ts';
 import { writeScopeOf } from '../http/write.ts';
 import { readAtOneMoment } from '../db/dialect.ts';
-import { listOrders } from './list-repository.ts';
+import { listOrders } from './list/index.ts';
 import { patchOrder } from './patch-service.ts';
 import { renderOrder, renderOrders } from './render.ts';
 import {
@@ -28,7 +30,9 @@ const since = (value: string | undefined) => (value === undefined ? undefined : 
 export const ingestionKeyOf = (orderId: string, businessId: string) =>
   createHash('sha256').update(`${orderId}-${businessId}-order-integration`).digest('hex');
 
-export async function orderRoutes(app: ApiInstance, { db, runWrite, writes, orderCache, cursors }: RouteDeps) {
+export async function orderRoutes(app: ApiInstance, { db, runWrite, writes, orderCache, cursors, openSnapshot }: RouteDeps) {
+  registerExport(app, openSnapshot, { path: 'orders', tag: 'Orders', noun: 'order', batch: exportOrders });
+
   app.post('/buyers/:id/orders', {
     config: { extension: true, etag: true },
     schema: {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { ListOrdersOptions } from '../../src/orders/list-plan.ts';
+import type { ListOrdersOptions } from '../../src/orders/list/plan.ts';
 import { toIso } from '../../src/lib/time.ts';
 import { rebuildOrderProjections } from '../../src/orders/projections/index.ts';
 import type { Tenant, TestContext } from './context.ts';

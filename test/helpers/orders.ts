@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/types.ts';
 import { toIso } from '../../src/lib/time.ts';
-import { listTuning } from '../../src/orders/list-strategies.ts';
+import { listTuning } from '../../src/orders/list/strategies.ts';
 import type { Tenant, TestContext } from './context.ts';
 
 /** A catalogue and a buyer to order with: variants priced 10, 2.5 and 0.1 (AUD), and their default-list entries. */
@@ -94,7 +94,7 @@ export async function assertChangeCountsExact(db: Kysely<Database>, businessId: 
   return { rows, live };
 }
 
-/** Runs `read` with the list plan's size thresholds changed (src/orders/list-plan.ts), then puts them back. */
+/** Runs `read` with the list plan's size thresholds changed (src/orders/list/plan.ts), then puts them back. */
 export async function withListTuning<T>(tuning: Partial<typeof listTuning>, read: () => Promise<T>): Promise<T> {
   const saved = { ...listTuning };
   Object.assign(listTuning, tuning);

@@ -143,6 +143,6 @@ export function ordersFromSideTable(db: Db, businessId: string, filter: Property
 
 /**
  * What a list from the side table reads of its candidates: the columns of every filter but the
- * property filter itself (src/orders/list-plan.ts ORDER_FILTERS), and the page's sort and ids.
+ * property filter itself (src/orders/list/plan.ts ORDER_FILTERS), and the page's sort and ids.
  */
 const CANDIDATE_COLUMNS = ['id', 'business_id', 'created_at', 'updated_at', 'deleted_at', 'phase', 'status'] as const;

@@ -1,24 +1,24 @@
-import { beforeInListOrder, countOf, nextOf, offsetOf, pastTheEnd, type Position, rangeFromNearerEnd, selectPageIdsFromNearerEnd, type Page } from '../db/list.ts';
+import { beforeInListOrder, countOf, nextOf, offsetOf, pastTheEnd, type Position, rangeFromNearerEnd, selectPageIdsFromNearerEnd, type Page } from '../../db/list.ts';
 import { sql, type SqlBool } from 'kysely';
-import { notIndexed } from '../db/dialect.ts';
-import type { Db } from '../db/types.ts';
-import { activeFilters, changedSinceOf, filterOrders, filtersForRange, type ListOrdersOptions, type ListScope, type OrdersQuery } from './list-plan.ts';
-import { bySideTableMatches, choosePage, chooseTotal, type ActiveFilters, type PageStrategy, type TotalStrategy } from './list-strategies.ts';
-import { countChangedSince, olderChangedDays } from './projections/change-counts.ts';
-import { countOrders } from './projections/counts.ts';
-import { countByProperty, ordersFromSideTable, pathTotals, sumPathTotals, type PathTotal } from './projections/property-reads.ts';
-import { findListedOrders } from './render.ts';
-import type { OrderStub } from './mapper.ts';
-import { listDaysOnce, pageByCreatedDay, walkOf, type DaysOf } from './list-days.ts';
-import { countInRanges, dayRuns, idsByRuns, runsOfDays, type CreatedRun } from './list-runs.ts';
+import { notIndexed } from '../../db/dialect.ts';
+import type { Db } from '../../db/types.ts';
+import { activeFilters, changedSinceOf, filterOrders, filtersForRange, type ListOrdersOptions, type ListScope, type OrdersQuery } from './plan.ts';
+import { bySideTableMatches, choosePage, chooseTotal, type ActiveFilters, type PageStrategy, type TotalStrategy } from './strategies.ts';
+import { countChangedSince, olderChangedDays } from '../projections/change-counts.ts';
+import { countOrders } from '../projections/counts.ts';
+import { countByProperty, ordersFromSideTable, pathTotals, sumPathTotals, type PathTotal } from '../projections/property-reads.ts';
+import { findListedOrders } from '../render.ts';
+import type { OrderStub } from '../mapper.ts';
+import { listDaysOnce, pageByCreatedDay, walkOf, type DaysOf } from './days.ts';
+import { countInRanges, dayRuns, idsByRuns, runsOfDays, type CreatedRun } from './runs.ts';
 
-export type { ListOrdersOptions } from './list-plan.ts';
+export type { ListOrdersOptions } from './plan.ts';
 
 /** A planned list: its scope, its active filters and its query with every filter. */
 interface Planned extends ListScope {
   active: ActiveFilters;
   query: OrdersQuery;
-  /** The same orders, filtered for reads over a short range: from a given day, or near an end (list-plan.ts `filtersForRange`). */
+  /** The same orders, filtered for reads over a short range: from a given day, or near an end (plan.ts `filtersForRange`). */
   rangeQuery: OrdersQuery;
   /** The orders matching the property filter alone, when the side table answers it. */
   candidates?: number;
@@ -166,7 +166,7 @@ const PAGES: Record<PageStrategy | 'sorted', (plan: Planned, total: number) => P
 /**
  * A page of orders: the total, then the page's ids, then those orders' stubs (id, version) by
  * primary key, for src/orders/render.ts to render. The total and the ids are
- * read as src/orders/list-strategies.ts chooses: from maintained counts and the side table
+ * read as src/orders/list/strategies.ts chooses: from maintained counts and the side table
  * `order_properties` when the filters allow it, otherwise by the filtered query.
  */
 export async function listOrders(db: Db, businessId: string, options: ListOrdersOptions): Promise<Page<OrderStub>> {

@@ -1,12 +1,12 @@
-import { countOf, nearerEnd, selectIdsFrom } from '../db/list.ts';
-import type { Db } from '../db/types.ts';
-import { filterOrders, filtersForRange, ROW_TESTED, type ListOrdersOptions, type ListScope, type OrdersQuery } from './list-plan.ts';
-import { listTuning, type ActiveFilters } from './list-strategies.ts';
-import { createdDays } from './projections/created-counts.ts';
+import { countOf, nearerEnd, selectIdsFrom } from '../../db/list.ts';
+import type { Db } from '../../db/types.ts';
+import { filterOrders, filtersForRange, ROW_TESTED, type ListOrdersOptions, type ListScope, type OrdersQuery } from './plan.ts';
+import { listTuning, type ActiveFilters } from './strategies.ts';
+import { createdDays } from '../projections/created-counts.ts';
 
 /**
  * Pages of order lists walked by created day: whole days passed by maintained counts, then one
- * day's rows (src/orders/list-repository.ts chooses when, by the plan in list-plan.ts).
+ * day's rows (src/orders/list/index.ts chooses when, by the plan in plan.ts).
  */
 
 /** The first instant of a UTC day (`YYYY-MM-DD`), and of the day after it. */
@@ -116,7 +116,7 @@ const reachOf = (skip: number, take: number) => Math.max(listTuning.shallowRows,
  * whole days by `daysOf` (its rows per created day, in the direction walked: oldest first when
  * backwards) and walking only the rows of the day the range starts in; or, fewer than
  * `shallowRows` from the end, walking from it, within the reach (reachOf) when a path filters
- * the list. The rows are the list filtered as suits a walk over a short range (list-plan.ts
+ * the list. The rows are the list filtered as suits a walk over a short range (plan.ts
  * `filtersForRange`): on PostgreSQL a path tested on each row's JSON beat a probe of the side
  * table per row (the last page of ACCEPTED orders with a path at 1M orders: 1.6 ms against
  * 11.6 ms by EXPLAIN).

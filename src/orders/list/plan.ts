@@ -1,10 +1,12 @@
-import { sql, type SelectQueryBuilder } from 'kysely';
-import { beforeInListOrder, propertyCondition, type ListFilters, type Paging } from '../db/list.ts';
-import type { Database, Db } from '../db/types.ts';
-import { whereLive } from '../db/live.ts';
-import { jsonOnRowsBeatsProbes } from '../db/dialect.ts';
-import { sideTableCondition, sideTableServes } from './projections/property-reads.ts';
-import type { ActiveFilters, PageStrategy, TotalStrategy } from './list-strategies.ts';
+import { sql } from 'kysely';
+import { beforeInListOrder, propertyCondition } from '../../db/list.ts';
+import type { Db } from '../../db/types.ts';
+import { whereLive } from '../../db/live.ts';
+import { jsonOnRowsBeatsProbes } from '../../db/dialect.ts';
+import { sideTableCondition, sideTableServes } from '../projections/property-reads.ts';
+import type { ActiveFilters, ListFilter, ListOrdersOptions, ListScope, OrdersQuery } from './types.ts';
+
+export type { ListFilter, ListOrdersOptions, ListScope, OrdersQuery } from './types.ts';
 
 /**
  * The plan of an order list: which filters a request sets, and from those, how its total and its
@@ -13,31 +15,6 @@ import type { ActiveFilters, PageStrategy, TotalStrategy } from './list-strategi
  * or a combination no strategy declares gets the exact general plan (`count(*)`, the sorted
  * query), never a shortcut that would ignore it. docs/performance.md says why each strategy exists.
  */
-export interface ListOrdersOptions extends ListFilters, Paging {
-  updatedSince?: string;
-  modifiedSince?: string;
-  phase?: string;
-}
-
-export type OrdersQuery = SelectQueryBuilder<Database, 'orders', object>;
-
-export interface ListScope {
-  db: Db;
-  businessId: string;
-  options: ListOrdersOptions;
-}
-
-export interface ListFilter {
-  /** The query parameters it comes from. */
-  keys: readonly string[];
-  active: (scope: ListScope) => boolean;
-  where: (query: OrdersQuery, scope: ListScope) => OrdersQuery;
-  /** The condition when the filter is not set (includeDeleted: live orders only). */
-  otherwise?: (query: OrdersQuery) => OrdersQuery;
-  totals: readonly TotalStrategy[];
-  pages: readonly PageStrategy[];
-}
-
 /**
  * createdAt > t OR updatedAt > t is exactly updatedAt > t: updatedAt starts equal to createdAt and
  * only grows. So modifiedSince and updatedSince are both one range on the (business_id, updated_at)
@@ -148,7 +125,7 @@ export const ORDER_FILTERS = {
 
 export type OrderFilterName = keyof typeof ORDER_FILTERS;
 
-/** The filters of a walk by created day that no index on orders serves: a walk tests them row by row (list-days.ts `nearestRows`). */
+/** The filters of a walk by created day that no index on orders serves: a walk tests them row by row (days.ts `nearestRows`). */
 export const ROW_TESTED: readonly OrderFilterName[] = ['propertyPresent', 'propertyAbsent'];
 
 const ROW_FILTERS: Record<string, ListFilter> = {

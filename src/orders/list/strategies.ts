@@ -1,15 +1,12 @@
-import type { ListFilter } from './list-plan.ts';
+import type { ActiveFilters, ListFilter, PageStrategy, TotalStrategy } from './types.ts';
+
+export type { ActiveFilters, PageStrategy, TotalStrategy } from './types.ts';
 
 /**
- * The strategies of an order list's plan (src/orders/list-plan.ts declares which filters each
+ * The strategies of an order list's plan (src/orders/list/plan.ts declares which filters each
  * serves): how its total and its page are read other than by `count(*)` and the sorted query, and
  * what each needs besides every active filter declaring it.
  */
-
-/** Totals other than `count(*)`, from maintained counts (src/orders/projections). */
-export type TotalStrategy = 'countOrders' | 'countByProperty' | 'countChangedSince' | 'countByCreatedDay' | 'countFromSideTable' | 'countChangedSplit';
-/** Pages other than the sorted filtered query. */
-export type PageStrategy = 'pageFromSideTable' | 'pageChangedSince' | 'pageByCreatedDay';
 
 /**
  * Below these sizes a cheaper plan wins: walking fewer than `shallowRows` rows costs less than
@@ -17,8 +14,6 @@ export type PageStrategy = 'pageFromSideTable' | 'pageChangedSince' | 'pageByCre
  * side table and the other filters tested on them. Tests set them to 0 to take the other plan.
  */
 export const listTuning = { shallowRows: 2_000, fewCandidates: 5_000 };
-
-export type ActiveFilters = ReadonlyMap<string, ListFilter>;
 
 /** The filters whose matches the side table lists (a value, a present path): the candidates of the side table's strategies. */
 export const bySideTableMatches = (active: ActiveFilters) => active.has('propertyValue') || active.has('propertyPresent');

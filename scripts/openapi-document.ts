@@ -1,6 +1,6 @@
-import { createApp } from '../app.ts';
-import { loadConfig } from '../config.ts';
-import { createDatabase } from '../db/connection.ts';
+import { createApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { createDatabase } from '../src/db/connection.ts';
 
 /** The OpenAPI document exactly as /openapi.json serves it, built in process (no server, no files). */
 export async function buildOpenapiDocument(): Promise<Record<string, unknown>> {

@@ -1,12 +1,12 @@
 import { sql } from 'kysely';
-import { selectIdsFrom } from '../db/list.ts';
-import type { Db } from '../db/types.ts';
-import { dayStart, nextDay } from './list-days.ts';
-import type { OrdersQuery } from './list-plan.ts';
+import { selectIdsFrom } from '../../db/list.ts';
+import type { Db } from '../../db/types.ts';
+import { dayStart, nextDay } from './days.ts';
+import type { OrdersQuery } from './plan.ts';
 
 /**
  * Runs of created days: the older part of a changed-since list is read only within the runs of
- * the days its orders were created on (src/orders/list-repository.ts olderOf), so the rows between
+ * the days its orders were created on (src/orders/list/index.ts olderOf), so the rows between
  * runs are never read.
  */
 
