@@ -6,7 +6,7 @@ import type { Tenant, TestContext } from './context.ts';
 import { createFixture, createOrder, patchOrder } from './orders.ts';
 
 /**
- * The order list's brute-force fixture (test/orders-list-plan.test.ts, test/orders-list-deleted.test.ts):
+ * The order list's brute-force fixture (test/orders/list-every-filter-combination.test.ts, test/orders/list-with-deleted.test.ts):
  * orders pinned on both sides of every filter's boundary, deleted ones among them, and the
  * expected ids of any list computed in JavaScript from a raw `select *`.
  */

@@ -1,0 +1,223 @@
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import { after, before, it } from 'node:test';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { createUser } from '../../src/users/service.ts';
+import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
+import { accessibilityProblems, launchBrowser, screenshot } from '../helpers/browser.ts';
+import { describeEachBackend, type Tenant } from '../helpers/context.ts';
+import { Webhook } from 'standardwebhooks';
+import { loadConfig } from '../../src/config.ts';
+import { createFixture, createOrder, patchOrder } from '../helpers/orders.ts';
+import { startReceiver } from '../helpers/receiver.ts';
+
+// The app's clock, moved forward by the tests that need time to pass (a rotation's grace period).
+let offsetMs = 0;
+const clock = () => Date.now() + offsetMs;
+
+describeEachBackend('the supplier console, in a browser', (ctx) => {
+  let browser: Browser;
+  let base: string;
+  let tenant: Tenant;
+  const users: Record<string, { email: string; password: string }> = {};
+
+  before(async () => {
+    browser = await launchBrowser();
+    await ctx().app.listen({ port: 0, host: '127.0.0.1' });
+    base = `http://127.0.0.1:${(ctx().app.server.address() as AddressInfo).port}`;
+    tenant = await ctx().createTenant('Console Supplier');
+    const writes = createWriteRunner(ctx().db);
+    for (const role of ['owner', 'admin', 'viewer'] as const) {
+      const email = `${role}-${ctx().backend}@example.com`;
+      const { password } = await writes.run({ businessId: tenant.businessId, actor: SYSTEM }, (c) => createUser(c, { email, name: `${role[0].toUpperCase()}${role.slice(1)} User`, role }));
+      users[role] = { email, password };
+    }
+  });
+  after(async () => { await browser?.close(); });
+
+  async function signIn(role: string, context?: BrowserContext): Promise<Page> {
+    const page = await (context ?? await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+    await page.goto(`${base}/console/sign-in`);
+    await page.getByLabel('Email').fill(users[role].email);
+    await page.getByLabel('Password').fill(users[role].password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(/\/console\/(keys|team|orders)$/);
+    return page;
+  }
+
+  const api = (key: string, path = '/api/v1/items') =>
+    fetch(`${base}${path}`, { headers: { 'x-business-id': tenant.businessId, 'x-api-key': key } }).then((r) => r.status);
+
+  it('signs in, refuses a wrong password, and throttles guessing', async () => {
+    const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+    await page.goto(`${base}/console/sign-in`);
+    assert.deepEqual(await accessibilityProblems(page), []);
+    await screenshot(page, `${ctx().backend}-sign-in`);
+    const email = `nobody-${Math.random()}@example.com`;
+    for (let i = 0; i < 5; i++) {
+      await page.getByLabel('Email').fill(email);
+      await page.getByLabel('Password').fill('wrong password');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByText('Wrong email or password.').waitFor();
+    }
+    await page.getByLabel('Password').fill('wrong password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('Too many attempts').waitFor();
+    const headers = (await fetch(`${base}/console/sign-in`)).headers;
+    assert.match(headers.get('content-security-policy') ?? '', /script-src 'self'.*frame-ancestors 'none'/);
+    assert.equal(headers.get('x-frame-options'), 'DENY');
+  });
+
+  it('creates a key that the API accepts, shown once, and revoking it is refused by the API within 5 s', async () => {
+    const page = await signIn('admin');
+    assert.deepEqual(await accessibilityProblems(page), []);
+    await page.getByLabel('Name').fill('ERP integration');
+    await page.getByLabel('Expires').selectOption('90');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await page.locator('#new-key-value').textContent())!.trim();
+    assert.match(key, /^[0-9a-f]{32}$/);
+    await screenshot(page, `${ctx().backend}-keys`);
+    assert.deepEqual(await accessibilityProblems(page), []);
+    assert.equal(await api(key), 200);
+    await page.goto(`${base}/console/keys`);
+    assert.equal(await page.locator('#new-key-value').count(), 0, 'the key is shown once');
+    const row = page.locator('tr', { hasText: key.slice(0, 8) });
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await page.waitForURL(/\/console\/keys$/);
+    const revokedAt = Date.now();
+    while (await api(key) !== 401) {
+      assert.ok(Date.now() - revokedAt < 5000, 'revoked key still accepted after 5 s');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const events = await fetch(`${base}/api/v1/events?types=api_key.*&limit=1000`, { headers: tenant.headers }).then((r) => r.json() as Promise<any>);
+    const mine = events.items.filter((e: any) => e.actor.type === 'user');
+    assert.deepEqual(mine.slice(-2).map((e: any) => e.type), ['api_key.created', 'api_key.revoked']);
+    assert.equal(mine.at(-1).actor.name, 'Admin User');
+  });
+
+  it('rotates with a grace period: both keys work, then the old one is refused once it expires', async () => {
+    const page = await signIn('owner');
+    await page.getByLabel('Name').fill('Shop sync');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const old = (await page.locator('#new-key-value').textContent())!.trim();
+    await page.goto(`${base}/console/keys`);
+    const row = page.locator('tr', { hasText: old.slice(0, 8) });
+    await row.getByLabel('Old key keeps working').selectOption('3600');
+    await row.getByRole('button', { name: 'Rotate' }).click();
+    const fresh = (await page.locator('#new-key-value').textContent())!.trim();
+    assert.notEqual(fresh, old);
+    assert.equal(await api(old), 200);
+    assert.equal(await api(fresh), 200);
+    offsetMs += 3601_000;
+    try {
+      assert.equal(await api(old), 401);
+      assert.equal(await api(fresh), 200);
+    } finally {
+      offsetMs -= 3601_000;
+    }
+  });
+
+  it('keeps a viewer away from key management: no link, and 403 on the URL', async () => {
+    const page = await signIn('viewer');
+    assert.equal(await page.getByRole('link', { name: 'API keys' }).count(), 0);
+    const response = await page.goto(`${base}/console/keys`);
+    assert.equal(response?.status(), 403);
+    assert.deepEqual(await accessibilityProblems(page), []);
+  });
+
+  it('refuses a form posted without its CSRF token, and a session cookie never opens the API', async () => {
+    const page = await signIn('admin');
+    const cookie = (await page.context().cookies()).find((c) => c.name === 'sl_session')!;
+    const forged = await fetch(`${base}/console/keys`, {
+      method: 'POST', redirect: 'manual',
+      headers: { cookie: `sl_session=${cookie.value}`, 'content-type': 'application/x-www-form-urlencoded' }, body: 'name=Forged',
+    });
+    assert.equal(forged.status, 403);
+    const keys = await page.goto(`${base}/console/keys`);
+    assert.ok(!(await keys!.text()).includes('Forged'));
+    const viaApi = await fetch(`${base}/api/v1/items`, { headers: { cookie: `sl_session=${cookie.value}`, 'x-business-id': tenant.businessId } });
+    assert.equal(viaApi.status, 401);
+    const keyOpensConsole = await fetch(`${base}/console/keys`, { headers: tenant.headers, redirect: 'manual' });
+    assert.equal(keyOpensConsole.status, 303);
+    assert.match(keyOpensConsole.headers.get('location') ?? '', /sign-in/);
+  });
+
+  it('lets the owner add a user, and "sign out everywhere" (offered to every role) ends the other sessions', async () => {
+    const first = await signIn('admin');
+    const second = await signIn('admin');
+    const owner = await signIn('owner');
+    await owner.goto(`${base}/console/team`);
+    assert.deepEqual(await accessibilityProblems(owner), []);
+    await owner.getByLabel('Email').fill(`new-${ctx().backend}@example.com`);
+    await owner.getByLabel('Name', { exact: true }).fill('New Person');
+    await owner.getByLabel('Role', { exact: true }).selectOption('viewer');
+    await owner.getByRole('button', { name: 'Add user' }).click();
+    await owner.getByText(`Added new-${ctx().backend}@example.com`).waitFor();
+    await screenshot(owner, `${ctx().backend}-team`);
+    await second.goto(`${base}/console/orders`);
+    await second.getByRole('button', { name: 'Sign out everywhere' }).click();
+    await second.waitForURL(/sign-in/);
+    await first.goto(`${base}/console/keys`);
+    assert.match(first.url(), /sign-in/);
+    // Only that user's sessions: the owner is still signed in.
+    await owner.goto(`${base}/console/team`);
+    assert.match(owner.url(), /\/console\/team$/);
+  });
+
+  it('adds a webhook endpoint for a local receiver, sends a test event, and shows the delivery in the log', async () => {
+    const receiver = await startReceiver();
+    try {
+      const page = await signIn('admin');
+      await page.getByRole('link', { name: 'Webhooks' }).click();
+      await page.getByLabel('URL').fill(receiver.url);
+      await page.getByLabel('Event types').fill('order.*');
+      await page.getByRole('button', { name: 'Add endpoint' }).click();
+      const secret = (await page.locator('#new-secret-value').textContent())!.trim();
+      assert.match(secret, /^whsec_/);
+      assert.deepEqual(await accessibilityProblems(page), []);
+      await page.getByRole('link', { name: receiver.url }).click();
+      await page.getByRole('button', { name: 'Send test event' }).click();
+      const [got] = await receiver.until((r) => r.length === 1);
+      assert.equal(got.event.type, 'webhook.test');
+      new Webhook(secret).verify(got.body, got.headers);
+      await page.waitForTimeout(100);
+      await page.reload();
+      const row = page.locator('tr', { hasText: 'webhook.test' });
+      await row.getByText('succeeded').waitFor();
+      await screenshot(page, `${ctx().backend}-webhook`);
+      assert.deepEqual(await accessibilityProblems(page), []);
+      await page.getByLabel('Status').selectOption('paused');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByText('Saved.').waitFor();
+      const events = await fetch(`${base}/api/v1/events?types=webhook_endpoint.*&limit=1000`, { headers: tenant.headers }).then((r) => r.json() as Promise<any>);
+      assert.deepEqual(events.items.slice(-2).map((e: any) => [e.type, e.actor.type]), [['webhook_endpoint.created', 'user'], ['webhook_endpoint.paused', 'user']]);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('filters orders by a property path, and shows an order\'s history after a PATCH made through the API', async () => {
+    const fixture = await createFixture(ctx(), tenant);
+    const synced = await createOrder(ctx(), tenant, fixture, { properties: { erp: { no: 77 } } });
+    const unsynced = await createOrder(ctx(), tenant, fixture);
+    await patchOrder(ctx(), tenant, unsynced.id, { order: { notes: 'Leave at the back door' } });
+    const page = await signIn('viewer');
+    await page.getByLabel('Property path').fill('erp.no');
+    await page.getByLabel('Exists').selectOption('false');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/propertyExists=false/);
+    assert.equal(await page.getByRole('link', { name: unsynced.internalReference }).count(), 1);
+    assert.equal(await page.getByRole('link', { name: synced.internalReference }).count(), 0);
+    assert.deepEqual(await accessibilityProblems(page), []);
+    await screenshot(page, `${ctx().backend}-orders`);
+    await page.getByRole('link', { name: unsynced.internalReference }).click();
+    await page.getByText('order.updated').waitFor();
+    await page.getByText('Leave at the back door').waitFor();
+    assert.deepEqual(await accessibilityProblems(page), []);
+    await screenshot(page, `${ctx().backend}-order`);
+    await page.getByRole('link', { name: 'Events' }).click();
+    await page.getByRole('cell', { name: 'order.updated' }).first().waitFor();
+    assert.deepEqual(await accessibilityProblems(page), []);
+    await screenshot(page, `${ctx().backend}-events`);
+  });
+}, { clock, config: { webhooks: { ...loadConfig({}).webhooks, allowPrivateNetworks: true } } });

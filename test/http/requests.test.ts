@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createApp } from '../../src/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import { backends, createTestDatabase, describeEachBackend, type TestDatabase } from '../helpers/context.ts';
+
+const item = { item: { name: 'X' }, variants: [{ currency: 'AUD', price: 1 }] };
+
+function assertErrorBody(body: any, code: string, requestId: unknown) {
+  assert.equal(body.errorCode, code);
+  assert.equal(typeof body.message, 'string');
+  assert.equal(body.error, body.message);
+  assert.equal(body.requestId, requestId);
+}
+
+describeEachBackend('HTTP error model', (ctx) => {
+  it('puts X-Request-Id on every response, and honours a sane incoming one', async () => {
+    const t = await ctx().createTenant();
+    const ok = await ctx().request('GET', '/api/v1/items', { as: t });
+    assert.match(String(ok.headers['x-request-id']), /^req_/);
+    const health = await ctx().request('GET', '/healthz');
+    assert.match(String(health.headers['x-request-id']), /^req_/);
+    const mine = await ctx().request('GET', '/api/v1/items', { as: t, headers: { 'x-request-id': 'trace-123' } });
+    assert.equal(mine.headers['x-request-id'], 'trace-123');
+    const hostile = await ctx().request('GET', '/api/v1/items', { as: t, headers: { 'x-request-id': 'a b\u0001' } });
+    assert.match(String(hostile.headers['x-request-id']), /^req_/);
+  });
+
+  it('answers unknown routes with the standard 404 body', async () => {
+    const t = await ctx().createTenant();
+    const res = await ctx().request('GET', '/api/v1/nothing-here', { as: t });
+    assert.equal(res.status, 404);
+    assertErrorBody(res.body, 'NOT_FOUND', res.headers['x-request-id']);
+    const outside = await ctx().request('GET', '/nothing');
+    assert.equal(outside.status, 404);
+    assertErrorBody(outside.body, 'NOT_FOUND', outside.headers['x-request-id']);
+  });
+
+  it('gives 415 for a body that is not JSON, and 400 for broken or empty JSON', async () => {
+    const t = await ctx().createTenant();
+    const text = await ctx().request('POST', '/api/v1/items', { as: t, body: 'hello', headers: { 'content-type': 'text/plain' } });
+    assert.equal(text.status, 415);
+    assertErrorBody(text.body, 'UNSUPPORTED_MEDIA_TYPE', text.headers['x-request-id']);
+    const form = await ctx().request('POST', '/api/v1/items', { as: t, body: 'a=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    assert.equal(form.status, 415);
+    const broken = await ctx().request('POST', '/api/v1/items', { as: t, body: '{"item":', headers: { 'content-type': 'application/json' } });
+    assert.equal(broken.status, 400);
+    assertErrorBody(broken.body, 'VALIDATION_ERROR', broken.headers['x-request-id']);
+    const empty = await ctx().request('POST', '/api/v1/items', { as: t, body: '', headers: { 'content-type': 'application/json' } });
+    assert.equal(empty.status, 400);
+    const proto = await ctx().request('POST', '/api/v1/items', { as: t, body: '{"__proto__":{"x":1}}' });
+    assert.equal(proto.status, 400);
+    const noBody = await ctx().request('POST', '/api/v1/items', { as: t });
+    assert.equal(noBody.status, 400);
+  });
+
+  it('gives 413 above the body limit', async () => {
+    const t = await ctx().createTenant();
+    const big = { ...item, item: { name: 'X', description: 'x'.repeat(ctx().config.bodyLimitBytes) } };
+    const res = await ctx().request('POST', '/api/v1/items', { as: t, body: big });
+    assert.equal(res.status, 413);
+    assertErrorBody(res.body, 'PAYLOAD_TOO_LARGE', res.headers['x-request-id']);
+  });
+
+  it('serves health and readiness without credentials', async () => {
+    assert.equal((await ctx().request('GET', '/healthz')).status, 200);
+    const ready = await ctx().request('GET', '/readyz');
+    assert.equal(ready.status, 200);
+    assert.equal(ready.body.status, 'ok');
+  });
+});
+
+for (const backend of backends) {
+  describe(`[${backend}] unexpected errors`, () => {
+    let database: TestDatabase;
+    before(async () => { database = await createTestDatabase(backend); });
+    after(async () => { await database.handle.close(); await database.drop(); });
+
+    it('answers 500 with a generic body that reveals nothing internal', async () => {
+      const app = await createApp({ db: database.handle.db, config: loadConfig({ RATE_LIMIT_RPS: '0' }), rateLimiter: null });
+      app.get('/boom', async () => { throw new Error('secret table users_private exploded at /srv/app.ts:12'); });
+      const res = await app.inject({ method: 'GET', url: '/boom' });
+      await app.close();
+      assert.equal(res.statusCode, 500);
+      const body = res.json();
+      assert.deepEqual(Object.keys(body).sort(), ['error', 'errorCode', 'message', 'requestId']);
+      assert.equal(body.errorCode, 'INTERNAL_ERROR');
+      assert.equal(body.message, 'Internal server error');
+      assert.ok(!res.body.includes('secret') && !res.body.includes('.ts'));
+    });
+
+    it('answers /readyz 503 when the database is gone', async () => {
+      const other = await createTestDatabase(backend);
+      const app = await createApp({ db: other.handle.db, config: loadConfig({ RATE_LIMIT_RPS: '0' }), rateLimiter: null });
+      await other.handle.close();
+      const res = await app.inject({ method: 'GET', url: '/readyz' });
+      await app.close();
+      await other.drop();
+      assert.equal(res.statusCode, 503);
+    });
+  });
+}
+
+describeEachBackend('NUL characters', (ctx) => {
+  it('are refused with 400 in bodies and query strings, on both backends', async () => {
+    const t = await ctx().createTenant();
+    const body = await ctx().request('POST', '/api/v1/items', { as: t, body: { item: { name: 'a\u0000b' }, variants: [{ currency: 'AUD', price: 1 }] } });
+    assert.equal(body.status, 400);
+    assert.match(body.body.message, /NUL/);
+    const query = await ctx().request('GET', '/api/v1/items?propertyPath=a&propertyValue=%00', { as: t });
+    assert.equal(query.status, 400);
+  });
+});
+
+describeEachBackend('integer query parameters', (ctx) => {
+  it('take plain decimal digits only: hex, binary, exponents and a plus sign are 400, not read as numbers', async () => {
+    const t = await ctx().createTenant();
+    for (const [path, field] of [
+      ['/api/v1/orders?limit=0x14', 'limit'], ['/api/v1/orders?limit=0b11', 'limit'], ['/api/v1/orders?limit=1e1', 'limit'],
+      ['/api/v1/orders?page=%2B1', 'page'], ['/api/v1/orders?limit=1.0', 'limit'], ['/api/v1/orders?limit=%201', 'limit'],
+      ['/api/v1/items?limit=0x14', 'limit'], ['/api/v1/events?after=0x1', 'after'], ['/api/v1/events?limit=1e2', 'limit'],
+    ] as const) {
+      const res = await ctx().request('GET', path, { as: t });
+      assert.equal(res.status, 400, path);
+      assert.equal(res.body.errorCode, 'VALIDATION_ERROR', path);
+      assert.match(res.body.fieldErrors[field], /Expected integer/, path);
+    }
+    const plain = await ctx().request('GET', '/api/v1/orders?limit=007&page=1', { as: t });
+    assert.equal(plain.status, 200);
+    assert.equal(plain.body.pageSize, 7);
+    const feed = await ctx().request('GET', '/api/v1/events?after=1&limit=10', { as: t });
+    assert.equal(feed.status, 200);
+    assert.ok(feed.body.items.every((e: { sequence: number }) => e.sequence > 1), 'after=1 starts after sequence 1');
+    // Bounds are still the schema's: a negative number is an integer, and out of range.
+    assert.equal((await ctx().request('GET', '/api/v1/orders?limit=-1', { as: t })).status, 400);
+  });
+});

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, normalize, relative } from 'node:path';
+import { describe, it } from 'node:test';
+
+/**
+ * The shape of the code (docs/architecture.md), checked on the source text so that it stays
+ * true: one place opens a write transaction, dialect questions are asked in src/db only, the
+ * domain does not import the HTTP edge, and migrations are frozen.
+ */
+const SRC = join(import.meta.dirname, '..', '..', 'src');
+
+function sourceFiles(dir = SRC): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    return entry.isDirectory() ? sourceFiles(path) : entry.name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+const files = sourceFiles().map((path) => ({ path: relative(SRC, path).replaceAll('\\', '/'), text: readFileSync(path, 'utf8') }));
+
+/** The files (relative to src/) that a file imports from src/. */
+function importsOf(file: { path: string; text: string }): string[] {
+  return [...file.text.matchAll(/(?:from|import\()\s*'(\.[^']+)'/g)]
+    .map((m) => normalize(join(dirname(file.path), m[1])).replaceAll('\\', '/'));
+}
+
+describe('architecture', () => {
+  it('opens write transactions in one place: the write runner', () => {
+    const opening = files.filter((f) => /\.transaction\(\)/.test(f.text) && !f.path.startsWith('db/migrations/'));
+    assert.deepEqual(opening.map((f) => f.path), ['db/dialect.ts', 'write/runner.ts']);
+    // src/db/dialect.ts opens read-only transactions only (readAtOneMoment).
+    const inDialect = files.find((f) => f.path === 'db/dialect.ts')!.text.split('\n').filter((line) => line.includes('.transaction()'));
+    assert.ok(inDialect.length > 0 && inDialect.every((line) => line.includes(".setAccessMode('read only')")), inDialect.join('\n'));
+  });
+
+  it('imports a database driver only in src/db', () => {
+    const drivers = files.filter((f) => !f.path.startsWith('db/') && /(?:from|import\(|require\()\s*'(?:pg|better-sqlite3(?:-12)?)'/.test(f.text));
+    assert.deepEqual(drivers.map((f) => f.path), []);
+  });
+
+  it('branches on the dialect only in src/db', () => {
+    const branching = files.filter((f) => !f.path.startsWith('db/') && /dialectOf\(|PostgresAdapter|SqliteAdapter|=== 'postgres'|=== 'sqlite'/.test(f.text));
+    assert.deepEqual(branching.map((f) => f.path), []);
+  });
+
+  it('enters the order list through its front door, src/orders/list/index.ts', () => {
+    const inside = (path: string) => path.startsWith('orders/list/');
+    const through = files.filter((f) => !inside(f.path)).flatMap((f) => importsOf(f).filter((i) => inside(i) && i !== 'orders/list/index.ts').map((i) => `${f.path} -> ${i}`));
+    assert.deepEqual(through, []);
+  });
+
+  it('has no import cycle', () => {
+    const graph = new Map(files.map((f) => [f.path, importsOf(f).filter((i) => i.endsWith('.ts'))]));
+    const cycles: string[] = [];
+    const state = new Map<string, 'open' | 'done'>();
+    const visit = (path: string, trail: string[]) => {
+      if (state.get(path) === 'done') return;
+      if (state.get(path) === 'open') {
+        cycles.push([...trail.slice(trail.indexOf(path)), path].join(' -> '));
+        return;
+      }
+      state.set(path, 'open');
+      for (const next of graph.get(path) ?? []) visit(next, [...trail, path]);
+      state.set(path, 'done');
+    };
+    for (const path of graph.keys()) visit(path, []);
+    assert.deepEqual(cycles, []);
+  });
+
+  it('keeps services, repositories and mappers free of the HTTP edge', () => {
+    const domain = files.filter((f) => /(service|repository|mapper|render|projections\/[a-z-]+)\.ts$/.test(f.path) || f.path.startsWith('write/'));
+    assert.ok(domain.length > 15, 'the domain files are found');
+    const offending = domain.flatMap((f) => importsOf(f).filter((i) => i.startsWith('http/')).map((i) => `${f.path} imports ${i}`));
+    assert.deepEqual(offending, []);
+  });
+
+  it('keeps migrations frozen: they import nothing outside src/db', () => {
+    const migrations = files.filter((f) => f.path.startsWith('db/migrations/'));
+    assert.ok(migrations.length >= 8);
+    const offending = migrations.flatMap((f) => importsOf(f).filter((i) => !i.startsWith('db/')).map((i) => `${f.path} imports ${i}`));
+    assert.deepEqual(offending, []);
+  });
+
+  it('writes soft-delete conditions through whereLive()', () => {
+    const handWritten = files.filter((f) => !f.path.startsWith('db/migrations/') && f.path !== 'db/live.ts'
+      && /deleted_at', 'is', null|deleted_at is null/.test(f.text));
+    assert.deepEqual(handWritten.map((f) => f.path), []);
+  });
+
+  it('takes every write\'s time from its context, never the machine clock directly', () => {
+    const direct = files.filter((f) => /new Date\(\)\.toISOString\(\)|nowIso\(\)/.test(f.text));
+    assert.deepEqual(direct.map((f) => f.path), []);
+  });
+});

@@ -1,0 +1,271 @@
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { findActiveKeys, findBusiness, hashApiKey } from '../../src/businesses/repository.ts';
+import { openBusiness } from '../../src/businesses/service.ts';
+import { createWriteRunner } from '../../src/write/runner.ts';
+import { createDatabase } from '../../src/db/connection.ts';
+import { findUserByEmail } from '../../src/users/repository.ts';
+import { verifyPassword } from '../../src/users/password.ts';
+import { backends, type BackendName } from '../helpers/context.ts';
+
+const root = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI as an operator would, in its own process; with `bin`, through bin/supplyline.js from that cwd. */
+function runCli(args: string[], databaseUrl: string, bin?: { cwd: string }): Promise<Result> {
+  const [file, ...prefix] = bin ? [join(root, 'bin', 'supplyline.js')] : [process.execPath, '--import', 'tsx', 'src/cli.ts'];
+  return new Promise((resolve) => {
+    execFile(file, [...prefix, ...args], { cwd: bin?.cwd ?? root, env: { ...process.env, DATABASE_URL: databaseUrl } }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/**
+ * A throwaway database URL. On PostgreSQL this is a whole database rather than a schema,
+ * because the CLI only takes DATABASE_URL and has no way to be told a schema.
+ */
+async function createDatabaseUrl(backend: BackendName): Promise<{ url: string; drop(): Promise<void> }> {
+  if (backend === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'supplyline-cli-'));
+    return { url: `sqlite:${join(dir, 'cli.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const adminUrl = process.env.TEST_DATABASE_URL!;
+  const name = `cli_${randomBytes(6).toString('hex')}`;
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const withAdmin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    try { await client.query(sql); } finally { await client.end(); }
+  };
+  await withAdmin(`create database ${name}`);
+  return { url: url.toString(), drop: () => withAdmin(`drop database if exists ${name} with (force)`) };
+}
+
+function assertNoStack(result: Result): void {
+  assert.doesNotMatch(result.stderr, /^\s+at /m, 'expected errors are reported without a stack trace');
+}
+
+describe('CLI arguments', () => {
+  const url = `sqlite:${join(tmpdir(), 'supplyline-cli-never-opened.db')}`;
+
+  it('prints usage for help, --help and no arguments, from the bin in any directory', async () => {
+    const [help, bare, bin] = await Promise.all([
+      runCli(['help'], url),
+      runCli([], url),
+      runCli(['--help'], url, { cwd: tmpdir() }),
+    ]);
+    for (const result of [help, bare, bin]) {
+      assert.equal(result.code, 0, result.stderr);
+      for (const command of ['business create', 'key create', 'key list', 'key revoke', 'migrate']) {
+        assert.match(result.stdout, new RegExp(command));
+      }
+    }
+  });
+
+  it('rejects unknown commands, unknown flags and missing values with exit code 2', async () => {
+    const results = await Promise.all([
+      runCli(['frobnicate'], url),
+      runCli(['business', 'create', '--name', 'A', '--bogus'], url),
+      runCli(['business', 'create'], url),
+      runCli(['key', 'list', '--business'], url),
+    ]);
+    for (const result of results) {
+      assert.equal(result.code, 2, result.stderr);
+      assert.match(result.stderr, /^Error: .+\nRun 'supplyline help' for usage\./);
+      assert.equal(result.stdout, '');
+      assertNoStack(result);
+    }
+    assert.match(results[0].stderr, /Unknown command 'frobnicate'/);
+    assert.match(results[1].stderr, /--bogus/);
+    assert.match(results[2].stderr, /needs --name/);
+  });
+
+  it('reports a bad DATABASE_URL with exit code 1', async () => {
+    const result = await runCli(['migrate'], 'mysql://localhost/x');
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /DATABASE_URL must be sqlite:PATH or postgres:/);
+    assertNoStack(result);
+  });
+});
+
+for (const backend of backends) {
+  describe(`[${backend}] CLI`, () => {
+    let database: { url: string; drop(): Promise<void> };
+    before(async () => { database = await createDatabaseUrl(backend); });
+    after(async () => { await database?.drop(); });
+
+    it('migrate applies the migrations once, then says the database is up to date', async () => {
+      const first = await runCli(['migrate'], database.url);
+      assert.equal(first.code, 0, first.stderr);
+      assert.match(first.stdout, /0001-foundation/);
+      const second = await runCli(['migrate'], database.url);
+      assert.equal(second.code, 0, second.stderr);
+      assert.match(second.stdout, /Database is up to date/);
+      assert.doesNotMatch(second.stdout, /0001-foundation/);
+    });
+
+    it('business create --json prints one line whose key is stored as a working key', async () => {
+      const result = await runCli(['business', 'create', '--name', 'Acme Wholesale', '--json'], database.url);
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stdout, /^\{[^\n]*\}\n$/);
+      const created = JSON.parse(result.stdout);
+      assert.deepEqual(Object.keys(created), ['businessId', 'apiKey']);
+      assert.match(created.businessId, /^bus_/);
+
+      const handle = createDatabase(database.url);
+      try {
+        assert.equal((await findBusiness(handle.db, created.businessId))?.name, 'Acme Wholesale');
+        const keys = await findActiveKeys(handle.db, created.businessId);
+        assert.deepEqual(keys.map((k) => k.key_hash), [hashApiKey(created.apiKey)]);
+      } finally {
+        await handle.close();
+      }
+    });
+
+    it('key create, list and revoke round-trip', async () => {
+      // Created in-process: the CLI's own business create is covered above, and each run costs a second.
+      const handle = createDatabase(database.url);
+      const business = await openBusiness(createWriteRunner(handle.db), 'Keys Ltd').finally(() => handle.close());
+      const createdKey = await runCli(['key', 'create', '--business', business.businessId, '--json'], database.url);
+      assert.equal(createdKey.code, 0, createdKey.stderr);
+      const key = JSON.parse(createdKey.stdout);
+      assert.equal(key.businessId, business.businessId);
+      assert.match(key.keyId, /^key_/);
+      assert.notEqual(key.apiKey, business.apiKey);
+
+      const revoked = await runCli(['key', 'revoke', '--key-id', key.keyId], database.url);
+      assert.equal(revoked.code, 0, revoked.stderr);
+      assert.match(revoked.stdout, /every instance within 5 seconds/);
+
+      const [listed, table] = await Promise.all([
+        runCli(['key', 'list', '--business', business.businessId, '--json'], database.url),
+        runCli(['key', 'list', '--business', business.businessId], database.url),
+      ]);
+      assert.equal(listed.code, 0, listed.stderr);
+      const keys = JSON.parse(listed.stdout);
+      assert.equal(keys.length, 2);
+      type ListedKey = { id: string; prefix: string; revokedAt: string | null };
+      const revokedKey = keys.find((k: ListedKey) => k.id === key.keyId) as ListedKey;
+      const firstKey = keys.find((k: ListedKey) => k.id !== key.keyId) as ListedKey;
+      assert.match(revokedKey.revokedAt ?? '', /^\d{4}-\d\d-\d\dT/);
+      assert.equal(revokedKey.prefix, key.apiKey.slice(0, 8));
+      assert.equal(firstKey.revokedAt, null);
+
+      assert.equal(table.code, 0, table.stderr);
+      assert.match(table.stdout, /^ID\s+PREFIX\s+CREATED\s+LAST USED\s+REVOKED/);
+      assert.match(table.stdout, new RegExp(`${key.keyId}\\s+${key.apiKey.slice(0, 8)}\\s+\\S+\\s+-\\s+\\d{4}-`));
+      assert.doesNotMatch(table.stdout, new RegExp(key.apiKey), 'the list never shows a key');
+    });
+
+    it('user create prints a password once that signs in, user list shows the user, user disable ends it', async () => {
+      const handle = createDatabase(database.url);
+      const business = await openBusiness(createWriteRunner(handle.db), 'Users Ltd').finally(() => handle.close());
+      const email = `ana-${randomBytes(3).toString('hex')}@example.com`;
+      const created = await runCli(['user', 'create', '--business', business.businessId, '--email', email, '--name', 'Ana', '--role', 'admin', '--json'], database.url);
+      assert.equal(created.code, 0, created.stderr);
+      const user = JSON.parse(created.stdout.trim());
+      assert.equal(user.email, email);
+      assert.equal(user.role, 'admin');
+      assert.match(user.password, /^[A-Za-z0-9_-]{20}$/);
+      const check = createDatabase(database.url);
+      try {
+        const row = await findUserByEmail(check.db, email);
+        assert.ok(row && row.password_hash.startsWith('scrypt$17$8$1$') && !row.password_hash.includes(user.password));
+        assert.ok(await verifyPassword(user.password, row.password_hash));
+      } finally {
+        await check.close();
+      }
+      const again = await runCli(['user', 'create', '--business', business.businessId, '--email', email, '--name', 'Ana', '--role', 'admin'], database.url);
+      assert.equal(again.code, 1);
+      assert.match(again.stderr, /already exists/);
+      assertNoStack(again);
+      const badRole = await runCli(['user', 'create', '--business', business.businessId, '--email', 'x@example.com', '--name', 'X', '--role', 'god'], database.url);
+      assert.equal(badRole.code, 1);
+      assert.match(badRole.stderr, /role: Must be one of owner, admin, viewer/);
+      const list = await runCli(['user', 'list', '--business', business.businessId], database.url);
+      assert.match(list.stdout, new RegExp(`${user.id}\\s+${email.replace('.', '\\.')}\\s+Ana\\s+admin\\s+active`));
+      const disabled = await runCli(['user', 'disable', '--business', business.businessId, '--user-id', user.id], database.url);
+      assert.equal(disabled.code, 0, disabled.stderr);
+      const listed = JSON.parse((await runCli(['user', 'list', '--business', business.businessId, '--json'], database.url)).stdout);
+      assert.equal(listed.find((u: any) => u.id === user.id).status, 'disabled');
+    });
+
+    it('projections rebuild restores the derived order tables of a business from its orders', async () => {
+      const handle = createDatabase(database.url);
+      try {
+        const business = await openBusiness(createWriteRunner(handle.db), 'Rebuilt Ltd');
+        // Derived rows that no order supports, as a bad bulk load would leave them.
+        await handle.db.insertInto('order_counts').values({ business_id: business.businessId, phase: 'ACTIVE', status: 'PACKED', shard: 0, n: 5 }).execute();
+        await handle.db.insertInto('order_property_counts').values({ business_id: business.businessId, path: 'ghost', day: '2026-01-01', phase: 'ACTIVE', status: 'PACKED', shard: 0, n: 2 }).execute();
+        const rebuilt = await runCli(['projections', 'rebuild', '--business', business.businessId], database.url);
+        assert.equal(rebuilt.code, 0, rebuilt.stderr);
+        assert.match(rebuilt.stdout, new RegExp(`Rebuilt the order projections of ${business.businessId}`));
+        const left = await handle.db.selectFrom('order_counts').selectAll().where('business_id', '=', business.businessId).execute();
+        assert.deepEqual(left, []);
+        const paths = await handle.db.selectFrom('order_property_counts').selectAll().where('business_id', '=', business.businessId).execute();
+        assert.deepEqual(paths, []);
+        const missing = await runCli(['projections', 'rebuild', '--business', 'bus_missing'], database.url);
+        assert.equal(missing.code, 1);
+        assert.match(missing.stderr, /Business bus_missing not found/);
+      } finally {
+        await handle.close();
+      }
+    });
+
+    it('events tail prints the feed, follows new events until interrupted, and --once stops at the end', async () => {
+      const created = await runCli(['business', 'create', '--name', 'Tailed Ltd', '--json'], database.url);
+      const { businessId } = JSON.parse(created.stdout);
+      const once = await runCli(['events', 'tail', '--business', businessId, '--once', '--json'], database.url);
+      assert.equal(once.code, 0, once.stderr);
+      const [first] = once.stdout.trim().split('\n').map((line) => JSON.parse(line));
+      assert.equal(first.sequence, 1);
+      assert.equal(first.type, 'api_key.created');
+      assert.deepEqual(first.actor, { type: 'system', id: 'cli', name: 'Command line' });
+
+      // Following: a key made meanwhile shows up as the next line; Ctrl-C ends it cleanly.
+      const tail = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'events', 'tail', '--business', businessId, '--after', '1'], {
+        cwd: root, env: { ...process.env, DATABASE_URL: database.url },
+      });
+      let out = '';
+      tail.stdout.on('data', (d) => { out += d; });
+      await new Promise((r) => setTimeout(r, 1500));
+      const key = JSON.parse((await runCli(['key', 'create', '--business', businessId, '--json'], database.url)).stdout);
+      for (let i = 0; i < 50 && !out.includes(key.keyId); i++) await new Promise((r) => setTimeout(r, 100));
+      tail.kill('SIGINT');
+      const code = await new Promise((resolve) => tail.on('exit', resolve));
+      assert.equal(code, 0);
+      assert.match(out, new RegExp(`^2\t\\S+\tapi_key.created\t${key.keyId}\tsystem:cli$`, 'm'));
+
+      const gone = await runCli(['events', 'tail', '--business', businessId, '--after', 'x'], database.url);
+      assert.equal(gone.code, 2);
+    });
+
+    it('unknown business and unknown key exit 1 with a message', async () => {
+      const [business, key] = await Promise.all([
+        runCli(['key', 'create', '--business', 'bus_missing', '--json'], database.url),
+        runCli(['key', 'revoke', '--key-id', 'key_missing'], database.url),
+      ]);
+      assert.equal(business.code, 1);
+      assert.equal(business.stdout, '');
+      assert.match(business.stderr, /Business bus_missing not found/);
+      assert.equal(key.code, 1);
+      assert.match(key.stderr, /Key key_missing not found/);
+      assertNoStack(business);
+      assertNoStack(key);
+    });
+  });
+}
