@@ -3,6 +3,7 @@ import { newId } from '../lib/ids.ts';
 import { toIso } from '../lib/time.ts';
 import { readJson } from '../lib/json.ts';
 import type { Db } from '../db/types.ts';
+import type { Scope } from './scopes.ts';
 import { statement } from '../db/statement.ts';
 
 export function hashApiKey(key: string): string {
@@ -18,6 +19,8 @@ export interface KeyDetails {
   name?: string | null;
   createdBy?: { type: string; id: string; name: string | null } | null;
   expiresAt?: string | null;
+  /** What it may do; none given: everything. */
+  scopes?: Scope[] | null;
 }
 
 /** A key is 32 random hex characters, shown once; only its SHA-256 hash is stored. */
@@ -33,6 +36,7 @@ export async function insertApiKey(db: Db, businessId: string, now: string, deta
     name: details.name ?? null,
     created_by: details.createdBy ? JSON.stringify(details.createdBy) : null,
     expires_at: details.expiresAt ?? null,
+    scopes: details.scopes ? JSON.stringify(details.scopes) : null,
   }).execute();
   return { keyId, apiKey };
 }
@@ -79,7 +83,7 @@ export async function countBusinesses(db: Db): Promise<number> {
 /** A business's keys as `key list` and the key events show them: never the key, nor its hash. */
 export async function listApiKeys(db: Db, businessId: string, keyId?: string) {
   const rows = await db.selectFrom('api_keys')
-    .select(['id', 'prefix', 'created_at', 'last_used_at', 'revoked_at', 'name', 'created_by', 'expires_at'])
+    .select(['id', 'prefix', 'created_at', 'last_used_at', 'revoked_at', 'name', 'created_by', 'expires_at', 'scopes'])
     .where('business_id', '=', businessId)
     .$if(keyId !== undefined, (q) => q.where('id', '=', keyId!))
     .orderBy('created_at').orderBy('id')
@@ -93,6 +97,8 @@ export async function listApiKeys(db: Db, businessId: string, keyId?: string) {
     name: r.name,
     createdBy: readJson<{ type: string; id: string; name: string | null }>(r.created_by),
     expiresAt: toIso(r.expires_at),
+    /** Null: every scope. */
+    scopes: readJson<Scope[]>(r.scopes),
   }));
 }
 
@@ -111,7 +117,7 @@ export async function revokeApiKey(db: Db, businessId: string, keyId: string, no
 }
 
 export async function findActiveKeys(db: Db, businessId: string, now = new Date(0).toISOString()) {
-  return db.selectFrom('api_keys').select(['id', 'key_hash', 'last_used_at', 'expires_at'])
+  return db.selectFrom('api_keys').select(['id', 'key_hash', 'last_used_at', 'expires_at', 'scopes'])
     .where('business_id', '=', businessId).where('revoked_at', 'is', null)
     .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)])).execute();
 }

@@ -1,3 +1,4 @@
+import type { Scope } from './scopes.ts';
 import { createdEvent, namedEvent, updatedEvent } from '../events/log.ts';
 import { newId } from '../lib/ids.ts';
 import { SYSTEM, type Actor, type WriteContext, type WriteRunner } from '../write/runner.ts';
@@ -25,7 +26,7 @@ export function openBusiness(writes: WriteRunner, name: string, actor: Actor = S
 }
 
 /** A new key, made by the context's actor, with an optional name and expiry (the console). */
-export async function createApiKey(ctx: WriteContext, options: { name?: string | null; expiresAt?: string | null } = {}): Promise<CreatedKey> {
+export async function createApiKey(ctx: WriteContext, options: { name?: string | null; expiresAt?: string | null; scopes?: Scope[] | null } = {}): Promise<CreatedKey> {
   const created = await insertApiKey(ctx.trx, ctx.businessId, ctx.now, { ...options, createdBy: ctx.actor });
   ctx.emit(createdEvent('api_key', await keyObject(ctx, created.keyId)));
   return created;
@@ -38,7 +39,8 @@ export async function createApiKey(ctx: WriteContext, options: { name?: string |
 export async function rotateApiKey(ctx: WriteContext, keyId: string, graceSeconds: number): Promise<CreatedKey | null> {
   const before = await keyObject(ctx, keyId);
   if (!before || before.revokedAt !== null || (before.expiresAt !== null && before.expiresAt <= ctx.now)) return null;
-  const created = await createApiKey(ctx, { name: before.name });
+  // The new key keeps what the old one could do.
+  const created = await createApiKey(ctx, { name: before.name, scopes: before.scopes });
   await expireApiKey(ctx.trx, ctx.businessId, keyId, new Date(new Date(ctx.now).getTime() + graceSeconds * 1000).toISOString());
   ctx.emit(updatedEvent('api_key', before, await keyObject(ctx, keyId)));
   return created;

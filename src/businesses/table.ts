@@ -21,6 +21,8 @@ export interface ApiKeyTable {
   created_by: Json;
   /** Refused from this time on (a rotation's grace period, or an expiry chosen at creation). */
   expires_at: NullableTimestamp;
+  /** Its scopes as a JSON array (src/businesses/scopes.ts); null: every scope. */
+  scopes: string | null;
 }
 
 export interface BusinessCounterTable {

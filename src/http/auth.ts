@@ -2,7 +2,9 @@ import { timingSafeEqual } from 'node:crypto';
 import fp from 'fastify-plugin';
 import { findActiveKeys, hashApiKey, touchApiKey } from '../businesses/repository.ts';
 import type { Db } from '../db/types.ts';
-import { ApiError, badRequest, RATE_LIMITED_MESSAGE, unauthorized } from '../lib/errors.ts';
+import { ApiError, badRequest, forbidden, RATE_LIMITED_MESSAGE, unauthorized } from '../lib/errors.ts';
+import { readJson } from '../lib/json.ts';
+import { allows, requiredScope, type Scope } from '../businesses/scopes.ts';
 import { NUL_MESSAGE } from './json-body.ts';
 import { checkQueryEncoding } from './query-encoding.ts';
 import { rateLimitHeaders, type BucketSettings, type RateLimiter } from './rate-limit.ts';
@@ -11,9 +13,12 @@ const MAX_HEADER_LENGTH = 256;
 /** How precisely a key's `last_used_at` is kept. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
+/** A valid, live key: its id and its scopes (null: every scope). */
+export interface VerifiedKey { id: string; scopes: Scope[] | null }
+
 export interface Authenticator {
-  /** The key id when the pair is valid and live, otherwise null. */
-  verify(businessId: unknown, apiKey: unknown): Promise<string | null>;
+  /** The key when the pair is valid and live, otherwise null. */
+  verify(businessId: unknown, apiKey: unknown): Promise<VerifiedKey | null>;
 }
 
 /**
@@ -21,7 +26,7 @@ export interface Authenticator {
  * kept under 5 s so that a revocation reaches every instance within 5 s.
  */
 export function createAuthenticator(db: Db, cacheMs: number, clock: () => number = Date.now): Authenticator {
-  const cache = new Map<string, { keyId: string; until: number }>();
+  const cache = new Map<string, { key: VerifiedKey; until: number }>();
 
   /**
    * `last_used_at` is bookkeeping: written at most once a minute per key, so that reads do not
@@ -42,10 +47,10 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
       const slot = `${businessId}\u0000${presented}`;
       const now = clock();
       const cached = cache.get(slot);
-      if (cached && cached.until > now) return cached.keyId;
+      if (cached && cached.until > now) return cached.key;
 
       const expected = Buffer.from(presented, 'hex');
-      let match: { id: string; last_used_at: unknown; expires_at: unknown } | null = null;
+      let match: { id: string; last_used_at: unknown; expires_at: unknown; scopes: string | null } | null = null;
       for (const key of await findActiveKeys(db, businessId, new Date(now).toISOString())) {
         // Every live key is compared, in constant time, so timing tells nothing about which one matched.
         if (timingSafeEqual(Buffer.from(key.key_hash, 'hex'), expected)) match = key;
@@ -57,9 +62,10 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
       if (cache.size > 10_000) cache.clear();
       // An expiring key (a rotation's grace) is cached no longer than it lives.
       const expires = match.expires_at ? new Date(String(match.expires_at)).getTime() : Infinity;
-      cache.set(slot, { keyId: match.id, until: Math.min(now + cacheMs, expires) });
+      const key = { id: match.id, scopes: readJson<Scope[]>(match.scopes) };
+      cache.set(slot, { key, until: Math.min(now + cacheMs, expires) });
       await recordUse(match.id, match.last_used_at, now);
-      return match.id;
+      return key;
     },
   };
 }
@@ -83,9 +89,9 @@ export const apiKeyAuth = fp<ApiGuardOptions>(async (api, options) => {
   const { authenticator, rateLimiter, bucket } = options;
   api.addHook('onRequest', async (request, reply) => {
     const businessId = request.headers['x-business-id'];
-    const keyId = await authenticator.verify(businessId, request.headers['x-api-key']);
+    const key = await authenticator.verify(businessId, request.headers['x-api-key']);
     // Failed authentication is limited per client address; everything else per business.
-    const decision = rateLimiter ? await rateLimiter.take(keyId ? `bus:${businessId}` : `ip:${request.ip}`) : null;
+    const decision = rateLimiter ? await rateLimiter.take(key ? `bus:${businessId}` : `ip:${request.ip}`) : null;
     if (decision) {
       reply.headers(rateLimitHeaders(decision, bucket));
       if (!decision.allowed) {
@@ -93,9 +99,12 @@ export const apiKeyAuth = fp<ApiGuardOptions>(async (api, options) => {
         throw new ApiError('RATE_LIMITED', RATE_LIMITED_MESSAGE);
       }
     }
-    if (!keyId) throw unauthorized();
+    if (!key) throw unauthorized();
     request.businessId = businessId as string;
-    request.apiKeyId = keyId;
+    request.apiKeyId = key.id;
+    // What the key may do: the scope the route needs (an unknown path is a 404 whatever the key).
+    const needed = requiredScope(request.method, request.routeOptions.url);
+    if (needed && !allows(key.scopes, needed)) throw forbidden(`This API key lacks the scope ${needed}`);
     // Checks of what was sent come after who sent it: a stranger learns nothing but 401.
     if (request.url.includes('%00')) throw badRequest(NUL_MESSAGE);
     checkQueryEncoding(request.url);

@@ -52,7 +52,7 @@ const NOT_FOUND: Record<string, string> = {
 };
 
 /** An example error body for a status: what this operation really answers, never a validation error on a 404. */
-export function errorExample(status: number, method: string, tag: string | undefined, requestBody: any): Record<string, unknown> | null {
+export function errorExample(status: number, method: string, tag: string | undefined, requestBody: any, scope?: string): Record<string, unknown> | null {
   switch (status) {
     case 400: {
       const required: string[] = requestBody?.content?.['application/json']?.schema?.required ?? [];
@@ -61,6 +61,7 @@ export function errorExample(status: number, method: string, tag: string | undef
       return body('VALIDATION_ERROR', VALIDATION_MESSAGE, fieldErrors);
     }
     case 401: return { ...body('UNAUTHORIZED', 'Unauthorized'), hint: UNAUTHORIZED_HINT };
+    case 403: return body('FORBIDDEN', scope ? `This API key lacks the scope ${scope}` : 'This API key lacks the scope this operation needs');
     case 404: return body('NOT_FOUND', NOT_FOUND[tag ?? ''] ?? 'Not found');
     case 409: return body('IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still being processed');
     case 410: return body('GONE', 'Events up to 1200 are no longer retained; the oldest is 1201');

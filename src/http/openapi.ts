@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { nameComponents } from './openapi-components.ts';
 import { errorExample, HEADERS, SECURITY_SCHEMES } from './openapi-shared.ts';
+import { requiredScope } from '../businesses/scopes.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -32,6 +33,7 @@ function errorResponses(method: string, url: string, namesOther: boolean) {
   return {
     400: errorRef('Validation failed (fieldErrors keyed by path), or a malformed request'),
     401: errorRef('Missing or invalid credentials (X-Business-Id and X-API-Key)'),
+    403: errorRef('The API key lacks the scope this operation needs (the message names it; see the operation\'s security)'),
     ...(canMiss ? { 404: errorRef('Not found, or owned by another business') } : {}),
     ...(writes ? { 409: errorRef('Conflict, or the Idempotency-Key is in use by a request still running') } : {}),
     // Any request may carry a body, even where none is expected.
@@ -135,7 +137,10 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
       for (const [path, operations] of Object.entries(doc.paths ?? {})) {
         for (const [method, operation] of Object.entries(operations as Record<string, any>)) {
           if (extensions.has(`${method} ${path}`)) operation['x-supplyline-extension'] = true;
-          decorateResponses(operation, method, etags.has(`${method} ${path}`), !noReplays.has(`${method} ${path}`));
+          // The scope the operation needs, as the security requirement's scope of the key (OpenAPI 3.1 allows roles for any scheme).
+          const scope = requiredScope(method.toUpperCase(), path.replace(/\{(\w+)\}/g, ':$1'));
+          if (scope) operation.security = [{ BusinessId: [], ApiKey: [scope] }];
+          decorateResponses(operation, method, etags.has(`${method} ${path}`), !noReplays.has(`${method} ${path}`), scope);
         }
       }
       nameComponents(doc);
@@ -147,7 +152,7 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
 const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
 /** Response headers, 2xx descriptions and per-status error examples. */
-function decorateResponses(operation: Record<string, any>, method: string, etag: boolean, replays: boolean) {
+function decorateResponses(operation: Record<string, any>, method: string, etag: boolean, replays: boolean, scope?: string) {
   const writes = replays && (method === 'post' || method === 'patch');
   const tag = operation.tags?.[0] as string | undefined;
   for (const [status, response] of Object.entries<Record<string, any>>(operation.responses ?? {})) {
@@ -164,7 +169,7 @@ function decorateResponses(operation: Record<string, any>, method: string, etag:
     };
     const content = response.content?.['application/json'];
     if (code >= 400 && content && content.example === undefined && content.examples === undefined) {
-      const example = errorExample(code, method, tag, operation.requestBody);
+      const example = errorExample(code, method, tag, operation.requestBody, scope);
       if (example) content.example = example;
     }
   }

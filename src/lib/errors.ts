@@ -1,6 +1,7 @@
 export const ERROR_STATUS = {
   VALIDATION_ERROR: 400,
   UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
   NOT_FOUND: 404,
   CONFLICT: 409,
   GONE: 410,
@@ -49,6 +50,8 @@ export const notFound = (message: string) => new ApiError('NOT_FOUND', message);
 export const conflict = (message: string) => new ApiError('CONFLICT', message);
 export const UNAUTHORIZED_HINT = 'Send the X-Business-Id and X-API-Key headers of a live API key';
 export const unauthorized = () => new ApiError('UNAUTHORIZED', 'Unauthorized', undefined, UNAUTHORIZED_HINT);
+/** The key is valid but may not do this: the message names the scope it lacks. */
+export const forbidden = (message: string) => new ApiError('FORBIDDEN', message);
 export const SERVICE_UNAVAILABLE_MESSAGE = 'The service is briefly unavailable. Please retry shortly.';
 /** Whole seconds a client should wait before retrying a 503. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;

@@ -10,6 +10,7 @@ import { createApp, type App } from '../../src/app.ts';
 import { createApiKey, openBusiness, revokeApiKey } from '../../src/businesses/service.ts';
 import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
+import type { Scope } from '../../src/businesses/scopes.ts';
 import { createDatabase, type DatabaseHandle } from '../../src/db/connection.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import type { Database } from '../../src/db/types.ts';
@@ -89,8 +90,9 @@ export class TestContext {
     return tenant(created.businessId, created.apiKey, created.keyId);
   }
 
-  async addKey(owner: Tenant): Promise<Tenant> {
-    const key = await createWriteRunner(this.db).run({ businessId: owner.businessId, actor: SYSTEM }, createApiKey);
+  /** Another key of the tenant's business; with `scopes`, one that may do only that. */
+  async addKey(owner: Tenant, scopes?: Scope[]): Promise<Tenant> {
+    const key = await createWriteRunner(this.db).run({ businessId: owner.businessId, actor: SYSTEM }, (ctx) => createApiKey(ctx, { scopes }));
     return tenant(owner.businessId, key.apiKey, key.keyId);
   }
 

@@ -31,7 +31,9 @@ describeEachBackend('GET /openapi.json', (ctx) => {
         const headers = (op.parameters ?? []).filter((p: any) => p.in === 'header').map((p: any) => p.name.toLowerCase());
         // Credentials are security schemes (one Authorize dialog in /docs), not parameters of each operation.
         assert.ok(!headers.includes('x-business-id') && !headers.includes('x-api-key'), `${method} ${path}`);
-        assert.equal(op.security, undefined, `${method} ${path} uses the document's security`);
+        // The document's credentials, with the scope of the key the operation needs (test/http/scopes.test.ts).
+        assert.deepEqual(Object.keys(op.security?.[0] ?? {}), ['BusinessId', 'ApiKey'], `${method} ${path}`);
+        assert.equal(op.security[0].ApiKey.length, 1, `${method} ${path}`);
         if (method === 'post' || method === 'patch') assert.ok(headers.includes('idempotency-key'), `${method} ${path}`);
         assert.ok(op.responses['401'] && op.responses['429'] && op.responses['500'], `${method} ${path}`);
         if (path.includes('{id}')) assert.ok(op.responses['404'], `${method} ${path}`);

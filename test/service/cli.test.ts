@@ -166,9 +166,19 @@ for (const backend of backends) {
       assert.equal(firstKey.revokedAt, null);
 
       assert.equal(table.code, 0, table.stderr);
-      assert.match(table.stdout, /^ID\s+PREFIX\s+CREATED\s+LAST USED\s+REVOKED/);
-      assert.match(table.stdout, new RegExp(`${key.keyId}\\s+${key.apiKey.slice(0, 8)}\\s+\\S+\\s+-\\s+\\d{4}-`));
+      assert.match(table.stdout, /^ID\s+PREFIX\s+SCOPES\s+CREATED\s+LAST USED\s+REVOKED/);
+      assert.match(table.stdout, new RegExp(`${key.keyId}\\s+${key.apiKey.slice(0, 8)}\\s+all\\s+\\S+\\s+-\\s+\\d{4}-`));
       assert.doesNotMatch(table.stdout, new RegExp(key.apiKey), 'the list never shows a key');
+
+      // A key limited to some scopes says so, in the list too; an unknown scope is a usage error.
+      const scoped = await runCli(['key', 'create', '--business', business.businessId, '--scopes', 'orders:write,items:read', '--json'], database.url);
+      assert.equal(scoped.code, 0, scoped.stderr);
+      assert.deepEqual(JSON.parse(scoped.stdout).scopes, ['orders:write', 'items:read']);
+      const scopedList = JSON.parse((await runCli(['key', 'list', '--business', business.businessId, '--json'], database.url)).stdout);
+      assert.deepEqual(scopedList.find((k: { id: string }) => k.id === JSON.parse(scoped.stdout).keyId).scopes, ['orders:write', 'items:read']);
+      const unknown = await runCli(['key', 'create', '--business', business.businessId, '--scopes', 'orders:admin'], database.url);
+      assert.equal(unknown.code, 2);
+      assert.match(unknown.stderr, /Unknown scope orders:admin/);
     });
 
     it('user create prints a password once that signs in, user list shows the user, user disable ends it', async () => {

@@ -626,7 +626,7 @@ export interface components {
         /** @description The error body of every 4xx and 5xx answer */
         ErrorResponse: {
             /**
-             * @description One of VALIDATION_ERROR, UNAUTHORIZED, NOT_FOUND, CONFLICT, GONE, PRECONDITION_FAILED, PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE, IDEMPOTENCY_KEY_IN_USE, IDEMPOTENCY_KEY_REUSED, RATE_LIMITED, REQUEST_TIMEOUT, EXPECTATION_FAILED, HEADERS_TOO_LARGE, INTERNAL_ERROR, SERVICE_UNAVAILABLE; more may be added
+             * @description One of VALIDATION_ERROR, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, CONFLICT, GONE, PRECONDITION_FAILED, PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE, IDEMPOTENCY_KEY_IN_USE, IDEMPOTENCY_KEY_REUSED, RATE_LIMITED, REQUEST_TIMEOUT, EXPECTATION_FAILED, HEADERS_TOO_LARGE, INTERNAL_ERROR, SERVICE_UNAVAILABLE; more may be added
              * @example NOT_FOUND
              */
             errorCode: string;
@@ -1795,6 +1795,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope events:read",
+                     *       "error": "This API key lacks the scope events:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Body larger than the limit */
             413: {
                 headers: {
@@ -1978,6 +1998,26 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope items:read",
+                     *       "error": "This API key lacks the scope items:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -2175,6 +2215,27 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope items:write",
+                     *       "error": "This API key lacks the scope items:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -2400,6 +2461,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope items:read",
+                     *       "error": "This API key lacks the scope items:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Not found, or owned by another business */
             404: {
                 headers: {
@@ -2588,6 +2669,26 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope items:write",
+                     *       "error": "This API key lacks the scope items:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -2802,6 +2903,27 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope items:write",
+                     *       "error": "This API key lacks the scope items:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -3044,6 +3166,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope events:read",
+                     *       "error": "This API key lacks the scope events:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Body larger than the limit */
             413: {
                 headers: {
@@ -3227,6 +3369,26 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope buyers:read",
+                     *       "error": "This API key lacks the scope buyers:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -3428,6 +3590,27 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope buyers:write",
+                     *       "error": "This API key lacks the scope buyers:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -3653,6 +3836,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope buyers:read",
+                     *       "error": "This API key lacks the scope buyers:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Not found, or owned by another business */
             404: {
                 headers: {
@@ -3861,6 +4064,27 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope buyers:write",
+                     *       "error": "This API key lacks the scope buyers:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -4112,6 +4336,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope pricing:read",
+                     *       "error": "This API key lacks the scope pricing:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Body larger than the limit */
             413: {
                 headers: {
@@ -4304,6 +4548,27 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope pricing:write",
+                     *       "error": "This API key lacks the scope pricing:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -4529,6 +4794,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope pricing:read",
+                     *       "error": "This API key lacks the scope pricing:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Not found, or owned by another business */
             404: {
                 headers: {
@@ -4715,6 +5000,26 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope events:read",
+                     *       "error": "This API key lacks the scope events:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -4912,6 +5217,27 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope orders:write",
+                     *       "error": "This API key lacks the scope orders:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -5177,6 +5503,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope orders:read",
+                     *       "error": "This API key lacks the scope orders:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Body larger than the limit */
             413: {
                 headers: {
@@ -5354,6 +5700,26 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope orders:write",
+                     *       "error": "This API key lacks the scope orders:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -5595,6 +5961,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope orders:read",
+                     *       "error": "This API key lacks the scope orders:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Not found, or owned by another business */
             404: {
                 headers: {
@@ -5783,6 +6169,26 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope orders:write",
+                     *       "error": "This API key lacks the scope orders:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -6003,6 +6409,27 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope orders:write",
+                     *       "error": "This API key lacks the scope orders:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -6266,6 +6693,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope events:read",
+                     *       "error": "This API key lacks the scope events:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Body larger than the limit */
             413: {
                 headers: {
@@ -6456,6 +6903,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope invoices:read",
+                     *       "error": "This API key lacks the scope invoices:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Body larger than the limit */
             413: {
                 headers: {
@@ -6637,6 +7104,27 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope invoices:write",
+                     *       "error": "This API key lacks the scope invoices:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -6884,6 +7372,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope invoices:read",
+                     *       "error": "This API key lacks the scope invoices:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Not found, or owned by another business */
             404: {
                 headers: {
@@ -7097,6 +7605,27 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope invoices:write",
+                     *       "error": "This API key lacks the scope invoices:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -7371,6 +7900,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope events:read",
+                     *       "error": "This API key lacks the scope events:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description `after` is below the retained events; the message names the oldest retained sequence */
             410: {
                 headers: {
@@ -7566,6 +8115,26 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope events:read",
+                     *       "error": "This API key lacks the scope events:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -7791,6 +8360,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope events:read",
+                     *       "error": "This API key lacks the scope events:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Not found, or owned by another business */
             404: {
                 headers: {
@@ -8006,6 +8595,26 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope events:read",
+                     *       "error": "This API key lacks the scope events:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -8231,6 +8840,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope events:read",
+                     *       "error": "This API key lacks the scope events:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Not found, or owned by another business */
             404: {
                 headers: {
@@ -8447,6 +9076,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope webhooks:read",
+                     *       "error": "This API key lacks the scope webhooks:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Body larger than the limit */
             413: {
                 headers: {
@@ -8630,6 +9279,27 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope webhooks:write",
+                     *       "error": "This API key lacks the scope webhooks:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -8855,6 +9525,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope webhooks:read",
+                     *       "error": "This API key lacks the scope webhooks:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Not found, or owned by another business */
             404: {
                 headers: {
@@ -9043,6 +9733,26 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope webhooks:write",
+                     *       "error": "This API key lacks the scope webhooks:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -9252,6 +9962,27 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope webhooks:write",
+                     *       "error": "This API key lacks the scope webhooks:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -9512,6 +10243,27 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope webhooks:write",
+                     *       "error": "This API key lacks the scope webhooks:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Not found, or owned by another business */
             404: {
                 headers: {
@@ -9753,6 +10505,27 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope webhooks:write",
+                     *       "error": "This API key lacks the scope webhooks:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -10009,6 +10782,27 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope webhooks:write",
+                     *       "error": "This API key lacks the scope webhooks:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -10278,6 +11072,26 @@ export interface operations {
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope webhooks:read",
+                     *       "error": "This API key lacks the scope webhooks:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];

@@ -1,0 +1,45 @@
+/**
+ * What an API key may do (docs/decisions/…, README "Restricted keys"): per area `read` or `write`
+ * (write includes read). A key without scopes (every key made before them, and keys made without
+ * `--scopes`) may do everything.
+ */
+export const AREAS = ['items', 'buyers', 'pricing', 'orders', 'invoices', 'events', 'webhooks'] as const;
+export type Area = (typeof AREAS)[number];
+export type Scope = `${Area}:${'read' | 'write'}`;
+
+/** Every scope there is, for documents and forms. */
+export const SCOPES: Scope[] = AREAS.flatMap((area) => [`${area}:read`, `${area}:write`] as Scope[]);
+
+/** `orders:write,items:read` as a list of scopes; throws a message naming what is wrong. */
+export function parseScopes(text: string): Scope[] {
+  const scopes = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  const unknown = scopes.filter((s) => !SCOPES.includes(s as Scope));
+  if (unknown.length > 0) throw new Error(`Unknown scope ${unknown.join(', ')}: scopes are ${AREAS.map((a) => `${a}:read|write`).join(', ')}`);
+  if (scopes.length === 0) throw new Error('Give at least one scope, for example orders:write,items:read');
+  return [...new Set(scopes)] as Scope[];
+}
+
+/** Whether `scopes` (null: every scope) allow `required`; a write scope allows reading its area. */
+export function allows(scopes: readonly Scope[] | null, required: Scope): boolean {
+  if (scopes === null) return true;
+  const [area, level] = required.split(':');
+  return scopes.includes(required) || (level === 'read' && scopes.includes(`${area}:write` as Scope));
+}
+
+/**
+ * The scope an API operation needs, from its route (`/api/v1/orders/:id`) and method: the area of
+ * its first path segment (an order created for a buyer is an order; the feed, histories and
+ * exports are `events`), read for GET and HEAD, write otherwise. Undefined for no API route.
+ */
+export function requiredScope(method: string, route: string | undefined): Scope | undefined {
+  const parts = route?.replace(/^\/api\/v1\//, '').split('/');
+  if (!parts || parts[0] === '' || !route!.startsWith('/api/v1/')) return undefined;
+  const reading = method === 'GET' || method === 'HEAD';
+  const level = reading ? 'read' : 'write';
+  const streams = parts[0] === 'events' || parts.at(-1) === 'events' || parts.at(-1) === 'export';
+  const area: Area | undefined = streams ? 'events'
+    : parts[0] === 'buyers' && parts[2] === 'orders' ? 'orders'
+    : parts[0] === 'webhook-endpoints' ? 'webhooks'
+    : (AREAS as readonly string[]).includes(parts[0]) ? parts[0] as Area : undefined;
+  return area && `${area}:${level}`;
+}
