@@ -58,9 +58,9 @@ export function resolveSecretBox(config: Config): { box: SecretBox; source: stri
 /**
  * How far V8 lets the old generation grow after a full collection before the next one: by
  * `percent` (V8's own factor, up to 4×, when 0). An export on PostgreSQL promotes short-lived rows,
- * and at V8's 4× its 1M-order run peaked at 262-268 MB; at 100 % (2×) 179 MB, at the same speed
- * within noise (docs/decisions.md, "The old generation grows by 100 %"). Set before anything
- * large is allocated; V8 reads the flag each time it sets the next limit.
+ * and doubling (the default) instead of V8's factor lowered its peak memory markedly at the same
+ * speed (docs/performance.md, docs/decisions/). Set before anything large is allocated; V8 reads
+ * the flag each time it sets the next limit.
  */
 export function applyHeapGrowth(percent: number, setFlags: (flags: string) => void = setFlagsFromString): void {
   if (percent > 0) setFlags(`--heap-growing-percent=${percent}`);

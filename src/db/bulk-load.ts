@@ -64,13 +64,11 @@ async function foreignKeys(db: Db, tables: readonly string[]): Promise<Deferred[
 
 /**
  * Runs `load` with the tables' secondary indexes (and on PostgreSQL their foreign keys) dropped,
- * and makes them again afterwards from their definitions as they were read: building an index
- * from a whole table sorts once, where loading into it inserts every row at its place (at 1M
- * orders the demo's load ran at 13.4k orders/s without them, and had fallen to 8.6k/s with them;
- * making them took 11 s). Call it in a transaction that holds
- * the whole load: DDL is transactional on both backends, so a load that fails or dies rolls back
- * with the indexes in place, never without. Only for tables that hold nothing else of worth:
- * while it runs, their readers have no indexes.
+ * and makes them again afterwards as they were defined: building an index from a whole table sorts
+ * once, where loading into it inserts every row at its place, and the load slowed as they grew.
+ * Call it in a transaction holding the whole load: DDL is transactional on both backends, so a
+ * load that fails or dies rolls back with the indexes in place. Only for tables that hold nothing
+ * else of worth: while it runs, their readers have no indexes.
  */
 export async function withIndexesDeferred<T>(trx: Db, tables: readonly string[], load: () => Promise<T>): Promise<T> {
   const deferred = [...await secondaryIndexes(trx, tables), ...await foreignKeys(trx, tables)];
@@ -85,9 +83,8 @@ export async function withIndexesDeferred<T>(trx: Db, tables: readonly string[],
 /**
  * SQLite: a 16 MB page cache while the indexes are deferred. What is left to maintain during the
  * load (keys that grow at their end) needs little, and CREATE INDEX sorts in runs of the cache's
- * size: at 1M orders, 16 MB made the indexes in 11.0 s with 84 MB peak RSS, 64 MB in 12.9 s with
- * 187 MB (and `pragma threads = 2`, sorting on a second thread, 15.2 s with 317 MB on this
- * shared machine).
+ * size: a larger cache, or sorting on a second thread (`pragma threads`), made the indexes no
+ * faster and cost memory (docs/performance.md).
  */
 async function withSmallSqliteCache<T>(trx: Db, work: () => Promise<T>): Promise<T> {
   if (dialectOf(trx) !== 'sqlite') return work();
@@ -101,18 +98,15 @@ async function withSmallSqliteCache<T>(trx: Db, work: () => Promise<T>): Promise
 }
 
 /**
- * SQLite settings for the duration of a bulk load, each restored afterwards:
- * - a 64 MB page cache: with the default 2 MB, the growing indexes spill out of it and are
- *   written again and again (several times slower). The load writes near the end of every index,
- *   so 64 MB holds what it touches: 256 MB was no faster at 200k orders (50.6 s against 56.9 s,
- *   on a busy machine) and cost 220 MB more of the 300 MB the demo may use;
- * - foreign keys off: they cost three primary-key lookups per order item, and the rows are
- *   consistent by construction (the test runs `pragma foreign_key_check`);
- * - a rollback journal instead of WAL when no other connection has the file open (the switch
- *   needs the file to itself; otherwise it stays WAL, slower but the same): WAL writes every page
- *   twice, to the log and at a checkpoint into the file, while a load mostly adds new pages, which
- *   a rollback journal does not copy at all (18.7k -> 21.3k orders/s at 300k orders). With
- *   synchronous=FULL meanwhile: a rollback journal on NORMAL can be corrupted by a power cut.
+ * SQLite settings for a bulk load, each restored afterwards:
+ * - a 64 MB page cache: in the default 2 MB the growing indexes spill out and are written again and
+ *   again; the load writes near their ends, which 64 MB holds, and more was no faster and took
+ *   much of the 300 MB the demo may use;
+ * - foreign keys off: three primary-key lookups per order item, for rows consistent by construction
+ *   (the test runs `pragma foreign_key_check`);
+ * - a rollback journal instead of WAL when no other connection has the file open (else it stays
+ *   WAL, slower but the same): WAL writes every page twice, while a load mostly adds new pages, which
+ *   a rollback journal does not copy. With synchronous=FULL: on NORMAL a power cut can corrupt it.
  */
 async function withSqliteLoadSettings<T>(db: Kysely<Database>, load: (switched: boolean) => Promise<T>): Promise<T> {
   const read = async (name: string) => Object.values((await sql.raw(`pragma ${name}`).execute(db)).rows[0] as object)[0] as string | number;
@@ -140,7 +134,7 @@ async function withSqliteLoadSettings<T>(db: Kysely<Database>, load: (switched: 
 
 /**
  * PostgreSQL: freshly bulk-loaded tables have no planner statistics and no visibility map yet, so
- * plans are guesses and index-only scans still visit the table (list queries measured 3-5× slower
+ * plans are guesses and index-only scans still visit the table (list queries were far slower
  * until autovacuum caught up). What an operator runs after a bulk load; outside any transaction.
  */
 async function vacuumAnalyze(db: Kysely<Database>, tables: readonly string[]): Promise<void> {

@@ -3,14 +3,12 @@ import { dialectOf } from './dialect.ts';
 import type { Db } from './types.ts';
 
 /**
- * Rows read as JSON made by the database, for reads of many rows (the export).
- *
- * better-sqlite3 makes a JS string and an object property for every value it returns: reading an
- * order's 5 items of 13 columns cost 25 µs, of which SQLite's own work was 3 µs. One JSON text per
- * row (or per group of rows) and JSON.parse cost a third of that (docs/performance.md). The rows
- * come back as the driver would give them column by column: numeric columns as text (a JSON number
- * would lose digits on PostgreSQL; SQLite stores them as text), JSON columns as their text on SQLite
- * and parsed on PostgreSQL, timestamps as ISO text (`toIso` reads either form).
+ * Rows read as JSON made by the database, for reads of many rows (the export): better-sqlite3 makes
+ * a JS string and an object property for every value, far more work than SQLite's own; one JSON
+ * text per row (or group of rows) and JSON.parse cost much less (docs/performance.md). The rows
+ * come back as the driver gives them column by column: numeric columns as text (a JSON number would
+ * lose digits on PostgreSQL; SQLite stores them as text), JSON columns as their text on SQLite and
+ * parsed on PostgreSQL, timestamps as ISO text (`toIso` reads either form).
  */
 export interface JsonColumns<Row> {
   names: ReadonlyArray<keyof Row & string>;

@@ -152,8 +152,8 @@ export async function selectIdsFrom<DB, TB extends keyof DB, O>(
 
 /**
  * The ids of a page of `total` rows, read from the nearer end: the last pages cost what the first
- * do, and no page walks more than half the list (at 1M orders, `page=9900&limit=100` walked 990,000
- * index entries). `total` must be the exact count of `query`.
+ * do, and no page walks more than half the list (from the start, a deep page walked nearly all of
+ * it). `total` must be the exact count of `query`.
  */
 export async function selectPageIdsFromNearerEnd<DB, TB extends keyof DB, O>(
   query: SelectQueryBuilder<DB, TB, O>, paging: Paging, total: number,

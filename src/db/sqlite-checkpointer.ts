@@ -29,12 +29,11 @@ export interface Checkpointer {
 
 /*
  * Plain script text, so that it runs the same from the bundle and from sources (as the demo's
- * deflate worker). A PASSIVE checkpoint copies what it can and syncs the file, without holding up
- * the writer or any reader. The WAL starts again from its beginning only when a write transaction
- * begins with every page copied, which a pass on another thread can hardly time: under a steady
- * stream of writes the WAL grew by all that was written (51 MB of 51 MB in the test). So once it
- * holds `restartPages`, the thread asks the main connection to finish the job between two of its
- * transactions (afterCommit).
+ * deflate worker). A PASSIVE checkpoint copies what it can and syncs the file, holding up neither
+ * the writer nor any reader. The WAL restarts from its beginning only when a write transaction
+ * begins with every page copied, which another thread can hardly time: under steady writes the WAL
+ * grew by all that was written. So once it holds `restartPages`, the thread asks the main
+ * connection to finish the job between two of its transactions (afterCommit).
  */
 const SCRIPT = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -71,8 +70,8 @@ pass();`;
 /**
  * Checkpoints a SQLite file's WAL on a thread of its own. By default the connection that commits
  * checkpoints, in that commit, once the WAL holds 1000 pages: on a server, a write every few dozen
- * paid for copying the pages of all of them to the database file and syncing it (patch order:
- * commit 278 µs on average, 118 µs without checkpoints). Here the main connection never
+ * paid for copying the pages of all of them to the database file and syncing it, which dominated
+ * the average commit (docs/performance.md). Here the main connection never
  * checkpoints while the thread runs, except for the short finishing pass; if the thread cannot
  * start, or stops, it checkpoints as before.
  */

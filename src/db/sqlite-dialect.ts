@@ -12,17 +12,15 @@ const run = (connection: CachingConnection, text: string) => connection.executeQ
 
 /**
  * SQLite has one connection. Kysely's driver guards it with a lock that wakes every waiter at
- * once, so under many concurrent requests some lost the race again and again (30 s tails); this
- * driver hands the connection over first come, first served.
+ * once, so under many concurrent requests some lost the race again and again and waited far
+ * longer than the rest; this driver hands the connection over first come, first served.
  *
  * Group commit: a write transaction is a savepoint of a SQLite transaction that the next waiting
- * acquirer joins, up to MAX_GROUP, and one COMMIT ends them all; each write's commit resolves
- * only then, so nothing is answered before it is durable, and a write that fails rolls back its
- * own savepoint only. A commit wrote every page the writes touched to the WAL (the events' last
- * page, the counters, the orders' pages): once per group now, not once per write. A group's
- * members read the earlier members' writes, and commit with them or not at all; a statement
- * outside a write transaction (a read, a single-statement write) commits the group before it runs,
- * so nothing outside a group ever sees a write of it before it is durable.
+ * acquirers join, up to MAX_GROUP, and one COMMIT ends them all, so the pages the writes touch go
+ * to the WAL once per group, not once per write. Each write's commit resolves only then, so nothing
+ * is answered before it is durable; a write that fails rolls back its own savepoint only; members
+ * read earlier members' writes and commit with them or not at all; and a statement outside a write
+ * transaction commits the group before it runs, so nothing outside sees a write before it is durable.
  */
 class QueuedSqliteDriver implements Driver, LeaseOwner {
   readonly #connection: CachingConnection;

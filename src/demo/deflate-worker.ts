@@ -3,11 +3,10 @@ import { DATA_DEFLATE_OPTIONS, reusableDeflateRaw } from '../events/codec.ts';
 
 /**
  * Deflates events' data (src/events/codec.ts) on a thread of its own, so that it overlaps the
- * inserts: deflating the demo's events took as long as all of its SQL (3.7 kB of JSON per order).
- * The texts go over written end to end into one transferred buffer (TextRun), and come back so:
- * one copy each way, not one message per event (joining them into one string first cost as much
- * as the JSON.stringify, to flatten it).
- * The worker is plain script text, so that it runs the same from the bundle and from sources.
+ * inserts: deflating the demo's events took as long as all of its SQL. The texts go over written
+ * end to end into one transferred buffer (TextRun), and come back so: one copy each way, not one
+ * message per event (joining them into one string first cost as much as the JSON.stringify, to
+ * flatten it). The worker is plain script text, so it runs the same from the bundle and sources.
  */
 const SCRIPT = `
 const { parentPort, workerData } = require('node:worker_threads');

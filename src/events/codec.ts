@@ -3,20 +3,18 @@ import { inflateRawSync } from 'node:zlib';
 
 /**
  * An event's `data` as stored: its JSON, deflated at level 1. Events carry the whole resource,
- * and JSON of that shape compresses about seven times (an order of 10 items: 5.1 kB to 0.7 kB),
- * which is the difference between a busy business's year of events fitting comfortably on a
- * disk and not. Level 1 compresses nearly as well as 6 and costs less in every write (measured
- * in process: the deflate was the largest part of appending an event).
+ * and JSON of that shape compresses well (docs/performance.md): the difference between a busy
+ * business's year of events fitting comfortably on a disk and not. Level 1 compresses nearly as
+ * well as 6 and costs less in every write (the deflate was the largest part of appending an event).
  */
 export const DATA_DEFLATE_OPTIONS = { level: 1 } as const;
 
 /**
  * Deflate with one zlib stream, reset after each text: the same bytes as `deflateRawSync`, which
- * sets up and frees a stream (some 270 kB) per call, most of its cost for texts of a few kB
- * (measured 2–2.5× per event). Through the stream's handle, as zlib's own sync calls use it;
- * `deflateRawSync` where that is not there or a text does not fit. Self-contained (node:zlib and
- * the options are its arguments), so that the demo's deflate worker, a plain script, runs its
- * source too (src/demo/deflate-worker.ts).
+ * sets up and frees a stream per call, most of its cost for texts as short as an event's. Through
+ * the stream's handle, as zlib's own sync calls use it; `deflateRawSync` where that is not there or
+ * a text does not fit. Self-contained (node:zlib and the options are its arguments), so that the
+ * demo's deflate worker, a plain script, runs its source too (src/demo/deflate-worker.ts).
  */
 export function reusableDeflateRaw(
   zlib: typeof import('node:zlib'), options: import('node:zlib').ZlibOptions,

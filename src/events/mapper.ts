@@ -28,7 +28,7 @@ const CLOSE = Buffer.from('}');
 
 /**
  * The same JSON as bytes, in parts: the data stays the bytes it inflates to, never a string
- * decoded and encoded again (for a page of 100 order events, 370 kB each way).
+ * decoded and encoded again.
  */
 export const eventJsonParts = (row: Selectable<EventTable>): Buffer[] => [Buffer.from(eventHead(row)), decodeDataBytes(row.data), CLOSE];
 

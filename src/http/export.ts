@@ -8,9 +8,8 @@ import { lastSequence } from '../events/log.ts';
 
 /**
  * Records per query while streaming: enough to amortise the round trip, few enough to keep memory
- * flat. At 1M orders on PostgreSQL, 500 a query peaked at 284 MB of server RSS, 200 at 257-263 MB
- * and 50 at 253 MB, at 18,500, 18,700-20,200 and 17,100 orders/s (on SQLite, since the export's
- * short texts are read as columns, 171-173 MB at 32,500-33,400/s).
+ * flat. Larger batches raised the server's peak memory, smaller ones slowed the export
+ * (docs/performance.md).
  */
 export const streamTuning = { batch: 200 };
 
@@ -25,7 +24,7 @@ export interface Export { path: string; tag: string; noun: string; batch: Export
  * for before this one is written out: on PostgreSQL the database reads it while this process turns
  * the batch into JSON, instead of each waiting for the other. The event loop gets a turn for each
  * batch: on SQLite a batch's read resolves at once and a fast client never pushes back, so
- * without it one export held every other request of the process until it ended (22 s at 1M orders).
+ * without it one export held every other request of the process until it ended.
  */
 async function* ndjson(db: Db, businessId: string, batch: ExportBatch): AsyncGenerator<Buffer> {
   const ask = (after: string) => {

@@ -29,7 +29,7 @@ export const Text = (maxLength: number, description: string, minLength = 0) =>
 /**
  * Numbers that become decimals: bounded in digits before and after the point, at most 15 together,
  * so that the JSON double carries exactly what the client wrote and both backends store it exactly
- * (docs/decisions.md, "Bounds for amounts, quantities and dates").
+ * (docs/decisions/).
  */
 export const Decimal = (description: string, integerDigits: number, scale: number, options: { exclusiveMinimum?: number; maximum?: number; examples?: number[] } = {}) =>
   Type.Number({

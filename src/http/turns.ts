@@ -3,11 +3,10 @@ import type { FastifyInstance } from 'fastify';
 /**
  * How many requests start in one turn of the event loop. libuv (1.45 and later, so Node 20 and
  * later) accepts one new connection per turn. On SQLite a request runs to its end in the turn that
- * read it, so with 200 busy keep-alive connections one turn served about 200 requests (350 ms on a
- * 2-core machine), and a new connection waited in the kernel's queue one turn per connection
- * ahead of it: 14 s after 45 s of load, and past a client's 30 s timeout in CI. With at most
- * REQUESTS_PER_TURN starting per turn, a turn is a few milliseconds and new connections get in.
- * See docs/decisions.md, "A busy server still accepts new connections".
+ * read it, so with many busy keep-alive connections one turn served a request from each, and a new
+ * connection waited in the kernel's queue one long turn per connection ahead of it, past a client's
+ * timeout. With at most REQUESTS_PER_TURN starting per turn, turns stay short and new connections
+ * get in (docs/decisions/).
  */
 export const REQUESTS_PER_TURN = 8;
 

@@ -13,8 +13,8 @@ export type IdPrefix =
 let lastTime = -1;
 const lastRandom = new Uint8Array(16);
 /**
- * Random bytes drawn 4 kB at a time, 16 per id: a call into the CSPRNG per id was 2 % of the
- * server's CPU on patch order (one event id a write, each in a new millisecond).
+ * Random bytes drawn 4 kB at a time, 16 per id: a call into the CSPRNG per id was a visible share
+ * of the server's CPU on patch order (one event id a write, each in a new millisecond).
  */
 const pool = Buffer.alloc(4096);
 let poolAt = pool.length;

@@ -10,7 +10,7 @@ export function toIso(value: Date | string | null | undefined): string | null {
   if (typeof value === 'string') {
     if (CANONICAL_ISO.test(value)) return value;
     // PostgreSQL's JSON of a timestamptz in UTC (the export's rows): the same instant, rewritten
-    // without a Date, whose parse of such text was a quarter of a PostgreSQL export's time.
+    // without a Date, whose parse of such text was a large share of a PostgreSQL export's time.
     const utc = PG_JSON_UTC.exec(value);
     if (utc) return `${utc[1]}.${(utc[2] ?? '').slice(0, 3).padEnd(3, '0')}Z`;
   }

@@ -26,7 +26,7 @@ const ORDER_COLUMNS: JsonColumns<OrderRow> = {
  * Columns read as columns, beside the JSON: short texts that differ from order to order (SO
  * numbers, a customer's reference, totals). JSON.parse makes every string of up to 10 characters a
  * V8 internalized string, which is born in the old generation and freed only by a full collection:
- * at 1M orders these were 80 MB of the server's RSS by the end of an export (docs/performance.md).
+ * over a long export they piled up in the server's memory (docs/performance.md).
  */
 const ORDER_APART = ['internal_reference', 'external_reference', 'total_amount'] as const;
 

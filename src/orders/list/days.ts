@@ -44,8 +44,8 @@ export type DaysOf = (direction: 'asc' | 'desc') => Promise<Array<{ day: string;
 
 /**
  * `listDays` of one list, read at most once: a list whose total and page both go by day (its total
- * sums the days, its page passes them) reads them for both. Read newest first; oldest first is the
- * same days reversed. At 1M orders on PostgreSQL a path's days cost 4–6 ms a read.
+ * sums the days, its page passes them) reads them for both, as a path's days are a query of their
+ * own. Read newest first; oldest first is the same days reversed.
  */
 export function listDaysOnce(list: Parameters<typeof listDays>[0]): DaysOf {
   let newestFirst: ReturnType<DaysOf> | undefined;
@@ -72,7 +72,7 @@ const WALKED_COLUMNS = ['id', 'business_id', 'created_at', 'deleted_at', 'phase'
  * The `reach` rows of `list` nearest the end walked, as `orders` for filters to be added to (the
  * walk adds every filter again, those the subquery already applied too: harmless, and one query):
  * both backends read them as the walk asks for them, so a walk that finds its rows early reads no
- * more than without the bound (a first page at 1M orders: 0.2 ms on PostgreSQL, 0.06 ms on SQLite).
+ * more than without the bound.
  */
 function nearestRows(db: Db, list: OrdersQuery, backwards: boolean, reach: number): OrdersQuery {
   const direction = backwards ? 'asc' : 'desc';
@@ -91,9 +91,8 @@ export function walkOf(scope: ListScope, active: ActiveFilters, rows: OrdersQuer
  * A page of the list of orders (live, or with includeDeleted all), unfiltered or by phase, status,
  * createdSince and/or a path's presence or absence, deep in it: from the nearer end, whole days
  * are passed over by their maintained counts (`order_created_counts`, or the path counts), and
- * only the rows of the day the page starts in are walked. At 1M orders, page 20000 of 20 walked
- * 400,000 index entries (71 ms on SQLite). `total` is the exact count of the list, which its days
- * sum to; `query` has every filter's condition.
+ * only the rows of the day the page starts in are walked, not every entry before the page. `total`
+ * is the exact count of the list, which its days sum to; `query` has every filter's condition.
  */
 export async function pageByCreatedDay(
   db: Db, businessId: string, query: OrdersQuery, options: ListOrdersOptions, total: number,
@@ -105,21 +104,18 @@ export async function pageByCreatedDay(
 /**
  * How many rows of the list without its path a walk of `skip + take` of its rows from an end reads
  * at most. Where the path's orders lie further from that end, the day counts say where they are:
- * a path only the oldest 20,000 of 1M orders have took 331 ms for a first page on PostgreSQL
- * and 477 ms on SQLite, walking every row; 18 and 10 ms so. Reading the days for every list by a
- * path cost its first page 5–11 ms more.
+ * walking without a bound, a first page of a path only the oldest orders have read every row, and
+ * reading the days for every list by a path instead made every first page dearer.
  */
 const reachOf = (skip: number, take: number) => Math.max(listTuning.shallowRows, 4 * (skip + take));
 
 /**
  * `take` ids of the walk's rows after `skip`, in list order or backwards from its end, passing
- * whole days by `daysOf` (its rows per created day, in the direction walked: oldest first when
- * backwards) and walking only the rows of the day the range starts in; or, fewer than
- * `shallowRows` from the end, walking from it, within the reach (reachOf) when a path filters
- * the list. The rows are the list filtered as suits a walk over a short range (plan.ts
- * `filtersForRange`): on PostgreSQL a path tested on each row's JSON beat a probe of the side
- * table per row (the last page of ACCEPTED orders with a path at 1M orders: 1.6 ms against
- * 11.6 ms by EXPLAIN).
+ * whole days by `daysOf` (rows per created day in the direction walked: oldest first when
+ * backwards) and walking only the rows of the day the range starts in; or, fewer than `shallowRows`
+ * from the end, walking from it, within the reach (reachOf) when a path filters the list. The rows
+ * are filtered for a short range (plan.ts `filtersForRange`): on PostgreSQL a path tested on each
+ * row's JSON beat a probe of the side table per row.
  */
 export async function idsByDays(
   { rows, nearest }: Walk, daysOf: DaysOf, { backwards, skip, take }: { backwards: boolean; skip: number; take: number },

@@ -51,8 +51,8 @@ async function propertyCounts({ db, businessId, options }: ListScope, active: Ac
 
 /**
  * `known`, when given, is what a list with the same property filter and includeDeleted already read
- * of its matches (it depends on nothing else): the two parts of a changed-since split read it once
- * (a path's sum is 3–4 ms at 1M orders on PostgreSQL).
+ * of its matches (it depends on nothing else): the two parts of a changed-since split read it once,
+ * as a path's sum is a query of its own.
  */
 async function planList(db: Db, businessId: string, options: ListOrdersOptions, known?: PropertyCounts): Promise<Planned> {
   const scope = { db, businessId, options };
@@ -85,13 +85,11 @@ const UNFILTERED_OLDER = new Set(['changedSince', 'includeDeleted']);
 
 /**
  * A list changed after u, split in two. The orders created after u all changed after it
- * (updatedAt >= createdAt) and come first in the list order: that part is planned as a createdSince
- * list with the other filters (day counts, path counts, the side table). Then the orders created
- * at or before u and changed after it: `order_change_counts` says on which days they were created
- * (olderChangedDays), so only those days' rows are read, and without other filters it gives their
- * count and their pages by day. A year's window at 1M orders has 7k
- * older orders among 507k changed; reading them from the updated_at index cost 50 ms for the count
- * and 195 ms for the last page, which reads them backwards from the oldest.
+ * (updatedAt >= createdAt) and come first in list order: a createdSince list with the other filters
+ * (day counts, path counts, the side table). Then those created at or before u and changed after it:
+ * `order_change_counts` names their created days (olderChangedDays), whose rows alone are read, and
+ * without other filters gives their count and pages by day. They are few among a long window's
+ * changes, all of which the updated_at index would walk, the last page backwards from the oldest.
  */
 function changedSplit(plan: Planned): Promise<ChangedSplit> {
   plan.split ??= (async () => {
@@ -115,7 +113,7 @@ async function recentOf(plan: Planned, since: string): Promise<Pick<ChangedSplit
 /**
  * The orders created at or before u and changed after it, and where they were created. Only the
  * days `order_change_counts` names are read (dayRuns): one old order changed after u once made the
- * count read every order created since that order's day (at 1M orders on PostgreSQL, 375 ms).
+ * count read every order created since that order's day.
  */
 async function olderOf(plan: Planned, since: string): Promise<Omit<ChangedSplit, 'recent' | 'recentTotal'>> {
   const days = await olderChangedDays(plan.db, plan.businessId, since, plan.options.includeDeleted);
@@ -182,8 +180,8 @@ export async function listOrders(db: Db, businessId: string, options: ListOrders
 }
 
 /**
- * The page's ids. By number: as the plan chooses, none past the end (page 20000 of 200k orders cost
- * 148 ms on SQLite walking the offset). After a cursor's place: the first `limit` ids of the list
+ * The page's ids. By number: as the plan chooses, none past the end (reading one would walk the
+ * whole offset to find nothing). After a cursor's place: the first `limit` ids of the list
  * from there, read forward (an unbounded total: nothing is read from the far end).
  */
 async function pageIdsOf(plan: Planned, options: ListOrdersOptions, total: number): Promise<string[]> {
@@ -196,8 +194,8 @@ async function pageIdsOf(plan: Planned, options: ListOrdersOptions, total: numbe
 /**
  * A cursor page of a list changed after u, split as its pages by number are (changedSplit): the
  * orders created after u from the place, then the older ones changed after u, from the place, in
- * the runs of created days that hold them and are not newer than the place. Walked from the place
- * through every created day instead, the last page of a year's window cost 30–44 ms at 1M orders.
+ * the runs of created days that hold them and are not newer than the place. Walking from the place
+ * through every created day instead read days that hold none of them.
  */
 async function cursorPageChangedSince(plan: Planned, options: ListOrdersOptions, after: Position): Promise<string[]> {
   const since = changedSinceOf(options)!;
@@ -216,7 +214,7 @@ async function cursorPageChangedSince(plan: Planned, options: ListOrdersOptions,
  * The page's ids of a list changed after u (changedSplit): the page of the orders created after u,
  * read as that list's plan reads it, and where it runs short, the older orders changed after u,
  * from the nearer end of theirs, within the runs of created days that hold them (olderOf). Sorting the
- * whole window instead cost 2.7 ms at 1M orders (16.6k changes in 7 days) for every poll of the first page.
+ * whole window instead made every poll of the first page sort every change in it.
  */
 async function pageChangedSince(plan: Planned, total: number): Promise<string[]> {
   const { recent, recentTotal, older, olderRuns } = await changedSplit(plan);

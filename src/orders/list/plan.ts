@@ -137,11 +137,11 @@ const ROW_FILTERS: Record<string, ListFilter> = {
 
 /**
  * The filters for a query that passes over a short range of rows: the older part of a
- * changed-since split (a month of orders at 1M), the rows of the day a page starts in, a walk of
- * fewer than `shallowRows` from a list's end, and the count of a createdSince's own day. Where
- * testing each row's JSON costs less than a probe of the side table per row (PostgreSQL,
- * jsonOnRowsBeatsProbes), the property filter is tested on the JSON there; SQLite keeps the side table. Both answer alike wherever the side table serves
- * (sideTableServes).
+ * changed-since split, the rows of the day a page starts in, a walk of fewer than `shallowRows`
+ * from a list's end, and the count of a createdSince's own day. Where testing each row's JSON costs
+ * less than a probe of the side table per row (PostgreSQL, jsonOnRowsBeatsProbes), the property
+ * filter is tested on the JSON there; SQLite keeps the side table. Both answer alike wherever the
+ * side table serves (sideTableServes).
  */
 export const filtersForRange = (db: Db): Record<string, ListFilter> => (jsonOnRowsBeatsProbes(db) ? ROW_FILTERS : ORDER_FILTERS);
 /** The filters a request sets. */

@@ -34,11 +34,11 @@ export const bumpDeletedChangeCounts = (db: Db, businessId: string, changes: Cha
   bumpCounts(db, 'order_deleted_change_counts', businessId, ['day', 'created_day'], changes);
 
 /**
- * The exact number of live orders (or with `includeDeleted` all) changed after `since` (updatedAt > since, which is also
- * modifiedSince): the maintained counts of the whole days after it, plus a count of the orders
- * changed later on its own day, which the (business_id, updated_at) index answers. One statement,
- * so one snapshot. Its cost is bounded by one day's changes and the number of days, not by the
- * size of the window (a 7-day window at 1M orders is 16.6k orders).
+ * The exact number of live orders (or with `includeDeleted` all) changed after `since`
+ * (updatedAt > since, which is also modifiedSince): the maintained counts of the whole days after
+ * it, plus a count of the orders changed later on its own day, which the (business_id, updated_at)
+ * index answers. One statement, so one snapshot. Its cost is bounded by one day's changes and the
+ * number of days, not by the size of the window.
  */
 export async function countChangedSince(db: Db, businessId: string, since: string, includeDeleted = false): Promise<number> {
   const day = since.slice(0, 10);

@@ -63,7 +63,7 @@ export function sumOfCounts(db: Db, table: 'order_counts' | 'order_deleted_count
 /**
  * The number of orders of the business, optionally of one phase and/or status, from the maintained
  * counts: live ones (`order_counts`), and with `includeDeleted` the soft-deleted ones too
- * (`order_deleted_counts`, per created day: a few thousand rows at 1M orders). One statement, so one snapshot.
+ * (`order_deleted_counts`, per created day: far fewer rows than orders). One statement, so one snapshot.
  */
 export async function countOrders(db: Db, businessId: string, of: { phase?: string; status?: string; includeDeleted?: boolean }): Promise<number> {
   const live = sumOfCounts(db, 'order_counts', businessId, of);

@@ -6,12 +6,11 @@ import { SIDE_TABLES, type Side } from './properties.ts';
 import { propertyPaths } from './property-values.ts';
 
 /**
- * The derived tables of a new business's orders, made while a load writes the orders directly
- * (the demo generator) instead of read back from them afterwards: the same rows
- * `rebuildOrderProjections` makes, from the same functions the upkeep uses (`propertyPaths`,
- * `changeDay`). Reading 1M orders back, parsing their properties and grouping them took a sixth
- * of a 1M-order load. The property rows go in with each batch of orders; the counts are added to
- * their tables whenever a tally grows large, and the rest after the last batch.
+ * The derived tables of a new business's orders, made while a load writes the orders directly (the
+ * demo generator): reading them back, parsing and grouping them afterwards was a large share of a
+ * load. The same rows `rebuildOrderProjections` makes, from the functions the upkeep uses
+ * (`propertyPaths`, `changeDay`). The property rows go in with each batch of orders; the counts are
+ * added to their tables whenever a tally grows large, and the rest after the last batch.
  */
 export interface ProjectionLoad {
   /** The property rows of a batch of orders, counted as they are added. */
@@ -29,9 +28,9 @@ export interface ProjectionBatch {
 
 /**
  * Counts by key, each key its parts joined in one string, and nothing else kept per key. Since the
- * path and change counts are by day (migrations 0022 and 0023) a 1M-order load has about 150k keys:
- * held to the end, each with an array of its parts and a record, they grew the load's peak RSS by
- * about 90 MB (docs/performance.md). Now a tally is also written out whenever it grows large.
+ * path and change counts are by day (migrations 0022 and 0023) a large load has many keys: held to
+ * the end, each with an array of its parts and a record, they grew the load's peak memory
+ * (docs/performance.md). Now a tally is also written out whenever it grows large.
  */
 export class Tally {
   readonly #counts = new Map<string, number>();
@@ -95,8 +94,7 @@ function countTargets(counts: Tally, live: SideTallies, deleted: SideTallies): A
 
 /**
  * Keys a tally holds before they are written (tests set it low). Orders are made in time order, so
- * a day's keys mostly come together and are seldom written twice; the tallies stay a few MB (all
- * of a 1M-order load's 150k keys held to the end were about 15 MB of live heap).
+ * a day's keys mostly come together and are seldom written twice, and the tallies stay small.
  */
 export const loadTuning = { heldKeys: 10_000 };
 

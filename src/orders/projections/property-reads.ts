@@ -100,9 +100,9 @@ export interface PathTotal {
 
 /**
  * How many orders have the path, per phase and status: one statement, which reads the path's
- * counts once (a path that 100k of 1M orders have is 9k rows, 3 ms on PostgreSQL). A list by a
- * present path needs their sum (how many orders it could match) and often its phase and status's
- * share (its total); it reads them here together instead of by two sums (sumPathTotals).
+ * counts (a row per day, phase and status) once. A list by a present path needs their sum (how
+ * many orders it could match) and often its phase and status's share (its total); it reads them
+ * here together instead of by two sums (sumPathTotals).
  */
 export async function pathTotals(db: Db, businessId: string, path: string, includeDeleted = false): Promise<PathTotal[]> {
   const [first, ...rest] = sides(includeDeleted).map((side) => db.selectFrom(SIDE_TABLES[side].counts)
@@ -118,15 +118,12 @@ export const sumPathTotals = (totals: PathTotal[], { phase, status }: PhaseStatu
 
 /**
  * The orders that match a value or have a path, driven from the side table(s) (their rows are
- * orders of the business only), each read by primary key, for the other filters and the sort to
- * be added: a materialised CTE named `candidates`, read as `orders`. Materialised, because the
- * planner must not see the other filters while it joins: SQLite, which has no statistics, then
- * joined each match to an index covering the filters' columns (the whole business's entries per
- * match: 1.5 s for 1,930 matches at 10k orders) instead of looking its key up. At 1M orders,
- * "ACTIVE orders with salesOrderNo 500000" fell from 110 ms to under 1 ms. Only the columns the
- * other filters and the page read (CANDIDATE_COLUMNS) are copied into it: whole rows, with their
- * properties and addresses, made counting 981 matches at 10k orders cost 4.6 ms on SQLite; these
- * columns alone, 2.9 ms.
+ * orders of the business only), each read by primary key, for the other filters and the sort to be
+ * added: a materialised CTE named `candidates`, read as `orders`. Materialised, so that the planner
+ * cannot see the other filters while it joins: SQLite, without statistics, then joined each match
+ * to an index covering their columns (the whole business's entries per match) instead of looking
+ * its key up. Only the columns the other filters and the page read (CANDIDATE_COLUMNS) are copied
+ * in: whole rows, with their properties and addresses, made counting slower.
  */
 export function ordersFromSideTable(db: Db, businessId: string, filter: PropertyFilter, includeDeleted = false) {
   const path = filter.segments.join('.');
