@@ -31,7 +31,7 @@ async function startRelease(databaseUrl: string): Promise<{ child: ChildProcess;
   for (let i = 0; i < 600 && !/listening on/.test(text); i++) await new Promise((r) => setTimeout(r, 100));
   const base = text.match(/listening on (http:\/\/\S+)/)?.[1];
   const businessId = text.match(/X-Business-Id: (bus_\w+)/)?.[1];
-  const apiKey = text.match(/X-API-Key:\s+([0-9a-f]{32})/)?.[1];
+  const apiKey = text.match(/X-API-Key:\s+(sl_live_[0-9A-Za-z]{36}|[0-9a-f]{32})/)?.[1];
   if (!base || !businessId || !apiKey) throw new Error(`the release did not start:\n${text}`);
   return { child, base, businessId, apiKey };
 }

@@ -6,6 +6,7 @@ import { createDatabase, type DatabaseHandle } from './db/connection.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { backupSqlite } from './db/backup.ts';
 import { parseScopes, type Scope } from './businesses/scopes.ts';
+import { keyFormat } from './businesses/key-format.ts';
 import { DEMO_OPTIONS, runDemoCommand } from './demo/command.ts';
 import type { Db } from './db/types.ts';
 import { rebuildOrderProjections } from './orders/projections/index.ts';
@@ -14,7 +15,7 @@ import { CLI, createWriteRunner, type WriteRunner } from './write/runner.ts';
 import { createUser, updateUser } from './users/service.ts';
 import { listUsers } from './users/repository.ts';
 import type { Role } from './users/table.ts';
-import { ApiError } from './lib/errors.ts';
+import { ApiError, MALFORMED_KEY_HINT } from './lib/errors.ts';
 
 /** A service's refusal (a bad email, a taken address) as the CLI's own error. */
 async function asCliError<T>(work: () => Promise<T>): Promise<T> {
@@ -109,6 +110,19 @@ const commands: Record<string, Command> = {
         ['ID', 'PREFIX', 'SCOPES', 'CREATED', 'LAST USED', 'REVOKED'],
         keys.map((k) => [k.id, k.prefix, k.scopes ? k.scopes.join(',') : 'all', k.createdAt, k.lastUsedAt ?? '-', k.revokedAt ?? '-']),
       );
+    },
+  },
+  'key check': {
+    usage: 'key check KEY                          whether KEY is well formed (offline: its checksum, no database)',
+    options: {},
+    required: [],
+    positional: 'KEY',
+    async alone(_databaseUrl, [key]) {
+      const format = keyFormat(key);
+      if (format === 'malformed') throw new CliError(`Malformed: ${MALFORMED_KEY_HINT.replace(/^The X-API-Key is malformed \(a typo\?\): /, '')}.`);
+      printLines(format === 'current'
+        ? 'Well formed: an sl_live_ key whose checksum is right. Whether it is live, only the service can say.'
+        : 'Well formed: a key of the format before 2026-11-28 (32 hex characters), which keeps working.');
     },
   },
   'key revoke': {

@@ -1,9 +1,10 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { newId } from '../lib/ids.ts';
 import { toIso } from '../lib/time.ts';
 import { readJson } from '../lib/json.ts';
 import type { Db } from '../db/types.ts';
 import type { Scope } from './scopes.ts';
+import { displayPrefix, newApiKey } from './key-format.ts';
 import { statement } from '../db/statement.ts';
 
 export function hashApiKey(key: string): string {
@@ -23,14 +24,14 @@ export interface KeyDetails {
   scopes?: Scope[] | null;
 }
 
-/** A key is 32 random hex characters, shown once; only its SHA-256 hash is stored. */
+/** A key (src/businesses/key-format.ts) is shown once; only its SHA-256 hash is stored. */
 export async function insertApiKey(db: Db, businessId: string, now: string, details: KeyDetails = {}): Promise<CreatedKey> {
-  const apiKey = randomBytes(16).toString('hex');
+  const apiKey = newApiKey();
   const keyId = newId('key');
   await db.insertInto('api_keys').values({
     id: keyId,
     business_id: businessId,
-    prefix: apiKey.slice(0, 8),
+    prefix: displayPrefix(apiKey),
     key_hash: hashApiKey(apiKey),
     created_at: now,
     name: details.name ?? null,

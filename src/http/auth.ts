@@ -2,7 +2,8 @@ import { timingSafeEqual } from 'node:crypto';
 import fp from 'fastify-plugin';
 import { findActiveKeys, hashApiKey, touchApiKey } from '../businesses/repository.ts';
 import type { Db } from '../db/types.ts';
-import { ApiError, badRequest, forbidden, RATE_LIMITED_MESSAGE, unauthorized } from '../lib/errors.ts';
+import { ApiError, badRequest, forbidden, MALFORMED_KEY_HINT, RATE_LIMITED_MESSAGE, unauthorized } from '../lib/errors.ts';
+import { keyFormat } from '../businesses/key-format.ts';
 import { readJson } from '../lib/json.ts';
 import { allows, requiredScope, type Scope } from '../businesses/scopes.ts';
 import { NUL_MESSAGE } from './json-body.ts';
@@ -43,6 +44,8 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
     async verify(businessId, apiKey) {
       if (typeof businessId !== 'string' || typeof apiKey !== 'string') return null;
       if (businessId.length === 0 || businessId.length > MAX_HEADER_LENGTH || apiKey.length === 0 || apiKey.length > MAX_HEADER_LENGTH) return null;
+      // A key that cannot be one (a typo breaks its checksum) costs no database lookup.
+      if (keyFormat(apiKey) === 'malformed') return null;
       const presented = hashApiKey(apiKey);
       const slot = `${businessId}\u0000${presented}`;
       const now = clock();
@@ -99,7 +102,10 @@ export const apiKeyAuth = fp<ApiGuardOptions>(async (api, options) => {
         throw new ApiError('RATE_LIMITED', RATE_LIMITED_MESSAGE);
       }
     }
-    if (!key) throw unauthorized();
+    if (!key) {
+      const presented = request.headers['x-api-key'];
+      throw unauthorized(typeof presented === 'string' && presented.length > 0 && keyFormat(presented) === 'malformed' ? MALFORMED_KEY_HINT : undefined);
+    }
     request.businessId = businessId as string;
     request.apiKeyId = key.id;
     // What the key may do: the scope the route needs (an unknown path is a 404 whatever the key).

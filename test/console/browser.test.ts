@@ -75,13 +75,13 @@ describeEachBackend('the supplier console, in a browser', (ctx) => {
     await page.getByLabel('Expires').selectOption('90');
     await page.getByRole('button', { name: 'Create key' }).click();
     const key = (await page.locator('#new-key-value').textContent())!.trim();
-    assert.match(key, /^[0-9a-f]{32}$/);
+    assert.match(key, /^sl_live_[0-9A-Za-z]{36}$/);
     await screenshot(page, `${ctx().backend}-keys`);
     assert.deepEqual(await accessibilityProblems(page), []);
     assert.equal(await api(key), 200);
     await page.goto(`${base}/console/keys`);
     assert.equal(await page.locator('#new-key-value').count(), 0, 'the key is shown once');
-    const row = page.locator('tr', { hasText: key.slice(0, 8) });
+    const row = page.locator('tr', { hasText: key.slice(0, 12) });
     await row.getByRole('button', { name: 'Revoke' }).click();
     await page.waitForURL(/\/console\/keys$/);
     const revokedAt = Date.now();
@@ -101,7 +101,7 @@ describeEachBackend('the supplier console, in a browser', (ctx) => {
     await page.getByRole('button', { name: 'Create key' }).click();
     const old = (await page.locator('#new-key-value').textContent())!.trim();
     await page.goto(`${base}/console/keys`);
-    const row = page.locator('tr', { hasText: old.slice(0, 8) });
+    const row = page.locator('tr', { hasText: old.slice(0, 12) });
     await row.getByLabel('Old key keeps working').selectOption('3600');
     await row.getByRole('button', { name: 'Rotate' }).click();
     const fresh = (await page.locator('#new-key-value').textContent())!.trim();

@@ -1,3 +1,4 @@
+import { newApiKey } from '../../src/businesses/key-format.ts';
 import assert from 'node:assert/strict';
 import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -340,7 +341,7 @@ for (const backend of backends) {
       try {
         for (const [method, url] of [['GET', '/api/v1/orders'], ['POST', '/api/v1/items'], ['GET', '/api/v1/items/itm_01jd5x8m2k3n4p5q6r7s8t9v0w']]) {
           const res = await app.inject({
-            method: method as 'GET', url, headers: { 'x-business-id': 'bus_01jd5x8m2k3n4p5q6r7s8t9v0w', 'x-api-key': 'k'.repeat(32), 'content-type': 'application/json' },
+            method: method as 'GET', url, headers: { 'x-business-id': 'bus_01jd5x8m2k3n4p5q6r7s8t9v0w', 'x-api-key': newApiKey(), 'content-type': 'application/json' },
             payload: method === 'POST' ? '{}' : undefined,
           });
           assert.equal(res.statusCode, 503, `${method} ${url}: ${res.body}`);

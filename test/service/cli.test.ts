@@ -162,12 +162,12 @@ for (const backend of backends) {
       const revokedKey = keys.find((k: ListedKey) => k.id === key.keyId) as ListedKey;
       const firstKey = keys.find((k: ListedKey) => k.id !== key.keyId) as ListedKey;
       assert.match(revokedKey.revokedAt ?? '', /^\d{4}-\d\d-\d\dT/);
-      assert.equal(revokedKey.prefix, key.apiKey.slice(0, 8));
+      assert.equal(revokedKey.prefix, key.apiKey.slice(0, 12));
       assert.equal(firstKey.revokedAt, null);
 
       assert.equal(table.code, 0, table.stderr);
       assert.match(table.stdout, /^ID\s+PREFIX\s+SCOPES\s+CREATED\s+LAST USED\s+REVOKED/);
-      assert.match(table.stdout, new RegExp(`${key.keyId}\\s+${key.apiKey.slice(0, 8)}\\s+all\\s+\\S+\\s+-\\s+\\d{4}-`));
+      assert.match(table.stdout, new RegExp(`${key.keyId}\\s+${key.apiKey.slice(0, 12)}\\s+all\\s+\\S+\\s+-\\s+\\d{4}-`));
       assert.doesNotMatch(table.stdout, new RegExp(key.apiKey), 'the list never shows a key');
 
       // A key limited to some scopes says so, in the list too; an unknown scope is a usage error.

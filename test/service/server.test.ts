@@ -41,7 +41,7 @@ describe('npm start (src/server.ts)', () => {
     const env = { DATABASE_URL: `sqlite:${join(dir, 'nested', 'supplyline.db')}` };
     const first = await start(env, { npm: true });
     const businessId = first.output().match(/X-Business-Id: (bus_\w+)/)?.[1];
-    const apiKey = first.output().match(/X-API-Key:\s+([0-9a-f]{32})/)?.[1];
+    const apiKey = first.output().match(/X-API-Key:\s+(sl_live_[0-9A-Za-z]{36})/)?.[1];
     assert.ok(businessId && apiKey, first.output());
     assert.match(first.output(), /curl -s http:\/\/127\.0\.0\.1:\d+\/api\/v1\/items/);
     assert.match(first.output(), /\/docs/);
