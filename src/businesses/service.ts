@@ -33,15 +33,17 @@ export async function createApiKey(ctx: WriteContext, options: { name?: string |
 }
 
 /**
- * Rotation: a new key with the old one's name, and the old key set to expire after `graceSeconds`
- * (0: now), so clients can move to the new key before the old one stops working.
+ * Rotation: a new key with the old one's name, scopes and expiry, and the old key set to expire
+ * after `graceSeconds` (0: now), so clients can move to the new key before the old one stops
+ * working; never later than it would have anyway.
  */
 export async function rotateApiKey(ctx: WriteContext, keyId: string, graceSeconds: number): Promise<CreatedKey | null> {
   const before = await keyObject(ctx, keyId);
   if (!before || before.revokedAt !== null || (before.expiresAt !== null && before.expiresAt <= ctx.now)) return null;
-  // The new key keeps what the old one could do.
-  const created = await createApiKey(ctx, { name: before.name, scopes: before.scopes });
-  await expireApiKey(ctx.trx, ctx.businessId, keyId, new Date(new Date(ctx.now).getTime() + graceSeconds * 1000).toISOString());
+  // The new key keeps what the old one could do, and until when.
+  const created = await createApiKey(ctx, { name: before.name, scopes: before.scopes, expiresAt: before.expiresAt });
+  const graceEnds = new Date(new Date(ctx.now).getTime() + graceSeconds * 1000).toISOString();
+  await expireApiKey(ctx.trx, ctx.businessId, keyId, before.expiresAt !== null && before.expiresAt < graceEnds ? before.expiresAt : graceEnds);
   ctx.emit(updatedEvent('api_key', before, await keyObject(ctx, keyId)));
   return created;
 }

@@ -55,7 +55,7 @@ describeEachBackend('API key scopes', (ctx) => {
     assert.ok(operations >= 40, `${operations} operations`);
   });
 
-  it('keeps a rotated key\'s scopes, and refuses an unknown scope at the CLI', async () => {
+  it('keeps a rotated key\'s scopes and expiry, never extends the old key\'s life, and refuses an unknown scope at the CLI', async () => {
     const { parseScopes } = await import('../../src/businesses/scopes.ts');
     assert.deepEqual(parseScopes('orders:write, items:read,orders:write'), ['orders:write', 'items:read']);
     assert.throws(() => parseScopes('orders:admin'), /Unknown scope orders:admin/);
@@ -68,5 +68,17 @@ describeEachBackend('API key scopes', (ctx) => {
     const headers = { 'x-business-id': owner.businessId, 'x-api-key': rotated!.apiKey };
     assert.equal((await ctx().app.inject({ method: 'GET', url: '/api/v1/items', headers })).statusCode, 200);
     assert.equal((await ctx().app.inject({ method: 'GET', url: '/api/v1/orders', headers })).statusCode, 403);
+
+    // A key that expires in an hour, rotated with a day's grace: the new key expires when it would
+    // have, and the old one no later.
+    const { createApiKey } = await import('../../src/businesses/service.ts');
+    const inAnHour = new Date(Date.now() + 3_600_000).toISOString();
+    const runner = createWriteRunner(ctx().db);
+    const expiring = await runner.run({ businessId: owner.businessId, actor: SYSTEM }, (c) => createApiKey(c, { expiresAt: inAnHour }));
+    const next = await runner.run({ businessId: owner.businessId, actor: SYSTEM }, (c) => rotateApiKey(c, expiring.keyId, 86_400));
+    const { listApiKeys } = await import('../../src/businesses/repository.ts');
+    const listed = await listApiKeys(ctx().db, owner.businessId);
+    assert.equal(listed.find((k) => k.id === next!.keyId)!.expiresAt, inAnHour);
+    assert.equal(listed.find((k) => k.id === expiring.keyId)!.expiresAt, inAnHour);
   });
 });
