@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { listApiKeys } from '../businesses/repository.ts';
 import { createApiKey, revokeApiKey, rotateApiKey } from '../businesses/service.ts';
+import { AREAS, type Scope } from '../businesses/scopes.ts';
 import { ApiError } from '../lib/errors.ts';
 import { GRACE_CHOICES, type ConsoleKit, type Form } from './kit.ts';
 import type { SessionUser } from './session.ts';
@@ -16,7 +17,7 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
     const keys = (await listApiKeys(db, user.businessId)).map((k) => ({
       ...k, status: k.revokedAt ? 'revoked' : k.expiresAt !== null && k.expiresAt <= now ? 'expired' : 'active',
     })).reverse();
-    return page(reply, 'keys.eta', user, { title: 'API keys', section: 'keys', keys, created, businessId: user.businessId });
+    return page(reply, 'keys.eta', user, { title: 'API keys', section: 'keys', keys, created, businessId: user.businessId, areas: AREAS });
   };
 
   app.get('/console/keys', async (request, reply) => {
@@ -33,7 +34,7 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
     const days = form.expiresInDays ? Number(form.expiresInDays) : null;
     if (days !== null && !EXPIRY_DAYS.has(days)) throw new ApiError('VALIDATION_ERROR', 'Choose one of the offered expiries.');
     const expiresAt = days === null ? null : new Date(clock() + days * 86_400_000).toISOString();
-    const key = await writes.run(actorOf(user), (ctx) => createApiKey(ctx, { name, expiresAt }));
+    const key = await writes.run(actorOf(user), (ctx) => createApiKey(ctx, { name, expiresAt, scopes: scopesOf(form) }));
     return keysPage(reply.code(201), user, { apiKey: key.apiKey });
   });
 
@@ -56,4 +57,16 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
     if (!await writes.run(actorOf(user), (ctx) => revokeApiKey(ctx, keyId))) throw new ApiError('NOT_FOUND', 'No such key.');
     return reply.redirect('/console/keys', 303);
   });
+}
+
+/** The scope matrix of the create form: null (every scope) when each area may read and write. */
+function scopesOf(form: Form): Scope[] | null {
+  const levels = AREAS.map((area) => [area, String(form[`scope.${area}`] ?? 'write')] as const);
+  for (const [, level] of levels) {
+    if (!['none', 'read', 'write'].includes(level)) throw new ApiError('VALIDATION_ERROR', 'Choose nothing, read, or read and write for each area.');
+  }
+  if (levels.every(([, level]) => level === 'write')) return null;
+  const scopes = levels.filter(([, level]) => level !== 'none').map(([area, level]) => `${area}:${level}` as Scope);
+  if (scopes.length === 0) throw new ApiError('VALIDATION_ERROR', 'A key that may do nothing is no use: give it at least one area.');
+  return scopes;
 }

@@ -95,6 +95,19 @@ describeEachBackend('the supplier console, in a browser', (ctx) => {
     assert.equal(mine.at(-1).actor.name, 'Admin User');
   });
 
+  it('creates a key limited by the scope matrix, which the API holds it to, and lists what it may do', async () => {
+    const page = await signIn('owner');
+    await page.getByLabel('Name').fill('Order sync');
+    for (const area of ['items', 'buyers', 'pricing', 'invoices', 'events', 'webhooks']) await page.getByLabel(area, { exact: true }).selectOption('none');
+    await page.getByLabel('orders', { exact: true }).selectOption('read');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await page.locator('#new-key-value').textContent())!.trim();
+    assert.deepEqual(await accessibilityProblems(page), []);
+    assert.equal(await api(key, '/api/v1/orders'), 200);
+    assert.equal(await api(key, '/api/v1/items'), 403);
+    assert.match(await page.locator('tr', { hasText: key.slice(0, 12) }).textContent() ?? '', /orders:read/);
+  });
+
   it('rotates with a grace period: both keys work, then the old one is refused once it expires', async () => {
     const page = await signIn('owner');
     await page.getByLabel('Name').fill('Shop sync');
