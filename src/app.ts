@@ -40,6 +40,7 @@ import { consoleRoutes } from './console/routes.ts';
 import { createWebhookWorker, registerWebhookGauges } from './webhooks/worker.ts';
 import { purgeDeliveriesBefore } from './webhooks/queue.ts';
 import { randomBytes } from 'node:crypto';
+import type { Scope } from './businesses/scopes.ts';
 
 /** Finished webhook deliveries and their attempts are kept this long. */
 const DELIVERY_LOG_DAYS = 30;
@@ -49,6 +50,10 @@ declare module 'fastify' {
     businessId: string;
     /** The API key that authenticated the request: the actor of its writes. */
     apiKeyId: string;
+    /** Its scopes (null: every scope); src/businesses/scopes.ts. */
+    apiKeyScopes: Scope[] | null;
+    /** The key lacks `margin:read`: its answers leave out cost fields (src/businesses/margin.ts). */
+    hidesMargin: boolean;
   }
   interface FastifyContextConfig {
     /** Supplyline's own operation, marked `x-supplyline-extension` in the OpenAPI document. */
@@ -145,6 +150,8 @@ export async function createApp(deps: AppDeps) {
 
   app.decorateRequest('businessId', '');
   app.decorateRequest('apiKeyId', '');
+  app.decorateRequest('apiKeyScopes', null);
+  app.decorateRequest('hidesMargin', false);
   app.setNotFoundHandler(answerNotFound);
 
   await registerDocs(app);

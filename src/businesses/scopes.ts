@@ -1,20 +1,25 @@
 /**
- * What an API key may do (docs/decisions/…, README "Restricted keys"): per area `read` or `write`
- * (write includes read). A key without scopes (every key made before them, and keys made without
- * `--scopes`) may do everything.
+ * What an API key may do (docs/decisions/0012-api-keys.md, README "Restricted keys"): per area
+ * `read` or `write` (write includes read); `margin:read` to see cost fields and `margin:write` to
+ * send them (src/businesses/margin.ts); `audit:read` for the audit trail. A key without scopes
+ * (every key made before them, and keys made without `--scopes`) may do everything.
  */
 export const AREAS = ['items', 'buyers', 'pricing', 'orders', 'invoices', 'events', 'webhooks'] as const;
 export type Area = (typeof AREAS)[number];
-export type Scope = `${Area}:${'read' | 'write'}`;
+/** Scopes of no route's area: what a key sees of the others' records, and the audit trail. */
+export const EXTRA_SCOPES = ['margin:read', 'margin:write', 'audit:read'] as const;
+export type Scope = `${Area}:${'read' | 'write'}` | (typeof EXTRA_SCOPES)[number];
 
 /** Every scope there is, for documents and forms. */
-export const SCOPES: Scope[] = AREAS.flatMap((area) => [`${area}:read`, `${area}:write`] as Scope[]);
+export const SCOPES: Scope[] = [...AREAS.flatMap((area) => [`${area}:read`, `${area}:write`] as Scope[]), ...EXTRA_SCOPES];
 
 /** `orders:write,items:read` as a list of scopes; throws a message naming what is wrong. */
 export function parseScopes(text: string): Scope[] {
   const scopes = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
   const unknown = scopes.filter((s) => !SCOPES.includes(s as Scope));
-  if (unknown.length > 0) throw new Error(`Unknown scope ${unknown.join(', ')}: scopes are ${AREAS.map((a) => `${a}:read|write`).join(', ')}`);
+  if (unknown.length > 0) {
+    throw new Error(`Unknown scope ${unknown.join(', ')}: scopes are ${[...AREAS.map((a) => `${a}:read|write`), 'margin:read|write', 'audit:read'].join(', ')}`);
+  }
   if (scopes.length === 0) throw new Error('Give at least one scope, for example orders:write,items:read');
   return [...new Set(scopes)] as Scope[];
 }
@@ -37,6 +42,7 @@ export function requiredScope(method: string, route: string | undefined): Scope 
   const reading = method === 'GET' || method === 'HEAD';
   const level = reading ? 'read' : 'write';
   const streams = parts[0] === 'events' || parts.at(-1) === 'events' || parts.at(-1) === 'export';
+  if (parts[0] === 'audit-events') return reading ? 'audit:read' : undefined;
   const area: Area | undefined = streams ? 'events'
     : parts[0] === 'buyers' && parts[2] === 'orders' ? 'orders'
     : parts[0] === 'webhook-endpoints' ? 'webhooks'

@@ -8,6 +8,13 @@ import type { SessionUser } from './session.ts';
 
 const EXPIRY_DAYS = new Set([30, 90, 365]);
 
+/** The rows of the scope matrix: each area, the margin (cost fields) and the audit trail, with the levels each offers. */
+const MATRIX: Array<{ name: string; levels: string[] }> = [
+  ...AREAS.map((name) => ({ name, levels: ['write', 'read', 'none'] })),
+  { name: 'margin', levels: ['write', 'read', 'none'] },
+  { name: 'audit', levels: ['read', 'none'] },
+];
+
 /** API keys (owners and admins): list, create (shown once), rotate with a grace period, revoke. */
 export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
   const { page, signedIn, actorOf } = kit;
@@ -17,7 +24,7 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
     const keys = (await listApiKeys(db, user.businessId)).map((k) => ({
       ...k, status: k.revokedAt ? 'revoked' : k.expiresAt !== null && k.expiresAt <= now ? 'expired' : 'active',
     })).reverse();
-    return page(reply, 'keys.eta', user, { title: 'API keys', section: 'keys', keys, created, businessId: user.businessId, areas: AREAS });
+    return page(reply, 'keys.eta', user, { title: 'API keys', section: 'keys', keys, created, businessId: user.businessId, matrix: MATRIX });
   };
 
   app.get('/console/keys', async (request, reply) => {
@@ -59,14 +66,17 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
   });
 }
 
-/** The scope matrix of the create form: null (every scope) when each area may read and write. */
+/** The scope matrix of the create form: null (every scope) when every row holds its highest level. */
 function scopesOf(form: Form): Scope[] | null {
-  const levels = AREAS.map((area) => [area, String(form[`scope.${area}`] ?? 'write')] as const);
-  for (const [, level] of levels) {
-    if (!['none', 'read', 'write'].includes(level)) throw new ApiError('VALIDATION_ERROR', 'Choose nothing, read, or read and write for each area.');
+  const levels = MATRIX.map(({ name, levels: offered }) => {
+    const level = String(form[`scope.${name}`] ?? offered[0]);
+    if (!offered.includes(level)) throw new ApiError('VALIDATION_ERROR', 'Choose one of the offered levels for each row of the matrix.');
+    return { name, level, highest: level === offered[0] };
+  });
+  if (levels.every((l) => l.highest)) return null;
+  const scopes = levels.filter((l) => l.level !== 'none').map((l) => `${l.name}:${l.level}` as Scope);
+  if (!levels.some((l) => (AREAS as readonly string[]).includes(l.name) && l.level !== 'none')) {
+    throw new ApiError('VALIDATION_ERROR', 'A key that may do nothing is no use: give it at least one area.');
   }
-  if (levels.every(([, level]) => level === 'write')) return null;
-  const scopes = levels.filter(([, level]) => level !== 'none').map(([area, level]) => `${area}:${level}` as Scope);
-  if (scopes.length === 0) throw new ApiError('VALIDATION_ERROR', 'A key that may do nothing is no use: give it at least one area.');
   return scopes;
 }

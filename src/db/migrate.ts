@@ -29,6 +29,7 @@ import { longPropertyValues } from './migrations/0028-long-property-values.ts';
 import { writeClocks } from './migrations/0029-write-clocks.ts';
 import { orderLinesRecordVariants } from './migrations/0030-order-lines-record-variants.ts';
 import { instances } from './migrations/0031-instances.ts';
+import { restrictedKeys } from './migrations/0033-restricted-keys.ts';
 import { apiKeyScopes } from './migrations/0032-api-key-scopes.ts';
 import type { Database, Dialect } from './types.ts';
 import { executedMigrations, hasTable, migratedByNewerRelease, takeBackRenamed } from './migration-history.ts';
@@ -67,6 +68,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0030-order-lines-record-variants': orderLinesRecordVariants(dialect),
     '0031-instances': instances(dialect),
     '0032-api-key-scopes': apiKeyScopes,
+    '0033-restricted-keys': restrictedKeys(dialect),
   };
 }
 

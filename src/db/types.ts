@@ -1,5 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
-import type { BusinessTable, ApiKeyTable, BusinessCounterTable } from '../businesses/table.ts';
+import type { BusinessTable, ApiKeyTable, AuditEventTable, BusinessCounterTable } from '../businesses/table.ts';
 import type { ItemListTable, ItemListEntryTable } from '../pricing/table.ts';
 import type { ItemTable, PlatformItemTable, ItemVariantTable } from '../items/table.ts';
 import type { PhantomTable, PhantomBuyerTable, PartnershipTable, PhantomEmailTable, PhantomPhoneTable, PhantomLocationTable } from '../buyers/table.ts';
@@ -17,6 +17,7 @@ export interface Database {
   events: EventTable;
   businesses: BusinessTable;
   api_keys: ApiKeyTable;
+  audit_events: AuditEventTable;
   item_lists: ItemListTable;
   item_list_entries: ItemListEntryTable;
   items: ItemTable;

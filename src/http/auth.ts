@@ -6,6 +6,7 @@ import { ApiError, badRequest, forbidden, MALFORMED_KEY_HINT, RATE_LIMITED_MESSA
 import { keyFormat } from '../businesses/key-format.ts';
 import { readJson } from '../lib/json.ts';
 import { allows, requiredScope, type Scope } from '../businesses/scopes.ts';
+import { jsonWithoutMargin, marginFieldIn } from '../businesses/margin.ts';
 import { NUL_MESSAGE } from './json-body.ts';
 import { checkQueryEncoding } from './query-encoding.ts';
 import { rateLimitHeaders, type BucketSettings, type RateLimiter } from './rate-limit.ts';
@@ -111,8 +112,23 @@ export const apiKeyAuth = fp<ApiGuardOptions>(async (api, options) => {
     // What the key may do: the scope the route needs (an unknown path is a 404 whatever the key).
     const needed = requiredScope(request.method, request.routeOptions.url);
     if (needed && !allows(key.scopes, needed)) throw forbidden(`This API key lacks the scope ${needed}`);
+    request.apiKeyScopes = key.scopes;
+    request.hidesMargin = !allows(key.scopes, 'margin:read');
     // Checks of what was sent come after who sent it: a stranger learns nothing but 401.
     if (request.url.includes('%00')) throw badRequest(NUL_MESSAGE);
     checkQueryEncoding(request.url);
+  });
+
+  // The margin (src/businesses/margin.ts): sent only with margin:write, shown only with margin:read.
+  api.addHook('preValidation', async (request) => {
+    if (allows(request.apiKeyScopes, 'margin:write')) return;
+    const field = marginFieldIn(request.body);
+    if (field) throw forbidden(`This API key lacks the scope margin:write (it sent ${field})`);
+  });
+  api.addHook('onSend', async (request, reply, payload) => {
+    if (!request.hidesMargin || !String(reply.getHeader('content-type') ?? '').startsWith('application/json')) return payload;
+    // Rendered orders and pages are sent as bytes; everything else as text.
+    if (typeof payload === 'string') return jsonWithoutMargin(payload);
+    return Buffer.isBuffer(payload) ? jsonWithoutMargin(payload.toString('utf8')) : payload;
   });
 }, { name: 'api-key-auth' });

@@ -5,6 +5,7 @@ import type { Db } from '../db/types.ts';
 import type { OpenSnapshot } from '../db/snapshot.ts';
 import type { ApiInstance } from './types.ts';
 import { lastSequence } from '../events/log.ts';
+import { withoutMargin } from '../businesses/margin.ts';
 
 /**
  * Records per query while streaming: enough to amortise the round trip, few enough to keep memory
@@ -26,7 +27,7 @@ export interface Export { path: string; tag: string; noun: string; batch: Export
  * batch: on SQLite a batch's read resolves at once and a fast client never pushes back, so
  * without it one export held every other request of the process until it ended.
  */
-async function* ndjson(db: Db, businessId: string, batch: ExportBatch): AsyncGenerator<Buffer> {
+async function* ndjson(db: Db, businessId: string, batch: ExportBatch, shown: (records: unknown[]) => unknown[]): AsyncGenerator<Buffer> {
   const ask = (after: string) => {
     const asked = batch(db, businessId, after, streamTuning.batch);
     // Handled now (it fails where it is awaited): it may fail before then, while a chunk is written.
@@ -41,7 +42,7 @@ async function* ndjson(db: Db, businessId: string, batch: ExportBatch): AsyncGen
       next = ask(records[records.length - 1].id);
       // Also lets the next batch's query reach the database before this batch is written out.
       await nextTurn();
-      yield ndjsonChunk(records);
+      yield ndjsonChunk(shown(records));
     }
   } finally {
     // An export ended early (the client left) lets its last read finish before the snapshot goes.
@@ -99,7 +100,8 @@ export function registerExport(app: ApiInstance, openSnapshot: OpenSnapshot, { p
     };
     try {
       const sequence = await lastSequence(snapshot.db, request.businessId);
-      const stream = Readable.from(ndjson(snapshot.db, request.businessId, batch), { objectMode: false });
+      const shown = request.hidesMargin ? withoutMargin : (records: unknown[]) => records;
+      const stream = Readable.from(ndjson(snapshot.db, request.businessId, batch, shown), { objectMode: false });
       // Ended, failed or abandoned by the client: the snapshot's connection goes back either way.
       stream.once('close', release);
       return reply.header('supplyline-event-sequence', String(sequence)).type('application/x-ndjson; charset=utf-8').send(stream as never);

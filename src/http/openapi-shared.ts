@@ -8,7 +8,11 @@ export const SECURITY_SCHEMES = {
   },
   ApiKey: {
     type: 'apiKey', in: 'header', name: 'X-API-Key',
-    description: 'A live API key of that business: a secret, never to be put in client-side code. `npm run cli -- business create` prints one.',
+    description: 'A live API key of that business: a secret, never to be put in client-side code. `npm run cli -- business create` prints one. '
+      + 'A restricted key holds scopes: each operation names the one it needs (`orders:read`, `items:write`, ...; write includes read), '
+      + 'and a key without it is answered 403 FORBIDDEN naming it. Cost fields (`cost`, `globalCostFactor`) are the supplier\'s margin: '
+      + 'a key without `margin:read` never sees them (answers, exports, events, replays, and deliveries to webhook endpoints it set up), '
+      + 'and one without `margin:write` is answered 403 when it sends one. `audit:read` reads the audit trail. A key made without scopes may do everything.',
   },
 };
 

@@ -13,6 +13,9 @@ export const Id = (description: string, example: string) =>
 export const DateTime = (description: string) =>
   Type.String({ format: 'date-time', description: `${description} (RFC 3339)`, examples: ['2025-01-15T10:30:00.000Z'] });
 
+/** Said of every cost field: present only for keys with margin:read (src/businesses/margin.ts). */
+export const MARGIN_NOTE = 'The supplier\'s margin: left out of answers to a key without the margin:read scope';
+
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
 /** A free-form JSON object: at most 64 KiB and 32 levels, no `__proto__`, `constructor` or `prototype` keys. */

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import {
-  Currency, DateTime, Decimal, Id, IncludeDeletedQuery, ListEnvelope, Money, Nullable, PageQuery, Properties, PropertyFilterQuery, Text,
+  Currency, DateTime, Decimal, Id, IncludeDeletedQuery, ListEnvelope, Money, Nullable, PageQuery, Properties, PropertyFilterQuery, Text, MARGIN_NOTE,
 } from '../http/schema.ts';
 
 export const ITEM_STATUSES = ['ACTIVE', 'DRAFT', 'ARCHIVED'] as const;
@@ -114,7 +114,7 @@ export const VariantResponse = Type.Object({
   barcode: Nullable(Type.String()),
   currency: Type.String(),
   price: Type.Number(),
-  cost: Nullable(Type.Number()),
+  cost: Type.Optional(Nullable(Type.Number({ description: MARGIN_NOTE }))),
   weight: Nullable(Type.Number()),
   unitOfMeasure: Nullable(Type.String()),
   sequence: Type.Integer(),

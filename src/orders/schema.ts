@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import {
-  Currency, DateTime, Decimal, Id, IncludeDeletedQuery, ListEnvelope, Money, Nullable, PageQuery, Properties, PropertyFilterQuery, Text,
+  Currency, DateTime, Decimal, Id, IncludeDeletedQuery, ListEnvelope, Money, Nullable, PageQuery, Properties, PropertyFilterQuery, Text, MARGIN_NOTE,
 } from '../http/schema.ts';
 
 export const ORDER_PHASES = ['DRAFT', 'PENDING', 'ACTIVE', 'ARCHIVED', 'REJECTED', 'CANCELLED', 'DELETED'] as const;
@@ -154,7 +154,7 @@ export const OrderItemResponse = Type.Object({
   unitOfMeasure: Type.String(),
   currency: Type.String(),
   price: Type.String({ description: 'Decimal as a string', examples: ['12.50'] }),
-  cost: Type.String({ description: 'Decimal as a string', examples: ['4.00'] }),
+  cost: Type.Optional(Type.String({ description: `Decimal as a string. ${MARGIN_NOTE}`, examples: ['4.00'] })),
   properties: Nullable(JsonObjectOut),
   createdAt: DateTimeOut,
   updatedAt: DateTimeOut,

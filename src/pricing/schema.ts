@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Currency, DateTime, Decimal, Id, ListEnvelope, Money, Nullable, PageQuery, Text } from '../http/schema.ts';
+import { Currency, DateTime, Decimal, Id, ListEnvelope, Money, Nullable, PageQuery, Text, MARGIN_NOTE } from '../http/schema.ts';
 
 /** Item list statuses: the contract names only ACTIVE; only an ACTIVE list prices anything. */
 export const ITEM_LIST_STATUSES = ['ACTIVE', 'INACTIVE', 'DRAFT', 'ARCHIVED'] as const;
@@ -65,7 +65,7 @@ export const PriceListResponse = Type.Object({
   status: ItemListStatus,
   isDefault: Type.Boolean({ description: 'The business\'s default list: no overrides, factors 1, every variant' }),
   globalPriceFactor: Type.Number(),
-  globalCostFactor: Type.Number(),
+  globalCostFactor: Type.Optional(Type.Number({ description: MARGIN_NOTE })),
   startDate: Nullable(Type.String({ format: 'date-time' })),
   endDate: Nullable(Type.String({ format: 'date-time' })),
   entries: Type.Array(ItemListEntryResponse, { description: 'Entries of live variants, in catalogue order (variant creation, then sequence)' }),

@@ -15,6 +15,7 @@ export function toEndpoint(row: Selectable<WebhookEndpointTable>, now: string): 
     previousSecretExpiresAt: row.previous_secret !== null && graceEnds !== null && graceEnds > now ? graceEnds : null,
     failingSince: toIso(row.failing_since),
     lastSequence: Number(row.cursor_sequence),
+    hidesMargin: Boolean(row.hides_margin),
     createdAt: toIso(row.created_at)!,
     updatedAt: toIso(row.updated_at)!,
   };

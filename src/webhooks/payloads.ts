@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/types.ts';
 import { anyOf, anyOfNumbers } from '../db/dialect.ts';
 import { eventJson } from '../events/mapper.ts';
+import { jsonWithoutMargin } from '../businesses/margin.ts';
 import { groupBy } from '../lib/group.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import type { Claim } from './queue.ts';
@@ -65,6 +66,11 @@ export function createPayloadLoader(db: Kysely<Database>, box: SecretBox, onUnre
   return {
     async load(claims: Claim[]) {
       const [found, byId] = await Promise.all([bodies(claims), endpoints(claims)]);
+      // An endpoint a key without margin:read set up gets its events without cost fields.
+      for (const claim of claims) {
+        const body = found.get(claim.id);
+        if (body !== undefined && byId.get(claim.endpoint_id)?.row.hides_margin) found.set(claim.id, jsonWithoutMargin(body));
+      }
       return { bodies: found, endpoints: byId };
     },
   };

@@ -37,7 +37,7 @@ export async function webhookRoutes(app: ApiInstance, deps: RouteDeps & { webhoo
       body: CreateWebhookEndpointBody, response: { 201: WebhookEndpointWithSecret },
     },
   }, (request, reply) => runWrite(request, reply, async (ctx) => {
-    const { endpoint, secret } = await createEndpoint(ctx, request.body, settings);
+    const { endpoint, secret } = await createEndpoint(ctx, request.body, settings, request.hidesMargin);
     return { status: 201, body: { ...endpoint, secret }, sealed: true };
   }));
 
@@ -63,7 +63,7 @@ export async function webhookRoutes(app: ApiInstance, deps: RouteDeps & { webhoo
       params: WebhookEndpointParams, body: UpdateWebhookEndpointBody, response: { 200: WebhookEndpointResponse },
     },
   }, (request, reply) => runWrite(request, reply, async (ctx) => ({
-    status: 200, body: await updateEndpoint(ctx, request.params.id, request.body, settings),
+    status: 200, body: await updateEndpoint(ctx, request.params.id, request.body, settings, request.hidesMargin),
   })));
 
   app.delete('/webhook-endpoints/:id', {

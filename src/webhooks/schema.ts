@@ -40,6 +40,7 @@ export const WebhookEndpointResponse = Type.Object({
     format: 'date-time', description: 'When deliveries began to fail without a success since; the endpoint is paused after 5 days of it',
   })),
   lastSequence: Type.Integer({ minimum: 0, description: 'Events up to this sequence have been queued for this endpoint' }),
+  hidesMargin: Type.Boolean({ description: 'Deliveries leave out cost fields: a key without margin:read made or changed this endpoint' }),
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
 }, { title: 'WebhookEndpoint' });

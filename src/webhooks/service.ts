@@ -49,8 +49,11 @@ async function liveEndpoint(ctx: WriteContext, id: string): Promise<EndpointRow>
 
 const reload = async (ctx: WriteContext, id: string) => toEndpoint(await liveEndpoint(ctx, id), ctx.now);
 
-/** Creates an endpoint and its secret; deliveries start with the events after this write. */
-export async function createEndpoint(ctx: WriteContext, input: CreateWebhookEndpointInput, settings: WebhookSettings) {
+/**
+ * Creates an endpoint and its secret; deliveries start with the events after this write. A key
+ * without margin:read makes an endpoint whose deliveries leave out cost fields (`hidesMargin`).
+ */
+export async function createEndpoint(ctx: WriteContext, input: CreateWebhookEndpointInput, settings: WebhookSettings, hidesMargin = false) {
   checkUrl(input.url, settings);
   const secret = newWebhookSecret();
   const id = newId('we');
@@ -59,7 +62,7 @@ export async function createEndpoint(ctx: WriteContext, input: CreateWebhookEndp
     event_types: JSON.stringify(input.eventTypes ?? []), status: input.status ?? 'enabled',
     secret: settings.box.seal(secret), previous_secret: null, previous_secret_expires_at: null,
     cursor_sequence: await lastSequence(ctx.trx, ctx.businessId), failing_since: null,
-    created_at: ctx.now, updated_at: ctx.now, deleted_at: null,
+    created_at: ctx.now, updated_at: ctx.now, deleted_at: null, hides_margin: hidesMargin ? 1 : 0,
   }).execute();
   const endpoint = await reload(ctx, id);
   ctx.emit(createdEvent('webhook_endpoint', endpoint));
@@ -89,7 +92,8 @@ export async function setStatus(ctx: WriteContext, row: EndpointRow, status: End
   return status === 'enabled' ? { status, failing_since: null } : { status };
 }
 
-export async function updateEndpoint(ctx: WriteContext, id: string, input: UpdateWebhookEndpointInput, settings: WebhookSettings) {
+/** Changes an endpoint; a key without margin:read hides the margin from its deliveries from now on (never the reverse). */
+export async function updateEndpoint(ctx: WriteContext, id: string, input: UpdateWebhookEndpointInput, settings: WebhookSettings, hidesMargin = false) {
   const row = await liveEndpoint(ctx, id);
   const before = toEndpoint(row, ctx.now);
   if (input.url !== undefined) checkUrl(input.url, settings);
@@ -98,6 +102,7 @@ export async function updateEndpoint(ctx: WriteContext, id: string, input: Updat
     ...(input.description !== undefined ? { description: input.description } : {}),
     ...(input.eventTypes !== undefined ? { event_types: JSON.stringify(input.eventTypes) } : {}),
     ...(input.status !== undefined ? await setStatus(ctx, row, input.status) : {}),
+    ...(hidesMargin ? { hides_margin: 1 } : {}),
   };
   await ctx.trx.updateTable('webhook_endpoints').set({ ...set, updated_at: ctx.now } as never).where('id', '=', id).execute();
   const after = await reload(ctx, id);

@@ -20,6 +20,8 @@ export interface WebhookEndpointTable {
   created_at: Timestamp;
   updated_at: Timestamp;
   deleted_at: NullableTimestamp;
+  /** Made or changed by a key without margin:read: deliveries leave out cost fields. */
+  hides_margin: Flag;
 }
 
 export type DeliveryStatus = 'queued' | 'pending' | 'delivering' | 'succeeded' | 'failed' | 'cancelled';

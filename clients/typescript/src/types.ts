@@ -729,7 +729,7 @@ export interface components {
             barcode: string | null;
             currency: string;
             price: number;
-            cost: number | null;
+            cost?: number | null;
             weight: number | null;
             unitOfMeasure: string | null;
             sequence: number;
@@ -1095,7 +1095,8 @@ export interface components {
             /** @description The business's default list: no overrides, factors 1, every variant */
             isDefault: boolean;
             globalPriceFactor: number;
-            globalCostFactor: number;
+            /** @description The supplier's margin: left out of answers to a key without the margin:read scope */
+            globalCostFactor?: number;
             startDate: string | null;
             endDate: string | null;
             /** @description Entries of live variants, in catalogue order (variant creation, then sequence) */
@@ -1210,10 +1211,10 @@ export interface components {
              */
             price: string;
             /**
-             * @description Decimal as a string
+             * @description Decimal as a string. The supplier's margin: left out of answers to a key without the margin:read scope
              * @example 4.00
              */
-            cost: string;
+            cost?: string;
             properties: {
                 [key: string]: unknown;
             } | null;
@@ -1572,6 +1573,8 @@ export interface components {
             failingSince: string | null;
             /** @description Events up to this sequence have been queued for this endpoint */
             lastSequence: number;
+            /** @description Deliveries leave out cost fields: a key without margin:read made or changed this endpoint */
+            hidesMargin: boolean;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1593,6 +1596,8 @@ export interface components {
             failingSince: string | null;
             /** @description Events up to this sequence have been queued for this endpoint */
             lastSequence: number;
+            /** @description Deliveries leave out cost fields: a key without margin:read made or changed this endpoint */
+            hidesMargin: boolean;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
