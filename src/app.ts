@@ -107,6 +107,8 @@ function fastifyOptions(deps: AppDeps, errorHandler: ReturnType<typeof createErr
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.bodyLimitBytes,
     ...connectionOptions(config),
+    // request.ip: the socket's address, or X-Forwarded-For's as far as the proxies TRUST_PROXY names.
+    trustProxy: config.trustProxy ?? false,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     requestIdHeader: false,

@@ -1,11 +1,12 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { findBusiness, findKeyBusiness, listApiKeys } from './businesses/repository.ts';
-import { createApiKey, openBusiness, revokeApiKey } from './businesses/service.ts';
+import { createApiKey, openBusiness, revokeApiKey, setKeyAllowlist } from './businesses/service.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { createDatabase, type DatabaseHandle } from './db/connection.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { backupSqlite } from './db/backup.ts';
-import { parseScopes, type Scope } from './businesses/scopes.ts';
+import { parseScopes } from './businesses/scopes.ts';
+import { parseCidrs } from './businesses/allowlist.ts';
 import { keyFormat } from './businesses/key-format.ts';
 import { DEMO_OPTIONS, runDemoCommand } from './demo/command.ts';
 import type { Db } from './db/types.ts';
@@ -32,6 +33,15 @@ async function asCliError<T>(work: () => Promise<T>): Promise<T> {
 
 /** The caller got the invocation wrong: exit code 2 and a pointer to the usage text. */
 class UsageError extends Error {}
+
+/** A parser's complaint about an option's value, as a usage error. */
+function usage<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
 /** An expected failure (unknown business or key): exit code 1 and the message, never a stack. */
 class CliError extends Error {}
 
@@ -75,23 +85,19 @@ const commands: Record<string, Command> = {
     },
   },
   'key create': {
-    usage: 'key create --business ID [--scopes S] [--json]   add an API key to a business; --scopes orders:write,items:read limits it (default: every scope)',
-    options: { business: { type: 'string' }, scopes: { type: 'string' }, ...json },
+    usage: 'key create --business ID [--scopes S] [--allow CIDRS] [--json]   add an API key to a business; --scopes orders:write,items:read '
+      + 'limits what it may do (default: every scope), --allow 203.0.113.0/24,2001:db8::/32 where from (default: anywhere)',
+    options: { business: { type: 'string' }, scopes: { type: 'string' }, allow: { type: 'string' }, ...json },
     required: ['business'],
     async run({ db, writes }, values) {
-      let scopes: Scope[] | null = null;
-      if (values.scopes !== undefined) {
-        try {
-          scopes = parseScopes(String(values.scopes));
-        } catch (error) {
-          throw new UsageError((error as Error).message);
-        }
-      }
+      const scopes = values.scopes === undefined ? null : usage(() => parseScopes(String(values.scopes)));
+      const allowedCidrs = values.allow === undefined ? null : usage(() => parseCidrs(String(values.allow)));
       const businessId = await requireBusiness(db, String(values.business));
-      const key = await writes.run({ businessId, actor: CLI }, (ctx) => createApiKey(ctx, { scopes }));
-      if (values.json) return printJson({ businessId, keyId: key.keyId, apiKey: key.apiKey, scopes });
+      const key = await writes.run({ businessId, actor: CLI }, (ctx) => createApiKey(ctx, { scopes, allowedCidrs }));
+      if (values.json) return printJson({ businessId, keyId: key.keyId, apiKey: key.apiKey, scopes, allowedCidrs });
       printLines(
-        `Created key ${key.keyId} for business ${businessId}${scopes ? ` with the scopes ${scopes.join(',')}` : ' with every scope'}.`,
+        `Created key ${key.keyId} for business ${businessId}${scopes ? ` with the scopes ${scopes.join(',')}` : ' with every scope'}`
+          + `${allowedCidrs ? `, usable from ${allowedCidrs.join(',')} only` : ''}.`,
         'The API key is shown only this once; store it now:',
         `  X-API-Key: ${key.apiKey}`,
       );
@@ -107,9 +113,26 @@ const commands: Record<string, Command> = {
       if (values.json) return printJson(keys);
       if (keys.length === 0) return printLines(`Business ${businessId} has no API keys.`);
       printTable(
-        ['ID', 'PREFIX', 'SCOPES', 'CREATED', 'LAST USED', 'REVOKED'],
-        keys.map((k) => [k.id, k.prefix, k.scopes ? k.scopes.join(',') : 'all', k.createdAt, k.lastUsedAt ?? '-', k.revokedAt ?? '-']),
+        ['ID', 'PREFIX', 'SCOPES', 'ALLOWED FROM', 'CREATED', 'LAST USED', 'EXPIRES', 'REVOKED'],
+        keys.map((k) => [
+          k.id, k.prefix, k.scopes ? k.scopes.join(',') : 'all', k.allowedCidrs ? k.allowedCidrs.join(',') : 'anywhere',
+          k.createdAt, k.lastUsedAt ?? '-', k.expiresAt ?? '-', k.revokedAt ?? '-',
+        ]),
       );
+    },
+  },
+  'key allow': {
+    usage: 'key allow --key-id ID (--cidrs CIDRS | --anywhere)   where a key may be used from: 203.0.113.0/24,2001:db8::/32, or anywhere',
+    options: { 'key-id': { type: 'string' }, cidrs: { type: 'string' }, anywhere: { type: 'boolean' } },
+    required: ['key-id'],
+    async run({ db, writes }, values) {
+      if ((values.cidrs === undefined) === (values.anywhere === undefined)) throw new UsageError('Give either --cidrs or --anywhere');
+      const cidrs = values.cidrs === undefined ? null : usage(() => parseCidrs(String(values.cidrs)));
+      const keyId = String(values['key-id']);
+      const businessId = await findKeyBusiness(db, keyId);
+      const set = businessId !== undefined && await writes.run({ businessId, actor: CLI }, (ctx) => setKeyAllowlist(ctx, keyId, cidrs));
+      if (!set) throw new CliError(`Key ${keyId} not found, or revoked`);
+      printLines(`Key ${keyId} may be used from ${cidrs ? cidrs.join(',') : 'anywhere'}. Every instance holds this within 5 seconds.`);
     },
   },
   'key check': {

@@ -1,4 +1,5 @@
 import { parseSecretKeys } from './lib/secret-box.ts';
+import { parseCidrs } from './businesses/allowlist.ts';
 
 export interface Config {
   readonly port: number;
@@ -33,6 +34,12 @@ export interface Config {
   readonly webhooks: WebhookConfig;
   /** CONSOLE_COOKIE_SECURE: the console's session cookie is marked Secure (serve the console over https). */
   readonly consoleCookieSecure: boolean;
+  /**
+   * TRUST_PROXY: the addresses or CIDRs of the proxies in front of the service, whose
+   * X-Forwarded-For names the client (key allowlists, rate limits, the audit trail); null: none,
+   * the socket's address is the client's.
+   */
+  readonly trustProxy: string[] | null;
 }
 
 export interface WebhookConfig {
@@ -51,6 +58,15 @@ export interface WebhookConfig {
 }
 
 export const DEFAULT_RETRY_SCHEDULE = [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400];
+
+function trustProxy(raw: string | undefined): string[] | null {
+  if (raw === undefined || raw.trim() === '') return null;
+  try {
+    return parseCidrs(raw);
+  } catch (error) {
+    throw new ConfigError(`TRUST_PROXY must name the proxies' addresses or CIDRs, comma-separated: ${(error as Error).message}`);
+  }
+}
 
 function retrySchedule(raw: string | undefined): number[] {
   if (raw === undefined || raw.trim() === '') return DEFAULT_RETRY_SCHEDULE;
@@ -135,6 +151,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 9000, 1000, 600_000),
     secretKeys: secretKeys(env.SECRET_KEY),
     consoleCookieSecure: flag(env, 'CONSOLE_COOKIE_SECURE', false),
+    trustProxy: trustProxy(env.TRUST_PROXY),
     webhooks: Object.freeze({
       retrySchedule: retrySchedule(env.WEBHOOK_RETRY_SCHEDULE),
       timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),

@@ -22,6 +22,8 @@ export interface KeyDetails {
   expiresAt?: string | null;
   /** What it may do; none given: everything. */
   scopes?: Scope[] | null;
+  /** The CIDRs it may be used from (src/businesses/allowlist.ts); none given: anywhere. */
+  allowedCidrs?: string[] | null;
 }
 
 /** A key (src/businesses/key-format.ts) is shown once; only its SHA-256 hash is stored. */
@@ -38,8 +40,16 @@ export async function insertApiKey(db: Db, businessId: string, now: string, deta
     created_by: details.createdBy ? JSON.stringify(details.createdBy) : null,
     expires_at: details.expiresAt ?? null,
     scopes: details.scopes ? JSON.stringify(details.scopes) : null,
+    allowed_cidrs: details.allowedCidrs ? JSON.stringify(details.allowedCidrs) : null,
   }).execute();
   return { keyId, apiKey };
+}
+
+/** Sets the CIDRs a key may be used from; null: anywhere. False when the business has no such live key. */
+export async function setAllowedCidrs(db: Db, businessId: string, keyId: string, cidrs: string[] | null): Promise<boolean> {
+  const result = await db.updateTable('api_keys').set({ allowed_cidrs: cidrs ? JSON.stringify(cidrs) : null })
+    .where('business_id', '=', businessId).where('id', '=', keyId).where('revoked_at', 'is', null).executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }
 
 /** Sets when a key stops working (a rotation's grace period); an earlier expiry is kept. */
@@ -84,7 +94,7 @@ export async function countBusinesses(db: Db): Promise<number> {
 /** A business's keys as `key list` and the key events show them: never the key, nor its hash. */
 export async function listApiKeys(db: Db, businessId: string, keyId?: string) {
   const rows = await db.selectFrom('api_keys')
-    .select(['id', 'prefix', 'created_at', 'last_used_at', 'revoked_at', 'name', 'created_by', 'expires_at', 'scopes'])
+    .select(['id', 'prefix', 'created_at', 'last_used_at', 'revoked_at', 'name', 'created_by', 'expires_at', 'scopes', 'allowed_cidrs'])
     .where('business_id', '=', businessId)
     .$if(keyId !== undefined, (q) => q.where('id', '=', keyId!))
     .orderBy('created_at').orderBy('id')
@@ -100,6 +110,8 @@ export async function listApiKeys(db: Db, businessId: string, keyId?: string) {
     expiresAt: toIso(r.expires_at),
     /** Null: every scope. */
     scopes: readJson<Scope[]>(r.scopes),
+    /** Null: any address. */
+    allowedCidrs: readJson<string[]>(r.allowed_cidrs),
   }));
 }
 
@@ -118,7 +130,7 @@ export async function revokeApiKey(db: Db, businessId: string, keyId: string, no
 }
 
 export async function findActiveKeys(db: Db, businessId: string, now = new Date(0).toISOString()) {
-  return db.selectFrom('api_keys').select(['id', 'key_hash', 'last_used_at', 'expires_at', 'scopes'])
+  return db.selectFrom('api_keys').select(['id', 'prefix', 'key_hash', 'last_used_at', 'expires_at', 'scopes', 'allowed_cidrs'])
     .where('business_id', '=', businessId).where('revoked_at', 'is', null)
     .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)])).execute();
 }

@@ -1,8 +1,9 @@
-import type { Scope } from './scopes.ts';
 import { createdEvent, namedEvent, updatedEvent } from '../events/log.ts';
 import { newId } from '../lib/ids.ts';
 import { SYSTEM, type Actor, type WriteContext, type WriteRunner } from '../write/runner.ts';
-import { expireApiKey, insertApiKey, insertBusiness, listApiKeys, revokeApiKey as revokeKey, type CreatedBusiness, type CreatedKey } from './repository.ts';
+import {
+  expireApiKey, insertApiKey, insertBusiness, listApiKeys, revokeApiKey as revokeKey, setAllowedCidrs, type CreatedBusiness, type CreatedKey, type KeyDetails,
+} from './repository.ts';
 
 /** The key as its events show it (as `key list` does): never the key itself. */
 async function keyObject(ctx: WriteContext, keyId: string) {
@@ -26,7 +27,7 @@ export function openBusiness(writes: WriteRunner, name: string, actor: Actor = S
 }
 
 /** A new key, made by the context's actor, with an optional name and expiry (the console). */
-export async function createApiKey(ctx: WriteContext, options: { name?: string | null; expiresAt?: string | null; scopes?: Scope[] | null } = {}): Promise<CreatedKey> {
+export async function createApiKey(ctx: WriteContext, options: Omit<KeyDetails, 'createdBy'> = {}): Promise<CreatedKey> {
   const created = await insertApiKey(ctx.trx, ctx.businessId, ctx.now, { ...options, createdBy: ctx.actor });
   ctx.emit(createdEvent('api_key', await keyObject(ctx, created.keyId)));
   return created;
@@ -41,11 +42,22 @@ export async function rotateApiKey(ctx: WriteContext, keyId: string, graceSecond
   const before = await keyObject(ctx, keyId);
   if (!before || before.revokedAt !== null || (before.expiresAt !== null && before.expiresAt <= ctx.now)) return null;
   // The new key keeps what the old one could do, and until when.
-  const created = await createApiKey(ctx, { name: before.name, scopes: before.scopes, expiresAt: before.expiresAt });
+  const created = await createApiKey(ctx, { name: before.name, scopes: before.scopes, expiresAt: before.expiresAt, allowedCidrs: before.allowedCidrs });
   const graceEnds = new Date(new Date(ctx.now).getTime() + graceSeconds * 1000).toISOString();
   await expireApiKey(ctx.trx, ctx.businessId, keyId, before.expiresAt !== null && before.expiresAt < graceEnds ? before.expiresAt : graceEnds);
   ctx.emit(updatedEvent('api_key', before, await keyObject(ctx, keyId)));
   return created;
+}
+
+/**
+ * Sets the addresses a live key may be used from (null: anywhere); every instance holds it within
+ * 5 s, as a revocation. False when the business has no such live key.
+ */
+export async function setKeyAllowlist(ctx: WriteContext, keyId: string, cidrs: string[] | null): Promise<boolean> {
+  const before = await keyObject(ctx, keyId);
+  if (!before || !await setAllowedCidrs(ctx.trx, ctx.businessId, keyId, cidrs)) return false;
+  ctx.emit(updatedEvent('api_key', before, await keyObject(ctx, keyId)));
+  return true;
 }
 
 /** False when the business has no such key; revoking twice keeps the first time and records one event. */

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { listApiKeys } from '../businesses/repository.ts';
 import { createApiKey, revokeApiKey, rotateApiKey } from '../businesses/service.ts';
 import { AREAS, type Scope } from '../businesses/scopes.ts';
+import { parseCidrs } from '../businesses/allowlist.ts';
 import { ApiError } from '../lib/errors.ts';
 import { GRACE_CHOICES, type ConsoleKit, type Form } from './kit.ts';
 import type { SessionUser } from './session.ts';
@@ -41,7 +42,14 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
     const days = form.expiresInDays ? Number(form.expiresInDays) : null;
     if (days !== null && !EXPIRY_DAYS.has(days)) throw new ApiError('VALIDATION_ERROR', 'Choose one of the offered expiries.');
     const expiresAt = days === null ? null : new Date(clock() + days * 86_400_000).toISOString();
-    const key = await writes.run(actorOf(user), (ctx) => createApiKey(ctx, { name, expiresAt, scopes: scopesOf(form) }));
+    const allowed = String(form.allowedFrom ?? '').trim();
+    let allowedCidrs: string[] | null = null;
+    try {
+      allowedCidrs = allowed === '' ? null : parseCidrs(allowed);
+    } catch (error) {
+      throw new ApiError('VALIDATION_ERROR', `${(error as Error).message}.`);
+    }
+    const key = await writes.run(actorOf(user), (ctx) => createApiKey(ctx, { name, expiresAt, scopes: scopesOf(form), allowedCidrs }));
     return keysPage(reply.code(201), user, { apiKey: key.apiKey });
   });
 

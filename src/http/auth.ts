@@ -7,6 +7,7 @@ import { keyFormat } from '../businesses/key-format.ts';
 import { readJson } from '../lib/json.ts';
 import { allows, requiredScope, type Scope } from '../businesses/scopes.ts';
 import { jsonWithoutMargin, marginFieldIn } from '../businesses/margin.ts';
+import { addressAllowed } from '../businesses/allowlist.ts';
 import { NUL_MESSAGE } from './json-body.ts';
 import { checkQueryEncoding } from './query-encoding.ts';
 import { rateLimitHeaders, type BucketSettings, type RateLimiter } from './rate-limit.ts';
@@ -15,8 +16,8 @@ const MAX_HEADER_LENGTH = 256;
 /** How precisely a key's `last_used_at` is kept. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
-/** A valid, live key: its id and its scopes (null: every scope). */
-export interface VerifiedKey { id: string; scopes: Scope[] | null }
+/** A valid, live key: its id, its display prefix, its scopes (null: every scope) and the CIDRs it may be used from (null: any). */
+export interface VerifiedKey { id: string; prefix: string; scopes: Scope[] | null; allowedCidrs: string[] | null }
 
 export interface Authenticator {
   /** The key when the pair is valid and live, otherwise null. */
@@ -54,7 +55,7 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
       if (cached && cached.until > now) return cached.key;
 
       const expected = Buffer.from(presented, 'hex');
-      let match: { id: string; last_used_at: unknown; expires_at: unknown; scopes: string | null } | null = null;
+      let match: { id: string; prefix: string; last_used_at: unknown; expires_at: unknown; scopes: string | null; allowed_cidrs: string | null } | null = null;
       for (const key of await findActiveKeys(db, businessId, new Date(now).toISOString())) {
         // Every live key is compared, in constant time, so timing tells nothing about which one matched.
         if (timingSafeEqual(Buffer.from(key.key_hash, 'hex'), expected)) match = key;
@@ -66,7 +67,7 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
       if (cache.size > 10_000) cache.clear();
       // An expiring key (a rotation's grace) is cached no longer than it lives.
       const expires = match.expires_at ? new Date(String(match.expires_at)).getTime() : Infinity;
-      const key = { id: match.id, scopes: readJson<Scope[]>(match.scopes) };
+      const key = { id: match.id, prefix: match.prefix, scopes: readJson<Scope[]>(match.scopes), allowedCidrs: readJson<string[]>(match.allowed_cidrs) };
       cache.set(slot, { key, until: Math.min(now + cacheMs, expires) });
       await recordUse(match.id, match.last_used_at, now);
       return key;
@@ -109,6 +110,10 @@ export const apiKeyAuth = fp<ApiGuardOptions>(async (api, options) => {
     }
     request.businessId = businessId as string;
     request.apiKeyId = key.id;
+    // Where it may be used from: the socket's address, or a trusted proxy's X-Forwarded-For (TRUST_PROXY).
+    if (key.allowedCidrs && !addressAllowed(key.allowedCidrs, request.ip)) {
+      throw forbidden(`This API key may not be used from ${request.ip}`);
+    }
     // What the key may do: the scope the route needs (an unknown path is a 404 whatever the key).
     const needed = requiredScope(request.method, request.routeOptions.url);
     if (needed && !allows(key.scopes, needed)) throw forbidden(`This API key lacks the scope ${needed}`);

@@ -166,8 +166,8 @@ for (const backend of backends) {
       assert.equal(firstKey.revokedAt, null);
 
       assert.equal(table.code, 0, table.stderr);
-      assert.match(table.stdout, /^ID\s+PREFIX\s+SCOPES\s+CREATED\s+LAST USED\s+REVOKED/);
-      assert.match(table.stdout, new RegExp(`${key.keyId}\\s+${key.apiKey.slice(0, 12)}\\s+all\\s+\\S+\\s+-\\s+\\d{4}-`));
+      assert.match(table.stdout, /^ID\s+PREFIX\s+SCOPES\s+ALLOWED FROM\s+CREATED\s+LAST USED\s+EXPIRES\s+REVOKED/);
+      assert.match(table.stdout, new RegExp(`${key.keyId}\\s+${key.apiKey.slice(0, 12)}\\s+all\\s+anywhere\\s+\\S+\\s+-\\s+-\\s+\\d{4}-`));
       assert.doesNotMatch(table.stdout, new RegExp(key.apiKey), 'the list never shows a key');
 
       // A key limited to some scopes says so, in the list too; an unknown scope is a usage error.
@@ -179,6 +179,22 @@ for (const backend of backends) {
       const unknown = await runCli(['key', 'create', '--business', business.businessId, '--scopes', 'orders:admin'], database.url);
       assert.equal(unknown.code, 2);
       assert.match(unknown.stderr, /Unknown scope orders:admin/);
+
+      // Where from: --allow at creation, key allow afterwards, and a bad CIDR is a usage error.
+      const fenced = await runCli(['key', 'create', '--business', business.businessId, '--allow', '203.0.113.0/24, 2001:DB8::/32', '--json'], database.url);
+      assert.equal(fenced.code, 0, fenced.stderr);
+      const fencedKey = JSON.parse(fenced.stdout);
+      assert.deepEqual(fencedKey.allowedCidrs, ['203.0.113.0/24', '2001:db8::/32']);
+      const moved = await runCli(['key', 'allow', '--key-id', fencedKey.keyId, '--cidrs', '198.51.100.7'], database.url);
+      assert.equal(moved.code, 0, moved.stderr);
+      assert.match(moved.stdout, /may be used from 198\.51\.100\.7\/32/);
+      const fencedList = JSON.parse((await runCli(['key', 'list', '--business', business.businessId, '--json'], database.url)).stdout);
+      assert.deepEqual(fencedList.find((k: { id: string }) => k.id === fencedKey.keyId).allowedCidrs, ['198.51.100.7/32']);
+      const badCidr = await runCli(['key', 'allow', '--key-id', fencedKey.keyId, '--cidrs', '10.0.0.0/33'], database.url);
+      assert.equal(badCidr.code, 2);
+      assert.match(badCidr.stderr, /Not an IPv4 or IPv6 address or CIDR: 10\.0\.0\.0\/33/);
+      const anywhere = await runCli(['key', 'allow', '--key-id', fencedKey.keyId, '--anywhere'], database.url);
+      assert.match(anywhere.stdout, /may be used from anywhere/);
     });
 
     it('user create prints a password once that signs in, user list shows the user, user disable ends it', async () => {
