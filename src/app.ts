@@ -3,7 +3,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyRequest, type
 import type { Kysely } from 'kysely';
 import type { Config } from './config.ts';
 import type { Database } from './db/types.ts';
-import { apiKeyAuth, createAuthenticator } from './http/auth.ts';
+import { apiKeyAuth, createAuthenticator, type RefusedRequest } from './http/auth.ts';
 import { connectionOptions, registerConnectionHandling } from './http/connection.ts';
 import { registerTurnGate } from './http/turns.ts';
 import { registerJsonBody } from './http/json-body.ts';
@@ -36,6 +36,8 @@ import { createWriteRunner, type WriteRunner } from './write/runner.ts';
 import { SecretBox } from './lib/secret-box.ts';
 import { Cursors } from './http/cursor.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
+import { auditRoutes } from './audit/routes.ts';
+import { AUDIT_RETENTION_DAYS, purgeAuditEventsBefore, recordRefusal } from './audit/repository.ts';
 import { consoleRoutes } from './console/routes.ts';
 import { createWebhookWorker, registerWebhookGauges } from './webhooks/worker.ts';
 import { purgeDeliveriesBefore } from './webhooks/queue.ts';
@@ -181,7 +183,11 @@ export async function createApp(deps: AppDeps) {
     cursors: new Cursors(box),
   };
   await app.register(async (api) => {
-    await api.register(apiKeyAuth, { authenticator, rateLimiter, bucket });
+    // A refusal is noted in the audit trail after the answer is on its way; a failure to note it is only logged.
+    const refused = (r: RefusedRequest) => {
+      recordRefusal(db, { ...r, now: new Date(clock()).toISOString() }).catch((err) => app.log.warn({ err }, 'audit: a refusal was not recorded'));
+    };
+    await api.register(apiKeyAuth, { authenticator, rateLimiter, bucket, refused });
     // The API's own 404 handler, so that its hooks (authentication first) run for unknown paths too.
     api.setNotFoundHandler(answerNotFound);
     await itemRoutes(api, routeDeps);
@@ -190,6 +196,7 @@ export async function createApp(deps: AppDeps) {
     await orderRoutes(api, routeDeps);
     await invoiceRoutes(api, routeDeps);
     await eventRoutes(api, routeDeps);
+    await auditRoutes(api, routeDeps);
     await webhookRoutes(api, {
       ...routeDeps, clock, kick: worker.kick, webhooks: { box, allowPrivateNetworks: config.webhooks.allowPrivateNetworks },
     });
@@ -211,6 +218,10 @@ export async function createApp(deps: AppDeps) {
   jobs.add({
     name: 'webhook-log-retention', everyMs: 60 * 60_000,
     run: () => purgeDeliveriesBefore(db, new Date(clock() - DELIVERY_LOG_DAYS * 86_400_000).toISOString()),
+  });
+  jobs.add({
+    name: 'audit-retention', everyMs: 60 * 60_000,
+    run: () => purgeAuditEventsBefore(db, new Date(clock() - AUDIT_RETENTION_DAYS * 86_400_000).toISOString()),
   });
   app.addHook('onReady', async () => {
     jobs.start();

@@ -27,24 +27,6 @@ export interface ApiKeyTable {
   allowed_cidrs: string | null;
 }
 
-/** The audit trail (src/businesses/audit.ts): changes to keys, users and webhook endpoints, and refusals. */
-export interface AuditEventTable {
-  id: string;
-  business_id: string;
-  occurred_at: Timestamp;
-  /** `api_key.created`, `user.updated`, `webhook_endpoint.deleted`, `auth.refused`, `auth.forbidden`, ... */
-  kind: string;
-  actor_type: string;
-  actor_id: string | null;
-  key_prefix: string | null;
-  address: string | null;
-  request_id: string | null;
-  method: string | null;
-  path: string | null;
-  reason: string | null;
-  detail: Json | null;
-}
-
 export interface BusinessCounterTable {
   business_id: string;
   name: string;

@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
-import type { BusinessTable, ApiKeyTable, AuditEventTable, BusinessCounterTable } from '../businesses/table.ts';
+import type { BusinessTable, ApiKeyTable, BusinessCounterTable } from '../businesses/table.ts';
+import type { AuditEventTable } from '../audit/table.ts';
 import type { ItemListTable, ItemListEntryTable } from '../pricing/table.ts';
 import type { ItemTable, PlatformItemTable, ItemVariantTable } from '../items/table.ts';
 import type { PhantomTable, PhantomBuyerTable, PartnershipTable, PhantomEmailTable, PhantomPhoneTable, PhantomLocationTable } from '../buyers/table.ts';

@@ -3,7 +3,8 @@ import fp from 'fastify-plugin';
 import { findActiveKeys, hashApiKey, touchApiKey } from '../businesses/repository.ts';
 import type { Db } from '../db/types.ts';
 import { ApiError, badRequest, forbidden, MALFORMED_KEY_HINT, RATE_LIMITED_MESSAGE, unauthorized } from '../lib/errors.ts';
-import { keyFormat } from '../businesses/key-format.ts';
+import { displayPrefix, keyFormat } from '../businesses/key-format.ts';
+import type { FastifyRequest } from 'fastify';
 import { readJson } from '../lib/json.ts';
 import { allows, requiredScope, type Scope } from '../businesses/scopes.ts';
 import { jsonWithoutMargin, marginFieldIn } from '../businesses/margin.ts';
@@ -75,8 +76,23 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
   };
 }
 
+/** A request refused with 401 or 403, for the audit trail (src/audit): never the key itself. */
+export interface RefusedRequest {
+  businessId: string;
+  status: 401 | 403;
+  keyId: string | null;
+  keyPrefix: string | null;
+  address: string;
+  requestId: string;
+  method: string;
+  path: string;
+  reason: string;
+}
+
 export interface ApiGuardOptions {
   authenticator: Authenticator;
+  /** Records a refusal; must not throw, and is not awaited by the answer. */
+  refused?: (refusal: RefusedRequest) => void;
   /** Null when RATE_LIMIT_RPS=0. */
   rateLimiter: RateLimiter | null;
   bucket: BucketSettings;
@@ -91,7 +107,22 @@ export interface ApiGuardOptions {
  * console) registers its own session authentication beside it.
  */
 export const apiKeyAuth = fp<ApiGuardOptions>(async (api, options) => {
-  const { authenticator, rateLimiter, bucket } = options;
+  const { authenticator, rateLimiter, bucket, refused } = options;
+
+  /** The error, after noting who was refused and why. */
+  const refuse = (request: FastifyRequest, error: ApiError, reason: string, keyId: string | null = null): ApiError => {
+    const businessId = request.headers['x-business-id'];
+    const presented = request.headers['x-api-key'];
+    if (refused && typeof businessId === 'string' && businessId.length > 0 && businessId.length <= 64) {
+      refused({
+        businessId, status: error.status as 401 | 403, keyId,
+        keyPrefix: typeof presented === 'string' && presented.length > 0 ? displayPrefix(presented.slice(0, MAX_HEADER_LENGTH)) : null,
+        address: request.ip, requestId: request.id, method: request.method, path: request.url.split('?')[0], reason,
+      });
+    }
+    return error;
+  };
+
   api.addHook('onRequest', async (request, reply) => {
     const businessId = request.headers['x-business-id'];
     const key = await authenticator.verify(businessId, request.headers['x-api-key']);
@@ -106,17 +137,24 @@ export const apiKeyAuth = fp<ApiGuardOptions>(async (api, options) => {
     }
     if (!key) {
       const presented = request.headers['x-api-key'];
-      throw unauthorized(typeof presented === 'string' && presented.length > 0 && keyFormat(presented) === 'malformed' ? MALFORMED_KEY_HINT : undefined);
+      const malformed = typeof presented === 'string' && presented.length > 0 && keyFormat(presented) === 'malformed';
+      const reason = typeof presented !== 'string' || presented.length === 0 ? 'No X-API-Key'
+        : malformed ? 'Malformed key' : 'Unknown, revoked or expired key, or a key of another business';
+      throw refuse(request, unauthorized(malformed ? MALFORMED_KEY_HINT : undefined), reason);
     }
     request.businessId = businessId as string;
     request.apiKeyId = key.id;
     // Where it may be used from: the socket's address, or a trusted proxy's X-Forwarded-For (TRUST_PROXY).
     if (key.allowedCidrs && !addressAllowed(key.allowedCidrs, request.ip)) {
-      throw forbidden(`This API key may not be used from ${request.ip}`);
+      const message = `This API key may not be used from ${request.ip}`;
+      throw refuse(request, forbidden(message), message, key.id);
     }
     // What the key may do: the scope the route needs (an unknown path is a 404 whatever the key).
     const needed = requiredScope(request.method, request.routeOptions.url);
-    if (needed && !allows(key.scopes, needed)) throw forbidden(`This API key lacks the scope ${needed}`);
+    if (needed && !allows(key.scopes, needed)) {
+      const message = `This API key lacks the scope ${needed}`;
+      throw refuse(request, forbidden(message), message, key.id);
+    }
     request.apiKeyScopes = key.scopes;
     request.hidesMargin = !allows(key.scopes, 'margin:read');
     // Checks of what was sent come after who sent it: a stranger learns nothing but 401.
@@ -128,7 +166,10 @@ export const apiKeyAuth = fp<ApiGuardOptions>(async (api, options) => {
   api.addHook('preValidation', async (request) => {
     if (allows(request.apiKeyScopes, 'margin:write')) return;
     const field = marginFieldIn(request.body);
-    if (field) throw forbidden(`This API key lacks the scope margin:write (it sent ${field})`);
+    if (field) {
+      const message = `This API key lacks the scope margin:write (it sent ${field})`;
+      throw refuse(request, forbidden(message), message, request.apiKeyId);
+    }
   });
   api.addHook('onSend', async (request, reply, payload) => {
     if (!request.hidesMargin || !String(reply.getHeader('content-type') ?? '').startsWith('application/json')) return payload;

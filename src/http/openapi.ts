@@ -102,6 +102,7 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
         { name: 'Orders', description: 'Orders, their items and properties, and the ingestion call' },
         { name: 'Invoices', description: 'Invoices made from orders, and their line items' },
         { name: 'Events', description: 'The change feed: every change of the business, numbered without gaps; and each resource\'s history' },
+        { name: 'Audit', description: 'Who changed keys, users and webhook endpoints, and every refused request' },
       ],
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string) || `def-${i}` },

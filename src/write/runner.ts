@@ -5,6 +5,7 @@ import { ApiError, errorBody } from '../lib/errors.ts';
 import { readJson } from '../lib/json.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import { appendEvents, type NewEvent } from '../events/log.ts';
+import { recordChanges } from '../audit/repository.ts';
 import { takeWriteTime } from './clock.ts';
 import {
   completeRecord, deleteExpiredRecord, findRecord, insertRecord, type IdempotencyRecord, type StoredResponse,
@@ -159,6 +160,7 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
         const outcome = await work(ctx);
         if (discarded) throw new Discarded(outcome);
         await appendEvents(trx, ctx, events, EVENTS_CHANNEL);
+        await recordChanges(trx, ctx, events);
         return outcome;
       });
     } catch (error) {

@@ -14,7 +14,7 @@ describeEachBackend('Arbitrary input never causes a 5xx', (ctx) => {
     assert.ok(operations.length >= 5);
 
     const idArb = fc.oneof(fc.string({ maxLength: 80 }), fc.constantFrom('itm_x', '0', '%00', '..', '.', 'a'.repeat(300)));
-    const queryArb = fc.dictionary(fc.constantFrom('page', 'limit', 'propertyPath', 'propertyValue', 'propertyExists', 'updatedSince', 'status', 'includeDeleted', 'x'), fc.string({ maxLength: 30 }));
+    const queryArb = fc.dictionary(fc.constantFrom('page', 'limit', 'propertyPath', 'propertyValue', 'propertyExists', 'updatedSince', 'status', 'includeDeleted', 'keyId', 'kind', 'since', 'until', 'cursor', 'x'), fc.string({ maxLength: 30 }));
     for (const { method, path } of operations) {
       await fc.assert(fc.asyncProperty(fc.jsonValue({ maxDepth: 6 }), idArb, queryArb, async (body, id, query) => {
         const url = path.replace(/\{[^}]+\}/g, encodeURIComponent(id)) + '?' + new URLSearchParams(query).toString();

@@ -8,7 +8,7 @@ const EXTENSIONS = [
   'get /api/v1/events', 'get /api/v1/orders/{id}/events', 'get /api/v1/orders/export', 'get /api/v1/items/export', 'get /api/v1/buyers/export', 'get /api/v1/invoices/export', 'get /api/v1/items/{id}/events', 'get /api/v1/buyers/{id}/events', 'get /api/v1/invoices/{id}/events',
   'post /api/v1/webhook-endpoints', 'get /api/v1/webhook-endpoints', 'get /api/v1/webhook-endpoints/{id}', 'patch /api/v1/webhook-endpoints/{id}',
   'delete /api/v1/webhook-endpoints/{id}', 'post /api/v1/webhook-endpoints/{id}/rotate-secret', 'post /api/v1/webhook-endpoints/{id}/test',
-  'post /api/v1/webhook-endpoints/{id}/replay', 'get /api/v1/webhook-endpoints/{id}/deliveries',
+  'post /api/v1/webhook-endpoints/{id}/replay', 'get /api/v1/webhook-endpoints/{id}/deliveries', 'get /api/v1/audit-events',
 ];
 
 describeEachBackend('GET /openapi.json', (ctx) => {

@@ -487,6 +487,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit trail: who changed keys, users and webhook endpoints, and every refused request (kept 400 days)
+         * @description Newest first. Changes to API keys (and so their scopes and allowlists), console users (and their roles) and webhook endpoints, and every request refused with 401 or 403: who, which key prefix, from which address, and why.
+         *
+         *     Every query parameter is optional; an unknown one is refused with 400.
+         */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhook-endpoints": {
         parameters: {
             query?: never;
@@ -1533,6 +1555,42 @@ export interface components {
             lastSequence: number;
             /** @description More events after lastSequence matched when this page was read */
             hasMore: boolean;
+        };
+        AuditEvent: {
+            /** @example aud_01jd5x8m2k3n4p5q6r7s8t9v0w */
+            id: string;
+            /**
+             * @description A change (`api_key.created`, `.updated`, `.revoked`; `user.*`; `webhook_endpoint.*`), or a refused request: `request.unauthorized` (401) or `request.forbidden` (403)
+             * @example request.forbidden
+             */
+            kind: string;
+            /** Format: date-time */
+            occurredAt: string;
+            actor: {
+                /** @description api_key, user or system */
+                type: string;
+                id: string | null;
+            };
+            keyPrefix: string | null;
+            address: string | null;
+            requestId: string | null;
+            method: string | null;
+            path: string | null;
+            reason: string | null;
+            subjectId: string | null;
+            detail: {
+                [key: string]: unknown;
+            } | null;
+        };
+        AuditEventPage: {
+            items: components["schemas"]["AuditEvent"][];
+            /** @description Number of matching records across all pages */
+            total: number;
+            page: number;
+            /** @description The limit used for this page */
+            pageSize: number;
+            /** @description Pass it as cursor, with the same filters, for the next page; null when this page ends the list. Opaque: do not parse it */
+            nextCursor: string | null;
         };
         CreateWebhookEndpoint: {
             /**
@@ -8899,6 +8957,210 @@ export interface operations {
                      *       "errorCode": "GONE",
                      *       "message": "Events up to 1200 are no longer retained; the oldest is 1201",
                      *       "error": "Events up to 1200 are no longer retained; the oldest is 1201",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body larger than the limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "PAYLOAD_TOO_LARGE",
+                     *       "message": "Request body is larger than 1048576 bytes",
+                     *       "error": "Request body is larger than 1048576 bytes",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "Content-Type must be application/json",
+                     *       "error": "Content-Type must be application/json",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; wait Retry-After seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "RATE_LIMITED",
+                     *       "message": "You're sending requests too quickly. Please try again shortly.",
+                     *       "error": "You're sending requests too quickly. Please try again shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected error; quote the requestId to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "INTERNAL_ERROR",
+                     *       "message": "Internal server error",
+                     *       "error": "Internal server error",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The database is unavailable for now; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is briefly unavailable. Please retry shortly.",
+                     *       "error": "The service is briefly unavailable. Please retry shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. Not with cursor, which carries its page */
+                page?: number;
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+                /** @description Continues a list from a page's nextCursor: the next page holds the records after that page's last one, so a walk yields every record that stays in the list exactly once, whatever is created, changed or deleted meanwhile. Send it with the same filters (limit may change); a cursor of another list, business or filters, or an altered one, is refused (400) */
+                cursor?: string;
+                /** @description Only what this API key did, and what was done to it */
+                keyId?: string;
+                /** @description One kind (`api_key.revoked`, `request.forbidden`), or every kind of one thing (`webhook_endpoint.*`) */
+                kind?: string;
+                /** @description Only what happened at or after this time (RFC 3339) */
+                since?: string;
+                /** @description Only what happened before this time (RFC 3339) */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of audit events, newest first, with the total across all pages */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEventPage"];
+                };
+            };
+            /** @description Validation failed (fieldErrors keyed by path), or a malformed request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "VALIDATION_ERROR",
+                     *       "message": "Validation failed. Please review the highlighted fields.",
+                     *       "error": "Validation failed. Please review the highlighted fields.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "fieldErrors": {
+                     *         "limit": "Must be <= 100"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credentials (X-Business-Id and X-API-Key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNAUTHORIZED",
+                     *       "message": "Unauthorized",
+                     *       "error": "Unauthorized",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope audit:read",
+                     *       "error": "This API key lacks the scope audit:read",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */

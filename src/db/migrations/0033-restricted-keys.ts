@@ -20,7 +20,7 @@ export function restrictedKeys(dialect: Dialect): Migration {
       await db.schema.createTable('audit_events')
         .addColumn('id', 'text', (c) => c.primaryKey())
         .addColumn('business_id', 'text', (c) => c.notNull())
-        .addColumn('occurred_at', t.timestamp, (c) => c.notNull())
+        .addColumn('created_at', t.timestamp, (c) => c.notNull())
         .addColumn('kind', 'text', (c) => c.notNull())
         .addColumn('actor_type', 'text', (c) => c.notNull())
         .addColumn('actor_id', 'text')
@@ -30,10 +30,11 @@ export function restrictedKeys(dialect: Dialect): Migration {
         .addColumn('method', 'text')
         .addColumn('path', 'text')
         .addColumn('reason', 'text')
+        .addColumn('subject_id', 'text')
         .addColumn('detail', t.json)
         .execute();
-      await db.schema.createIndex('audit_events_business_time').on('audit_events').columns(['business_id', 'occurred_at', 'id']).execute();
-      await db.schema.createIndex('audit_events_time').on('audit_events').column('occurred_at').execute();
+      await db.schema.createIndex('audit_events_business_time').on('audit_events').columns(['business_id', 'created_at', 'id']).execute();
+      await db.schema.createIndex('audit_events_time').on('audit_events').column('created_at').execute();
     },
   };
 }

@@ -1,0 +1,101 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/types.ts';
+import { fetchPage, type Page, type Paging } from '../db/list.ts';
+import type { NewEvent } from '../events/log.ts';
+import { newId } from '../lib/ids.ts';
+import { readJson } from '../lib/json.ts';
+import { toIso } from '../lib/time.ts';
+import type { AuditEvent } from './schema.ts';
+
+/** The changes the trail keeps: to keys (and so their scopes and allowlists), users (and their roles) and webhook endpoints. */
+const AUDITED = new Set(['api_key', 'user', 'webhook_endpoint']);
+
+/** Kept this long, then purged by the jobs registry. */
+export const AUDIT_RETENTION_DAYS = 400;
+
+/**
+ * Records a write's audited changes in its own transaction (the write runner calls it beside
+ * appending the write's events), so a change and its record commit together or not at all.
+ */
+export async function recordChanges(
+  trx: Db, write: { businessId: string; actor: { type: string; id: string }; requestId: string | null; now: string }, events: NewEvent[],
+): Promise<void> {
+  const audited = events.filter((e) => AUDITED.has(e.resourceType));
+  if (audited.length === 0) return;
+  await trx.insertInto('audit_events').values(audited.map((e) => ({
+    id: newId('aud'), business_id: write.businessId, created_at: write.now, kind: e.type,
+    actor_type: write.actor.type, actor_id: write.actor.id, key_prefix: null, address: null, request_id: write.requestId,
+    method: null, path: null, reason: null, subject_id: e.resourceId,
+    detail: JSON.stringify(e.changes ? { changes: e.changes } : { object: e.object }),
+  }))).execute();
+}
+
+export interface Refusal {
+  businessId: string;
+  status: 401 | 403;
+  /** The key, when it was valid (a 403); a 401's key is unknown. */
+  keyId: string | null;
+  /** The first characters of the key sent (never the key), if one was. */
+  keyPrefix: string | null;
+  address: string;
+  requestId: string;
+  method: string;
+  path: string;
+  reason: string;
+  now: string;
+}
+
+/**
+ * Records a refused request: one statement, outside any write, and only for a business that
+ * exists (a stranger's made-up X-Business-Id leaves no row).
+ */
+export async function recordRefusal(db: Db, r: Refusal): Promise<void> {
+  const row = {
+    id: newId('aud'), business_id: r.businessId, created_at: r.now, kind: r.status === 401 ? 'request.unauthorized' : 'request.forbidden',
+    actor_type: 'api_key', actor_id: r.keyId, key_prefix: r.keyPrefix, address: r.address, request_id: r.requestId,
+    method: r.method, path: r.path.slice(0, 500), reason: r.reason, subject_id: null, detail: null,
+  };
+  const columns = Object.keys(row) as Array<keyof typeof row>;
+  await db.insertInto('audit_events').columns(columns)
+    .expression(db.selectNoFrom(columns.map((c) => sql`${row[c]}`.as(c)) as never)
+      .where(sql<boolean>`exists (select 1 from businesses where id = ${r.businessId})`) as never)
+    .execute();
+}
+
+export interface AuditFilter {
+  /** Made by this key, or about it. */
+  keyId?: string;
+  /** A kind (`api_key.revoked`) or every kind of a resource (`api_key.*`). */
+  kind?: string;
+  since?: string;
+  until?: string;
+}
+
+/** A business's trail, newest first, by page or cursor. */
+export async function listAuditEvents(db: Db, businessId: string, filter: AuditFilter, paging: Paging): Promise<Page<AuditEvent>> {
+  let query = db.selectFrom('audit_events').selectAll().where('business_id', '=', businessId);
+  if (filter.keyId) query = query.where((eb) => eb.or([eb('actor_id', '=', filter.keyId!), eb('subject_id', '=', filter.keyId!)]));
+  if (filter.kind?.endsWith('.*')) query = query.where(sql<boolean>`kind like ${`${filter.kind.slice(0, -1).replace(/_/g, '\\_')}%`} escape '\\'`);
+  else if (filter.kind) query = query.where('kind', '=', filter.kind);
+  if (filter.since) query = query.where('created_at', '>=', filter.since);
+  if (filter.until) query = query.where('created_at', '<', filter.until);
+  return fetchPage(query, paging, async (rows) => rows.map((r) => ({
+    id: r.id,
+    kind: r.kind,
+    occurredAt: toIso(r.created_at),
+    actor: { type: r.actor_type, id: r.actor_id },
+    keyPrefix: r.key_prefix,
+    address: r.address,
+    requestId: r.request_id,
+    method: r.method,
+    path: r.path,
+    reason: r.reason,
+    subjectId: r.subject_id,
+    detail: readJson(r.detail),
+  })));
+}
+
+/** Deletes the trail older than `before`. */
+export async function purgeAuditEventsBefore(db: Db, before: string): Promise<void> {
+  await db.deleteFrom('audit_events').where('created_at', '<', before).execute();
+}
