@@ -15,6 +15,7 @@ import {
   ABSOLUTE_MS, checkCsrf, cookieValue, createSession, csrfTokenOf, endAllSessions, endSession, readSession, SESSION_COOKIE, type SessionUser,
 } from './session.ts';
 import { registerTeamPages } from './team.ts';
+import { registerAuditPages } from './audit.ts';
 import { registerWebhookPages } from './webhooks.ts';
 
 export type { ConsoleDeps } from './kit.ts';
@@ -180,6 +181,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   registerWebhookPages(app, kit);
   registerOrderPages(app, kit);
   registerTeamPages(app, kit);
+  registerAuditPages(app, kit);
 }
 
 /** A valid hash of a random password: verifying against it costs what a real check costs. */

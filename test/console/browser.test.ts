@@ -121,6 +121,26 @@ describeEachBackend('the supplier console, in a browser', (ctx) => {
     assert.doesNotMatch(row, /margin/);
   });
 
+  it('shows owners the audit trail: key changes with who made them, and refused requests with the key prefix and why', async () => {
+    const page = await signIn('owner');
+    await page.getByLabel('Name').fill('Fenced');
+    await page.getByLabel('Allowed from').fill('203.0.113.0/24');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await page.locator('#new-key-value').textContent())!.trim();
+    assert.match(await page.locator('tr', { hasText: key.slice(0, 12) }).textContent() ?? '', /203\.0\.113\.0\/24/);
+    assert.equal(await api(key), 403, 'used from 127.0.0.1, outside its allowlist');
+    await page.goto(`${base}/console/audit?kind=request.*`);
+    await page.locator('td', { hasText: 'This API key may not be used from' }).first().waitFor();
+    assert.deepEqual(await accessibilityProblems(page), []);
+    assert.match(await page.locator('tbody tr').first().textContent() ?? '', new RegExp(key.slice(0, 12)));
+    await page.goto(`${base}/console/audit?kind=api_key.created`);
+    assert.match(await page.locator('tbody').textContent() ?? '', /api_key\.created/);
+    await screenshot(page, `${ctx().backend}-audit`);
+    const admin = await signIn('admin');
+    const refused = await admin.goto(`${base}/console/audit`);
+    assert.equal(refused?.status(), 403);
+  });
+
   it('rotates with a grace period: both keys work, then the old one is refused once it expires', async () => {
     const page = await signIn('owner');
     await page.getByLabel('Name').fill('Shop sync');
