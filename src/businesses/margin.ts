@@ -1,6 +1,6 @@
 /**
  * The supplier's margin: the fields a key without `margin:read` never sees, and may not send
- * without `margin:write` (docs/decisions/0043-margin-scopes.md). They are found by name wherever
+ * without `margin:write` (docs/decisions/0043-restricted-keys.md). They are found by name wherever
  * they stand in a body (a variant, an order line, a price list, an event's object or changes),
  * except inside the caller's own free-form objects, whose keys are data, not fields.
  */

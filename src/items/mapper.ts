@@ -17,7 +17,6 @@ export function toVariant(row: VariantRow): Variant {
     barcode: row.barcode,
     currency: row.currency,
     price: toNumber(row.price)!,
-    cost: toNumber(row.cost),
     weight: toNumber(row.weight),
     unitOfMeasure: row.unit_of_measure,
     sequence: row.sequence,
@@ -25,6 +24,8 @@ export function toVariant(row: VariantRow): Variant {
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
     deletedAt: toIso(row.deleted_at),
+    // Last, as GET's serializer writes it (optional: src/businesses/margin.ts), so exports and events read the same.
+    cost: toNumber(row.cost),
   };
 }
 

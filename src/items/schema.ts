@@ -114,7 +114,6 @@ export const VariantResponse = Type.Object({
   barcode: Nullable(Type.String()),
   currency: Type.String(),
   price: Type.Number(),
-  cost: Type.Optional(Nullable(Type.Number({ description: MARGIN_NOTE }))),
   weight: Nullable(Type.Number()),
   unitOfMeasure: Nullable(Type.String()),
   sequence: Type.Integer(),
@@ -122,6 +121,7 @@ export const VariantResponse = Type.Object({
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
   deletedAt: Nullable(Type.String({ format: 'date-time' })),
+  cost: Type.Optional(Nullable(Type.Number({ description: MARGIN_NOTE }))),
 }, { title: 'Variant' });
 
 export const ItemResponse = Type.Object({

@@ -33,10 +33,11 @@ export function toOrderItem(row: OrderItemRow): OrderItem {
     unitOfMeasure: row.unit_of_measure,
     currency: row.currency,
     price: formatAmount(row.price),
-    cost: formatAmount(row.cost),
     properties: readJson(row.properties),
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
+    // Last, as GET's serializer writes it (optional: src/businesses/margin.ts), so exports and events read the same.
+    cost: formatAmount(row.cost),
   };
 }
 

@@ -154,10 +154,10 @@ export const OrderItemResponse = Type.Object({
   unitOfMeasure: Type.String(),
   currency: Type.String(),
   price: Type.String({ description: 'Decimal as a string', examples: ['12.50'] }),
-  cost: Type.Optional(Type.String({ description: `Decimal as a string. ${MARGIN_NOTE}`, examples: ['4.00'] })),
   properties: Nullable(JsonObjectOut),
   createdAt: DateTimeOut,
   updatedAt: DateTimeOut,
+  cost: Type.Optional(Type.String({ description: `Decimal as a string. ${MARGIN_NOTE}`, examples: ['4.00'] })),
 }, { title: 'OrderItem' });
 
 export const OrderResponse = Type.Object({

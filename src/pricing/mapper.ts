@@ -21,7 +21,6 @@ export function toPriceList(row: ItemListRow, entries: EntryRow[], partnershipId
     status: row.status as PriceList['status'],
     isDefault: Boolean(row.is_default),
     globalPriceFactor: toNumber(row.global_price_factor)!,
-    globalCostFactor: toNumber(row.global_cost_factor)!,
     startDate: toIso(row.start_date),
     endDate: toIso(row.end_date),
     entries: entries.map((e) => ({
@@ -34,5 +33,7 @@ export function toPriceList(row: ItemListRow, entries: EntryRow[], partnershipId
     partnershipIds,
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
+    // Last, as GET's serializer writes it (optional: src/businesses/margin.ts), so exports and events read the same.
+    globalCostFactor: toNumber(row.global_cost_factor)!,
   };
 }

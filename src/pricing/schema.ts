@@ -65,13 +65,13 @@ export const PriceListResponse = Type.Object({
   status: ItemListStatus,
   isDefault: Type.Boolean({ description: 'The business\'s default list: no overrides, factors 1, every variant' }),
   globalPriceFactor: Type.Number(),
-  globalCostFactor: Type.Optional(Type.Number({ description: MARGIN_NOTE })),
   startDate: Nullable(Type.String({ format: 'date-time' })),
   endDate: Nullable(Type.String({ format: 'date-time' })),
   entries: Type.Array(ItemListEntryResponse, { description: 'Entries of live variants, in catalogue order (variant creation, then sequence)' }),
   partnershipIds: Type.Array(Type.String(), { description: 'Live partnerships this list is assigned to' }),
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
+  globalCostFactor: Type.Optional(Type.Number({ description: MARGIN_NOTE })),
 }, { title: 'PriceList' });
 export type PriceList = Static<typeof PriceListResponse>;
 

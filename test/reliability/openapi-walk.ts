@@ -92,8 +92,9 @@ export async function snapshotBusiness(ctx: TestContext, businessId: string): Pr
   const out: Record<string, unknown[]> = {};
   for (const table of tables) {
     const columns = table.columns.map((c) => c.name);
-    // Idempotency records of refused requests and a key's last use are bookkeeping, not business data.
-    if (table.name === 'idempotency_keys') continue;
+    // Idempotency records of refused requests, the audit trail's record of them, and a key's last
+    // use are bookkeeping, not business data.
+    if (table.name === 'idempotency_keys' || table.name === 'audit_events') continue;
     const column = columns.includes('business_id') ? 'business_id' : table.name === 'businesses' ? 'id' : null;
     if (!column) continue;
     const rows = await (ctx.db as any).selectFrom(table.name).selectAll().where(column, '=', businessId).execute();

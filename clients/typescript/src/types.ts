@@ -751,7 +751,6 @@ export interface components {
             barcode: string | null;
             currency: string;
             price: number;
-            cost?: number | null;
             weight: number | null;
             unitOfMeasure: string | null;
             sequence: number;
@@ -763,6 +762,7 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
             deletedAt: string | null;
+            cost?: number | null;
         };
         Item: {
             id: string;
@@ -1117,8 +1117,6 @@ export interface components {
             /** @description The business's default list: no overrides, factors 1, every variant */
             isDefault: boolean;
             globalPriceFactor: number;
-            /** @description The supplier's margin: left out of answers to a key without the margin:read scope */
-            globalCostFactor?: number;
             startDate: string | null;
             endDate: string | null;
             /** @description Entries of live variants, in catalogue order (variant creation, then sequence) */
@@ -1129,6 +1127,8 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+            /** @description The supplier's margin: left out of answers to a key without the margin:read scope */
+            globalCostFactor?: number;
         };
         PriceListPage: {
             items: components["schemas"]["PriceList"][];
@@ -1232,11 +1232,6 @@ export interface components {
              * @example 12.50
              */
             price: string;
-            /**
-             * @description Decimal as a string. The supplier's margin: left out of answers to a key without the margin:read scope
-             * @example 4.00
-             */
-            cost?: string;
             properties: {
                 [key: string]: unknown;
             } | null;
@@ -1244,6 +1239,11 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+            /**
+             * @description Decimal as a string. The supplier's margin: left out of answers to a key without the margin:read scope
+             * @example 4.00
+             */
+            cost?: string;
         };
         Order: {
             id: string;
