@@ -6,6 +6,7 @@ import { newId } from '../lib/ids.ts';
 import { readJson } from '../lib/json.ts';
 import { toIso } from '../lib/time.ts';
 import type { AuditEvent } from './schema.ts';
+import type { RefusedRequest } from '../http/auth.ts';
 
 /** The changes the trail keeps: to keys (and so their scopes and allowlists), users (and their roles) and webhook endpoints. */
 const AUDITED = new Set(['api_key', 'user', 'webhook_endpoint']);
@@ -30,20 +31,8 @@ export async function recordChanges(
   }))).execute();
 }
 
-export interface Refusal {
-  businessId: string;
-  status: 401 | 403;
-  /** The key, when it was valid (a 403); a 401's key is unknown. */
-  keyId: string | null;
-  /** The first characters of the key sent (never the key), if one was. */
-  keyPrefix: string | null;
-  address: string;
-  requestId: string;
-  method: string;
-  path: string;
-  reason: string;
-  now: string;
-}
+/** A refused request (src/http/auth.ts), and when it was refused. */
+export type Refusal = RefusedRequest & { now: string };
 
 /**
  * Records a refused request: one statement, outside any write, and only for a business that
