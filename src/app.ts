@@ -3,7 +3,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyRequest, type
 import type { Kysely } from 'kysely';
 import type { Config } from './config.ts';
 import type { Database } from './db/types.ts';
-import { apiKeyAuth, createAuthenticator, type RefusedRequest } from './http/auth.ts';
+import { apiKeyAuth, createAuthenticator } from './http/auth.ts';
 import { connectionOptions, registerConnectionHandling } from './http/connection.ts';
 import { registerTurnGate } from './http/turns.ts';
 import { registerJsonBody } from './http/json-body.ts';
@@ -37,7 +37,7 @@ import { SecretBox } from './lib/secret-box.ts';
 import { Cursors } from './http/cursor.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { auditRoutes } from './audit/routes.ts';
-import { AUDIT_RETENTION_DAYS, purgeAuditEventsBefore, recordRefusal } from './audit/repository.ts';
+import { AUDIT_RETENTION_DAYS, purgeAuditEventsBefore, recordRefusal, type Refusal } from './audit/repository.ts';
 import { consoleRoutes } from './console/routes.ts';
 import { createWebhookWorker, registerWebhookGauges } from './webhooks/worker.ts';
 import { purgeDeliveriesBefore } from './webhooks/queue.ts';
@@ -184,8 +184,8 @@ export async function createApp(deps: AppDeps) {
   };
   await app.register(async (api) => {
     // A refusal is noted in the audit trail after the answer is on its way; a failure to note it is only logged.
-    const refused = (r: RefusedRequest) => {
-      recordRefusal(db, { ...r, now: new Date(clock()).toISOString() }).catch((err) => app.log.warn({ err }, 'audit: a refusal was not recorded'));
+    const refused = (r: Refusal) => {
+      recordRefusal(db, r, new Date(clock()).toISOString()).catch((err) => app.log.warn({ err }, 'audit: a refusal was not recorded'));
     };
     await api.register(apiKeyAuth, { authenticator, rateLimiter, bucket, refused });
     // The API's own 404 handler, so that its hooks (authentication first) run for unknown paths too.

@@ -6,7 +6,6 @@ import { newId } from '../lib/ids.ts';
 import { readJson } from '../lib/json.ts';
 import { toIso } from '../lib/time.ts';
 import type { AuditEvent } from './schema.ts';
-import type { RefusedRequest } from '../http/auth.ts';
 
 /** The changes the trail keeps: to keys (and so their scopes and allowlists), users (and their roles) and webhook endpoints. */
 const AUDITED = new Set(['api_key', 'user', 'webhook_endpoint']);
@@ -31,16 +30,26 @@ export async function recordChanges(
   }))).execute();
 }
 
-/** A refused request (src/http/auth.ts), and when it was refused. */
-export type Refusal = RefusedRequest & { now: string };
+/** A request the API guard (src/http/auth.ts) refused with 401 or 403: never the key itself. */
+export interface Refusal {
+  businessId: string;
+  status: 401 | 403;
+  keyId: string | null;
+  keyPrefix: string | null;
+  address: string;
+  requestId: string;
+  method: string;
+  path: string;
+  reason: string;
+}
 
 /**
  * Records a refused request: one statement, outside any write, and only for a business that
  * exists (a stranger's made-up X-Business-Id leaves no row).
  */
-export async function recordRefusal(db: Db, r: Refusal): Promise<void> {
+export async function recordRefusal(db: Db, r: Refusal, now: string): Promise<void> {
   const row = {
-    id: newId('aud'), business_id: r.businessId, created_at: r.now, kind: r.status === 401 ? 'request.unauthorized' : 'request.forbidden',
+    id: newId('aud'), business_id: r.businessId, created_at: now, kind: r.status === 401 ? 'request.unauthorized' : 'request.forbidden',
     actor_type: 'api_key', actor_id: r.keyId, key_prefix: r.keyPrefix, address: r.address, request_id: r.requestId,
     method: r.method, path: r.path.slice(0, 500), reason: r.reason, subject_id: null, detail: null,
   };

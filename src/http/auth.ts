@@ -5,6 +5,7 @@ import type { Db } from '../db/types.ts';
 import { ApiError, badRequest, forbidden, MALFORMED_KEY_HINT, RATE_LIMITED_MESSAGE, unauthorized } from '../lib/errors.ts';
 import { displayPrefix, keyFormat } from '../businesses/key-format.ts';
 import type { FastifyRequest } from 'fastify';
+import type { Refusal } from '../audit/repository.ts';
 import { readJson } from '../lib/json.ts';
 import { allows, requiredScope, type Scope } from '../businesses/scopes.ts';
 import { jsonWithoutMargin, marginFieldIn } from '../businesses/margin.ts';
@@ -76,23 +77,11 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
   };
 }
 
-/** A request refused with 401 or 403, for the audit trail (src/audit): never the key itself. */
-export interface RefusedRequest {
-  businessId: string;
-  status: 401 | 403;
-  keyId: string | null;
-  keyPrefix: string | null;
-  address: string;
-  requestId: string;
-  method: string;
-  path: string;
-  reason: string;
-}
 
 export interface ApiGuardOptions {
   authenticator: Authenticator;
   /** Records a refusal; must not throw, and is not awaited by the answer. */
-  refused?: (refusal: RefusedRequest) => void;
+  refused?: (refusal: Refusal) => void;
   /** Null when RATE_LIMIT_RPS=0. */
   rateLimiter: RateLimiter | null;
   bucket: BucketSettings;
