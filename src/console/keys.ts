@@ -16,7 +16,7 @@ const MATRIX: Array<{ name: string; levels: string[] }> = [
   { name: 'audit', levels: ['read', 'none'] },
 ];
 
-/** API keys (owners and admins): list, create (shown once), rotate with a grace period, revoke. */
+/** API keys (owners only, as the CLI): list, create (shown once) with scopes and an allowlist, rotate with a grace period, revoke. */
 export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
   const { page, signedIn, actorOf } = kit;
   const { db, writes, clock } = kit.deps;
@@ -29,12 +29,12 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
   };
 
   app.get('/console/keys', async (request, reply) => {
-    const user = signedIn(request, reply, ['owner', 'admin']);
+    const user = signedIn(request, reply, ['owner']);
     return user ? keysPage(reply, user) : reply;
   });
 
   app.post('/console/keys', async (request, reply) => {
-    const user = signedIn(request, reply, ['owner', 'admin']);
+    const user = signedIn(request, reply, ['owner']);
     if (!user) return reply;
     const form = request.body as Form;
     const name = String(form.name ?? '').trim();
@@ -54,7 +54,7 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
   });
 
   app.post('/console/keys/:id/rotate', async (request, reply) => {
-    const user = signedIn(request, reply, ['owner', 'admin']);
+    const user = signedIn(request, reply, ['owner']);
     if (!user) return reply;
     const grace = Number((request.body as Form).graceSeconds);
     if (!GRACE_CHOICES.has(grace)) throw new ApiError('VALIDATION_ERROR', 'Choose one of the offered grace periods.');
@@ -66,7 +66,7 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
   });
 
   app.post('/console/keys/:id/revoke', async (request, reply) => {
-    const user = signedIn(request, reply, ['owner', 'admin']);
+    const user = signedIn(request, reply, ['owner']);
     if (!user) return reply;
     const keyId = (request.params as { id: string }).id;
     if (!await writes.run(actorOf(user), (ctx) => revokeApiKey(ctx, keyId))) throw new ApiError('NOT_FOUND', 'No such key.');

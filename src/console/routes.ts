@@ -133,7 +133,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   app.get('/console', async (request, reply) => {
     const user = signedIn(request, reply);
     if (!user) return reply;
-    return reply.redirect(user.role === 'viewer' ? '/console/orders' : '/console/keys', 303);
+    return reply.redirect(user.role === 'owner' ? '/console/keys' : user.role === 'admin' ? '/console/webhooks' : '/console/orders', 303);
   });
 
   app.get('/console/sign-in', async (request, reply) => {

@@ -41,7 +41,7 @@ describeEachBackend('the supplier console, in a browser', (ctx) => {
     await page.getByLabel('Email').fill(users[role].email);
     await page.getByLabel('Password').fill(users[role].password);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(/\/console\/(keys|team|orders)$/);
+    await page.waitForURL(/\/console\/(keys|webhooks|orders)$/);
     return page;
   }
 
@@ -79,7 +79,7 @@ describeEachBackend('the supplier console, in a browser', (ctx) => {
   });
 
   it('creates a key that the API accepts, shown once, and revoking it is refused by the API within 5 s', async () => {
-    const page = await signIn('admin');
+    const page = await signIn('owner');
     assert.deepEqual(await accessibilityProblems(page), []);
     await page.getByLabel('Name').fill('ERP integration');
     await page.getByLabel('Expires').selectOption('90');
@@ -102,7 +102,11 @@ describeEachBackend('the supplier console, in a browser', (ctx) => {
     const events = await fetch(`${base}/api/v1/events?types=api_key.*&limit=1000`, { headers: tenant.headers }).then((r) => r.json() as Promise<any>);
     const mine = events.items.filter((e: any) => e.actor.type === 'user');
     assert.deepEqual(mine.slice(-2).map((e: any) => e.type), ['api_key.created', 'api_key.revoked']);
-    assert.equal(mine.at(-1).actor.name, 'Admin User');
+    assert.equal(mine.at(-1).actor.name, 'Owner User');
+    // Keys are the owners' (and the CLI's) alone.
+    const admin = await signIn('admin');
+    assert.equal((await admin.goto(`${base}/console/keys`))?.status(), 403);
+    assert.equal(await admin.locator('a[href="/console/keys"]').count(), 0);
   });
 
   it('creates a key limited by the scope matrix, which the API holds it to, and lists what it may do', async () => {
@@ -172,7 +176,7 @@ describeEachBackend('the supplier console, in a browser', (ctx) => {
   });
 
   it('refuses a form posted without its CSRF token, and a session cookie never opens the API', async () => {
-    const page = await signIn('admin');
+    const page = await signIn('owner');
     const cookie = (await page.context().cookies()).find((c) => c.name === 'sl_session')!;
     const forged = await fetch(`${base}/console/keys`, {
       method: 'POST', redirect: 'manual',

@@ -133,12 +133,13 @@ describeEachBackend('console sessions', (ctx) => {
     const viewer = await addUser(ctx(), t, 'viewer', `team-viewer-${ctx().backend}@example.com`);
     const ownerSession = await signIn(ctx(), owner.email, owner.password);
     const viewerSession = await signIn(ctx(), viewer.email, viewer.password);
-    assert.equal((await get(ctx(), '/console/keys', viewerSession.cookie)).statusCode, 403);
+    assert.equal((await get(ctx(), '/console/webhooks', viewerSession.cookie)).statusCode, 403);
 
     assert.equal((await post(ctx(), `/console/team/${viewer.id}`, ownerSession.cookie, { role: 'admin' })).statusCode, 303);
-    assert.equal((await get(ctx(), '/console/keys', viewerSession.cookie)).statusCode, 200, 'now an admin');
+    assert.equal((await get(ctx(), '/console/webhooks', viewerSession.cookie)).statusCode, 200, 'now an admin');
+    assert.equal((await get(ctx(), '/console/keys', viewerSession.cookie)).statusCode, 403, 'keys are the owners\' alone');
     assert.equal((await post(ctx(), `/console/team/${viewer.id}`, ownerSession.cookie, { action: 'disable' })).statusCode, 303);
-    assert.ok(signedOut(await get(ctx(), '/console/keys', viewerSession.cookie)));
+    assert.ok(signedOut(await get(ctx(), '/console/webhooks', viewerSession.cookie)));
     assert.equal((await signIn(ctx(), viewer.email, viewer.password)).status, 401, 'a disabled user cannot sign in');
 
     const events = (await listEvents(ctx().db, t.businessId, { after: 0, limit: 100, resourceId: viewer.id })).items;
