@@ -6,7 +6,7 @@ import { Eta } from 'eta';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { MemoryRateLimiter } from '../http/rate-limit.ts';
 import { ApiError } from '../lib/errors.ts';
-import { verifyPassword } from '../users/password.ts';
+import { DUMMY_HASH, verifyPassword } from '../users/password.ts';
 import { findUserByEmail } from '../users/repository.ts';
 import { registerKeyPages } from './keys.ts';
 import { createKit, Forbidden, type ConsoleDeps, type Form } from './kit.ts';
@@ -183,6 +183,3 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   registerTeamPages(app, kit);
   registerAuditPages(app, kit);
 }
-
-/** A valid hash of a random password: verifying against it costs what a real check costs. */
-const DUMMY_HASH = 'scrypt$17$8$1$c3VwcGx5bGluZS1kdW1teQ==$3Sk5lh4o5l0wF5mMZk5jD9m8Qd7a0cYh0r3xg8uQm1Q=';

@@ -210,7 +210,7 @@ for (const backend of backends) {
       const check = createDatabase(database.url);
       try {
         const row = await findUserByEmail(check.db, email);
-        assert.ok(row && row.password_hash.startsWith('scrypt$17$8$1$') && !row.password_hash.includes(user.password));
+        assert.ok(row && row.password_hash.startsWith(`scrypt$${process.env.PASSWORD_HASH_COST ?? 17}$8$1$`) && !row.password_hash.includes(user.password));
         assert.ok(await verifyPassword(user.password, row.password_hash));
       } finally {
         await check.close();
