@@ -12,7 +12,8 @@ const P = 1;
 const KEY_LENGTH = 32;
 const MAXMEM = 256 * 1024 * 1024;
 
-function costOf(raw: string | undefined): number {
+/** PASSWORD_HASH_COST as log2 N: 17 when unset; throws a message naming the range otherwise. */
+export function costOf(raw: string | undefined): number {
   if (raw === undefined || raw === '') return 17;
   const cost = Number(raw);
   if (!Number.isInteger(cost) || cost < 14 || cost > 20) throw new Error(`PASSWORD_HASH_COST must be a whole number from 14 to 20, got '${raw}'`);

@@ -318,7 +318,9 @@ for (const backend of backends) {
       assert.ok(before.length > 40);
       assert.equal(code, 0, server.output());
       assert.ok(exitMs < 10_000, `exited ${exitMs} ms after SIGTERM`);
-      assert.ok(idleMs < 1000, `the idle connection was closed ${idleMs} ms after SIGTERM`);
+      // "At once" against the keep-alive timeout (72 s) it would otherwise wait for; a loaded machine
+      // takes a moment to deliver the signal and run the handler.
+      assert.ok(idleMs < 3000, `the idle connection was closed ${idleMs} ms after SIGTERM`);
     });
   });
 

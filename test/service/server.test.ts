@@ -23,7 +23,9 @@ function start(env: Record<string, string>, { npm = false } = {}): Promise<Start
   child.stdout!.on('data', (d) => { out += d; });
   child.stderr!.on('data', (d) => { out += d; });
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 20_000);
+    // Generous: on a loaded 2-core machine a first start (build, migrations, demo data) can take a
+    // while; a server that never says it listens is still caught, and killed.
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start:\n${out}`)); }, 60_000);
     const check = () => {
       const m = out.match(/listening on (http:\/\/\S+)/);
       if (m) { clearTimeout(timer); resolve({ child, output: () => out, base: m[1] }); }
