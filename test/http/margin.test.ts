@@ -119,6 +119,10 @@ describeEachBackend('the margin scopes', (ctx) => {
     const plain = await ctx().request('POST', '/api/v1/items', { as: writer, body: { ...item, variants: [{ variantName: 'One', currency: 'AUD', price: 2, properties: { cost: 1 } }] } });
     assert.equal(plain.status, 201, JSON.stringify(plain.body));
     assert.equal((await ctx().request('POST', '/api/v1/items', { as: marginWriter, body: item })).status, 201);
+    // A body nested 100,000 deep (under the size limit) is looked through without a stack: a 400, never a 500.
+    const deep = await ctx().request('POST', '/api/v1/items', { as: writer, body: '{"item":'.repeat(100_000) + '1' + '}'.repeat(100_000) });
+    assert.equal(deep.status, 400, JSON.stringify(deep.body));
+    assert.equal(marginFieldIn(JSON.parse('['.repeat(50_000) + '{"cost":1}' + ']'.repeat(50_000))), `${'0.'.repeat(50_000)}cost`);
 
     // An order's answer carries its lines' cost: left out for this key, and in the replay.
     const headers = { 'idempotency-key': `margin-${Math.random()}` };
