@@ -67,7 +67,12 @@ export class Lease implements DatabaseConnection {
   member: Member | null = null;
   /** Its write went on into the group, and the connection to the next waiter with it. */
   handedOver = false;
-  constructor(readonly connection: CachingConnection, readonly driver: LeaseOwner) {}
+  readonly connection: CachingConnection;
+  readonly driver: LeaseOwner;
+  constructor(connection: CachingConnection, driver: LeaseOwner) {
+    this.connection = connection;
+    this.driver = driver;
+  }
 
   get inWrite(): boolean {
     return this.member?.state === 'open';

@@ -10,7 +10,11 @@ export class EventBus {
   #closed = false;
   readonly #listeners = new Set<(businessId: string | null) => void>();
 
-  constructor(readonly maxWaiters = 10_000) {}
+  readonly maxWaiters: number;
+
+  constructor(maxWaiters = 10_000) {
+    this.maxWaiters = maxWaiters;
+  }
 
   /** Long polls now waiting on this instance. */
   get waiting(): number {

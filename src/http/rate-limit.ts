@@ -42,7 +42,13 @@ export function decide(tokensBefore: number, settings: BucketSettings): { tokens
 export class MemoryRateLimiter implements RateLimiter {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
 
-  constructor(private readonly settings: BucketSettings, private readonly clock: () => number = Date.now) {}
+  private readonly settings: BucketSettings;
+  private readonly clock: () => number;
+
+  constructor(settings: BucketSettings, clock: () => number = Date.now) {
+    this.settings = settings;
+    this.clock = clock;
+  }
 
   async take(key: string): Promise<RateLimitDecision> {
     const now = this.clock();
@@ -83,9 +89,14 @@ return {allowed, tostring(tokens)}
 
 export class RedisRateLimiter implements RateLimiter {
   private readonly redis: Redis;
+  private readonly settings: BucketSettings;
+  private readonly prefix: string;
+  private readonly onError: (error: unknown) => void;
 
-  constructor(url: string, private readonly settings: BucketSettings, private readonly prefix = 'supplyline:rl:',
-    private readonly onError: (error: unknown) => void = () => {}) {
+  constructor(url: string, settings: BucketSettings, prefix = 'supplyline:rl:', onError: (error: unknown) => void = () => {}) {
+    this.settings = settings;
+    this.prefix = prefix;
+    this.onError = onError;
     // Bounded waits: a slow or absent Redis may delay a request by at most a second, never hold it.
     this.redis = new Redis(url, { maxRetriesPerRequest: 1, commandTimeout: 1000, connectTimeout: 2000 });
     this.redis.on('error', onError);

@@ -9,7 +9,11 @@ export class RenderCache {
   readonly #entries = new Map<string, { stamp: string; json: Buffer }>();
   #size = 0;
 
-  constructor(readonly maxSize: number) {}
+  readonly maxSize: number;
+
+  constructor(maxSize: number) {
+    this.maxSize = maxSize;
+  }
 
   /** False when configured with no memory: callers then skip reading stamps. */
   get enabled(): boolean {

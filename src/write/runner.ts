@@ -130,7 +130,10 @@ export interface WriteRunnerOptions {
 
 /** Rolls a discarded write's transaction back, carrying what its work returned out of it. */
 class Discarded {
-  constructor(readonly outcome: unknown) {}
+  readonly outcome: unknown;
+  constructor(outcome: unknown) {
+    this.outcome = outcome;
+  }
 }
 
 /** The channel on which PostgreSQL tells every instance that a business has new events. */

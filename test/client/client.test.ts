@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { createSupplylineClient, SupplylineError, type Event, type SupplylineClient } from '../../clients/typescript/src/index.ts';
 import { baseEnv, cliCreateBusiness, createPgDatabase, DELIVERY, PG_URL, sleep, startServer, type Server, type Tenant } from '../reliability/helpers.ts';
+import { TYPESCRIPT } from '../helpers/typescript.ts';
 
 type Fault = 'drop-before' | 'drop-after' | '429' | '429-long' | '503' | '409-in-use';
 
@@ -285,7 +286,7 @@ for (const backend of backendList) {
     it('exports then follows: the mirror-orders example ends equal to the server', async () => {
       const file = join(dir, 'mirror.json');
       const env = { ...baseEnv, SUPPLYLINE_URL: server.base, SUPPLYLINE_BUSINESS_ID: tenant.businessId, SUPPLYLINE_API_KEY: tenant.apiKey };
-      const runExample = () => promisify(execFile)(process.execPath, ['--import', 'tsx', 'examples/mirror-orders.ts', file], { env });
+      const runExample = () => promisify(execFile)(process.execPath, [...TYPESCRIPT, 'examples/mirror-orders.ts', file], { env });
       const first = await runExample();
       assert.match(first.stdout, /loaded 2 orders from the export/);
       assert.match(first.stdout, /in sync: 2 orders/);

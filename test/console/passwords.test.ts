@@ -3,13 +3,14 @@ import { execFile } from 'node:child_process';
 import { it } from 'node:test';
 import { promisify } from 'node:util';
 import { costOf, hashPassword, verifyPassword } from '../../src/users/password.ts';
+import { TYPESCRIPT } from '../helpers/typescript.ts';
 
 it('hashes with scrypt N=2^17 unless PASSWORD_HASH_COST says otherwise (14 to 20), and verifies a hash of any cost', async () => {
   // The default, in a process without the variable (the test scripts set 14).
   const env = { ...process.env };
   delete env.PASSWORD_HASH_COST;
   const script = "import { hashPassword, verifyPassword } from './src/users/password.ts'; const h = await hashPassword('pw'); console.log(h, await verifyPassword('pw', h));";
-  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env });
+  const { stdout } = await promisify(execFile)(process.execPath, [...TYPESCRIPT, '--input-type=module', '-e', script], { env });
   assert.match(stdout, /^scrypt\$17\$8\$1\$\S+ true$/m);
   // That hash verifies here, whatever this process's cost.
   assert.equal(await verifyPassword('pw', stdout.split(' ')[0]), true);

@@ -11,6 +11,7 @@ import { createApp } from '../../src/app.ts';
 import { createDatabase } from '../../src/db/connection.ts';
 import { describeEachBackend, type TestContext, type Tenant } from '../helpers/context.ts';
 import { createFixture, DELIVERY } from '../helpers/orders.ts';
+import { TYPESCRIPT } from '../helpers/typescript.ts';
 
 const run = promisify(execFile);
 
@@ -49,11 +50,11 @@ describeEachBackend('backups', (ctx) => {
       let restored: ReturnType<typeof createDatabase>;
       if (ctx().backend === 'sqlite') {
         const file = join(dir, 'backup.db');
-        const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'backup', file], { env: { ...process.env, DATABASE_URL: ctx().database.url } });
+        const { stdout, stderr } = await run(process.execPath, [...TYPESCRIPT, 'src/cli.ts', 'backup', file], { env: { ...process.env, DATABASE_URL: ctx().database.url } });
         assert.match(stdout, /Backed up sqlite:.* to .*backup\.db/);
         assert.match(stderr, /100%/);
         // A second backup to the same file is refused rather than overwriting it.
-        await assert.rejects(run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'backup', file], { env: { ...process.env, DATABASE_URL: ctx().database.url } }), /exists/);
+        await assert.rejects(run(process.execPath, [...TYPESCRIPT, 'src/cli.ts', 'backup', file], { env: { ...process.env, DATABASE_URL: ctx().database.url } }), /exists/);
         restored = createDatabase(`sqlite:${file}`);
       } else {
         // As docs/operations.md gives them: pg_dump --format=custom, then pg_restore into a new database.
@@ -90,12 +91,12 @@ describeEachBackend('backups', (ctx) => {
 
   it('refuses a PostgreSQL database and a missing FILE, saying what to do', async () => {
     const env = (url: string) => ({ env: { ...process.env, DATABASE_URL: url } });
-    await assert.rejects(run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'backup', '/tmp/x.dump'], env('postgres://127.0.0.1:1/none')), /pg_dump --format=custom/);
-    await assert.rejects(run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'backup'], env('sqlite:/tmp/none.db')), /needs one FILE/);
+    await assert.rejects(run(process.execPath, [...TYPESCRIPT, 'src/cli.ts', 'backup', '/tmp/x.dump'], env('postgres://127.0.0.1:1/none')), /pg_dump --format=custom/);
+    await assert.rejects(run(process.execPath, [...TYPESCRIPT, 'src/cli.ts', 'backup'], env('sqlite:/tmp/none.db')), /needs one FILE/);
     const dir = mkdtempSync(join(tmpdir(), 'supplyline-backup-'));
     try {
       writeFileSync(join(dir, 'taken'), 'x');
-      await assert.rejects(run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'backup', join(dir, 'copy.db')], env(`sqlite:${join(dir, 'missing.db')}`)), /does not exist/);
+      await assert.rejects(run(process.execPath, [...TYPESCRIPT, 'src/cli.ts', 'backup', join(dir, 'copy.db')], env(`sqlite:${join(dir, 'missing.db')}`)), /does not exist/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -78,7 +78,17 @@ export async function createTestDatabase(backend: BackendName): Promise<TestData
 }
 
 export class TestContext {
-  constructor(readonly backend: BackendName, readonly database: TestDatabase, readonly app: App, readonly config: Config) {}
+  readonly backend: BackendName;
+  readonly database: TestDatabase;
+  readonly app: App;
+  readonly config: Config;
+
+  constructor(backend: BackendName, database: TestDatabase, app: App, config: Config) {
+    this.backend = backend;
+    this.database = database;
+    this.app = app;
+    this.config = config;
+  }
 
   get db(): Kysely<Database> {
     return this.database.handle.db;

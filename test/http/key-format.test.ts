@@ -7,6 +7,7 @@ import { displayPrefix, keyFormat, newApiKey } from '../../src/businesses/key-fo
 import { createAuthenticator } from '../../src/http/auth.ts';
 import type { Db } from '../../src/db/types.ts';
 import { describeEachBackend } from '../helpers/context.ts';
+import { TYPESCRIPT } from '../helpers/typescript.ts';
 
 const run = promisify(execFile);
 
@@ -40,7 +41,7 @@ describe('API key format', () => {
   });
 
   it('checks a key offline with `supplyline key check`', async () => {
-    const cli = (key: string) => run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'key', 'check', key], { env: { ...process.env, DATABASE_URL: 'postgres://127.0.0.1:1/none' } });
+    const cli = (key: string) => run(process.execPath, [...TYPESCRIPT, 'src/cli.ts', 'key', 'check', key], { env: { ...process.env, DATABASE_URL: 'postgres://127.0.0.1:1/none' } });
     assert.match((await cli(newApiKey())).stdout, /Well formed: an sl_live_ key/);
     assert.match((await cli('0123456789abcdef0123456789abcdef')).stdout, /format before 2026-11-28/);
     await assert.rejects(cli('sl_live_typo'), (error: { code: number; stderr: string }) => error.code === 1 && /Malformed/.test(error.stderr));

@@ -3,8 +3,12 @@ import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { TYPESCRIPT } from '../helpers/typescript.ts';
 
 const run = promisify(execFile);
+
+/** This checkout's sources run as Node can; another commit's (`cwd`) may predate erasable-only syntax, so tsx runs them. */
+const typescriptIn = (cwd?: string) => (cwd ? ['--import', 'tsx'] : TYPESCRIPT);
 
 // The test runner marks its children with NODE_TEST_CONTEXT; a server started from here must not inherit it.
 const { NODE_TEST_CONTEXT: _ignored, ...baseEnv } = process.env;
@@ -41,7 +45,6 @@ const exited = (child: ChildProcess) => new Promise<void>((resolve) => {
   child.once('exit', () => resolve());
 });
 
-/** Spawns `node --import tsx src/server.ts` on a free port and waits for "listening on". */
 /**
  * Starts `count` servers at once. If one fails to start, the others are killed before the error is
  * thrown: a server left running would hold the test process open, and CI with it.
@@ -54,10 +57,10 @@ export async function startServers(count: number, env: Record<string, string>): 
   throw failed.reason;
 }
 
-/** `cwd`: a checkout of another commit (test/reliability/rolling-upgrade.test.ts), else this one. */
+/** Spawns `node src/server.ts` on a free port and waits for "listening on". `cwd`: a checkout of another commit (test/reliability/rolling-upgrade.test.ts), else this one. */
 export function startServer(env: Record<string, string>, timeoutMs = 60_000, cwd?: string): Promise<Server> {
   // A deprecation is an error here as in the test processes (package.json): it fails the test that caused it.
-  const child = spawn(process.execPath, ['--throw-deprecation', '--import', 'tsx', 'src/server.ts'], {
+  const child = spawn(process.execPath, ['--throw-deprecation', ...typescriptIn(cwd), 'src/server.ts'], {
     cwd, env: { ...baseEnv, PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_RPS: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -87,7 +90,7 @@ export interface Tenant { businessId: string; apiKey: string; headers: Record<st
 
 /** `src/cli.ts business create --json` against DATABASE_URL, as an operator would. */
 export async function cliCreateBusiness(databaseUrl: string, name = 'Reliability Supplier', cwd?: string): Promise<Tenant> {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'business', 'create', '--name', name, '--json'], {
+  const { stdout } = await run(process.execPath, [...typescriptIn(cwd), 'src/cli.ts', 'business', 'create', '--name', name, '--json'], {
     cwd, env: { ...baseEnv, DATABASE_URL: databaseUrl },
   });
   const { businessId, apiKey } = JSON.parse(stdout.trim().split('\n').pop()!);

@@ -14,6 +14,7 @@ import { createDatabase } from '../../src/db/connection.ts';
 import { findUserByEmail } from '../../src/users/repository.ts';
 import { verifyPassword } from '../../src/users/password.ts';
 import { backends, type BackendName } from '../helpers/context.ts';
+import { TYPESCRIPT } from '../helpers/typescript.ts';
 
 const root = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 
@@ -25,7 +26,7 @@ interface Result {
 
 /** Runs the CLI as an operator would, in its own process; with `bin`, through bin/supplyline.js from that cwd. */
 function runCli(args: string[], databaseUrl: string, bin?: { cwd: string }): Promise<Result> {
-  const [file, ...prefix] = bin ? [join(root, 'bin', 'supplyline.js')] : [process.execPath, '--import', 'tsx', 'src/cli.ts'];
+  const [file, ...prefix] = bin ? [join(root, 'bin', 'supplyline.js')] : [process.execPath, ...TYPESCRIPT, 'src/cli.ts'];
   return new Promise((resolve) => {
     execFile(file, [...prefix, ...args], { cwd: bin?.cwd ?? root, env: { ...process.env, DATABASE_URL: databaseUrl } }, (error, stdout, stderr) => {
       resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
@@ -263,7 +264,7 @@ for (const backend of backends) {
       assert.deepEqual(first.actor, { type: 'system', id: 'cli', name: 'Command line' });
 
       // Following: a key made meanwhile shows up as the next line; Ctrl-C ends it cleanly.
-      const tail = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'events', 'tail', '--business', businessId, '--after', '1'], {
+      const tail = spawn(process.execPath, [...TYPESCRIPT, 'src/cli.ts', 'events', 'tail', '--business', businessId, '--after', '1'], {
         cwd: root, env: { ...process.env, DATABASE_URL: database.url },
       });
       let out = '';

@@ -7,12 +7,13 @@ import { it } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
 import { parseSecretKeys, SecretBox } from '../../src/lib/secret-box.ts';
 import { resolveSecretBox } from '../../src/runtime.ts';
+import { TYPESCRIPT } from '../helpers/typescript.ts';
 
 /** Runs `resolveSecretBox` in a process of its own; resolves with its exit code and what it printed. */
 function resolveInProcess(databaseUrl: string): Promise<{ code: number | null; out: string }> {
   const script = `import { loadConfig } from './src/config.ts'; import { resolveSecretBox } from './src/runtime.ts';
     const { box } = resolveSecretBox(loadConfig({ DATABASE_URL: ${JSON.stringify(databaseUrl)} })); console.log(box.seal('shared'));`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...TYPESCRIPT, '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (d) => { out += d; });
   child.stderr.on('data', (d) => { out += d; });

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'node:http';
 import { after, describe, it } from 'node:test';
+import { TYPESCRIPT } from '../helpers/typescript.ts';
 
 // The test runner marks its children with NODE_TEST_CONTEXT; a server started from here must not inherit it.
 const { NODE_TEST_CONTEXT: _ignored, ...baseEnv } = process.env;
@@ -15,7 +16,7 @@ interface Started { child: ChildProcess; output: () => string; base: string }
 
 /** The server from source, or with `npm start`: the newcomer's command, which builds dist/ and runs it. */
 function start(env: Record<string, string>, { npm = false } = {}): Promise<Started> {
-  const [command, args] = npm ? ['npm', ['start']] : [process.execPath, ['--import', 'tsx', 'src/server.ts']];
+  const [command, args] = npm ? ['npm', ['start']] : [process.execPath, [...TYPESCRIPT, 'src/server.ts']];
   const child = spawn(command, args, {
     env: { ...baseEnv, PORT: '0', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -82,7 +83,7 @@ describe('npm start (src/server.ts)', () => {
   });
 
   it('exits 1 with a clear message on bad configuration', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { env: { ...baseEnv, PORT: 'abc' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...TYPESCRIPT, 'src/server.ts'], { env: { ...baseEnv, PORT: 'abc' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let err = '';
     child.stderr.on('data', (d) => { err += d; });
     assert.equal(await exited(child), 1);

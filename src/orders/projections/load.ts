@@ -35,7 +35,10 @@ export interface ProjectionBatch {
 export class Tally {
   readonly #counts = new Map<string, number>();
   /** How many parts a key has. */
-  constructor(private readonly arity: number) {}
+  private readonly arity: number;
+  constructor(arity: number) {
+    this.arity = arity;
+  }
 
   /** How many keys it holds. */
   get size(): number {

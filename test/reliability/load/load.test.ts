@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import autocannon from 'autocannon';
-import { createDatabase } from '../../src/db/connection.ts';
-import { call, cliCreateBusiness, createCatalogue, createPgDatabase, missing, orderBody, startServer } from './helpers.ts';
+import { createDatabase } from '../../../src/db/connection.ts';
+import { call, cliCreateBusiness, createCatalogue, createPgDatabase, missing, orderBody, startServer } from '../helpers.ts';
 
 const SECONDS = Number(process.env.RELIABILITY_LOAD_SECONDS || 30);
 const CONNECTIONS = 200;
