@@ -37,6 +37,9 @@ import { SecretBox } from './lib/secret-box.ts';
 import { Cursors } from './http/cursor.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { auditRoutes } from './audit/routes.ts';
+import { importRoutes } from './imports/routes.ts';
+import { createImportWorker } from './imports/worker.ts';
+import { IMPORT_RETENTION_DAYS, purgeImportsBefore } from './imports/repository.ts';
 import { AUDIT_RETENTION_DAYS, purgeAuditEventsBefore, recordRefusal, type Refusal } from './audit/repository.ts';
 import { consoleRoutes } from './console/routes.ts';
 import { createWebhookWorker, registerWebhookGauges } from './webhooks/worker.ts';
@@ -171,6 +174,7 @@ export async function createApp(deps: AppDeps) {
   const writes = deps.writes ?? createWriteRunner(db, { idempotencyTtlHours: config.idempotencyTtlHours, clock, onEvents: (id) => events.notify(id), box });
   const worker = createWebhookWorker({ db, writes, config: config.webhooks, box, events, clock, log: app.log, registry });
   registerWebhookGauges(registry, db, clock);
+  const importer = createImportWorker({ db, writes, clock, concurrency: config.imports.concurrency, leaseMs: config.imports.leaseMs, log: app.log });
   // Long polls answer at once when the server stops, rather than hold the shutdown.
   app.addHook('preClose', async () => events.close());
   const routeDeps: RouteDeps = {
@@ -197,6 +201,8 @@ export async function createApp(deps: AppDeps) {
     await invoiceRoutes(api, routeDeps);
     await eventRoutes(api, routeDeps);
     await auditRoutes(api, routeDeps);
+    // In a scope of its own: the NDJSON body parser is the import route's alone.
+    await api.register(async (scope) => importRoutes(scope, { ...routeDeps, clock, maxBytes: config.imports.maxBytes, kick: importer.kick }));
     await webhookRoutes(api, {
       ...routeDeps, clock, kick: worker.kick, webhooks: { box, allowPrivateNetworks: config.webhooks.allowPrivateNetworks },
     });
@@ -223,11 +229,16 @@ export async function createApp(deps: AppDeps) {
     name: 'audit-retention', everyMs: 60 * 60_000,
     run: () => purgeAuditEventsBefore(db, new Date(clock() - AUDIT_RETENTION_DAYS * 86_400_000).toISOString()),
   });
+  jobs.add({
+    name: 'import-retention', everyMs: 60 * 60_000,
+    run: () => purgeImportsBefore(db, new Date(clock() - IMPORT_RETENTION_DAYS * 86_400_000).toISOString(), clock()),
+  });
   app.addHook('onReady', async () => {
     jobs.start();
     if (config.webhooks.workers) worker.start();
+    importer.start();
   });
-  app.addHook('preClose', async () => worker.stop());
+  app.addHook('preClose', async () => { await Promise.all([worker.stop(), importer.stop()]); });
   app.addHook('onClose', async () => jobs.stop());
 
   return app;

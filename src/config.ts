@@ -40,6 +40,19 @@ export interface Config {
    * the socket's address is the client's.
    */
   readonly trustProxy: string[] | null;
+  readonly imports: ImportConfig;
+}
+
+export interface ImportConfig {
+  /** The largest import file taken (IMPORT_MAX_BYTES, 1 GiB). */
+  readonly maxBytes: number;
+  /** Imports this instance applies at once (IMPORT_CONCURRENCY, 2; 0: this instance applies none). */
+  readonly concurrency: number;
+  /**
+   * How long an instance holds an import past its last line (IMPORT_LEASE_SECONDS, 30): after a
+   * crash, another instance resumes the import once this has passed.
+   */
+  readonly leaseMs: number;
 }
 
 export interface WebhookConfig {
@@ -152,6 +165,11 @@ export function loadConfig(env: Env = process.env): Config {
     secretKeys: secretKeys(env.SECRET_KEY),
     consoleCookieSecure: flag(env, 'CONSOLE_COOKIE_SECURE', false),
     trustProxy: trustProxy(env.TRUST_PROXY),
+    imports: Object.freeze({
+      maxBytes: integer(env, 'IMPORT_MAX_BYTES', 1024 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),
+      concurrency: integer(env, 'IMPORT_CONCURRENCY', 2, 0, 64),
+      leaseMs: integer(env, 'IMPORT_LEASE_SECONDS', 30, 1, 3600) * 1000,
+    }),
     webhooks: Object.freeze({
       retrySchedule: retrySchedule(env.WEBHOOK_RETRY_SCHEDULE),
       timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),

@@ -4,7 +4,7 @@
  * send them (src/businesses/margin.ts); `audit:read` for the audit trail. A key without scopes
  * (every key made before them, and keys made without `--scopes`) may do everything.
  */
-export const AREAS = ['items', 'buyers', 'pricing', 'orders', 'invoices', 'events', 'webhooks'] as const;
+export const AREAS = ['items', 'buyers', 'pricing', 'orders', 'invoices', 'events', 'webhooks', 'imports'] as const;
 export type Area = (typeof AREAS)[number];
 /** Scopes of no route's area: what a key sees of the others' records, and the audit trail. */
 export const EXTRA_SCOPES = ['margin:read', 'margin:write', 'audit:read'] as const;

@@ -30,6 +30,7 @@ import { writeClocks } from './migrations/0029-write-clocks.ts';
 import { orderLinesRecordVariants } from './migrations/0030-order-lines-record-variants.ts';
 import { instances } from './migrations/0031-instances.ts';
 import { restrictedKeys } from './migrations/0033-restricted-keys.ts';
+import { imports } from './migrations/0034-imports.ts';
 import { apiKeyScopes } from './migrations/0032-api-key-scopes.ts';
 import type { Database, Dialect } from './types.ts';
 import { executedMigrations, hasTable, migratedByNewerRelease, takeBackRenamed } from './migration-history.ts';
@@ -69,6 +70,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0031-instances': instances(dialect),
     '0032-api-key-scopes': apiKeyScopes,
     '0033-restricted-keys': restrictedKeys(dialect),
+    '0034-imports': imports(dialect),
   };
 }
 

@@ -1,6 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { BusinessTable, ApiKeyTable, BusinessCounterTable } from '../businesses/table.ts';
 import type { AuditEventTable } from '../audit/table.ts';
+import type { ImportChunkTable, ImportResultTable, ImportTable } from '../imports/table.ts';
 import type { ItemListTable, ItemListEntryTable } from '../pricing/table.ts';
 import type { ItemTable, PlatformItemTable, ItemVariantTable } from '../items/table.ts';
 import type { PhantomTable, PhantomBuyerTable, PartnershipTable, PhantomEmailTable, PhantomPhoneTable, PhantomLocationTable } from '../buyers/table.ts';
@@ -19,6 +20,9 @@ export interface Database {
   businesses: BusinessTable;
   api_keys: ApiKeyTable;
   audit_events: AuditEventTable;
+  imports: ImportTable;
+  import_chunks: ImportChunkTable;
+  import_results: ImportResultTable;
   item_lists: ItemListTable;
   item_list_entries: ItemListEntryTable;
   items: ItemTable;

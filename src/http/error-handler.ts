@@ -1,8 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import { ApiError, badRequest, errorBody, SERVICE_UNAVAILABLE_MESSAGE, UNAVAILABLE_RETRY_AFTER_SECONDS, validationError } from '../lib/errors.ts';
-import { toFieldErrors } from './validation.ts';
-import { NOTHING_TO_UPDATE } from '../lib/patch.ts';
+import { bodyError, toFieldErrors } from './validation.ts';
 
 function partOf(request: FastifyRequest, context: string | undefined): unknown {
   switch (context) {
@@ -21,11 +20,7 @@ export function toApiError(error: FastifyError, request: FastifyRequest, bodyLim
     && (error.validation as Array<{ instancePath?: string }>).some((v) => v.instancePath === '/idempotency-key')) {
     return badRequest('Invalid idempotency key format');
   }
-  // An update body without a single field (minProperties: 1): the contract's answer to a PATCH with nothing to change.
-  if (error.validation && error.validationContext === 'body'
-    && (error.validation as Array<{ keyword: string; instancePath?: string }>).some((v) => v.keyword === 'minProperties' && !v.instancePath)) {
-    return badRequest(NOTHING_TO_UPDATE);
-  }
+  if (error.validation && error.validationContext === 'body') return bodyError(error.validation as never, request.body);
   if (error.validation) return validationError(toFieldErrors(error.validation as never, partOf(request, error.validationContext)));
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

@@ -2,7 +2,8 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import { checkProperties } from '../lib/json.ts';
-import type { FieldErrors } from '../lib/errors.ts';
+import { badRequest, validationError, type ApiError, type FieldErrors } from '../lib/errors.ts';
+import { NOTHING_TO_UPDATE } from '../lib/patch.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 const MAX_FIELD_ERRORS = 50;
@@ -77,6 +78,19 @@ export function fitsDecimal(value: number, bounds: DecimalBounds): boolean {
 // Bodies are JSON and keep their types; query strings, params and headers are text and are coerced.
 const bodyAjv = makeAjv(false);
 const textAjv = makeAjv('array');
+
+/**
+ * A body validator outside a route, for bodies that arrive some other way (a bulk import's lines):
+ * the same checks and defaults as the route's, with the same errors (`bodyError`).
+ */
+export const compileBody = (schema: object): ValidateFunction => bodyAjv.compile(schema);
+
+/** A body's validation errors as the API answers them: a PATCH with nothing to change, or fieldErrors. */
+export function bodyError(errors: ErrorObject[], body: unknown): ApiError {
+  // An update body without a single field (minProperties: 1): the contract's answer to a PATCH with nothing to change.
+  if (errors.some((e) => e.keyword === 'minProperties' && !e.instancePath)) return badRequest(NOTHING_TO_UPDATE);
+  return validationError(toFieldErrors(errors, body));
+}
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   if (httpPart === 'body') return bodyAjv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;

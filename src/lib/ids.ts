@@ -4,7 +4,7 @@ const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz'; // Crockford base32, lower 
 
 export type IdPrefix =
   | 'bus' | 'key' | 'itm' | 'var' | 'list' | 'ile' | 'prt' | 'phm' | 'eml' | 'phn' | 'loc'
-  | 'ord' | 'oi' | 'inv' | 'ili' | 'req' | 'evt' | 'we' | 'whd' | 'whr' | 'usr' | 'ins' | 'aud';
+  | 'ord' | 'oi' | 'inv' | 'ili' | 'req' | 'evt' | 'we' | 'whd' | 'whr' | 'usr' | 'ins' | 'aud' | 'imp';
 
 /**
  * A ULID-shaped id: 48 bits of milliseconds then 80 random bits, base32.

@@ -66,8 +66,13 @@ describeEachBackend('the margin scopes', (ctx) => {
     const invoice = await c.request('POST', '/api/v1/invoices', { as: owner, body: { orderId: order.id } });
     assert.equal(invoice.status, 201, JSON.stringify(invoice.body));
     const endpoint = await c.request('POST', '/api/v1/webhook-endpoints', { as: owner, body: { url: 'https://example.com/hook' } });
+    const imported = await c.request('POST', '/api/v1/imports', {
+      as: owner, body: `${JSON.stringify({ op: 'patch', resource: 'item', id: itemId, data: { description: 'Imported' } })}\n`, headers: { 'content-type': 'application/x-ndjson' },
+    });
+    assert.equal(imported.status, 202, JSON.stringify(imported.body));
     const ids: Record<string, string> = {
       items: itemId, orders: order.id, buyers: fixture.buyerId, pricing: list.body.id, invoices: invoice.body.id, 'webhook-endpoints': endpoint.body.id,
+      imports: imported.body.id,
     };
     return { owner, fixture, ids };
   }

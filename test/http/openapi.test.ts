@@ -9,6 +9,7 @@ const EXTENSIONS = [
   'post /api/v1/webhook-endpoints', 'get /api/v1/webhook-endpoints', 'get /api/v1/webhook-endpoints/{id}', 'patch /api/v1/webhook-endpoints/{id}',
   'delete /api/v1/webhook-endpoints/{id}', 'post /api/v1/webhook-endpoints/{id}/rotate-secret', 'post /api/v1/webhook-endpoints/{id}/test',
   'post /api/v1/webhook-endpoints/{id}/replay', 'get /api/v1/webhook-endpoints/{id}/deliveries', 'get /api/v1/audit-events',
+  'post /api/v1/imports', 'get /api/v1/imports', 'get /api/v1/imports/{id}', 'get /api/v1/imports/{id}/results',
 ];
 
 describeEachBackend('GET /openapi.json', (ctx) => {

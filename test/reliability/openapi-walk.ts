@@ -27,6 +27,7 @@ export interface Fixture {
   orderId: string;
   invoiceId?: string;
   webhookEndpointId?: string;
+  importId?: string;
 }
 
 /** One of each resource: an item, a buyer, a price list, an order and (when the build has them) an invoice. */
@@ -59,9 +60,18 @@ export async function createResources(ctx: TestContext, as: Tenant): Promise<Fix
       as, body: { url: 'https://hooks.example.com/supplyline', eventTypes: ['order.*'], status: 'paused' },
     }), 'webhook endpoint').id;
   }
+  let importId: string | undefined;
+  if (doc.paths['/api/v1/imports']?.post) {
+    const line = { op: 'patch', resource: 'item', id: item.id, data: { description: 'Imported' } };
+    importId = ok(await ctx.request('POST', '/api/v1/imports', { as, body: `${JSON.stringify(line)}\n`, headers: { 'content-type': 'application/x-ndjson' } }), 'import').id;
+    // Applied in the background: done before anything looks at the business.
+    for (let i = 0; i < 400 && (await ctx.request('GET', `/api/v1/imports/${importId}`, { as })).body.state !== 'COMPLETED'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
   return {
     itemId: item.id, variantId: item.variantIds[0], buyerId: buyer.id, partnershipId: buyer.partnershipId,
-    listId: list.id, orderId: order.id, invoiceId, webhookEndpointId,
+    listId: list.id, orderId: order.id, invoiceId, webhookEndpointId, importId,
   };
 }
 
@@ -73,6 +83,7 @@ export function idFor(path: string, f: Fixture): string | undefined {
   if (path.startsWith('/api/v1/orders/')) return f.orderId;
   if (path.startsWith('/api/v1/invoices/')) return f.invoiceId;
   if (path.startsWith('/api/v1/webhook-endpoints/')) return f.webhookEndpointId;
+  if (path.startsWith('/api/v1/imports/')) return f.importId;
   return undefined;
 }
 

@@ -1,0 +1,145 @@
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { Type } from 'typebox';
+import { isUniqueViolation } from '../db/dialect.ts';
+import type { ApiInstance, RouteDeps } from '../http/types.ts';
+import { ApiError, badRequest, notFound } from '../lib/errors.ts';
+import { newId } from '../lib/ids.ts';
+import { receiveFile } from './receive.ts';
+import {
+  deleteChunks, findImport, findImportByKey, IMPORT_NOT_FOUND, insertImport, listImports, NO_COUNTS, resultsAfter, toImport, type ImportRow,
+} from './repository.ts';
+import { CreateImportQuery, ImportPage, ImportParams, ImportResponse, ListImportsQuery } from './schema.ts';
+
+const tags = ['Imports'];
+const NDJSON_TYPES = ['application/x-ndjson', 'application/jsonl'];
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+const RESULTS_BATCH = 1000;
+
+export interface ImportRouteDeps extends RouteDeps {
+  clock: () => number;
+  /** IMPORT_MAX_BYTES */
+  maxBytes: number;
+  /** Wakes this instance's import worker. */
+  kick(): void;
+}
+
+/** One line of the results stream. */
+function resultLine(row: { line: number; ref: string | null; outcome: string; record_id: string | null; detail: string | null }): string {
+  const detail = row.detail ? JSON.parse(row.detail) as Record<string, unknown> : {};
+  return JSON.stringify({ line: row.line, ref: row.ref, outcome: row.outcome, id: row.record_id, ...detail });
+}
+
+/**
+ * Bulk imports (docs/decisions/0044-bulk-import.md): a file of NDJSON lines, each a create or patch
+ * of an item, buyer, price list, order or invoice, received whole and then applied line by line by
+ * the instances' import workers (src/imports/worker.ts).
+ */
+export async function importRoutes(app: ApiInstance, deps: ImportRouteDeps): Promise<void> {
+  const { db, clock } = deps;
+  // The file is read by the route as it arrives, never parsed into memory by Fastify.
+  app.addContentTypeParser(NDJSON_TYPES, (_request, _payload, done) => done(null, undefined));
+
+  const answer = (row: ImportRow) => toImport(row, clock());
+
+  app.post('/imports', {
+    config: { extension: true },
+    schema: {
+      tags, operationId: 'createImport', summary: 'Import a file of records: items, buyers, price lists, orders and invoices',
+      description: 'The body is NDJSON (Content-Type: application/x-ndjson), up to IMPORT_MAX_BYTES (1 GB by default). Each line is '
+        + '{"op": "create" | "patch", "resource": "item" | "buyer" | "price_list" | "order" | "invoice", "ref": "<your key for the line>", '
+        + '"id": "<the record, for patch>", "buyerId": "<the buyer, for an order create>", "data": {<the body the single call takes>}}. '
+        + 'Anywhere in data, and as id or buyerId, {"$ref": "<an earlier line\'s ref>"} names the record that line made or patched, '
+        + 'and {"$ref": "<an item line\'s ref>", "variant": 0} its first variant. Answers 202 once the whole file is received; the '
+        + 'lines are then applied in order, each exactly once, in the background (GET /api/v1/imports/{id} shows progress, '
+        + '/results each line\'s outcome). The same Idempotency-Key with the same file answers the same import.',
+      querystring: CreateImportQuery,
+      headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Sending the same file again under it answers the same import' })) }),
+      response: { 202: ImportResponse },
+    },
+  }, async (request, reply) => {
+    const type = String(request.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+    if (!NDJSON_TYPES.includes(type)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/x-ndjson');
+    const key = request.headers['idempotency-key'];
+    if (key !== undefined && (typeof key !== 'string' || !KEY_PATTERN.test(key))) throw badRequest('Invalid idempotency key format');
+    const options = { dryRun: request.query.dryRun ?? false, onError: request.query.onError ?? 'continue' };
+    const { businessId } = request;
+    const now = new Date(clock()).toISOString();
+    const fingerprintOf = (sha256: string) => createHash('sha256').update(`${JSON.stringify(options)}\n${sha256}`).digest('hex');
+
+    /** The import an earlier request made under this key: the same one for the same file and options, else 422. */
+    const replay = (existing: ImportRow, fingerprint: string) => {
+      if (existing.fingerprint !== fingerprint) {
+        throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request');
+      }
+      return reply.code(202).header('idempotent-replayed', 'true').header('location', `/api/v1/imports/${existing.id}`).send(answer(existing));
+    };
+
+    const earlier = key === undefined ? undefined : await findImportByKey(db, businessId, key);
+    const id = newId('imp');
+    const received = await receiveFile(db, request.raw, { importId: id, now, maxBytes: deps.maxBytes, store: !earlier });
+    const fingerprint = fingerprintOf(received.sha256);
+    if (earlier) return replay(earlier, fingerprint);
+    if (received.lines === 0) {
+      throw badRequest('The import file is empty: send one JSON object per line');
+    }
+    const row = {
+      id, business_id: businessId, created_at: now, created_by: request.apiKeyId,
+      scopes: request.apiKeyScopes === null ? null : JSON.stringify(request.apiKeyScopes),
+      idempotency_key: key ?? null, fingerprint, options: JSON.stringify(options), state: 'QUEUED',
+      bytes: received.bytes, total_lines: received.lines, lines_done: 0, counts: JSON.stringify(NO_COUNTS),
+      started_at: null, finished_at: null, lease_owner: null, lease_until: null,
+    };
+    try {
+      await insertImport(db, row);
+    } catch (error) {
+      await deleteChunks(db, id);
+      // The same key sent twice at once: the one that got there first is the import.
+      const winner = key !== undefined && isUniqueViolation(error) ? await findImportByKey(db, businessId, key) : undefined;
+      if (winner) return replay(winner, fingerprint);
+      throw error;
+    }
+    deps.kick();
+    return reply.code(202).header('location', `/api/v1/imports/${id}`).send(answer(row as ImportRow));
+  });
+
+  app.get('/imports', {
+    config: { extension: true },
+    schema: { tags, operationId: 'listImports', summary: 'List imports, newest first', querystring: ListImportsQuery, response: { 200: ImportPage } },
+  }, async (request) => deps.cursors.list(request, 'imports', (paging) => listImports(db, request.businessId, paging, clock())));
+
+  app.get('/imports/:id', {
+    config: { extension: true },
+    schema: { tags, operationId: 'getImport', summary: 'An import\'s state and progress', params: ImportParams, response: { 200: ImportResponse } },
+  }, async (request) => {
+    const row = await findImport(db, request.businessId, request.params.id);
+    if (!row) throw notFound(IMPORT_NOT_FOUND);
+    return answer(row);
+  });
+
+  app.get('/imports/:id/results', {
+    config: { extension: true },
+    schema: {
+      tags, operationId: 'getImportResults', summary: 'Each line\'s outcome, as NDJSON (kept 30 days)',
+      description: 'One JSON object per line done, in line order: {"line", "ref", "outcome": "created" | "updated" | "unchanged" | '
+        + '"failed", "id": the record, "variantIds" for an item line, or "error": {"errorCode", "message", "fieldErrors"} as the '
+        + 'single call answers}. Blank lines have none. While the import runs, it holds the lines done so far.',
+      params: ImportParams,
+      response: {
+        200: { description: 'One result per line (application/x-ndjson)', content: { 'application/x-ndjson': { schema: Type.String({ description: 'Newline-delimited JSON' }) } } },
+      },
+    },
+  }, async (request, reply) => {
+    const row = await findImport(db, request.businessId, request.params.id);
+    if (!row) throw notFound(IMPORT_NOT_FOUND);
+    async function* lines() {
+      for (let after = 0; ;) {
+        const rows = await resultsAfter(db, row!.id, after, RESULTS_BATCH);
+        if (rows.length === 0) return;
+        yield Buffer.from(rows.map((r) => `${resultLine(r)}\n`).join(''));
+        after = rows[rows.length - 1].line;
+      }
+    }
+    return reply.type('application/x-ndjson; charset=utf-8').send(Readable.from(lines(), { objectMode: false }) as never);
+  });
+}

@@ -1,0 +1,254 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { IMPORT_RETENTION_DAYS, purgeImportsBefore } from '../../src/imports/repository.ts';
+import { MAX_LINE_BYTES } from '../../src/imports/lines.ts';
+import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
+import { securityCases } from '../helpers/security.ts';
+
+const NDJSON = { 'content-type': 'application/x-ndjson' };
+const file = (lines: unknown[]) => lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n') + '\n';
+
+async function send(c: TestContext, as: Tenant, body: string, query = '', headers: Record<string, string> = {}) {
+  return c.request('POST', `/api/v1/imports${query}`, { as, body, headers: { ...NDJSON, ...headers } });
+}
+
+/** Waits until the import has finished, and answers it with its results. */
+async function finished(c: TestContext, as: Tenant, id: string) {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const r = await c.request('GET', `/api/v1/imports/${id}`, { as });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    if (r.body.state === 'COMPLETED' || r.body.state === 'STOPPED') {
+      const results = await c.request('GET', `/api/v1/imports/${id}/results`, { as });
+      assert.equal(results.status, 200);
+      assert.match(String(results.headers['content-type']), /^application\/x-ndjson/);
+      const text = typeof results.body === 'string' ? results.body : JSON.stringify(results.body) + '\n';
+      return { imp: r.body, results: text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l)) };
+    }
+    assert.ok(Date.now() < deadline, `the import finished within 30 s: ${JSON.stringify(r.body)}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+const item = (name: string, ref: string) => ({
+  op: 'create', resource: 'item', ref,
+  data: { item: { name }, variants: [{ variantName: '500g', currency: 'AUD', price: 10, cost: 4 }, { variantName: '1kg', currency: 'AUD', price: 18, cost: 7 }] },
+});
+
+/**
+ * Bulk import (issue 47): a file of lines, each the body of a single call, applied in order and
+ * each exactly once, with later lines naming earlier lines' records by ref; per-line results with
+ * the single call's errors; dry runs; the same file under the same Idempotency-Key is the same import.
+ */
+describeEachBackend('bulk import', (ctx) => {
+  it('applies a catalogue, buyers, orders and invoices from one file, lines naming earlier lines by ref', async () => {
+    const t = await ctx().createTenant();
+    const body = file([
+      item('Green tea', 'tea'),
+      { op: 'create', resource: 'buyer', ref: 'acme', data: { buyer: { name: 'Acme Foods' } } },
+      '',
+      {
+        op: 'create', resource: 'order', ref: 'po-1', buyerId: { $ref: 'acme' },
+        data: { expectedDeliveryAt: '2030-01-01T00:00:00.000Z', orderItems: [{ itemVariantId: { $ref: 'tea', variant: 1 }, quantity: 3 }] },
+      },
+      { op: 'patch', resource: 'order', ref: 'po-1-notes', id: { $ref: 'po-1' }, data: { order: { notes: 'Imported' } } },
+      { op: 'create', resource: 'invoice', ref: 'inv-1', data: { orderId: { $ref: 'po-1' }, reference: 'INV-1' } },
+      { op: 'patch', resource: 'item', ref: 'tea-again', id: { $ref: 'tea' }, data: { name: 'Green tea' } },
+    ]);
+    const posted = await send(ctx(), t, body);
+    assert.equal(posted.status, 202, JSON.stringify(posted.body));
+    assert.equal(posted.body.lines, 7);
+    assert.equal(posted.headers.location, `/api/v1/imports/${posted.body.id}`);
+    const { imp, results } = await finished(ctx(), t, posted.body.id);
+    assert.equal(imp.state, 'COMPLETED');
+    assert.equal(imp.linesDone, 7);
+    assert.deepEqual(imp.counts, { created: 4, updated: 1, unchanged: 1, failed: 0 }, JSON.stringify(results));
+    assert.deepEqual(results.map((r) => [r.line, r.ref, r.outcome]), [
+      [1, 'tea', 'created'], [2, 'acme', 'created'], [4, 'po-1', 'created'], [5, 'po-1-notes', 'updated'],
+      [6, 'inv-1', 'created'], [7, 'tea-again', 'unchanged'],
+    ]);
+    const [tea, acme, order, , invoice] = results;
+    assert.equal(tea.variantIds.length, 2);
+    const got = await ctx().request('GET', `/api/v1/orders/${order.id}`, { as: t });
+    assert.equal(got.status, 200);
+    assert.equal(got.body.notes, 'Imported');
+    assert.equal(got.body.orderItems[0].itemListEntry.itemVariantId, tea.variantIds[1]);
+    assert.equal(got.body.orderItems[0].quantity, 3);
+    const inv = await ctx().request('GET', `/api/v1/invoices/${invoice.id}`, { as: t });
+    assert.equal(inv.body.orderId, order.id);
+    assert.ok(acme.id.startsWith('phm_') || acme.id.length > 0);
+
+    // Every change is in the feed like any other, with the import's id as the request that asked for it.
+    const feed = await ctx().request('GET', '/api/v1/events?after=0&limit=100', { as: t });
+    const mine = feed.body.items.filter((e: any) => e.requestId === imp.id);
+    assert.deepEqual(mine.map((e: any) => e.type), ['item.created', 'buyer.created', 'order.created', 'order.updated', 'invoice.created']);
+  });
+
+  it('reports each failed line with the single call\'s errors, and goes on (or stops, with onError=stop)', async () => {
+    const t = await ctx().createTenant();
+    const badItem = { item: { name: '' }, variants: [{ variantName: 'x', currency: 'XXX', price: 'free' }] };
+    const single = await ctx().request('POST', '/api/v1/items', { as: t, body: badItem });
+    assert.equal(single.status, 400);
+    const lines = [
+      '{"op": "create", "resource": "item", "data": {',
+      JSON.stringify({ op: 'create', resource: 'item', ref: 'bad', data: badItem }),
+      JSON.stringify({ op: 'create', resource: 'order', buyerId: { $ref: 'nobody' }, data: {} }),
+      JSON.stringify({ op: 'delete', resource: 'item', data: {} }),
+      JSON.stringify({ op: 'patch', resource: 'price_list', id: 'list_x', data: {} }),
+      JSON.stringify({ op: 'create', resource: 'order', ref: 'o', data: { expectedDeliveryAt: '2030-01-01T00:00:00.000Z', orderItems: [{ itemVariantId: { $ref: 'bad' }, quantity: 1 }] } }),
+      JSON.stringify(item('Fine', 'fine')),
+      JSON.stringify(item('Twice', 'fine')),
+      JSON.stringify({ op: 'patch', resource: 'order', id: 'ord_00000000000000000000000000', data: { order: { notes: 'x' } } }),
+      `{"op":"create","resource":"item","data":{"item":{"name":"${'x'.repeat(MAX_LINE_BYTES)}"}}}`,
+      JSON.stringify({ op: 'create', resource: 'item', data: { item: { name: 'No variants' } }, extra: 1 }),
+      '[1, 2, 3]',
+      JSON.stringify({ op: 'patch', resource: 'item', data: { name: 'no id' } }),
+    ];
+    const posted = await send(ctx(), t, lines.join('\n'));
+    assert.equal(posted.status, 202, JSON.stringify(posted.body));
+    const { imp, results } = await finished(ctx(), t, posted.body.id);
+    assert.equal(imp.state, 'COMPLETED');
+    assert.deepEqual(imp.counts, { created: 1, updated: 0, unchanged: 0, failed: 12 });
+    const byLine = new Map(results.map((r) => [r.line, r]));
+    assert.equal(results.length, 13);
+    assert.equal(byLine.get(1).error.fieldErrors['(root)'], 'The line is not valid JSON');
+    assert.deepEqual(byLine.get(2).error.fieldErrors, single.body.fieldErrors, 'the same fieldErrors as the single call');
+    assert.equal(byLine.get(2).error.errorCode, 'VALIDATION_ERROR');
+    assert.equal(byLine.get(3).error.fieldErrors.buyerId, "No earlier line has the ref 'nobody'");
+    assert.ok(byLine.get(4).error.fieldErrors.op);
+    assert.match(byLine.get(5).error.fieldErrors.op, /price_list line takes op create/);
+    assert.equal(byLine.get(6).error.fieldErrors['orderItems.0.itemVariantId'], "Line 2 (ref 'bad') failed");
+    assert.equal(byLine.get(7).outcome, 'created');
+    assert.equal(byLine.get(8).error.fieldErrors.ref, "Line 7 already has the ref 'fine'");
+    assert.equal(byLine.get(9).error.errorCode, 'NOT_FOUND');
+    assert.equal(byLine.get(9).error.message, 'Order not found');
+    assert.match(byLine.get(10).error.fieldErrors['(root)'], /longer than/);
+    assert.equal(byLine.get(11).error.fieldErrors.extra, 'Unrecognized key');
+    assert.ok(byLine.get(12).error);
+    assert.equal(byLine.get(13).error.fieldErrors.id, 'Required: the record to patch');
+
+    const stopped = await send(ctx(), t, file([item('One', 'a'), '{not json', item('Never', 'b')]), '?onError=stop');
+    const { imp: s, results: sr } = await finished(ctx(), t, stopped.body.id);
+    assert.equal(s.state, 'STOPPED');
+    assert.equal(s.linesDone, 2);
+    assert.deepEqual(sr.map((r) => r.outcome), ['created', 'failed']);
+    const never = await ctx().request('GET', '/api/v1/items?limit=100', { as: t });
+    assert.ok(!never.body.items.some((i: any) => i.name === 'Never'));
+  });
+
+  it('checks every line in a dry run and writes nothing', async () => {
+    const t = await ctx().createTenant();
+    const before = await ctx().request('GET', '/api/v1/events?after=0&limit=100', { as: t });
+    const posted = await send(ctx(), t, file([
+      item('Dry', 'dry'),
+      { op: 'create', resource: 'buyer', ref: 'b', data: { buyer: { name: 'Buyer' } } },
+      { op: 'create', resource: 'order', buyerId: { $ref: 'b' }, data: { expectedDeliveryAt: '2030-01-01T00:00:00.000Z', orderItems: [{ itemVariantId: { $ref: 'dry', variant: 0 }, quantity: 1 }] } },
+      { op: 'create', resource: 'item', data: { item: { name: '' }, variants: [] } },
+    ]), '?dryRun=true');
+    assert.equal(posted.status, 202);
+    assert.equal(posted.body.dryRun, true);
+    const { imp, results } = await finished(ctx(), t, posted.body.id);
+    assert.deepEqual(imp.counts, { created: 3, updated: 0, unchanged: 0, failed: 1 });
+    assert.deepEqual(results.map((r) => r.id), [null, null, null, null]);
+    const items = await ctx().request('GET', '/api/v1/items?limit=100', { as: t });
+    assert.equal(items.body.total, 0, 'nothing written');
+    const afterward = await ctx().request('GET', '/api/v1/events?after=0&limit=100', { as: t });
+    assert.equal(afterward.body.items.length, before.body.items.length, 'no event');
+  });
+
+  it('answers the same import for the same file under the same Idempotency-Key, and 422 for another file', async () => {
+    const t = await ctx().createTenant();
+    const body = file([item('Once', 'once')]);
+    const first = await send(ctx(), t, body, '', { 'idempotency-key': 'import-1' });
+    assert.equal(first.status, 202);
+    const again = await send(ctx(), t, body, '', { 'idempotency-key': 'import-1' });
+    assert.equal(again.status, 202);
+    assert.equal(again.body.id, first.body.id);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    const other = await send(ctx(), t, file([item('Other', 'other')]), '', { 'idempotency-key': 'import-1' });
+    assert.equal(other.status, 422);
+    assert.equal(other.body.errorCode, 'IDEMPOTENCY_KEY_REUSED');
+    const otherOptions = await send(ctx(), t, body, '?dryRun=true', { 'idempotency-key': 'import-1' });
+    assert.equal(otherOptions.status, 422);
+    await finished(ctx(), t, first.body.id);
+    const items = await ctx().request('GET', '/api/v1/items?limit=100', { as: t });
+    assert.equal(items.body.items.filter((i: any) => i.name === 'Once').length, 1);
+  });
+
+  it('refuses what is not an import file with a clear 4xx', async () => {
+    const t = await ctx().createTenant();
+    const json = await ctx().request('POST', '/api/v1/imports', { as: t, body: { op: 'create' } });
+    assert.equal(json.status, 415);
+    assert.equal(json.body.message, 'Content-Type must be application/x-ndjson');
+    const empty = await send(ctx(), t, '\n');
+    assert.equal(empty.status, 202, 'a file of blank lines is a file');
+    const none = await send(ctx(), t, '');
+    assert.equal(none.status, 400);
+    assert.match(none.body.message, /empty/);
+    const badKey = await send(ctx(), t, file([item('x', 'x')]), '', { 'idempotency-key': 'has space' });
+    assert.equal(badKey.status, 400);
+    const badQuery = await send(ctx(), t, file([item('x', 'x')]), '?onError=explode');
+    assert.equal(badQuery.status, 400);
+    const missing = await ctx().request('GET', '/api/v1/imports/imp_00000000000000000000000000', { as: t });
+    assert.equal(missing.status, 404);
+    assert.equal(missing.body.message, 'Import not found');
+  });
+
+  it('keeps imports and results from other businesses (404), and lines to what the key may do', async () => {
+    const t = await ctx().createTenant();
+    const other = await ctx().createTenant('Other');
+    const posted = await send(ctx(), t, file([item('Mine', 'mine')]));
+    await finished(ctx(), t, posted.body.id);
+    assert.equal((await ctx().request('GET', `/api/v1/imports/${posted.body.id}`, { as: other })).status, 404);
+    assert.equal((await ctx().request('GET', `/api/v1/imports/${posted.body.id}/results`, { as: other })).status, 404);
+    const list = await ctx().request('GET', '/api/v1/imports', { as: other });
+    assert.equal(list.body.total, 0);
+
+    const restricted = await ctx().addKey(t, ['imports:write', 'items:write']);
+    const mixed = await send(ctx(), restricted, file([
+      { op: 'create', resource: 'buyer', data: { buyer: { name: 'Not allowed' } } },
+      item('Costly', 'c'),
+      { op: 'create', resource: 'item', data: { item: { name: 'Cheap' }, variants: [{ variantName: 'x', currency: 'AUD', price: 1 }] } },
+    ]));
+    assert.equal(mixed.status, 202);
+    const { results } = await finished(ctx(), restricted, mixed.body.id);
+    assert.equal(results[0].error.message, 'This API key lacks the scope buyers:write');
+    assert.equal(results[1].error.message, 'This API key lacks the scope margin:write (it sent variants.0.cost)');
+    assert.equal(results[2].outcome, 'created');
+    const readOnly = await ctx().addKey(t, ['items:write']);
+    assert.equal((await send(ctx(), readOnly, file([item('x', 'x')]))).status, 403);
+  });
+
+  it('purges imports 30 days after they finish, with their results', async () => {
+    const t = await ctx().createTenant();
+    const posted = await send(ctx(), t, file([item('Old', 'old')]));
+    await finished(ctx(), t, posted.body.id);
+    await purgeImportsBefore(ctx().db, new Date(Date.now() - IMPORT_RETENTION_DAYS * 86_400_000).toISOString(), Date.now());
+    assert.equal((await ctx().request('GET', `/api/v1/imports/${posted.body.id}`, { as: t })).status, 200);
+    await purgeImportsBefore(ctx().db, new Date(Date.now() + 1000).toISOString(), Date.now());
+    assert.equal((await ctx().request('GET', `/api/v1/imports/${posted.body.id}`, { as: t })).status, 404);
+    const left = await ctx().db.selectFrom('import_results').select('line').where('import_id', '=', posted.body.id).execute();
+    assert.deepEqual(left, []);
+  });
+});
+
+describeEachBackend('bulk import: the shared security cases', (ctx) => {
+  const line = `${JSON.stringify({ op: 'create', resource: 'buyer', data: { buyer: { name: 'x' } } })}\n`;
+  const made = async (c: TestContext, owner: Tenant) => (await send(c, owner, line)).body.id as string;
+  securityCases(ctx, { method: 'POST', url: () => '/api/v1/imports', body: line, crossTenant: false });
+  securityCases(ctx, { method: 'GET', url: () => '/api/v1/imports', crossTenant: false });
+  securityCases(ctx, { method: 'GET', url: async (c, owner) => `/api/v1/imports/${await made(c, owner)}` });
+  securityCases(ctx, { method: 'GET', url: async (c, owner) => `/api/v1/imports/${await made(c, owner)}/results` });
+});
+
+describeEachBackend('bulk import limits', (ctx) => {
+  it('refuses a file larger than IMPORT_MAX_BYTES with 413, and keeps nothing of it', async () => {
+    const t = await ctx().createTenant();
+    const body = file(Array.from({ length: 100 }, (_, i) => item(`Item ${i}`, `i${i}`)));
+    const r = await send(ctx(), t, body);
+    assert.equal(r.status, 413);
+    assert.match(r.body.message, /IMPORT_MAX_BYTES/);
+    const chunks = await ctx().db.selectFrom('import_chunks').select('import_id').execute();
+    assert.deepEqual(chunks, []);
+  });
+}, { config: { imports: { maxBytes: 4096, concurrency: 2, leaseMs: 30_000 } } });
