@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setImmediate } from 'node:timers/promises';
 import type { Scope } from '../businesses/scopes.ts';
 import type { Db } from '../db/types.ts';
 import { ApiError, validationError } from '../lib/errors.ts';
@@ -151,6 +152,9 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
       for (let i = done + 1 - chunk.first_line; i < chunk.line_count && !stopping; i++) {
         const line = chunk.first_line + i;
         const next = lines[i].trim() === '' ? (await skipBlank(line) ? 'next' : 'lost') : await doLine(line, lines[i]);
+        // Live requests get their turn between lines: SQLite's driver is synchronous, and without this
+        // an import would run as one chain of promises that keeps the event loop from the sockets.
+        await setImmediate();
         if (next === 'lost') return;
         done = line;
         if (next === 'stopped') { stoppedOnError = true; break work; }
