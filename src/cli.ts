@@ -9,6 +9,7 @@ import { parseScopes } from './businesses/scopes.ts';
 import { parseCidrs } from './businesses/allowlist.ts';
 import { keyFormat } from './businesses/key-format.ts';
 import { DEMO_OPTIONS, runDemoCommand } from './demo/command.ts';
+import { runImportCommand } from './imports/command.ts';
 import type { Db } from './db/types.ts';
 import { rebuildOrderProjections } from './orders/projections/index.ts';
 import { listEvents } from './events/repository.ts';
@@ -55,7 +56,8 @@ interface Command {
   /** The one positional argument the command takes (backup's FILE), named for usage errors. */
   positional?: string;
   /** `applied` lists the migrations that ran just before this command. */
-  run?(handle: DatabaseHandle & { writes: WriteRunner }, values: Values, applied: string[]): Promise<void>;
+  /** Resolves to the exit code when it is not 0 (an import with failed lines). */
+  run?(handle: DatabaseHandle & { writes: WriteRunner }, values: Values, applied: string[], positionals: string[]): Promise<void | number>;
   /**
    * A command that must see the database as it is, without opening or migrating it (a backup taken
    * before an upgrade): given DATABASE_URL and the positional argument.
@@ -246,6 +248,20 @@ const commands: Record<string, Command> = {
     required: [],
     run: ({ db }, values) => runDemoCommand(db, values, (message) => new UsageError(message)),
   },
+  import: {
+    usage: 'import FILE --business ID [--dry-run] [--stop-on-error]   apply an NDJSON import file (README, "Bulk import"), with progress',
+    options: { business: { type: 'string' }, 'dry-run': { type: 'boolean' }, 'stop-on-error': { type: 'boolean' } },
+    required: ['business'],
+    positional: 'FILE',
+    async run({ db, writes }, values, _applied, [file]) {
+      const businessId = await requireBusiness(db, String(values.business));
+      const { imports } = loadConfig(process.env);
+      const ok = await asCliError(() => runImportCommand(db, writes, {
+        businessId, file, dryRun: values['dry-run'] === true, stopOnError: values['stop-on-error'] === true, maxBytes: imports.maxBytes, leaseMs: imports.leaseMs,
+      }, printLines));
+      return ok ? 0 : 1;
+    },
+  },
   backup: {
     usage: 'backup FILE                            an online backup of a SQLite database to FILE (PostgreSQL: pg_dump, docs/operations.md)',
     options: {},
@@ -316,7 +332,7 @@ function printTable(header: string[], rows: string[][]): void {
 /** Splits argv into a command and its validated options; throws UsageError for anything off. */
 function parseCommand(argv: string[]): { command: Command; values: Values; positionals: string[] } | 'help' {
   if (argv.length === 0 || ['help', '--help', '-h'].includes(argv[0])) return 'help';
-  const words = ['migrate', 'demo', 'backup'].includes(argv[0]) ? 1 : 2;
+  const words = ['migrate', 'demo', 'backup', 'import'].includes(argv[0]) ? 1 : 2;
   const name = argv.slice(0, words).join(' ');
   const command = commands[name];
   if (!command) throw new UsageError(`Unknown command '${name}'`);
@@ -359,8 +375,8 @@ async function runCli(argv: string[], env: Record<string, string | undefined> = 
     }
     handle = createDatabase(databaseUrl);
     const applied = await migrateToLatest(handle.db, handle.dialect);
-    await parsed.command.run!({ ...handle, writes: createWriteRunner(handle.db) }, parsed.values, applied);
-    return 0;
+    const code = await parsed.command.run!({ ...handle, writes: createWriteRunner(handle.db) }, parsed.values, applied, parsed.positionals);
+    return code ?? 0;
   } catch (error) {
     if (error instanceof UsageError) {
       process.stderr.write(`Error: ${error.message}\nRun 'supplyline help' for usage.\n`);

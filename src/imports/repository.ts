@@ -48,11 +48,14 @@ export async function listImports(db: Db, businessId: string, paging: Paging, no
  * passed) for `owner` until `leaseUntil`. The update checks the lease again, so of two instances
  * that chose the same import one gets it.
  */
-export async function claimImport(db: Db, owner: string, now: string, leaseUntil: string, skip: string[]): Promise<ImportRow | undefined> {
+export async function claimImport(
+  db: Db, owner: string, now: string, leaseUntil: string, skip: string[], only?: string,
+): Promise<ImportRow | undefined> {
   const candidate = await db.selectFrom('imports').select('id')
     .where('state', 'in', ['QUEUED', 'RUNNING'])
     .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
     .$if(skip.length > 0, (q) => q.where('id', 'not in', skip))
+    .$if(only !== undefined, (q) => q.where('id', '=', only!))
     .orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
   if (!candidate) return undefined;
   return db.updateTable('imports')

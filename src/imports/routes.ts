@@ -1,14 +1,9 @@
-import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { Type } from 'typebox';
-import { isUniqueViolation } from '../db/dialect.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { ApiError, badRequest, notFound } from '../lib/errors.ts';
-import { newId } from '../lib/ids.ts';
-import { receiveFile } from './receive.ts';
-import {
-  deleteChunks, findImport, findImportByKey, IMPORT_NOT_FOUND, insertImport, listImports, NO_COUNTS, resultsAfter, toImport, type ImportRow,
-} from './repository.ts';
+import { receiveImport } from './service.ts';
+import { findImport, IMPORT_NOT_FOUND, listImports, resultsAfter, toImport, type ImportRow } from './repository.ts';
 import { CreateImportQuery, ImportPage, ImportParams, ImportResponse, ListImportsQuery } from './schema.ts';
 
 const tags = ['Imports'];
@@ -62,45 +57,14 @@ export async function importRoutes(app: ApiInstance, deps: ImportRouteDeps): Pro
     if (!NDJSON_TYPES.includes(type)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/x-ndjson');
     const key = request.headers['idempotency-key'];
     if (key !== undefined && (typeof key !== 'string' || !KEY_PATTERN.test(key))) throw badRequest('Invalid idempotency key format');
-    const options = { dryRun: request.query.dryRun ?? false, onError: request.query.onError ?? 'continue' };
-    const { businessId } = request;
-    const now = new Date(clock()).toISOString();
-    const fingerprintOf = (sha256: string) => createHash('sha256').update(`${JSON.stringify(options)}\n${sha256}`).digest('hex');
-
-    /** The import an earlier request made under this key: the same one for the same file and options, else 422. */
-    const replay = (existing: ImportRow, fingerprint: string) => {
-      if (existing.fingerprint !== fingerprint) {
-        throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request');
-      }
-      return reply.code(202).header('idempotent-replayed', 'true').header('location', `/api/v1/imports/${existing.id}`).send(answer(existing));
-    };
-
-    const earlier = key === undefined ? undefined : await findImportByKey(db, businessId, key);
-    const id = newId('imp');
-    const received = await receiveFile(db, request.raw, { importId: id, now, maxBytes: deps.maxBytes, store: !earlier });
-    const fingerprint = fingerprintOf(received.sha256);
-    if (earlier) return replay(earlier, fingerprint);
-    if (received.lines === 0) {
-      throw badRequest('The import file is empty: send one JSON object per line');
-    }
-    const row = {
-      id, business_id: businessId, created_at: now, created_by: request.apiKeyId,
-      scopes: request.apiKeyScopes === null ? null : JSON.stringify(request.apiKeyScopes),
-      idempotency_key: key ?? null, fingerprint, options: JSON.stringify(options), state: 'QUEUED',
-      bytes: received.bytes, total_lines: received.lines, lines_done: 0, counts: JSON.stringify(NO_COUNTS),
-      started_at: null, finished_at: null, lease_owner: null, lease_until: null,
-    };
-    try {
-      await insertImport(db, row);
-    } catch (error) {
-      await deleteChunks(db, id);
-      // The same key sent twice at once: the one that got there first is the import.
-      const winner = key !== undefined && isUniqueViolation(error) ? await findImportByKey(db, businessId, key) : undefined;
-      if (winner) return replay(winner, fingerprint);
-      throw error;
-    }
-    deps.kick();
-    return reply.code(202).header('location', `/api/v1/imports/${id}`).send(answer(row as ImportRow));
+    const { imp, replayed } = await receiveImport(db, {
+      businessId: request.businessId, actorId: request.apiKeyId, scopes: request.apiKeyScopes, idempotencyKey: key ?? null,
+      options: { dryRun: request.query.dryRun ?? false, onError: request.query.onError ?? 'continue' },
+      body: request.raw, now: new Date(clock()).toISOString(), maxBytes: deps.maxBytes,
+    });
+    if (replayed) reply.header('idempotent-replayed', 'true');
+    else deps.kick();
+    return reply.code(202).header('location', `/api/v1/imports/${imp.id}`).send(answer(imp));
   });
 
   app.get('/imports', {

@@ -4,7 +4,7 @@ import type { Scope } from '../businesses/scopes.ts';
 import type { Db } from '../db/types.ts';
 import { ApiError, validationError } from '../lib/errors.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
-import type { WriteContext, WriteRunner } from '../write/runner.ts';
+import { CLI, type Actor, type WriteContext, type WriteRunner } from '../write/runner.ts';
 import { applyLine, checkOperation, lineError, parseLine, resolveReferences, type Applied, type ParsedLine } from './lines.ts';
 import {
   advance, chunkAt, claimImport, deleteChunks, findResultByRef, insertResult, releaseLeases, type Counts, type ImportRow,
@@ -22,6 +22,8 @@ export interface ImportWorkerDeps {
   /** How long this instance holds an import past its last line (IMPORT_LEASE_SECONDS); then another may resume it. */
   leaseMs: number;
   log: { warn(details: object, message: string): void };
+  /** Only this import (the CLI applies the one it received); else any. */
+  only?: string;
 }
 
 export interface ImportWorker {
@@ -55,7 +57,8 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
     const options = JSON.parse(imp.options) as { dryRun: boolean; onError: 'continue' | 'stop' };
     const scopes = imp.scopes === null ? null : JSON.parse(imp.scopes) as Scope[];
     const counts = JSON.parse(imp.counts) as Counts;
-    const scope = { businessId: imp.business_id, actor: { type: 'api_key' as const, id: imp.created_by, name: null }, requestId: imp.id };
+    const actor: Actor = imp.created_by === CLI.id ? CLI : { type: 'api_key', id: imp.created_by, name: null };
+    const scope = { businessId: imp.business_id, actor, requestId: imp.id };
     const held = { id: imp.id, owner };
     let done = imp.lines_done;
 
@@ -177,7 +180,7 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
   async function pass(): Promise<void> {
     while (!stopping && running.size < deps.concurrency) {
       const now = clock();
-      const imp = await claimImport(db, owner, iso(now), iso(now + deps.leaseMs), [...running.keys()]);
+      const imp = await claimImport(db, owner, iso(now), iso(now + deps.leaseMs), [...running.keys()], deps.only);
       if (!imp) return;
       const run = runImport(imp)
         .catch((err) => deps.log.warn({ err, importId: imp.id }, 'import: a pass failed; the import resumes when its lease passes'))

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -279,6 +279,46 @@ for (const backend of backends) {
 
       const gone = await runCli(['events', 'tail', '--business', businessId, '--after', 'x'], database.url);
       assert.equal(gone.code, 2);
+    });
+
+    it('import applies an NDJSON file with progress, summarises it, and exits 1 when a line failed', async () => {
+      const handle = createDatabase(database.url);
+      const business = await openBusiness(createWriteRunner(handle.db), 'Import Ltd').finally(() => handle.close());
+      const dir = mkdtempSync(join(tmpdir(), 'supplyline-cli-import-'));
+      try {
+        const item = (name: string) => ({ op: 'create', resource: 'item', ref: name, data: { item: { name }, variants: [{ variantName: 'x', currency: 'AUD', price: 1 }] } });
+        const good = join(dir, 'good.ndjson');
+        writeFileSync(good, [item('Tea'), item('Coffee'), { op: 'patch', resource: 'item', id: { $ref: 'Tea' }, data: { description: 'Green' } }].map((l) => JSON.stringify(l)).join('\n'));
+        const bad = join(dir, 'bad.ndjson');
+        writeFileSync(bad, `${JSON.stringify(item('Cocoa'))}\n{oops\n`);
+        const [ok, failed, dry] = await Promise.all([
+          runCli(['import', good, '--business', business.businessId], database.url),
+          runCli(['import', bad, '--business', business.businessId, '--stop-on-error'], database.url),
+          runCli(['import', good, '--business', business.businessId, '--dry-run'], database.url),
+        ]);
+        assert.equal(ok.code, 0, ok.stderr);
+        assert.match(ok.stdout, /^Import imp_\w+ completed: 2 created, 1 updated, 0 unchanged, 0 failed, of 3 lines\./);
+        assert.match(ok.stdout, /GET \/api\/v1\/imports\/imp_\w+\/results/);
+        assert.match(ok.stderr, /100%/, 'progress on stderr');
+        assert.equal(failed.code, 1, failed.stderr);
+        assert.match(failed.stdout, /stopped at its first failed line: 1 created, .* 1 failed, of 2 lines/);
+        assert.match(failed.stdout, /line 2: .*not valid JSON/);
+        assert.equal(dry.code, 0, dry.stderr);
+        assert.match(dry.stdout, /a dry run: nothing was written/);
+        const check = createDatabase(database.url);
+        try {
+          const names = (await check.db.selectFrom('items').select('name').where('business_id', '=', business.businessId).execute()).map((r) => r.name).sort();
+          assert.deepEqual(names, ['Cocoa', 'Coffee', 'Tea']);
+        } finally {
+          await check.close();
+        }
+        const missingFile = await runCli(['import', join(dir, 'none.ndjson'), '--business', business.businessId], database.url);
+        assert.equal(missingFile.code, 1);
+        assert.match(missingFile.stderr, /no such file/);
+        assertNoStack(missingFile);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
 
     it('unknown business and unknown key exit 1 with a message', async () => {
