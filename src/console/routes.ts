@@ -16,6 +16,7 @@ import {
 } from './session.ts';
 import { registerTeamPages } from './team.ts';
 import { registerAuditPages } from './audit.ts';
+import { registerImportPages } from './imports.ts';
 import { registerWebhookPages } from './webhooks.ts';
 
 export type { ConsoleDeps } from './kit.ts';
@@ -182,4 +183,5 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   registerOrderPages(app, kit);
   registerTeamPages(app, kit);
   registerAuditPages(app, kit);
+  registerImportPages(app, kit);
 }

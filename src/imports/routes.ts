@@ -1,15 +1,14 @@
-import { Readable } from 'node:stream';
 import { Type } from 'typebox';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { ApiError, badRequest, notFound } from '../lib/errors.ts';
 import { receiveImport } from './service.ts';
-import { findImport, IMPORT_NOT_FOUND, listImports, resultsAfter, toImport, type ImportRow } from './repository.ts';
+import { findImport, IMPORT_NOT_FOUND, listImports, toImport, type ImportRow } from './repository.ts';
+import { resultsStream } from './results.ts';
 import { CreateImportQuery, ImportPage, ImportParams, ImportResponse, ListImportsQuery } from './schema.ts';
 
 const tags = ['Imports'];
 const NDJSON_TYPES = ['application/x-ndjson', 'application/jsonl'];
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
-const RESULTS_BATCH = 1000;
 
 export interface ImportRouteDeps extends RouteDeps {
   clock: () => number;
@@ -17,12 +16,6 @@ export interface ImportRouteDeps extends RouteDeps {
   maxBytes: number;
   /** Wakes this instance's import worker. */
   kick(): void;
-}
-
-/** One line of the results stream. */
-function resultLine(row: { line: number; ref: string | null; outcome: string; record_id: string | null; detail: string | null }): string {
-  const detail = row.detail ? JSON.parse(row.detail) as Record<string, unknown> : {};
-  return JSON.stringify({ line: row.line, ref: row.ref, outcome: row.outcome, id: row.record_id, ...detail });
 }
 
 /**
@@ -96,14 +89,6 @@ export async function importRoutes(app: ApiInstance, deps: ImportRouteDeps): Pro
   }, async (request, reply) => {
     const row = await findImport(db, request.businessId, request.params.id);
     if (!row) throw notFound(IMPORT_NOT_FOUND);
-    async function* lines() {
-      for (let after = 0; ;) {
-        const rows = await resultsAfter(db, row!.id, after, RESULTS_BATCH);
-        if (rows.length === 0) return;
-        yield Buffer.from(rows.map((r) => `${resultLine(r)}\n`).join(''));
-        after = rows[rows.length - 1].line;
-      }
-    }
-    return reply.type('application/x-ndjson; charset=utf-8').send(Readable.from(lines(), { objectMode: false }) as never);
+    return reply.type('application/x-ndjson; charset=utf-8').send(resultsStream(db, row.id) as never);
   });
 }

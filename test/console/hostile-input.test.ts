@@ -68,7 +68,10 @@ async function resources(ctx: TestContext, t: Tenant, s: Session) {
   const order = await createOrder(ctx, t, f);
   const hook = await ctx.request('POST', '/api/v1/webhook-endpoints', { as: t, body: { url: 'https://hooks.example.com/walk' } });
   assert.equal(hook.status, 201);
-  return { order: order.id as string, webhook: hook.body.id as string, key: t.keyId, user: s.userId };
+  const line = `${JSON.stringify({ op: 'create', resource: 'buyer', data: { buyer: { name: 'Imported' } } })}\n`;
+  const imported = await ctx.request('POST', '/api/v1/imports', { as: t, body: line, headers: { 'content-type': 'application/x-ndjson' } });
+  assert.equal(imported.status, 202);
+  return { order: order.id as string, webhook: hook.body.id as string, key: t.keyId, user: s.userId, import: imported.body.id as string };
 }
 
 const FIELDS = ['page', 'propertyPath', 'propertyValue', 'propertyExists', 'phase', 'status', 'since', 'types', 'resourceId', 'resourceType',
