@@ -11,7 +11,8 @@ import type { WriteContext, WriteResponse, WriteRunner, WriteScope } from '../wr
  */
 export type RunWrite = (request: FastifyRequest, reply: FastifyReply, work: (ctx: WriteContext) => Promise<WriteResponse>) => Promise<void>;
 
-const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+/** What an Idempotency-Key may be: 1 to 255 printable ASCII characters. */
+export const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 function fingerprintOf(request: FastifyRequest): string {
   return createHash('sha256')

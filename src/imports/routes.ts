@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
+import { KEY_PATTERN } from '../http/write.ts';
 import { ApiError, badRequest, notFound } from '../lib/errors.ts';
 import { receiveImport } from './service.ts';
 import { findImport, IMPORT_NOT_FOUND, listImports, toImport, type ImportRow } from './repository.ts';
@@ -8,7 +9,6 @@ import { CreateImportQuery, ImportPage, ImportParams, ImportResponse, ListImport
 
 const tags = ['Imports'];
 const NDJSON_TYPES = ['application/x-ndjson', 'application/jsonl'];
-const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 export interface ImportRouteDeps extends RouteDeps {
   clock: () => number;
