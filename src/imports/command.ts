@@ -18,6 +18,8 @@ export interface ImportCommand {
   stopOnError: boolean;
   maxBytes: number;
   leaseMs: number;
+  /** The receipt's time, as the API's route takes it. */
+  clock?: () => number;
 }
 
 /**
@@ -31,7 +33,7 @@ export async function runImportCommand(db: Db, writes: WriteRunner, command: Imp
   const { imp } = await receiveImport(db, {
     businessId: command.businessId, actorId: CLI.id, scopes: null, idempotencyKey: null,
     options: { dryRun: command.dryRun, onError: command.stopOnError ? 'stop' : 'continue' },
-    body: createReadStream(command.file), now: new Date().toISOString(), maxBytes: command.maxBytes,
+    body: createReadStream(command.file), now: new Date((command.clock ?? Date.now)()).toISOString(), maxBytes: command.maxBytes,
   });
   const worker = createImportWorker({
     db, writes, clock: Date.now, concurrency: 1, leaseMs: command.leaseMs, only: imp.id,

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
+import fc from 'fast-check';
 import { IMPORT_RETENTION_DAYS, purgeImportsBefore } from '../../src/imports/repository.ts';
 import { MAX_LINE_BYTES } from '../../src/imports/lines.ts';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
@@ -217,6 +218,35 @@ describeEachBackend('bulk import', (ctx) => {
     assert.equal(results[2].outcome, 'created');
     const readOnly = await ctx().addKey(t, ['items:write']);
     assert.equal((await send(ctx(), readOnly, file([item('x', 'x')]))).status, 403);
+  });
+
+  it('gives every hostile line a result of its own, and never stops short of the end', async () => {
+    const t = await ctx().createTenant();
+    const ops = fc.constantFrom('create', 'patch', 'upsert', 'CREATE', '', 1, null);
+    const resources = fc.constantFrom('item', 'buyer', 'price_list', 'order', 'invoice', 'webhook', '__proto__', 7);
+    const reference = fc.oneof(fc.string({ maxLength: 8 }), fc.record({ $ref: fc.string({ maxLength: 4 }), variant: fc.oneof(fc.integer(), fc.string({ maxLength: 3 })) }, { requiredKeys: ['$ref'] }));
+    const line = fc.oneof(
+      fc.string({ maxLength: 60 }).filter((text) => !text.includes('\n') && !text.includes('\r')),
+      fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v)),
+      fc.record({
+        op: ops, resource: resources, ref: fc.option(fc.string({ maxLength: 4 }), { nil: undefined }),
+        id: fc.option(reference, { nil: undefined }), buyerId: fc.option(reference, { nil: undefined }),
+        data: fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.record({ item: fc.record({ name: fc.string({ maxLength: 5 }) }), variants: fc.jsonValue({ maxDepth: 2 }), x: reference }, { requiredKeys: [] })),
+      }, { requiredKeys: ['op', 'resource'] }).map((v) => JSON.stringify(v)),
+    );
+    await fc.assert(fc.asyncProperty(fc.array(line, { minLength: 1, maxLength: 25 }), async (lines) => {
+      const posted = await send(ctx(), t, lines.join('\n'));
+      if (lines.every((l) => l === '')) return;
+      assert.equal(posted.status, 202, JSON.stringify(posted.body));
+      const { imp, results } = await finished(ctx(), t, posted.body.id);
+      assert.equal(imp.state, 'COMPLETED');
+      assert.equal(imp.linesDone, imp.lines);
+      const written = lines.map((l, i) => [l, i + 1] as const).filter(([l]) => l.trim() !== '').map(([, n]) => n);
+      assert.deepEqual(results.map((r) => r.line), written, 'one result for each line with something on it');
+      for (const r of results) {
+        if (r.outcome === 'failed') assert.ok(r.error.errorCode !== 'INTERNAL_ERROR' && r.error.message, JSON.stringify(r));
+      }
+    }), { numRuns: 15 });
   });
 
   it('purges imports 30 days after they finish, with their results', async () => {
