@@ -6,6 +6,7 @@ import { marginFieldIn, withoutMargin } from '../../src/businesses/margin.ts';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
 import { createFixture, createOrder } from '../helpers/orders.ts';
 import { startReceiver } from '../helpers/receiver.ts';
+import { importNow } from '../helpers/imports.ts';
 
 /** Every area's write scope: a key that may do everything but see the margin. */
 const EVERY_AREA: Scope[] = AREAS.map((a) => `${a}:write` as Scope);
@@ -66,13 +67,10 @@ describeEachBackend('the margin scopes', (ctx) => {
     const invoice = await c.request('POST', '/api/v1/invoices', { as: owner, body: { orderId: order.id } });
     assert.equal(invoice.status, 201, JSON.stringify(invoice.body));
     const endpoint = await c.request('POST', '/api/v1/webhook-endpoints', { as: owner, body: { url: 'https://example.com/hook' } });
-    const imported = await c.request('POST', '/api/v1/imports', {
-      as: owner, body: `${JSON.stringify({ op: 'patch', resource: 'item', id: itemId, data: { description: 'Imported' } })}\n`, headers: { 'content-type': 'application/x-ndjson' },
-    });
-    assert.equal(imported.status, 202, JSON.stringify(imported.body));
+    const imported = await importNow(c, owner, [{ op: 'patch', resource: 'item', id: itemId, data: { description: 'Imported' } }]);
     const ids: Record<string, string> = {
       items: itemId, orders: order.id, buyers: fixture.buyerId, pricing: list.body.id, invoices: invoice.body.id, 'webhook-endpoints': endpoint.body.id,
-      imports: imported.body.id,
+      imports: imported.id,
     };
     return { owner, fixture, ids };
   }

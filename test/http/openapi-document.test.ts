@@ -6,6 +6,7 @@ import { GUIDE_STATUSES, ORDER_STATUSES } from '../../src/orders/schema.ts';
 import { describeEachBackend, type TestContext, type Tenant } from '../helpers/context.ts';
 import { createResponseChecker } from '../helpers/openapi-check.ts';
 import { createFixture, DELIVERY } from '../helpers/orders.ts';
+import { importNow } from '../helpers/imports.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 const document = async (ctx: TestContext) => (await ctx.request('GET', '/openapi.json')).body;
@@ -36,13 +37,8 @@ async function createOneOfEach(ctx: TestContext, as: Tenant) {
   assert.equal((await ctx.request('POST', '/api/v1/invoices', { as, body: { orderId: order.body.id } })).status, 201);
   const hook = await ctx.request('POST', '/api/v1/webhook-endpoints', { as, body: { url: 'https://hooks.example.com/in', status: 'paused' } });
   assert.equal(hook.status, 201);
-  const line = JSON.stringify({ op: 'create', resource: 'buyer', data: { buyer: { name: 'Imported' } } });
-  const imported = await ctx.request('POST', '/api/v1/imports', { as, body: `${line}\n`, headers: { 'content-type': 'application/x-ndjson' } });
-  assert.equal(imported.status, 202);
   // Its results are listed once the import has run.
-  for (let i = 0; i < 400 && (await ctx.request('GET', `/api/v1/imports/${imported.body.id}`, { as })).body.state !== 'COMPLETED'; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  await importNow(ctx, as, [{ op: 'create', resource: 'buyer', data: { buyer: { name: 'Imported' } } }]);
 }
 
 describeEachBackend('The OpenAPI document (issue 16)', (ctx) => {

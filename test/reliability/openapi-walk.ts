@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { TestContext, Tenant } from '../helpers/context.ts';
 import { dereference } from '../helpers/openapi-check.ts';
+import { importNow } from '../helpers/imports.ts';
 
 /** One operation of /openapi.json. */
 export interface Operation {
@@ -62,12 +63,8 @@ export async function createResources(ctx: TestContext, as: Tenant): Promise<Fix
   }
   let importId: string | undefined;
   if (doc.paths['/api/v1/imports']?.post) {
-    const line = { op: 'patch', resource: 'item', id: item.id, data: { description: 'Imported' } };
-    importId = ok(await ctx.request('POST', '/api/v1/imports', { as, body: `${JSON.stringify(line)}\n`, headers: { 'content-type': 'application/x-ndjson' } }), 'import').id;
     // Applied in the background: done before anything looks at the business.
-    for (let i = 0; i < 400 && (await ctx.request('GET', `/api/v1/imports/${importId}`, { as })).body.state !== 'COMPLETED'; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    importId = (await importNow(ctx, as, [{ op: 'patch', resource: 'item', id: item.id, data: { description: 'Imported' } }])).id;
   }
   return {
     itemId: item.id, variantId: item.variantIds[0], buyerId: buyer.id, partnershipId: buyer.partnershipId,
