@@ -5,7 +5,8 @@ import type { Db } from '../db/types.ts';
 import { ApiError, validationError } from '../lib/errors.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import { CLI, type Actor, type WriteContext, type WriteRunner } from '../write/runner.ts';
-import { applyLine, checkOperation, lineError, parseLine, resolveReferences, type Applied, type ParsedLine } from './lines.ts';
+import { lineError, parseLine, resolveReferences, type ParsedLine } from './lines.ts';
+import { applyLine, checkOperation, type Applied } from './operations.ts';
 import {
   advance, chunkAt, claimImport, deleteChunks, findResultByRef, insertResult, releaseLeases, type Counts, type ImportRow,
 } from './repository.ts';
