@@ -3,6 +3,8 @@
  * and for orders of five lines, through a real server (the bundle `npm start` runs), with the
  * server's peak RSS. `npx tsx bench/imports.ts --db sqlite|postgres [--items N] [--orders N]`.
  * Goals: 5,000 and 2,000 lines/s (SQLite), 2,000 and 800 (PostgreSQL); RSS at most 300 MB.
+ * Fairness: the p99 of the business's other requests (order lists, order reads, order patches, at a
+ * fixed rate) while an import of items runs, beside their p99 without it; goal: at most 2×.
  */
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -10,21 +12,28 @@ import { createBenchDatabase } from './database.ts';
 import { machine } from './report.ts';
 import { buildDist, runDemo, sampleRss, startServer } from './server.ts';
 
-const { values } = parseArgs({ options: { db: { type: 'string', default: 'sqlite' }, items: { type: 'string', default: '10000' }, orders: { type: 'string', default: '5000' } } });
+const { values } = parseArgs({ options: { db: { type: 'string', default: 'sqlite' }, items: { type: 'string', default: '10000' }, orders: { type: 'string', default: '5000' }, profile: { type: 'string' } } });
 const backend = values.db === 'postgres' ? 'postgres' : 'sqlite';
 const GOALS = { sqlite: { items: 5000, orders: 2000 }, postgres: { items: 2000, orders: 800 } }[backend];
 
 buildDist();
 const database = await createBenchDatabase(backend);
 const demo = await runDemo(database.url, 10);
-const server = await startServer(database.url);
+const server = await startServer(database.url, values.profile);
 const headers = { 'x-business-id': demo.businessId, 'x-api-key': demo.apiKey };
 const rss = sampleRss(server.pid);
 
-async function run(label: string, lines: string[]): Promise<number> {
+/** Starts an import; `wait` answers its lines per second once it has finished. */
+async function start(label: string, lines: string[]) {
   const posted = await fetch(`${server.base}/api/v1/imports`, { method: 'POST', body: `${lines.join('\n')}\n`, headers: { ...headers, 'content-type': 'application/x-ndjson' } });
   const { id } = await posted.json() as { id: string };
   if (posted.status !== 202) throw new Error(`${label}: ${posted.status}`);
+  return { wait: () => finished(label, id), running: async () => (await (await fetch(`${server.base}/api/v1/imports/${id}`, { headers })).json() as { state: string }).state === 'RUNNING' };
+}
+
+const run = async (label: string, lines: string[]) => (await start(label, lines)).wait();
+
+async function finished(label: string, id: string): Promise<number> {
   for (;;) {
     const imp = await (await fetch(`${server.base}/api/v1/imports/${id}`, { headers })).json() as { state: string; linesPerSecond: number; counts: { failed: number } };
     if (imp.state === 'COMPLETED' || imp.state === 'STOPPED') {
@@ -34,6 +43,42 @@ async function run(label: string, lines: string[]): Promise<number> {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
+
+/**
+ * The business's other requests at a fixed rate (open loop: a slow answer does not slow the next
+ * request), for `seconds` or until `until` says stop: their p50 and p99 in ms.
+ */
+async function liveTraffic(seconds: number, until: () => Promise<boolean> = async () => true) {
+  const orders = (await (await fetch(`${server.base}/api/v1/orders?limit=10`, { headers })).json() as { items: { id: string }[] }).items;
+  const times: number[] = [];
+  const pending: Promise<void>[] = [];
+  const ends = performance.now() + seconds * 1000;
+  let i = 0;
+  let checked = performance.now();
+  while (performance.now() < ends) {
+    if (performance.now() - checked > 1000) {
+      checked = performance.now();
+      if (!await until()) break;
+    }
+    const order = orders[i % orders.length];
+    const kind = i++ % 10;
+    const request = kind < 5 ? fetch(`${server.base}/api/v1/orders?limit=20`, { headers })
+      : kind < 8 ? fetch(`${server.base}/api/v1/orders/${order.id}`, { headers })
+        : fetch(`${server.base}/api/v1/orders/${order.id}`, { method: 'PATCH', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ order: { properties: { bench: { n: i } } } }) });
+    const began = performance.now();
+    pending.push(request.then(async (res) => {
+      await res.arrayBuffer();
+      if (res.status !== 200) throw new Error(`live traffic: ${res.status}`);
+      times.push(performance.now() - began);
+    }));
+    await new Promise((resolve) => setTimeout(resolve, 1000 / LIVE_RPS));
+  }
+  await Promise.all(pending);
+  times.sort((a, b) => a - b);
+  const at = (p: number) => Math.round(times[Math.min(times.length - 1, Math.floor(times.length * p))] * 10) / 10;
+  return { p50: at(0.5), p99: at(0.99), requests: times.length };
+}
+const LIVE_RPS = 50;
 
 try {
   const itemCount = Number(values.items);
@@ -55,11 +100,17 @@ try {
     op: 'create', resource: 'item', ref, data: { item: { name: `Order item ${ref}` }, variants: [{ variantName: 'a', currency: 'AUD', price: 3 }, { variantName: 'b', currency: 'AUD', price: 4 }] },
   }))];
   const orderRate = await run('orders', [...catalogue, ...orderLines]);
+  const alone = await liveTraffic(10);
+  const busy = await start('items beside live traffic', items.map((line) => line.replace(/"ref":"i/, '"ref":"j')));
+  while (!await busy.running()) await new Promise((resolve) => setTimeout(resolve, 50));
+  const beside = await liveTraffic(10, busy.running);
+  await busy.wait();
   const peak = Math.round(rss());
   console.log(`# imports on ${backend} (${JSON.stringify(machine(loadavg()))}):`);
   console.log(`item creates, two variants: ${itemRate} lines/s (goal ${GOALS.items})`);
   console.log(`orders of five lines:       ${orderRate} lines/s (goal ${GOALS.orders})`);
   console.log(`server peak RSS:            ${peak} MB (goal 300)`);
+  console.log(`other requests at ${LIVE_RPS}/s:     p50 ${alone.p50} ms, p99 ${alone.p99} ms alone; p50 ${beside.p50} ms, p99 ${beside.p99} ms beside an import (${beside.requests} requests): ${Math.round((beside.p99 / alone.p99) * 100) / 100}× (goal at most 2×)`);
 } finally {
   await server.stop();
   await database.drop();

@@ -10,12 +10,14 @@ import { ApiError, validationError } from '../lib/errors.ts';
  */
 export const RESOURCES = ['item', 'buyer', 'price_list', 'order', 'invoice'] as const;
 export type ResourceName = (typeof RESOURCES)[number];
-export const OPS = ['create', 'patch'] as const;
+export const OPS = ['create', 'patch', 'upsert'] as const;
 
 /** The longest line taken; a longer one is a failed line, not a failed import. */
 export const MAX_LINE_BYTES = 1024 * 1024;
 const MAX_REF_LENGTH = 200;
 const MAX_DEPTH = 64;
+/** `handle`, or `properties.` and a dot path as list filters take it (PROPERTY_SEGMENT in src/db/dialect-json.ts). */
+const MATCH_PATTERN = '^(handle|properties(\\.[A-Za-z0-9_$-]{1,64}){1,16})$';
 
 const Reference = Type.Union([
   Type.String({ minLength: 1, maxLength: MAX_REF_LENGTH }),
@@ -23,24 +25,31 @@ const Reference = Type.Union([
 ]);
 
 export const ImportLine = Type.Object({
-  op: Type.Union(OPS.map((op) => Type.Literal(op)), { description: 'create or patch' }),
+  op: Type.Union(OPS.map((op) => Type.Literal(op)), { description: 'create, patch, or upsert (create unless a record matches `match`)' }),
   resource: Type.Union(RESOURCES.map((r) => Type.Literal(r))),
   ref: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_REF_LENGTH, description: 'The caller\'s key for this line, unique in the file' })),
   id: Type.Optional(Reference),
   buyerId: Type.Optional(Reference),
   data: Type.Object({}, { additionalProperties: true }),
+  match: Type.Optional(Type.String({
+    maxLength: 1100, pattern: MATCH_PATTERN,
+    description: 'upsert: the key a record is found by, read from `data`: `handle` (items) or `properties.<dot path>`',
+  })),
+  patch: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'upsert: the patch body applied when a record matches' })),
 }, { additionalProperties: false });
 
 const checkLine = compileBody(ImportLine);
 
 /** A line as read, its references not yet resolved. */
 export interface ParsedLine {
-  op: 'create' | 'patch';
+  op: 'create' | 'patch' | 'upsert';
   resource: ResourceName;
   ref: string | null;
   id?: string;
   buyerId?: string;
   data: Record<string, unknown>;
+  match?: string;
+  patch?: Record<string, unknown>;
 }
 
 /** An earlier line's result, as a reference to it needs it. */
@@ -117,6 +126,7 @@ export async function resolveReferences(
     id: await top(line.id, 'id'),
     buyerId: await top(line.buyerId, 'buyerId'),
     data: await walk(line.data, '', 0) as Record<string, unknown>,
+    ...(line.patch === undefined ? {} : { patch: await walk(line.patch, 'patch', 0) as Record<string, unknown> }),
   };
   if (Object.keys(errors).length > 0) throw validationError(errors);
   return { line: resolved, unresolved };

@@ -1,21 +1,26 @@
 import type { ValidateFunction } from 'ajv';
 import { allows, type Area, type Scope } from '../businesses/scopes.ts';
 import { marginFieldIn } from '../businesses/margin.ts';
-import { findBuyerPartnership } from '../buyers/repository.ts';
+import { findBuyerPartnership, listBuyers } from '../buyers/repository.ts';
 import { CreateBuyerBody, UpdateBuyerBody } from '../buyers/schema.ts';
 import { BUYER_NOT_FOUND, createBuyer, patchBuyer } from '../buyers/service.ts';
 import { bodyError, compileBody } from '../http/validation.ts';
 import { CreateInvoiceBody, UpdateInvoiceBody } from '../invoices/schema.ts';
 import { createInvoice, patchInvoice } from '../invoices/service.ts';
+import { listInvoices } from '../invoices/list-repository.ts';
 import { CreateItemBody, UpdateItemBody } from '../items/schema.ts';
 import { createItem, patchItem } from '../items/service.ts';
-import { forbidden, notFound, validationError } from '../lib/errors.ts';
+import { findItem, findItemIdByHandle, listItems } from '../items/repository.ts';
+import { conflict, forbidden, notFound, validationError } from '../lib/errors.ts';
 import { CreateOrderBody, UpdateOrderBody } from '../orders/schema.ts';
 import { createOrder } from '../orders/service.ts';
+import { listOrders } from '../orders/list/index.ts';
 import { patchOrder } from '../orders/patch-service.ts';
 import { CreatePriceListBody } from '../pricing/schema.ts';
 import { createPriceList } from '../pricing/service.ts';
 import type { WriteContext } from '../write/runner.ts';
+import type { Db } from '../db/types.ts';
+import type { PropertyFilter } from '../db/list.ts';
 import type { ParsedLine, ResourceName } from './lines.ts';
 
 /**
@@ -35,7 +40,15 @@ interface Operation {
   area: Area;
   create?: { check: ValidateFunction; apply(ctx: WriteContext, data: any, line: ParsedLine): Promise<Applied> };
   patch?: { check: ValidateFunction; apply(ctx: WriteContext, id: string, data: any): Promise<Applied> };
+  /**
+   * Upsert by a property: where the create body keeps the record's properties, and the first two
+   * live records whose property has a value (through the resource's own list filter).
+   */
+  keyed?: { properties(data: any): unknown; matching(db: Db, businessId: string, property: PropertyFilter): Promise<string[]> };
 }
+
+const firstTwo = { page: 1, limit: 2, includeDeleted: false } as const;
+const ids = (page: { items: { id: string }[] }) => page.items.map((r) => r.id);
 
 /** A patch's result; one that changed nothing discards its write (src/write/update.ts), and the worker reports it unchanged. */
 const patched = (written: { resource: { id: string } }): Applied => ({ outcome: 'updated', id: written.resource.id });
@@ -57,11 +70,13 @@ const OPERATIONS: Record<ResourceName, Operation> = {
         return { ...patched(written), variantIds: written.resource.variants.map((v) => v.id) };
       },
     },
+    keyed: { properties: (data) => data.item?.properties, matching: async (db, businessId, property) => ids(await listItems(db, businessId, { ...firstTwo, property })) },
   },
   buyer: {
     area: 'buyers',
     create: { check: compileBody(CreateBuyerBody), apply: async (ctx, data) => ({ outcome: 'created', id: (await createBuyer(ctx, data)).resource.id }) },
     patch: { check: compileBody(UpdateBuyerBody), apply: async (ctx, id, data) => patched(await patchBuyer(ctx, id, data)) },
+    keyed: { properties: (data) => data.buyer?.properties, matching: async (db, businessId, property) => ids(await listBuyers(db, businessId, { ...firstTwo, property })) },
   },
   price_list: {
     area: 'pricing',
@@ -79,11 +94,13 @@ const OPERATIONS: Record<ResourceName, Operation> = {
       },
     },
     patch: { check: compileBody(UpdateOrderBody), apply: async (ctx, id, data) => patched(await patchOrder(ctx, id, data, undefined)) },
+    keyed: { properties: (data) => data.properties, matching: async (db, businessId, property) => ids(await listOrders(db, businessId, { ...firstTwo, property })) },
   },
   invoice: {
     area: 'invoices',
     create: { check: compileBody(CreateInvoiceBody), apply: async (ctx, data) => ({ outcome: 'created', id: (await createInvoice(ctx, data)).resource.id }) },
     patch: { check: compileBody(UpdateInvoiceBody), apply: async (ctx, id, data) => patched(await patchInvoice(ctx, id, data, undefined)) },
+    keyed: { properties: (data) => data.properties, matching: async (db, businessId, property) => ids(await listInvoices(db, businessId, { ...firstTwo, property })) },
   },
 };
 
@@ -93,23 +110,64 @@ const OPERATIONS: Record<ResourceName, Operation> = {
  * scopes as the single call (`items:write` for an item line; `margin:write` to send cost fields),
  * and the same body schema, whose defaults it fills in.
  */
-export function checkOperation(line: ParsedLine, scopes: Scope[] | null): Operation['create'] | Operation['patch'] {
+export function checkOperation(line: ParsedLine, scopes: Scope[] | null): void {
   const operation = OPERATIONS[line.resource];
   const needed: Scope = `${operation.area}:write`;
   if (!allows(scopes, needed)) throw forbidden(`This API key lacks the scope ${needed}`);
-  const field = allows(scopes, 'margin:write') ? undefined : marginFieldIn(line.data);
+  const field = allows(scopes, 'margin:write') ? undefined : marginFieldIn(line.data) ?? (line.patch && marginFieldIn(line.patch));
   if (field) throw forbidden(`This API key lacks the scope margin:write (it sent ${field})`);
-  const step = operation[line.op];
-  if (!step) throw validationError({ op: `A ${line.resource} line takes op ${Object.keys(operation).filter((k) => k !== 'area').join(' or ')}` });
+  const offered = (['create', 'patch', 'upsert'] as const).filter((op) => (op === 'upsert' ? operation.create && operation.patch : operation[op]));
+  if (!offered.includes(line.op)) throw validationError({ op: `A ${line.resource} line takes op ${offered.join(' or ')}` });
   if (line.op === 'patch' && line.id === undefined) throw validationError({ id: 'Required: the record to patch' });
-  if (!step.check(line.data)) throw bodyError(step.check.errors ?? [], line.data);
-  return step;
+  if (line.op === 'upsert') {
+    if (line.match === undefined) throw validationError({ match: 'Required: the key an upsert finds its record by (handle, or properties.<path>)' });
+    if (line.match === 'handle' && line.resource !== 'item') throw validationError({ match: 'Only items have a handle: match a property path (properties.<path>)' });
+    if (line.patch !== undefined) checkBody(operation.patch!.check, line.patch, 'patch');
+  } else if (line.match !== undefined || line.patch !== undefined) {
+    throw validationError({ [line.match !== undefined ? 'match' : 'patch']: 'Only an upsert line takes match and patch' });
+  }
+  checkBody(line.op === 'patch' ? operation.patch!.check : operation.create!.check, line.data);
+  if (line.op === 'upsert') keyOf(line);
+}
+
+function checkBody(check: ValidateFunction, body: unknown, under?: string): void {
+  if (check(body)) return;
+  const error = bodyError(check.errors ?? [], body);
+  if (!under || !error.fieldErrors) throw error;
+  throw validationError(Object.fromEntries(Object.entries(error.fieldErrors).map(([path, message]) => [`${under}.${path}`, message])));
+}
+
+/** An upsert line's key: the item's handle, or the property at the path, as `data` (the create body) gives it. */
+function keyOf(line: ParsedLine): { handle: string } | { property: PropertyFilter } {
+  const data = line.data as any;
+  if (line.match === 'handle') {
+    if (typeof data.item?.handle !== 'string') throw validationError({ 'item.handle': 'Required: the handle this upsert matches on' });
+    return { handle: data.item.handle };
+  }
+  const segments = line.match!.split('.').slice(1);
+  let value: unknown = OPERATIONS[line.resource].keyed!.properties(data);
+  for (const segment of segments) value = value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>)[segment] : undefined;
+  if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+    throw validationError({ match: `The record's properties have no text, number or boolean at ${segments.join('.')} to match on` });
+  }
+  return { property: { segments, value: String(value) } };
 }
 
 /** Applies a checked line in the write's transaction. */
-export function applyLine(ctx: WriteContext, line: ParsedLine): Promise<Applied> {
+export async function applyLine(ctx: WriteContext, line: ParsedLine): Promise<Applied> {
   const operation = OPERATIONS[line.resource];
   if (line.op === 'create') return operation.create!.apply(ctx, line.data, line);
-  return operation.patch!.apply(ctx, line.id!, line.data);
+  if (line.op === 'patch') return operation.patch!.apply(ctx, line.id!, line.data);
+  const key = keyOf(line);
+  const found = 'handle' in key
+    ? [await findItemIdByHandle(ctx.trx, ctx.businessId, key.handle)].filter((id) => id !== undefined)
+    : await operation.keyed!.matching(ctx.trx, ctx.businessId, key.property);
+  if (found.length > 1) throw conflict(`More than one ${line.resource.replace('_', ' ')} has ${line.match} ${JSON.stringify('handle' in key ? key.handle : key.property.value)}`);
+  if (found.length === 0) return operation.create!.apply(ctx, line.data, line);
+  if (line.patch === undefined) {
+    // No patch: create the record unless it exists. An item's result still names its variants, for later lines' references.
+    const item = line.resource === 'item' ? await findItem(ctx.trx, ctx.businessId, found[0]) : undefined;
+    return { outcome: 'unchanged', id: found[0], variantIds: item?.variants.map((v) => v.id) };
+  }
+  return operation.patch!.apply(ctx, found[0], line.patch);
 }
-

@@ -4,8 +4,9 @@ import type { Scope } from '../businesses/scopes.ts';
 import type { Db } from '../db/types.ts';
 import { ApiError, validationError } from '../lib/errors.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
+import { runPart, WriteBroken } from '../write/part.ts';
 import { CLI, type Actor, type WriteContext, type WriteRunner } from '../write/runner.ts';
-import { lineError, parseLine, resolveReferences, type ParsedLine } from './lines.ts';
+import { lineError, parseLine, resolveReferences, type ParsedLine, type Referenced } from './lines.ts';
 import { applyLine, checkOperation, type Applied } from './operations.ts';
 import {
   advance, chunkAt, claimImport, deleteChunks, findResultByRef, insertResult, releaseLeases, type Counts, type ImportRow,
@@ -38,11 +39,23 @@ export interface ImportWorker {
 type Outcome = { applied: Applied } | { error: ApiError };
 
 /**
- * Runs imports, in every instance. Each line applies in one write transaction together with its
- * result row and the import's progress (`advance`), which succeeds only while this instance holds
- * the import's lease and the line is not done yet: a line is done exactly once, whichever instance
- * resumes the import after a crash. A line that fails rolls back, and its failure is recorded in a
- * transaction of its own, under the same condition.
+ * Lines of an import are applied in batches, each one write transaction: a batch ends after this
+ * many lines or once it has run this long, whichever comes first. The business's other writes (and
+ * on SQLite every request) wait for at most one batch; docs/decisions/0044-bulk-import.md has the
+ * measurements behind the numbers.
+ */
+const BATCH_LINES = 200;
+const BATCH_MS = 5;
+
+/** Earlier lines' results a run keeps by ref (about 200 bytes each). */
+const KNOWN_REFS = 10_000;
+
+/**
+ * Runs imports, in every instance. A batch of lines applies in one write transaction together with
+ * their results and the import's progress (`advance`), which succeeds only while this instance
+ * holds the import's lease and the lines are not done yet: a line is done exactly once, whichever
+ * instance resumes the import after a crash. Each line runs as a part of the batch's write
+ * (src/write/part.ts): a line that fails is undone alone, and its failure is its result.
  */
 export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
   const { db, writes, clock } = deps;
@@ -61,121 +74,111 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
     const actor: Actor = imp.created_by === CLI.id ? CLI : { type: 'api_key', id: imp.created_by, name: null };
     const scope = { businessId: imp.business_id, actor, requestId: imp.id };
     const held = { id: imp.id, owner };
-    let done = imp.lines_done;
 
-    /** Records line `line`'s result and the import's progress, in `trx`; false if this instance no longer may. */
-    const record = async (trx: Db, line: number, parsed: { ref: string | null } | null, outcome: Outcome, stop: boolean) => {
-      const next = { ...counts };
-      if ('error' in outcome) next.failed++;
-      else next[outcome.applied.outcome]++;
-      const last = line === imp.total_lines || stop;
-      const finished = last ? { state: stop ? 'STOPPED' as const : 'COMPLETED' as const, at: iso(clock()) } : undefined;
-      if (!await advance(trx, held, line, { counts: next, leaseUntil: iso(clock() + deps.leaseMs), finished })) return false;
-      await insertResult(trx, {
-        import_id: imp.id, line, ref: parsed?.ref ?? null,
-        outcome: 'error' in outcome ? 'failed' : outcome.applied.outcome,
-        record_id: 'error' in outcome ? null : (outcome.applied.id || null),
-        detail: 'error' in outcome ? JSON.stringify({ error: lineError(outcome.error) })
-          : outcome.applied.variantIds ? JSON.stringify({ variantIds: outcome.applied.variantIds }) : null,
-      });
-      Object.assign(counts, next);
-      return true;
+    /**
+     * Earlier lines' results by ref, as this run read or wrote them: a result never changes once its
+     * batch commits, and the map goes with the run when a batch does not. Orders name the same items
+     * and buyer line after line; this saves a query for each such reference.
+     */
+    const known = new Map<string, Referenced>();
+    const remember = (ref: string, result: Referenced) => {
+      if (known.size >= KNOWN_REFS) known.delete(known.keys().next().value!);
+      known.set(ref, result);
     };
 
-    /** Records a line that wrote nothing (failed, unchanged, or a dry run's) in a transaction of its own. */
-    const recordAlone = (line: number, parsed: { ref: string | null } | null, outcome: Outcome, stop: boolean) =>
-      writes.run(scope, async (ctx) => {
-        if (!await record(ctx.trx, line, parsed, outcome, stop)) throw new LostLease();
-        return true;
-      });
-
-    /** One line, start to end: `lost` when the lease was lost and the import is no longer this instance's. */
-    const doLine = async (line: number, text: string): Promise<'next' | 'stopped' | 'lost'> => {
+    /** One line, in the batch's write: what it did, or the error it failed with. */
+    const doLine = async (ctx: WriteContext, text: string): Promise<{ parsed: ParsedLine | null; first: boolean; outcome: Outcome }> => {
       let parsed: ParsedLine | null = null;
+      let first = false;
       try {
         parsed = parseLine(text);
+        const find = async (ref: string) => {
+          const found = known.get(ref) ?? await findResultByRef(ctx.trx, imp.id, ref);
+          if (found) remember(ref, found);
+          return found;
+        };
         if (parsed.ref !== undefined && parsed.ref !== null) {
-          const earlier = await findResultByRef(db, imp.id, parsed.ref);
+          const earlier = await find(parsed.ref);
           if (earlier) throw validationError({ ref: `Line ${earlier.line} already has the ref '${parsed.ref}'` });
+          // The first line with this ref: the one that references to it name.
+          first = true;
         }
-        const { line: resolved, unresolved } = await resolveReferences(parsed, (ref) => findResultByRef(db, imp.id, ref));
+        const { line: resolved, unresolved } = await resolveReferences(parsed, find);
         checkOperation(resolved, scopes);
-        if (unresolved) {
-          // A dry run's line that names a record an earlier line of the dry run would have made: checked as far as it can be without it.
-          await recordAlone(line, parsed, { applied: { outcome: resolved.op === 'create' ? 'created' : 'updated', id: '' } }, false);
-          return 'next';
-        }
-        let unchanged = false;
-        let written = false;
-        const applied = await writes.run(scope, async (ctx) => {
-          // A patch that changes nothing discards its write (src/write/update.ts): its result is recorded on its own.
-          const lineCtx: WriteContext = { ...ctx, discard: () => { unchanged = true; ctx.discard(); } };
-          const result = await applyLine(lineCtx, resolved);
-          if (options.dryRun) ctx.discard();
-          if (unchanged || options.dryRun) return result;
-          if (!await record(ctx.trx, line, parsed, { applied: result }, false)) throw new LostLease();
-          written = true;
-          return result;
-        });
-        if (!written) {
-          const outcome: Applied = unchanged ? { ...applied, outcome: 'unchanged' }
-            // A dry run made nothing: a create's result has no record to name.
-            : { ...applied, id: applied.outcome === 'created' ? '' : applied.id, variantIds: applied.outcome === 'created' ? undefined : applied.variantIds };
-          await recordAlone(line, parsed, { applied: outcome }, false);
-        }
-        return 'next';
+        // A dry run's line that names a record an earlier line of the dry run would have made: checked as far as it can be without it.
+        if (unresolved) return { parsed, first, outcome: { applied: { outcome: resolved.op === 'create' ? 'created' : 'updated', id: '' } } };
+        const { result, kept } = await runPart(ctx, (part) => applyLine(part, resolved), { keep: !options.dryRun });
+        if (kept) return { parsed, first, outcome: { applied: result } };
+        // A dry run made nothing: a create's result has no record to name.
+        if (options.dryRun) return { parsed, first, outcome: { applied: result.outcome === 'created' ? { outcome: 'created', id: '' } : result } };
+        // A patch that changed nothing (src/write/update.ts).
+        return { parsed, first, outcome: { applied: { ...result, outcome: 'unchanged' } } };
       } catch (caught) {
-        if (caught instanceof LostLease) return 'lost';
-        if (isDatabaseUnavailable(caught)) throw caught;
-        let error = caught;
-        if (!(error instanceof ApiError)) {
-          // Not the line's fault as far as anyone can tell: logged, and the line fails rather than the import sticking on it.
-          deps.log.warn({ err: error, importId: imp.id, line }, 'import: a line failed unexpectedly');
-          error = new ApiError('INTERNAL_ERROR', 'The line could not be applied');
-        }
-        const stop = options.onError === 'stop';
-        try {
-          await recordAlone(line, parsed, { error: error as ApiError }, stop);
-        } catch (again) {
-          if (again instanceof LostLease) return 'lost';
-          throw again;
-        }
-        return stop ? 'stopped' : 'next';
+        if (caught instanceof WriteBroken || isDatabaseUnavailable(caught)) throw caught;
+        if (caught instanceof ApiError) return { parsed, first, outcome: { error: caught } };
+        // Not the line's fault as far as anyone can tell: logged, and the line fails rather than the import sticking on it.
+        deps.log.warn({ err: caught, importId: imp.id }, 'import: a line failed unexpectedly');
+        return { parsed, first, outcome: { error: new ApiError('INTERNAL_ERROR', 'The line could not be applied') } };
       }
     };
 
-    let stoppedOnError = false;
-    work: while (!stopping && done < imp.total_lines) {
+    /**
+     * Applies lines from `texts[from]` (line `first`) on, in one write, until the batch is full or the
+     * run of lines ends: the last line done and whether the import stopped on an error, or null when
+     * this instance no longer holds the import. Blank lines count as done and have no result.
+     */
+    const runBatch = (texts: string[], from: number, to: number, first: number) => writes.run(scope, async (ctx) => {
+      const next = { ...counts };
+      const began = performance.now();
+      let line = first - 1;
+      let stopped = false;
+      for (let i = from; i < to && !stopped; i++) {
+        if (i > from && (i - from >= BATCH_LINES || performance.now() - began >= BATCH_MS)) break;
+        line = first + (i - from);
+        if (texts[i].trim() === '') continue;
+        const { parsed, first: firstWithRef, outcome } = await doLine(ctx, texts[i]);
+        const failed = 'error' in outcome;
+        const variantIds = failed ? undefined : outcome.applied.variantIds;
+        const result = { line, outcome: failed ? 'failed' as const : outcome.applied.outcome, recordId: failed ? null : (outcome.applied.id || null), variantIds };
+        next[result.outcome]++;
+        await insertResult(ctx.trx, {
+          import_id: imp.id, line, ref: parsed?.ref ?? null, outcome: result.outcome, record_id: result.recordId,
+          detail: failed ? JSON.stringify({ error: lineError(outcome.error) }) : variantIds ? JSON.stringify({ variantIds }) : null,
+        });
+        if (firstWithRef) remember(parsed!.ref!, result);
+        stopped = failed && options.onError === 'stop';
+      }
+      // Past the last run of lines (`from === to`): nothing but the count is left.
+      if (from === to) line = imp.total_lines;
+      const finished = stopped || line === imp.total_lines
+        ? { state: stopped ? 'STOPPED' as const : 'COMPLETED' as const, at: iso(clock()) } : undefined;
+      if (!await advance(ctx.trx, held, line, { counts: next, leaseUntil: iso(clock() + deps.leaseMs), finished })) throw new LostLease();
+      Object.assign(counts, next);
+      return { line, stopped };
+    }).catch((error) => {
+      if (error instanceof LostLease) return null;
+      throw error;
+    });
+
+    let done = imp.lines_done;
+    let stopped = false;
+    while (!stopping && !stopped && done < imp.total_lines) {
       const chunk = await chunkAt(db, imp.id, done + 1);
-      if (!chunk) {
-        // Past the last run of lines: nothing but the count is left.
-        if (!await skipBlank(imp.total_lines)) return;
-        break;
-      }
-      const lines = chunk.data.toString('utf8').split('\n');
-      for (let i = done + 1 - chunk.first_line; i < chunk.line_count && !stopping; i++) {
-        const line = chunk.first_line + i;
-        const next = lines[i].trim() === '' ? (await skipBlank(line) ? 'next' : 'lost') : await doLine(line, lines[i]);
-        // Live requests get their turn between lines: SQLite's driver is synchronous, and without this
-        // an import would run as one chain of promises that keeps the event loop from the sockets.
+      const texts = chunk ? chunk.data.toString('utf8').split('\n') : [];
+      const end = chunk ? chunk.line_count : 0;
+      let i = chunk ? done + 1 - chunk.first_line : 0;
+      do {
+        const batch = await runBatch(texts, i, end, chunk ? chunk.first_line + i : done + 1);
+        if (!batch) return;
+        ({ line: done, stopped } = batch);
+        i = chunk ? done + 1 - chunk.first_line : 0;
+        // Live requests get their turn between batches: SQLite's driver is synchronous, and without
+        // this an import would run as one chain of promises that keeps the event loop from the sockets.
         await setImmediate();
-        if (next === 'lost') return;
-        done = line;
-        if (next === 'stopped') { stoppedOnError = true; break work; }
-      }
+      } while (i < end && !stopping && !stopped);
     }
     // The file is not needed once the import has finished; its results are.
-    if (done >= imp.total_lines || stoppedOnError) await deleteChunks(db, imp.id);
-
-    /** A blank line: progress only (the last line finishes the import). */
-    async function skipBlank(line: number): Promise<boolean> {
-      const last = line === imp.total_lines;
-      const ok = await writes.run(scope, (ctx) => advance(ctx.trx, held, line, {
-        counts, leaseUntil: iso(clock() + deps.leaseMs), finished: last ? { state: 'COMPLETED', at: iso(clock()) } : undefined,
-      }));
-      if (ok) done = line;
-      return ok;
-    }
+    if (done >= imp.total_lines || stopped) await deleteChunks(db, imp.id);
   }
 
   async function pass(): Promise<void> {

@@ -19,11 +19,16 @@ export function handleFromName(name: string): string {
   return slug || 'item';
 }
 
-async function isHandleTaken(db: Db, businessId: string, handle: string): Promise<boolean> {
+/** The live item with this handle (handles are unique among live items), if any. */
+export async function findItemIdByHandle(db: Db, businessId: string, handle: string): Promise<string | undefined> {
   const row = await db.selectFrom('items').select('id')
     .where('business_id', '=', businessId).where('handle', '=', handle).where(whereLive())
     .executeTakeFirst();
-  return row !== undefined;
+  return row?.id;
+}
+
+async function isHandleTaken(db: Db, businessId: string, handle: string): Promise<boolean> {
+  return (await findItemIdByHandle(db, businessId, handle)) !== undefined;
 }
 
 /** A derived handle never conflicts: "blue-widget", then "blue-widget-2", and so on. */

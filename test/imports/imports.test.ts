@@ -137,6 +137,86 @@ describeEachBackend('bulk import', (ctx) => {
     assert.ok(!never.body.items.some((i: any) => i.name === 'Never'));
   });
 
+  it('undoes a line that fails after it wrote, alone: the lines applied with it in one transaction stay, with their events', async () => {
+    const t = await ctx().createTenant();
+    const order = (ref: string, items: unknown[]) => ({
+      op: 'create', resource: 'order', ref, buyerId: { $ref: 'b' }, data: { expectedDeliveryAt: '2030-01-01T00:00:00.000Z', orderItems: items },
+    });
+    const posted = await send(ctx(), t, file([
+      item('Tea', 'tea'),
+      { op: 'create', resource: 'buyer', ref: 'b', data: { buyer: { name: 'Buyer' } } },
+      order('good', [{ itemVariantId: { $ref: 'tea', variant: 0 }, quantity: 1 }]),
+      // Its first line is fine, its second names no variant: the order fails after it began writing.
+      order('half', [{ itemVariantId: { $ref: 'tea', variant: 1 }, quantity: 1 }, { itemVariantId: 'var_00000000000000000000000000', quantity: 1 }]),
+      { op: 'patch', resource: 'order', id: { $ref: 'good' }, data: { order: { notes: 'first' } } },
+      { op: 'patch', resource: 'order', id: { $ref: 'good' }, data: { order: { notes: 'second' } } },
+      { op: 'patch', resource: 'order', id: { $ref: 'good' }, data: { order: { notes: 'second' } } },
+    ]));
+    const { imp, results } = await finished(ctx(), t, posted.body.id);
+    assert.deepEqual(results.map((r) => r.outcome), ['created', 'created', 'created', 'failed', 'updated', 'updated', 'unchanged'], JSON.stringify(results));
+    assert.deepEqual(imp.counts, { created: 3, updated: 2, unchanged: 1, failed: 1 });
+    const orders = await ctx().request('GET', '/api/v1/orders?limit=100', { as: t });
+    assert.deepEqual(orders.body.items.map((o: any) => [o.id, o.notes, o.version]), [[results[2].id, 'second', 3]], 'the failed order left nothing');
+    const feed = await ctx().request('GET', '/api/v1/events?after=0&limit=100', { as: t });
+    const mine = feed.body.items.filter((e: any) => e.requestId === imp.id);
+    assert.deepEqual(mine.map((e: any) => [e.type, e.data.object.id]), [
+      ['item.created', results[0].id], ['buyer.created', results[1].id], ['order.created', results[2].id],
+      ['order.updated', results[2].id], ['order.updated', results[2].id],
+    ]);
+  });
+
+  it('upserts: creates unless a record matches the handle or property path, else patches it (or leaves it, without a patch)', async () => {
+    const t = await ctx().createTenant();
+    const tea = (patch?: unknown) => ({
+      op: 'upsert', resource: 'item', ref: 'tea', match: 'handle', ...(patch ? { patch } : {}),
+      data: { item: { name: 'Green tea', handle: 'green-tea', properties: { erp: { no: 7 } } }, variants: [{ variantName: '500g', currency: 'AUD', price: 10 }] },
+    });
+    const order = (ref: string, no: string, patch?: unknown) => ({
+      op: 'upsert', resource: 'order', ref, match: 'properties.erp.po', buyerId: { $ref: 'b' }, ...(patch ? { patch } : {}),
+      data: { expectedDeliveryAt: '2030-01-01T00:00:00.000Z', properties: { erp: { po: no } }, orderItems: [{ itemVariantId: { $ref: 'tea', variant: 0 }, quantity: 1 }] },
+    });
+    const buyer = { op: 'upsert', resource: 'buyer', ref: 'b', match: 'properties.erp.customer', data: { buyer: { name: 'Acme', properties: { erp: { customer: 'C-1' } } } } };
+    const first = await finished(ctx(), t, (await send(ctx(), t, file([tea(), buyer, order('o1', 'PO-1')]))).body.id);
+    assert.deepEqual(first.results.map((r) => r.outcome), ['created', 'created', 'created'], JSON.stringify(first.results));
+
+    const again = await finished(ctx(), t, (await send(ctx(), t, file([
+      tea({ description: 'Loose leaf' }), buyer, order('o1', 'PO-1', { order: { notes: 'Again' } }), order('o2', 'PO-2'), tea(),
+    ]))).body.id);
+    assert.deepEqual(again.results.map((r) => [r.outcome, r.id]), [
+      ['updated', first.results[0].id], ['unchanged', first.results[1].id], ['updated', first.results[2].id],
+      ['created', again.results[3].id], ['failed', null],
+    ], JSON.stringify(again.results));
+    assert.equal(again.results[4].error.fieldErrors.ref, "Line 1 already has the ref 'tea'");
+    assert.deepEqual(again.results[0].variantIds, first.results[0].variantIds, 'a matched item names its variants for later lines');
+    assert.equal((await ctx().request('GET', `/api/v1/items/${first.results[0].id}`, { as: t })).body.description, 'Loose leaf');
+    assert.equal((await ctx().request('GET', `/api/v1/orders/${first.results[2].id}`, { as: t })).body.notes, 'Again');
+    const items = await ctx().request('GET', '/api/v1/items?limit=100', { as: t });
+    assert.equal(items.body.items.length, 1, 'matched, not created again');
+
+    // A key two records share matches neither: the line fails, as a conflict.
+    await ctx().request('POST', '/api/v1/items', { as: t, body: { item: { name: 'Twin', properties: { erp: { no: 7 } } }, variants: [{ variantName: 'a', currency: 'AUD', price: 1 }] } });
+    const refused = await finished(ctx(), t, (await send(ctx(), t, file([
+      { op: 'upsert', resource: 'item', match: 'properties.erp.no', data: { item: { name: 'Third', properties: { erp: { no: '7' } } }, variants: [{ variantName: 'a', currency: 'AUD', price: 1 }] } },
+      { op: 'upsert', resource: 'item', data: { item: { name: 'No match' }, variants: [] } },
+      { op: 'upsert', resource: 'buyer', match: 'handle', data: { buyer: { name: 'X' } } },
+      { op: 'upsert', resource: 'buyer', match: 'properties.erp.customer', data: { buyer: { name: 'X' } } },
+      { op: 'upsert', resource: 'buyer', match: 'properties.erp.customer', data: { buyer: { name: 'X', properties: { erp: { customer: 'C-1' } } } }, patch: { buyer: { name: 5 } } },
+      { op: 'create', resource: 'buyer', match: 'properties.erp.customer', data: { buyer: { name: 'X' } } },
+      { op: 'upsert', resource: 'price_list', match: 'properties.a', data: {} },
+      { op: 'upsert', resource: 'item', match: 'properties.bad path', data: {} },
+    ]))).body.id);
+    const errors = refused.results.map((r) => r.error);
+    assert.equal(errors[0].errorCode, 'CONFLICT');
+    assert.equal(errors[0].message, 'More than one item has properties.erp.no "7"');
+    assert.match(errors[1].fieldErrors.match, /^Required/);
+    assert.match(errors[2].fieldErrors.match, /Only items have a handle/);
+    assert.match(errors[3].fieldErrors.match, /no text, number or boolean at erp.customer/);
+    assert.ok(errors[4].fieldErrors['patch.buyer.name'], JSON.stringify(errors[4]));
+    assert.match(errors[5].fieldErrors.match, /Only an upsert line/);
+    assert.match(errors[6].fieldErrors.op, /price_list line takes op create$/);
+    assert.ok(errors[7].fieldErrors.match, JSON.stringify(errors[7]));
+  });
+
   it('checks every line in a dry run and writes nothing', async () => {
     const t = await ctx().createTenant();
     const before = await ctx().request('GET', '/api/v1/events?after=0&limit=100', { as: t });

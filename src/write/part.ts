@@ -1,0 +1,48 @@
+import { sql } from 'kysely';
+import type { NewEvent } from '../events/log.ts';
+import type { WriteContext } from './runner.ts';
+
+/**
+ * The write's transaction can no longer be trusted: a part of it failed, and undoing the part
+ * failed too. The whole write must roll back.
+ */
+export class WriteBroken extends Error {
+  constructor(cause: unknown) {
+    super('A part of the write could not be undone', { cause });
+  }
+}
+
+/**
+ * Runs `work` as a part of the write `ctx` that fails, or is discarded, on its own: in a savepoint,
+ * with events of its own that join the write's only when the part keeps its changes. A part that
+ * throws is undone and the error passes on; the write goes on. One that calls `discard` (a patch
+ * that changes nothing, src/write/update.ts), or runs with `keep: false` (a dry run), is undone and
+ * answers what it returned. Bulk import applies each line of a batch this way (src/imports/worker.ts).
+ */
+export async function runPart<T>(
+  ctx: WriteContext, work: (ctx: WriteContext) => Promise<T>, options: { keep: boolean } = { keep: true },
+): Promise<{ result: T; kept: boolean }> {
+  const events: NewEvent[] = [];
+  let discarded = !options.keep;
+  await sql`savepoint part`.execute(ctx.trx);
+  let result: T;
+  try {
+    result = await work({ ...ctx, emit: (event) => { events.push(event); }, discard: () => { discarded = true; } });
+  } catch (error) {
+    await undo(ctx);
+    throw error;
+  }
+  if (discarded) await undo(ctx);
+  else await sql`release savepoint part`.execute(ctx.trx);
+  if (!discarded) for (const event of events) ctx.emit(event);
+  return { result, kept: !discarded };
+}
+
+async function undo(ctx: WriteContext): Promise<void> {
+  try {
+    await sql`rollback to savepoint part`.execute(ctx.trx);
+    await sql`release savepoint part`.execute(ctx.trx);
+  } catch (error) {
+    throw new WriteBroken(error);
+  }
+}
