@@ -1,5 +1,5 @@
 // Regenerates clients/typescript/src/types.ts from the app's own OpenAPI document, built in process.
-// `npm run client:types`; test/client-types.test.ts fails when the committed file is stale.
+// `npm run client:types`; test/client/types-match-the-document.test.ts fails when the committed file is stale.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { clientTypesText } from './client-types-text.ts';

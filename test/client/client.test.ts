@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { createSupplylineClient, SupplylineError, type Event, type SupplylineClient } from '../../clients/typescript/src/index.ts';
+import { createSupplylineClient, SupplylineApiError, type SupplylineEvent, type SupplylineClient } from '../../clients/typescript/src/index.ts';
 import { baseEnv, cliCreateBusiness, createPgDatabase, DELIVERY, PG_URL, sleep, startServer, type Server, type Tenant } from '../reliability/helpers.ts';
 import { TYPESCRIPT } from '../helpers/typescript.ts';
 
@@ -103,7 +103,7 @@ for (const backend of backendList) {
     it('never retries other 4xx, and throws one typed error', async () => {
       const before = proxy.seen.length;
       await assert.rejects(client.items.create({ item: {} } as never), (error: unknown) => {
-        assert.ok(error instanceof SupplylineError);
+        assert.ok(error instanceof SupplylineApiError);
         assert.equal(error.status, 400);
         assert.equal(error.errorCode, 'VALIDATION_ERROR');
         assert.ok(error.fieldErrors && Object.keys(error.fieldErrors).length > 0);
@@ -111,10 +111,10 @@ for (const backend of backendList) {
         return true;
       });
       await assert.rejects(client.orders.get('ord_00000000000000000000000000'), (error: unknown) =>
-        error instanceof SupplylineError && error.status === 404 && error.errorCode === 'NOT_FOUND');
+        error instanceof SupplylineApiError && error.status === 404 && error.errorCode === 'NOT_FOUND');
       assert.equal(proxy.seen.length - before, 2, 'one attempt each');
       const stranger = createSupplylineClient({ baseUrl: proxyBase, businessId: tenant.businessId, apiKey: 'wrong' });
-      await assert.rejects(stranger.orders.page(), (error: unknown) => error instanceof SupplylineError && error.status === 401);
+      await assert.rejects(stranger.orders.page(), (error: unknown) => error instanceof SupplylineApiError && error.status === 401);
     });
 
     it('retries a 409 IDEMPOTENCY_KEY_IN_USE with the same key, and returns a 429 whose Retry-After is longer than it may wait', async () => {
@@ -129,7 +129,7 @@ for (const backend of backendList) {
       proxy.faults.push('429-long');
       const started = Date.now();
       const seen = proxy.seen.length;
-      await assert.rejects(client.items.page(), (error: unknown) => error instanceof SupplylineError && error.status === 429);
+      await assert.rejects(client.items.page(), (error: unknown) => error instanceof SupplylineApiError && error.status === 429);
       assert.ok(Date.now() - started < 5000, 'did not wait out, nor cut short, a Retry-After of 120 s');
       assert.equal(proxy.seen.length - seen, 1, 'not retried sooner than the server asked');
     });
@@ -140,7 +140,7 @@ for (const backend of backendList) {
       try {
         const slow = createSupplylineClient({
           baseUrl: `http://127.0.0.1:${(hanging.address() as { port: number }).port}`, businessId: tenant.businessId, apiKey: tenant.apiKey,
-          retry: { totalTimeoutMs: 500, baseDelayMs: 10 },
+          timeout: 500, retry: { baseDelayMs: 10 },
         });
         const started = Date.now();
         await assert.rejects(slow.items.page());
@@ -181,7 +181,7 @@ for (const backend of backendList) {
       const paused = await client.webhookEndpoints.patch(created.id, { status: 'paused' } as never);
       assert.equal(paused.data.status, 'paused');
       await client.webhookEndpoints.delete(created.id);
-      await assert.rejects(client.webhookEndpoints.get(created.id), (error: unknown) => error instanceof SupplylineError && error.status === 404);
+      await assert.rejects(client.webhookEndpoints.get(created.id), (error: unknown) => error instanceof SupplylineApiError && error.status === 404);
     });
 
     it('exposes the ETag and sends If-Match on patches', async () => {
@@ -191,21 +191,21 @@ for (const backend of backendList) {
       const patched = await client.orders.patch(order.id, { order: { notes: 'first' } }, { ifMatch: read.etag });
       assert.notEqual(patched.etag, read.etag);
       await assert.rejects(client.orders.patch(order.id, { order: { notes: 'second' } }, { ifMatch: read.etag }), (error: unknown) =>
-        error instanceof SupplylineError && error.status === 412);
+        error instanceof SupplylineApiError && error.status === 412);
     });
 
     it('iterates every list to its total', async () => {
       for (let i = 0; i < 6; i++) await client.items.create({ item: { name: `Widget ${i}` }, variants: [{ variantName: 'Default', currency: 'AUD', price: 1, cost: 1 }] } as never);
       const ids: string[] = [];
-      for await (const item of client.items.list({}, 3)) ids.push(item.id);
+      for await (const item of client.items.list({ limit: 3 })) ids.push(item.id);
       assert.equal(ids.length, (await client.items.page()).total);
       assert.equal(new Set(ids).size, ids.length);
       const orders = [];
-      for await (const order of client.orders.list({ phase: 'ACTIVE' }, 1)) orders.push(order);
+      for await (const order of client.orders.list({ phase: 'ACTIVE', limit: 1 })) orders.push(order);
       assert.equal(orders.length, (await client.orders.page({ phase: 'ACTIVE' })).total);
       for (const resource of [client.buyers, client.priceLists, client.invoices] as const) {
         let count = 0;
-        for await (const _ of (resource as typeof client.buyers).list({}, 2)) count++;
+        for await (const _ of (resource as typeof client.buyers).list({ limit: 2 })) count++;
         assert.equal(count, (await (resource as typeof client.buyers).page()).total);
       }
     });
@@ -215,10 +215,10 @@ for (const backend of backendList) {
       const make = (name: string) => client.items.create({ item: { name, properties: { walk: true } }, variants: [{ variantName: 'Default', currency: 'AUD', price: 1, cost: 1 }] } as never);
       for (let i = 0; i < 8; i++) await make(`Walk ${i}`);
       const before: string[] = [];
-      for await (const item of client.items.list({ propertyPath: 'walk' }, 100)) before.push(item.id);
+      for await (const item of client.items.list({ propertyPath: 'walk', limit: 100 })) before.push(item.id);
       const seen: string[] = [];
       let n = 0;
-      for await (const item of client.items.list({ propertyPath: 'walk' }, 2)) {
+      for await (const item of client.items.list({ propertyPath: 'walk', limit: 2 })) {
         seen.push(item.id);
         // Between pages: a new item (newer than the walk's place), and every other time an item already passed deleted.
         if (seen.length % 2 === 0) {
@@ -232,7 +232,7 @@ for (const backend of backendList) {
 
     it('follows the feed across a server restart and misses nothing', async () => {
       const stop = new AbortController();
-      const seen: Event[] = [];
+      const seen: SupplylineEvent[] = [];
       const checkpoints: number[] = [];
       const errors: unknown[] = [];
       const following = (async () => {
@@ -261,7 +261,7 @@ for (const backend of backendList) {
         fetch: async (input, init) => {
           const response = await fetch(input, init);
           if (!new Request(input, init).url.includes('/api/v1/events')) return response;
-          const page = await response.json() as { items: Event[] };
+          const page = await response.json() as { items: SupplylineEvent[] };
           page.items = page.items.filter((e) => e.sequence !== 2);
           return Response.json(page);
         },
@@ -286,7 +286,7 @@ for (const backend of backendList) {
     it('exports then follows: the mirror-orders example ends equal to the server', async () => {
       const file = join(dir, 'mirror.json');
       const env = { ...baseEnv, SUPPLYLINE_URL: server.base, SUPPLYLINE_BUSINESS_ID: tenant.businessId, SUPPLYLINE_API_KEY: tenant.apiKey };
-      const runExample = () => promisify(execFile)(process.execPath, [...TYPESCRIPT, 'examples/mirror-orders.ts', file], { env });
+      const runExample = () => promisify(execFile)(process.execPath, ['--conditions=supplyline-source', ...TYPESCRIPT, 'examples/mirror-orders.ts', file], { env });
       const first = await runExample();
       assert.match(first.stdout, /loaded 2 orders from the export/);
       assert.match(first.stdout, /in sync: 2 orders/);

@@ -7,22 +7,51 @@ export interface ErrorBody {
   hint?: string;
 }
 
-/** The one error the client throws for an answer that is not a success. */
+/** Every error this client throws is one of these, so one `instanceof` catches them all. */
 export class SupplylineError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'SupplylineError';
+  }
+}
+
+/** The server answered with a status that is not a success (after any retries). */
+export class SupplylineApiError extends SupplylineError {
   readonly status: number;
   readonly errorCode: string;
   readonly fieldErrors: Record<string, string> | undefined;
   readonly requestId: string | undefined;
   readonly hint: string | undefined;
+  /** The answer itself (its body already read), for its headers. */
+  readonly response: Response | undefined;
 
-  constructor(status: number, body: ErrorBody | undefined, fallbackRequestId?: string | null) {
+  constructor(status: number, body: ErrorBody | undefined, fallbackRequestId?: string | null, response?: Response) {
     super(body?.message ?? `HTTP ${status}`);
-    this.name = 'SupplylineError';
+    this.name = 'SupplylineApiError';
     this.status = status;
     this.errorCode = body?.errorCode ?? 'UNKNOWN';
     this.fieldErrors = body?.fieldErrors;
     this.requestId = body?.requestId ?? fallbackRequestId ?? undefined;
     this.hint = body?.hint;
+    this.response = response;
+  }
+}
+
+/** No answer could be had: the connection failed or was cut, on every attempt. `cause` holds the last failure. */
+export class SupplylineConnectionError extends SupplylineError {
+  constructor(cause: unknown) {
+    super(`Could not reach the Supplyline API: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'SupplylineConnectionError';
+  }
+}
+
+/** The call, its retries and waits included, took longer than its `timeout`. */
+export class SupplylineTimeoutError extends SupplylineError {
+  readonly timeoutMs: number;
+  constructor(timeoutMs: number, cause?: unknown) {
+    super(`The Supplyline API did not answer within ${timeoutMs} ms`, { cause });
+    this.name = 'SupplylineTimeoutError';
+    this.timeoutMs = timeoutMs;
   }
 }
 
@@ -30,7 +59,7 @@ export class SupplylineError extends Error {
  * The feed cannot continue from where the caller is: `after` fell below the retained events (410),
  * or the sequence jumped. Resynchronise from an export (orders.exportThenFollow) and follow from its sequence.
  */
-export class ResyncRequiredError extends Error {
+export class ResyncRequiredError extends SupplylineError {
   readonly reason: 'gone' | 'gap';
   readonly after: number;
   constructor(reason: 'gone' | 'gap', after: number, detail: string) {

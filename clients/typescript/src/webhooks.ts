@@ -1,9 +1,12 @@
 /**
- * Standard Webhooks signature check with WebCrypto (works in Node 20+ and browsers).
+ * Standard Webhooks signature check with WebCrypto (works in Node 20+ and browsers), behaving as
+ * the reference `standardwebhooks` package does on every edge case (a test holds them together).
  * `webhook-signature` holds space-separated `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`;
  * secrets are `whsec_<base64>`; pass two while rotating.
  */
-export class WebhookVerificationError extends Error {
+import { SupplylineError } from './errors.ts';
+
+export class WebhookVerificationError extends SupplylineError {
   constructor(message: string) { super(message); this.name = 'WebhookVerificationError'; }
 }
 
@@ -14,13 +17,19 @@ export interface VerifyOptions {
   nowSeconds?: number;
 }
 
-type HeaderSource = Headers | Record<string, string | string[] | undefined>;
+/** Fetch `Headers` (or anything with `get`), Node's `IncomingHttpHeaders`, or a plain object in any case. */
+export type WebhookHeaders =
+  | { get(name: string): string | null }
+  | Record<string, string | string[] | undefined>;
 
-function header(headers: HeaderSource, name: string): string {
-  const value = headers instanceof Headers ? headers.get(name) : headers[name] ?? headers[name.toLowerCase()];
-  const text = Array.isArray(value) ? value[0] : value;
-  if (!text) throw new WebhookVerificationError(`Missing ${name} header`);
-  return text;
+/** The header's value, its name matched in any case (the last such key wins, as in the reference). */
+function header(headers: WebhookHeaders, name: string): string | undefined {
+  if (typeof headers.get === 'function') return (headers as { get(name: string): string | null }).get(name) ?? undefined;
+  let found: string | string[] | undefined;
+  for (const [key, value] of Object.entries(headers as Record<string, string | string[] | undefined>)) {
+    if (key.toLowerCase() === name) found = value;
+  }
+  return Array.isArray(found) ? found[0] : found;
 }
 
 const fromBase64 = (text: string) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
@@ -33,25 +42,31 @@ function equal(a: string, b: string): boolean {
   return diff === 0;
 }
 
-/** Returns the parsed JSON body when a signature matches one of the secrets; throws WebhookVerificationError otherwise. */
-export async function verifyWebhook(body: string | Uint8Array, headers: HeaderSource, secrets: string | string[], options: VerifyOptions = {}): Promise<unknown> {
+/**
+ * Returns the parsed JSON body (undefined for an empty one) when a signature matches one of the
+ * secrets; throws WebhookVerificationError otherwise. Pass the body exactly as received.
+ */
+export async function verifyWebhook(body: string | Uint8Array, headers: WebhookHeaders, secrets: string | string[], options: VerifyOptions = {}): Promise<unknown> {
   const id = header(headers, 'webhook-id');
-  const timestamp = header(headers, 'webhook-timestamp');
+  const timestampText = header(headers, 'webhook-timestamp');
   const signatures = header(headers, 'webhook-signature');
-  const seconds = Number(timestamp);
-  if (!/^\d+$/.test(timestamp)) throw new WebhookVerificationError('Invalid webhook-timestamp');
+  if (!id || !timestampText || !signatures) throw new WebhookVerificationError('Missing required headers');
+  // parseInt, as the reference reads it: what is signed is the number it finds.
+  const timestamp = parseInt(timestampText, 10);
+  if (Number.isNaN(timestamp)) throw new WebhookVerificationError('Invalid Signature Headers');
   const now = options.nowSeconds ?? Math.floor(Date.now() / 1000);
   const tolerance = options.toleranceSeconds ?? 300;
-  if (seconds < now - tolerance) throw new WebhookVerificationError('Message timestamp too old');
-  if (seconds > now + tolerance) throw new WebhookVerificationError('Message timestamp too new');
+  if (now - timestamp > tolerance) throw new WebhookVerificationError('Message timestamp too old');
+  if (timestamp > now + tolerance) throw new WebhookVerificationError('Message timestamp too new');
   const text = typeof body === 'string' ? body : new TextDecoder().decode(body);
   const payload = new TextEncoder().encode(`${id}.${timestamp}.${text}`);
-  const offered = signatures.split(' ').filter((s) => s.startsWith('v1,')).map((s) => s.slice(3));
+  const offered = signatures.split(' ').map((s) => s.split(',')).filter(([version]) => version === 'v1').map(([, signature]) => signature ?? '');
   for (const secret of Array.isArray(secrets) ? secrets : [secrets]) {
     const raw = fromBase64(secret.startsWith('whsec_') ? secret.slice(6) : secret);
+    if (raw.length === 0) throw new Error("Secret can't be empty.");
     const key = await crypto.subtle.importKey('raw', raw, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
     const expected = toBase64(new Uint8Array(await crypto.subtle.sign('HMAC', key, payload)));
-    if (offered.some((s) => equal(s, expected))) return JSON.parse(text);
+    if (offered.some((s) => equal(s, expected))) return text === '' ? undefined : JSON.parse(text);
   }
   throw new WebhookVerificationError('No matching signature found');
 }

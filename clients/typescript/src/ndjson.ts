@@ -1,0 +1,25 @@
+/**
+ * The records of an NDJSON body, one at a time: only the line being read is held, so an export of
+ * any size runs in constant memory. Stopping early (break, return) cancels the body.
+ */
+export async function* readNdjson<T>(body: ReadableStream<Uint8Array>): AsyncGenerator<T> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let rest = '';
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      rest += done ? decoder.decode() : decoder.decode(value, { stream: true });
+      let start = 0;
+      for (let end; (end = rest.indexOf('\n', start)) >= 0; start = end + 1) {
+        const line = rest.slice(start, end);
+        if (line.trim()) yield JSON.parse(line) as T;
+      }
+      rest = rest.slice(start);
+      if (done) break;
+    }
+    if (rest.trim()) yield JSON.parse(rest) as T;
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+}
