@@ -1,0 +1,134 @@
+// The client's calls against a scripted server: per-call options, which answers are retried and how,
+// the error classes, User-Agent and hooks.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, describe, it, mock } from 'node:test';
+import {
+  createSupplylineClient, SupplylineApiError, SupplylineConnectionError, SupplylineError, SupplylineTimeoutError, VERSION,
+} from '../../clients/typescript/src/index.ts';
+import { cutBody, json, scriptedServer } from './scripted-server.ts';
+
+const tenant = { businessId: 'bus_1', apiKey: 'sl_live_x' };
+const buyer = { id: 'phm_1', name: 'Acme' };
+
+describe('@supplyline/client calls', async () => {
+  // Each test queues the statuses its next requests get; 'cut' drops the body mid-way, 'drop' the connection.
+  const script: Array<number | 'cut' | 'drop' | 'hang'> = [];
+  const server = await scriptedServer((req, res) => {
+    const next = script.shift() ?? 200;
+    if (next === 'drop') return void req.socket.destroy();
+    if (next === 'hang') return;
+    if (next === 'cut') return cutBody(res, buyer);
+    if (next === 429) return json(res, 429, { errorCode: 'RATE_LIMITED', message: 'slow down' }, { 'retry-after': '1' });
+    if (next === 400) return json(res, 400, { errorCode: 'VALIDATION_ERROR', message: 'Validation failed', requestId: 'req_1', fieldErrors: { 'buyer.name': 'Required' } });
+    if (next >= 400) return json(res, next, { errorCode: 'INTERNAL', message: 'failed' });
+    json(res, next, buyer, { etag: '"1"' });
+  });
+  after(() => server.close());
+  const client = (extra: Parameters<typeof createSupplylineClient>[0] extends infer O ? Partial<O> : never = {}) =>
+    createSupplylineClient({ baseUrl: server.base, ...tenant, retry: { baseDelayMs: 5 }, ...extra });
+  const since = (n: number) => server.seen.slice(n);
+
+  it('retries 500, 502, 503, 504 and a dropped connection with the same Idempotency-Key', async () => {
+    const start = server.seen.length;
+    script.push(500, 502, 'drop', 503);
+    assert.deepEqual(await client().buyers.create({ buyer: { name: 'Acme' } }), buyer);
+    script.push(504);
+    await client().buyers.create({ buyer: { name: 'Acme' } });
+    const keys = since(start).map((s) => s.headers['idempotency-key']);
+    assert.equal(keys.length, 7);
+    assert.equal(new Set(keys.slice(0, 5)).size, 1, 'one key for the first call and its retries');
+    assert.equal(keys[5], keys[6]);
+    assert.notEqual(keys[0], keys[5], 'a new call, a new key');
+  });
+
+  it('sends the caller\'s idempotencyKey, so a process that restarts and retries cannot create a duplicate', async () => {
+    const start = server.seen.length;
+    script.push(502);
+    await client().buyers.create({ buyer: { name: 'Acme' } }, { idempotencyKey: 'import-42-buyer' });
+    await client().buyers.patch('phm_1', { name: 'Acme 2' }, { idempotencyKey: 'import-42-rename' });
+    assert.deepEqual(since(start).map((s) => s.headers['idempotency-key']), ['import-42-buyer', 'import-42-buyer', 'import-42-rename']);
+  });
+
+  it('retries a cut body, and honours Retry-After', async () => {
+    const start = server.seen.length;
+    script.push('cut', 429);
+    const t0 = Date.now();
+    const { data } = await client().buyers.get('phm_1');
+    assert.deepEqual(data, buyer);
+    assert.equal(since(start).length, 3);
+    assert.ok(since(start)[2].at - since(start)[1].at >= 950, 'waited the second Retry-After asked for');
+    assert.ok(Date.now() - t0 >= 950);
+  });
+
+  it('backs off exponentially, with jitter up to the doubled delay', async () => {
+    const random = mock.method(Math, 'random', () => 1);
+    try {
+      const start = server.seen.length;
+      script.push(503, 503, 503);
+      await client({ retry: { baseDelayMs: 100 } }).buyers.get('phm_1');
+      const gaps = since(start).slice(1).map((s, i) => s.at - since(start)[i].at);
+      for (const [i, gap] of gaps.entries()) {
+        assert.ok(gap >= 100 * 2 ** i - 5 && gap < 100 * 2 ** i + 150, `gap ${i} was ${gap} ms`);
+      }
+    } finally {
+      random.mock.restore();
+    }
+  });
+
+  it('throws a SupplylineApiError with the status, code, request id and field errors, without retrying a 4xx', async () => {
+    const start = server.seen.length;
+    script.push(400);
+    await assert.rejects(client().buyers.create({ buyer: { name: '' } }), (error: unknown) => {
+      assert.ok(error instanceof SupplylineApiError && error instanceof SupplylineError);
+      assert.deepEqual([error.status, error.errorCode, error.requestId, error.fieldErrors], [400, 'VALIDATION_ERROR', 'req_1', { 'buyer.name': 'Required' }]);
+      return true;
+    });
+    assert.equal(since(start).length, 1);
+    script.push(500, 500);
+    await assert.rejects(client({ retry: { maxAttempts: 2, baseDelayMs: 1 } }).buyers.get('phm_1'), (error: unknown) =>
+      error instanceof SupplylineApiError && error.status === 500);
+  });
+
+  it('throws SupplylineConnectionError when no attempt reaches the server', async () => {
+    const dead = createSupplylineClient({ baseUrl: 'http://127.0.0.1:1', ...tenant, retry: { maxAttempts: 2, baseDelayMs: 1 } });
+    await assert.rejects(dead.buyers.page(), (error: unknown) =>
+      error instanceof SupplylineConnectionError && error instanceof SupplylineError && error.cause instanceof Error);
+  });
+
+  it('ends a call at its timeout with SupplylineTimeoutError, and an aborted call with the signal\'s reason', async () => {
+    script.push('hang');
+    const t0 = Date.now();
+    await assert.rejects(client().buyers.page({}, { timeout: 300 }), (error: unknown) =>
+      error instanceof SupplylineTimeoutError && error instanceof SupplylineError && error.timeoutMs === 300);
+    assert.ok(Date.now() - t0 < 2000);
+    script.push('hang');
+    const reason = new Error('the user left');
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(reason), 100);
+    await assert.rejects(client().buyers.page({}, { signal: controller.signal }), (error: unknown) => error === reason);
+  });
+
+  it('sends User-Agent supplyline-node/<version>, per-call headers, and calls the hooks on every attempt', async () => {
+    const pkg = JSON.parse(readFileSync(new URL('../../clients/typescript/package.json', import.meta.url), 'utf8'));
+    assert.equal(VERSION, pkg.version);
+    const start = server.seen.length;
+    const requests: string[] = [];
+    const statuses: number[] = [];
+    script.push(503);
+    await client({
+      hooks: {
+        onRequest: (request) => { requests.push(request.url); const headers = new Headers(request.headers); headers.set('x-trace', 't1'); return new Request(request, { headers }); },
+        onResponse: (response) => { statuses.push(response.status); },
+      },
+    }).buyers.page({ limit: 5 }, { headers: { 'x-tenant-note': 'n1' } });
+    const [first] = since(start);
+    assert.equal(first.headers['user-agent'], `supplyline-node/${pkg.version}`);
+    assert.equal(first.headers['x-tenant-note'], 'n1');
+    assert.equal(first.headers['x-trace'], 't1', 'onRequest may replace the request');
+    assert.equal(first.headers['x-business-id'], 'bus_1');
+    assert.deepEqual(statuses, [503, 200]);
+    assert.equal(requests.length, 2);
+    assert.match(requests[0], /limit=5/);
+  });
+});
