@@ -18,15 +18,16 @@ const MATRIX: Array<{ name: string; levels: string[] }> = [
 
 /** API keys (owners only, as the CLI): list, create (shown once) with scopes and an allowlist, rotate with a grace period, revoke. */
 export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
-  const { page, signedIn, actorOf } = kit;
+  const { page, signedIn, actorOf, act, idOf } = kit;
   const { db, writes, clock } = kit.deps;
-  const keysPage = async (reply: FastifyReply, user: SessionUser, created?: { apiKey: string; replaces?: string }) => {
+  const keysPage = async (reply: FastifyReply, user: SessionUser) => {
     const now = new Date(clock()).toISOString();
     const keys = (await listApiKeys(db, user.businessId)).map((k) => ({
       ...k, status: k.revokedAt ? 'revoked' : k.expiresAt !== null && k.expiresAt <= now ? 'expired' : 'active',
     })).reverse();
-    return page(reply, 'keys.eta', user, { title: 'API keys', section: 'keys', keys, created, businessId: user.businessId, matrix: MATRIX });
+    return page(reply, 'keys.eta', user, { title: 'API keys', section: 'keys', keys, businessId: user.businessId, matrix: MATRIX });
   };
+  const shown = (apiKey: string, note?: string) => ({ id: 'new-key-value', title: 'New key: copy it now', value: apiKey, note });
 
   app.get('/console/keys', async (request, reply) => {
     const user = signedIn(request, reply, ['owner']);
@@ -37,40 +38,60 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
     const user = signedIn(request, reply, ['owner']);
     if (!user) return reply;
     const form = request.body as Form;
-    const name = String(form.name ?? '').trim();
-    if (name.length === 0 || name.length > 100) throw new ApiError('VALIDATION_ERROR', 'A key needs a name of 1 to 100 characters.');
-    const days = form.expiresInDays ? Number(form.expiresInDays) : null;
-    if (days !== null && !EXPIRY_DAYS.has(days)) throw new ApiError('VALIDATION_ERROR', 'Choose one of the offered expiries.');
-    const expiresAt = days === null ? null : new Date(clock() + days * 86_400_000).toISOString();
-    const allowed = String(form.allowedFrom ?? '').trim();
-    let allowedCidrs: string[] | null = null;
-    try {
-      allowedCidrs = allowed === '' ? null : parseCidrs(allowed);
-    } catch (error) {
-      throw new ApiError('VALIDATION_ERROR', `${(error as Error).message}.`);
-    }
-    const key = await writes.run(actorOf(user), (ctx) => createApiKey(ctx, { name, expiresAt, scopes: scopesOf(form), allowedCidrs }));
-    return keysPage(reply.code(201), user, { apiKey: key.apiKey });
+    return act(reply, user, '/console/keys', async () => {
+      const name = String(form.name ?? '').trim();
+      if (name.length === 0 || name.length > 100) throw new ApiError('VALIDATION_ERROR', 'A key needs a name of 1 to 100 characters.');
+      const days = form.expiresInDays ? Number(form.expiresInDays) : null;
+      if (days !== null && !EXPIRY_DAYS.has(days)) throw new ApiError('VALIDATION_ERROR', 'Choose one of the offered expiries.');
+      const expiresAt = days === null ? null : new Date(clock() + days * 86_400_000).toISOString();
+      const allowed = String(form.allowedFrom ?? '').trim();
+      let allowedCidrs: string[] | null = null;
+      try {
+        allowedCidrs = allowed === '' ? null : parseCidrs(allowed);
+      } catch (error) {
+        throw new ApiError('VALIDATION_ERROR', `${(error as Error).message}.`);
+      }
+      const key = await writes.run(actorOf(user), (ctx) => createApiKey(ctx, { name, expiresAt, scopes: scopesOf(form), allowedCidrs }));
+      return { notice: `Created the key "${name}".`, secret: shown(key.apiKey) };
+    });
   });
 
   app.post('/console/keys/:id/rotate', async (request, reply) => {
     const user = signedIn(request, reply, ['owner']);
     if (!user) return reply;
     const grace = Number((request.body as Form).graceSeconds);
-    if (!GRACE_CHOICES.has(grace)) throw new ApiError('VALIDATION_ERROR', 'Choose one of the offered grace periods.');
-    const keyId = (request.params as { id: string }).id;
-    const key = await writes.run(actorOf(user), (ctx) => rotateApiKey(ctx, keyId, grace));
-    if (!key) throw new ApiError('NOT_FOUND', 'No such active key.');
-    const replaces = grace === 0 ? 'now' : `at ${new Date(clock() + grace * 1000).toISOString()}`;
-    return keysPage(reply.code(201), user, { apiKey: key.apiKey, replaces });
+    return act(reply, user, '/console/keys', async () => {
+      if (!GRACE_CHOICES.has(grace)) throw new ApiError('VALIDATION_ERROR', 'Choose one of the offered grace periods.');
+      const keyId = idOf(request);
+      const [old] = await listApiKeys(db, user.businessId, keyId);
+      const key = old ? await writes.run(actorOf(user), (ctx) => rotateApiKey(ctx, keyId, grace)) : null;
+      if (!old || !key) throw new ApiError('NOT_FOUND', 'No such active key.');
+      const ends = new Date(clock() + grace * 1000).toISOString().slice(0, 16).replace('T', ' ');
+      const replaces = grace === 0 ? 'The key it replaces no longer works.' : `The key it replaces keeps working until ${ends} UTC.`;
+      return { notice: `Rotated the key "${old.name ?? old.prefix}".`, secret: shown(key.apiKey, `${replaces} The new key keeps its scopes, allowlist and expiry.`) };
+    });
+  });
+
+  // Revoking asks first: this page, then its form.
+  app.get('/console/keys/:id/revoke', async (request, reply) => {
+    const user = signedIn(request, reply, ['owner']);
+    if (!user) return reply;
+    const [key] = await listApiKeys(db, user.businessId, idOf(request));
+    if (!key) throw new ApiError('NOT_FOUND', 'No such key.');
+    return page(reply, 'confirm.eta', user, {
+      title: 'Revoke key', section: 'keys', heading: `Revoke the key "${key.name ?? key.prefix}"?`, action: `/console/keys/${key.id}/revoke`,
+      button: 'Revoke', cancel: '/console/keys',
+      message: `Every request made with ${key.prefix}… is refused within 5 seconds, on every instance. This cannot be undone: an integration using it needs a new key.`,
+    });
   });
 
   app.post('/console/keys/:id/revoke', async (request, reply) => {
     const user = signedIn(request, reply, ['owner']);
     if (!user) return reply;
-    const keyId = (request.params as { id: string }).id;
-    if (!await writes.run(actorOf(user), (ctx) => revokeApiKey(ctx, keyId))) throw new ApiError('NOT_FOUND', 'No such key.');
-    return reply.redirect('/console/keys', 303);
+    const keyId = idOf(request);
+    const [key] = await listApiKeys(db, user.businessId, keyId);
+    if (!key || !await writes.run(actorOf(user), (ctx) => revokeApiKey(ctx, keyId))) throw new ApiError('NOT_FOUND', 'No such key.');
+    return kit.done(reply, user, '/console/keys', { notice: `Revoked the key "${key.name ?? key.prefix}": it is refused within 5 seconds.` });
   });
 }
 

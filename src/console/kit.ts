@@ -5,6 +5,8 @@ import { ApiError } from '../lib/errors.ts';
 import type { Role } from '../users/table.ts';
 import type { WebhookSettings } from '../webhooks/service.ts';
 import type { WriteRunner } from '../write/runner.ts';
+import { flashCookie, FLASH_SECONDS, openFlash, sealFlash, type Flash } from './flash.ts';
+import { FORMAT } from './format.ts';
 import { csrfTokenOf, type SessionUser } from './session.ts';
 
 export interface ConsoleDeps {
@@ -28,18 +30,69 @@ export const GRACE_CHOICES = new Set([0, 3600, 86_400, 604_800]);
 
 const EVENT_TYPE = /^(?:\*|[a-z_]{1,32}\.(?:\*|[a-z_]{1,32}))$/;
 
+/**
+ * Where to go after signing in: a console page of this host, given as a path (never `//host`, a
+ * backslash, a scheme or a control character), else the console's start.
+ */
+export function localNext(raw: unknown): string {
+  if (typeof raw !== 'string' || raw.length > 2000 || !raw.startsWith('/console') || /[\\\u0000-\u001f\u007f]/.test(raw)) return '/console';
+  try {
+    const url = new URL(raw, 'http://console.invalid');
+    if (url.origin !== 'http://console.invalid' || !/^\/console(?:\/|$)/.test(url.pathname) || url.pathname.startsWith('/console/sign-')) return '/console';
+    return `${url.pathname}${url.search}`;
+  } catch {
+    return '/console';
+  }
+}
+
+/** A refusal's text for a page: field by field. */
+const problemText = (error: ApiError) =>
+  (error.fieldErrors ? Object.entries(error.fieldErrors).map(([k, v]) => `${k}: ${v}`).join('; ') : error.message).slice(0, 500);
+
 /** What every page of the console uses: the dependencies, rendering, the role check and form helpers. */
 export function createKit(deps: ConsoleDeps) {
+  /** Post, redirect, get: the action's outcome goes in a one-time flash, and the browser to `location`. */
+  const done = (reply: FastifyReply, user: SessionUser, location: string, flash: Omit<Flash, 'at'>) => {
+    reply.header('set-cookie', flashCookie(sealFlash(user.token, { ...flash, at: location.split('?')[0] }), FLASH_SECONDS, deps.secureCookie));
+    return reply.redirect(location, 303);
+  };
   return {
     deps,
-    page: (reply: FastifyReply, template: string, user: SessionUser | null, data: Record<string, unknown>) =>
-      reply.type('text/html; charset=utf-8').view(template, { user, csrf: user ? csrfTokenOf(user.token) : '', ...data }),
+    /** A page, with the flash meant for it (shown once: its cookie is cleared as it is shown) and the formatters. */
+    page: (reply: FastifyReply, template: string, user: SessionUser | null, data: Record<string, unknown>) => {
+      let flash: Flash | null = null;
+      if (user) {
+        const found = openFlash(user.token, reply.request.headers.cookie);
+        if (found && found.at === reply.request.url.split('?')[0].replace(/\/$/, '')) {
+          flash = found;
+          reply.header('set-cookie', flashCookie('', 0, deps.secureCookie));
+        }
+      }
+      return reply.type('text/html; charset=utf-8').view(template, { user, csrf: user ? csrfTokenOf(user.token) : '', flash, ...FORMAT, ...data });
+    },
+    done,
+    /**
+     * Runs an action and redirects with what it says; a refusal (a 4xx other than 403 and 404,
+     * which the error handler answers) goes back to `back` as an error.
+     */
+    act: async (reply: FastifyReply, user: SessionUser, back: string, action: () => Promise<Omit<Flash, 'at'> & { to?: string }>) => {
+      let outcome: Omit<Flash, 'at'> & { to?: string };
+      try {
+        outcome = await action();
+      } catch (error) {
+        if (!(error instanceof ApiError) || error.status >= 500 || error.status === 404 || error.status === 403) throw error;
+        return done(reply, user, back, { error: problemText(error) });
+      }
+      const { to, ...flash } = outcome;
+      return done(reply, user, to ?? back, flash);
+    },
 
-    /** The signed-in user when their role may open the page; else a redirect to sign in (null), or Forbidden. */
+    /** The signed-in user when their role may open the page; else a redirect to sign in, back here after (null), or Forbidden. */
     signedIn: (request: FastifyRequest, reply: FastifyReply, roles: Role[] = ['owner', 'admin', 'viewer']): SessionUser | null => {
       const user = request.consoleUser;
       if (!user) {
-        void reply.redirect('/console/sign-in', 303);
+        const next = request.method === 'GET' ? localNext(request.url) : '/console';
+        void reply.redirect(next === '/console' ? '/console/sign-in' : `/console/sign-in?${new URLSearchParams({ next })}`, 303);
         return null;
       }
       if (!roles.includes(user.role)) throw new Forbidden();
@@ -55,7 +108,7 @@ export function createKit(deps: ConsoleDeps) {
     /** A refusal's text for the page (field by field); anything else is rethrown to the error handler. */
     problem: (error: unknown): string => {
       if (!(error instanceof ApiError) || error.status >= 500) throw error;
-      return error.fieldErrors ? Object.entries(error.fieldErrors).map(([k, v]) => `${k}: ${v}`).join('; ') : error.message;
+      return problemText(error);
     },
     checkTypes: (types: string[]) => {
       if (types.length > 100 || !types.every((t) => EVENT_TYPE.test(t))) throw new ApiError('VALIDATION_ERROR', 'Event types look like order.created, order.* or *, separated by commas.');

@@ -10,15 +10,23 @@ import { findOrder, findOrderRows } from '../orders/repository.ts';
 import { ORDER_PHASES, ORDER_STATUSES } from '../orders/schema.ts';
 import type { Role } from '../users/table.ts';
 import type { ConsoleKit } from './kit.ts';
+import { actorNamesOf, buyerNamesOf, itemNamesOf } from './names.ts';
 
-/** `data.changes` as lines: each field or property path with from and to; child lists as counts. */
-function flattenChanges(changes: Record<string, unknown>, prefix = ''): Array<{ path: string; from: string; to: string }> {
+/**
+ * `data.changes` as lines: each field or property path with from and to; child lists as counts.
+ * A path that was empty before and after (an empty `properties` that gained its first leaves, which
+ * are listed themselves) says nothing and is left out.
+ */
+export function flattenChanges(changes: Record<string, unknown>, prefix = ''): Array<{ path: string; from: string; to: string }> {
   const out: Array<{ path: string; from: string; to: string }> = [];
-  const show = (v: unknown) => (v === undefined ? '(none)' : typeof v === 'string' ? v : JSON.stringify(v));
+  const show = (v: unknown) => (v === undefined || v === null ? '(none)' : typeof v === 'string' ? v : JSON.stringify(v));
   for (const [key, value] of Object.entries(changes)) {
     const path = prefix ? `${prefix}.${key}` : key;
     const change = value as Record<string, unknown>;
-    if (change && typeof change === 'object' && ('from' in change || 'to' in change)) out.push({ path, from: show(change.from), to: show(change.to) });
+    if (change && typeof change === 'object' && ('from' in change || 'to' in change)) {
+      if ((change.from ?? null) === null && (change.to ?? null) === null) continue;
+      out.push({ path, from: show(change.from), to: show(change.to) });
+    }
     else if (change && typeof change === 'object' && ('created' in change || 'updated' in change || 'deleted' in change)) {
       const count = (k: string) => (Array.isArray(change[k]) ? (change[k] as unknown[]).length : 0);
       out.push({ path, from: '', to: `${count('created')} created, ${count('updated')} updated, ${count('deleted')} deleted` });
@@ -57,7 +65,13 @@ export function registerOrderPages(app: FastifyInstance, kit: ConsoleKit): void 
         modifiedSince: since,
       });
       const rows = await findOrderRows(db, user.businessId, listed.items.map((o) => o.id));
-      const orders = listed.items.map((o) => rows.get(o.id)!).map((r) => ({ ...r, created: toIso(r.created_at), updated: toIso(r.updated_at) }));
+      const found = listed.items.map((o) => rows.get(o.id)!);
+      const buyers = await buyerNamesOf(db, user.businessId, found.map((r) => r.partnership_id));
+      const orders = found.map((r) => ({
+        id: r.id, reference: r.internal_reference, externalReference: r.external_reference, buyer: buyers.get(r.partnership_id) ?? null,
+        phase: r.phase, status: r.status, total: r.total_amount, currency: r.currency,
+        expectedDelivery: toIso(r.expected_delivery_at), updated: toIso(r.updated_at),
+      }));
       return page(reply, 'orders.eta', user, { ...view, orders, total: listed.total, pages: Math.ceil(listed.total / limit), link });
     } catch (error) {
       return page(reply.code(400), 'orders.eta', user, { ...view, link, error: problem(error) });
@@ -72,7 +86,15 @@ export function registerOrderPages(app: FastifyInstance, kit: ConsoleKit): void 
     // The latest 200 of its events (all that retention kept), shown oldest first.
     const history = await listLatestEvents(db, user.businessId, { limit: 200, resourceType: 'order', resourceId: order.id });
     const events = history.reverse().map((e) => ({ ...e, changes: flattenChanges(e.data.changes ?? {}) }));
-    return page(reply, 'order.eta', user, { title: `Order ${order.internalReference}`, section: 'orders', order, events, partial: history.length === 200 });
+    const [buyers, items, names] = await Promise.all([
+      buyerNamesOf(db, user.businessId, [order.partnershipId]),
+      itemNamesOf(db, user.businessId, order.orderItems.map((i) => i.itemListEntry.itemVariant.itemId)),
+      actorNamesOf(db, user.businessId),
+    ]);
+    return page(reply, 'order.eta', user, {
+      title: `Order ${order.internalReference}`, section: 'orders', order, events, partial: history.length === 200,
+      buyer: buyers.get(order.partnershipId) ?? null, itemNames: items, names,
+    });
   });
 
   // Events: the latest of the feed, newest first, filtered; the page refreshes itself (htmx).
@@ -82,7 +104,7 @@ export function registerOrderPages(app: FastifyInstance, kit: ConsoleKit): void 
     const q = queryOf(request);
     const self = `/console/events?${new URLSearchParams(Object.entries(q).filter(([, v]) => v) as [string, string][])}`;
     const resourceTypes = RESOURCE_TYPES.filter((t) => !HIDDEN_FROM[user.role].includes(t));
-    const view = { title: 'Events', section: 'events', q, self, resourceTypes, events: [] as unknown[], lastSequence: 0 };
+    const view = { title: 'Events', section: 'events', q, self, resourceTypes, events: [] as unknown[], lastSequence: 0, names: new Map<string, string>() };
     try {
       const types = checkTypes(typesOf(q.types));
       if (q.resourceId && !/^[A-Za-z0-9_-]{1,64}$/.test(q.resourceId)) throw new ApiError('VALIDATION_ERROR', 'A resource id is letters, digits, _ and -.');
@@ -91,7 +113,7 @@ export function registerOrderPages(app: FastifyInstance, kit: ConsoleKit): void 
       const events = await listLatestEvents(db, user.businessId, {
         limit: 100, types, resourceType: q.resourceType || undefined, resourceId: q.resourceId || undefined, hiddenResourceTypes: HIDDEN_FROM[user.role],
       });
-      return page(reply, 'events.eta', user, { ...view, events, lastSequence: latest });
+      return page(reply, 'events.eta', user, { ...view, events, lastSequence: latest, names: await actorNamesOf(db, user.businessId) });
     } catch (error) {
       return page(reply.code(400), 'events.eta', user, { ...view, error: problem(error) });
     }

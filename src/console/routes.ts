@@ -3,13 +3,14 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import view from '@fastify/view';
 import { Eta } from 'eta';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { MemoryRateLimiter } from '../http/rate-limit.ts';
 import { ApiError } from '../lib/errors.ts';
 import { DUMMY_HASH, verifyPassword } from '../users/password.ts';
 import { findUserByEmail } from '../users/repository.ts';
 import { registerKeyPages } from './keys.ts';
-import { createKit, Forbidden, type ConsoleDeps, type Form } from './kit.ts';
+import { createKit, Forbidden, localNext, type ConsoleDeps, type Form } from './kit.ts';
+import { registerAccountPages } from './account.ts';
 import { registerOrderPages } from './orders.ts';
 import {
   ABSOLUTE_MS, checkCsrf, cookieValue, createSession, csrfTokenOf, endAllSessions, endSession, readSession, SESSION_COOKIE, type SessionUser,
@@ -40,6 +41,7 @@ const ASSETS: Record<string, { type: string; body: () => Buffer }> = (() => {
     'htmx.min.js': { type: 'text/javascript; charset=utf-8', body: file(require.resolve('htmx.org/dist/htmx.min.js')) },
     'console.js': { type: 'text/javascript; charset=utf-8', body: file(join(consoleDir('assets'), 'console.js')) },
     'console.css': { type: 'text/css; charset=utf-8', body: file(join(consoleDir('assets'), 'console.css')) },
+    'favicon.svg': { type: 'image/svg+xml', body: file(join(consoleDir('assets'), 'favicon.svg')) },
   };
 })();
 
@@ -116,7 +118,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     const message = error instanceof Forbidden ? 'Your role does not allow this page.'
       : status < 500 ? (error as Error).message : 'Something went wrong; it has been logged.';
     return reply.code(status).type('text/html; charset=utf-8')
-      .view('message.eta', { title: 'Error', user, csrf: user ? csrfTokenOf(user.token) : '', heading: status === 403 ? 'Not allowed' : 'Something is wrong', message });
+      .view('message.eta', { title: 'Error', user, csrf: user ? csrfTokenOf(user.token) : '', heading: status === 403 ? 'Not allowed' : status === 404 ? 'Not found' : 'Something is wrong', message });
   });
   const kit = createKit(deps);
   const { page, signedIn } = kit;
@@ -137,9 +139,15 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     return reply.redirect(user.role === 'owner' ? '/console/keys' : user.role === 'admin' ? '/console/webhooks' : '/console/orders', 303);
   });
 
+  // After signing out, the sign-in page says so (there is no session left to carry a flash).
+  const SIGNED_OUT: Record<string, string> = { out: 'You are signed out.', everywhere: 'You are signed out on every device and browser.' };
+
   app.get('/console/sign-in', async (request, reply) => {
-    if (request.consoleUser) return reply.redirect('/console', 303);
-    return page(reply, 'sign-in.eta', null, { title: 'Sign in' });
+    const q = kit.queryOf(request);
+    const next = localNext(q.next);
+    if (request.consoleUser) return reply.redirect(next, 303);
+    const notice = q.signed && Object.hasOwn(SIGNED_OUT, q.signed) ? SIGNED_OUT[q.signed] : undefined;
+    return page(reply, 'sign-in.eta', null, { title: 'Sign in', next, notice });
   });
 
   app.post('/console/sign-in', async (request, reply) => {
@@ -151,23 +159,33 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     const account = address.allowed ? await perAccount.take(email) : address;
     if (!account.allowed || !address.allowed) {
       reply.header('retry-after', String(Math.max(account.retryAfterSeconds, address.retryAfterSeconds)));
-      return page(reply.code(429), 'sign-in.eta', null, { title: 'Sign in', email, error: 'Too many attempts. Wait a minute, then try again.' });
+      return page(reply.code(429), 'sign-in.eta', null, { title: 'Sign in', email, next: localNext(form.next), error: 'Too many attempts. Wait a minute, then try again.' });
     }
     const user = email ? await findUserByEmail(db, email) : undefined;
     // A missing user costs a hash too, so the answer's timing does not say which emails exist.
     const ok = await verifyPassword(String(form.password ?? '').slice(0, 200), user?.password_hash ?? DUMMY_HASH);
     if (!user || !ok || user.status !== 'active') {
-      return page(reply.code(401), 'sign-in.eta', null, { title: 'Sign in', email, error: 'Wrong email or password.' });
+      return page(reply.code(401), 'sign-in.eta', null, { title: 'Sign in', email, next: localNext(form.next), error: 'Wrong email or password.' });
     }
     const token = await createSession(db, user, clock());
     reply.header('set-cookie', cookie(token, ABSOLUTE_MS / 1000));
-    return reply.redirect('/console', 303);
+    // Back to the page that was asked for, if it is one of the console's.
+    return reply.redirect(localNext(form.next), 303);
   });
 
   app.post('/console/sign-out', async (request, reply) => {
     if (request.consoleUser) await endSession(db, request.consoleUser.token, clock());
     reply.header('set-cookie', cookie('', 0));
-    return reply.redirect('/console/sign-in', 303);
+    return reply.redirect('/console/sign-in?signed=out', 303);
+  });
+
+  app.get('/console/sign-out-everywhere', async (request, reply) => {
+    const user = signedIn(request, reply);
+    if (!user) return reply;
+    return page(reply, 'confirm.eta', user, {
+      title: 'Sign out everywhere', heading: 'Sign out everywhere?', action: '/console/sign-out-everywhere', button: 'Sign out everywhere', cancel: '/console',
+      message: 'Every session of yours ends: this browser, and any other device or browser where you are signed in.',
+    });
   });
 
   app.post('/console/sign-out-everywhere', async (request, reply) => {
@@ -175,7 +193,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     if (!user) return reply;
     await endAllSessions(db, user.id, clock());
     reply.header('set-cookie', cookie('', 0));
-    return reply.redirect('/console/sign-in', 303);
+    return reply.redirect('/console/sign-in?signed=everywhere', 303);
   });
 
   registerKeyPages(app, kit);
@@ -184,4 +202,13 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   registerTeamPages(app, kit);
   registerAuditPages(app, kit);
   registerImportPages(app, kit);
+  registerAccountPages(app, kit);
+
+  // Any other console address: a page, not the API's JSON (a POST is refused without its token first).
+  const notFound = async (request: FastifyRequest, reply: FastifyReply) => {
+    const user = request.consoleUser;
+    return page(reply.code(404), 'message.eta', user, { title: 'Not found', heading: 'No such page', message: `There is no console page at ${request.url.split('?')[0].slice(0, 200)}.` });
+  };
+  app.get('/console/*', notFound);
+  app.post('/console/*', notFound);
 }

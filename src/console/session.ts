@@ -7,7 +7,9 @@ export const ABSOLUTE_MS = 7 * 86_400_000;
 /** last_seen_at is written at most this often (a session's idle expiry counts from it). */
 const TOUCH_MS = 60_000;
 
-const hashOf = (token: string) => createHash('sha256').update(token).digest('hex');
+/** A session as stored: the SHA-256 of its cookie's secret. */
+export const sessionIdOf = (token: string) => createHash('sha256').update(token).digest('hex');
+const hashOf = sessionIdOf;
 
 /** A new session for a user: 32 random bytes in the cookie, only their hash in the database. */
 export async function createSession(db: Db, user: { id: string; business_id: string }, now: number): Promise<string> {

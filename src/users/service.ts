@@ -1,4 +1,4 @@
-import { createdEvent, updatedEvent } from '../events/log.ts';
+import { createdEvent, namedEvent, updatedEvent } from '../events/log.ts';
 import { conflict, notFound, validationError } from '../lib/errors.ts';
 import { newId } from '../lib/ids.ts';
 import type { WriteContext } from '../write/runner.ts';
@@ -52,4 +52,21 @@ export async function updateUser(ctx: WriteContext, id: string, change: { role?:
   const after = toUser((await findUser(ctx.trx, ctx.businessId, id))!);
   ctx.emit(updatedEvent('user', before, after));
   return after;
+}
+
+/**
+ * Sets a user's password (stored only as its scrypt hash) and ends their sessions: every one, or
+ * every one but `keepSession` (a session's id hash: the user changing their own). The event
+ * (`user.password_changed`, or `user.password_reset` when another user set it) carries the user
+ * as lists show them, never a password or hash; the audit trail keeps it.
+ */
+export async function setPassword(ctx: WriteContext, id: string, password: string, keepSession?: string) {
+  const row = await findUser(ctx.trx, ctx.businessId, id);
+  if (!row) throw notFound('User not found');
+  if (password.length < 12 || password.length > 200) throw validationError({ password: 'Must be 12 to 200 characters' });
+  await ctx.trx.updateTable('users').set({ password_hash: await hashPassword(password), updated_at: ctx.now }).where('id', '=', id).execute();
+  await ctx.trx.updateTable('sessions').set({ revoked_at: ctx.now }).where('user_id', '=', id).where('revoked_at', 'is', null)
+    .$if(keepSession !== undefined, (q) => q.where('id_hash', '!=', keepSession!)).execute();
+  const own = ctx.actor.type === 'user' && ctx.actor.id === id;
+  ctx.emit(namedEvent('user', own ? 'password_changed' : 'password_reset', toUser((await findUser(ctx.trx, ctx.businessId, id))!)));
 }
