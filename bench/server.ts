@@ -35,11 +35,11 @@ export interface Server { base: string; pid: number; child: ChildProcess; stop()
  * The server as `npm start` runs it (dist/server.js), as a child process, on a free port, rate
  * limits off, warnings only; with `profileDir`, it writes a V8 CPU profile there when it stops.
  */
-export function startServer(databaseUrl: string, profileDir?: string): Promise<Server> {
+export function startServer(databaseUrl: string, profileDir?: string, env: Record<string, string> = {}): Promise<Server> {
   const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   const child = spawn(process.execPath, [...profile, '--enable-source-maps', 'dist/server.js'], {
     // Webhooks go to a receiver on loopback (bench/webhooks.ts).
-    env: { ...baseEnv, DATABASE_URL: databaseUrl, PORT: '0', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'on' },
+    env: { ...baseEnv, DATABASE_URL: databaseUrl, PORT: '0', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'on', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

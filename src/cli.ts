@@ -368,12 +368,12 @@ async function runCli(argv: string[], env: Record<string, string | undefined> = 
     }
     // The same two steps as runtime.ts's openDatabase, without importing the HTTP stack it sits
     // next to (a large part of each invocation's start-up), and keeping the list of what ran.
-    const { databaseUrl } = loadConfig(env);
+    const { databaseUrl, pgPreparedStatements } = loadConfig(env);
     if (parsed.command.alone) {
       await parsed.command.alone(databaseUrl, parsed.positionals);
       return 0;
     }
-    handle = createDatabase(databaseUrl);
+    handle = createDatabase(databaseUrl, { prepare: pgPreparedStatements });
     const applied = await migrateToLatest(handle.db, handle.dialect);
     const code = await parsed.command.run!({ ...handle, writes: createWriteRunner(handle.db) }, parsed.values, applied, parsed.positionals);
     return code ?? 0;

@@ -17,6 +17,12 @@ export interface Config {
   readonly authCacheMs: number;
   /** PostgreSQL: name statements (off for a pooler in transaction mode that cannot keep them). */
   readonly pgPreparedStatements: boolean;
+  /**
+   * PostgreSQL: where the events listener (LISTEN, one session of its own) connects: straight to
+   * PostgreSQL when DATABASE_URL goes through a pooler in transaction mode, which cannot keep a
+   * LISTEN (LISTEN_DATABASE_URL); DATABASE_URL by default.
+   */
+  readonly listenDatabaseUrl: string;
   /** Memory for rendered orders (src/orders/render.ts), in MB; 0 turns the cache off. */
   readonly responseCacheMb: number;
   /** How much V8's old generation may grow after a full collection, in percent (0: V8's own factor). */
@@ -156,6 +162,7 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 100 * 1024 * 1024),
     authCacheMs: 4000,
     pgPreparedStatements: flag(env, 'PG_PREPARED_STATEMENTS', true),
+    listenDatabaseUrl: databaseUrl(env.LISTEN_DATABASE_URL || env.DATABASE_URL),
     responseCacheMb: integer(env, 'RESPONSE_CACHE_MB', 32, 0, 4096),
     heapGrowingPercent: integer(env, 'HEAP_GROWING_PERCENT', 100, 0, 1000),
     headersTimeoutMs,

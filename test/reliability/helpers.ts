@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { TYPESCRIPT } from '../helpers/typescript.ts';
@@ -89,9 +93,9 @@ export function startServer(env: Record<string, string>, timeoutMs = 60_000, cwd
 export interface Tenant { businessId: string; apiKey: string; headers: Record<string, string> }
 
 /** `src/cli.ts business create --json` against DATABASE_URL, as an operator would. */
-export async function cliCreateBusiness(databaseUrl: string, name = 'Reliability Supplier', cwd?: string): Promise<Tenant> {
+export async function cliCreateBusiness(databaseUrl: string, name = 'Reliability Supplier', cwd?: string, env: Record<string, string> = {}): Promise<Tenant> {
   const { stdout } = await run(process.execPath, [...typescriptIn(cwd), 'src/cli.ts', 'business', 'create', '--name', name, '--json'], {
-    cwd, env: { ...baseEnv, DATABASE_URL: databaseUrl },
+    cwd, env: { ...baseEnv, DATABASE_URL: databaseUrl, ...env },
   });
   const { businessId, apiKey } = JSON.parse(stdout.trim().split('\n').pop()!);
   return { businessId, apiKey, headers: { 'x-business-id': businessId, 'x-api-key': apiKey } };
@@ -164,3 +168,66 @@ export async function pool<T, R>(items: T[], limit: number, work: (item: T, inde
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Debian's PgBouncer (`apt-get install pgbouncer`; .ci/run installs it) in transaction mode in front
+ * of PG_URL's server, on a free port, as operators run it: the URL of `database` through it.
+ */
+export async function startPgBouncer(database: string): Promise<{ url: string; stop(): Promise<void> }> {
+  const binary = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find((path) => existsSync(path));
+  if (!binary) throw new Error('No pgbouncer: apt-get install -y pgbouncer');
+  const target = new URL(database);
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'supplyline-pgbouncer-'));
+  chmodSync(dir, 0o755);
+  writeFileSync(join(dir, 'users.txt'), `"${decodeURIComponent(target.username) || 'postgres'}" ""\n`);
+  writeFileSync(join(dir, 'pgbouncer.ini'), [
+    '[databases]',
+    `* = host=${target.hostname} port=${target.port || 5432}`,
+    '[pgbouncer]',
+    'listen_addr = 127.0.0.1', `listen_port = ${port}`, 'unix_socket_dir =',
+    'auth_type = trust', `auth_file = ${join(dir, 'users.txt')}`,
+    'pool_mode = transaction', 'default_pool_size = 10', 'max_client_conn = 500',
+    'ignore_startup_parameters = extra_float_digits',
+  ].join('\n'));
+  // PgBouncer will not run as root; -u drops to the postgres user.
+  const child = spawn(binary, [...(process.getuid?.() === 0 ? ['-u', 'postgres'] : []), join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d) => { out += d; });
+  child.stderr!.on('data', (d) => { out += d; });
+  const url = new URL(database);
+  url.port = String(port);
+  url.hostname = '127.0.0.1';
+  const stop = async () => {
+    child.kill('SIGTERM');
+    await exited(child);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  for (let tries = 0; ; tries++) {
+    const c = new pg.Client({ connectionString: url.toString() });
+    try {
+      await c.connect();
+      await c.query('select 1');
+      await c.end();
+      return { url: url.toString(), stop };
+    } catch (error) {
+      await c.end().catch(() => {});
+      if (tries > 50 || child.exitCode !== null) {
+        await stop();
+        throw new Error(`pgbouncer did not start: ${(error as Error).message}\n${out}`);
+      }
+      await sleep(100);
+    }
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
