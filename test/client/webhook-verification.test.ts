@@ -68,3 +68,53 @@ describe('verifyWebhook agrees with the standardwebhooks package', () => {
     assert.equal(await ours(newSecret(), body, both), 'rejected');
   });
 });
+
+describe('verifyWebhook takes headers as frameworks pass them, and agrees with the reference on edge cases', () => {
+  const secret = newSecret();
+  const outcome = async (payload: string, headers: Parameters<typeof verifyWebhook>[1]) => {
+    try { return { ok: await verifyWebhook(payload, headers, secret) }; } catch (error) {
+      return { error: error instanceof WebhookVerificationError ? 'rejected' : (error as Error).name };
+    }
+  };
+  const theirs = (payload: string, headers: Record<string, string>) => {
+    try { return { ok: new Webhook(secret).verify(payload, headers) }; } catch (error) {
+      return { error: (error as Error).name === 'WebhookVerificationError' ? 'rejected' : (error as Error).name };
+    }
+  };
+
+  it('accepts capitalised names in a plain object (AWS Lambda), Fetch Headers and Node\'s IncomingHttpHeaders', async () => {
+    const signed = sign(secret, 'msg_c', new Date());
+    const capitalised = { 'Webhook-Id': signed['webhook-id'], 'Webhook-Timestamp': signed['webhook-timestamp'], 'WEBHOOK-SIGNATURE': signed['webhook-signature'] };
+    assert.deepEqual(theirs(body, capitalised), { ok: JSON.parse(body) });
+    assert.deepEqual(await outcome(body, capitalised), { ok: JSON.parse(body) });
+    assert.deepEqual(await outcome(body, new Headers(capitalised)), { ok: JSON.parse(body) });
+    // IncomingHttpHeaders: lower-case names, values that may be arrays.
+    const incoming: import('node:http').IncomingHttpHeaders = { ...signed, 'x-forwarded-for': ['10.0.0.1', '10.0.0.2'] as never };
+    assert.deepEqual(await outcome(body, incoming), { ok: JSON.parse(body) });
+  });
+
+  it('behaves as the reference on an empty body, odd timestamps and signatures, and missing headers', async () => {
+    const now = new Date();
+    const seconds = String(Math.floor(now.getTime() / 1000));
+    const cases: Array<[string, string, Record<string, string>]> = [];
+    const add = (name: string, payload: string, headers: Record<string, string>) => cases.push([name, payload, headers]);
+    add('empty body', '', sign(secret, 'msg_e', now, ''));
+    add('whitespace body', ' ', sign(secret, 'msg_w', now, ' '));
+    add('timestamp with trailing letters (parseInt reads the number)', body, { ...sign(secret, 'msg_t', now), 'webhook-timestamp': `${seconds}abc` });
+    add('timestamp with a leading space', body, { ...sign(secret, 'msg_t', now), 'webhook-timestamp': ` ${seconds}` });
+    add('timestamp not a number', body, { ...sign(secret, 'msg_t', now), 'webhook-timestamp': 'soon' });
+    add('timestamp in milliseconds', body, { ...sign(secret, 'msg_t', now), 'webhook-timestamp': String(now.getTime()) });
+    const signed = sign(secret, 'msg_s', now);
+    add('signature with a third part', body, { ...signed, 'webhook-signature': `${signed['webhook-signature']},extra` });
+    add('signatures separated by two spaces', body, { ...signed, 'webhook-signature': `v1,AAAA  ${signed['webhook-signature']}` });
+    add('signature without a version', body, { ...signed, 'webhook-signature': signed['webhook-signature'].slice(3) });
+    add('empty signature', body, { ...signed, 'webhook-signature': '' });
+    add('missing id', body, { 'webhook-timestamp': signed['webhook-timestamp'], 'webhook-signature': signed['webhook-signature'] });
+    add('empty id', body, { ...signed, 'webhook-id': '' });
+    add('body not JSON, signed', 'not json', sign(secret, 'msg_j', now, 'not json'));
+    add('both cases of one name, the last wins', body, { ...signed, 'Webhook-Id': 'msg_other' });
+    for (const [name, payload, headers] of cases) {
+      assert.deepEqual(await outcome(payload, headers), theirs(payload, headers), name);
+    }
+  });
+});
