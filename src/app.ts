@@ -14,7 +14,7 @@ import { createRunWrite } from './http/write.ts';
 import { registerMetrics, registerRequestLog, type PoolStats } from './http/metrics.ts';
 import type { RouteDeps } from './http/types.ts';
 import { registerDocs } from './http/openapi.ts';
-import { registerHealth } from './http/health.ts';
+import { registerHealth, type Lifecycle } from './http/health.ts';
 import type { BucketSettings, RateLimiter } from './http/rate-limit.ts';
 import { ErrorResponse, NoQuery } from './http/schema.ts';
 import { validatorCompiler } from './http/validation.ts';
@@ -85,6 +85,8 @@ export interface AppDeps {
   processMetrics?: boolean;
   /** Encrypts stored secrets; from SECRET_KEY, else the server's key file (src/runtime.ts), else a key for this process only. */
   secretBox?: SecretBox;
+  /** Whether the instance is shutting down, for /readyz (src/server.ts). */
+  lifecycle?: Lifecycle;
 }
 
 /** pino options for the server: JSON lines at `level`, and keys never written even if a header is logged. */
@@ -143,7 +145,7 @@ export async function createApp(deps: AppDeps) {
   registerJsonBody(app, config.bodyLimitBytes);
   registerConnectionHandling(app);
   registerRequestLog(app);
-  const registry = registerMetrics(app, { poolStats: deps.poolStats, processMetrics: deps.processMetrics });
+  const registry = registerMetrics(app, { poolStats: deps.poolStats, processMetrics: deps.processMetrics, token: config.metricsToken });
   app.addSchema(ErrorResponse);
 
   const bucket: BucketSettings = { ratePerSecond: config.rateLimitRps, burst: config.rateLimitBurst };
@@ -162,7 +164,7 @@ export async function createApp(deps: AppDeps) {
   app.setNotFoundHandler(answerNotFound);
 
   await registerDocs(app);
-  registerHealth(app, db);
+  registerHealth(app, db, deps.lifecycle);
 
   // Unknown query parameters are refused on every operation, as on lists, so a typo shows.
   app.addHook('onRoute', (route) => {

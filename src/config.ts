@@ -35,6 +35,10 @@ export interface Config {
   readonly keepAliveTimeoutMs: number;
   /** On SIGTERM, requests in flight get this long to finish before the process exits anyway. */
   readonly shutdownTimeoutMs: number;
+  /** After SIGTERM, how long the instance goes on serving with /readyz failing, so the load balancer drains it first. */
+  readonly shutdownDrainMs: number;
+  /** When set, GET /metrics needs `Authorization: Bearer <token>` (METRICS_TOKEN). */
+  readonly metricsToken: string | null;
   /** SECRET_KEY: keys that encrypt stored secrets; null means the key file beside the data (src/runtime.ts). */
   readonly secretKeys: Buffer[] | null;
   readonly webhooks: WebhookConfig;
@@ -134,6 +138,12 @@ function databaseUrl(raw: string | undefined): string {
   return url;
 }
 
+function metricsToken(raw: string | undefined): string | null {
+  if (raw === undefined || raw === '') return null;
+  if (raw.length < 16 || !/^[\x21-\x7e]+$/.test(raw)) throw new ConfigError('METRICS_TOKEN must be at least 16 printable characters without spaces');
+  return raw;
+}
+
 /** Reads every setting once, at start; a bad value stops the process with a clear message. */
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = env.LOG_LEVEL || 'info';
@@ -169,6 +179,8 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutMs,
     keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 1000, 600_000),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 9000, 1000, 600_000),
+    shutdownDrainMs: integer(env, 'SHUTDOWN_DRAIN_MS', 0, 0, 600_000),
+    metricsToken: metricsToken(env.METRICS_TOKEN),
     secretKeys: secretKeys(env.SECRET_KEY),
     consoleCookieSecure: flag(env, 'CONSOLE_COOKIE_SECURE', false),
     trustProxy: trustProxy(env.TRUST_PROXY),

@@ -47,13 +47,21 @@ async function main() {
   const events = new EventBus();
   const listener = listenIfShared(handle.dialect, config.listenDatabaseUrl, EVENTS_CHANNEL, (businessId) => events.notify(businessId), () => events.wakeAll());
   const { box: secretBox } = resolveSecretBox(config);
-  const app = await createApp({ db, config, rateLimiter, logger, poolStats: handle.poolStats, processMetrics: true, events, secretBox });
+  let closing = false;
+  const app = await createApp({
+    db, config, rateLimiter, logger, poolStats: handle.poolStats, processMetrics: true, events, secretBox, lifecycle: { draining: () => closing },
+  });
 
   // Handlers go in before listening, so a signal that arrives right after start is still graceful.
-  let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
+    // /readyz fails from now on; with SHUTDOWN_DRAIN_MS the instance goes on serving meanwhile, so
+    // the load balancer stops sending it requests before it stops taking them.
     closing = true;
+    if (signal === 'SIGTERM' && config.shutdownDrainMs > 0) {
+      console.log(`SIGTERM received: /readyz fails; serving ${config.shutdownDrainMs} ms more while the load balancer drains this instance`);
+      await new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs));
+    }
     console.log(`${signal} received: finishing in-flight requests, then closing the database`);
     // Orchestrators kill after 30 s; exit on our own terms well before, whatever is still open.
     setTimeout(() => {

@@ -1,15 +1,51 @@
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '../db/types.ts';
 import type { FastifyInstance } from 'fastify';
+import { dialectOf } from '../db/dialect.ts';
+import { migrationNames } from '../db/migrate.ts';
+import type { Database } from '../db/types.ts';
 
-/** Liveness (`/healthz`: the process answers) and readiness (`/readyz`: the database answers within 2 s). */
-export function registerHealth(app: FastifyInstance, db: Kysely<Database>): void {
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+/** How long readiness waits for the database before it says no. */
+const READY_TIMEOUT_MS = 2000;
+
+export interface Lifecycle {
+  /** The instance is shutting down (SIGTERM): readiness fails first, so the load balancer drains it. */
+  draining(): boolean;
+}
+
+/**
+ * Kubernetes-style probes, outside the API (no key, not in the OpenAPI document):
+ * - `/livez` (and `/healthz`, kept as its alias): the process answers;
+ * - `/readyz`: the database answers within 2 s, every migration this release knows is applied, and
+ *   the instance is not shutting down. 503 with the reason otherwise.
+ */
+export function registerHealth(app: FastifyInstance, db: Kysely<Database>, lifecycle: Lifecycle = { draining: () => false }): void {
+  const live = async () => ({ status: 'ok' });
+  app.get('/livez', { schema: { hide: true } }, live);
+  app.get('/healthz', { schema: { hide: true } }, live);
+  const expected = migrationNames(dialectOf(db));
+  let migrated = false;
+
+  const check = async (): Promise<string | null> => {
+    if (lifecycle.draining()) return 'shutting down';
+    try {
+      await sql`select 1`.execute(db);
+      if (!migrated) {
+        // Once every migration is there it stays there: a later release only adds to them.
+        const applied = new Set((await sql<{ name: string }>`select name from kysely_migration`.execute(db)).rows.map((r) => r.name));
+        migrated = expected.every((name) => applied.has(name));
+        if (!migrated) return 'migrations pending';
+      }
+      return null;
+    } catch {
+      return 'database unavailable';
+    }
+  };
+
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
-    const ready = await Promise.race([
-      sql`select 1`.execute(db).then(() => true, () => false),
-      new Promise<boolean>((resolve) => setTimeout(resolve, 2000, false).unref()),
+    const reason = await Promise.race([
+      check(),
+      new Promise<string>((resolve) => setTimeout(resolve, READY_TIMEOUT_MS, 'database unavailable').unref()),
     ]);
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ok' : 'unavailable' });
+    return reply.code(reason === null ? 200 : 503).send(reason === null ? { status: 'ok' } : { status: 'unavailable', reason });
   });
 }

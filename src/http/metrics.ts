@@ -1,4 +1,6 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { ApiError } from '../lib/errors.ts';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Connection pool use; PostgreSQL only (SQLite has one connection and nothing to report). */
@@ -13,6 +15,16 @@ export interface MetricsOptions {
   poolStats?: () => PoolStats | null;
   /** Process and Node.js metrics (memory, CPU, event-loop lag); on for the server, off in tests. */
   processMetrics?: boolean;
+  /** METRICS_TOKEN: when set, a scrape needs `Authorization: Bearer <token>`. */
+  token?: string | null;
+}
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+/** Whether the request carries the bearer token; compared in constant time. */
+function bearerMatches(header: string | undefined, token: string): boolean {
+  const given = /^Bearer (\S+)$/i.exec(header ?? '')?.[1] ?? '';
+  return timingSafeEqual(digest(given), digest(token));
 }
 
 /** Requests that matched no route share one label, so that scanners cannot blow up the series count. */
@@ -66,7 +78,12 @@ export function registerMetrics(app: FastifyInstance, options: MetricsOptions = 
     if (reply.statusCode === 429) rateLimited.inc({ route: labels.route });
   });
 
-  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+  const token = options.token ?? null;
+  app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+    if (token !== null && !bearerMatches(request.headers.authorization, token)) {
+      reply.header('www-authenticate', 'Bearer realm="metrics"');
+      throw new ApiError('UNAUTHORIZED', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>');
+    }
     reply.header('content-type', registry.contentType);
     return registry.metrics();
   });

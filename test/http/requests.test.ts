@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createApp } from '../../src/app.ts';
@@ -87,6 +88,53 @@ for (const backend of backends) {
       assert.equal(body.errorCode, 'INTERNAL_ERROR');
       assert.equal(body.message, 'Internal server error');
       assert.ok(!res.body.includes('secret') && !res.body.includes('.ts'));
+    });
+
+    it('probes: /livez and /healthz while the process answers; /readyz only with every migration applied and not shutting down', async () => {
+      const other = await createTestDatabase(backend);
+      let draining = false;
+      const app = await createApp({ db: other.handle.db, config: loadConfig({ RATE_LIMIT_RPS: '0' }), rateLimiter: null, lifecycle: { draining: () => draining } });
+      try {
+        const probe = async (url: string) => { const r = await app.inject({ method: 'GET', url }); return [r.statusCode, r.json()]; };
+        assert.deepEqual(await probe('/livez'), [200, { status: 'ok' }]);
+        assert.deepEqual(await probe('/healthz'), [200, { status: 'ok' }]);
+        // A migration this release knows is missing (another release rolled it back, or it never ran).
+        const { rows } = await sql<{ name: string }>`select name from kysely_migration order by name desc limit 1`.execute(other.handle.db);
+        await sql`delete from kysely_migration where name = ${rows[0].name}`.execute(other.handle.db);
+        assert.deepEqual(await probe('/readyz'), [503, { status: 'unavailable', reason: 'migrations pending' }]);
+        await sql`insert into kysely_migration (name, timestamp) values (${rows[0].name}, ${new Date(0).toISOString()})`.execute(other.handle.db);
+        assert.deepEqual(await probe('/readyz'), [200, { status: 'ok' }]);
+        draining = true;
+        assert.deepEqual(await probe('/readyz'), [503, { status: 'unavailable', reason: 'shutting down' }], 'readiness fails first on SIGTERM');
+        assert.deepEqual(await probe('/livez'), [200, { status: 'ok' }], 'while the process still answers');
+      } finally {
+        await app.close();
+        await other.handle.close();
+        await other.drop();
+      }
+    });
+
+    it('protects /metrics with METRICS_TOKEN when it is set', async () => {
+      const token = 'scrape-token-0123456789';
+      const app = await createApp({ db: database.handle.db, config: loadConfig({ RATE_LIMIT_RPS: '0', METRICS_TOKEN: token }), rateLimiter: null });
+      try {
+        const scrape = (authorization?: string) => app.inject({ method: 'GET', url: '/metrics', headers: authorization ? { authorization } : {} });
+        for (const wrong of [undefined, 'Bearer nope', `Basic ${token}`, `Bearer ${token}x`]) {
+          const refused = await scrape(wrong);
+          assert.equal(refused.statusCode, 401, String(wrong));
+          assert.equal(refused.headers['www-authenticate'], 'Bearer realm="metrics"');
+          assert.equal(refused.json().errorCode, 'UNAUTHORIZED');
+        }
+        const ok = await scrape(`Bearer ${token}`);
+        assert.equal(ok.statusCode, 200);
+        assert.match(ok.body, /supplyline_http_requests_total/);
+      } finally {
+        await app.close();
+      }
+      const open = await createApp({ db: database.handle.db, config: loadConfig({ RATE_LIMIT_RPS: '0' }), rateLimiter: null });
+      assert.equal((await open.inject({ method: 'GET', url: '/metrics' })).statusCode, 200, 'open without a token, as before');
+      await open.close();
+      assert.throws(() => loadConfig({ METRICS_TOKEN: 'short' }), /METRICS_TOKEN must be at least 16/);
     });
 
     it('answers /readyz 503 when the database is gone', async () => {

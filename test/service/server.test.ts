@@ -82,6 +82,22 @@ describe('npm start (src/server.ts)', () => {
     assert.equal(await exited(server.child), 0);
   });
 
+  it('on SIGTERM with SHUTDOWN_DRAIN_MS, fails /readyz at once and goes on serving until the drain ends, then exits 0', async () => {
+    const server = await start({ DATABASE_URL: `sqlite:${join(dir, 'drain.db')}`, SHUTDOWN_DRAIN_MS: '1500' });
+    assert.equal((await fetch(`${server.base}/readyz`)).status, 200);
+    const signalled = Date.now();
+    const exit = exited(server.child);
+    server.child.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const ready = await fetch(`${server.base}/readyz`);
+    assert.equal(ready.status, 503);
+    assert.deepEqual(await ready.json(), { status: 'unavailable', reason: 'shutting down' });
+    assert.equal((await fetch(`${server.base}/livez`)).status, 200, 'still alive, and still serving, while the load balancer drains it');
+    assert.equal((await fetch(`${server.base}/api/v1/items`)).status, 401);
+    assert.equal(await exit, 0);
+    assert.ok(Date.now() - signalled >= 1400, `it served for the drain (${Date.now() - signalled} ms)`);
+  });
+
   it('exits 1 with a clear message on bad configuration', async () => {
     const child = spawn(process.execPath, [...TYPESCRIPT, 'src/server.ts'], { env: { ...baseEnv, PORT: 'abc' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let err = '';
