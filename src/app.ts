@@ -14,6 +14,7 @@ import { createRunWrite } from './http/write.ts';
 import { registerMetrics, registerRequestLog, type PoolStats } from './http/metrics.ts';
 import type { RouteDeps } from './http/types.ts';
 import { registerDocs } from './http/openapi.ts';
+import { registerCors } from './http/cors.ts';
 import { registerHealth, type Lifecycle } from './http/health.ts';
 import type { BucketSettings, RateLimiter } from './http/rate-limit.ts';
 import { ErrorResponse, NoQuery } from './http/schema.ts';
@@ -147,6 +148,8 @@ export async function createApp(deps: AppDeps) {
   registerRequestLog(app);
   const registry = registerMetrics(app, { poolStats: deps.poolStats, processMetrics: deps.processMetrics, token: config.metricsToken });
   app.addSchema(ErrorResponse);
+  // Before the API's authentication, so that a preflight (which carries no key) is answered.
+  await registerCors(app, config.corsOrigins);
 
   const bucket: BucketSettings = { ratePerSecond: config.rateLimitRps, burst: config.rateLimitBurst };
   const authenticator = createAuthenticator(db, config.authCacheMs, clock);

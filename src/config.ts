@@ -50,6 +50,8 @@ export interface Config {
    * the socket's address is the client's.
    */
   readonly trustProxy: string[] | null;
+  /** CORS_ORIGINS: the exact origins whose pages may call the API from a browser (src/http/cors.ts); null: none. */
+  readonly corsOrigins: readonly string[] | null;
   readonly imports: ImportConfig;
 }
 
@@ -89,6 +91,20 @@ function trustProxy(raw: string | undefined): string[] | null {
   } catch (error) {
     throw new ConfigError(`TRUST_PROXY must name the proxies' addresses or CIDRs, comma-separated: ${(error as Error).message}`);
   }
+}
+
+/** Exact origins only (scheme, host, port): never `*`, `null` or a path, so an origin is allowed only by name. */
+function corsOrigins(raw: string | undefined): readonly string[] | null {
+  if (raw === undefined || raw.trim() === '') return null;
+  const origins = raw.split(',').map((o) => o.trim()).filter(Boolean);
+  for (const origin of origins) {
+    let parsed: URL | null = null;
+    try { parsed = new URL(origin); } catch { /* reported below */ }
+    if (!parsed || !['http:', 'https:'].includes(parsed.protocol) || parsed.origin !== origin || parsed.hostname.includes('*')) {
+      throw new ConfigError(`CORS_ORIGINS must list exact origins such as https://app.example.com, comma-separated (no *, path or trailing slash): got '${origin}'`);
+    }
+  }
+  return Object.freeze(origins);
 }
 
 function retrySchedule(raw: string | undefined): number[] {
@@ -184,6 +200,7 @@ export function loadConfig(env: Env = process.env): Config {
     secretKeys: secretKeys(env.SECRET_KEY),
     consoleCookieSecure: flag(env, 'CONSOLE_COOKIE_SECURE', false),
     trustProxy: trustProxy(env.TRUST_PROXY),
+    corsOrigins: corsOrigins(env.CORS_ORIGINS),
     imports: Object.freeze({
       maxBytes: integer(env, 'IMPORT_MAX_BYTES', 1024 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),
       concurrency: integer(env, 'IMPORT_CONCURRENCY', 2, 0, 64),

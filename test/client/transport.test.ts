@@ -46,7 +46,7 @@ describe('@supplyline/client calls', async () => {
     const start = server.seen.length;
     script.push(502);
     await client().buyers.create({ buyer: { name: 'Acme' } }, { idempotencyKey: 'import-42-buyer' });
-    await client().buyers.patch('phm_1', { name: 'Acme 2' }, { idempotencyKey: 'import-42-rename' });
+    await client().buyers.patch('phm_1', { buyer: { name: 'Acme 2' } }, { idempotencyKey: 'import-42-rename' });
     assert.deepEqual(since(start).map((s) => s.headers['idempotency-key']), ['import-42-buyer', 'import-42-buyer', 'import-42-rename']);
   });
 
