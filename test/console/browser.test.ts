@@ -5,12 +5,18 @@ import { after, before, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createUser } from '../../src/users/service.ts';
 import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { accessibilityProblems, launchBrowser, screenshot } from '../helpers/browser.ts';
 import { describeEachBackend, type Tenant } from '../helpers/context.ts';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig } from '../../src/config.ts';
 import { createFixture, createOrder, patchOrder } from '../helpers/orders.ts';
 import { startReceiver } from '../helpers/receiver.ts';
+
+/** Full-page screenshots for review, in the git-ignored test-results/screenshots. */
+const SHOTS = join(import.meta.dirname, '..', '..', 'test-results', 'screenshots');
+const screenshotPath = (name: string) => { mkdirSync(SHOTS, { recursive: true }); return join(SHOTS, `${name}.png`); };
 
 // The app's clock, moved forward by the tests that need time to pass (a rotation's grace period).
 let offsetMs = 0;
@@ -90,11 +96,17 @@ describeEachBackend('the supplier console, in a browser', (ctx) => {
     await screenshot(page, `${ctx().backend}-keys`);
     assert.deepEqual(await accessibilityProblems(page), []);
     assert.equal(await api(key), 200);
-    await page.goto(`${base}/console/keys`);
+    // Reloading the page the action led to makes no second key, and no longer shows this one.
+    await page.reload();
     assert.equal(await page.locator('#new-key-value').count(), 0, 'the key is shown once');
+    assert.equal(await page.locator('tr', { hasText: 'ERP integration' }).count(), 1, 'a reload makes no second key');
     const row = page.locator('tr', { hasText: key.slice(0, 12) });
-    await row.getByRole('button', { name: 'Revoke' }).click();
+    await row.getByRole('link', { name: 'Revoke' }).click();
+    await page.waitForURL(/\/console\/keys\/[^/]+\/revoke$/);
+    assert.equal(await api(key), 200, 'asking revokes nothing');
+    await page.getByRole('button', { name: 'Revoke' }).click();
     await page.waitForURL(/\/console\/keys$/);
+    await page.getByText('Revoked the key "ERP integration"').waitFor();
     const revokedAt = Date.now();
     while (await api(key) !== 401) {
       assert.ok(Date.now() - revokedAt < 5000, 'revoked key still accepted after 5 s');
@@ -204,10 +216,16 @@ describeEachBackend('the supplier console, in a browser', (ctx) => {
     await owner.getByLabel('Role', { exact: true }).selectOption('viewer');
     await owner.getByRole('button', { name: 'Add user' }).click();
     await owner.getByText(`Added new-${ctx().backend}@example.com`).waitFor();
+    assert.equal(await owner.locator('#new-password').count(), 1);
     await screenshot(owner, `${ctx().backend}-team`);
+    await owner.reload();
+    assert.equal(await owner.locator('#new-password').count(), 0, 'the password is shown once');
+    assert.equal(await owner.locator('tr', { hasText: `new-${ctx().backend}@example.com` }).count(), 1, 'a reload adds no one');
     await second.goto(`${base}/console/orders`);
+    await second.getByRole('link', { name: 'Sign out everywhere' }).click();
     await second.getByRole('button', { name: 'Sign out everywhere' }).click();
-    await second.waitForURL(/sign-in/);
+    await second.waitForURL(/sign-in\?signed=everywhere/);
+    await second.getByText('You are signed out on every device').waitFor();
     await first.goto(`${base}/console/keys`);
     assert.match(first.url(), /sign-in/);
     // Only that user's sessions: the owner is still signed in.
@@ -226,15 +244,17 @@ describeEachBackend('the supplier console, in a browser', (ctx) => {
       const secret = (await page.locator('#new-secret-value').textContent())!.trim();
       assert.match(secret, /^whsec_/);
       assert.deepEqual(await accessibilityProblems(page), []);
-      await page.getByRole('link', { name: receiver.url }).click();
       await page.getByRole('button', { name: 'Send test event' }).click();
+      await page.getByText('A webhook.test event is on its way').waitFor();
       const [got] = await receiver.until((r) => r.length === 1);
       assert.equal(got.event.type, 'webhook.test');
       new Webhook(secret).verify(got.body, got.headers);
-      await page.waitForTimeout(100);
-      await page.reload();
+      // Three reloads send no more test events.
+      for (let i = 0; i < 3; i++) await page.reload();
       const row = page.locator('tr', { hasText: 'webhook.test' });
       await row.getByText('succeeded').waitFor();
+      assert.equal(await row.count(), 1, 'one test event, however often the page is reloaded');
+      assert.equal(receiver.received.length, 1);
       await screenshot(page, `${ctx().backend}-webhook`);
       assert.deepEqual(await accessibilityProblems(page), []);
       await page.getByLabel('Status').selectOption('paused');
@@ -263,12 +283,65 @@ describeEachBackend('the supplier console, in a browser', (ctx) => {
     await screenshot(page, `${ctx().backend}-orders`);
     await page.getByRole('link', { name: unsynced.internalReference }).click();
     await page.getByText('order.updated').waitFor();
-    await page.getByText('Leave at the back door').waitFor();
+    await page.locator('dd', { hasText: 'Leave at the back door' }).waitFor();
     assert.deepEqual(await accessibilityProblems(page), []);
     await screenshot(page, `${ctx().backend}-order`);
     await page.getByRole('link', { name: 'Events' }).click();
     await page.getByRole('cell', { name: 'order.updated' }).first().waitFor();
     assert.deepEqual(await accessibilityProblems(page), []);
     await screenshot(page, `${ctx().backend}-events`);
+  });
+
+  it('lays out every page at 375 and 1280 px: no sideways scroll, no axe violation, no console error', async () => {
+    const fixture = await createFixture(ctx(), tenant);
+    const order = await createOrder(ctx(), tenant, fixture, { externalReference: 'PO-9001', properties: { erp: { no: 12, lines: ['a', 'b'] } } });
+    const hook = await ctx().request('POST', '/api/v1/webhook-endpoints', { as: tenant, body: { url: 'https://hooks.example.com/a-rather-long-path/for/the/layout/check', description: 'Layout check', eventTypes: ['buyer.deleted'] } });
+    assert.equal(hook.status, 201);
+    const viewer = await ctx().db.selectFrom('users').select('id').where('email', '=', users.viewer.email).executeTakeFirstOrThrow();
+    const pages: Record<string, string> = {
+      keys: '/console/keys', 'key-revoke': `/console/keys/${tenant.keyId}/revoke`, webhooks: '/console/webhooks', 'webhook-page': `/console/webhooks/${hook.body.id}`,
+      'webhook-disable': `/console/webhooks/${hook.body.id}/disable`, 'orders-list': '/console/orders', 'order-page': `/console/orders/${order.id}`,
+      'events-feed': '/console/events', imports: '/console/imports', 'team-page': '/console/team', 'team-reset': `/console/team/${viewer.id}/reset-password`,
+      'audit-trail': '/console/audit', account: '/console/account', 'sign-out-everywhere': '/console/sign-out-everywhere', 'not-found': '/console/no/such/page',
+    };
+    const context = await browser.newContext({ viewport: { width: 375, height: 740 } });
+    const signedOut = await (await browser.newContext({ viewport: { width: 375, height: 740 } })).newPage();
+    const page = await signIn('owner', context);
+    const errors: string[] = [];
+    for (const p of [page, signedOut]) {
+      p.on('console', (m) => { if (m.type() === 'error' && !m.location().url.endsWith('/no/such/page')) errors.push(`${m.text()} at ${m.location().url}`); });
+      p.on('pageerror', (e) => errors.push(e.message));
+      p.on('response', (r) => { if (r.status() >= 400 && !r.url().endsWith('/no/such/page')) errors.push(`${r.status()} ${r.url()}`); });
+    }
+    const check = async (p: Page, name: string, width: number) => {
+      const { scroll, client, wide } = await p.evaluate(() => {
+        const limit = document.documentElement.clientWidth;
+        // The outermost elements that stick out, to name in a failure.
+        const out = [...document.body.querySelectorAll('*')].filter((e) => e.getBoundingClientRect().right > limit + 0.5 && !(e.parentElement && e.parentElement.getBoundingClientRect().right > limit + 0.5));
+        return { scroll: document.documentElement.scrollWidth, client: limit, wide: out.slice(0, 3).map((e) => `${e.tagName.toLowerCase()}.${e.className}`) };
+      });
+      assert.ok(scroll <= client, `${name} at ${width} px is ${scroll} px wide: ${wide.join(', ')}`);
+      assert.deepEqual(await accessibilityProblems(p), [], `${name} at ${width} px`);
+      await p.screenshot({ path: screenshotPath(`${ctx().backend}-${name}-${width}`), fullPage: true });
+    };
+    for (const width of [375, 1280]) {
+      await page.setViewportSize({ width, height: width === 375 ? 740 : 800 });
+      await signedOut.setViewportSize({ width, height: width === 375 ? 740 : 800 });
+      await signedOut.goto(`${base}/console/sign-in`);
+      await check(signedOut, 'sign-in', width);
+      for (const [name, path] of Object.entries(pages)) {
+        const response = await page.goto(`${base}${path}`);
+        assert.equal(response?.status(), name === 'not-found' ? 404 : 200, `${path}`);
+        await check(page, name, width);
+      }
+    }
+    // Times read in the viewer's zone once the script has run; the exact UTC time stays on hover.
+    await page.goto(`${base}/console/orders/${order.id}`);
+    const time = page.locator('time').first();
+    assert.match(await time.getAttribute('title') ?? '', /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+    assert.doesNotMatch(await time.textContent() ?? '', /UTC$/, 'rewritten by console.js');
+    assert.deepEqual(errors, []);
+    await context.close();
+    await signedOut.context().close();
   });
 }, { clock, config: { webhooks: { ...loadConfig({}).webhooks, allowPrivateNetworks: true } } });
