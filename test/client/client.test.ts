@@ -1,8 +1,8 @@
 // @supplyline/client against a real server process, on SQLite and (with TEST_DATABASE_URL) PostgreSQL,
 // through a proxy that can drop connections and answer 429 and 503.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server as HttpServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -302,6 +302,32 @@ for (const backend of backendList) {
       assert.match(second.stdout, /in sync: 2 orders/);
       const mirror = JSON.parse(readFileSync(file, 'utf8'));
       assert.equal(mirror.orders[order.id].notes, 'while away');
+    });
+
+    it('the mirror example appends each checkpoint to a journal, and a second Ctrl-C does not cut its final check short', async () => {
+      const file = join(dir, 'mirror.json');
+      const env = { ...baseEnv, SUPPLYLINE_URL: server.base, SUPPLYLINE_BUSINESS_ID: tenant.businessId, SUPPLYLINE_API_KEY: tenant.apiKey };
+      const child = spawn(process.execPath, ['--conditions=supplyline-source', ...TYPESCRIPT, 'examples/mirror-orders.ts', file, '--follow'], { env });
+      let out = '';
+      child.stdout.on('data', (d) => { out += d; });
+      child.stderr.on('data', (d) => { out += d; });
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      try {
+        const snapshot = readFileSync(file, 'utf8');
+        const [order] = await client.orders.page().then((p) => p.items);
+        await client.orders.patch(order.id, { order: { notes: 'journalled' } });
+        for (let i = 0; i < 200 && !(existsSync(`${file}.journal`) && readFileSync(`${file}.journal`, 'utf8').includes('journalled')); i++) await sleep(50);
+        assert.match(readFileSync(`${file}.journal`, 'utf8'), /journalled/, 'the checkpoint appended the changed order');
+        assert.equal(readFileSync(file, 'utf8'), snapshot, 'and left the snapshot as it was');
+        child.kill('SIGINT');
+        child.kill('SIGINT');
+        assert.equal(await exited, 0, out);
+      } finally {
+        child.kill('SIGKILL');
+      }
+      assert.match(out, /in sync: 2 orders/);
+      assert.ok(!existsSync(`${file}.journal`), 'the journal was folded into the snapshot');
+      assert.equal(JSON.parse(readFileSync(file, 'utf8')).orders[(await client.orders.page()).items.find((o) => o.notes === 'journalled')!.id].notes, 'journalled');
     });
   });
 }

@@ -109,6 +109,21 @@ describe('@supplyline/client calls', async () => {
     await assert.rejects(client().buyers.page({}, { signal: controller.signal }), (error: unknown) => error === reason);
   });
 
+  it('sends the raw openapi-fetch client through the same retries, and hands it errors as answers', async () => {
+    const start = server.seen.length;
+    script.push(503);
+    const ok = await client().raw.GET('/api/v1/buyers/{id}', { params: { path: { id: 'phm_1' } } });
+    assert.deepEqual(ok.data, buyer);
+    script.push(400);
+    const refused = await client().raw.POST('/api/v1/buyers', { body: { buyer: { name: '' } } });
+    assert.equal(refused.response.status, 400);
+    assert.equal(refused.error?.errorCode, 'VALIDATION_ERROR');
+    const seen = since(start);
+    assert.equal(seen.length, 3);
+    assert.match(String(seen[2].headers['idempotency-key']), /.+/, 'a raw POST gets a key too');
+    assert.deepEqual(JSON.parse(seen[2].body), { buyer: { name: '' } });
+  });
+
   it('sends User-Agent supplyline-node/<version>, per-call headers, and calls the hooks on every attempt', async () => {
     const pkg = JSON.parse(readFileSync(new URL('../../clients/typescript/package.json', import.meta.url), 'utf8'));
     assert.equal(VERSION, pkg.version);
