@@ -315,10 +315,11 @@ describeEachBackend('the supplier console, in a browser', (ctx) => {
     }
     const check = async (p: Page, name: string, width: number) => {
       const { scroll, client, wide } = await p.evaluate(() => {
-        const limit = document.documentElement.clientWidth;
+        const doc = (globalThis as any).document;
+        const limit: number = doc.documentElement.clientWidth;
         // The outermost elements that stick out, to name in a failure.
-        const out = [...document.body.querySelectorAll('*')].filter((e) => e.getBoundingClientRect().right > limit + 0.5 && !(e.parentElement && e.parentElement.getBoundingClientRect().right > limit + 0.5));
-        return { scroll: document.documentElement.scrollWidth, client: limit, wide: out.slice(0, 3).map((e) => `${e.tagName.toLowerCase()}.${e.className}`) };
+        const out = [...doc.body.querySelectorAll('*')].filter((e: any) => e.getBoundingClientRect().right > limit + 0.5 && !(e.parentElement && e.parentElement.getBoundingClientRect().right > limit + 0.5));
+        return { scroll: doc.documentElement.scrollWidth as number, client: limit, wide: out.slice(0, 3).map((e: any) => `${e.tagName.toLowerCase()}.${e.className}`) as string[] };
       });
       assert.ok(scroll <= client, `${name} at ${width} px is ${scroll} px wide: ${wide.join(', ')}`);
       assert.deepEqual(await accessibilityProblems(p), [], `${name} at ${width} px`);

@@ -76,7 +76,7 @@ async function resources(ctx: TestContext, t: Tenant, s: Session) {
 
 const FIELDS = ['page', 'propertyPath', 'propertyValue', 'propertyExists', 'phase', 'status', 'since', 'types', 'resourceId', 'resourceType',
   'before', 'after', 'name', 'expiresInDays', 'email', 'password', 'role', 'action', 'url', 'description', 'eventTypes',
-  'afterSequence', 'untilSequence', 'graceSeconds', 'x'];
+  'afterSequence', 'untilSequence', 'graceSeconds', 'current', 'repeat', 'next', 'signed', 'x'];
 const HOSTILE = ['valueOf', '__proto__', 'constructor', '', '0', '-1', '1e309', 'NaN', '9'.repeat(40), 'a'.repeat(5000), '\u0000', 'a\u0000b@example.com', '%00', '../..', '<script>', '\ud800', '2026-13-45', 'order.*', 'enabled', 'owner', 'disable', '3600'];
 const value = fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom(...HOSTILE));
 
@@ -85,6 +85,8 @@ describeEachBackend('the console under hostile input', (ctx) => {
     const routes = consoleRoutes();
     assert.ok(routes.length >= 20, `${routes.length} routes`);
     assert.ok(routes.some((r) => r.method === 'POST' && r.path === '/console/webhooks/:id/replay'));
+    assert.ok(routes.some((r) => r.method === 'GET' && r.path === '/console/team/:id/reset-password'));
+    assert.ok(routes.some((r) => r.method === 'POST' && r.path === '/console/account/password'));
   });
 
   it('never answers 5xx to arbitrary ids, queries and forms, signed in as an owner', async () => {
