@@ -11,7 +11,7 @@ import { checkQueryEncoding } from './http/query-encoding.ts';
 import { createErrorHandler } from './http/error-handler.ts';
 import { notFound } from './lib/errors.ts';
 import { createRunWrite } from './http/write.ts';
-import { registerMetrics, registerRequestLog, type PoolStats } from './http/metrics.ts';
+import { registerMetrics, registerRequestLog, registerServiceMetrics, type PoolStats } from './http/metrics.ts';
 import type { RouteDeps } from './http/types.ts';
 import { registerDocs } from './http/openapi.ts';
 import { registerCors } from './http/cors.ts';
@@ -175,11 +175,16 @@ export async function createApp(deps: AppDeps) {
   });
 
   const events = deps.events ?? new EventBus();
+  const meters = registerServiceMetrics(registry, { longPolls: () => events.waiting });
   const box = deps.secretBox ?? new SecretBox(config.secretKeys ?? [randomBytes(32)]);
-  const writes = deps.writes ?? createWriteRunner(db, { idempotencyTtlHours: config.idempotencyTtlHours, clock, onEvents: (id) => events.notify(id), box });
+  const writes = deps.writes ?? createWriteRunner(db, {
+    idempotencyTtlHours: config.idempotencyTtlHours, clock, onEvents: (id) => events.notify(id), box, lockWaiting: meters.lockWaiting, lockWait: meters.lockWait,
+  });
   const worker = createWebhookWorker({ db, writes, config: config.webhooks, box, events, clock, log: app.log, registry });
   registerWebhookGauges(registry, db, clock);
-  const importer = createImportWorker({ db, writes, clock, concurrency: config.imports.concurrency, leaseMs: config.imports.leaseMs, log: app.log });
+  const importer = createImportWorker({
+    db, writes, clock, concurrency: config.imports.concurrency, leaseMs: config.imports.leaseMs, log: app.log, lines: meters.importLines,
+  });
   // Long polls answer at once when the server stops, rather than hold the shutdown.
   app.addHook('preClose', async () => events.close());
   const routeDeps: RouteDeps = {

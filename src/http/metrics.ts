@@ -90,6 +90,28 @@ export function registerMetrics(app: FastifyInstance, options: MetricsOptions = 
   return registry;
 }
 
+/** The service's own meters, beside the HTTP ones: what the app's parts record into. */
+export function registerServiceMetrics(registry: Registry, sources: { longPolls: () => number }) {
+  new Gauge({
+    name: 'supplyline_feed_long_polls_waiting', help: 'Long polls of the event feed now waiting on this instance',
+    registers: [registry], collect() { this.set(sources.longPolls()); },
+  });
+  return {
+    lockWaiting: new Gauge({
+      name: 'supplyline_write_lock_waiting', help: 'Write transactions of this instance now waiting for their business\'s write lock',
+      registers: [registry],
+    }),
+    lockWait: new Histogram({
+      name: 'supplyline_write_lock_wait_seconds', help: 'How long each write transaction waited for its business\'s write lock',
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [registry],
+    }),
+    importLines: new Counter({
+      name: 'supplyline_import_lines_total', help: 'Import lines this instance applied, by outcome (created, updated, unchanged, failed); its rate is lines per second',
+      labelNames: ['outcome'], registers: [registry],
+    }),
+  };
+}
+
 /**
  * One log line per request, written when the response is sent: request id (pino's `reqId`),
  * business, method, route pattern, URL path, status and latency. Headers are never logged, so

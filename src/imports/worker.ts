@@ -26,6 +26,8 @@ export interface ImportWorkerDeps {
   log: { warn(details: object, message: string): void };
   /** Only this import (the CLI applies the one it received); else any. */
   only?: string;
+  /** Lines applied by this instance, by outcome (/metrics: their rate is the lines per second). */
+  lines?: { inc(labels: { outcome: string }, value: number): void };
 }
 
 export interface ImportWorker {
@@ -153,9 +155,15 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
       const finished = stopped || line === imp.total_lines
         ? { state: stopped ? 'STOPPED' as const : 'COMPLETED' as const, at: iso(clock()) } : undefined;
       if (!await advance(ctx.trx, held, line, { counts: next, leaseUntil: iso(clock() + deps.leaseMs), finished })) throw new LostLease();
-      Object.assign(counts, next);
-      return { line, stopped };
-    }).catch((error) => {
+      return { line, stopped, next };
+    }).then((batch) => {
+      // Committed: the batch's lines count now, and not before.
+      for (const outcome of ['created', 'updated', 'unchanged', 'failed'] as const) {
+        if (batch.next[outcome] > counts[outcome]) deps.lines?.inc({ outcome }, batch.next[outcome] - counts[outcome]);
+      }
+      Object.assign(counts, batch.next);
+      return batch;
+    }, (error) => {
       if (error instanceof LostLease) return null;
       throw error;
     });

@@ -2,6 +2,9 @@ import type { Kysely } from 'kysely';
 import { Gauge, type Registry } from 'prom-client';
 import type { Database } from '../db/types.ts';
 
+/** Endpoints reported by the oldest undelivered delivery's age: the worst ones, so the series stay few. */
+const ENDPOINTS_SHOWN = 50;
+
 /** Queue depth and the oldest due delivery's age, read when /metrics is scraped. */
 export function registerWebhookGauges(registry: Registry, db: Kysely<Database>, clock: () => number): void {
   new Gauge({
@@ -22,6 +25,19 @@ export function registerWebhookGauges(registry: Registry, db: Kysely<Database>, 
         .where('status', '=', 'pending').where('due_at', '<=', now).executeTakeFirst();
       const due = row?.due as Date | string | null | undefined;
       this.set(due == null ? 0 : Math.max(0, (clock() - new Date(due).getTime()) / 1000));
+    },
+  });
+  new Gauge({
+    name: 'supplyline_webhook_oldest_undelivered_seconds',
+    help: `Age of each endpoint's oldest delivery not yet delivered (queued, pending or being sent), for the ${ENDPOINTS_SHOWN} endpoints with the oldest`,
+    labelNames: ['endpoint'], registers: [registry],
+    async collect() {
+      const rows = await db.selectFrom('webhook_deliveries').select(['endpoint_id', (eb) => eb.fn.min('created_at').as('oldest')])
+        .where('status', 'in', ['queued', 'pending', 'delivering']).groupBy('endpoint_id')
+        .orderBy((eb) => eb.fn.min('created_at')).limit(ENDPOINTS_SHOWN).execute();
+      // An endpoint whose queue emptied drops out rather than staying at its last age.
+      this.reset();
+      for (const row of rows) this.set({ endpoint: row.endpoint_id }, Math.max(0, (clock() - new Date(row.oldest as string | Date).getTime()) / 1000));
     },
   });
 }

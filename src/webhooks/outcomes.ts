@@ -29,6 +29,8 @@ export interface OutcomeRecorderDeps {
   config: WebhookConfig;
   log: FastifyBaseLogger;
   attempts?: Counter<'outcome'>;
+  /** Deliveries that ended (no retry left to make), by how: succeeded, failed, gone. */
+  deliveries?: Counter<'outcome'>;
   /** After a batch is recorded; `failures` when one of them has a retry to time. */
   recorded(failures: boolean): void;
 }
@@ -68,7 +70,8 @@ export function createOutcomeRecorder(deps: OutcomeRecorderDeps) {
     flushing = flushing.then(async () => {
       for (const [businessId, group] of groupBy(batch, (o) => o.claim.business_id)) {
         try {
-          await writes.run({ businessId, actor: SYSTEM }, (ctx) => record(ctx, group));
+          const ended = await writes.run({ businessId, actor: SYSTEM }, (ctx) => record(ctx, group));
+          for (const outcome of ended) deps.deliveries?.inc({ outcome });
         } catch (error) {
           log.warn({ err: error, deliveries: group.length }, 'webhook worker: outcomes failed to record; their lease will bring them back');
         }
@@ -78,8 +81,12 @@ export function createOutcomeRecorder(deps: OutcomeRecorderDeps) {
     });
   }
 
-  /** Writes each attempt, its delivery's next state, the next delivery of its resource, and the endpoints' health. */
-  async function record(ctx: WriteContext, batch: Attempted[]): Promise<void> {
+  /**
+   * Writes each attempt, its delivery's next state, the next delivery of its resource, and the
+   * endpoints' health; answers the outcomes of the deliveries that ended.
+   */
+  async function record(ctx: WriteContext, batch: Attempted[]): Promise<Outcome[]> {
+    const ended: Outcome[] = [];
     const { trx, now } = ctx;
     const schedule = config.retrySchedule;
     const attemptRows: unknown[][] = [];
@@ -119,7 +126,10 @@ export function createOutcomeRecorder(deps: OutcomeRecorderDeps) {
         claim.id, attempt, now, result.status, result.latencyMs, result.body,
         result.error ?? (outcome === 'failed' && result.status !== null ? `Answered ${result.status}` : null), retryAt,
       ]);
-      if (retryAt === null) finishedResources.set(claim.endpoint_id, [...(finishedResources.get(claim.endpoint_id) ?? []), claim.resource_key]);
+      if (retryAt === null) {
+        finishedResources.set(claim.endpoint_id, [...(finishedResources.get(claim.endpoint_id) ?? []), claim.resource_key]);
+        ended.push(outcome);
+      }
       (outcome === 'succeeded' ? healthy : outcome === 'gone' ? gone : failing).add(claim.endpoint_id);
     }
     for (const [endpointId, resourceKeys] of finishedResources) await releaseNext(trx, endpointId, resourceKeys, now);
@@ -135,6 +145,7 @@ export function createOutcomeRecorder(deps: OutcomeRecorderDeps) {
       const since = endpoint?.failing_since ? new Date(endpoint.failing_since).getTime() : Infinity;
       if (new Date(now).getTime() - since >= config.pauseAfterSeconds * 1000) await changeStatusBySystem(ctx, id, 'paused');
     }
+    return ended;
   }
 
   return {

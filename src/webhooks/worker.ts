@@ -56,6 +56,10 @@ export function createWebhookWorker(deps: WorkerDeps) {
       name: 'supplyline_webhook_attempts_total', help: 'Webhook delivery attempts made by this instance, by outcome (succeeded, failed, gone: 410)',
       labelNames: ['outcome'], registers: [deps.registry],
     }),
+    deliveries: deps.registry && new Counter({
+      name: 'supplyline_webhook_deliveries_total', help: 'Webhook deliveries this instance ended, by outcome (succeeded, failed: no retry left, gone: 410)',
+      labelNames: ['outcome'], registers: [deps.registry],
+    }),
     // A failure has a retry to time: a full pass sets the timer; otherwise just fill the free slots.
     recorded: (failures) => (failures ? kick() : refill()),
   });

@@ -126,6 +126,10 @@ export interface WriteRunnerOptions {
   onEvents?: (businessId: string) => void;
   /** Encrypts stored answers that show a secret (`WriteResponse.sealed`). */
   box?: SecretBox;
+  /** Writes of this instance now waiting for their business's write lock (/metrics). */
+  lockWaiting?: { inc(): void; dec(): void };
+  /** How long each write waited for the lock, in seconds (/metrics). */
+  lockWait?: { observe(seconds: number): void };
 }
 
 /** Rolls a discarded write's transaction back, carrying what its work returned out of it. */
@@ -155,7 +159,15 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
     let result: T;
     try {
       result = await db.transaction().execute(async (trx) => {
-        const now = await takeWriteTime(trx, scope.businessId, clock());
+        const asked = performance.now();
+        options.lockWaiting?.inc();
+        let now: string;
+        try {
+          now = await takeWriteTime(trx, scope.businessId, clock());
+        } finally {
+          options.lockWaiting?.dec();
+        }
+        options.lockWait?.observe((performance.now() - asked) / 1000);
         const ctx: WriteContext = {
           trx, businessId: scope.businessId, actor: scope.actor, requestId: scope.requestId ?? null, idempotencyKey: key,
           now, emit: (event) => { events.push(event); }, discard: () => { discarded = true; },
