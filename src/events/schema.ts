@@ -42,7 +42,7 @@ const Actor = Type.Object({
 export const EventResponse = Type.Object({
   id: Type.String({ description: 'Unique id of the event (evt_): de-duplicate by it', examples: ['evt_01jd5x8m2k3n4p5q6r7s8t9v0w'] }),
   sequence: Sequence('Per business, from 1, without gaps: holding N events means holding 1..N'),
-  type: Type.String({ description: 'order.created, order.updated, order.deleted, order.ingested, item.*, buyer.*, price_list.created, invoice.*, api_key.created, api_key.revoked, webhook_endpoint.created, .updated, .paused, .disabled, .deleted, user.created, user.updated, api_key.updated', examples: ['order.updated'] }),
+  type: Type.String({ description: 'order.created, order.updated, order.deleted, order.ingested, item.*, buyer.*, price_list.created, invoice.*, api_key.created, api_key.revoked, webhook_endpoint.created, .updated, .paused, .disabled, .deleted, user.created, user.updated, user.password_changed, user.password_reset, api_key.updated', examples: ['order.updated'] }),
   resourceType: Type.Enum([...RESOURCE_TYPES]),
   resourceId: Type.String({ examples: ['ord_01jd5x8m2k3n4p5q6r7s8t9v0w'] }),
   resourceVersion: Type.Integer({ minimum: 1, description: 'Counts the resource\'s events from 1: an event with a lower one than already applied is stale' }),

@@ -1596,7 +1596,7 @@ export interface components {
             /** @description Per business, from 1, without gaps: holding N events means holding 1..N */
             sequence: number;
             /**
-             * @description order.created, order.updated, order.deleted, order.ingested, item.*, buyer.*, price_list.created, invoice.*, api_key.created, api_key.revoked, webhook_endpoint.created, .updated, .paused, .disabled, .deleted, user.created, user.updated, api_key.updated
+             * @description order.created, order.updated, order.deleted, order.ingested, item.*, buyer.*, price_list.created, invoice.*, api_key.created, api_key.revoked, webhook_endpoint.created, .updated, .paused, .disabled, .deleted, user.created, user.updated, user.password_changed, user.password_reset, api_key.updated
              * @example order.updated
              */
             type: string;
