@@ -1,4 +1,5 @@
 import { Migrator, sql, type Kysely, type Migration, type MigrationResultSet } from 'kysely';
+import { dialectOf } from './dialect.ts';
 import { foundation } from './migrations/0001-foundation.ts';
 import { buyersAndPricing } from './migrations/0002-buyers-pricing.ts';
 import { orders } from './migrations/0003-orders.ts';
@@ -78,6 +79,12 @@ function migrations(dialect: Dialect): Record<string, Migration> {
 
 /** The names of the migrations this release runs, in order. */
 export const migrationNames = (dialect: Dialect): string[] => Object.keys(migrations(dialect)).sort();
+
+/** The migrations this release knows that the database has not recorded as applied (readiness, src/http/health.ts). */
+export async function pendingMigrations(db: Kysely<any>): Promise<string[]> {
+  const applied = new Set((await sql<{ name: string }>`select name from kysely_migration`.execute(db)).rows.map((r) => r.name));
+  return migrationNames(dialectOf(db)).filter((name) => !applied.has(name));
+}
 
 /** This release, as instances register it (src/db/instances.ts): the newest migration it knows. */
 export const RELEASE = migrationNames('sqlite').at(-1)!;
