@@ -175,7 +175,8 @@ export async function createApp(deps: AppDeps) {
   });
 
   const events = deps.events ?? new EventBus();
-  const meters = registerServiceMetrics(registry, { longPolls: () => events.waiting });
+  const orderCache = new RenderCache(config.responseCacheMb * 1024 * 1024);
+  const meters = registerServiceMetrics(registry, { longPolls: () => events.waiting, responseCache: orderCache });
   const box = deps.secretBox ?? new SecretBox(config.secretKeys ?? [randomBytes(32)]);
   const writes = deps.writes ?? createWriteRunner(db, {
     idempotencyTtlHours: config.idempotencyTtlHours, clock, onEvents: (id) => events.notify(id), box, lockWaiting: meters.lockWaiting, lockWait: meters.lockWait,
@@ -193,7 +194,7 @@ export async function createApp(deps: AppDeps) {
     writes,
     events,
     openSnapshot: deps.openSnapshot ?? (() => snapshotsOf(db)()),
-    orderCache: new RenderCache(config.responseCacheMb * 1024 * 1024),
+    orderCache,
     cursors: new Cursors(box),
   };
   await app.register(async (api) => {

@@ -91,10 +91,18 @@ export function registerMetrics(app: FastifyInstance, options: MetricsOptions = 
 }
 
 /** The service's own meters, beside the HTTP ones: what the app's parts record into. */
-export function registerServiceMetrics(registry: Registry, sources: { longPolls: () => number }) {
+export function registerServiceMetrics(registry: Registry, sources: { longPolls: () => number; responseCache: { size: number; entries: number } }) {
   new Gauge({
     name: 'supplyline_feed_long_polls_waiting', help: 'Long polls of the event feed now waiting on this instance',
     registers: [registry], collect() { this.set(sources.longPolls()); },
+  });
+  new Gauge({
+    name: 'supplyline_response_cache_bytes', help: 'Bytes of rendered orders the response cache holds (at most RESPONSE_CACHE_MB)',
+    registers: [registry], collect() { this.set(sources.responseCache.size); },
+  });
+  new Gauge({
+    name: 'supplyline_response_cache_entries', help: 'Rendered orders the response cache holds',
+    registers: [registry], collect() { this.set(sources.responseCache.entries); },
   });
   return {
     lockWaiting: new Gauge({

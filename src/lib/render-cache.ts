@@ -20,8 +20,13 @@ export class RenderCache {
     return this.maxSize > 0;
   }
 
+  /** The entries' bytes (the JSON held; keys and stamps add a little per entry). */
   get size(): number {
     return this.#size;
+  }
+
+  get entries(): number {
+    return this.#entries.size;
   }
 
   get(key: string, stamp: string): Buffer | undefined {

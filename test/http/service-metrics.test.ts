@@ -3,6 +3,7 @@ import { it } from 'node:test';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.ts';
 import { describeEachBackend, type TestContext } from '../helpers/context.ts';
+import { createFixture, createOrder } from '../helpers/orders.ts';
 import { startReceiver } from '../helpers/receiver.ts';
 
 /** One sample of /metrics: the value of `name{labels}` (exactly as written), or undefined. */
@@ -61,6 +62,18 @@ describeEachBackend('service metrics', (ctx) => {
     } finally {
       await holder.end();
     }
+  });
+
+  it('shows the response cache\'s bytes and entries', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    const order = await createOrder(ctx(), t, f);
+    const bytes = await sample(ctx(), 'supplyline_response_cache_bytes') ?? 0;
+    const entries = await sample(ctx(), 'supplyline_response_cache_entries') ?? 0;
+    const read = await ctx().app.inject({ method: 'GET', url: `/api/v1/orders/${order.id}`, headers: t.headers });
+    assert.equal(read.statusCode, 200);
+    assert.equal(await sample(ctx(), 'supplyline_response_cache_entries'), entries + 1);
+    assert.equal(await sample(ctx(), 'supplyline_response_cache_bytes'), bytes + Buffer.byteLength(read.body));
   });
 
   it('counts import lines by outcome once their batch commits', async () => {
