@@ -2,14 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
 import type { Scope } from '../businesses/scopes.ts';
 import type { Db } from '../db/types.ts';
-import { ApiError, validationError } from '../lib/errors.ts';
-import { isDatabaseUnavailable } from '../db/errors.ts';
-import { runPart, WriteBroken } from '../write/part.ts';
-import { CLI, type Actor, type WriteContext, type WriteRunner } from '../write/runner.ts';
-import { lineError, parseLine, resolveReferences, type ParsedLine, type Referenced } from './lines.ts';
-import { applyLine, checkOperation, type Applied } from './operations.ts';
+import { CLI, type Actor, type WriteRunner } from '../write/runner.ts';
+import { createLineApplier } from './apply.ts';
+import { lineError } from './lines.ts';
 import {
-  advance, chunkAt, claimImport, deleteChunks, findResultByRef, insertResult, releaseLeases, type Counts, type ImportRow,
+  advance, chunkAt, claimImport, deleteChunks, insertResult, releaseLeases, type Counts, type ImportRow,
 } from './repository.ts';
 
 /** How often an idle worker looks for imports (a new one on this instance wakes it at once). */
@@ -38,8 +35,6 @@ export interface ImportWorker {
   stop(): Promise<void>;
 }
 
-type Outcome = { applied: Applied } | { error: ApiError };
-
 /**
  * Lines of an import are applied in batches, each one write transaction: a batch ends after this
  * many lines or once it has run this long, whichever comes first. The business's other writes (and
@@ -48,9 +43,6 @@ type Outcome = { applied: Applied } | { error: ApiError };
  */
 const BATCH_LINES = 200;
 const BATCH_MS = 5;
-
-/** Earlier lines' results a run keeps by ref (about 200 bytes each). */
-const KNOWN_REFS = 10_000;
 
 /**
  * Runs imports, in every instance. A batch of lines applies in one write transaction together with
@@ -77,52 +69,7 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
     const scope = { businessId: imp.business_id, actor, requestId: imp.id };
     const held = { id: imp.id, owner };
 
-    /**
-     * Earlier lines' results by ref, as this run read or wrote them: a result never changes once its
-     * batch commits, and the map goes with the run when a batch does not. Orders name the same items
-     * and buyer line after line; this saves a query for each such reference.
-     */
-    const known = new Map<string, Referenced>();
-    const remember = (ref: string, result: Referenced) => {
-      if (known.size >= KNOWN_REFS) known.delete(known.keys().next().value!);
-      known.set(ref, result);
-    };
-
-    /** One line, in the batch's write: what it did, or the error it failed with. */
-    const doLine = async (ctx: WriteContext, text: string): Promise<{ parsed: ParsedLine | null; first: boolean; outcome: Outcome }> => {
-      let parsed: ParsedLine | null = null;
-      let first = false;
-      try {
-        parsed = parseLine(text);
-        const find = async (ref: string) => {
-          const found = known.get(ref) ?? await findResultByRef(ctx.trx, imp.id, ref);
-          if (found) remember(ref, found);
-          return found;
-        };
-        if (parsed.ref !== undefined && parsed.ref !== null) {
-          const earlier = await find(parsed.ref);
-          if (earlier) throw validationError({ ref: `Line ${earlier.line} already has the ref '${parsed.ref}'` });
-          // The first line with this ref: the one that references to it name.
-          first = true;
-        }
-        const { line: resolved, unresolved } = await resolveReferences(parsed, find);
-        checkOperation(resolved, scopes);
-        // A dry run's line that names a record an earlier line of the dry run would have made: checked as far as it can be without it.
-        if (unresolved) return { parsed, first, outcome: { applied: { outcome: resolved.op === 'create' ? 'created' : 'updated', id: '' } } };
-        const { result, kept } = await runPart(ctx, (part) => applyLine(part, resolved), { keep: !options.dryRun });
-        if (kept) return { parsed, first, outcome: { applied: result } };
-        // A dry run made nothing: a create's result has no record to name.
-        if (options.dryRun) return { parsed, first, outcome: { applied: result.outcome === 'created' ? { outcome: 'created', id: '' } : result } };
-        // A patch that changed nothing (src/write/update.ts).
-        return { parsed, first, outcome: { applied: { ...result, outcome: 'unchanged' } } };
-      } catch (caught) {
-        if (caught instanceof WriteBroken || isDatabaseUnavailable(caught)) throw caught;
-        if (caught instanceof ApiError) return { parsed, first, outcome: { error: caught } };
-        // Not the line's fault as far as anyone can tell: logged, and the line fails rather than the import sticking on it.
-        deps.log.warn({ err: caught, importId: imp.id }, 'import: a line failed unexpectedly');
-        return { parsed, first, outcome: { error: new ApiError('INTERNAL_ERROR', 'The line could not be applied') } };
-      }
-    };
+    const applier = createLineApplier({ importId: imp.id, scopes, dryRun: options.dryRun, log: deps.log });
 
     /**
      * Applies lines from `texts[from]` (line `first`) on, in one write, until the batch is full or the
@@ -138,7 +85,7 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
         if (i > from && (i - from >= BATCH_LINES || performance.now() - began >= BATCH_MS)) break;
         line = first + (i - from);
         if (texts[i].trim() === '') continue;
-        const { parsed, first: firstWithRef, outcome } = await doLine(ctx, texts[i]);
+        const { parsed, first: firstWithRef, outcome } = await applier.apply(ctx, line, texts[i]);
         const failed = 'error' in outcome;
         const variantIds = failed ? undefined : outcome.applied.variantIds;
         const result = { line, outcome: failed ? 'failed' as const : outcome.applied.outcome, recordId: failed ? null : (outcome.applied.id || null), variantIds };
@@ -147,7 +94,7 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
           import_id: imp.id, line, ref: parsed?.ref ?? null, outcome: result.outcome, record_id: result.recordId,
           detail: failed ? JSON.stringify({ error: lineError(outcome.error) }) : variantIds ? JSON.stringify({ variantIds }) : null,
         });
-        if (firstWithRef) remember(parsed!.ref!, result);
+        if (firstWithRef) applier.remember(parsed!.ref!, result);
         stopped = failed && options.onError === 'stop';
       }
       // Past the last run of lines (`from === to`): nothing but the count is left.
