@@ -25,6 +25,7 @@ import { pricingRoutes } from './pricing/routes.ts';
 import { orderRoutes } from './orders/routes.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
 import { eventRoutes } from './events/routes.ts';
+import { commitHeads } from './events/filter.ts';
 import { EventBus } from './events/bus.ts';
 import { snapshotsOf } from './db/connection.ts';
 import type { OpenSnapshot } from './db/snapshot.ts';
@@ -179,7 +180,7 @@ export async function createApp(deps: AppDeps) {
   const meters = registerServiceMetrics(registry, { longPolls: () => events.waiting, responseCache: orderCache });
   const box = deps.secretBox ?? new SecretBox(config.secretKeys ?? [randomBytes(32)]);
   const writes = deps.writes ?? createWriteRunner(db, {
-    idempotencyTtlHours: config.idempotencyTtlHours, clock, onEvents: (id) => events.notify(id), box, lockWaiting: meters.lockWaiting, lockWait: meters.lockWait,
+    idempotencyTtlHours: config.idempotencyTtlHours, clock, onEvents: (id, written) => events.notify(id, commitHeads(written)), box, lockWaiting: meters.lockWaiting, lockWait: meters.lockWait,
   });
   const worker = createWebhookWorker({ db, writes, config: config.webhooks, box, events, clock, log: app.log, registry });
   registerWebhookGauges(registry, db, clock);

@@ -45,7 +45,7 @@ async function main() {
   const rateLimiter = createRateLimiter(config, (error) => console.error(`rate limit store error: ${(error as Error).message}`));
   // Long polls wake on commits made through any instance: PostgreSQL tells every listener.
   const events = new EventBus();
-  const listener = listenIfShared(handle.dialect, config.listenDatabaseUrl, EVENTS_CHANNEL, (businessId) => events.notify(businessId), () => events.wakeAll());
+  const listener = listenIfShared(handle.dialect, config.listenDatabaseUrl, EVENTS_CHANNEL, (payload) => events.hear(payload), () => events.wakeAll());
   const { box: secretBox } = resolveSecretBox(config);
   let closing = false;
   const app = await createApp({

@@ -6,6 +6,7 @@ import type { Db } from '../db/types.ts';
 import { newId } from '../lib/ids.ts';
 import { diffResource, type Changes } from './changes.ts';
 import { encodeData } from './codec.ts';
+import { commitHeads, commitPayload } from './filter.ts';
 import { toIso } from '../lib/time.ts';
 
 export type ResourceType = 'order' | 'item' | 'buyer' | 'price_list' | 'invoice' | 'api_key' | 'webhook_endpoint' | 'user';
@@ -45,7 +46,8 @@ export interface EventMeta {
  * without gaps (a rolled-back write gives its numbers back with its transaction). A resource's
  * version is one more than its last event's: earlier events of this write are visible to the
  * insert, so two events of one resource in one write count 1, 2. On PostgreSQL the other instances
- * are told on `channel` (`pg_notify`, delivered at commit); SQLite has no other instances to tell.
+ * are told on `channel` (`pg_notify`, delivered at commit: src/events/filter.ts says in what form);
+ * SQLite has no other instances to tell.
  */
 export async function appendEvents(db: Db, meta: EventMeta, events: NewEvent[], channel: string): Promise<void> {
   if (events.length === 0) return;
@@ -59,6 +61,8 @@ export async function appendEvents(db: Db, meta: EventMeta, events: NewEvent[], 
       data: encodeData(e.changes === undefined ? { object: e.object } : { object: e.object, changes: e.changes }),
     }));
   }
+  // What the commit holds first, for filtered long polls; then the bare business id earlier releases hear.
+  await notifyAtCommit(db, channel, commitPayload(meta.businessId, commitHeads(events)));
   await notifyAtCommit(db, channel, meta.businessId);
 }
 

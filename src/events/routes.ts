@@ -3,6 +3,7 @@ import { Id } from '../http/schema.ts';
 import { Type } from 'typebox';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { sendRendered } from '../http/rendered.ts';
+import { filterTakes } from './filter.ts';
 import { eventPageJson, renderEvents, resourceExists, type HistoryResource } from './repository.ts';
 import { EventPageResponse, eventsGoneResponse, ListEventsQuery, ResourceEventsQuery } from './schema.ts';
 
@@ -44,7 +45,7 @@ export async function eventRoutes(app: ApiInstance, { db, events }: RouteDeps) {
     reply.raw.once('close', onClose);
     try {
       for (;;) {
-        const next = events.subscribe(request.businessId, Math.max(0, deadline - Date.now()), gone.signal);
+        const next = events.subscribe(request.businessId, Math.max(0, deadline - Date.now()), gone.signal, (event) => filterTakes(filter, event));
         const page = await renderEvents(db, request.businessId, filter).catch((error) => { next.cancel(); throw error; });
         if (page.items.length > 0 || !next.ready || Date.now() >= deadline) {
           next.cancel();

@@ -123,7 +123,7 @@ export interface WriteRunnerOptions {
   idempotencyTtlHours?: number;
   clock?: () => number;
   /** Called after a write with events has committed: wakes this instance's long polls. */
-  onEvents?: (businessId: string) => void;
+  onEvents?: (businessId: string, events: NewEvent[]) => void;
   /** Encrypts stored answers that show a secret (`WriteResponse.sealed`). */
   box?: SecretBox;
   /** Writes of this instance now waiting for their business's write lock (/metrics). */
@@ -182,7 +182,7 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
       if (error instanceof Discarded) return error.outcome as T;
       throw error;
     }
-    if (events.length > 0) options.onEvents?.(scope.businessId);
+    if (events.length > 0) options.onEvents?.(scope.businessId, events);
     return result;
   }
 

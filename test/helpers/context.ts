@@ -7,6 +7,7 @@ import { after, before, describe } from 'node:test';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { createApp, type App } from '../../src/app.ts';
+import type { EventBus } from '../../src/events/bus.ts';
 import { createApiKey, openBusiness, revokeApiKey } from '../../src/businesses/service.ts';
 import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
@@ -143,13 +144,15 @@ export interface ContextOptions {
   /** Made afresh for each context, and closed with it. */
   rateLimiter?: () => RateLimiter;
   clock?: () => number;
+  /** The app's event bus (long polls), made afresh for each context. */
+  events?: () => EventBus;
 }
 
 export async function createTestContext(backend: BackendName, options: ContextOptions = {}): Promise<TestContext> {
   const database = await createTestDatabase(backend);
   const config = Object.freeze({ ...loadConfig({ RATE_LIMIT_RPS: '0' }), ...options.config });
   const rateLimiter = options.rateLimiter?.() ?? null;
-  const app = await createApp({ db: database.handle.db, config, rateLimiter, clock: options.clock });
+  const app = await createApp({ db: database.handle.db, config, rateLimiter, clock: options.clock, events: options.events?.() });
   app.addHook('onClose', async () => rateLimiter?.close());
   await app.ready();
   checkResponsesOf(app);

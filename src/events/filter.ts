@@ -1,0 +1,59 @@
+/**
+ * The feed's filters (`types` with `order.*` wildcards, `resourceType`, `resourceId`) as one
+ * predicate, and what a commit tells other instances about its events, so that a filtered long
+ * poll wakes only for a commit it would answer (src/events/bus.ts).
+ */
+export interface EventFilterFields {
+  /** Exact types, and `order.*` wildcards. */
+  types?: string[];
+  resourceType?: string;
+  resourceId?: string;
+}
+
+/** An event as far as the filters look at it; `resourceId` is null where a commit left its ids out. */
+export interface EventHead {
+  type: string;
+  resourceType: string;
+  resourceId: string | null;
+}
+
+/** Whether the filters take the event. An unknown resource id (null) may be any: it is taken. */
+export function filterTakes(filter: EventFilterFields, event: EventHead): boolean {
+  if (filter.resourceType !== undefined && filter.resourceType !== event.resourceType) return false;
+  if (filter.resourceId !== undefined && event.resourceId !== null && filter.resourceId !== event.resourceId) return false;
+  if (filter.types === undefined || filter.types.length === 0) return true;
+  return filter.types.includes(event.type) || filter.types.includes(`${event.resourceType}.*`);
+}
+
+/** A commit's events carry their ids up to this many distinct heads; beyond, the ids are left out (payloads stay small). */
+const MAX_HEADS = 64;
+
+/** The distinct heads of a commit's events, ids left out when there are many. */
+export function commitHeads(events: Array<{ type: string; resourceType: string; resourceId: string }>): EventHead[] {
+  const distinct = (withIds: boolean) => [...new Map(events.map((e) => {
+    const head = { type: e.type, resourceType: e.resourceType, resourceId: withIds ? e.resourceId : null };
+    return [`${head.type}\u0000${head.resourceId}`, head] as const;
+  })).values()];
+  const heads = distinct(true);
+  return heads.length <= MAX_HEADS ? heads : distinct(false);
+}
+
+/**
+ * A commit's notification on PostgreSQL: `{"businessId":…,"events":[[type, resourceType, id|null], …]}`.
+ * It is sent just before the bare business id that earlier releases listen for (one transaction's
+ * notifications arrive together and in order), so a listener of this release knows to skip that one.
+ */
+export function commitPayload(businessId: string, heads: EventHead[]): string {
+  return JSON.stringify({ businessId, events: heads.map((h) => [h.type, h.resourceType, h.resourceId]) });
+}
+
+/** A notification's business and heads; heads are null for an earlier release's bare business id (any event). */
+export function readCommitPayload(payload: string): { businessId: string; heads: EventHead[] | null } | null {
+  if (!payload.startsWith('{')) return { businessId: payload, heads: null };
+  try {
+    const parsed = JSON.parse(payload) as { businessId: string; events: Array<[string, string, string | null]> };
+    return { businessId: parsed.businessId, heads: parsed.events.map(([type, resourceType, resourceId]) => ({ type, resourceType, resourceId })) };
+  } catch {
+    return null;
+  }
+}
