@@ -33,6 +33,7 @@ import { instances } from './migrations/0031-instances.ts';
 import { restrictedKeys } from './migrations/0033-restricted-keys.ts';
 import { imports } from './migrations/0034-imports.ts';
 import { importRefsByLine } from './migrations/0035-import-refs-by-line.ts';
+import { eventsByType } from './migrations/0036-events-by-type.ts';
 import { apiKeyScopes } from './migrations/0032-api-key-scopes.ts';
 import type { Database, Dialect } from './types.ts';
 import { executedMigrations, hasTable, migratedByNewerRelease, takeBackRenamed } from './migration-history.ts';
@@ -74,6 +75,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0033-restricted-keys': restrictedKeys(dialect),
     '0034-imports': imports(dialect),
     '0035-import-refs-by-line': importRefsByLine,
+    '0036-events-by-type': eventsByType,
   };
 }
 

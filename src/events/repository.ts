@@ -4,7 +4,7 @@ import { ApiError } from '../lib/errors.ts';
 import type { Selectable } from 'kysely';
 import { eventJsonParts, toEvent } from './mapper.ts';
 import type { EventTable } from './table.ts';
-import type { Event } from './schema.ts';
+import { RESOURCE_TYPES, type Event } from './schema.ts';
 
 export interface EventFilter {
   after: number;
@@ -46,19 +46,23 @@ export const eventsGone = (oldest: number) => new ApiError('GONE',
 export async function readEvents(db: Db, businessId: string, filter: EventFilter): Promise<EventPage<Selectable<EventTable>>> {
   const { oldest, latest } = await sequenceRange(db, businessId);
   if (filter.after < oldest - 1) throw eventsGone(oldest);
-  const bound = latest;
-  if (bound <= filter.after) return { items: [], lastSequence: filter.after, hasMore: false };
+  if (latest <= filter.after) return { items: [], lastSequence: filter.after, hasMore: false };
+  const rows = await filteredEvents(db, businessId, filter, { after: filter.after, bound: latest }, filter.limit + 1, 'asc').selectAll().execute();
+  return pageOf(rows, filter.limit, latest);
+}
 
-  const query = matching(db, businessId, filter).where('sequence', '>', filter.after).where('sequence', '<=', bound);
-  const rows = await query.orderBy('sequence').limit(filter.limit + 1).execute();
-  const hasMore = rows.length > filter.limit;
-  const items = rows.slice(0, filter.limit);
+/** The first `limit` of `rows` (read with one more), and the sequence a reader has seen up to: its last row's, or `bound`. */
+export function pageOf<T extends { sequence: number | string }>(rows: T[], limit: number, bound: number): EventPage<T> {
+  const hasMore = rows.length > limit;
+  const items = rows.slice(0, limit);
   return { items, lastSequence: hasMore ? Number(items[items.length - 1].sequence) : bound, hasMore };
 }
 
+export type Filters = Omit<EventFilter, 'after' | 'limit'> & { hiddenResourceTypes?: string[] };
+
 /** The business's events that the filters take (types with `order.*` wildcards, resource type and id), unordered. */
-function matching(db: Db, businessId: string, filter: Omit<EventFilter, 'after' | 'limit'> & { hiddenResourceTypes?: string[] }) {
-  let query = db.selectFrom('events').selectAll().where('business_id', '=', businessId);
+function matching(db: Db, businessId: string, filter: Filters) {
+  let query = db.selectFrom('events').where('business_id', '=', businessId);
   if (filter.resourceType) query = query.where('resource_type', '=', filter.resourceType);
   if (filter.hiddenResourceTypes && filter.hiddenResourceTypes.length > 0) query = query.where('resource_type', 'not in', filter.hiddenResourceTypes);
   if (filter.resourceId) query = query.where('resource_id', '=', filter.resourceId);
@@ -74,11 +78,58 @@ function matching(db: Db, businessId: string, filter: Omit<EventFilter, 'after' 
 }
 
 /**
+ * An index range that holds events in sequence order (src/db/migrations/0009 and 0036): one type,
+ * one kind of resource, or one resource.
+ */
+type Range = { type: string } | { resourceType: string; resourceId?: string };
+
+/**
+ * The ranges whose union holds every event the filters take, so that a filtered page reads only
+ * its own events (and at most a page from each range), never the ones it skips; null without filters
+ * (the log's own key). A resource id without its type is looked for under every type.
+ */
+function rangesOf(filter: Filters): Range[] | null {
+  if (filter.resourceId) {
+    return (filter.resourceType ? [filter.resourceType] : RESOURCE_TYPES).map((resourceType) => ({ resourceType, resourceId: filter.resourceId }));
+  }
+  if (filter.types && filter.types.length > 0) {
+    return [...new Set(filter.types)].map((t) => (t.endsWith('.*') ? { resourceType: t.slice(0, -2) } : { type: t }));
+  }
+  return filter.resourceType ? [{ resourceType: filter.resourceType }] : null;
+}
+
+/**
+ * Up to `limit` events the filters take, in `direction` of sequence, within (after, bound]. Each
+ * range is read in its index's order and stops at `limit`; the ranges' sequences are merged, and
+ * then only those rows are read. Every filter still applies in each range. The caller selects the columns.
+ */
+export function filteredEvents(db: Db, businessId: string, filter: Filters, within: { after?: number; bound?: number }, limit: number, direction: 'asc' | 'desc') {
+  const ranges = rangesOf(filter);
+  const inRange = <Q extends ReturnType<typeof matching>>(query: Q, range?: Range): Q => {
+    let q = query;
+    if (within.after !== undefined) q = q.where('sequence', '>', within.after) as Q;
+    if (within.bound !== undefined) q = q.where('sequence', '<=', within.bound) as Q;
+    if (range && 'type' in range) q = q.where('type', '=', range.type) as Q;
+    if (range && 'resourceType' in range) q = q.where('resource_type', '=', range.resourceType) as Q;
+    if (range && 'resourceId' in range && range.resourceId !== undefined) q = q.where('resource_id', '=', range.resourceId) as Q;
+    return q;
+  };
+  if (ranges === null || ranges.length === 1) {
+    return inRange(matching(db, businessId, filter), ranges?.[0]).orderBy('sequence', direction).limit(limit);
+  }
+  const picks = ranges.map((range, i) => db.selectFrom(
+    inRange(matching(db, businessId, filter), range).select('sequence').orderBy('sequence', direction).limit(limit).as(`r${i}`),
+  ).select('sequence'));
+  const sequences = db.selectFrom(picks.reduce((all, pick) => all.union(pick)).as('u')).select('u.sequence').orderBy('u.sequence', direction).limit(limit);
+  return db.selectFrom('events').where('business_id', '=', businessId).where('sequence', 'in', sequences).orderBy('sequence', direction);
+}
+
+/**
  * The newest `limit` events the filters take, newest first (the console's feed and timelines):
  * whatever retention removed is simply not there, never a 410.
  */
 export async function listLatestEvents(db: Db, businessId: string, filter: Omit<EventFilter, 'after'> & { hiddenResourceTypes?: string[] }): Promise<Event[]> {
-  const rows = await matching(db, businessId, filter).orderBy('sequence', 'desc').limit(filter.limit).execute();
+  const rows = await filteredEvents(db, businessId, filter, {}, filter.limit, 'desc').selectAll().execute();
   return rows.map(toEvent);
 }
 

@@ -5,6 +5,7 @@ import { whereLive } from '../db/live.ts';
 import type { Db } from '../db/types.ts';
 import { insertRows } from '../db/bulk.ts';
 import { lastSequence } from '../events/log.ts';
+import { filteredEvents, pageOf, type Filters } from '../events/repository.ts';
 import { newId } from '../lib/ids.ts';
 import { readJson } from '../lib/json.ts';
 import type { WriteContext } from '../write/runner.ts';
@@ -14,9 +15,10 @@ import type { DeliveryStatus } from './table.ts';
 const QUEUE_BATCH = 500;
 const ACTIVE: DeliveryStatus[] = ['queued', 'pending', 'delivering'];
 
-/** Whether an endpoint's types take an event: empty or `*` takes all, `order.*` every order event. */
-export function takesEvent(types: string[], type: string, resourceType: string): boolean {
-  return types.length === 0 || types.includes('*') || types.includes(type) || types.includes(`${resourceType}.*`);
+/** An endpoint's types as the feed's filter: empty or `*` takes all, `order.*` every order event. */
+function endpointFilter(eventTypes: unknown): Filters {
+  const types = readJson<string[]>(eventTypes) ?? [];
+  return types.length === 0 || types.includes('*') ? {} : { types };
 }
 
 interface EventHead {
@@ -54,10 +56,16 @@ async function queueDeliveries(ctx: WriteContext, endpointId: string, heads: Eve
   return rows.length;
 }
 
-async function eventHeads(db: Db, businessId: string, after: number, until: number): Promise<EventHead[]> {
-  return db.selectFrom('events').select(['sequence', 'id', 'type', 'resource_type', 'resource_id'])
-    .where('business_id', '=', businessId).where('sequence', '>', after).where('sequence', '<=', until)
-    .orderBy('sequence').execute();
+/**
+ * The next events after `after` (up to `bound`) that the endpoint takes, at most a batch, through
+ * the feed's own filtered read (src/events/repository.ts), and the sequence they take it to: the
+ * last one's when the batch is full, else `bound`, past the events the types skip.
+ */
+async function eventHeads(db: Db, businessId: string, filter: Filters, after: number, bound: number): Promise<{ heads: EventHead[]; until: number }> {
+  const rows = await filteredEvents(db, businessId, filter, { after, bound }, QUEUE_BATCH + 1, 'asc')
+    .select(['sequence', 'id', 'type', 'resource_type', 'resource_id']).execute();
+  const page = pageOf(rows, QUEUE_BATCH, bound);
+  return { heads: page.items, until: page.lastSequence };
 }
 
 /**
@@ -96,9 +104,7 @@ export async function queueFromLog(ctx: WriteContext, endpointId: string): Promi
   const cursor = Number(endpoint.cursor_sequence);
   const latest = await lastSequence(ctx.trx, ctx.businessId);
   if (latest <= cursor) return 0;
-  const until = Math.min(latest, cursor + QUEUE_BATCH);
-  const types = readJson<string[]>(endpoint.event_types) ?? [];
-  const heads = (await eventHeads(ctx.trx, ctx.businessId, cursor, until)).filter((h) => takesEvent(types, h.type, h.resource_type));
+  const { heads, until } = await eventHeads(ctx.trx, ctx.businessId, endpointFilter(endpoint.event_types), cursor, latest);
   await queueDeliveries(ctx, endpointId, heads, false);
   await ctx.trx.updateTable('webhook_endpoints').set({ cursor_sequence: until }).where('id', '=', endpointId).execute();
   return until - cursor;
@@ -112,9 +118,7 @@ export async function queueFromReplay(ctx: WriteContext, replayId: string): Prom
   if (!endpoint) return ENDPOINT_HELD;
   if (endpoint.status !== 'enabled' || endpoint.deleted_at !== null) return 0;
   const cursor = Number(replay.cursor_sequence);
-  const until = Math.min(Number(replay.until_sequence), cursor + QUEUE_BATCH);
-  const types = readJson<string[]>(endpoint.event_types) ?? [];
-  const heads = (await eventHeads(ctx.trx, ctx.businessId, cursor, until)).filter((h) => takesEvent(types, h.type, h.resource_type));
+  const { heads, until } = await eventHeads(ctx.trx, ctx.businessId, endpointFilter(endpoint.event_types), cursor, Number(replay.until_sequence));
   await queueDeliveries(ctx, endpoint.id, heads, true);
   await ctx.trx.updateTable('webhook_replays')
     .set({ cursor_sequence: until, finished_at: until >= Number(replay.until_sequence) ? ctx.now : null })
