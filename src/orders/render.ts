@@ -16,7 +16,16 @@ import { whereLive } from '../db/live.ts';
  */
 export type SerializeOrder = (order: Order) => string;
 
-const render = (serialize: SerializeOrder, order: Order) => Buffer.from(serialize(order));
+/**
+ * The JSON in an allocation of its own: `Buffer.from` puts a text under 4 kB into a slice of a
+ * shared 8 kB slab, and a cached slice kept its whole slab alive (docs/decisions/0048-memory-budget.md).
+ */
+function render(serialize: SerializeOrder, order: Order): Buffer {
+  const text = serialize(order);
+  const json = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  json.write(text);
+  return json;
+}
 
 const STUB = ['id', 'version', 'business_id', 'deleted_at', 'created_at'] as const;
 

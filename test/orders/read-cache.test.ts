@@ -2,14 +2,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createApp, type App } from '../../src/app.ts';
 import { createDatabase } from '../../src/db/connection.ts';
-import { RenderCache } from '../../src/lib/render-cache.ts';
+import { ENTRY_OVERHEAD, RenderCache } from '../../src/lib/render-cache.ts';
 import { checkResponsesOf, describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
 import { createFixture, createOrder, getOrder, patchOrder } from '../helpers/orders.ts';
 import { createQueryCounter } from '../helpers/queries.ts';
 
 describe('RenderCache', () => {
   it('serves an entry only for the stamp it was stored with', () => {
-    const cache = new RenderCache(1000);
+    const cache = new RenderCache(10_000);
     const b = (text: string) => Buffer.from(text);
     cache.set('a', '1/0', b('{"v":1}'));
     assert.equal(cache.get('a', '1/0')?.toString(), '{"v":1}');
@@ -18,21 +18,35 @@ describe('RenderCache', () => {
     cache.set('a', '2/0', b('{"v":2}'));
     assert.equal(cache.get('a', '1/0'), undefined);
     assert.equal(cache.get('a', '2/0')?.toString(), '{"v":2}');
-    assert.equal(cache.size, 7);
+    assert.equal(cache.size, '{"v":2}'.length + 'a'.length + ENTRY_OVERHEAD);
   });
 
   it('stays within its size, dropping the least recently used first, and skips entries over an eighth of it', () => {
-    const cache = new RenderCache(80);
+    const entry = 10 + 1 + ENTRY_OVERHEAD;
+    const cache = new RenderCache(8 * entry);
     for (const key of ['a', 'b', 'c', 'd']) cache.set(key, 's', Buffer.from(key.repeat(10)));
-    assert.equal(cache.size, 40);
+    assert.equal(cache.size, 4 * entry);
     assert.ok(cache.get('a', 's'), 'a is now the most recently used');
     for (const key of ['e', 'f', 'g', 'h', 'i']) cache.set(key, 's', Buffer.from(key.repeat(10)));
-    assert.ok(cache.size <= 80);
+    assert.ok(cache.size <= 8 * entry);
     assert.equal(cache.get('b', 's'), undefined, 'b was the least recently used');
     assert.ok(cache.get('a', 's'));
     cache.set('big', 's', Buffer.from('x'.repeat(11)));
     assert.equal(cache.get('big', 's'), undefined);
-    assert.ok(cache.size <= 80);
+    assert.ok(cache.size <= 8 * entry);
+  });
+
+  it('keeps only the bytes it counts: a slice of a larger buffer is copied out of it', () => {
+    const cache = new RenderCache(10_000);
+    const slab = Buffer.from('{"v":1}{"v":2}');
+    assert.ok(slab.buffer.byteLength > slab.length, 'a short text is a slice of a shared slab');
+    cache.set('a', '1', slab.subarray(7));
+    const held = cache.get('a', '1')!;
+    assert.equal(held.toString(), '{"v":2}');
+    assert.equal(held.buffer.byteLength, held.length);
+    const whole = Buffer.allocUnsafeSlow(2).fill('{}');
+    cache.set('b', '1', whole);
+    assert.equal(cache.get('b', '1'), whole, 'an allocation of its own is kept as it is');
   });
 
   it('holds nothing when given no memory', () => {
