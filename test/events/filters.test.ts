@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import fc from 'fast-check';
+import { listLatestEvents } from '../../src/events/repository.ts';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
 import { createFixture, createOrder } from '../helpers/orders.ts';
 
@@ -64,6 +65,9 @@ describeEachBackend('the event feed\'s filters', (ctx) => {
       assert.deepEqual(read.events.map((e) => e.sequence), all.filter((e) => e.sequence > after && keeps(chosen, e)).map((e) => e.sequence), JSON.stringify({ chosen, after, limit }));
       // The walk ends where the feed does (or where the reader already is): nothing left to skip again.
       assert.equal(read.lastSequence, Math.max(after, last));
+      // The console's newest-first read takes the same events.
+      const latest = await listLatestEvents(ctx().db, t.businessId, { ...chosen, limit });
+      assert.deepEqual(latest.map((e) => e.sequence), all.filter((e) => keeps(chosen, e)).map((e) => e.sequence).reverse().slice(0, limit));
     }), { numRuns: 40 });
 
     // A deleted resource's events, its delete included.

@@ -7,7 +7,7 @@ import { queueFromLog } from '../../src/webhooks/queue.ts';
 import { createWriteRunner } from '../../src/write/runner.ts';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
 
-const system = { type: 'system', id: 'test', name: null };
+const system = { type: 'system' as const, id: 'test', name: null };
 
 /** `count` events in one write: mostly order updates, and every `every`th an invoice or an item creation. */
 async function appendMany(ctx: TestContext, t: Tenant, count: number, every: number): Promise<void> {
@@ -24,7 +24,7 @@ async function appendMany(ctx: TestContext, t: Tenant, count: number, every: num
 describeEachBackend('queueing an endpoint\'s events through the feed\'s filtered read', (ctx) => {
   it('queues exactly the events its types take, in order, past batches of skipped and of taken events, to the end of the log', async () => {
     const t = await ctx().createTenant();
-    const created = await ctx().request('POST', '/api/v1/webhook-endpoints', { as: t, body: { url: 'https://hooks.example.com/in', eventTypes: ['invoice.*', 'item.created'] } });
+    const created = await ctx().request<{ id: string }>('POST', '/api/v1/webhook-endpoints', { as: t, body: { url: 'https://hooks.example.com/in', eventTypes: ['invoice.*', 'item.created'] } });
     assert.equal(created.status, 201);
     await appendMany(ctx(), t, 1_400, 2);
     await appendMany(ctx(), t, 1_300, 400);

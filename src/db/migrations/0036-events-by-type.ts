@@ -10,7 +10,8 @@ import type { Kysely, Migration } from 'kysely';
  */
 export const eventsByType: Migration = {
   async up(db: Kysely<any>) {
-    await db.schema.createIndex('events_type_idx').on('events').columns(['business_id', 'type', 'sequence']).execute();
+    // With the resource type after the sequence, `types` with `resourceType` is answered from the index alone.
+    await db.schema.createIndex('events_type_idx').on('events').columns(['business_id', 'type', 'sequence', 'resource_type']).execute();
     await db.schema.createIndex('events_kind_idx').on('events').columns(['business_id', 'resource_type', 'sequence']).execute();
   },
 };
