@@ -194,6 +194,29 @@ describe('Three instances on one PostgreSQL and one Redis', () => {
     assert.ok(median < 100, `median wake-up ${median.toFixed(1)} ms after the commit: ${wakes.map((w) => w.toFixed(1)).join(', ')}`);
     console.log(`# instances: long poll woken by another instance's commit: median ${median.toFixed(1)} ms after the writer's answer (9 tries)`);
   });
+  it('a filtered long poll wakes for a commit it takes on another instance, through the detailed notification', { skip: skip ?? false }, async () => {
+    const t = await fresh('Filtered long poll');
+    const { variantId, buyerId } = await createCatalogue(at(0), t);
+    const after = (await call(at(0), 'GET', '/api/v1/events?after=0&limit=1000', { as: t })).body.lastSequence;
+    const invoices = call(at(0), 'GET', `/api/v1/events?after=${after}&wait=10&types=invoice.*`, { as: t }).then((r) => ({ r, at: performance.now() }));
+    await new Promise((r) => setTimeout(r, 150));
+    const order = await call(at(1), 'POST', `/api/v1/buyers/${buyerId}/orders`, { as: t, body: orderBody(variantId) });
+    assert.equal(order.status, 201);
+    const since = (await call(at(0), 'GET', `/api/v1/events?after=${after}&limit=1000`, { as: t })).body.lastSequence;
+    const ofOrder = call(at(1), 'GET', `/api/v1/events?after=${since}&wait=10&resourceId=${order.body.id}`, { as: t });
+    await new Promise((r) => setTimeout(r, 150));
+    const patched = await call(at(2), 'PATCH', `/api/v1/orders/${order.body.id}`, { as: t, body: { order: { notes: 'for the order\'s own poll' } } });
+    assert.equal(patched.status, 200);
+    assert.deepEqual((await ofOrder).body.items.map((e: any) => [e.type, e.resourceId]), [['order.updated', order.body.id]]);
+
+    const invoice = await call(at(2), 'POST', '/api/v1/invoices', { as: t, body: { orderId: order.body.id } });
+    const committed = performance.now();
+    assert.equal(invoice.status, 201);
+    const { r, at: answered } = await invoices;
+    assert.deepEqual(r.body.items.map((e: any) => [e.type, e.resourceId]), [['invoice.created', invoice.body.id]]);
+    assert.ok(answered - committed < 2_000, `answered ${(answered - committed).toFixed(0)} ms after the invoice: woken, not timed out`);
+  });
+
   it('1,000 idle long polls hold no database connection', { skip: skip ?? false }, async () => {
     const t = await fresh('Idle polls');
     // An instance of its own without a rate limit, for the thousand requests.
