@@ -16,6 +16,7 @@ import type { RouteDeps } from './http/types.ts';
 import { registerDocs } from './http/openapi.ts';
 import { registerCors } from './http/cors.ts';
 import { registerHealth, type Lifecycle } from './http/health.ts';
+import { activeTraceFields } from './telemetry/spans.ts';
 import type { BucketSettings, RateLimiter } from './http/rate-limit.ts';
 import { ErrorResponse, NoQuery } from './http/schema.ts';
 import { validatorCompiler } from './http/validation.ts';
@@ -91,10 +92,14 @@ export interface AppDeps {
   lifecycle?: Lifecycle;
 }
 
-/** pino options for the server: JSON lines at `level`, and keys never written even if a header is logged. */
+/**
+ * pino options for the server: JSON lines at `level`, each with the trace and span it was written in
+ * when tracing is on, and keys never written even if a header is logged.
+ */
 export function loggerOptions(level: string) {
   return {
     level,
+    mixin: activeTraceFields,
     redact: { paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'headers["x-api-key"]'], censor: '[redacted]' },
   };
 }

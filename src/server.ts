@@ -15,6 +15,7 @@ import { listenIfShared } from './db/listen.ts';
 import { EVENTS_CHANNEL } from './write/runner.ts';
 import { HEARTBEAT_MS, registerInstance } from './db/instances.ts';
 import { RELEASE } from './db/migrate.ts';
+import { flushTraces } from './telemetry/spans.ts';
 
 function loadOrExit(): Config {
   try {
@@ -79,6 +80,8 @@ async function main() {
       await listener?.close();
       await rateLimiter?.close();
       await handle.close();
+      // Spans still buffered for the collector (src/telemetry): none without tracing.
+      await flushTraces().catch((error) => console.error(`traces were not sent: ${(error as Error).message}`));
       process.exit(0);
     } catch (error) {
       console.error(`shutdown failed: ${(error as Error).message}`);

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../lib/errors.ts';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { requestTraceFields } from '../telemetry/spans.ts';
 
 /** Connection pool use; PostgreSQL only (SQLite has one connection and nothing to report). */
 export interface PoolStats {
@@ -134,6 +135,7 @@ export function registerRequestLog(app: FastifyInstance): void {
       path: request.url.split('?')[0],
       statusCode: reply.statusCode,
       responseTimeMs: Math.round(reply.elapsedTime * 100) / 100,
+      ...requestTraceFields(request),
     }, 'request completed');
   });
 }

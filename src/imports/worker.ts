@@ -5,6 +5,7 @@ import type { Db } from '../db/types.ts';
 import { CLI, type Actor, type WriteRunner } from '../write/runner.ts';
 import { createLineApplier } from './apply.ts';
 import { lineError } from './lines.ts';
+import { untraced } from '../telemetry/spans.ts';
 import {
   advance, chunkAt, claimImport, deleteChunks, insertResult, releaseLeases, type Counts, type ImportRow,
 } from './repository.ts';
@@ -166,7 +167,8 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
       started = true;
       schedule(0);
     },
-    kick() { if (started) schedule(0); },
+    // Woken by the upload's request: the import's work is not part of that request's trace.
+    kick() { if (started) untraced(() => schedule(0)); },
     async stop() {
       stopping = true;
       clearTimeout(timer);

@@ -1,0 +1,64 @@
+import { register } from 'node:module';
+import type { Span } from '@opentelemetry/api';
+import type { FastifyRequest } from 'fastify';
+import { REQUEST_TRACE } from './settings.ts';
+
+/** Paths that get no span: probes and scrapes, which load balancers and Prometheus call every few seconds. */
+const UNTRACED = new Set(['/livez', '/healthz', '/readyz', '/metrics']);
+
+const pathOf = (url: string) => url.split('?')[0];
+
+/**
+ * Starts the OpenTelemetry SDK for traces only, configured by the standard OTEL_* variables
+ * (endpoint, protocol, service name, sampler, resource attributes). What a span may hold is decided
+ * here, by construction: requests record their method, route and path, never headers or the query
+ * string; PostgreSQL statements their SQL text, never parameter values; Redis commands their name
+ * alone. Packages are imported here, not at the top, so that the bundle loads none of them unless
+ * tracing is on (an import at the top of a bundled file is hoisted).
+ */
+export async function startTracing(): Promise<void> {
+  // ES modules are instrumented as they are imported, through a loader hook: pg and ioredis only.
+  register('@opentelemetry/instrumentation/hook.mjs', import.meta.url, { data: { include: ['pg', 'ioredis'] } });
+  const [{ NodeSDK }, { FastifyOtelInstrumentation }, { PgInstrumentation }, { IORedisInstrumentation }] = await Promise.all([
+    import('@opentelemetry/sdk-node'),
+    import('@fastify/otel'),
+    import('@opentelemetry/instrumentation-pg'),
+    import('@opentelemetry/instrumentation-ioredis'),
+  ]);
+  const sdk = new NodeSDK({
+    // Traces only: metrics are Prometheus's (/metrics), and logs go to stdout.
+    metricReaders: [],
+    logRecordProcessors: [],
+    instrumentations: [
+      new FastifyOtelInstrumentation({
+        registerOnInitialization: true,
+        // One span per request and one for its handler; a span per hook would cost more than it tells.
+        instrumentHooks: false,
+        // An exception's stack and message stay in the log; the span gets its status.
+        recordExceptions: false,
+        // The handler's span, named for its route (the plugin names it after the source of the plugin that holds it).
+        lifecycleHook: (span: Span, info: { hookName: string; request: FastifyRequest }) => {
+          span.updateName(`${info.hookName} ${info.request.routeOptions.url ?? ''}`.trim());
+          span.setAttribute('hook.name', info.hookName);
+        },
+        ignorePaths: (route: { url: string }) => UNTRACED.has(pathOf(route.url)),
+        requestHook: (span: Span, request: FastifyRequest) => {
+          // The plugin records the URL as sent; the query string is left out (cursors, filters).
+          span.setAttribute('url.path', pathOf(request.url));
+          span.setAttribute('supplyline.request_id', request.id);
+          span.updateName(request.routeOptions.url ? `${request.method} ${request.routeOptions.url}` : request.method);
+          (request as unknown as Record<symbol, unknown>)[REQUEST_TRACE] = span.spanContext();
+        },
+      }),
+      new PgInstrumentation({
+        enhancedDatabaseReporting: false,
+        addSqlCommenterCommentToQueries: false,
+        enableTraceContextPropagation: false,
+        // Statements outside a request or a webhook attempt (the worker's polling, jobs) make no traces.
+        requireParentSpan: true,
+      }),
+      new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command: string) => command }),
+    ],
+  });
+  sdk.start();
+}
