@@ -25,26 +25,36 @@ export function filterTakes(filter: EventFilterFields, event: EventHead): boolea
   return filter.types.includes(event.type) || filter.types.includes(`${event.resourceType}.*`);
 }
 
-/** A commit's events carry their ids up to this many distinct heads; beyond, the ids are left out (payloads stay small). */
+/** A commit's events carry their ids up to this many distinct heads; beyond, the ids are left out. */
 const MAX_HEADS = 64;
+/** PostgreSQL refuses a notification of 8,000 bytes or more (and the transaction with it). */
+const MAX_PAYLOAD = 7_000;
+
+type Written = Array<{ type: string; resourceType: string; resourceId: string }>;
 
 /** The distinct heads of a commit's events, ids left out when there are many. */
-export function commitHeads(events: Array<{ type: string; resourceType: string; resourceId: string }>): EventHead[] {
-  const distinct = (withIds: boolean) => [...new Map(events.map((e) => {
+export function commitHeads(events: Written, withIds = events.length <= MAX_HEADS || distinctIds(events) <= MAX_HEADS): EventHead[] {
+  return [...new Map(events.map((e) => {
     const head = { type: e.type, resourceType: e.resourceType, resourceId: withIds ? e.resourceId : null };
     return [`${head.type}\u0000${head.resourceId}`, head] as const;
   })).values()];
-  const heads = distinct(true);
-  return heads.length <= MAX_HEADS ? heads : distinct(false);
 }
 
+const distinctIds = (events: Written) => new Set(events.map((e) => `${e.type}\u0000${e.resourceId}`)).size;
+
 /**
- * A commit's notification on PostgreSQL: `{"businessId":…,"events":[[type, resourceType, id|null], …]}`.
- * It is sent just before the bare business id that earlier releases listen for (one transaction's
- * notifications arrive together and in order), so a listener of this release knows to skip that one.
+ * A commit's notification on PostgreSQL: `{"businessId":…,"events":[[type, resourceType, id|null], …]}`,
+ * without ids when they would make it long, and null when even its types would (then only the
+ * bare business id goes, which wakes every waiter). It is sent just before the bare business id
+ * that earlier releases listen for (one transaction's notifications arrive together and in
+ * order), so a listener of this release knows to skip that one.
  */
-export function commitPayload(businessId: string, heads: EventHead[]): string {
-  return JSON.stringify({ businessId, events: heads.map((h) => [h.type, h.resourceType, h.resourceId]) });
+export function commitPayload(businessId: string, events: Written): string | null {
+  const text = (heads: EventHead[]) => JSON.stringify({ businessId, events: heads.map((h) => [h.type, h.resourceType, h.resourceId]) });
+  const full = text(commitHeads(events));
+  if (full.length <= MAX_PAYLOAD) return full;
+  const typesOnly = text(commitHeads(events, false));
+  return typesOnly.length <= MAX_PAYLOAD ? typesOnly : null;
 }
 
 /** A notification's business and heads; heads are null for an earlier release's bare business id (any event). */

@@ -6,7 +6,7 @@ import type { Db } from '../db/types.ts';
 import { newId } from '../lib/ids.ts';
 import { diffResource, type Changes } from './changes.ts';
 import { encodeData } from './codec.ts';
-import { commitHeads, commitPayload } from './filter.ts';
+import { commitPayload } from './filter.ts';
 import { toIso } from '../lib/time.ts';
 
 export type ResourceType = 'order' | 'item' | 'buyer' | 'price_list' | 'invoice' | 'api_key' | 'webhook_endpoint' | 'user';
@@ -62,7 +62,8 @@ export async function appendEvents(db: Db, meta: EventMeta, events: NewEvent[], 
     }));
   }
   // What the commit holds first, for filtered long polls; then the bare business id earlier releases hear.
-  await notifyAtCommit(db, channel, commitPayload(meta.businessId, commitHeads(events)));
+  const detailed = commitPayload(meta.businessId, events);
+  if (detailed !== null) await notifyAtCommit(db, channel, detailed);
   await notifyAtCommit(db, channel, meta.businessId);
 }
 

@@ -6,6 +6,7 @@ import { describeEachBackend, type Tenant } from '../helpers/context.ts';
 import { createFixture, createOrder, patchOrder } from '../helpers/orders.ts';
 
 const head = (type: string, resourceId: string | null = 'ord_1') => ({ type, resourceType: type.split('.')[0], resourceId });
+const written = (type: string, resourceId = 'ord_1') => ({ type, resourceType: type.split('.')[0], resourceId });
 
 /** Whether the subscription was woken within a turn of the event loop. */
 async function wokenNow(woken: Promise<void>): Promise<boolean> {
@@ -40,7 +41,7 @@ describe('the event bus wakes a filtered long poll only for a commit it would an
     const invoices = () => bus.subscribe('biz_1', 5_000, undefined, (e) => filterTakes({ types: ['invoice.created'] }, e));
 
     const first = invoices();
-    bus.hear(commitPayload('biz_1', [head('order.created')]));
+    bus.hear(commitPayload('biz_1', [written('order.created')])!);
     bus.hear('biz_1');
     assert.equal(await wokenNow(first.woken), false, 'the bare twin of an order commit does not wake it');
     assert.deepEqual(heard, ['biz_1']);
@@ -49,20 +50,27 @@ describe('the event bus wakes a filtered long poll only for a commit it would an
     assert.equal(await wokenNow(first.woken), true, 'a bare notification alone: an earlier release wrote');
 
     const second = invoices();
-    bus.hear(commitPayload('biz_1', [head('invoice.created', 'inv_1')]));
+    bus.hear(commitPayload('biz_1', [written('invoice.created', 'inv_1')])!);
     assert.equal(await wokenNow(second.woken), true);
     bus.hear('not json {');
     bus.hear('{"broken');
     second.cancel();
   });
 
-  it('keeps a commit\'s ids up to 64 heads, then only its types', () => {
-    const few = commitHeads([1, 2, 2].map((i) => ({ type: 'order.created', resourceType: 'order', resourceId: `ord_${i}` })));
+  it('keeps a commit\'s ids up to 64 heads, then only its types, and stays under PostgreSQL\'s 8,000 bytes', () => {
+    const few = commitHeads([1, 2, 2].map((i) => written('order.created', `ord_${i}`)));
     assert.deepEqual(few.map((h) => h.resourceId), ['ord_1', 'ord_2']);
-    const many = commitHeads(Array.from({ length: 65 }, (_, i) => ({ type: 'order.created', resourceType: 'order', resourceId: `ord_${i}` })));
+    const many = commitHeads(Array.from({ length: 65 }, (_, i) => written('order.created', `ord_${i}`)));
     assert.deepEqual(many, [{ type: 'order.created', resourceType: 'order', resourceId: null }]);
-    assert.ok(commitPayload('biz_1', many).length < 8000);
     assert.equal(filterTakes({ resourceId: 'ord_7' }, many[0]), true, 'an unknown id may be the one');
+
+    // The longest names there can be: 64 heads with ids would pass 8,000 bytes; their 20 types alone do not.
+    const long = Array.from({ length: 64 }, (_, i) => ({ type: `${'r'.repeat(32)}.${String(i % 20).padStart(32, 'n')}`, resourceType: 'r'.repeat(32), resourceId: `x_${'0'.repeat(40)}${i}` }));
+    const payload = commitPayload('biz_1', long)!;
+    assert.ok(payload.length < 8000, `${payload.length} bytes`);
+    assert.ok(JSON.parse(payload).events.every((e: unknown[]) => e[2] === null), 'ids left out');
+    const tooMany = Array.from({ length: 200 }, (_, i) => ({ ...long[0], type: `${'r'.repeat(32)}.${String(i).padStart(32, 'n')}` }));
+    assert.equal(commitPayload('biz_1', tooMany), null, 'only the bare business id goes: every waiter wakes');
   });
 });
 
