@@ -47,9 +47,10 @@ export interface EventMeta {
  * version is one more than its last event's: earlier events of this write are visible to the
  * insert, so two events of one resource in one write count 1, 2. On PostgreSQL the other instances
  * are told on `channel` (`pg_notify`, delivered at commit: src/events/filter.ts says in what form);
- * SQLite has no other instances to tell.
+ * SQLite has no other instances to tell. `traceParent` is kept with each event: its webhook
+ * attempts join that trace (src/telemetry).
  */
-export async function appendEvents(db: Db, meta: EventMeta, events: NewEvent[], channel: string): Promise<void> {
+export async function appendEvents(db: Db, meta: EventMeta, events: NewEvent[], channel: string, traceParent: string | null = null): Promise<void> {
   if (events.length === 0) return;
   const actor = JSON.stringify(meta.actor);
   const { rows: [taken] } = await db.executeQuery(takeSequencesQuery(db, { businessId: meta.businessId, count: events.length }));
@@ -57,7 +58,7 @@ export async function appendEvents(db: Db, meta: EventMeta, events: NewEvent[], 
   for (const [i, e] of events.entries()) {
     await db.executeQuery(insertEventQuery(db, {
       businessId: meta.businessId, sequence: first + i, id: newId('evt'), type: e.type, resourceType: e.resourceType, resourceId: e.resourceId,
-      occurredAt: meta.now, actor, requestId: meta.requestId, idempotencyKey: meta.idempotencyKey,
+      occurredAt: meta.now, actor, requestId: meta.requestId, idempotencyKey: meta.idempotencyKey, traceParent,
       data: encodeData(e.changes === undefined ? { object: e.object } : { object: e.object, changes: e.changes }),
     }));
   }
@@ -76,7 +77,7 @@ const takeSequencesQuery = statement((db, v: { businessId: string; count: number
 /** One event; its resource's version is one more than the resource's last event's (the end of its index range: one row). */
 const insertEventQuery = statement((db, v: {
   businessId: string; sequence: number; id: string; type: string; resourceType: string; resourceId: string;
-  occurredAt: string; actor: string; requestId: string | null; idempotencyKey: string | null; data: Buffer;
+  occurredAt: string; actor: string; requestId: string | null; idempotencyKey: string | null; traceParent: string | null; data: Buffer;
 }) => {
   const lastVersion = db.selectFrom('events').select('resource_version')
     .where('business_id', '=', v.businessId).where('resource_type', '=', v.resourceType).where('resource_id', '=', v.resourceId)
@@ -84,7 +85,7 @@ const insertEventQuery = statement((db, v: {
   return db.insertInto('events').values({
     business_id: v.businessId, sequence: v.sequence, id: v.id, type: v.type, resource_type: v.resourceType, resource_id: v.resourceId,
     resource_version: sql<number>`coalesce((${lastVersion}), 0) + 1`, occurred_at: v.occurredAt, actor: v.actor,
-    request_id: v.requestId, idempotency_key: v.idempotencyKey, data: v.data,
+    request_id: v.requestId, idempotency_key: v.idempotencyKey, data: v.data, trace_parent: v.traceParent,
   });
 });
 

@@ -15,4 +15,6 @@ export interface EventTable {
   idempotency_key: string | null;
   /** deflate-raw of the JSON `data` (src/events/codec.ts). */
   data: ColumnType<Buffer | Uint8Array, Buffer, Buffer>;
+  /** The W3C traceparent of the span that appended the event, when tracing is on (src/telemetry). */
+  trace_parent: ColumnType<string | null, string | null | undefined, never>;
 }

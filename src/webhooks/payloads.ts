@@ -33,7 +33,8 @@ export function createPayloadLoader(db: Kysely<Database>, box: SecretBox, onUnre
     return plain;
   }
 
-  async function bodies(claims: Claim[]): Promise<Map<string, string>> {
+  /** Each claim's body, and the `traceparent` its event was appended under (src/telemetry), where there is one. */
+  async function bodies(claims: Claim[], traceParents: Map<string, string>): Promise<Map<string, string>> {
     const found = new Map<string, string>();
     for (const [businessId, group] of groupBy(claims.filter((c) => c.payload === null), (c) => c.business_id)) {
       const rows = await db.selectFrom('events').selectAll().where('business_id', '=', businessId)
@@ -42,6 +43,7 @@ export function createPayloadLoader(db: Kysely<Database>, box: SecretBox, onUnre
       for (const claim of group) {
         const row = bySequence.get(Number(claim.sequence));
         if (row) found.set(claim.id, eventJson(row));
+        if (row?.trace_parent) traceParents.set(claim.id, row.trace_parent);
       }
     }
     for (const claim of claims) if (claim.payload !== null) found.set(claim.id, claim.payload);
@@ -65,13 +67,14 @@ export function createPayloadLoader(db: Kysely<Database>, box: SecretBox, onUnre
 
   return {
     async load(claims: Claim[]) {
-      const [found, byId] = await Promise.all([bodies(claims), endpoints(claims)]);
+      const traceParents = new Map<string, string>();
+      const [found, byId] = await Promise.all([bodies(claims, traceParents), endpoints(claims)]);
       // An endpoint a key without margin:read set up gets its events without cost fields.
       for (const claim of claims) {
         const body = found.get(claim.id);
         if (body !== undefined && byId.get(claim.endpoint_id)?.row.hides_margin) found.set(claim.id, jsonWithoutMargin(body));
       }
-      return { bodies: found, endpoints: byId };
+      return { bodies: found, endpoints: byId, traceParents };
     },
   };
 }

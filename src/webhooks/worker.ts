@@ -6,7 +6,9 @@ import type { Database } from '../db/types.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import { SYSTEM, type WriteContext, type WriteRunner } from '../write/runner.ts';
-import { createOutcomeRecorder } from './outcomes.ts';
+import { SpanStatusCode } from '@opentelemetry/api';
+import { inAttemptSpan, untraced } from '../telemetry/spans.ts';
+import { createOutcomeRecorder, outcomeOf } from './outcomes.ts';
 import { createPayloadLoader, signedHeaders, type ClaimedEndpoint } from './payloads.ts';
 import { claimDeliveries, ENDPOINT_HELD, nextDue, queueFromLog, queueFromReplay, queueWork, refreshStatistics, type Claim } from './queue.ts';
 import { createSender } from './sender.ts';
@@ -90,7 +92,8 @@ export function createWebhookWorker(deps: WorkerDeps) {
       return;
     }
     running = true;
-    pumping = pump();
+    // Often woken by a request's commit: the pass is not part of that request's trace.
+    pumping = untraced(pump);
   }
 
   function wakeAt(ms: number): void {
@@ -174,10 +177,10 @@ export function createWebhookWorker(deps: WorkerDeps) {
         log.warn({ err: error, deliveries: claims.length }, 'webhook worker: could not load a claim\'s events or endpoints; its lease will bring it back');
         return;
       }
-      const { bodies, endpoints } = loaded;
+      const { bodies, endpoints, traceParents } = loaded;
       sending += claims.length;
       for (const claim of claims) {
-        const flight = deliver(claim, bodies.get(claim.id) ?? null, endpoints.get(claim.endpoint_id))
+        const flight = deliver(claim, bodies.get(claim.id) ?? null, endpoints.get(claim.endpoint_id), traceParents.get(claim.id) ?? null)
           .catch((error) => {
             log.warn({ err: error, deliveryId: claim.id }, 'webhook worker: delivery failed; its lease will bring it back');
           })
@@ -198,14 +201,32 @@ export function createWebhookWorker(deps: WorkerDeps) {
     if (!stopped && sending <= config.concurrency / 2) void claimAndSend().catch((error) => log.warn({ err: error }, 'webhook worker: claim failed'));
   }
 
-  /** Sends one claimed delivery and hands its outcome to the recorder (an endpoint deleted meanwhile: its lease lapses). */
-  async function deliver(claim: Claim, body: string | null, endpoint: ClaimedEndpoint | undefined): Promise<void> {
+  /**
+   * Sends one claimed delivery and hands its outcome to the recorder (an endpoint deleted meanwhile:
+   * its lease lapses). The attempt is a span in the trace of the request that appended the event,
+   * and sends that trace on as `traceparent`. The span names the endpoint by id, never by its URL,
+   * which may hold a token.
+   */
+  async function deliver(claim: Claim, body: string | null, endpoint: ClaimedEndpoint | undefined, traceParent: string | null): Promise<void> {
     if (!endpoint) return;
     if (body === null) {
       outcomes.add({ claim, result: { status: null, body: null, latencyMs: 0, retryAfterSeconds: null, error: 'The event is no longer retained' }, final: true });
       return;
     }
-    const result = await sender.send(endpoint.row.url, signedHeaders(endpoint, claim.event_id, body, clock()), body);
+    const attributes = {
+      'http.request.method': 'POST', 'supplyline.business_id': claim.business_id, 'supplyline.webhook.endpoint_id': claim.endpoint_id,
+      'supplyline.webhook.delivery_id': claim.id, 'supplyline.webhook.attempt': claim.attempts + 1, 'supplyline.event.id': claim.event_id,
+    };
+    const result = await inAttemptSpan(traceParent, attributes, async (span, sent) => {
+      const headers = signedHeaders(endpoint, claim.event_id, body, clock());
+      const answer = await sender.send(endpoint.row.url, sent === null ? headers : { ...headers, traceparent: sent }, body);
+      if (answer.status !== null) span.setAttribute('http.response.status_code', answer.status);
+      const outcome = outcomeOf(answer);
+      span.setAttribute('supplyline.webhook.outcome', outcome);
+      if (outcome !== 'succeeded') span.setStatus({ code: SpanStatusCode.ERROR });
+      return answer;
+    });
+    // Recorded in batches of many attempts, outside this one's span.
     outcomes.add({ claim, result, final: false });
   }
 

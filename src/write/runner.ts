@@ -5,6 +5,7 @@ import { ApiError, errorBody } from '../lib/errors.ts';
 import { readJson } from '../lib/json.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import { appendEvents, type NewEvent } from '../events/log.ts';
+import { activeTraceParent, inChildSpan } from '../telemetry/spans.ts';
 import { recordChanges } from '../audit/repository.ts';
 import { takeWriteTime } from './clock.ts';
 import {
@@ -148,12 +149,17 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
   const ttlMs = (options.idempotencyTtlHours ?? 24) * 3_600_000;
   const inFlight = new Set<string>();
 
+  /** A write, in a span of its own when it is part of a traced request (src/telemetry/spans.ts). */
+  async function inTransaction<T>(scope: WriteScope, key: string | null, work: (ctx: WriteContext) => Promise<T>): Promise<T> {
+    return inChildSpan('write', { 'supplyline.business_id': scope.businessId, 'supplyline.actor_type': scope.actor.type }, () => transact(scope, key, work));
+  }
+
   /*
    * The one place a write transaction opens, and it reads as a straight line: take the business's
    * write lock and the write's time (src/write/clock.ts), do the work, append the events it asked
    * for. No write without its events, no event without its write.
    */
-  async function inTransaction<T>(scope: WriteScope, key: string | null, work: (ctx: WriteContext) => Promise<T>): Promise<T> {
+  async function transact<T>(scope: WriteScope, key: string | null, work: (ctx: WriteContext) => Promise<T>): Promise<T> {
     const events: NewEvent[] = [];
     let discarded = false;
     let result: T;
@@ -174,7 +180,9 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
         };
         const outcome = await work(ctx);
         if (discarded) throw new Discarded(outcome);
-        await appendEvents(trx, ctx, events, EVENTS_CHANNEL);
+        if (events.length > 0) {
+          await inChildSpan('append events', { 'supplyline.events': events.length }, () => appendEvents(trx, ctx, events, EVENTS_CHANNEL, activeTraceParent()));
+        }
         await recordChanges(trx, ctx, events);
         return outcome;
       });
