@@ -12,9 +12,17 @@
  * the same minutes, on the same rows, rather than across separate runs of `npm run bench`. Rounds
  * alternate which build goes first. A build whose schema differs (code from before a migration)
  * runs on its own database, given with `--url-b`, `--business-b` and `--key-b`: a demo made with
- * that build's own `cli demo`.
+ * that build's own `cli demo`. `--env-a` and `--env-b` add variables to one side's server
+ * (`NAME=VALUE,NAME=VALUE`), so one build can be compared with itself under other settings: with
+ * `--otlp-sink` an OTLP/HTTP receiver in this process takes the traces of whichever side sets
+ * OTEL_TRACES_SAMPLER (docs/decisions/0047-telemetry.md). Each server runs as `npm start` runs it,
+ * with the telemetry preload where the build has one.
  */
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { sampleCpu } from './server.ts';
@@ -24,6 +32,7 @@ const { values } = parseArgs({
     a: { type: 'string' }, b: { type: 'string' }, url: { type: 'string' }, business: { type: 'string' }, key: { type: 'string' },
     'url-b': { type: 'string' }, 'business-b': { type: 'string' }, 'key-b': { type: 'string' },
     scenario: { type: 'string', default: 'patch' }, connections: { type: 'string', default: '16' },
+    'env-a': { type: 'string', default: '' }, 'env-b': { type: 'string', default: '' }, 'otlp-sink': { type: 'boolean', default: false },
     rounds: { type: 'string', default: '5' }, seconds: { type: 'string', default: '6' },
   },
 });
@@ -39,9 +48,28 @@ const sides = [
 ];
 const connections = Number(values.connections);
 
-function start(dir: string, url: string): Promise<{ base: string; pid: number; kill(): void }> {
-  const child = spawn(process.execPath, ['dist/server.js'], {
-    cwd: dir, env: { ...process.env, DATABASE_URL: url, PORT: '0', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'inherit'],
+/** An OTLP/HTTP receiver that takes every export and keeps only a count of its bytes. */
+async function startOtlpSink(): Promise<{ url: string; bytes: () => number; close(): void }> {
+  let bytes = 0;
+  const server = createServer((req, res) => {
+    req.on('data', (chunk: Buffer) => { bytes += chunk.length; });
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bytes: () => bytes, close: () => server.close() };
+}
+const sink = values['otlp-sink'] ? await startOtlpSink() : null;
+const envOf = (list: string): Record<string, string> => {
+  const env = Object.fromEntries(list.split(',').filter(Boolean).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+  return sink && env.OTEL_TRACES_SAMPLER ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, ...env } : env;
+};
+const envs = [envOf(values['env-a']), envOf(values['env-b'])];
+const labels = builds.map((dir, i) => `${'AB'[i]}: ${dir}${Object.keys(envs[i]).length > 0 ? ` (${Object.entries(envs[i]).map(([k, v]) => `${k}=${v}`).join(' ')})` : ''}`);
+
+function start(dir: string, url: string, env: Record<string, string>): Promise<{ base: string; pid: number; kill(): void }> {
+  const preload = existsSync(join(dir, 'dist', 'telemetry.js')) ? ['--import', './dist/telemetry.js'] : [];
+  const child = spawn(process.execPath, ['--enable-source-maps', ...preload, 'dist/server.js'], {
+    cwd: dir, env: { ...process.env, DATABASE_URL: url, PORT: '0', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
   return new Promise((resolve, reject) => {
@@ -54,7 +82,7 @@ function start(dir: string, url: string): Promise<{ base: string; pid: number; k
   });
 }
 
-const servers = [await start(builds[0], sides[0].url), await start(builds[1], sides[1].url)];
+const servers = [await start(builds[0], sides[0].url, envs[0]), await start(builds[1], sides[1].url, envs[1])];
 try {
   /**
    * Each build's requests, on its own database's orders, buyers and variants. `business` and `key`
@@ -101,18 +129,20 @@ try {
       const stop = sampleCpu(server.pid);
       const run = await autocannon({ url: server.base, requests: [requests[i]], duration: Number(values.seconds), connections });
       const cpu = stop();
-      if (run.non2xx + run.errors > 0) throw new Error(`${builds[i]}: ${run.non2xx} non-2xx answers, ${run.errors} errors`);
+      if (run.non2xx + run.errors > 0) throw new Error(`${labels[i]}: ${run.non2xx} non-2xx answers, ${run.errors} errors`);
       const per = (ms: number) => Math.round((ms * 1000) / run.requests.total);
       results[i].push({ rps: Math.round(run.requests.average), server: per(cpu.serverMs), database: per(cpu.databaseMs) });
-      console.error(`round ${round + 1} ${builds[i]}: ${results[i].at(-1)!.rps} req/s`);
+      console.error(`round ${round + 1} ${labels[i]}: ${results[i].at(-1)!.rps} req/s`);
     }
   }
   const mean = (rows: typeof results[number], k: 'rps' | 'server' | 'database') => Math.round(rows.reduce((t, r) => t + r[k], 0) / rows.length);
   console.log(`${values.scenario}, ${connections} connections, ${values.rounds} rounds of ${values.seconds} s`);
   console.log('| build | req/s (each round) | mean | server CPU µs/req (mean) | database CPU µs/req (mean) |\n|---|---|---:|---:|---:|');
   for (const [i, rows] of results.entries()) {
-    console.log(`| ${builds[i]} | ${rows.map((r) => r.rps).join(' / ')} | ${mean(rows, 'rps')} | ${mean(rows, 'server')} | ${mean(rows, 'database')} |`);
+    console.log(`| ${labels[i]} | ${rows.map((r) => r.rps).join(' / ')} | ${mean(rows, 'rps')} | ${mean(rows, 'server')} | ${mean(rows, 'database')} |`);
   }
+  if (sink) console.log(`OTLP sink received ${Math.round(sink.bytes() / 1024)} KiB of traces`);
 } finally {
   for (const server of servers) server.kill();
+  sink?.close();
 }

@@ -81,7 +81,7 @@ async function main() {
       await rateLimiter?.close();
       await handle.close();
       // Spans still buffered for the collector (src/telemetry): none without tracing.
-      await flushTraces().catch((error) => console.error(`traces were not sent: ${(error as Error).message}`));
+      await flushTraces().catch((error) => console.error(`traces were not sent: ${(error as Error | undefined)?.message ?? 'the collector did not take them'}`));
       process.exit(0);
     } catch (error) {
       console.error(`shutdown failed: ${(error as Error).message}`);

@@ -54,6 +54,8 @@ export async function startTracing(): Promise<void> {
         enhancedDatabaseReporting: false,
         addSqlCommenterCommentToQueries: false,
         enableTraceContextPropagation: false,
+        // A span per pool checkout doubled the spans for little: pool waits are in /metrics.
+        ignoreConnectSpans: true,
         // Statements outside a request or a webhook attempt (the worker's polling, jobs) make no traces.
         requireParentSpan: true,
       }),
