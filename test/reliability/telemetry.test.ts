@@ -209,6 +209,14 @@ describe('telemetry (OpenTelemetry through the preload)', () => {
         const requestId = String(created.headers['x-request-id']);
         const delivery = await waitFor('the webhook delivery', () => hooks.deliveries.find((d) => d.body.includes('"item.created"')));
 
+        // A request its caller did not sample: nothing of it is recorded, and its delivery says so too.
+        const unsampled = randomBytes(16).toString('hex');
+        const quiet = await send(base, 'POST', '/api/v1/items', { ...json, traceparent: `00-${unsampled}-${randomBytes(8).toString('hex')}-00` },
+          JSON.stringify({ item: { name: 'Untraced Tea' }, variants: [{ variantName: '1kg', currency: 'AUD', price: 22, cost: 7 }] }));
+        assert.equal(quiet.status, 201, quiet.body);
+        const quietDelivery = await waitFor('the unsampled request\'s delivery', () => hooks.deliveries.find((d) => d.body.includes('Untraced Tea')));
+        assert.match(String(quietDelivery.headers.traceparent), new RegExp(`^00-${unsampled}-[0-9a-f]{16}-00$`));
+
         const { spans } = receiver.received;
         const requestSpan = await waitFor('the request span', () => spans.find((s) => attribute(s, 'supplyline.request_id') === requestId));
         const attempt = await waitFor('the webhook attempt span', () => spans.find((s) => s.name === 'webhook attempt' && s.traceId === requestSpan.traceId));
@@ -222,6 +230,7 @@ describe('telemetry (OpenTelemetry through the preload)', () => {
         const output = server.output();
         server = undefined;
 
+        assert.ok(!spans.some((s) => s.traceId === unsampled), 'no span of an unsampled request is exported');
         // The spans arrived, and join up.
         assert.equal(requestSpan.name, 'POST /api/v1/items');
         assert.equal(requestSpan.kind, 2, 'a server span');
