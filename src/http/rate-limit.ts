@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { tracedWhenSampled } from '../telemetry/spans.ts';
 
 export interface RateLimitDecision {
   allowed: boolean;
@@ -105,7 +106,8 @@ export class RedisRateLimiter implements RateLimiter {
 
   async take(key: string): Promise<RateLimitDecision> {
     try {
-      const [allowed, tokens] = (await (this.redis as unknown as {
+      // Traced only in a sampled request, as statements are (src/telemetry/spans.ts).
+      const [allowed, tokens] = await tracedWhenSampled(() => (this.redis as unknown as {
         supplylineTake(k: string, rate: number, burst: number): Promise<[number, string]>;
       }).supplylineTake(this.prefix + key, this.settings.ratePerSecond, this.settings.burst));
       const after = Number(tokens);
