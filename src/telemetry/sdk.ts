@@ -9,6 +9,17 @@ const UNTRACED = new Set(['/livez', '/healthz', '/readyz', '/metrics']);
 const pathOf = (url: string) => url.split('?')[0];
 
 /**
+ * A span that keeps its error status but not the error's words: instrumentations set the status
+ * message and record exceptions from raw errors (a PostgreSQL error can quote a value), which stay
+ * in the log instead.
+ */
+function withoutErrorText(span: Span): void {
+  const setStatus = span.setStatus.bind(span);
+  span.setStatus = (status) => setStatus({ code: status.code });
+  span.recordException = () => {};
+}
+
+/**
  * Starts the OpenTelemetry SDK for traces only, configured by the standard OTEL_* variables
  * (endpoint, protocol, service name, sampler, resource attributes). What a span may hold is decided
  * here, by construction: requests record their method, route and path, never headers or the query
@@ -34,15 +45,17 @@ export async function startTracing(): Promise<void> {
         registerOnInitialization: true,
         // One span per request and one for its handler; a span per hook would cost more than it tells.
         instrumentHooks: false,
-        // An exception's stack and message stay in the log; the span gets its status.
+        // An exception's stack and message stay in the log; the span gets its status (withoutErrorText).
         recordExceptions: false,
         // The handler's span, named for its route (the plugin names it after the source of the plugin that holds it).
         lifecycleHook: (span: Span, info: { hookName: string; request: FastifyRequest }) => {
+          withoutErrorText(span);
           span.updateName(`${info.hookName} ${info.request.routeOptions.url ?? ''}`.trim());
           span.setAttribute('hook.name', info.hookName);
         },
         ignorePaths: (route: { url: string }) => UNTRACED.has(pathOf(route.url)),
         requestHook: (span: Span, request: FastifyRequest) => {
+          withoutErrorText(span);
           // The plugin records the URL as sent; the query string is left out (cursors, filters).
           span.setAttribute('url.path', pathOf(request.url));
           span.setAttribute('supplyline.request_id', request.id);
@@ -58,8 +71,9 @@ export async function startTracing(): Promise<void> {
         ignoreConnectSpans: true,
         // Statements outside a request or a webhook attempt (the worker's polling, jobs) make no traces.
         requireParentSpan: true,
+        requestHook: withoutErrorText,
       }),
-      new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command: string) => command }),
+      new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command: string) => command, requestHook: withoutErrorText }),
     ],
   });
   sdk.start();

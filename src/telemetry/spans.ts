@@ -7,7 +7,6 @@ import { REQUEST_TRACE } from './settings.ts';
  */
 const tracer = trace.getTracer('supplyline');
 
-
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
 /** A span context as a W3C `traceparent` header: version 00, trace id, span id, flags. */

@@ -178,6 +178,8 @@ describe('telemetry (OpenTelemetry through the preload)', () => {
         // The API key, also where a careless client puts it (Authorization), and a query string.
         assert.equal((await send(base, 'GET', '/api/v1/items?limit=5', { ...api, authorization: `Bearer ${tenant.apiKey}` })).status, 200);
         assert.equal((await send(base, 'GET', '/metrics', { authorization: `Bearer ${metricsToken}` })).status, 200);
+        // A failure: its span has the error status, never the error's words.
+        assert.equal((await send(base, 'GET', '/api/v1/orders/ord_01missingmissingmissing0000', api)).status, 404);
         // A webhook endpoint: its secret is in this answer only.
         const endpoint = await send(base, 'POST', '/api/v1/webhook-endpoints', json, JSON.stringify({ url: hooks.url, eventTypes: ['item.*'] }));
         assert.equal(endpoint.status, 201, endpoint.body);
@@ -258,6 +260,9 @@ describe('telemetry (OpenTelemetry through the preload)', () => {
           if (path !== undefined) assert.doesNotMatch(String(path), /\?/, 'no query string is recorded');
         }
         assert.ok(!spans.some((s) => attribute(s, 'url.path') === '/metrics'), 'probes and scrapes make no spans');
+        assert.ok(spans.some((s) => s.status?.code === 2), 'the 404 marked its spans as failed');
+        assert.deepEqual(spans.filter((s) => s.status?.message).map((s) => `${s.name}: ${s.status!.message}`), [], 'no error text in a span');
+        assert.ok(!receiver.received.raw.join('\n').includes('"exception"'), 'no exception events');
 
         // Log lines carry the trace.
         const completed = output.split('\n').filter((l) => l.includes('"request completed"') && l.includes(`"${requestId}"`));
