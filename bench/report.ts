@@ -31,6 +31,8 @@ export interface Report {
   webhooks?: import('./webhooks.ts').WebhookMeasures;
   lists?: import('./lists.ts').ListMeasures;
   scaleOut?: import('./scaleout.ts').ScaleOutRow[];
+  /** Memory under the mixed load (bench/memory.ts), with `--only soak`. */
+  soak?: import('./memory.ts').SoakResult;
 }
 
 export function machine(loadAverage: number[]) {

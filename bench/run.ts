@@ -11,6 +11,7 @@ import { measureWebhooks } from './webhooks.ts';
 import { consoleRequests } from './console.ts';
 import { listsTable, measureLists, summariseLists } from './lists.ts';
 import { measureScaleOut, mixedRequests } from './scaleout.ts';
+import { measureSoak, soakTable } from './memory.ts';
 import { buildDist, runDemo, sampleCpu, sampleRss, startServer } from './server.ts';
 
 const { values } = parseArgs({
@@ -31,6 +32,9 @@ const { values } = parseArgs({
     'list-requests': { type: 'string', default: '20' },
     // Only the list cases with all of these filters (comma-separated, as bench/lists.ts names them).
     'list-with': { type: 'string' },
+    // --only soak (a long case, never in the default run): the mixed load for this many minutes, memory sampled (bench/memory.ts).
+    minutes: { type: 'string', default: '30' },
+    'warmup-minutes': { type: 'string', default: '5' },
   },
 });
 const reuse = values.url !== undefined;
@@ -124,6 +128,14 @@ try {
     })
     : undefined;
 
+  // Memory under the mixed load for --minutes (30 by default): only when asked for, it is long.
+  const soak = only.includes('soak')
+    ? await measureSoak(server, buildScenarios(fixtures), {
+      backend, minutes: Number(values.minutes), warmupMinutes: Math.min(Number(values['warmup-minutes']), Number(values.minutes) / 2), everySeconds: 30,
+      onSample: (s) => console.error(`soak minute ${s.minute}: RSS ${s.rss} MB (anon ${s.anon}), heap ${s.heapUsed}/${s.heapTotal} MB, external ${s.external} MB`),
+    })
+    : undefined;
+
   // Scale-out on PostgreSQL: one, two and three instances, with this run's server stopped.
   let scaleOut;
   if (only.includes('scaleout')) {
@@ -137,13 +149,14 @@ try {
   }
 
   const report: Report = {
-    backend, orders, ...options, startedAt, ceiling, echoCeiling, rows, events, webhooks, lists, scaleOut,
+    backend, orders, ...options, startedAt, ceiling, echoCeiling, rows, events, webhooks, lists, soak, scaleOut,
     generation: { seconds: Math.round(generationSeconds * 10) / 10, ordersPerSecond: rate, log: demo.log.split('\n').filter((l) => l.startsWith('Created') || l.includes('orders/s')).join(' ') },
     machine: machine(loadavg()),
   };
   console.log(`\n${backend}, ${orders.toLocaleString('en')} orders, ${options.connections} connections, ${options.duration} s per scenario (load average ${report.machine.loadAverage.map((l) => l.toFixed(1)).join(' ')})\n`);
   console.log(formatTable(report));
   if (lists) console.log(`\n${listsTable(lists)}\n\n${summariseLists(lists)}`);
+  if (soak) console.log(`\nMemory under the mixed load (32 connections, ${soak.minutes} min):\n${soakTable(soak)}`);
   console.log(`\nSaved ${saveReport(report)}`);
 } finally {
   await server?.stop();

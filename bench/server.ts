@@ -32,14 +32,36 @@ export function runDemo(databaseUrl: string, orders: number): Promise<Credential
 export interface Server { base: string; pid: number; child: ChildProcess; stop(): Promise<void> }
 
 /**
- * The server as `npm start` runs it (dist/server.js), as a child process, on a free port, rate
+ * `npm start`'s command from package.json, for a bundle in `outdir`: the environment it sets
+ * (`exec env NAME=VALUE ... node`) and node's arguments, so that whatever runs the bundle runs it
+ * with the same settings (the memory ones of docs/decisions/0048-memory-budget.md).
+ */
+export function startCommand(outdir = 'dist'): { env: Record<string, string>; args: string[] } {
+  const { scripts } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> };
+  const words = scripts.start.replaceAll('dist/', `${outdir}/`).split(/\s+/);
+  if (words[0] === 'exec') words.shift();
+  const env: Record<string, string> = {};
+  if (words[0] === 'env') {
+    words.shift();
+    while (/^[A-Z_][A-Z0-9_]*=/.test(words[0])) {
+      const [name, ...value] = words.shift()!.split('=');
+      env[name] = value.join('=');
+    }
+  }
+  if (words.shift() !== 'node') throw new Error(`npm start does not run node: ${scripts.start}`);
+  return { env, args: words };
+}
+
+/**
+ * The server as `npm start` runs it (dist/server.js, with its flags and settings), as a child process, on a free port, rate
  * limits off, warnings only; with `profileDir`, it writes a V8 CPU profile there when it stops.
  */
 export function startServer(databaseUrl: string, profileDir?: string, env: Record<string, string> = {}): Promise<Server> {
   const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  const child = spawn(process.execPath, [...profile, '--enable-source-maps', 'dist/server.js'], {
+  const start = startCommand();
+  const child = spawn(process.execPath, [...profile, ...start.args], {
     // Webhooks go to a receiver on loopback (bench/webhooks.ts).
-    env: { ...baseEnv, DATABASE_URL: databaseUrl, PORT: '0', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'on', ...env },
+    env: { ...baseEnv, ...start.env, DATABASE_URL: databaseUrl, PORT: '0', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'on', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
