@@ -190,7 +190,7 @@ export function loadConfig(env: Env = process.env): Config {
     pgPreparedStatements: flag(env, 'PG_PREPARED_STATEMENTS', true),
     listenDatabaseUrl: databaseUrl(env.LISTEN_DATABASE_URL || env.DATABASE_URL),
     responseCacheMb: integer(env, 'RESPONSE_CACHE_MB', 32, 0, 4096),
-    heapGrowingPercent: integer(env, 'HEAP_GROWING_PERCENT', 100, 0, 1000),
+    heapGrowingPercent: integer(env, 'HEAP_GROWING_PERCENT', 50, 0, 1000),
     headersTimeoutMs,
     requestTimeoutMs,
     keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 1000, 600_000),

@@ -58,8 +58,9 @@ export function resolveSecretBox(config: Config): { box: SecretBox; source: stri
 /**
  * How far V8 lets the old generation grow after a full collection before the next one: by
  * `percent` (V8's own factor, up to 4×, when 0). An export on PostgreSQL promotes short-lived rows,
- * and doubling (the default) instead of V8's factor lowered its peak memory markedly at the same
- * speed (docs/performance.md, docs/decisions/). Set before anything large is allocated; V8 reads
+ * and doubling instead of V8's factor lowered its peak memory markedly at the same speed; growing by
+ * half (the default) keeps an instance under the mixed load within its memory budget
+ * (docs/decisions/0039-server-process.md, 0048-memory-budget.md). Set before anything large is allocated; V8 reads
  * the flag each time it sets the next limit.
  */
 export function applyHeapGrowth(percent: number, setFlags: (flags: string) => void = setFlagsFromString): void {

@@ -146,7 +146,7 @@ describe('loadConfig', () => {
     assert.equal(c.idempotencyTtlHours, 24);
     assert.equal(c.bodyLimitBytes, 1024 * 1024);
     assert.equal(c.responseCacheMb, 32);
-    assert.equal(c.heapGrowingPercent, 100);
+    assert.equal(c.heapGrowingPercent, 50);
     assert.equal(loadConfig({ HEAP_GROWING_PERCENT: '0' }).heapGrowingPercent, 0);
     assert.equal(c.pgPreparedStatements, true);
     assert.equal(loadConfig({ PG_PREPARED_STATEMENTS: 'off' }).pgPreparedStatements, false);

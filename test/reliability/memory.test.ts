@@ -1,0 +1,120 @@
+import assert from 'node:assert/strict';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import autocannon from 'autocannon';
+import { loadFixtures } from '../../bench/fixtures.ts';
+import { readRss, RSS_BUDGET_MB, soakRequests } from '../../bench/memory.ts';
+import { buildScenarios } from '../../bench/scenarios.ts';
+import { sampleCpu, startCommand } from '../../bench/server.ts';
+import { baseEnv, createPgDatabase, PG_URL, pool, sleep } from './helpers.ts';
+
+// Memory under sustained load (issue 52, docs/decisions/0048-memory-budget.md): the server as
+// `npm start` runs it (the bundle, with its flags and settings) holds a demo of 20,000 orders, has every order
+// rendered once so that the response cache is full, then takes bench/soak.ts's mixed load. Its RSS,
+// read from /proc every quarter second, must stay within the budget the whole time: 250 MB on
+// SQLite, 200 MB on PostgreSQL. The full 30 minutes is `npm run bench:soak`; this is its guard.
+const SECONDS = Number(process.env.RELIABILITY_MEMORY_SECONDS || 30);
+const ORDERS = 20_000;
+const CACHE_MB = 32;
+
+const run = promisify(execFile);
+const ROOT = join(import.meta.dirname, '..', '..');
+const scripts = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts as Record<string, string>;
+const backends: Array<'sqlite' | 'postgres'> = ['sqlite', ...(PG_URL ? ['postgres' as const] : [])];
+
+async function startBundle(outdir: string, env: Record<string, string>): Promise<{ child: ChildProcess; base: string; output(): string; stop(): Promise<void> }> {
+  const start = startCommand(outdir);
+  const child = spawn(process.execPath, start.args, {
+    cwd: ROOT, env: { ...baseEnv, ...start.env, PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_RPS: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const append = (d: Buffer) => { out = (out + d).slice(-50_000); };
+  child.stdout!.on('data', append);
+  child.stderr!.on('data', append);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start:\n${out}`)); }, 60_000);
+    const onExit = (code: number | null) => { clearTimeout(timer); reject(new Error(`server exited ${code}:\n${out}`)); };
+    child.once('exit', onExit);
+    child.stdout!.on('data', function check() {
+      const m = out.match(/listening on (http:\/\/\S+)/);
+      if (!m) return;
+      clearTimeout(timer);
+      child.off('exit', onExit);
+      child.stdout!.off('data', check);
+      resolve({
+        child, base: m[1], output: () => out,
+        stop: () => new Promise<void>((done) => {
+          if (child.exitCode !== null || child.signalCode !== null) return done();
+          child.once('exit', () => done());
+          child.kill('SIGTERM');
+        }),
+      });
+    });
+  });
+}
+
+describe('Memory: RSS within the budget under the mixed load, with the response cache full', () => {
+  // Built into a directory of its own, so that a test building dist/ at the same time does not race this one.
+  const outdir = `.memory-test-${randomBytes(4).toString('hex')}`;
+  before(async () => {
+    assert.match(scripts.build, /--outdir=dist\b/);
+    await run('sh', ['-c', scripts.build.replace('--outdir=dist', `--outdir=${outdir}`)], {
+      cwd: ROOT, env: { ...baseEnv, PATH: `${join(ROOT, 'node_modules', '.bin')}:${process.env.PATH}` },
+    });
+  });
+  after(() => rmSync(join(ROOT, outdir), { recursive: true, force: true }));
+
+  for (const backend of backends) {
+    it(`[${backend}] stays within ${RSS_BUDGET_MB[backend]} MB of RSS`, { timeout: (SECONDS + 150) * 1000 }, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'supplyline-memory-'));
+      const database = backend === 'postgres' ? await createPgDatabase() : { url: `sqlite:${join(dir, 'memory.db')}`, drop: async () => {} };
+      let server: Awaited<ReturnType<typeof startBundle>> | undefined;
+      try {
+        const env = { DATABASE_URL: database.url, RESPONSE_CACHE_MB: String(CACHE_MB) };
+        const { stdout } = await run(process.execPath, [join(outdir, 'cli.js'), 'demo', '--orders', String(ORDERS), '--json'], {
+          cwd: ROOT, env: { ...baseEnv, ...env }, maxBuffer: 16 * 1024 * 1024,
+        });
+        const demo = JSON.parse(stdout.trim().split('\n').at(-1)!) as { businessId: string; apiKey: string };
+        server = await startBundle(outdir, env);
+        const pid = server.child.pid!;
+        const fixtures = await loadFixtures(server.base, demo);
+
+        // Every order rendered once, a page of 100 at a time: more than the cache holds.
+        await pool(Array.from({ length: ORDERS / 100 }, (_, i) => i + 1), 4, async (page) => {
+          const res = await fetch(`${server!.base}/api/v1/orders?limit=100&page=${page}`, { headers: fixtures.headers });
+          assert.equal(res.status, 200);
+          await res.arrayBuffer();
+        });
+
+        let peak = 0;
+        const stopCpu = sampleCpu(pid);
+        const sampler = setInterval(() => { peak = Math.max(peak, readRss(pid).rss); }, 250);
+        const result = await autocannon({ url: server.base, requests: soakRequests(buildScenarios(fixtures)), connections: 32, duration: SECONDS, timeout: 30 });
+        const cpuMs = stopCpu().serverMs;
+        await sleep(500);
+        clearInterval(sampler);
+        peak = Math.max(peak, readRss(pid).rss);
+
+        const metrics = await (await fetch(`${server.base}/metrics`)).text();
+        const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(metrics)?.[1]);
+        const cacheBytes = metric('supplyline_response_cache_bytes');
+        console.log(`memory [${backend}]: ${SECONDS} s, ${Math.round(result.requests.average)} req/s, server CPU ${Math.round((cpuMs * 1000) / result.requests.total)} µs a request, peak RSS ${peak} MB `
+          + `(budget ${RSS_BUDGET_MB[backend]}); heap ${Math.round(metric('nodejs_heap_size_used_bytes') / 2 ** 20)}/`
+          + `${Math.round(metric('nodejs_heap_size_total_bytes') / 2 ** 20)} MB, external ${Math.round(metric('nodejs_external_memory_bytes') / 2 ** 20)} MB, `
+          + `response cache ${Math.round(cacheBytes / 2 ** 20)} MB in ${metric('supplyline_response_cache_entries')} entries`);
+        assert.equal(result.errors + result.non2xx, 0, 'every request answered');
+        assert.ok(cacheBytes > (CACHE_MB - 2) * 2 ** 20 && cacheBytes <= CACHE_MB * 2 ** 20, `the response cache was full and within RESPONSE_CACHE_MB (${cacheBytes} bytes)`);
+        assert.ok(peak <= RSS_BUDGET_MB[backend], `peak RSS ${peak} MB over the ${RSS_BUDGET_MB[backend]} MB budget`);
+      } finally {
+        await server?.stop();
+        await database.drop();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  }
+});
