@@ -20,8 +20,6 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
@@ -48,15 +46,25 @@ const sides = [
 ];
 const connections = Number(values.connections);
 
-/** An OTLP/HTTP receiver that takes every export and keeps only a count of its bytes. */
-async function startOtlpSink(): Promise<{ url: string; bytes: () => number; close(): void }> {
-  let bytes = 0;
-  const server = createServer((req, res) => {
-    req.on('data', (chunk: Buffer) => { bytes += chunk.length; });
-    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bytes: () => bytes, close: () => server.close() };
+/**
+ * An OTLP/HTTP receiver that takes every export and counts its bytes, in a process of its own, so
+ * that taking the traced side's spans does not slow the load generator in this one.
+ */
+const SINK = `let bytes = 0;
+const server = require('node:http').createServer((req, res) => {
+  req.on('data', (chunk) => { bytes += chunk.length; });
+  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+}).listen(0, '127.0.0.1', () => console.log(server.address().port));
+process.on('SIGTERM', () => { console.log(bytes); process.exit(0); });`;
+async function startOtlpSink(): Promise<{ url: string; close(): Promise<number> }> {
+  const child = spawn(process.execPath, ['-e', SINK], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines: string[] = [];
+  child.stdout.on('data', (d) => lines.push(...String(d).split('\n').filter(Boolean)));
+  while (lines.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+  return {
+    url: `http://127.0.0.1:${lines[0]}`,
+    close: () => new Promise((resolve) => { child.once('exit', () => resolve(Number(lines[1] ?? 0))); child.kill('SIGTERM'); }),
+  };
 }
 const sink = values['otlp-sink'] ? await startOtlpSink() : null;
 const envOf = (list: string): Record<string, string> => {
@@ -141,8 +149,7 @@ try {
   for (const [i, rows] of results.entries()) {
     console.log(`| ${labels[i]} | ${rows.map((r) => r.rps).join(' / ')} | ${mean(rows, 'rps')} | ${mean(rows, 'server')} | ${mean(rows, 'database')} |`);
   }
-  if (sink) console.log(`OTLP sink received ${Math.round(sink.bytes() / 1024)} KiB of traces`);
 } finally {
   for (const server of servers) server.kill();
-  sink?.close();
+  if (sink) console.log(`OTLP sink received ${Math.round((await sink.close()) / 1024)} KiB of traces`);
 }

@@ -6,7 +6,10 @@ import { REQUEST_TRACE } from './settings.ts';
 /** Paths that get no span: probes and scrapes, which load balancers and Prometheus call every few seconds. */
 const UNTRACED = new Set(['/livez', '/healthz', '/readyz', '/metrics']);
 
-const pathOf = (url: string) => url.split('?')[0];
+const pathOf = (url: string) => {
+  const query = url.indexOf('?');
+  return query === -1 ? url : url.slice(0, query);
+};
 
 /**
  * A span that keeps its error status but not the error's words: instrumentations set the status
@@ -49,18 +52,21 @@ export async function startTracing(): Promise<void> {
         recordExceptions: false,
         // The handler's span, named for its route (the plugin names it after the source of the plugin that holds it).
         lifecycleHook: (span: Span, info: { hookName: string; request: FastifyRequest }) => {
+          if (!span.isRecording()) return;
           withoutErrorText(span);
           span.updateName(`${info.hookName} ${info.request.routeOptions.url ?? ''}`.trim());
           span.setAttribute('hook.name', info.hookName);
         },
         ignorePaths: (route: { url: string }) => UNTRACED.has(pathOf(route.url)),
         requestHook: (span: Span, request: FastifyRequest) => {
+          // Every request's log line names its trace; only a sampled one's span needs the rest.
+          (request as unknown as Record<symbol, unknown>)[REQUEST_TRACE] = span.spanContext();
+          if (!span.isRecording()) return;
           withoutErrorText(span);
           // The plugin records the URL as sent; the query string is left out (cursors, filters).
           span.setAttribute('url.path', pathOf(request.url));
           span.setAttribute('supplyline.request_id', request.id);
           span.updateName(request.routeOptions.url ? `${request.method} ${request.routeOptions.url}` : request.method);
-          (request as unknown as Record<symbol, unknown>)[REQUEST_TRACE] = span.spanContext();
         },
       }),
       new PgInstrumentation({
