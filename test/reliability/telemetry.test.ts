@@ -94,10 +94,17 @@ const cookieOf = (answer: Answer, name: string) => [answer.headers['set-cookie']
 
 /** Starts the bundle as `npm start` does (its flags and preload, from package.json), with `env`. */
 function startBundle(outdir: string, env: Record<string, string>): Promise<{ child: ChildProcess; base: string; output(): string; stop(): Promise<void> }> {
-  const [node, ...args] = scripts.start.replace(/^exec /, '').replaceAll('dist/', `${outdir}/`).split(/\s+/);
+  // `exec [env NAME=VALUE…] node ARGS…`
+  const words = scripts.start.replace(/^exec /, '').replaceAll('dist/', `${outdir}/`).split(/\s+/);
+  const startEnv: Record<string, string> = {};
+  if (words[0] === 'env') {
+    words.shift();
+    while (/^[A-Z_]+=/.test(words[0])) { const [name, ...value] = words.shift()!.split('='); startEnv[name] = value.join('='); }
+  }
+  const [node, ...args] = words;
   assert.equal(node, 'node');
   assert.ok(args.includes('--import'), 'npm start loads the telemetry preload');
-  const child = spawn(process.execPath, ['--throw-deprecation', ...args], { cwd: ROOT, env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--throw-deprecation', ...args], { cwd: ROOT, env: { ...baseEnv, ...startEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => { out += d; });
   child.stderr!.on('data', (d) => { out += d; });
