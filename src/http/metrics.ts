@@ -98,7 +98,7 @@ export function registerServiceMetrics(registry: Registry, sources: { longPolls:
     registers: [registry], collect() { this.set(sources.longPolls()); },
   });
   new Gauge({
-    name: 'supplyline_response_cache_bytes', help: 'Bytes of rendered orders the response cache holds (at most RESPONSE_CACHE_MB)',
+    name: 'supplyline_response_cache_bytes', help: 'Bytes the response cache keeps alive: rendered orders, their keys and an estimate of each entry\'s overhead (at most RESPONSE_CACHE_MB)',
     registers: [registry], collect() { this.set(sources.responseCache.size); },
   });
   new Gauge({

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.ts';
+import { ENTRY_OVERHEAD } from '../../src/lib/render-cache.ts';
 import { describeEachBackend, type TestContext } from '../helpers/context.ts';
 import { createFixture, createOrder } from '../helpers/orders.ts';
 import { startReceiver } from '../helpers/receiver.ts';
@@ -73,7 +74,9 @@ describeEachBackend('service metrics', (ctx) => {
     const read = await ctx().app.inject({ method: 'GET', url: `/api/v1/orders/${order.id}`, headers: t.headers });
     assert.equal(read.statusCode, 200);
     assert.equal(await sample(ctx(), 'supplyline_response_cache_entries'), entries + 1);
-    assert.equal(await sample(ctx(), 'supplyline_response_cache_bytes'), bytes + Buffer.byteLength(read.body));
+    // The JSON, its key (business/order) and the cache's estimate of an entry's overhead.
+    const key = `${t.businessId}/${order.id}`;
+    assert.equal(await sample(ctx(), 'supplyline_response_cache_bytes'), bytes + Buffer.byteLength(read.body) + key.length + ENTRY_OVERHEAD);
   });
 
   it('counts import lines by outcome once their batch commits', async () => {
