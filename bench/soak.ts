@@ -3,15 +3,16 @@
  * for `--minutes`, sampled every `--every` seconds; the curve and the goals at the end.
  *
  *   npx tsx bench/soak.ts --db sqlite|postgres [--minutes 30] [--warmup-minutes 5] [--every 30] [--orders 20000]
- *     [--malloc-arena-max 2] [--node-options=--trace-gc] [--env RESPONSE_CACHE_MB=8,...]
+ *     [--malloc-arena-max 2] [--node-options=--trace-gc] [--env RESPONSE_CACHE_MB=8,...] [--no-fill]
  *
+ * Every order is read once before the load, so the response cache starts full (--no-fill: empty).
  * `npm run bench -- --only soak --minutes N` runs the same load inside the full benchmark's report.
  */
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { createBenchDatabase } from './database.ts';
 import { loadFixtures } from './fixtures.ts';
-import { measureSoak, soakTable } from './memory.ts';
+import { fillResponseCache, measureSoak, soakTable } from './memory.ts';
 import { machine } from './report.ts';
 import { buildScenarios } from './scenarios.ts';
 import { buildDist, runDemo, startServer } from './server.ts';
@@ -24,6 +25,8 @@ const { values } = parseArgs({
     'node-options': { type: 'string' },
     // Other settings for the server, NAME=VALUE, comma-separated (RESPONSE_CACHE_MB=8).
     env: { type: 'string' },
+    // Start with the response cache as it fills under the load, instead of full (every order read once first).
+    'no-fill': { type: 'boolean', default: false },
   },
 });
 const backend = values.db === 'postgres' ? 'postgres' : 'sqlite';
@@ -41,12 +44,14 @@ const demo = await runDemo(database.url, Number(values.orders));
 const server = await startServer(database.url, undefined, env);
 console.error(`server pid ${server.pid}`);
 try {
-  const scenarios = buildScenarios(await loadFixtures(server.base, demo));
+  const fixtures = await loadFixtures(server.base, demo);
+  if (!values['no-fill']) await fillResponseCache(server.base, fixtures.headers, Number(values.orders));
+  const scenarios = buildScenarios(fixtures);
   const result = await measureSoak(server, scenarios, {
     backend, minutes, warmupMinutes, everySeconds: Number(values.every), onSample: (s) => console.error(JSON.stringify(s)),
   });
   const settings = Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ');
-  console.log(`# soak on ${backend}, ${minutes} min, ${Number(values.orders).toLocaleString('en')} demo orders${settings ? `, ${settings}` : ''} (${JSON.stringify(machine(loadavg()))})`);
+  console.log(`# soak on ${backend}, ${minutes} min, ${Number(values.orders).toLocaleString('en')} demo orders, cache ${values['no-fill'] ? 'empty' : 'full'} at the start${settings ? `, ${settings}` : ''} (${JSON.stringify(machine(loadavg()))})`);
   console.log(soakTable(result));
 } finally {
   await server.stop();

@@ -8,10 +8,10 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import autocannon from 'autocannon';
 import { loadFixtures } from '../../bench/fixtures.ts';
-import { readRss, RSS_BUDGET_MB, soakRequests } from '../../bench/memory.ts';
+import { fillResponseCache, readRss, RSS_BUDGET_MB, soakRequests } from '../../bench/memory.ts';
 import { buildScenarios } from '../../bench/scenarios.ts';
 import { sampleCpu, startCommand } from '../../bench/server.ts';
-import { baseEnv, createPgDatabase, PG_URL, pool, sleep } from './helpers.ts';
+import { baseEnv, createPgDatabase, PG_URL, sleep } from './helpers.ts';
 
 // Memory under sustained load (issue 52, docs/decisions/0048-memory-budget.md): the server as
 // `npm start` runs it (the bundle, with its flags and settings) holds a demo of 20,000 orders, has every order
@@ -84,12 +84,8 @@ describe('Memory: RSS within the budget under the mixed load, with the response 
         const pid = server.child.pid!;
         const fixtures = await loadFixtures(server.base, demo);
 
-        // Every order rendered once, a page of 100 at a time: more than the cache holds.
-        await pool(Array.from({ length: ORDERS / 100 }, (_, i) => i + 1), 4, async (page) => {
-          const res = await fetch(`${server!.base}/api/v1/orders?limit=100&page=${page}`, { headers: fixtures.headers });
-          assert.equal(res.status, 200);
-          await res.arrayBuffer();
-        });
+        // Every order rendered once: more than the cache holds.
+        await fillResponseCache(server.base, fixtures.headers, ORDERS);
 
         let peak = 0;
         const stopCpu = sampleCpu(pid);
