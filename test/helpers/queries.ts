@@ -15,8 +15,12 @@ export async function createQueryCounter(ctx: TestContext, as: Tenant, config: P
     transformQuery: (args) => { queries.push(JSON.stringify(args.node)); return args.node; },
     transformResult: async (args) => args.result,
   });
-  // Without the webhook worker: its idle pass (once a second) would be counted when it falls inside a measured request.
-  const app = await createApp({ db: counting, config: { ...ctx.config, ...config, webhooks: { ...ctx.config.webhooks, workers: false } }, rateLimiter: null });
+  // Without the webhook and import workers: their idle passes (once a second) would be counted when
+  // one falls inside a measured request, as on a busy machine it does.
+  const app = await createApp({
+    db: counting, rateLimiter: null,
+    config: { ...ctx.config, ...config, webhooks: { ...ctx.config.webhooks, workers: false }, imports: { ...ctx.config.imports, concurrency: 0 } },
+  });
   return {
     async measure(url: string): Promise<{ n: number; body: any; queries: string[]; reads: (table: string) => boolean }> {
       await app.inject({ method: 'GET', url, headers: as.headers });
