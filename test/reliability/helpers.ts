@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { startCommand } from '../../bench/server.ts';
 import { TYPESCRIPT } from '../helpers/typescript.ts';
 
 const run = promisify(execFile);
@@ -61,18 +62,20 @@ export async function startServers(count: number, env: Record<string, string>): 
   throw failed.reason;
 }
 
-/** Spawns `node src/server.ts` on a free port and waits for "listening on". `cwd`: a checkout of another commit (test/reliability/rolling-upgrade.test.ts), else this one. */
-export function startServer(env: Record<string, string>, timeoutMs = 60_000, cwd?: string): Promise<Server> {
-  // A deprecation is an error here as in the test processes (package.json): it fails the test that caused it.
-  const child = spawn(process.execPath, ['--throw-deprecation', ...typescriptIn(cwd), 'src/server.ts'], {
-    cwd, env: { ...baseEnv, PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_RPS: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+/**
+ * Spawns a server process (`node` with `args`) on a free port and waits for "listening on": the
+ * one way every reliability test starts a server, whatever it runs.
+ */
+export function spawnServer(args: string[], options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<Server> {
+  const child = spawn(process.execPath, args, {
+    cwd: options.cwd, env: { ...baseEnv, PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_RPS: '0', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   const append = (d: Buffer) => { out = (out + d).slice(-200_000); };
   child.stdout!.on('data', append);
   child.stderr!.on('data', append);
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start:\n${out}`)); }, timeoutMs);
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start:\n${out}`)); }, options.timeoutMs ?? 60_000);
     const onExit = (code: number | null) => { clearTimeout(timer); reject(new Error(`server exited ${code}:\n${out}`)); };
     child.once('exit', onExit);
     child.stdout!.on('data', function check() {
@@ -84,10 +87,44 @@ export function startServer(env: Record<string, string>, timeoutMs = 60_000, cwd
       resolve({
         child, base: m[1], output: () => out,
         kill: async () => { child.kill('SIGKILL'); await exited(child); },
-        stop: async () => { child.kill('SIGTERM'); await exited(child); },
+        stop: async () => {
+          // A server that does not drain within 15 s is killed: a hung one must not hold CI.
+          const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
+          child.kill('SIGTERM');
+          await exited(child);
+          clearTimeout(kill);
+        },
       });
     });
   });
+}
+
+/** Spawns `node src/server.ts`. `cwd`: a checkout of another commit (test/reliability/rolling-upgrade.test.ts), else this one. */
+export function startServer(env: Record<string, string>, timeoutMs = 60_000, cwd?: string): Promise<Server> {
+  // A deprecation is an error here as in the test processes (package.json): it fails the test that caused it.
+  return spawnServer(['--throw-deprecation', ...typescriptIn(cwd), 'src/server.ts'], { cwd, env, timeoutMs });
+}
+
+/**
+ * Builds the bundle with package.json's build command into a directory of its own under the
+ * checkout (its imports resolve from node_modules there; git ignores `.bundle-*`), so that a test
+ * building dist/ at the same time does not race this one. Returns the directory and its removal.
+ */
+export async function buildBundle(name: string): Promise<{ outdir: string; remove(): void }> {
+  const root = join(import.meta.dirname, '..', '..');
+  const { build } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts as Record<string, string>;
+  assert.match(build, /--outdir=dist\b/);
+  const outdir = `.bundle-${name}-${randomBytes(4).toString('hex')}`;
+  await run('sh', ['-c', build.replace('--outdir=dist', `--outdir=${outdir}`)], {
+    cwd: root, env: { ...baseEnv, PATH: `${join(root, 'node_modules', '.bin')}:${process.env.PATH}` },
+  });
+  return { outdir, remove: () => rmSync(join(root, outdir), { recursive: true, force: true }) };
+}
+
+/** Starts a bundle built into `outdir` as `npm start` starts dist/ (its flags, preload and settings, from package.json). */
+export function startBundle(outdir: string, env: Record<string, string>): Promise<Server> {
+  const start = startCommand(outdir);
+  return spawnServer(['--throw-deprecation', ...start.args], { env: { ...start.env, ...env } });
 }
 
 export interface Tenant { businessId: string; apiKey: string; headers: Record<string, string> }

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -10,8 +9,8 @@ import autocannon from 'autocannon';
 import { loadFixtures } from '../../bench/fixtures.ts';
 import { fillResponseCache, readRss, RSS_BUDGET_MB, soakRequests } from '../../bench/memory.ts';
 import { buildScenarios } from '../../bench/scenarios.ts';
-import { sampleCpu, startCommand } from '../../bench/server.ts';
-import { baseEnv, createPgDatabase, PG_URL, sleep } from './helpers.ts';
+import { sampleCpu } from '../../bench/server.ts';
+import { baseEnv, createPgDatabase, PG_URL, sleep, startBundle, buildBundle } from './helpers.ts';
 
 // Memory under sustained load (issue 52, docs/decisions/0048-memory-budget.md): the server as
 // `npm start` runs it (the bundle, with its flags and settings) holds a demo of 20,000 orders, has every order
@@ -24,50 +23,13 @@ const CACHE_MB = 32;
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '..', '..');
-const scripts = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts as Record<string, string>;
 const backends: Array<'sqlite' | 'postgres'> = ['sqlite', ...(PG_URL ? ['postgres' as const] : [])];
 
-async function startBundle(outdir: string, env: Record<string, string>): Promise<{ child: ChildProcess; base: string; output(): string; stop(): Promise<void> }> {
-  const start = startCommand(outdir);
-  const child = spawn(process.execPath, start.args, {
-    cwd: ROOT, env: { ...baseEnv, ...start.env, PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_RPS: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  const append = (d: Buffer) => { out = (out + d).slice(-50_000); };
-  child.stdout!.on('data', append);
-  child.stderr!.on('data', append);
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start:\n${out}`)); }, 60_000);
-    const onExit = (code: number | null) => { clearTimeout(timer); reject(new Error(`server exited ${code}:\n${out}`)); };
-    child.once('exit', onExit);
-    child.stdout!.on('data', function check() {
-      const m = out.match(/listening on (http:\/\/\S+)/);
-      if (!m) return;
-      clearTimeout(timer);
-      child.off('exit', onExit);
-      child.stdout!.off('data', check);
-      resolve({
-        child, base: m[1], output: () => out,
-        stop: () => new Promise<void>((done) => {
-          if (child.exitCode !== null || child.signalCode !== null) return done();
-          child.once('exit', () => done());
-          child.kill('SIGTERM');
-        }),
-      });
-    });
-  });
-}
 
 describe('Memory: RSS within the budget under the mixed load, with the response cache full', () => {
-  // Built into a directory of its own, so that a test building dist/ at the same time does not race this one.
-  const outdir = `.memory-test-${randomBytes(4).toString('hex')}`;
-  before(async () => {
-    assert.match(scripts.build, /--outdir=dist\b/);
-    await run('sh', ['-c', scripts.build.replace('--outdir=dist', `--outdir=${outdir}`)], {
-      cwd: ROOT, env: { ...baseEnv, PATH: `${join(ROOT, 'node_modules', '.bin')}:${process.env.PATH}` },
-    });
-  });
-  after(() => rmSync(join(ROOT, outdir), { recursive: true, force: true }));
+  let bundle: Awaited<ReturnType<typeof buildBundle>> | undefined;
+  before(async () => { bundle = await buildBundle('memory'); });
+  after(() => bundle?.remove());
 
   for (const backend of backends) {
     it(`[${backend}] stays within ${RSS_BUDGET_MB[backend]} MB of RSS`, { timeout: (SECONDS + 150) * 1000 }, async () => {
@@ -76,11 +38,11 @@ describe('Memory: RSS within the budget under the mixed load, with the response 
       let server: Awaited<ReturnType<typeof startBundle>> | undefined;
       try {
         const env = { DATABASE_URL: database.url, RESPONSE_CACHE_MB: String(CACHE_MB) };
-        const { stdout } = await run(process.execPath, [join(outdir, 'cli.js'), 'demo', '--orders', String(ORDERS), '--json'], {
+        const { stdout } = await run(process.execPath, [join(bundle!.outdir, 'cli.js'), 'demo', '--orders', String(ORDERS), '--json'], {
           cwd: ROOT, env: { ...baseEnv, ...env }, maxBuffer: 16 * 1024 * 1024,
         });
         const demo = JSON.parse(stdout.trim().split('\n').at(-1)!) as { businessId: string; apiKey: string };
-        server = await startBundle(outdir, env);
+        server = await startBundle(bundle!.outdir, env);
         const pid = server.child.pid!;
         const fixtures = await loadFixtures(server.base, demo);
 

@@ -1,17 +1,15 @@
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { promisify } from 'node:util';
 import { createDatabase } from '../../src/db/connection.ts';
 import { createUser } from '../../src/users/service.ts';
 import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
-import { baseEnv, cliCreateBusiness, createPgDatabase, missing, PG_URL, REDIS_URL, sleep } from './helpers.ts';
+import { cliCreateBusiness, createPgDatabase, missing, PG_URL, REDIS_URL, sleep, startBundle, buildBundle } from './helpers.ts';
 
 // Nothing secret in telemetry (issue 50): a server as `npm start` runs it (the bundle, with the
 // preload), traced into an in-process OTLP/HTTP receiver, is sent API keys, a metrics token, console
@@ -21,9 +19,6 @@ import { baseEnv, cliCreateBusiness, createPgDatabase, missing, PG_URL, REDIS_UR
 missing('postgres');
 missing('redis');
 
-const run = promisify(execFile);
-const ROOT = join(import.meta.dirname, '..', '..');
-const scripts = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts as Record<string, string>;
 const backends = ['sqlite', ...(PG_URL ? ['postgres'] : [])] as const;
 
 interface OtlpSpan {
@@ -92,44 +87,6 @@ function send(base: string, method: string, path: string, headers: Record<string
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 const cookieOf = (answer: Answer, name: string) => [answer.headers['set-cookie'] ?? []].flat().find((c) => c.startsWith(`${name}=`))?.split(';')[0];
 
-/** Starts the bundle as `npm start` does (its flags and preload, from package.json), with `env`. */
-function startBundle(outdir: string, env: Record<string, string>): Promise<{ child: ChildProcess; base: string; output(): string; stop(): Promise<void> }> {
-  // `exec [env NAME=VALUE…] node ARGS…`
-  const words = scripts.start.replace(/^exec /, '').replaceAll('dist/', `${outdir}/`).split(/\s+/);
-  const startEnv: Record<string, string> = {};
-  if (words[0] === 'env') {
-    words.shift();
-    while (/^[A-Z_]+=/.test(words[0])) { const [name, ...value] = words.shift()!.split('='); startEnv[name] = value.join('='); }
-  }
-  const [node, ...args] = words;
-  assert.equal(node, 'node');
-  assert.ok(args.includes('--import'), 'npm start loads the telemetry preload');
-  const child = spawn(process.execPath, ['--throw-deprecation', ...args], { cwd: ROOT, env: { ...baseEnv, ...startEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d) => { out += d; });
-  child.stderr!.on('data', (d) => { out += d; });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start:\n${out}`)); }, 60_000);
-    const onExit = (code: number | null) => { clearTimeout(timer); reject(new Error(`server exited ${code}:\n${out}`)); };
-    child.once('exit', onExit);
-    child.stdout!.on('data', function check() {
-      const m = out.match(/listening on (http:\/\/\S+)/);
-      if (!m) return;
-      clearTimeout(timer);
-      child.off('exit', onExit);
-      child.stdout!.off('data', check);
-      resolve({
-        child, base: m[1], output: () => out,
-        stop: () => new Promise<void>((done) => {
-          if (child.exitCode !== null || child.signalCode !== null) return done();
-          const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
-          child.once('exit', () => { clearTimeout(kill); done(); });
-          child.kill('SIGTERM');
-        }),
-      });
-    });
-  });
-}
 
 async function waitFor<T>(what: string, probe: () => T | undefined | false, ms = 20_000): Promise<T> {
   const until = Date.now() + ms;
@@ -142,16 +99,9 @@ async function waitFor<T>(what: string, probe: () => T | undefined | false, ms =
 }
 
 describe('telemetry (OpenTelemetry through the preload)', () => {
-  // The bundle, built into a directory of its own with package.json's build command, so that a
-  // test building dist/ at the same time does not race this one.
-  const outdir = `.telemetry-test-${randomBytes(4).toString('hex')}`;
-  before(async () => {
-    assert.match(scripts.build, /--outdir=dist\b/);
-    await run('sh', ['-c', scripts.build.replace('--outdir=dist', `--outdir=${outdir}`)], {
-      cwd: ROOT, env: { ...baseEnv, PATH: `${join(ROOT, 'node_modules', '.bin')}:${process.env.PATH}` },
-    });
-  });
-  after(() => rmSync(join(ROOT, outdir), { recursive: true, force: true }));
+  let bundle: Awaited<ReturnType<typeof buildBundle>> | undefined;
+  before(async () => { bundle = await buildBundle('telemetry'); });
+  after(() => bundle?.remove());
 
   for (const backend of backends) {
     it(`[${backend}] joins a request to its write, its event and its webhook delivery, with no secret in any span or log line`, async () => {
@@ -172,7 +122,7 @@ describe('telemetry (OpenTelemetry through the preload)', () => {
           createUser(ctx, { email: 'owner@telemetry.example', name: 'Owner', role: 'owner', password: ownerPassword }));
         await handle.close();
 
-        server = await startBundle(outdir, {
+        server = await startBundle(bundle!.outdir, {
           DATABASE_URL: database.url, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', SECRET_KEY: secretKey, METRICS_TOKEN: metricsToken,
           WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'on', RATE_LIMIT_RPS: '1000', RATE_LIMIT_BURST: '1000', ...(REDIS_URL ? { REDIS_URL } : {}),
           OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'supplyline-telemetry-test',
