@@ -6,11 +6,11 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import autocannon from 'autocannon';
-import { loadFixtures } from '../../bench/fixtures.ts';
-import { fillResponseCache, readRss, RSS_BUDGET_MB, soakRequests } from '../../bench/memory.ts';
-import { buildScenarios } from '../../bench/scenarios.ts';
-import { sampleCpu } from '../../bench/server.ts';
-import { baseEnv, createPgDatabase, PG_URL, sleep, startBundle, buildBundle } from './helpers.ts';
+import { loadFixtures } from '../../../bench/fixtures.ts';
+import { fillResponseCache, readRss, RSS_BUDGET_MB, soakRequests } from '../../../bench/memory.ts';
+import { buildScenarios } from '../../../bench/scenarios.ts';
+import { sampleCpu } from '../../../bench/server.ts';
+import { baseEnv, createPgDatabase, PG_URL, sleep, startBundle, buildBundle } from '../helpers.ts';
 
 // Memory under sustained load (issue 52, docs/decisions/0048-memory-budget.md): the server as
 // `npm start` runs it (the bundle, with its flags and settings) holds a demo of 20,000 orders, has every order
@@ -22,7 +22,7 @@ const ORDERS = 20_000;
 const CACHE_MB = 32;
 
 const run = promisify(execFile);
-const ROOT = join(import.meta.dirname, '..', '..');
+const ROOT = join(import.meta.dirname, '..', '..', '..');
 const backends: Array<'sqlite' | 'postgres'> = ['sqlite', ...(PG_URL ? ['postgres' as const] : [])];
 
 
