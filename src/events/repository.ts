@@ -5,14 +5,11 @@ import type { Selectable } from 'kysely';
 import { eventJsonParts, toEvent } from './mapper.ts';
 import type { EventTable } from './table.ts';
 import { RESOURCE_TYPES, type Event } from './schema.ts';
+import type { EventFilterFields } from './filter.ts';
 
-export interface EventFilter {
+export interface EventFilter extends EventFilterFields {
   after: number;
   limit: number;
-  /** Exact types, and `order.*` wildcards. */
-  types?: string[];
-  resourceType?: string;
-  resourceId?: string;
 }
 
 export interface EventPage<T = Event> {
