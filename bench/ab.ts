@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { sampleCpu } from './server.ts';
+import { startOtlpSink } from './tracing.ts';
 
 const { values } = parseArgs({
   options: {
@@ -46,26 +47,6 @@ const sides = [
 ];
 const connections = Number(values.connections);
 
-/**
- * An OTLP/HTTP receiver that takes every export and counts its bytes, in a process of its own, so
- * that taking the traced side's spans does not slow the load generator in this one.
- */
-const SINK = `let bytes = 0;
-const server = require('node:http').createServer((req, res) => {
-  req.on('data', (chunk) => { bytes += chunk.length; });
-  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
-}).listen(0, '127.0.0.1', () => console.log(server.address().port));
-process.on('SIGTERM', () => { console.log(bytes); process.exit(0); });`;
-async function startOtlpSink(): Promise<{ url: string; close(): Promise<number> }> {
-  const child = spawn(process.execPath, ['-e', SINK], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines: string[] = [];
-  child.stdout.on('data', (d) => lines.push(...String(d).split('\n').filter(Boolean)));
-  while (lines.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
-  return {
-    url: `http://127.0.0.1:${lines[0]}`,
-    close: () => new Promise((resolve) => { child.once('exit', () => resolve(Number(lines[1] ?? 0))); child.kill('SIGTERM'); }),
-  };
-}
 const sink = values['otlp-sink'] ? await startOtlpSink() : null;
 const envOf = (list: string): Record<string, string> => {
   const env = Object.fromEntries(list.split(',').filter(Boolean).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));

@@ -33,6 +33,8 @@ export interface Report {
   scaleOut?: import('./scaleout.ts').ScaleOutRow[];
   /** Memory under the mixed load (bench/memory.ts), with `--only soak`. */
   soak?: import('./memory.ts').SoakResult;
+  /** Untraced against traced at a sampled share (bench/tracing.ts), with `--only tracing`. */
+  tracing?: import('./tracing.ts').TracingMeasures;
 }
 
 export function machine(loadAverage: number[]) {

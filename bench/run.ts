@@ -12,6 +12,7 @@ import { consoleRequests } from './console.ts';
 import { listsTable, measureLists, summariseLists } from './lists.ts';
 import { measureScaleOut, mixedRequests } from './scaleout.ts';
 import { fillResponseCache, measureSoak, soakTable } from './memory.ts';
+import { measureTracing, tracingTable } from './tracing.ts';
 import { buildDist, runDemo, sampleCpu, sampleRss, startServer } from './server.ts';
 
 const { values } = parseArgs({
@@ -34,6 +35,9 @@ const { values } = parseArgs({
     'list-with': { type: 'string' },
     // --only soak (a long case, never in the default run): the mixed load for this many minutes, memory sampled (bench/memory.ts).
     minutes: { type: 'string', default: '30' },
+    // --only tracing: alternating rounds per scenario of an untraced and a traced server (bench/tracing.ts), and the sampled share.
+    rounds: { type: 'string', default: '4' },
+    'trace-ratio': { type: 'string', default: '0.1' },
     'warmup-minutes': { type: 'string', default: '5' },
   },
 });
@@ -138,6 +142,15 @@ try {
     });
   }
 
+  // What tracing costs (issue 50): only when asked for, two servers take turns on every scenario.
+  let tracing;
+  if (only.includes('tracing')) {
+    const names = ['get order (10 items)', 'list orders (limit 20)', 'feed page (100 events)', 'patch order', 'create order (5 items)'];
+    const all = buildScenarios(fixtures);
+    const chosen = [...names.map((name) => all.find((s) => s.name === name)!), { name: 'mixed (get, lists, patch, create)', requests: mixedRequests(all) }];
+    tracing = await measureTracing(database.url, chosen, { ...options, rounds: Number(values.rounds), ratio: Number(values['trace-ratio']), onRound: (line) => console.error(line) });
+  }
+
   // Scale-out on PostgreSQL: one, two and three instances, with this run's server stopped.
   let scaleOut;
   if (only.includes('scaleout')) {
@@ -151,13 +164,14 @@ try {
   }
 
   const report: Report = {
-    backend, orders, ...options, startedAt, ceiling, echoCeiling, rows, events, webhooks, lists, soak, scaleOut,
+    backend, orders, ...options, startedAt, ceiling, echoCeiling, rows, events, webhooks, lists, soak, scaleOut, tracing,
     generation: { seconds: Math.round(generationSeconds * 10) / 10, ordersPerSecond: rate, log: demo.log.split('\n').filter((l) => l.startsWith('Created') || l.includes('orders/s')).join(' ') },
     machine: machine(loadavg()),
   };
   console.log(`\n${backend}, ${orders.toLocaleString('en')} orders, ${options.connections} connections, ${options.duration} s per scenario (load average ${report.machine.loadAverage.map((l) => l.toFixed(1)).join(' ')})\n`);
   console.log(formatTable(report));
   if (lists) console.log(`\n${listsTable(lists)}\n\n${summariseLists(lists)}`);
+  if (tracing) console.log(`\n${tracingTable(tracing)}`);
   if (soak) console.log(`\nMemory under the mixed load (32 connections, ${soak.minutes} min):\n${soakTable(soak)}`);
   console.log(`\nSaved ${saveReport(report)}`);
 } finally {

@@ -19,6 +19,7 @@ import { registerTeamPages } from './team.ts';
 import { registerAuditPages } from './audit.ts';
 import { registerImportPages } from './imports.ts';
 import { registerWebhookPages } from './webhooks.ts';
+import { requestTraceFields } from '../telemetry/spans.ts';
 
 export type { ConsoleDeps } from './kit.ts';
 
@@ -114,7 +115,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   app.setErrorHandler(async (error, request, reply) => {
     const user = request.consoleUser;
     const status = error instanceof Forbidden ? 403 : error instanceof ApiError ? error.status : (error as { statusCode?: number }).statusCode ?? 500;
-    if (status >= 500) request.log.error({ err: error }, 'console error');
+    if (status >= 500) request.log.error({ err: error, ...requestTraceFields(request) }, 'console error');
     const message = error instanceof Forbidden ? 'Your role does not allow this page.'
       : status < 500 ? (error as Error).message : 'Something went wrong; it has been logged.';
     return reply.code(status).type('text/html; charset=utf-8')

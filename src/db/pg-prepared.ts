@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import { tracedWhenSampled } from '../telemetry/spans.ts';
 
 /** Statements worth naming: the application's own fixed-shape queries, not DDL or bulk loads. */
 const PREPARABLE = /^\s*(select|insert|update|delete|with)\b/i;
@@ -45,11 +44,10 @@ export function preparingPool(pool: pg.Pool, { naming = true } = {}): { connect(
 
   const wrap = (client: pg.PoolClient) => {
     const query = client.query.bind(client) as Query;
-    // A statement of an unsampled request is not traced at all (src/telemetry/spans.ts).
-    const run = (text: string, values: unknown[] | undefined) => tracedWhenSampled(() => {
+    const run = (text: string, values: unknown[] | undefined) => {
       const name = nameOf(text, values);
       return name === undefined ? query(text, values) : query({ name, text, values });
-    });
+    };
     (client as unknown as { query: Query }).query = async (text, values) => {
       if (typeof text !== 'string') return query(text, values);
       // Read before sending: node-postgres reports an error before the status that follows it.

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import { ApiError, badRequest, errorBody, SERVICE_UNAVAILABLE_MESSAGE, UNAVAILABLE_RETRY_AFTER_SECONDS, validationError } from '../lib/errors.ts';
+import { requestTraceFields } from '../telemetry/spans.ts';
 import { bodyError, toFieldErrors } from './validation.ts';
 
 function partOf(request: FastifyRequest, context: string | undefined): unknown {
@@ -80,10 +81,10 @@ export function createErrorHandler(bodyLimit: number) {
     if (apiError.code === 'SERVICE_UNAVAILABLE') {
       reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
       // The outage is logged without the driver's error text, which may name hosts or files.
-      request.log.warn({ code: (error as { code?: unknown }).code, businessId: request.businessId || undefined }, 'database unavailable');
+      request.log.warn({ code: (error as { code?: unknown }).code, businessId: request.businessId || undefined, ...requestTraceFields(request) }, 'database unavailable');
     } else if (apiError.status >= 500) {
       // Logged with context for us; the client gets only the generic text and the request id.
-      request.log.error({ err: error, businessId: request.businessId || undefined }, 'request failed');
+      request.log.error({ err: error, businessId: request.businessId || undefined, ...requestTraceFields(request) }, 'request failed');
     }
     if (apiError.code === 'PAYLOAD_TOO_LARGE') discardRestOfBody(request, reply, bodyLimit);
     return reply.code(apiError.status).send(errorBody(apiError, request.id));

@@ -1,5 +1,4 @@
 import { Redis } from 'ioredis';
-import { tracedWhenSampled } from '../telemetry/spans.ts';
 
 export interface RateLimitDecision {
   allowed: boolean;
@@ -106,10 +105,9 @@ export class RedisRateLimiter implements RateLimiter {
 
   async take(key: string): Promise<RateLimitDecision> {
     try {
-      // Traced only in a sampled request, as statements are (src/telemetry/spans.ts).
-      const [allowed, tokens] = await tracedWhenSampled(() => (this.redis as unknown as {
+      const [allowed, tokens] = await (this.redis as unknown as {
         supplylineTake(k: string, rate: number, burst: number): Promise<[number, string]>;
-      }).supplylineTake(this.prefix + key, this.settings.ratePerSecond, this.settings.burst));
+      }).supplylineTake(this.prefix + key, this.settings.ratePerSecond, this.settings.burst);
       const after = Number(tokens);
       const { decision } = decide(allowed === 1 ? after + 1 : after, this.settings);
       return decision;

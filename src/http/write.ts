@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { canonicalJson } from '../lib/json.ts';
 import { badRequest } from '../lib/errors.ts';
+import { requestTraceParent } from '../telemetry/spans.ts';
 import type { WriteContext, WriteResponse, WriteRunner, WriteScope } from '../write/runner.ts';
 
 /**
@@ -28,9 +29,9 @@ async function send(reply: FastifyReply, response: WriteResponse, replayed = fal
   await reply.send(response.body === undefined ? null : response.body);
 }
 
-/** Whose write a request is: its business, its API key, its request id. */
+/** Whose write a request is: its business, its API key, its request id and trace. */
 export const writeScopeOf = (request: FastifyRequest): WriteScope =>
-  ({ businessId: request.businessId, actor: { type: 'api_key', id: request.apiKeyId, name: null }, requestId: request.id });
+  ({ businessId: request.businessId, actor: { type: 'api_key', id: request.apiKeyId, name: null }, requestId: request.id, traceParent: requestTraceParent(request) });
 
 export function createRunWrite(runner: WriteRunner): RunWrite {
   return async (request, reply, work) => {

@@ -1,5 +1,6 @@
 import { register } from 'node:module';
-import type { Span } from '@opentelemetry/api';
+import type { Context, Span, TraceAPI } from '@opentelemetry/api';
+import type { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import type { FastifyRequest } from 'fastify';
 import { REQUEST_TRACE } from './settings.ts';
 
@@ -23,6 +24,28 @@ function withoutErrorText(span: Span): void {
 }
 
 /**
+ * The SDK's context manager, but a context whose span is not recorded is not entered while no
+ * recorded span is active either: the nine requests in ten that are not sampled run outside any
+ * trace, as if tracing were off. Nothing under such a span would be recorded (statements, Redis
+ * commands, `write` and `append events` need a recorded parent), and entering it cost every
+ * request: a cached order's GET lost a quarter of its throughput to it, sampled or not (decision
+ * 0047, "Measured cost"). What an unsampled request passes on, its `traceparent` for the events it
+ * writes and the trace of its log lines, it passes explicitly (`requestTraceParent`,
+ * `requestTraceFields` in src/telemetry/spans.ts). Made from the classes given, which are imported
+ * only when tracing starts.
+ */
+export function sampledContextManager(Base: typeof AsyncLocalStorageContextManager, trace: TraceAPI) {
+  return class SampledContextManager extends Base {
+    override with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(context: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+      if (trace.getSpan(context)?.isRecording() === false && !trace.getSpan(this.active())?.isRecording()) {
+        return fn.apply(thisArg, args);
+      }
+      return super.with(context, fn, thisArg, ...args);
+    }
+  };
+}
+
+/**
  * Starts the OpenTelemetry SDK for traces only, configured by the standard OTEL_* variables
  * (endpoint, protocol, service name, sampler, resource attributes). What a span may hold is decided
  * here, by construction: requests record their method, route and path, never headers or the query
@@ -33,30 +56,29 @@ function withoutErrorText(span: Span): void {
 export async function startTracing(): Promise<void> {
   // ES modules are instrumented as they are imported, through a loader hook: pg and ioredis only.
   register('@opentelemetry/instrumentation/hook.mjs', import.meta.url, { data: { include: ['pg', 'ioredis'] } });
-  const [{ NodeSDK }, { FastifyOtelInstrumentation }, { PgInstrumentation }, { IORedisInstrumentation }] = await Promise.all([
+  const [{ trace }, { AsyncLocalStorageContextManager }, { NodeSDK }, { FastifyOtelInstrumentation }, { PgInstrumentation }, { IORedisInstrumentation }] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/context-async-hooks'),
     import('@opentelemetry/sdk-node'),
     import('@fastify/otel'),
     import('@opentelemetry/instrumentation-pg'),
     import('@opentelemetry/instrumentation-ioredis'),
   ]);
   const sdk = new NodeSDK({
+    contextManager: new (sampledContextManager(AsyncLocalStorageContextManager, trace))(),
     // Traces only: metrics are Prometheus's (/metrics), and logs go to stdout.
     metricReaders: [],
     logRecordProcessors: [],
     instrumentations: [
       new FastifyOtelInstrumentation({
         registerOnInitialization: true,
-        // One span per request and one for its handler; a span per hook would cost more than it tells.
+        // One span per request. Hooks get none (each would cost more than it tells), and neither does the
+        // handler: its span would start and end with the request's work, and every request, sampled or
+        // not, would pay for it (decision 0047, "Measured cost").
         instrumentHooks: false,
+        instrumentHandler: false,
         // An exception's stack and message stay in the log; the span gets its status (withoutErrorText).
         recordExceptions: false,
-        // The handler's span, named for its route (the plugin names it after the source of the plugin that holds it).
-        lifecycleHook: (span: Span, info: { hookName: string; request: FastifyRequest }) => {
-          if (!span.isRecording()) return;
-          withoutErrorText(span);
-          span.updateName(`${info.hookName} ${info.request.routeOptions.url ?? ''}`.trim());
-          span.setAttribute('hook.name', info.hookName);
-        },
         ignorePaths: (route: { url: string }) => UNTRACED.has(pathOf(route.url)),
         requestHook: (span: Span, request: FastifyRequest) => {
           // Every request's log line names its trace; only a sampled one's span needs the rest.

@@ -65,20 +65,22 @@ export function untraced<T>(work: () => T): T {
   return contexts.with(ROOT_CONTEXT, work);
 }
 
-/**
- * Runs `work` in the active trace only when its span is sampled; in an unsampled one it runs outside
- * any trace, so that the statements of the nine requests in ten that are not kept make no spans at
- * all (the pg instrumentation then skips them: it needs a parent span). Without tracing, just runs it.
+/*
+ * A request that is not sampled runs outside any trace (src/telemetry/sdk.ts), so what it passes on
+ * is taken from the request itself, where the request span's context is kept.
  */
-export function tracedWhenSampled<T>(work: () => T): T {
-  const span = trace.getActiveSpan();
-  return span === undefined || span.isRecording() ? work() : contexts.with(ROOT_CONTEXT, work);
+const requestTrace = (request: object) => (request as Record<symbol, SpanContext | undefined>)[REQUEST_TRACE];
+
+/** The trace a Fastify request belongs to, for its log lines: `trace_id`, `span_id`, or nothing. */
+export function requestTraceFields(request: object): { trace_id?: string; span_id?: string } {
+  const context = requestTrace(request);
+  return context ? { trace_id: context.traceId, span_id: context.spanId } : {};
 }
 
-/** The trace a Fastify request belongs to, for its "request completed" line: `trace_id`, `span_id`, or nothing. */
-export function requestTraceFields(request: object): { trace_id?: string; span_id?: string } {
-  const context = (request as Record<symbol, SpanContext | undefined>)[REQUEST_TRACE];
-  return context ? { trace_id: context.traceId, span_id: context.spanId } : {};
+/** The request span as a `traceparent`, sampled or not, for the events its writes append; null without tracing. */
+export function requestTraceParent(request: object): string | null {
+  const context = requestTrace(request);
+  return context ? toTraceParent(context) : null;
 }
 
 /**

@@ -52,6 +52,12 @@ export interface WriteScope {
   businessId: string;
   actor: Actor;
   requestId?: string;
+  /**
+   * The request's `traceparent`, sampled or not, kept with the events when no recorded span is
+   * active (an unsampled request runs outside its trace), so that their deliveries follow the
+   * request's trace and its sampling decision (src/telemetry/spans.ts).
+   */
+  traceParent?: string | null;
 }
 
 /** A response a write answers with, as it is stored for replay under an Idempotency-Key. */
@@ -181,7 +187,7 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
         const outcome = await work(ctx);
         if (discarded) throw new Discarded(outcome);
         if (events.length > 0) {
-          await inChildSpan('append events', { 'supplyline.events': events.length }, () => appendEvents(trx, ctx, events, EVENTS_CHANNEL, activeTraceParent()));
+          await inChildSpan('append events', { 'supplyline.events': events.length }, () => appendEvents(trx, ctx, events, EVENTS_CHANNEL, activeTraceParent() ?? scope.traceParent ?? null));
         }
         await recordChanges(trx, ctx, events);
         return outcome;

@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ROOT_CONTEXT, trace, TraceFlags, type Context } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { tracing } from '@opentelemetry/sdk-node';
+import { sampledContextManager } from '../../src/telemetry/sdk.ts';
+
+/*
+ * The context manager tracing runs with (src/telemetry/sdk.ts): an unsampled request's context is
+ * not entered, a sampled one's is, as are contexts without a span (leaving a trace, suppressing it).
+ */
+describe('the context manager of tracing', () => {
+  const manager = new (sampledContextManager(AsyncLocalStorageContextManager, trace))();
+  const sampled = new tracing.BasicTracerProvider({ sampler: new tracing.TraceIdRatioBasedSampler(1) }).getTracer('test');
+  const unsampled = new tracing.BasicTracerProvider({ sampler: new tracing.TraceIdRatioBasedSampler(0) }).getTracer('test');
+  const activeSpan = () => trace.getSpan(manager.active());
+  const after = async <T>(value: T) => { await new Promise((resolve) => setImmediate(resolve)); return value; };
+
+  it('enters a recorded span\'s context, across awaits', async () => {
+    const span = sampled.startSpan('request');
+    assert.equal(span.isRecording(), true);
+    const seen = await manager.with(trace.setSpan(ROOT_CONTEXT, span), () => after(activeSpan()));
+    assert.equal(seen, span);
+    assert.equal(activeSpan(), undefined, 'and leaves it');
+  });
+
+  it('does not enter an unsampled span\'s context: the work runs as if tracing were off', async () => {
+    const span = unsampled.startSpan('request');
+    assert.equal(span.isRecording(), false);
+    assert.equal(span.spanContext().traceFlags & TraceFlags.SAMPLED, 0);
+    const seen = await manager.with(trace.setSpan(ROOT_CONTEXT, span), (a: number, b: number) => after([activeSpan(), a + b]), undefined, 2, 3);
+    assert.deepEqual(seen, [undefined, 5], 'no active span, and the arguments are passed');
+  });
+
+  it('enters an unsampled span\'s context under a recorded span, and contexts without a span', async () => {
+    const outer = sampled.startSpan('request');
+    const inner = unsampled.startSpan('other');
+    const key = Symbol('key');
+    await manager.with(trace.setSpan(ROOT_CONTEXT, outer), async () => {
+      assert.equal(await manager.with(trace.setSpan(manager.active(), inner), () => after(activeSpan())), inner);
+      const value = await manager.with((manager.active() as Context).setValue(key, 'kept'), () => after(manager.active().getValue(key)));
+      assert.equal(value, 'kept');
+      assert.equal(await manager.with(ROOT_CONTEXT, () => after(activeSpan())), undefined, 'the root context is entered: work leaves the trace');
+    });
+  });
+});
