@@ -1,5 +1,5 @@
 import { register } from 'node:module';
-import type { Context, Span, TraceAPI } from '@opentelemetry/api';
+import { ROOT_CONTEXT, type Context, type Span, type TraceAPI } from '@opentelemetry/api';
 import type { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import type { FastifyRequest } from 'fastify';
 import { REQUEST_TRACE } from './settings.ts';
@@ -24,9 +24,11 @@ function withoutErrorText(span: Span): void {
 }
 
 /**
- * The SDK's context manager, but a context whose span is not recorded is not entered while no
- * recorded span is active either: the nine requests in ten that are not sampled run outside any
- * trace, as if tracing were off. Nothing under such a span would be recorded (statements, Redis
+ * The SDK's context manager, but a context whose span is not recorded, or the root context, is not
+ * entered while no recorded span is active either: the nine requests in ten that are not sampled
+ * run outside any trace, as if tracing were off, and so does background work leaving a trace it is
+ * not in (`untraced`). On Node 20 the first context entered turns on a hook for every promise the
+ * process makes from then on, which alone costs 5 to 7 % of a request's throughput (decision 0047). Nothing under such a span would be recorded (statements, Redis
  * commands, `write` and `append events` need a recorded parent), and entering it cost every
  * request: a cached order's GET lost a quarter of its throughput to it, sampled or not (decision
  * 0047, "Measured cost"). What an unsampled request passes on, its `traceparent` for the events it
@@ -37,7 +39,8 @@ function withoutErrorText(span: Span): void {
 export function sampledContextManager(Base: typeof AsyncLocalStorageContextManager, trace: TraceAPI) {
   return class SampledContextManager extends Base {
     override with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(context: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
-      if (trace.getSpan(context)?.isRecording() === false && !trace.getSpan(this.active())?.isRecording()) {
+      const span = trace.getSpan(context);
+      if ((span?.isRecording() === false || context === ROOT_CONTEXT) && !trace.getSpan(this.active())?.isRecording()) {
         return fn.apply(thisArg, args);
       }
       return super.with(context, fn, thisArg, ...args);
