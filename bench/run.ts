@@ -38,6 +38,8 @@ const { values } = parseArgs({
     // --only tracing: alternating rounds per scenario of an untraced and a traced server (bench/tracing.ts), and the sampled share.
     rounds: { type: 'string', default: '4' },
     'trace-ratio': { type: 'string', default: '0.1' },
+    // --only tracing --floor: the second server only enters an AsyncLocalStorage, what any tracer on Node costs first.
+    floor: { type: 'boolean', default: false },
     'warmup-minutes': { type: 'string', default: '5' },
   },
 });
@@ -148,7 +150,7 @@ try {
     const names = ['get order (10 items)', 'list orders (limit 20)', 'feed page (100 events)', 'patch order', 'create order (5 items)'];
     const all = buildScenarios(fixtures);
     const chosen = [...names.map((name) => all.find((s) => s.name === name)!), { name: 'mixed (get, lists, patch, create)', requests: mixedRequests(all) }];
-    tracing = await measureTracing(database.url, chosen, { ...options, rounds: Number(values.rounds), ratio: Number(values['trace-ratio']), onRound: (line) => console.error(line) });
+    tracing = await measureTracing(database.url, chosen, { ...options, rounds: Number(values.rounds), ratio: Number(values['trace-ratio']), floor: values.floor, onRound: (line) => console.error(line) });
   }
 
   // Scale-out on PostgreSQL: one, two and three instances, with this run's server stopped.

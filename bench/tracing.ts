@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { runLoad, warmUp } from './load.ts';
 import type { Scenario } from './scenarios.ts';
 import { sampleCpu, startServer, type Server } from './server.ts';
@@ -12,6 +13,11 @@ import { sampleCpu, startServer, type Server } from './server.ts';
  * runs says little there. A row gives the mean req/s of each side, the change of the means, the
  * median of the rounds' paired ratios (less moved by one bad round), and the server's CPU per
  * request on each side.
+ *
+ * With `floor`, the second server traces nothing: it only enters an AsyncLocalStorage when it
+ * starts (bench/async-context.mjs), as every tracer's context manager on Node does. On Node 20 that
+ * turns on a hook for every promise the process makes, so its row is the least any tracing costs
+ * there; Node 24 keeps the context in V8, at no cost per promise.
  */
 export interface TracingRow {
   scenario: string;
@@ -21,7 +27,7 @@ export interface TracingRow {
   change: { means: number; medianPair: number };
 }
 
-export interface TracingMeasures { ratio: number; rounds: number; rows: TracingRow[]; exportedKiB: number }
+export interface TracingMeasures { ratio: number; floor: boolean; rounds: number; rows: TracingRow[]; exportedKiB: number }
 
 /**
  * An OTLP/HTTP receiver that takes every export and counts its bytes, in a process of its own, so
@@ -50,6 +56,7 @@ export function tracingEnv(endpoint: string, ratio: number): Record<string, stri
   return { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: String(ratio), OTEL_SERVICE_NAME: 'supplyline-bench' };
 }
 const UNTRACED = { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '' };
+const ASYNC_CONTEXT_ONLY = { ...UNTRACED, NODE_OPTIONS: `--import=${fileURLToPath(new URL('./async-context.mjs', import.meta.url))}` };
 
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -59,14 +66,15 @@ const median = (values: number[]) => {
 
 export async function measureTracing(
   databaseUrl: string, scenarios: Array<Pick<Scenario, 'name' | 'requests'>>,
-  options: { duration: number; connections: number; rounds: number; ratio: number; onRound?: (line: string) => void },
+  options: { duration: number; connections: number; rounds: number; ratio: number; floor?: boolean; onRound?: (line: string) => void },
 ): Promise<TracingMeasures> {
+  const sides = ['untraced', options.floor ? 'context only' : 'traced'];
   const sink = await startOtlpSink();
   const servers: Server[] = [];
   const rows: TracingRow[] = [];
   let exportedBytes = 0;
   try {
-    servers.push(await startServer(databaseUrl, undefined, UNTRACED), await startServer(databaseUrl, undefined, tracingEnv(sink.url, options.ratio)));
+    servers.push(await startServer(databaseUrl, undefined, UNTRACED), await startServer(databaseUrl, undefined, options.floor ? ASYNC_CONTEXT_ONLY : tracingEnv(sink.url, options.ratio)));
     for (const scenario of scenarios) {
       const runs = servers.map(() => [] as Array<{ rps: number; cpuUs: number }>);
       for (let round = 0; round < options.rounds; round++) {
@@ -76,10 +84,10 @@ export async function measureTracing(
           const stop = sampleCpu(server.pid);
           const result = await runLoad(server.base, scenario.requests, options);
           const cpu = stop();
-          if (result.errors > 0) throw new Error(`${scenario.name}, ${side === 0 ? 'untraced' : 'traced'}: ${result.errors} errors ${JSON.stringify(result.statusCodes)}`);
+          if (result.errors > 0) throw new Error(`${scenario.name}, ${sides[side]}: ${result.errors} errors ${JSON.stringify(result.statusCodes)}`);
           runs[side].push({ rps: result.requestsPerSecond, cpuUs: Math.round((cpu.serverMs * 1000) / Math.max(1, result.requests)) });
         }
-        options.onRound?.(`tracing ${scenario.name}, round ${round + 1}: untraced ${runs[0].at(-1)!.rps} req/s, traced ${runs[1].at(-1)!.rps} req/s`);
+        options.onRound?.(`tracing ${scenario.name}, round ${round + 1}: untraced ${runs[0].at(-1)!.rps} req/s, ${sides[1]} ${runs[1].at(-1)!.rps} req/s`);
       }
       const mean = (side: number, k: 'rps' | 'cpuUs') => Math.round(runs[side].reduce((t, r) => t + r[k], 0) / runs[side].length);
       rows.push({
@@ -93,15 +101,17 @@ export async function measureTracing(
     await Promise.all(servers.map((s) => s.stop()));
     exportedBytes = await sink.close();
   }
-  return { ratio: options.ratio, rounds: options.rounds, rows, exportedKiB: Math.round(exportedBytes / 1024) };
+  return { ratio: options.ratio, floor: options.floor === true, rounds: options.rounds, rows, exportedKiB: Math.round(exportedBytes / 1024) };
 }
 
 const percent = (fraction: number) => `${fraction >= 0 ? '+' : ''}${(fraction * 100).toFixed(1)} %`;
 
 export function tracingTable(m: TracingMeasures): string {
   const lines = [
-    `Tracing at ${m.ratio * 100} % sampling against none, ${m.rounds} alternating rounds per scenario:`,
-    '| scenario | untraced req/s | traced req/s | change (means) | change (median pair) | server CPU µs/req |',
+    m.floor
+      ? `An AsyncLocalStorage entered, and no tracing, against neither (the floor of tracing on Node ${process.versions.node}), ${m.rounds} alternating rounds per scenario:`
+      : `Tracing at ${m.ratio * 100} % sampling against none, ${m.rounds} alternating rounds per scenario:`,
+    `| scenario | untraced req/s | ${m.floor ? 'context only' : 'traced'} req/s | change (means) | change (median pair) | server CPU µs/req |`,
     '|---|---:|---:|---:|---:|---:|',
     ...m.rows.map((r) => `| ${r.scenario} | ${r.untraced.requestsPerSecond} | ${r.traced.requestsPerSecond} | ${percent(r.change.means)} | ${percent(r.change.medianPair)} | ${r.untraced.cpuUs} → ${r.traced.cpuUs} |`),
     `The OTLP receiver took ${m.exportedKiB.toLocaleString('en')} KiB of traces.`,
