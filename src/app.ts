@@ -17,7 +17,7 @@ import { registerDocs } from './http/openapi.ts';
 import { registerCors } from './http/cors.ts';
 import { registerHealth, type Lifecycle } from './http/health.ts';
 import { activeTraceFields } from './telemetry/spans.ts';
-import type { BucketSettings, RateLimiter } from './http/rate-limit.ts';
+import { memoryBuckets, type BucketSettings, type Buckets, type RateLimiter } from './http/rate-limit.ts';
 import { ErrorResponse, NoQuery } from './http/schema.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { itemRoutes } from './items/routes.ts';
@@ -74,6 +74,8 @@ export interface AppDeps {
   config: Config;
   /** Null when RATE_LIMIT_RPS=0. */
   rateLimiter: RateLimiter | null;
+  /** The console's sign-in and password throttles; in memory on `clock` unless given (the server's are in Redis when it has one). */
+  buckets?: Buckets;
   logger?: FastifyServerOptions['logger'];
   clock?: () => number;
   /** The write runner; made from `db` and `clock` unless given (tests observe writes through it). */
@@ -227,7 +229,7 @@ export async function createApp(deps: AppDeps) {
 
   // The supplier console: its own scope, with session cookies instead of API keys.
   await app.register(async (scope) => consoleRoutes(scope, {
-    db, writes, clock, secureCookie: config.consoleCookieSecure, kickWebhooks: worker.kick,
+    db, writes, clock, buckets: deps.buckets ?? memoryBuckets(clock), secureCookie: config.consoleCookieSecure, kickWebhooks: worker.kick,
     webhooks: { box, allowPrivateNetworks: config.webhooks.allowPrivateNetworks },
   }));
 

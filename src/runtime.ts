@@ -6,13 +6,18 @@ import { ConfigError, type Config } from './config.ts';
 import { newSecretKey, parseSecretKeys, SecretBox } from './lib/secret-box.ts';
 import { createDatabase, type DatabaseHandle } from './db/connection.ts';
 import { migrateToLatest } from './db/migrate.ts';
-import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.ts';
+import { bucketConnection, memoryBuckets, MemoryRateLimiter, RedisRateLimiter, redisBuckets, type Buckets, type RateLimiter } from './http/rate-limit.ts';
 
-/** The store behind rate limits: none when RATE_LIMIT_RPS=0, Redis when REDIS_URL is set, else memory. */
-export function createRateLimiter(config: Config, onError: (error: unknown) => void = () => {}): RateLimiter | null {
-  if (config.rateLimitRps === 0) return null;
+/**
+ * The stores behind rate limits, on one Redis connection when REDIS_URL is set (shared by every
+ * instance), else in memory: the API's buckets (none when RATE_LIMIT_RPS=0) and the console's
+ * sign-in and password throttles (always on).
+ */
+export function createRateLimits(config: Config, onError: (error: unknown) => void = () => {}): { api: RateLimiter | null; buckets: Buckets; close(): Promise<void> } {
+  const redis = config.redisUrl ? bucketConnection(config.redisUrl, onError) : null;
   const settings = { ratePerSecond: config.rateLimitRps, burst: config.rateLimitBurst };
-  return config.redisUrl ? new RedisRateLimiter(config.redisUrl, settings, undefined, onError) : new MemoryRateLimiter(settings);
+  const api = config.rateLimitRps === 0 ? null : redis ? new RedisRateLimiter(redis, settings, { onError }) : new MemoryRateLimiter(settings);
+  return { api, buckets: redis ? redisBuckets(redis, onError) : memoryBuckets(), close: async () => { redis?.disconnect(); } };
 }
 
 /** Opens the database from config and brings its schema up to date. */

@@ -9,7 +9,7 @@ import { newId } from './lib/ids.ts';
 import { createWriteRunner, SYSTEM } from './write/runner.ts';
 import { createUser } from './users/service.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
-import { applyHeapGrowth, createRateLimiter, openDatabase, resolveSecretBox } from './runtime.ts';
+import { applyHeapGrowth, createRateLimits, openDatabase, resolveSecretBox } from './runtime.ts';
 import { EventBus } from './events/bus.ts';
 import { listenIfShared } from './db/listen.ts';
 import { EVENTS_CHANNEL } from './write/runner.ts';
@@ -43,14 +43,14 @@ async function main() {
     registration.heartbeat().catch((error) => console.error(`instance heartbeat failed: ${(error as Error).message}`));
   }, HEARTBEAT_MS).unref();
   const logger = loggerOptions(config.logLevel);
-  const rateLimiter = createRateLimiter(config, (error) => console.error(`rate limit store error: ${(error as Error).message}`));
+  const limits = createRateLimits(config, (error) => console.error(`rate limit store error: ${(error as Error).message}`));
   // Long polls wake on commits made through any instance: PostgreSQL tells every listener.
   const events = new EventBus();
   const listener = listenIfShared(handle.dialect, config.listenDatabaseUrl, EVENTS_CHANNEL, (payload) => events.hear(payload), () => events.wakeAll());
   const { box: secretBox } = resolveSecretBox(config);
   let closing = false;
   const app = await createApp({
-    db, config, rateLimiter, logger, poolStats: handle.poolStats, processMetrics: true, events, secretBox, lifecycle: { draining: () => closing },
+    db, config, rateLimiter: limits.api, buckets: limits.buckets, logger, poolStats: handle.poolStats, processMetrics: true, events, secretBox, lifecycle: { draining: () => closing },
   });
 
   // Handlers go in before listening, so a signal that arrives right after start is still graceful.
@@ -78,7 +78,7 @@ async function main() {
       clearInterval(heartbeat);
       await registration.leave();
       await listener?.close();
-      await rateLimiter?.close();
+      await limits.close();
       await handle.close();
       // Spans still buffered for the collector (src/telemetry): none without tracing.
       await flushTraces().catch((error) => console.error(`traces were not sent: ${(error as Error | undefined)?.message ?? 'the collector did not take them'}`));

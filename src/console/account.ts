@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import { MemoryRateLimiter } from '../http/rate-limit.ts';
 import { ApiError } from '../lib/errors.ts';
 import { verifyPassword } from '../users/password.ts';
 import { findUser } from '../users/repository.ts';
@@ -10,9 +9,9 @@ import { sessionIdOf } from './session.ts';
 /** Your account (every role): who you are, and changing your own password, which ends your other sessions. */
 export function registerAccountPages(app: FastifyInstance, kit: ConsoleKit): void {
   const { page, signedIn, actorOf, act } = kit;
-  const { db, writes, clock } = kit.deps;
-  // The current password is checked as at sign-in: 5 tries a minute per user (per instance).
-  const tries = new MemoryRateLimiter({ ratePerSecond: 5 / 60, burst: 5 }, clock);
+  const { db, writes } = kit.deps;
+  // The current password is checked as at sign-in: 5 tries a minute per user, across all instances when they share Redis.
+  const tries = kit.deps.buckets({ ratePerSecond: 5 / 60, burst: 5 }, 'password-change');
 
   app.get('/console/account', async (request, reply) => {
     const user = signedIn(request, reply);

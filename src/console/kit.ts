@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/types.ts';
+import type { Buckets } from '../http/rate-limit.ts';
 import { ApiError } from '../lib/errors.ts';
 import type { Role } from '../users/table.ts';
 import type { WebhookSettings } from '../webhooks/service.ts';
@@ -13,6 +14,8 @@ export interface ConsoleDeps {
   db: Kysely<Database>;
   writes: WriteRunner;
   clock: () => number;
+  /** Makes the sign-in and password throttles: shared by every instance when the service has Redis. */
+  buckets: Buckets;
   /** CONSOLE_COOKIE_SECURE: the session cookie is sent over https only. */
   secureCookie: boolean;
   /** The webhook services' settings, and the worker's nudge after a test event or replay. */

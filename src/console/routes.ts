@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import view from '@fastify/view';
 import { Eta } from 'eta';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { MemoryRateLimiter } from '../http/rate-limit.ts';
 import { ApiError } from '../lib/errors.ts';
 import { DUMMY_HASH, verifyPassword } from '../users/password.ts';
 import { findUserByEmail } from '../users/repository.ts';
@@ -73,9 +72,9 @@ function isCrossSite(request: FastifyRequest): boolean {
  */
 export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   const { db, writes, clock } = deps;
-  // Sign-in attempts: 5 a minute per account and 20 a minute per address (per instance).
-  const perAccount = new MemoryRateLimiter({ ratePerSecond: 5 / 60, burst: 5 }, clock);
-  const perAddress = new MemoryRateLimiter({ ratePerSecond: 20 / 60, burst: 20 }, clock);
+  // Sign-in attempts: 5 a minute per account and 20 a minute per address, across all instances when they share Redis.
+  const perAccount = deps.buckets({ ratePerSecond: 5 / 60, burst: 5 }, 'sign-in-account');
+  const perAddress = deps.buckets({ ratePerSecond: 20 / 60, burst: 20 }, 'sign-in-address');
 
   // Pages, not API operations: none of them is in /openapi.json.
   app.addHook('onRoute', (route) => { route.schema = { ...route.schema, hide: true }; });

@@ -87,20 +87,42 @@ redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
 return {allowed, tostring(tokens)}
 `;
 
+export interface RedisLimiterOptions {
+  /** Put before every key, so that kinds of bucket sharing one Redis never meet. */
+  prefix?: string;
+  onError?: (error: unknown) => void;
+  /** Asked while Redis fails. Without it every request is allowed then: a rate limit must not become the outage. */
+  whenDown?: RateLimiter;
+}
+
+/** A Redis connection for buckets: bounded waits, and the take script defined. */
+export function bucketConnection(url: string, onError: (error: unknown) => void = () => {}): Redis {
+  // Bounded waits: a slow or absent Redis may delay a request by at most a second, never hold it.
+  const redis = new Redis(url, { maxRetriesPerRequest: 1, commandTimeout: 1000, connectTimeout: 2000 });
+  redis.on('error', onError);
+  redis.defineCommand('supplylineTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
+  return redis;
+}
+
+/**
+ * Token buckets in Redis, shared by every instance. Given a URL it opens (and closes) a connection
+ * of its own; given a connection (`bucketConnection`), it uses that one and leaves it open.
+ */
 export class RedisRateLimiter implements RateLimiter {
   private readonly redis: Redis;
+  private readonly owned: boolean;
   private readonly settings: BucketSettings;
   private readonly prefix: string;
   private readonly onError: (error: unknown) => void;
+  private readonly whenDown: RateLimiter | undefined;
 
-  constructor(url: string, settings: BucketSettings, prefix = 'supplyline:rl:', onError: (error: unknown) => void = () => {}) {
+  constructor(redis: string | Redis, settings: BucketSettings, options: RedisLimiterOptions = {}) {
     this.settings = settings;
-    this.prefix = prefix;
-    this.onError = onError;
-    // Bounded waits: a slow or absent Redis may delay a request by at most a second, never hold it.
-    this.redis = new Redis(url, { maxRetriesPerRequest: 1, commandTimeout: 1000, connectTimeout: 2000 });
-    this.redis.on('error', onError);
-    this.redis.defineCommand('supplylineTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
+    this.prefix = options.prefix ?? 'supplyline:rl:';
+    this.onError = options.onError ?? (() => {});
+    this.whenDown = options.whenDown;
+    this.owned = typeof redis === 'string';
+    this.redis = typeof redis === 'string' ? bucketConnection(redis, this.onError) : redis;
   }
 
   async take(key: string): Promise<RateLimitDecision> {
@@ -112,15 +134,30 @@ export class RedisRateLimiter implements RateLimiter {
       const { decision } = decide(allowed === 1 ? after + 1 : after, this.settings);
       return decision;
     } catch (error) {
-      // Rate limiting protects the service; it must not become the outage. Fail open, loudly.
+      // Loudly, then the fallback's answer, or allowed.
       this.onError(error);
-      return { allowed: true, remaining: this.settings.burst, resetSeconds: 0, retryAfterSeconds: 0 };
+      return this.whenDown?.take(key) ?? { allowed: true, remaining: this.settings.burst, resetSeconds: 0, retryAfterSeconds: 0 };
     }
   }
 
   async close(): Promise<void> {
-    this.redis.disconnect();
+    if (this.owned) this.redis.disconnect();
   }
+}
+
+/**
+ * Makes the buckets of one kind (`settings`) under a name: the console's sign-in and password
+ * throttles. In Redis when the service has one, so that a password guesser gets one allowance
+ * whichever instance it reaches, with this process's buckets while Redis fails; else in memory.
+ */
+export type Buckets = (settings: BucketSettings, name: string) => RateLimiter;
+
+/** Buckets in this process's memory, on `clock`. */
+export const memoryBuckets = (clock: () => number = Date.now): Buckets => (settings) => new MemoryRateLimiter(settings, clock);
+
+/** Buckets on one Redis connection, each kind under `supplyline:rl:<name>:`. */
+export function redisBuckets(redis: Redis, onError?: (error: unknown) => void): Buckets {
+  return (settings, name) => new RedisRateLimiter(redis, settings, { prefix: `supplyline:rl:${name}:`, onError, whenDown: new MemoryRateLimiter(settings) });
 }
 
 export function rateLimitHeaders(decision: RateLimitDecision, settings: BucketSettings): Record<string, string> {

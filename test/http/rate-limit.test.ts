@@ -66,17 +66,30 @@ function limiterSuite(name: string, make: () => RateLimiter, limits = settings) 
 const stillClock = Date.now();
 limiterSuite('the memory store', () => new MemoryRateLimiter(settings, () => stillClock));
 
+describe('RedisRateLimiter while Redis fails', () => {
+  it('answers from its fallback when it has one (the console\'s throttles keep their per-instance buckets)', async () => {
+    const errors: unknown[] = [];
+    const whenDown = new MemoryRateLimiter({ ratePerSecond: 0.001, burst: 1 }, () => stillClock);
+    const limiter = new RedisRateLimiter('redis://127.0.0.1:1', settings, { onError: (e) => errors.push(e), whenDown });
+    const decisions = [await limiter.take('k'), await limiter.take('k')];
+    await limiter.close();
+    assert.deepEqual(decisions.map((d) => d.allowed), [true, false]);
+    assert.ok(decisions[1].retryAfterSeconds >= 1);
+    assert.ok(errors.length >= 2, 'each failure is reported');
+  });
+});
+
 if (process.env.TEST_REDIS_URL) {
   const url = process.env.TEST_REDIS_URL;
   const prefix = () => `supplyline-test:${randomBytes(4).toString('hex')}:`;
   const slow = { ratePerSecond: 1, burst: 3 };
-  limiterSuite('the Redis store', () => new RedisRateLimiter(url, slow, prefix()), slow);
+  limiterSuite('the Redis store', () => new RedisRateLimiter(url, slow, { prefix: prefix() }), slow);
 
   describe('RedisRateLimiter', () => {
     it('shares one bucket between instances', async () => {
       const p = prefix();
-      const one = new RedisRateLimiter(url, settings, p);
-      const two = new RedisRateLimiter(url, settings, p);
+      const one = new RedisRateLimiter(url, settings, { prefix: p });
+      const two = new RedisRateLimiter(url, settings, { prefix: p });
       const decisions = [await one.take('k'), await two.take('k'), await one.take('k'), await two.take('k')];
       await one.close();
       await two.close();
@@ -86,7 +99,7 @@ if (process.env.TEST_REDIS_URL) {
 
     it('fails open when Redis cannot be reached, instead of failing requests', async () => {
       const errors: unknown[] = [];
-      const limiter = new RedisRateLimiter('redis://127.0.0.1:1', settings, prefix(), (e) => errors.push(e));
+      const limiter = new RedisRateLimiter('redis://127.0.0.1:1', settings, { prefix: prefix(), onError: (e) => errors.push(e) });
       const decision = await limiter.take('k');
       await limiter.close();
       assert.equal(decision.allowed, true);

@@ -84,6 +84,22 @@ describe('Three instances on one PostgreSQL and one Redis', () => {
     console.log(`# instances: ${total} requests over 3 instances in ${seconds.toFixed(1)} s -> ${allowed} allowed (one bucket: at most ${ceiling}), ${limited} got 429`);
   });
 
+  it('a password guesser gets one allowance across the instances: 5 sign-ins a minute per account, not 5 per instance', { skip: skip ?? false }, async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 9; i++) {
+      const res = await fetch(`${at(i)}/console/sign-in`, {
+        method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ email: 'owner@demo.example', password: `wrong-${i}` }).toString(),
+      });
+      await res.arrayBuffer();
+      statuses.push(res.status);
+    }
+    // Three instances with buckets of their own would let all nine through (three each).
+    const tried = statuses.filter((s) => s === 401).length;
+    assert.ok(tried >= 5 && tried <= 6, `${tried} attempts reached the password check: ${statuses.join(' ')}`);
+    assert.deepEqual(statuses.slice(tried), Array(9 - tried).fill(429), statuses.join(' '));
+  });
+
   it('50 concurrent property PATCHes to one order, spread over the instances, all land', { skip: skip ?? false }, async () => {
     const t = await fresh('Patches');
     const { variantId, buyerId } = await createCatalogue(at(0), t);
