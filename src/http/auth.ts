@@ -152,18 +152,18 @@ export const apiKeyAuth = fp<ApiGuardOptions>(async (api, options) => {
   });
 
   // The margin (src/businesses/margin.ts): sent only with margin:write, shown only with margin:read.
-  api.addHook('preValidation', async (request) => {
-    if (allows(request.apiKeyScopes, 'margin:write')) return;
-    const field = marginFieldIn(request.body);
+  api.addHook('preValidation', (request, _reply, done) => {
+    const field = allows(request.apiKeyScopes, 'margin:write') ? undefined : marginFieldIn(request.body);
     if (field) {
       const message = `This API key lacks the scope margin:write (it sent ${field})`;
       throw refuse(request, forbidden(message), message, request.apiKeyId);
     }
+    done();
   });
-  api.addHook('onSend', async (request, reply, payload) => {
-    if (!request.hidesMargin || !String(reply.getHeader('content-type') ?? '').startsWith('application/json')) return payload;
+  api.addHook('onSend', (request, reply, payload, done) => {
+    if (!request.hidesMargin || !String(reply.getHeader('content-type') ?? '').startsWith('application/json')) return done(null, payload);
     // Rendered orders and pages are sent as bytes; everything else as text.
-    if (typeof payload === 'string') return jsonWithoutMargin(payload);
-    return Buffer.isBuffer(payload) ? jsonWithoutMargin(payload.toString('utf8')) : payload;
+    if (typeof payload === 'string') return done(null, jsonWithoutMargin(payload));
+    done(null, Buffer.isBuffer(payload) ? jsonWithoutMargin(payload.toString('utf8')) : payload);
   });
 }, { name: 'api-key-auth' });

@@ -68,15 +68,16 @@ export function registerMetrics(app: FastifyInstance, options: MetricsOptions = 
   });
 
   // onSend sees the headers the handler set, including a replay's `idempotent-replayed`.
-  app.addHook('onSend', async (request, reply, payload) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     if (reply.getHeader('idempotent-replayed') === 'true') replays.inc({ route: routeOf(request) });
-    return payload;
+    done(null, payload);
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const labels = { method: request.method, route: routeOf(request), status: String(reply.statusCode) };
     requests.inc(labels);
     duration.observe(labels, reply.elapsedTime / 1000);
     if (reply.statusCode === 429) rateLimited.inc({ route: labels.route });
+    done();
   });
 
   const token = options.token ?? null;
@@ -127,7 +128,7 @@ export function registerServiceMetrics(registry: Registry, sources: { longPolls:
  * neither is a key.
  */
 export function registerRequestLog(app: FastifyInstance): void {
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     request.log.info({
       businessId: request.businessId || undefined,
       method: request.method,
@@ -137,5 +138,6 @@ export function registerRequestLog(app: FastifyInstance): void {
       responseTimeMs: Math.round(reply.elapsedTime * 100) / 100,
       ...requestTraceFields(request),
     }, 'request completed');
+    done();
   });
 }

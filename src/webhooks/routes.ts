@@ -23,9 +23,10 @@ export async function webhookRoutes(app: ApiInstance, deps: RouteDeps & { webhoo
   // endpoint is not yet among the businesses the worker watches: after any successful change the
   // worker is told at once.
   // The hook is the whole /api/v1 scope's, so it looks at the route.
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     if (request.method !== 'GET' && reply.statusCode >= 200 && reply.statusCode < 300
       && request.routeOptions.url?.startsWith('/api/v1/webhook-endpoints')) kick();
+    done();
   });
   const now = () => new Date(clock()).toISOString();
 
