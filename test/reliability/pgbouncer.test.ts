@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
-  call, cliCreateBusiness, createCatalogue, createPgDatabase, missing, orderBody, sleep, startPgBouncer, startServers,
+  call, cliCreateBusiness, createCatalogue, createPgDatabase, missing, orderBody, sleep, startPgBouncer, startServer,
   type Server,
 } from './helpers.ts';
 
@@ -38,7 +38,9 @@ describe('The CLI and three instances through PgBouncer in transaction mode', ()
   });
 
   it('serves the API from three instances, and a long poll on one wakes for a commit on another', { skip: skip ?? false }, async () => {
-    servers = await startServers(3, { DATABASE_URL: bouncer!.url, ...pooled() });
+    // One after another: three starting at once through the pooler sometimes hang before listening on
+    // a loaded machine (seen in CI, and with the code before this test's last change); not yet explained.
+    for (let i = 0; i < 3; i++) servers.push(await startServer({ DATABASE_URL: bouncer!.url, ...pooled() }));
     const [a, b, c] = servers.map((s) => s.base);
     const t = await cliCreateBusiness(bouncer!.url, 'Pooled API', undefined, pooled());
     const { variantId, buyerId } = await createCatalogue(a, t);
