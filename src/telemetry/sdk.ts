@@ -25,13 +25,12 @@ function withoutErrorText(span: Span): void {
 
 /**
  * The SDK's context manager, but a context whose span is not recorded, or the root context, is not
- * entered while no recorded span is active either: the nine requests in ten that are not sampled
- * run outside any trace, as if tracing were off, and so does background work leaving a trace it is
- * not in (`untraced`). On Node 20 the first context entered turns on a hook for every promise the
- * process makes from then on, which alone costs 5 to 7 % of a request's throughput (decision 0047). Nothing under such a span would be recorded (statements, Redis
- * commands, `write` and `append events` need a recorded parent), and entering it cost every
- * request: a cached order's GET lost a quarter of its throughput to it, sampled or not (decision
- * 0047, "Measured cost"). What an unsampled request passes on, its `traceparent` for the events it
+ * entered while no recorded span is active either: the requests that are not sampled run outside
+ * any trace, as if tracing were off, and so does background work leaving a trace it is not in
+ * (`untraced`). Nothing under such a span would be recorded (statements, Redis commands, `write`
+ * and `append events` need a recorded parent), while entering a context costs every request, and
+ * on Node 20 turns on a hook for every promise the process makes from then on (decision 0047,
+ * "Measured cost"). What an unsampled request passes on, its `traceparent` for the events it
  * writes and the trace of its log lines, it passes explicitly (`requestTraceParent`,
  * `requestTraceFields` in src/telemetry/spans.ts). Made from the classes given, which are imported
  * only when tracing starts.
