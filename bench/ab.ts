@@ -28,37 +28,73 @@ import { startOtlpSink } from './tracing.ts';
 
 const { values } = parseArgs({
   options: {
-    a: { type: 'string' }, b: { type: 'string' }, url: { type: 'string' }, business: { type: 'string' }, key: { type: 'string' },
-    'url-b': { type: 'string' }, 'business-b': { type: 'string' }, 'key-b': { type: 'string' },
-    scenario: { type: 'string', default: 'patch' }, connections: { type: 'string', default: '16' },
-    'env-a': { type: 'string', default: '' }, 'env-b': { type: 'string', default: '' }, 'otlp-sink': { type: 'boolean', default: false },
-    rounds: { type: 'string', default: '5' }, seconds: { type: 'string', default: '6' },
+    a: { type: 'string' },
+    b: { type: 'string' },
+    url: { type: 'string' },
+    business: { type: 'string' },
+    key: { type: 'string' },
+    'url-b': { type: 'string' },
+    'business-b': { type: 'string' },
+    'key-b': { type: 'string' },
+    scenario: { type: 'string', default: 'patch' },
+    connections: { type: 'string', default: '16' },
+    'env-a': { type: 'string', default: '' },
+    'env-b': { type: 'string', default: '' },
+    'otlp-sink': { type: 'boolean', default: false },
+    rounds: { type: 'string', default: '5' },
+    seconds: { type: 'string', default: '6' },
   },
 });
 if (!values.a || !values.b || !values.url || !values.business || !values.key) {
-  console.error('usage: tsx bench/ab.ts --a DIR --b DIR --url DATABASE_URL --business B --key K [--scenario patch|create] [--connections N] [--rounds N] [--seconds N]');
+  console.error(
+    'usage: tsx bench/ab.ts --a DIR --b DIR --url DATABASE_URL --business B --key K [--scenario patch|create] [--connections N] [--rounds N] [--seconds N]',
+  );
   process.exit(2);
 }
 if (values.scenario !== 'patch' && values.scenario !== 'create') throw new Error('--scenario is patch or create');
 const builds = [values.a, values.b];
 const sides = [
   { url: values.url, business: values.business, key: values.key },
-  { url: values['url-b'] ?? values.url, business: values['business-b'] ?? values.business, key: values['key-b'] ?? values.key },
+  {
+    url: values['url-b'] ?? values.url,
+    business: values['business-b'] ?? values.business,
+    key: values['key-b'] ?? values.key,
+  },
 ];
 const connections = Number(values.connections);
 
 const sink = values['otlp-sink'] ? await startOtlpSink() : null;
 const envOf = (list: string): Record<string, string> => {
-  const env = Object.fromEntries(list.split(',').filter(Boolean).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+  const env = Object.fromEntries(
+    list
+      .split(',')
+      .filter(Boolean)
+      .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+  );
   return sink && env.OTEL_TRACES_SAMPLER ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, ...env } : env;
 };
 const envs = [envOf(values['env-a']), envOf(values['env-b'])];
-const labels = builds.map((dir, i) => `${'AB'[i]}: ${dir}${Object.keys(envs[i]).length > 0 ? ` (${Object.entries(envs[i]).map(([k, v]) => `${k}=${v}`).join(' ')})` : ''}`);
+const labels = builds.map(
+  (dir, i) =>
+    `${'AB'[i]}: ${dir}${
+      Object.keys(envs[i]).length > 0
+        ? ` (${Object.entries(envs[i])
+            .map(([k, v]) => `${k}=${v}`)
+            .join(' ')})`
+        : ''
+    }`,
+);
 
-function start(dir: string, url: string, env: Record<string, string>): Promise<{ base: string; pid: number; kill(): void }> {
+function start(
+  dir: string,
+  url: string,
+  env: Record<string, string>,
+): Promise<{ base: string; pid: number; kill(): void }> {
   const preload = existsSync(join(dir, 'dist', 'telemetry.js')) ? ['--import', './dist/telemetry.js'] : [];
   const child = spawn(process.execPath, ['--enable-source-maps', ...preload, 'dist/server.js'], {
-    cwd: dir, env: { ...process.env, DATABASE_URL: url, PORT: '0', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'inherit'],
+    cwd: dir,
+    env: { ...process.env, DATABASE_URL: url, PORT: '0', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
   return new Promise((resolve, reject) => {
@@ -78,36 +114,59 @@ try {
    * may each be a comma-separated list (businesses made by separate `cli demo` runs): requests then
    * go to each business in turn.
    */
-  const requestOf = async (base: string, side: typeof sides[number]): Promise<autocannon.Request> => {
+  const requestOf = async (base: string, side: (typeof sides)[number]): Promise<autocannon.Request> => {
     const keys = side.key!.split(',');
-    const tenants = await Promise.all(side.business!.split(',').map(async (business, t) => {
-      const headers = { 'x-business-id': business, 'x-api-key': keys[t], 'content-type': 'application/json' };
-      const get = async (path: string) => (await (await fetch(`${base}/api/v1${path}`, { headers })).json()) as { items: any[] };
-      const orders = (await get('/orders?limit=100')).items;
-      const buyer = (await get('/buyers?limit=1')).items[0].id;
-      const variants = (await get('/items?limit=20')).items.map((i) => i.variants[0].id);
-      return { headers, orders, buyer, variants };
-    }));
+    const tenants = await Promise.all(
+      side.business!.split(',').map(async (business, t) => {
+        const headers = { 'x-business-id': business, 'x-api-key': keys[t], 'content-type': 'application/json' };
+        const get = async (path: string) =>
+          (await (await fetch(`${base}/api/v1${path}`, { headers })).json()) as { items: any[] };
+        const orders = (await get('/orders?limit=100')).items;
+        const buyer = (await get('/buyers?limit=1')).items[0].id;
+        const variants = (await get('/items?limit=20')).items.map((i) => i.variants[0].id);
+        return { headers, orders, buyer, variants };
+      }),
+    );
     let n = 0;
     return values.scenario === 'patch'
       ? {
-        method: 'PATCH',
-        setupRequest: (r) => {
-          const { headers, orders } = tenants[n % tenants.length];
-          const o = orders[Math.floor(n / tenants.length) % orders.length];
-          n++;
-          return { ...r, headers, path: `/api/v1/orders/${o.id}`, body: JSON.stringify({ order: { properties: { ab: { n } } }, updateOrderItems: [{ id: o.orderItems[0].id, quantity: (n % 50) + 1 }] }) };
-        },
-      }
+          method: 'PATCH',
+          setupRequest: (r) => {
+            const { headers, orders } = tenants[n % tenants.length];
+            const o = orders[Math.floor(n / tenants.length) % orders.length];
+            n++;
+            return {
+              ...r,
+              headers,
+              path: `/api/v1/orders/${o.id}`,
+              body: JSON.stringify({
+                order: { properties: { ab: { n } } },
+                updateOrderItems: [{ id: o.orderItems[0].id, quantity: (n % 50) + 1 }],
+              }),
+            };
+          },
+        }
       : {
-        method: 'POST',
-        setupRequest: (r) => {
-          const i = ++n;
-          const { headers, buyer, variants } = tenants[i % tenants.length];
-          const orderItems = Array.from({ length: 5 }, (_, k) => ({ itemVariantId: variants[(i * 5 + k) % variants.length], quantity: 2 }));
-          return { ...r, headers, path: `/api/v1/buyers/${buyer}/orders`, body: JSON.stringify({ expectedDeliveryAt: '2030-01-01T00:00:00.000Z', externalReference: `AB-${process.pid}-${i}`, orderItems }) };
-        },
-      };
+          method: 'POST',
+          setupRequest: (r) => {
+            const i = ++n;
+            const { headers, buyer, variants } = tenants[i % tenants.length];
+            const orderItems = Array.from({ length: 5 }, (_, k) => ({
+              itemVariantId: variants[(i * 5 + k) % variants.length],
+              quantity: 2,
+            }));
+            return {
+              ...r,
+              headers,
+              path: `/api/v1/buyers/${buyer}/orders`,
+              body: JSON.stringify({
+                expectedDeliveryAt: '2030-01-01T00:00:00.000Z',
+                externalReference: `AB-${process.pid}-${i}`,
+                orderItems,
+              }),
+            };
+          },
+        };
   };
   const requests = [await requestOf(servers[0].base, sides[0]), await requestOf(servers[1].base, sides[1])];
   const results = builds.map(() => [] as Array<{ rps: number; server: number; database: number }>);
@@ -116,19 +175,34 @@ try {
       const server = servers[i];
       await autocannon({ url: server.base, requests: [requests[i]], amount: connections * 10, connections });
       const stop = sampleCpu(server.pid);
-      const run = await autocannon({ url: server.base, requests: [requests[i]], duration: Number(values.seconds), connections });
+      const run = await autocannon({
+        url: server.base,
+        requests: [requests[i]],
+        duration: Number(values.seconds),
+        connections,
+      });
       const cpu = stop();
-      if (run.non2xx + run.errors > 0) throw new Error(`${labels[i]}: ${run.non2xx} non-2xx answers, ${run.errors} errors`);
+      if (run.non2xx + run.errors > 0)
+        throw new Error(`${labels[i]}: ${run.non2xx} non-2xx answers, ${run.errors} errors`);
       const per = (ms: number) => Math.round((ms * 1000) / run.requests.total);
-      results[i].push({ rps: Math.round(run.requests.average), server: per(cpu.serverMs), database: per(cpu.databaseMs) });
+      results[i].push({
+        rps: Math.round(run.requests.average),
+        server: per(cpu.serverMs),
+        database: per(cpu.databaseMs),
+      });
       console.error(`round ${round + 1} ${labels[i]}: ${results[i].at(-1)!.rps} req/s`);
     }
   }
-  const mean = (rows: typeof results[number], k: 'rps' | 'server' | 'database') => Math.round(rows.reduce((t, r) => t + r[k], 0) / rows.length);
+  const mean = (rows: (typeof results)[number], k: 'rps' | 'server' | 'database') =>
+    Math.round(rows.reduce((t, r) => t + r[k], 0) / rows.length);
   console.log(`${values.scenario}, ${connections} connections, ${values.rounds} rounds of ${values.seconds} s`);
-  console.log('| build | req/s (each round) | mean | server CPU µs/req (mean) | database CPU µs/req (mean) |\n|---|---|---:|---:|---:|');
+  console.log(
+    '| build | req/s (each round) | mean | server CPU µs/req (mean) | database CPU µs/req (mean) |\n|---|---|---:|---:|---:|',
+  );
   for (const [i, rows] of results.entries()) {
-    console.log(`| ${labels[i]} | ${rows.map((r) => r.rps).join(' / ')} | ${mean(rows, 'rps')} | ${mean(rows, 'server')} | ${mean(rows, 'database')} |`);
+    console.log(
+      `| ${labels[i]} | ${rows.map((r) => r.rps).join(' / ')} | ${mean(rows, 'rps')} | ${mean(rows, 'server')} | ${mean(rows, 'database')} |`,
+    );
   }
 } finally {
   for (const server of servers) server.kill();

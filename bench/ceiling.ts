@@ -1,6 +1,9 @@
 import { spawn } from 'node:child_process';
 
-export interface Ceiling { url: string; close(): Promise<void> }
+export interface Ceiling {
+  url: string;
+  close(): Promise<void>;
+}
 
 /**
  * A bare node:http server in a process of its own, as the server under test runs: in the
@@ -29,14 +32,20 @@ function startChild(mode: 'fixed' | 'echo', body: Buffer = Buffer.alloc(0), cont
     server.listen(0, '127.0.0.1', () => console.log(server.address().port));
     process.stdin.on('end', () => process.exit(0));
     process.stdin.resume();`;
-  const child = spawn(process.execPath, ['-e', source, mode, body.toString('base64'), contentType], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['-e', source, mode, body.toString('base64'), contentType], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`the ceiling server exited ${code}`)));
     child.stdout.once('data', (d: Buffer) => {
       child.removeAllListeners('exit');
       resolve({
         url: `http://127.0.0.1:${Number(String(d).trim())}`,
-        close: () => new Promise((done) => { child.once('exit', () => done()); child.stdin.end(); }),
+        close: () =>
+          new Promise((done) => {
+            child.once('exit', () => done());
+            child.stdin.end();
+          }),
       });
     });
   });
@@ -46,7 +55,8 @@ function startChild(mode: 'fixed' | 'echo', body: Buffer = Buffer.alloc(0), cont
  * The fastest a node:http server on this machine can answer the get-order request: the exact
  * bytes and content type, with no routing, auth, database or serialisation.
  */
-export const startCeiling = (body: Buffer, contentType: string): Promise<Ceiling> => startChild('fixed', body, contentType);
+export const startCeiling = (body: Buffer, contentType: string): Promise<Ceiling> =>
+  startChild('fixed', body, contentType);
 
 /** The same for a write: a node:http server that reads the request's body and sends it back. */
 export const startEchoCeiling = (): Promise<Ceiling> => startChild('echo');

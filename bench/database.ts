@@ -22,10 +22,18 @@ export async function createBenchDatabase(backend: 'sqlite' | 'postgres'): Promi
   const run = async (statement: string) => {
     const client = new pg.Client({ connectionString: admin });
     await client.connect();
-    try { await client.query(statement); } finally { await client.end(); }
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
   };
   await run(`create database ${name}`);
   const url = new URL(admin);
   url.pathname = `/${name}`;
-  return { url: url.toString(), describe: `postgres database ${name}`, drop: () => run(`drop database if exists ${name} with (force)`) };
+  return {
+    url: url.toString(),
+    describe: `postgres database ${name}`,
+    drop: () => run(`drop database if exists ${name} with (force)`),
+  };
 }

@@ -21,18 +21,32 @@ export async function measureExport(base: string, f: Fixtures, pid: number): Pro
     for (let at = bytes.indexOf(10); at !== -1; at = bytes.indexOf(10, at + 1)) records++;
   }
   const seconds = (performance.now() - started) / 1000;
-  return { records, seconds: Math.round(seconds * 100) / 100, recordsPerSecond: Math.round(records / seconds), rssMb: stopRss() };
+  return {
+    records,
+    seconds: Math.round(seconds * 100) / 100,
+    recordsPerSecond: Math.round(records / seconds),
+    rssMb: stopRss(),
+  };
 }
 
 export async function measureWake(base: string, f: Fixtures, tries = 15): Promise<EventMeasures['wake']> {
   const json = { ...f.headers, 'content-type': 'application/json' };
   const waits: number[] = [];
   for (let i = 0; i < tries; i++) {
-    const latest = Number((await fetch(`${base}/api/v1/buyers/export`, { headers: f.headers })).headers.get('supplyline-event-sequence'));
-    const poll = fetch(`${base}/api/v1/events?after=${latest}&wait=10`, { headers: f.headers }).then(async (r) => { await r.arrayBuffer(); return performance.now(); });
+    const latest = Number(
+      (await fetch(`${base}/api/v1/buyers/export`, { headers: f.headers })).headers.get('supplyline-event-sequence'),
+    );
+    const poll = fetch(`${base}/api/v1/events?after=${latest}&wait=10`, { headers: f.headers }).then(async (r) => {
+      await r.arrayBuffer();
+      return performance.now();
+    });
     await new Promise((r) => setTimeout(r, 100));
     const target = f.patchTargets[i % f.patchTargets.length];
-    const patch = await fetch(`${base}/api/v1/orders/${target.id}`, { method: 'PATCH', headers: json, body: JSON.stringify({ order: { notes: `wake ${i}` } }) });
+    const patch = await fetch(`${base}/api/v1/orders/${target.id}`, {
+      method: 'PATCH',
+      headers: json,
+      body: JSON.stringify({ order: { notes: `wake ${i}` } }),
+    });
     const answered = performance.now();
     await patch.arrayBuffer();
     waits.push(Math.max(0, (await poll) - answered));

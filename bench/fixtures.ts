@@ -1,7 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { Credentials } from './server.ts';
 
-interface OrderLike { id: string; orderItems: Array<{ id: string }>; properties: Record<string, any> | null }
+interface OrderLike {
+  id: string;
+  orderItems: Array<{ id: string }>;
+  properties: Record<string, any> | null;
+}
 
 /** What the scenarios need, found through the API itself. */
 export interface Fixtures {
@@ -40,7 +44,10 @@ export async function loadFixtures(base: string, credentials: Credentials): Prom
   }
   const ten = orders.find((o) => o.orderItems.length === 10);
   if (!ten) throw new Error('no order with 10 items among the newest 2,000');
-  const numbers = orders.map((o) => o.properties?.sage200Evo?.salesOrderNo).filter((n) => n !== undefined && n !== null).map(String);
+  const numbers = orders
+    .map((o) => o.properties?.sage200Evo?.salesOrderNo)
+    .filter((n) => n !== undefined && n !== null)
+    .map(String);
   const buyers = (await get('/buyers?limit=100')).items as Array<{ id: string; itemListId: string | null }>;
   const items = (await get('/items?limit=100')).items as Array<{ variants: Array<{ id: string }> }>;
   // An export's header names the latest event; the body (one buyer per line) is small.
@@ -53,7 +60,8 @@ export async function loadFixtures(base: string, credentials: Credentials): Prom
     tenItemOrderId: ten.id,
     patchTargets: orders.slice(0, 500).map((o) => ({ id: o.id, itemId: o.orderItems[0].id })),
     ingestTargets: orders.map((o) => ({
-      id: o.id, key: createHash('sha256').update(`${o.id}-${credentials.businessId}-order-integration`).digest('hex'),
+      id: o.id,
+      key: createHash('sha256').update(`${o.id}-${credentials.businessId}-order-integration`).digest('hex'),
     })),
     salesOrderNumbers: numbers.slice(0, 200),
     modifiedSince: new Date(Date.now() - 7 * 86_400_000).toISOString(),

@@ -12,7 +12,9 @@ import { lastSequence } from '../src/events/log.ts';
  *
  *   npx tsx bench/grow-events.ts --url sqlite:data/demo-1m.db --business bus_… --to 10000000
  */
-const { values } = parseArgs({ options: { url: { type: 'string' }, business: { type: 'string' }, to: { type: 'string', default: '10000000' } } });
+const { values } = parseArgs({
+  options: { url: { type: 'string' }, business: { type: 'string' }, to: { type: 'string', default: '10000000' } },
+});
 if (!values.url || !values.business) throw new Error('--url and --business are required');
 const businessId = values.business;
 const target = Number(values.to);
@@ -21,7 +23,15 @@ const CHUNK = 100_000;
 const handle = createDatabase(values.url);
 try {
   const db = handle.db;
-  const first = Number((await db.selectFrom('events').select(sql<number | string>`min(sequence)`.as('n')).where('business_id', '=', businessId).executeTakeFirstOrThrow()).n);
+  const first = Number(
+    (
+      await db
+        .selectFrom('events')
+        .select(sql<number | string>`min(sequence)`.as('n'))
+        .where('business_id', '=', businessId)
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
   const source = await lastSequence(db, businessId);
   if (!(source > 0)) throw new Error(`business ${businessId} has no events`);
   let last = source;
@@ -38,10 +48,17 @@ try {
         from events where business_id = ${businessId} and sequence >= ${from} and sequence <= ${to}`.execute(db);
       last += to - from + 1;
       const seconds = (performance.now() - started) / 1000;
-      console.error(`${last.toLocaleString('en')} / ${target.toLocaleString('en')} events (${Math.round((last - source) / seconds).toLocaleString('en')}/s)`);
+      console.error(
+        `${last.toLocaleString('en')} / ${target.toLocaleString('en')} events (${Math.round((last - source) / seconds).toLocaleString('en')}/s)`,
+      );
     }
   }
-  await db.updateTable('business_counters').set({ value: last }).where('business_id', '=', businessId).where('name', '=', 'event').execute();
+  await db
+    .updateTable('business_counters')
+    .set({ value: last })
+    .where('business_id', '=', businessId)
+    .where('name', '=', 'event')
+    .execute();
   console.log(JSON.stringify({ businessId, events: last, copiedFrom: source }));
 } finally {
   await handle.close();

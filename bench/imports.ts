@@ -12,7 +12,15 @@ import { createBenchDatabase } from './database.ts';
 import { machine } from './report.ts';
 import { buildDist, runDemo, sampleRss, startServer } from './server.ts';
 
-const { values } = parseArgs({ options: { db: { type: 'string', default: 'sqlite' }, items: { type: 'string', default: '10000' }, orders: { type: 'string', default: '5000' }, profile: { type: 'string' }, 'file-mb': { type: 'string', default: '0' } } });
+const { values } = parseArgs({
+  options: {
+    db: { type: 'string', default: 'sqlite' },
+    items: { type: 'string', default: '10000' },
+    orders: { type: 'string', default: '5000' },
+    profile: { type: 'string' },
+    'file-mb': { type: 'string', default: '0' },
+  },
+});
 const backend = values.db === 'postgres' ? 'postgres' : 'sqlite';
 const GOALS = { sqlite: { items: 5000, orders: 2000 }, postgres: { items: 2000, orders: 800 } }[backend];
 
@@ -27,17 +35,30 @@ const rss = sampleRss(server.pid);
 
 /** Starts an import; `wait` answers its lines per second once it has finished. */
 async function start(label: string, lines: string[]) {
-  const posted = await fetch(`${server.base}/api/v1/imports`, { method: 'POST', body: `${lines.join('\n')}\n`, headers: { ...headers, 'content-type': 'application/x-ndjson' } });
-  const { id } = await posted.json() as { id: string };
+  const posted = await fetch(`${server.base}/api/v1/imports`, {
+    method: 'POST',
+    body: `${lines.join('\n')}\n`,
+    headers: { ...headers, 'content-type': 'application/x-ndjson' },
+  });
+  const { id } = (await posted.json()) as { id: string };
   if (posted.status !== 202) throw new Error(`${label}: ${posted.status}`);
-  return { wait: () => finished(label, id), running: async () => (await (await fetch(`${server.base}/api/v1/imports/${id}`, { headers })).json() as { state: string }).state === 'RUNNING' };
+  return {
+    wait: () => finished(label, id),
+    running: async () =>
+      ((await (await fetch(`${server.base}/api/v1/imports/${id}`, { headers })).json()) as { state: string }).state ===
+      'RUNNING',
+  };
 }
 
 const run = async (label: string, lines: string[]) => (await start(label, lines)).wait();
 
 async function finished(label: string, id: string): Promise<number> {
   for (;;) {
-    const imp = await (await fetch(`${server.base}/api/v1/imports/${id}`, { headers })).json() as { state: string; linesPerSecond: number; counts: { failed: number } };
+    const imp = (await (await fetch(`${server.base}/api/v1/imports/${id}`, { headers })).json()) as {
+      state: string;
+      linesPerSecond: number;
+      counts: { failed: number };
+    };
     if (imp.state === 'COMPLETED' || imp.state === 'STOPPED') {
       if (imp.counts.failed > 0) throw new Error(`${label}: ${imp.counts.failed} lines failed`);
       return imp.linesPerSecond;
@@ -51,7 +72,9 @@ async function finished(label: string, id: string): Promise<number> {
  * request), for `seconds` or until `until` says stop: their p50 and p99 in ms.
  */
 async function liveTraffic(seconds: number, until: () => Promise<boolean> = async () => true) {
-  const orders = (await (await fetch(`${server.base}/api/v1/orders?limit=10`, { headers })).json() as { items: { id: string }[] }).items;
+  const orders = (
+    (await (await fetch(`${server.base}/api/v1/orders?limit=10`, { headers })).json()) as { items: { id: string }[] }
+  ).items;
   const times: number[] = [];
   const pending: Promise<void>[] = [];
   const ends = performance.now() + seconds * 1000;
@@ -60,19 +83,28 @@ async function liveTraffic(seconds: number, until: () => Promise<boolean> = asyn
   while (performance.now() < ends) {
     if (performance.now() - checked > 1000) {
       checked = performance.now();
-      if (!await until()) break;
+      if (!(await until())) break;
     }
     const order = orders[i % orders.length];
     const kind = i++ % 10;
-    const request = kind < 5 ? fetch(`${server.base}/api/v1/orders?limit=20`, { headers })
-      : kind < 8 ? fetch(`${server.base}/api/v1/orders/${order.id}`, { headers })
-        : fetch(`${server.base}/api/v1/orders/${order.id}`, { method: 'PATCH', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ order: { properties: { bench: { n: i } } } }) });
+    const request =
+      kind < 5
+        ? fetch(`${server.base}/api/v1/orders?limit=20`, { headers })
+        : kind < 8
+          ? fetch(`${server.base}/api/v1/orders/${order.id}`, { headers })
+          : fetch(`${server.base}/api/v1/orders/${order.id}`, {
+              method: 'PATCH',
+              headers: { ...headers, 'content-type': 'application/json' },
+              body: JSON.stringify({ order: { properties: { bench: { n: i } } } }),
+            });
     const began = performance.now();
-    pending.push(request.then(async (res) => {
-      await res.arrayBuffer();
-      if (res.status !== 200) throw new Error(`live traffic: ${res.status}`);
-      times.push(performance.now() - began);
-    }));
+    pending.push(
+      request.then(async (res) => {
+        await res.arrayBuffer();
+        if (res.status !== 200) throw new Error(`live traffic: ${res.status}`);
+        times.push(performance.now() - began);
+      }),
+    );
     await new Promise((resolve) => setTimeout(resolve, 1000 / LIVE_RPS));
   }
   await Promise.all(pending);
@@ -87,7 +119,19 @@ const LIVE_RPS = 50;
  * sent, never held whole), and then for 30 s while it applies it.
  */
 async function largeFile(mb: number) {
-  const line = (i: number) => `${JSON.stringify({ op: 'create', resource: 'item', ref: `big${i}`, data: { item: { name: `Big ${i}`, description: 'x'.repeat(120) }, variants: [{ variantName: 'a', currency: 'AUD', price: 1 }, { variantName: 'b', currency: 'AUD', price: 2 }] } })}\n`;
+  const line = (i: number) =>
+    `${JSON.stringify({
+      op: 'create',
+      resource: 'item',
+      ref: `big${i}`,
+      data: {
+        item: { name: `Big ${i}`, description: 'x'.repeat(120) },
+        variants: [
+          { variantName: 'a', currency: 'AUD', price: 1 },
+          { variantName: 'b', currency: 'AUD', price: 2 },
+        ],
+      },
+    })}\n`;
   const bytes = mb * 1024 * 1024;
   let sent = 0;
   let i = 0;
@@ -102,16 +146,28 @@ async function largeFile(mb: number) {
   });
   const receiving = sampleRss(server.pid);
   const began = performance.now();
-  const posted = await fetch(`${server.base}/api/v1/imports`, { method: 'POST', body, duplex: 'half', headers: { ...headers, 'content-type': 'application/x-ndjson' } } as RequestInit);
-  const { id } = await posted.json() as { id: string };
+  const posted = await fetch(`${server.base}/api/v1/imports`, {
+    method: 'POST',
+    body,
+    duplex: 'half',
+    headers: { ...headers, 'content-type': 'application/x-ndjson' },
+  } as RequestInit);
+  const { id } = (await posted.json()) as { id: string };
   if (posted.status !== 202) throw new Error(`large file: ${posted.status}`);
   const seconds = (performance.now() - began) / 1000;
   const received = receiving();
   const applying = sampleRss(server.pid);
   await new Promise((resolve) => setTimeout(resolve, 30_000));
-  const imp = await (await fetch(`${server.base}/api/v1/imports/${id}`, { headers })).json() as { linesDone: number; lines: number };
-  console.log(`# a ${mb} MB file (${imp.lines.toLocaleString('en')} lines) on ${backend} (${JSON.stringify(machine(loadavg()))}):`);
-  console.log(`received in ${seconds.toFixed(1)} s, server peak RSS ${received} MB; then ${applying()} MB while it applied ${imp.linesDone.toLocaleString('en')} lines in 30 s (goal 300 MB)`);
+  const imp = (await (await fetch(`${server.base}/api/v1/imports/${id}`, { headers })).json()) as {
+    linesDone: number;
+    lines: number;
+  };
+  console.log(
+    `# a ${mb} MB file (${imp.lines.toLocaleString('en')} lines) on ${backend} (${JSON.stringify(machine(loadavg()))}):`,
+  );
+  console.log(
+    `received in ${seconds.toFixed(1)} s, server peak RSS ${received} MB; then ${applying()} MB while it applied ${imp.linesDone.toLocaleString('en')} lines in 30 s (goal 300 MB)`,
+  );
 }
 
 try {
@@ -124,27 +180,62 @@ try {
 
 async function throughput() {
   const itemCount = Number(values.items);
-  const items = Array.from({ length: itemCount }, (_, i) => JSON.stringify({
-    op: 'create', resource: 'item', ref: `i${i}`,
-    data: { item: { name: `Bench item ${i}` }, variants: [{ variantName: '500g', currency: 'AUD', price: 10, cost: 4 }, { variantName: '1kg', currency: 'AUD', price: 18, cost: 7 }] },
-  }));
+  const items = Array.from({ length: itemCount }, (_, i) =>
+    JSON.stringify({
+      op: 'create',
+      resource: 'item',
+      ref: `i${i}`,
+      data: {
+        item: { name: `Bench item ${i}` },
+        variants: [
+          { variantName: '500g', currency: 'AUD', price: 10, cost: 4 },
+          { variantName: '1kg', currency: 'AUD', price: 18, cost: 7 },
+        ],
+      },
+    }),
+  );
   const itemRate = await run('items', items);
   const buyer = JSON.stringify({ op: 'create', resource: 'buyer', ref: 'b', data: { buyer: { name: 'Bench buyer' } } });
-  const orderLines = Array.from({ length: Number(values.orders) }, (_, i) => JSON.stringify({
-    op: 'create', resource: 'order', buyerId: { $ref: 'b' },
-    data: {
-      expectedDeliveryAt: '2030-01-01T00:00:00.000Z',
-      orderItems: Array.from({ length: 5 }, (_, k) => ({ itemVariantId: { $ref: 'v', variant: k % 2 }, quantity: k + 1 })).filter((_, k) => k < 2)
-        .concat(Array.from({ length: 3 }, (_, k) => ({ itemVariantId: { $ref: `w${k}`, variant: 0 }, quantity: 1 }))),
-    },
-  }));
-  const catalogue = [buyer, ...['v', 'w0', 'w1', 'w2'].map((ref) => JSON.stringify({
-    op: 'create', resource: 'item', ref, data: { item: { name: `Order item ${ref}` }, variants: [{ variantName: 'a', currency: 'AUD', price: 3 }, { variantName: 'b', currency: 'AUD', price: 4 }] },
-  }))];
+  const orderLines = Array.from({ length: Number(values.orders) }, (_, _i) =>
+    JSON.stringify({
+      op: 'create',
+      resource: 'order',
+      buyerId: { $ref: 'b' },
+      data: {
+        expectedDeliveryAt: '2030-01-01T00:00:00.000Z',
+        orderItems: Array.from({ length: 5 }, (_, k) => ({
+          itemVariantId: { $ref: 'v', variant: k % 2 },
+          quantity: k + 1,
+        }))
+          .filter((_, k) => k < 2)
+          .concat(Array.from({ length: 3 }, (_, k) => ({ itemVariantId: { $ref: `w${k}`, variant: 0 }, quantity: 1 }))),
+      },
+    }),
+  );
+  const catalogue = [
+    buyer,
+    ...['v', 'w0', 'w1', 'w2'].map((ref) =>
+      JSON.stringify({
+        op: 'create',
+        resource: 'item',
+        ref,
+        data: {
+          item: { name: `Order item ${ref}` },
+          variants: [
+            { variantName: 'a', currency: 'AUD', price: 3 },
+            { variantName: 'b', currency: 'AUD', price: 4 },
+          ],
+        },
+      }),
+    ),
+  ];
   const orderRate = await run('orders', [...catalogue, ...orderLines]);
   const alone = await liveTraffic(10);
-  const busy = await start('items beside live traffic', items.map((line) => line.replace(/"ref":"i/, '"ref":"j')));
-  while (!await busy.running()) await new Promise((resolve) => setTimeout(resolve, 50));
+  const busy = await start(
+    'items beside live traffic',
+    items.map((line) => line.replace(/"ref":"i/, '"ref":"j')),
+  );
+  while (!(await busy.running())) await new Promise((resolve) => setTimeout(resolve, 50));
   const beside = await liveTraffic(10, busy.running);
   await busy.wait();
   const peak = Math.round(rss());
@@ -152,5 +243,7 @@ async function throughput() {
   console.log(`item creates, two variants: ${itemRate} lines/s (goal ${GOALS.items})`);
   console.log(`orders of five lines:       ${orderRate} lines/s (goal ${GOALS.orders})`);
   console.log(`server peak RSS:            ${peak} MB (goal 300)`);
-  console.log(`other requests at ${LIVE_RPS}/s:     p50 ${alone.p50} ms, p99 ${alone.p99} ms alone; p50 ${beside.p50} ms, p99 ${beside.p99} ms beside an import (${beside.requests} requests): ${Math.round((beside.p99 / alone.p99) * 100) / 100}× (goal at most 2×)`);
+  console.log(
+    `other requests at ${LIVE_RPS}/s:     p50 ${alone.p50} ms, p99 ${alone.p99} ms alone; p50 ${beside.p50} ms, p99 ${beside.p99} ms beside an import (${beside.requests} requests): ${Math.round((beside.p99 / alone.p99) * 100) / 100}× (goal at most 2×)`,
+  );
 }

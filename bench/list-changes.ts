@@ -7,14 +7,26 @@ import { timed } from './latency.ts';
 async function oldestIds(base: string, f: Fixtures, total: number, n: number): Promise<string[]> {
   const ids: string[] = [];
   for (let page = Math.ceil(total / 100); page >= 1 && ids.length < n; page--) {
-    const { body: { items } } = await timed(base, `/api/v1/orders?limit=100&page=${page}`, f.headers);
-    ids.push(...(items as Array<{ id: string }>).map((o) => o.id).reverse().slice(0, n - ids.length));
+    const {
+      body: { items },
+    } = await timed(base, `/api/v1/orders?limit=100&page=${page}`, f.headers);
+    ids.push(
+      ...(items as Array<{ id: string }>)
+        .map((o) => o.id)
+        .reverse()
+        .slice(0, n - ids.length),
+    );
   }
   return ids;
 }
 
 /** Merges `properties` into an order's; anything but 200 stops the run. */
-async function patchProperties(base: string, f: Fixtures, id: string, properties: Record<string, unknown>): Promise<void> {
+async function patchProperties(
+  base: string,
+  f: Fixtures,
+  id: string,
+  properties: Record<string, unknown>,
+): Promise<void> {
   const res = await fetch(`${base}/api/v1/orders/${id}`, {
     method: 'PATCH',
     headers: { ...f.headers, 'content-type': 'application/json' },
@@ -29,7 +41,9 @@ async function patchProperties(base: string, f: Fixtures, id: string, properties
  * the other scenarios' writes.
  */
 export async function changeOldestOrder(base: string, f: Fixtures): Promise<boolean> {
-  const { body: { total } } = await timed(base, '/api/v1/orders?limit=1', f.headers);
+  const {
+    body: { total },
+  } = await timed(base, '/api/v1/orders?limit=1', f.headers);
   if (total === 0) return false;
   const [oldest] = await oldestIds(base, f, total, 1);
   await patchProperties(base, f, oldest, { bench: { changedAt: new Date().toISOString() } });
@@ -59,15 +73,22 @@ export const LEGACY_PATH = 'benchLegacy.id';
  * `n` live orders (no order would lack the path). Eight PATCHes at a time.
  */
 export async function markOldest(base: string, f: Fixtures, n: number): Promise<boolean> {
-  const { body: { total } } = await timed(base, '/api/v1/orders?limit=1', f.headers);
+  const {
+    body: { total },
+  } = await timed(base, '/api/v1/orders?limit=1', f.headers);
   if (total <= n) {
-    console.error(`lists: ${total} orders, not more than ${n}: the cases of a path only the oldest orders have are left out`);
+    console.error(
+      `lists: ${total} orders, not more than ${n}: the cases of a path only the oldest orders have are left out`,
+    );
     return false;
   }
-  const { body: { total: marked } } = await timed(base, `/api/v1/orders?propertyPath=${LEGACY_PATH}&includeDeleted=true&limit=1`, f.headers);
+  const {
+    body: { total: marked },
+  } = await timed(base, `/api/v1/orders?propertyPath=${LEGACY_PATH}&includeDeleted=true&limit=1`, f.headers);
   if (marked >= n) return true;
   const ids = await oldestIds(base, f, total, n);
-  for (let i = 0; i < ids.length; i += 8) await Promise.all(ids.slice(i, i + 8).map((id, j) => patchProperties(base, f, id, { benchLegacy: { id: i + j } })));
+  for (let i = 0; i < ids.length; i += 8)
+    await Promise.all(ids.slice(i, i + 8).map((id, j) => patchProperties(base, f, id, { benchLegacy: { id: i + j } })));
   console.error(`lists: gave the ${ids.length} oldest orders ${LEGACY_PATH}`);
   return true;
 }

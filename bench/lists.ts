@@ -32,7 +32,7 @@ export interface ListMeasures {
 const PROPERTY = 'sage200Evo.salesOrderNo';
 
 /** Each filter as query parameters; `value` makes each request's value differ (a cache miss). */
-function filters(f: Fixtures, orders: number): Record<string, () => string> {
+function filters(_f: Fixtures, orders: number): Record<string, () => string> {
   const yearAgo = encodeURIComponent(new Date(Date.now() - 365 * 86_400_000).toISOString());
   // Demo orders number their salesOrderNo from 100,001 (src/demo/orders.ts).
   const salesOrderNo = () => String(100_001 + Math.floor(Math.random() * Math.max(1, orders)));
@@ -66,7 +66,9 @@ export function combinations(names: string[], most: number): string[][] {
 }
 
 export async function measureLists(
-  base: string, f: Fixtures, orders: number,
+  base: string,
+  f: Fixtures,
+  orders: number,
   options: { requests?: number; most?: number; onCase?: (c: ListCase) => void; with?: string[] } = {},
 ): Promise<ListMeasures> {
   const requests = options.requests ?? 20;
@@ -81,7 +83,8 @@ export async function measureLists(
     .filter((combo) => !options.with || options.with.every((name) => combo.includes(name)));
   const measureCombo = async (combo: string[], suffix = '') => {
     const query = () => combo.map((name) => made[name]()).join('&');
-    const list = (page: number, limit: number) => `/api/v1/orders?${[query(), `limit=${limit}`, `page=${page}`].filter(Boolean).join('&')}`;
+    const list = (page: number, limit: number) =>
+      `/api/v1/orders?${[query(), `limit=${limit}`, `page=${page}`].filter(Boolean).join('&')}`;
     // The total of a value filter differs per value; the pages below it are asked of that value.
     const total: number = (await timed(base, list(1, 20), f.headers)).body.total;
     const pages20 = Math.max(1, Math.ceil(total / 20));
@@ -94,7 +97,13 @@ export async function measureLists(
       'past end': () => list(randomIn(pages20 + 1, pages20 + 1000), 20),
     } as const;
     for (const page of Object.keys(at) as Array<keyof typeof at>) {
-      record({ name: (combo.join(' + ') || 'no filter') + suffix, filters: combo, page, total, ...await measure(base, f.headers, at[page], requests) });
+      record({
+        name: (combo.join(' + ') || 'no filter') + suffix,
+        filters: combo,
+        page,
+        total,
+        ...(await measure(base, f.headers, at[page], requests)),
+      });
     }
     // A walk by cursor (page=100 and a place) at the same depths: cursors minted by pages by number
     // there, several of each, so that no case measures one place.
@@ -102,7 +111,10 @@ export async function measureLists(
       const got: string[] = [];
       for (let i = 0; i < 5; i++) {
         const { body } = await timed(base, list(randomIn(low, high), 100), f.headers);
-        if (body.nextCursor) got.push(`/api/v1/orders?${[query(), 'limit=100', `cursor=${encodeURIComponent(body.nextCursor)}`].filter(Boolean).join('&')}`);
+        if (body.nextCursor)
+          got.push(
+            `/api/v1/orders?${[query(), 'limit=100', `cursor=${encodeURIComponent(body.nextCursor)}`].filter(Boolean).join('&')}`,
+          );
       }
       return got;
     };
@@ -113,7 +125,13 @@ export async function measureLists(
     for (const [page, urls] of Object.entries(walks) as Array<[keyof typeof walks, string[]]>) {
       // Each cursor is sent with the query it was minted with (a value filter's own value); a list of one page has none.
       if (urls.length === 0) continue;
-      record({ name: (combo.join(' + ') || 'no filter') + suffix, filters: combo, page, total, ...await measure(base, f.headers, () => urls[randomIn(0, urls.length - 1)], requests) });
+      record({
+        name: (combo.join(' + ') || 'no filter') + suffix,
+        filters: combo,
+        page,
+        total,
+        ...(await measure(base, f.headers, () => urls[randomIn(0, urls.length - 1)], requests)),
+      });
     }
   };
   for (const combo of combos) await measureCombo(combo);
@@ -121,22 +139,34 @@ export async function measureLists(
   // order does: the demo changes orders only within 30 days of their creation, so without this no
   // changed-since list has an older part reaching back that far (docs/performance.md, eleventh part).
   const changedSince = combos.filter((combo) => combo.includes('updatedSince'));
-  if (changedSince.length > 0 && await changeOldestOrder(base, f)) {
+  if (changedSince.length > 0 && (await changeOldestOrder(base, f))) {
     for (const combo of changedSince) await measureCombo(combo, ' (one old order changed)');
   }
   // Then a path only the oldest orders have, which a walk from the newest end would pass every
   // other row to find (docs/performance.md, thirteenth part).
   made.legacy = () => `propertyPath=${LEGACY_PATH}&propertyExists=true`;
   made['legacy absent'] = () => `propertyPath=${LEGACY_PATH}&propertyExists=false`;
-  const legacy = [['legacy'], ['legacy', 'phase'], ['legacy', 'status'], ['legacy', 'includeDeleted'], ['legacy absent'], ['legacy absent', 'status']]
-    .filter((combo) => !options.with || options.with.every((name) => combo.includes(name)));
+  const legacy = [
+    ['legacy'],
+    ['legacy', 'phase'],
+    ['legacy', 'status'],
+    ['legacy', 'includeDeleted'],
+    ['legacy absent'],
+    ['legacy absent', 'status'],
+  ].filter((combo) => !options.with || options.with.every((name) => combo.includes(name)));
   // More than the plan collects from the side table (fewCandidates), so that the lists are walked.
-  if (legacy.length > 0 && await markOldest(base, f, listTuning.fewCandidates + 1_000)) {
+  if (legacy.length > 0 && (await markOldest(base, f, listTuning.fewCandidates + 1_000))) {
     for (const combo of legacy) await measureCombo(combo);
   }
   // Cache misses: orders spread over the whole list, read by id.
   const ids = await spreadIds(base, f, orders);
-  record({ name: 'get order by random id', filters: [], page: 'random', total: ids.length, ...await measure(base, f.headers, () => `/api/v1/orders/${ids[randomIn(0, ids.length - 1)]}`, requests) });
+  record({
+    name: 'get order by random id',
+    filters: [],
+    page: 'random',
+    total: ids.length,
+    ...(await measure(base, f.headers, () => `/api/v1/orders/${ids[randomIn(0, ids.length - 1)]}`, requests)),
+  });
   return { requestsPerCase: requests, goalMs: 25, cases };
 }
 
@@ -144,7 +174,8 @@ export async function measureLists(
 export function summariseLists(m: ListMeasures): string {
   const over = m.cases.filter((c) => c.p50 > m.goalMs).sort((a, b) => b.p50 - a.p50);
   const lines = [`list cases: ${m.cases.length}, ${over.length} over p50 ${m.goalMs} ms`];
-  for (const c of over.slice(0, 25)) lines.push(`  ${c.name} [${c.page}] p50 ${c.p50} ms, p99 ${c.p99}, total ${c.total}`);
+  for (const c of over.slice(0, 25))
+    lines.push(`  ${c.name} [${c.page}] p50 ${c.p50} ms, p99 ${c.p99}, total ${c.total}`);
   return lines.join('\n');
 }
 
@@ -157,10 +188,17 @@ export function listsTable(m: ListMeasures): string {
   const lines = [`| filters | total | ${pages.join(' | ')} |`, `|---|---:|${pages.map(() => '---:').join('|')}|`];
   for (const [name, cases] of rows) {
     if (cases[0].page === 'random') {
-      lines.push(`| ${name} | | ${cell(cases[0])} |${pages.slice(1).map(() => ' ').join('|')}|`);
+      lines.push(
+        `| ${name} | | ${cell(cases[0])} |${pages
+          .slice(1)
+          .map(() => ' ')
+          .join('|')}|`,
+      );
       continue;
     }
-    lines.push(`| ${name} | ${cases[0].total.toLocaleString('en')} | ${pages.map((p) => cell(cases.find((c) => c.page === p))).join(' | ')} |`);
+    lines.push(
+      `| ${name} | ${cases[0].total.toLocaleString('en')} | ${pages.map((p) => cell(cases.find((c) => c.page === p))).join(' | ')} |`,
+    );
   }
   return lines.join('\n');
 }

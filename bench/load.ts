@@ -12,9 +12,21 @@ export interface LoadResult {
 }
 
 /** One autocannon run; errors are non-2xx answers plus socket errors and timeouts. */
-export async function runLoad(url: string, requests: Request[], options: { duration: number; connections: number }): Promise<LoadResult> {
-  const result = await autocannon({ url, requests, duration: options.duration, connections: options.connections, timeout: 60 });
-  const statusCodes = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, s]) => [code, (s as { count?: number }).count ?? 0]));
+export async function runLoad(
+  url: string,
+  requests: Request[],
+  options: { duration: number; connections: number },
+): Promise<LoadResult> {
+  const result = await autocannon({
+    url,
+    requests,
+    duration: options.duration,
+    connections: options.connections,
+    timeout: 60,
+  });
+  const statusCodes = Object.fromEntries(
+    Object.entries(result.statusCodeStats ?? {}).map(([code, s]) => [code, (s as { count?: number }).count ?? 0]),
+  );
   return {
     requestsPerSecond: Math.round(result.requests.average),
     p50: result.latency.p50,

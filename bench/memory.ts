@@ -18,7 +18,20 @@ export function soakRequests(scenarios: Scenario[]): autocannon.Request[] {
   const list = one('list orders (limit 20)');
   const feed = one('feed page (100 events)');
   const read = one('get order (10 items)');
-  return [list, read, feed, list, read, one('patch order'), list, read, feed, list, read, one('create order (5 items)')];
+  return [
+    list,
+    read,
+    feed,
+    list,
+    read,
+    one('patch order'),
+    list,
+    read,
+    feed,
+    list,
+    read,
+    one('create order (5 items)'),
+  ];
 }
 
 /**
@@ -29,21 +42,29 @@ export function soakRequests(scenarios: Scenario[]): autocannon.Request[] {
 export async function fillResponseCache(base: string, headers: Record<string, string>, orders: number): Promise<void> {
   let page = 0;
   const pages = Math.ceil(orders / 100);
-  await Promise.all(Array.from({ length: 4 }, async () => {
-    for (let p = ++page; p <= pages; p = ++page) {
-      const res = await fetch(`${base}/api/v1/orders?limit=100&page=${p}`, { headers });
-      if (res.status !== 200) throw new Error(`GET /api/v1/orders page ${p}: ${res.status}`);
-      await res.arrayBuffer();
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      for (let p = ++page; p <= pages; p = ++page) {
+        const res = await fetch(`${base}/api/v1/orders?limit=100&page=${p}`, { headers });
+        if (res.status !== 200) throw new Error(`GET /api/v1/orders page ${p}: ${res.status}`);
+        await res.arrayBuffer();
+      }
+    }),
+  );
 }
 
 export interface MemorySample {
   minute: number;
   /** MB: the process's resident set, its anonymous and file-backed parts. */
-  rss: number; anon: number; file: number;
+  rss: number;
+  anon: number;
+  file: number;
   /** MB: V8's heap used and reserved (of which the young generation), Buffers and other external memory, the response cache. */
-  heapUsed: number; heapTotal: number; newSpace: number; external: number; cache: number;
+  heapUsed: number;
+  heapTotal: number;
+  newSpace: number;
+  external: number;
+  cache: number;
 }
 
 const mb = (bytes: number) => Math.round(bytes / 1024 / 1024);
@@ -59,13 +80,16 @@ export function readRss(pid: number): { rss: number; anon: number; file: number 
 export async function sampleMemory(pid: number, base: string, started: number): Promise<MemorySample> {
   const rss = readRss(pid);
   const metrics = await (await fetch(`${base}/metrics`)).text();
-  const metric = (name: string) => mb(Number(new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\S+)`, 'm').exec(metrics)?.[1] ?? 0));
+  const metric = (name: string) =>
+    mb(Number(new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\S+)`, 'm').exec(metrics)?.[1] ?? 0));
   return {
     minute: Math.round(((Date.now() - started) / 60_000) * 10) / 10,
     ...rss,
-    heapUsed: metric('nodejs_heap_size_used_bytes'), heapTotal: metric('nodejs_heap_size_total_bytes'),
+    heapUsed: metric('nodejs_heap_size_used_bytes'),
+    heapTotal: metric('nodejs_heap_size_total_bytes'),
     newSpace: metric('nodejs_heap_space_size_total_bytes{space="new"}'),
-    external: metric('nodejs_external_memory_bytes'), cache: metric('supplyline_response_cache_bytes'),
+    external: metric('nodejs_external_memory_bytes'),
+    cache: metric('supplyline_response_cache_bytes'),
   };
 }
 
@@ -86,26 +110,51 @@ export interface SoakResult {
 
 /** The mixed load for `minutes`, sampled every `everySeconds`. */
 export async function measureSoak(
-  server: { pid: number; base: string }, scenarios: Scenario[],
-  options: { backend: 'sqlite' | 'postgres'; minutes: number; warmupMinutes: number; everySeconds: number; onSample?: (s: MemorySample) => void },
+  server: { pid: number; base: string },
+  scenarios: Scenario[],
+  options: {
+    backend: 'sqlite' | 'postgres';
+    minutes: number;
+    warmupMinutes: number;
+    everySeconds: number;
+    onSample?: (s: MemorySample) => void;
+  },
 ): Promise<SoakResult> {
   const { default: run } = await import('autocannon');
   const started = Date.now();
   const stopCpu = sampleCpu(server.pid);
   const samples: MemorySample[] = [await sampleMemory(server.pid, server.base, started)];
   const timer = setInterval(() => {
-    sampleMemory(server.pid, server.base, started).then((s) => { samples.push(s); options.onSample?.(s); }, () => {});
+    sampleMemory(server.pid, server.base, started).then(
+      (s) => {
+        samples.push(s);
+        options.onSample?.(s);
+      },
+      () => {},
+    );
   }, options.everySeconds * 1000);
-  const result = await run({ url: server.base, requests: soakRequests(scenarios), connections: 32, duration: options.minutes * 60, timeout: 60 });
+  const result = await run({
+    url: server.base,
+    requests: soakRequests(scenarios),
+    connections: 32,
+    duration: options.minutes * 60,
+    timeout: 60,
+  });
   clearInterval(timer);
   const cpu = stopCpu();
   samples.push(await sampleMemory(server.pid, server.base, started));
   const first = samples.find((s) => s.minute >= options.warmupMinutes);
   const last = samples.at(-1)!;
   return {
-    backend: options.backend, minutes: options.minutes, warmupMinutes: options.warmupMinutes,
-    requestsPerSecond: Math.round(result.requests.average), cpuUsPerRequest: Math.round((cpu.serverMs * 1000) / Math.max(1, result.requests.total)), p99: result.latency.p99, errors: result.non2xx + result.errors,
-    samples, peakRss: Math.max(...samples.map((s) => s.rss)),
+    backend: options.backend,
+    minutes: options.minutes,
+    warmupMinutes: options.warmupMinutes,
+    requestsPerSecond: Math.round(result.requests.average),
+    cpuUsPerRequest: Math.round((cpu.serverMs * 1000) / Math.max(1, result.requests.total)),
+    p99: result.latency.p99,
+    errors: result.non2xx + result.errors,
+    samples,
+    peakRss: Math.max(...samples.map((s) => s.rss)),
     growth: first ? Math.round(((last.rss - first.rss) / first.rss) * 1000) / 10 : 0,
   };
 }
@@ -116,9 +165,12 @@ export function soakTable(result: SoakResult): string {
     `${result.requestsPerSecond} req/s, server CPU ${result.cpuUsPerRequest} µs a request, p99 ${result.p99} ms, ${result.errors} errors`,
     '| minute | RSS MB | anon | file | heap used | heap total | external | response cache |',
     '|---:|---:|---:|---:|---:|---:|---:|---:|',
-    ...result.samples.map((s) => `| ${s.minute} | ${s.rss} | ${s.anon} | ${s.file} | ${s.heapUsed} | ${s.heapTotal} | ${s.external} | ${s.cache} |`),
-    `peak RSS ${result.peakRss} MB (goal ${RSS_BUDGET_MB[result.backend]}); growth after the ${result.warmupMinutes}-minute warm-up `
-      + `${result.growth} % (goal at most 5 %)`,
+    ...result.samples.map(
+      (s) =>
+        `| ${s.minute} | ${s.rss} | ${s.anon} | ${s.file} | ${s.heapUsed} | ${s.heapTotal} | ${s.external} | ${s.cache} |`,
+    ),
+    `peak RSS ${result.peakRss} MB (goal ${RSS_BUDGET_MB[result.backend]}); growth after the ${result.warmupMinutes}-minute warm-up ` +
+      `${result.growth} % (goal at most 5 %)`,
   ];
   return lines.join('\n');
 }

@@ -39,25 +39,79 @@ export interface Report {
 
 export function machine(loadAverage: number[]) {
   return {
-    cpus: cpus().length, model: cpus()[0]?.model ?? 'unknown', memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version, loadAverage,
+    cpus: cpus().length,
+    model: cpus()[0]?.model ?? 'unknown',
+    memoryGb: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    loadAverage,
   };
 }
 
-const fmt = (n: number, digits = 0) => n.toLocaleString('en', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 export function formatTable(report: Report): string {
-  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'RSS MB', 'CPU µs/req (server + db)', 'load', 'note'];
+  const header = [
+    'scenario',
+    'req/s',
+    'p50 ms',
+    'p99 ms',
+    'errors',
+    'RSS MB',
+    'CPU µs/req (server + db)',
+    'load',
+    'note',
+  ];
   const cpu = (r: Row) => (r.cpuUs ? `${fmt(r.cpuUs.server)} + ${fmt(r.cpuUs.database)}` : '');
   const rows = [
-    ...report.rows.map((r) => [r.scenario, fmt(r.requestsPerSecond), fmt(r.p50, 1), fmt(r.p99, 1), fmt(r.errors), fmt(r.rssMb), cpu(r), r.loadAverage.toFixed(1),
-      r.ratioToCeiling === undefined ? '' : `${r.ratioToCeiling.toFixed(3)} × ${r.kind === 'write' ? 'echo ceiling' : 'ceiling'}`]),
-    ['ceiling (bare node:http, same bytes)', fmt(report.ceiling.requestsPerSecond), fmt(report.ceiling.p50, 1), fmt(report.ceiling.p99, 1), fmt(report.ceiling.errors), '', '', '', ''],
-    ...(report.echoCeiling ? [['echo ceiling (bare node:http, patch bodies)', fmt(report.echoCeiling.requestsPerSecond), fmt(report.echoCeiling.p50, 1),
-      fmt(report.echoCeiling.p99, 1), fmt(report.echoCeiling.errors), '', '', '', '']] : []),
+    ...report.rows.map((r) => [
+      r.scenario,
+      fmt(r.requestsPerSecond),
+      fmt(r.p50, 1),
+      fmt(r.p99, 1),
+      fmt(r.errors),
+      fmt(r.rssMb),
+      cpu(r),
+      r.loadAverage.toFixed(1),
+      r.ratioToCeiling === undefined
+        ? ''
+        : `${r.ratioToCeiling.toFixed(3)} × ${r.kind === 'write' ? 'echo ceiling' : 'ceiling'}`,
+    ]),
+    [
+      'ceiling (bare node:http, same bytes)',
+      fmt(report.ceiling.requestsPerSecond),
+      fmt(report.ceiling.p50, 1),
+      fmt(report.ceiling.p99, 1),
+      fmt(report.ceiling.errors),
+      '',
+      '',
+      '',
+      '',
+    ],
+    ...(report.echoCeiling
+      ? [
+          [
+            'echo ceiling (bare node:http, patch bodies)',
+            fmt(report.echoCeiling.requestsPerSecond),
+            fmt(report.echoCeiling.p50, 1),
+            fmt(report.echoCeiling.p99, 1),
+            fmt(report.echoCeiling.errors),
+            '',
+            '',
+            '',
+            '',
+          ],
+        ]
+      : []),
   ];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 || i === 8 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
-  return [line(header), `|${widths.map((w, i) => (i === 0 || i === 8 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`, ...rows.map(line)].join('\n');
+  const line = (cells: string[]) =>
+    `| ${cells.map((c, i) => (i === 0 || i === 8 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
+  return [
+    line(header),
+    `|${widths.map((w, i) => (i === 0 || i === 8 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`,
+    ...rows.map(line),
+  ].join('\n');
 }
 
 /** bench/results/<backend>-<orders>-<timestamp>.json */

@@ -44,7 +44,8 @@ const { values } = parseArgs({
   },
 });
 const reuse = values.url !== undefined;
-if (reuse && (!values.business || !values.key || !values.orders)) throw new Error('--url needs --business, --key and --orders (the orders its business holds)');
+if (reuse && (!values.business || !values.key || !values.orders))
+  throw new Error('--url needs --business, --key and --orders (the orders its business holds)');
 const db = reuse ? (values.url!.startsWith('sqlite:') ? 'sqlite' : 'postgres') : values.db;
 const backend = db === 'postgres' ? 'postgres' : db === 'sqlite' ? 'sqlite' : undefined;
 if (!backend) throw new Error('--db must be sqlite or postgres');
@@ -57,11 +58,15 @@ buildDist();
 const database = reuse
   ? { url: values.url!, describe: `${values.url} (existing data)`, drop: async () => {} }
   : await createBenchDatabase(backend);
-console.error(`Benchmark on ${database.describe}: ${orders.toLocaleString('en')} orders, ${options.duration} s per scenario, ${options.connections} connections`);
+console.error(
+  `Benchmark on ${database.describe}: ${orders.toLocaleString('en')} orders, ${options.duration} s per scenario, ${options.connections} connections`,
+);
 let server: Awaited<ReturnType<typeof startServer>> | undefined;
 try {
   const generationStarted = performance.now();
-  const demo = reuse ? { businessId: values.business!, apiKey: values.key!, log: '' } : await runDemo(database.url, orders);
+  const demo = reuse
+    ? { businessId: values.business!, apiKey: values.key!, log: '' }
+    : await runDemo(database.url, orders);
   const generationSeconds = (performance.now() - generationStarted) / 1000;
   const rate = Number(demo.log.match(/\(([\d,]+) orders\/s\)/)?.[1].replace(/,/g, '') ?? 0);
   server = await startServer(database.url, values.profile);
@@ -70,8 +75,14 @@ try {
   const rows: Row[] = [];
   const only = values.only?.split(',') ?? [];
   // The console's orders page, rendered on the server for a signed-in viewer (issue 19).
-  const consolePage = { name: 'console orders page', kind: 'read' as const, requests: await consoleRequests(server.base, database.url, fixtures.businessId) };
-  const scenarios = [...buildScenarios(fixtures), consolePage].filter((s) => only.length === 0 || only.some((o) => s.name.includes(o)));
+  const consolePage = {
+    name: 'console orders page',
+    kind: 'read' as const,
+    requests: await consoleRequests(server.base, database.url, fixtures.businessId),
+  };
+  const scenarios = [...buildScenarios(fixtures), consolePage].filter(
+    (s) => only.length === 0 || only.some((o) => s.name.includes(o)),
+  );
   for (const scenario of scenarios) {
     // A short warm-up, so that JIT and the page cache do not count against the first scenario.
     await warmUp(server.base, scenario.requests, options.connections);
@@ -82,29 +93,49 @@ try {
     const cpu = stopCpu();
     const perRequest = (ms: number) => Math.round((ms * 1000) / Math.max(1, result.requests));
     rows.push({
-      scenario: scenario.name, kind: scenario.kind, ...result, rssMb: stopRss(), loadAverage,
+      scenario: scenario.name,
+      kind: scenario.kind,
+      ...result,
+      rssMb: stopRss(),
+      loadAverage,
       cpuUs: { server: perRequest(cpu.serverMs), database: backend === 'postgres' ? perRequest(cpu.databaseMs) : 0 },
     });
-    console.error(`${scenario.name}: ${result.requestsPerSecond} req/s, p50 ${result.p50} ms, errors ${result.errors} ${JSON.stringify(result.statusCodes)}`);
+    console.error(
+      `${scenario.name}: ${result.requestsPerSecond} req/s, p50 ${result.p50} ms, errors ${result.errors} ${JSON.stringify(result.statusCodes)}`,
+    );
   }
 
   // The event log's readers: an export read to its end, and the long poll's wake-up.
-  const events = only.length === 0 || only.some((o) => 'export wake'.includes(o))
-    ? { export: await measureExport(server.base, fixtures, server.pid), wake: await measureWake(server.base, fixtures) }
-    : undefined;
+  const events =
+    only.length === 0 || only.some((o) => 'export wake'.includes(o))
+      ? {
+          export: await measureExport(server.base, fixtures, server.pid),
+          wake: await measureWake(server.base, fixtures),
+        }
+      : undefined;
   if (events) {
-    console.error(`export orders: ${events.export.records} in ${events.export.seconds} s (${events.export.recordsPerSecond}/s), server RSS ${events.export.rssMb} MB; `
-      + `long poll woken ${events.wake.p50Ms} ms after the write's answer (median of ${events.wake.tries})`);
+    console.error(
+      `export orders: ${events.export.records} in ${events.export.seconds} s (${events.export.recordsPerSecond}/s), server RSS ${events.export.rssMb} MB; ` +
+        `long poll woken ${events.wake.p50Ms} ms after the write's answer (median of ${events.wake.tries})`,
+    );
   }
 
   // Webhook delivery: latency on an empty queue, deliveries per second, and writes while delivering.
-  const webhooks = only.length === 0 || only.includes('webhooks')
-    ? await measureWebhooks(server.base, fixtures, buildScenarios(fixtures).find((s) => s.name === 'patch order')!.requests, options)
-    : undefined;
+  const webhooks =
+    only.length === 0 || only.includes('webhooks')
+      ? await measureWebhooks(
+          server.base,
+          fixtures,
+          buildScenarios(fixtures).find((s) => s.name === 'patch order')!.requests,
+          options,
+        )
+      : undefined;
   if (webhooks) {
-    console.error(`webhooks: ${webhooks.throughput.perSecond} deliveries/s (${webhooks.throughput.deliveries} in ${webhooks.throughput.seconds} s); `
-      + `commit to delivery p50 ${webhooks.latency.p50Ms} ms (max ${webhooks.latency.maxMs}); patch ${webhooks.writes.alone.requestsPerSecond} req/s alone, `
-      + `${webhooks.writes.whileDelivering.requestsPerSecond} while delivering (${webhooks.writes.ratio}×)`);
+    console.error(
+      `webhooks: ${webhooks.throughput.perSecond} deliveries/s (${webhooks.throughput.deliveries} in ${webhooks.throughput.seconds} s); ` +
+        `commit to delivery p50 ${webhooks.latency.p50Ms} ms (max ${webhooks.latency.maxMs}); patch ${webhooks.writes.alone.requestsPerSecond} req/s alone, ` +
+        `${webhooks.writes.whileDelivering.requestsPerSecond} while delivering (${webhooks.writes.ratio}×)`,
+    );
   }
 
   // The ceilings: a bare node:http server sending the get-order bytes, and one echoing a write's body.
@@ -117,60 +148,114 @@ try {
   };
   const sample = await fetch(`${server.base}/api/v1/orders/${fixtures.tenItemOrderId}`, { headers: fixtures.headers });
   const sampleBody = Buffer.from(await sample.arrayBuffer());
-  const ceiling = await measureCeiling(() => startCeiling(sampleBody, sample.headers.get('content-type') ?? 'application/json'), [{ method: 'GET', path: '/' }]);
+  const ceiling = await measureCeiling(
+    () => startCeiling(sampleBody, sample.headers.get('content-type') ?? 'application/json'),
+    [{ method: 'GET', path: '/' }],
+  );
   const get = rows.find((r) => r.scenario.startsWith('get order'));
   if (get) get.ratioToCeiling = get.requestsPerSecond / ceiling.requestsPerSecond;
   const writes = rows.filter((r) => r.kind === 'write');
-  const echoCeiling = writes.length === 0 ? undefined
-    : await measureCeiling(startEchoCeiling, buildScenarios(fixtures).find((s) => s.name === 'patch order')!.requests);
+  const echoCeiling =
+    writes.length === 0
+      ? undefined
+      : await measureCeiling(
+          startEchoCeiling,
+          buildScenarios(fixtures).find((s) => s.name === 'patch order')!.requests,
+        );
   for (const row of writes) row.ratioToCeiling = row.requestsPerSecond / echoCeiling!.requestsPerSecond;
 
   // The list cases an integration hits, one request at a time (bench/lists.ts).
-  const lists = only.length === 0 || only.includes('lists')
-    ? await measureLists(server.base, fixtures, orders, {
-      requests: Number(values['list-requests']),
-      with: values['list-with']?.split(','),
-      onCase: (c) => console.error(`list ${c.name} [${c.page}]: p50 ${c.p50} ms, p99 ${c.p99}, total ${c.total}`),
-    })
-    : undefined;
+  const lists =
+    only.length === 0 || only.includes('lists')
+      ? await measureLists(server.base, fixtures, orders, {
+          requests: Number(values['list-requests']),
+          with: values['list-with']?.split(','),
+          onCase: (c) => console.error(`list ${c.name} [${c.page}]: p50 ${c.p50} ms, p99 ${c.p99}, total ${c.total}`),
+        })
+      : undefined;
 
   // Memory under the mixed load for --minutes (30 by default), the response cache full first: only when asked for, it is long.
-  let soak;
+  let soak: Awaited<ReturnType<typeof measureSoak>> | undefined;
   if (only.includes('soak')) {
     await fillResponseCache(server.base, fixtures.headers, orders);
     soak = await measureSoak(server, buildScenarios(fixtures), {
-      backend, minutes: Number(values.minutes), warmupMinutes: Math.min(Number(values['warmup-minutes']), Number(values.minutes) / 2), everySeconds: 30,
-      onSample: (s) => console.error(`soak minute ${s.minute}: RSS ${s.rss} MB (anon ${s.anon}), heap ${s.heapUsed}/${s.heapTotal} MB, external ${s.external} MB`),
+      backend,
+      minutes: Number(values.minutes),
+      warmupMinutes: Math.min(Number(values['warmup-minutes']), Number(values.minutes) / 2),
+      everySeconds: 30,
+      onSample: (s) =>
+        console.error(
+          `soak minute ${s.minute}: RSS ${s.rss} MB (anon ${s.anon}), heap ${s.heapUsed}/${s.heapTotal} MB, external ${s.external} MB`,
+        ),
     });
   }
 
   // What tracing costs (issue 50): only when asked for, two servers take turns on every scenario.
-  let tracing;
+  let tracing: Awaited<ReturnType<typeof measureTracing>> | undefined;
   if (only.includes('tracing')) {
-    const names = ['get order (10 items)', 'list orders (limit 20)', 'feed page (100 events)', 'patch order', 'create order (5 items)'];
+    const names = [
+      'get order (10 items)',
+      'list orders (limit 20)',
+      'feed page (100 events)',
+      'patch order',
+      'create order (5 items)',
+    ];
     const all = buildScenarios(fixtures);
-    const chosen = [...names.map((name) => all.find((s) => s.name === name)!), { name: 'mixed (get, lists, patch, create)', requests: mixedRequests(all) }];
-    tracing = await measureTracing(database.url, chosen, { ...options, rounds: Number(values.rounds), ratio: Number(values['trace-ratio']), floor: values.floor, onRound: (line) => console.error(line) });
+    const chosen = [
+      ...names.map((name) => all.find((s) => s.name === name)!),
+      { name: 'mixed (get, lists, patch, create)', requests: mixedRequests(all) },
+    ];
+    tracing = await measureTracing(database.url, chosen, {
+      ...options,
+      rounds: Number(values.rounds),
+      ratio: Number(values['trace-ratio']),
+      floor: values.floor,
+      onRound: (line) => console.error(line),
+    });
   }
 
   // Scale-out on PostgreSQL: one, two and three instances, with this run's server stopped.
-  let scaleOut;
+  let scaleOut: Awaited<ReturnType<typeof measureScaleOut>> | undefined;
   if (only.includes('scaleout')) {
-    if (backend !== 'postgres') throw new Error('--only scaleout needs PostgreSQL (several instances share one database)');
+    if (backend !== 'postgres')
+      throw new Error('--only scaleout needs PostgreSQL (several instances share one database)');
     await server.stop();
     scaleOut = await measureScaleOut(database.url, fixtures, mixedRequests(buildScenarios(fixtures)), options);
     for (const r of scaleOut) {
-      console.error(`scale-out ${r.instances} instance(s): ${r.requestsPerSecond} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, errors ${r.errors}; `
-        + `CPU servers ${r.cpu.servers}, PostgreSQL ${r.cpu.postgres} of ${r.cpu.cores} cores`);
+      console.error(
+        `scale-out ${r.instances} instance(s): ${r.requestsPerSecond} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, errors ${r.errors}; ` +
+          `CPU servers ${r.cpu.servers}, PostgreSQL ${r.cpu.postgres} of ${r.cpu.cores} cores`,
+      );
     }
   }
 
   const report: Report = {
-    backend, orders, ...options, startedAt, ceiling, echoCeiling, rows, events, webhooks, lists, soak, scaleOut, tracing,
-    generation: { seconds: Math.round(generationSeconds * 10) / 10, ordersPerSecond: rate, log: demo.log.split('\n').filter((l) => l.startsWith('Created') || l.includes('orders/s')).join(' ') },
+    backend,
+    orders,
+    ...options,
+    startedAt,
+    ceiling,
+    echoCeiling,
+    rows,
+    events,
+    webhooks,
+    lists,
+    soak,
+    scaleOut,
+    tracing,
+    generation: {
+      seconds: Math.round(generationSeconds * 10) / 10,
+      ordersPerSecond: rate,
+      log: demo.log
+        .split('\n')
+        .filter((l) => l.startsWith('Created') || l.includes('orders/s'))
+        .join(' '),
+    },
     machine: machine(loadavg()),
   };
-  console.log(`\n${backend}, ${orders.toLocaleString('en')} orders, ${options.connections} connections, ${options.duration} s per scenario (load average ${report.machine.loadAverage.map((l) => l.toFixed(1)).join(' ')})\n`);
+  console.log(
+    `\n${backend}, ${orders.toLocaleString('en')} orders, ${options.connections} connections, ${options.duration} s per scenario (load average ${report.machine.loadAverage.map((l) => l.toFixed(1)).join(' ')})\n`,
+  );
   console.log(formatTable(report));
   if (lists) console.log(`\n${listsTable(lists)}\n\n${summariseLists(lists)}`);
   if (tracing) console.log(`\n${tracingTable(tracing)}`);

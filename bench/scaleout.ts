@@ -23,7 +23,13 @@ export interface ScaleOutRow {
 
 /** One request each of reads, a list and writes, cycled by every connection. */
 export function mixedRequests(scenarios: Scenario[]): autocannon.Request[] {
-  const names = ['get order (10 items)', 'list orders (limit 20)', 'list phase+status', 'patch order', 'create order (5 items)'];
+  const names = [
+    'get order (10 items)',
+    'list orders (limit 20)',
+    'list phase+status',
+    'patch order',
+    'create order (5 items)',
+  ];
   return names.map((name) => scenarios.find((s) => s.name === name)!.requests[0]);
 }
 
@@ -40,13 +46,19 @@ function cpuSeconds(match: (pid: number, cmdline: string) => boolean): number {
       if (!match(pid, cmdline)) continue;
       const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
       ticks += Number(fields[11]) + Number(fields[12]);
-    } catch { /* gone meanwhile */ }
+    } catch {
+      /* gone meanwhile */
+    }
   }
   return ticks / TICKS;
 }
 
 export async function measureScaleOut(
-  databaseUrl: string, f: Fixtures, requests: autocannon.Request[], options: { duration: number; connections: number }, counts = [1, 2, 3],
+  databaseUrl: string,
+  _f: Fixtures,
+  requests: autocannon.Request[],
+  options: { duration: number; connections: number },
+  counts = [1, 2, 3],
 ): Promise<ScaleOutRow[]> {
   const rows: ScaleOutRow[] = [];
   for (const instances of counts) {
@@ -59,7 +71,9 @@ export async function measureScaleOut(
       const serverCpu = () => cpuSeconds((pid) => pids.has(pid));
       const postgresCpu = () => cpuSeconds((_pid, cmdline) => cmdline.startsWith('postgres'));
       const before = { servers: serverCpu(), postgres: postgresCpu(), at: performance.now() };
-      const results: LoadResult[] = await Promise.all(servers.map((s) => runLoad(s.base, requests, { ...options, connections: perInstance })));
+      const results: LoadResult[] = await Promise.all(
+        servers.map((s) => runLoad(s.base, requests, { ...options, connections: perInstance })),
+      );
       const wall = (performance.now() - before.at) / 1000;
       const total = results.reduce((sum, r) => sum + r.requestsPerSecond, 0);
       rows.push({

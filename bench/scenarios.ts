@@ -16,7 +16,6 @@ const rotate = <T>(list: T[]) => {
   return () => list[i++ % list.length];
 };
 
-
 /** Each scenario of the performance issue, as autocannon requests against /api/v1. */
 export function buildScenarios(f: Fixtures): Scenario[] {
   const run = randomBytes(3).toString('hex');
@@ -34,64 +33,128 @@ export function buildScenarios(f: Fixtures): Scenario[] {
     { name: 'list orders (limit 100)', kind: 'list', requests: get('/api/v1/orders?limit=100') },
     { name: 'list phase+status', kind: 'list', requests: get('/api/v1/orders?phase=ACTIVE&status=ACCEPTED') },
     {
-      name: 'list propertyValue', kind: 'list',
-      requests: [{ method: 'GET', headers: f.headers, setupRequest: (req) => ({ ...req, path: `/api/v1/orders?propertyPath=sage200Evo.salesOrderNo&propertyValue=${salesOrderNo()}` }) }],
+      name: 'list propertyValue',
+      kind: 'list',
+      requests: [
+        {
+          method: 'GET',
+          headers: f.headers,
+          setupRequest: (req) => ({
+            ...req,
+            path: `/api/v1/orders?propertyPath=sage200Evo.salesOrderNo&propertyValue=${salesOrderNo()}`,
+          }),
+        },
+      ],
     },
-    { name: 'list propertyExists=false', kind: 'list', requests: get('/api/v1/orders?propertyPath=sage200Evo.salesOrderNo&propertyExists=false') },
-    { name: 'list modifiedSince (7 days)', kind: 'list', requests: get(`/api/v1/orders?modifiedSince=${encodeURIComponent(f.modifiedSince)}`) },
+    {
+      name: 'list propertyExists=false',
+      kind: 'list',
+      requests: get('/api/v1/orders?propertyPath=sage200Evo.salesOrderNo&propertyExists=false'),
+    },
+    {
+      name: 'list modifiedSince (7 days)',
+      kind: 'list',
+      requests: get(`/api/v1/orders?modifiedSince=${encodeURIComponent(f.modifiedSince)}`),
+    },
     {
       // A follower catching up: pages of 100 from places spread over the whole log.
-      name: 'feed page (100 events)', kind: 'list',
-      requests: [{
-        method: 'GET', headers: f.headers,
-        setupRequest: (req) => ({ ...req, path: `/api/v1/events?after=${Math.floor(Math.random() * Math.max(1, f.lastSequence - 100))}&limit=100` }),
-      }],
-    },
-    {
-      name: 'patch order', kind: 'write',
-      requests: [{
-        method: 'PATCH', headers: json,
-        setupRequest: (req) => {
-          const target = patchTarget();
-          const i = ++n;
-          return {
-            ...req, path: `/api/v1/orders/${target.id}`,
-            body: JSON.stringify({ order: { properties: { bench: { run, n: i } } }, updateOrderItems: [{ id: target.itemId, quantity: (i % 50) + 1 }] }),
-          };
+      name: 'feed page (100 events)',
+      kind: 'list',
+      requests: [
+        {
+          method: 'GET',
+          headers: f.headers,
+          setupRequest: (req) => ({
+            ...req,
+            path: `/api/v1/events?after=${Math.floor(Math.random() * Math.max(1, f.lastSequence - 100))}&limit=100`,
+          }),
         },
-      }],
+      ],
     },
     {
-      name: 'create order (5 items)', kind: 'write',
-      requests: [{
-        method: 'POST', path: `/api/v1/buyers/${f.buyerId}/orders`, headers: json,
-        setupRequest: (req) => {
-          const i = ++n;
-          const items = Array.from({ length: 5 }, (_, k) => ({ itemVariantId: variants[(i * 5 + k) % variants.length], quantity: (i % 9) + 1 }));
-          // Five consecutive variants are distinct as long as the catalogue has at least five.
-          return { ...req, body: JSON.stringify({ expectedDeliveryAt: '2030-01-01T00:00:00.000Z', externalReference: `BENCH-${run}-${i}`, orderItems: items }) };
+      name: 'patch order',
+      kind: 'write',
+      requests: [
+        {
+          method: 'PATCH',
+          headers: json,
+          setupRequest: (req) => {
+            const target = patchTarget();
+            const i = ++n;
+            return {
+              ...req,
+              path: `/api/v1/orders/${target.id}`,
+              body: JSON.stringify({
+                order: { properties: { bench: { run, n: i } } },
+                updateOrderItems: [{ id: target.itemId, quantity: (i % 50) + 1 }],
+              }),
+            };
+          },
         },
-      }],
+      ],
     },
     {
-      name: 'ingestion', kind: 'write',
-      requests: [{
-        method: 'POST', path: '/api/v1/orders',
-        setupRequest: (req) => {
-          const target = ingestTarget();
-          return { ...req, headers: { ...json, 'idempotency-key': target.key }, body: JSON.stringify({ orderId: target.id, businessId: f.businessId }) };
+      name: 'create order (5 items)',
+      kind: 'write',
+      requests: [
+        {
+          method: 'POST',
+          path: `/api/v1/buyers/${f.buyerId}/orders`,
+          headers: json,
+          setupRequest: (req) => {
+            const i = ++n;
+            const items = Array.from({ length: 5 }, (_, k) => ({
+              itemVariantId: variants[(i * 5 + k) % variants.length],
+              quantity: (i % 9) + 1,
+            }));
+            // Five consecutive variants are distinct as long as the catalogue has at least five.
+            return {
+              ...req,
+              body: JSON.stringify({
+                expectedDeliveryAt: '2030-01-01T00:00:00.000Z',
+                externalReference: `BENCH-${run}-${i}`,
+                orderItems: items,
+              }),
+            };
+          },
         },
-      }],
+      ],
     },
     {
-      name: 'create item', kind: 'write',
-      requests: [{
-        method: 'POST', path: '/api/v1/items', headers: json,
-        setupRequest: (req) => ({
-          ...req,
-          body: JSON.stringify({ item: { name: `Bench ${run} ${++n}` }, variants: [{ variantName: 'Default', currency: 'AUD', price: 12.5, cost: 4 }] }),
-        }),
-      }],
+      name: 'ingestion',
+      kind: 'write',
+      requests: [
+        {
+          method: 'POST',
+          path: '/api/v1/orders',
+          setupRequest: (req) => {
+            const target = ingestTarget();
+            return {
+              ...req,
+              headers: { ...json, 'idempotency-key': target.key },
+              body: JSON.stringify({ orderId: target.id, businessId: f.businessId }),
+            };
+          },
+        },
+      ],
+    },
+    {
+      name: 'create item',
+      kind: 'write',
+      requests: [
+        {
+          method: 'POST',
+          path: '/api/v1/items',
+          headers: json,
+          setupRequest: (req) => ({
+            ...req,
+            body: JSON.stringify({
+              item: { name: `Bench ${run} ${++n}` },
+              variants: [{ variantName: 'Default', currency: 'AUD', price: 12.5, cost: 4 }],
+            }),
+          }),
+        },
+      ],
     },
   ];
 }

@@ -64,15 +64,28 @@ async function write(c: pg.PoolClient, design: Design, business: string): Promis
     await c.query('insert into work (business_id, payload) values ($1, $2)', [business, WORK]);
     let key: string;
     if (design === 'counter') {
-      const { rows: [r] } = await c.query(`insert into counters (business_id, value) values ($1, 1)
-        on conflict (business_id) do update set value = counters.value + 1 returning value`, [business]);
-      await c.query('insert into events_counter (business_id, sequence, data) values ($1, $2, $3)', [business, r.value, EVENT]);
+      const {
+        rows: [r],
+      } = await c.query(
+        `insert into counters (business_id, value) values ($1, 1)
+        on conflict (business_id) do update set value = counters.value + 1 returning value`,
+        [business],
+      );
+      await c.query('insert into events_counter (business_id, sequence, data) values ($1, $2, $3)', [
+        business,
+        r.value,
+        EVENT,
+      ]);
       key = `${business}/${r.value}`;
     } else if (design === 'xmin') {
-      const { rows: [r] } = await c.query('insert into events_xmin (business_id, data) values ($1, $2) returning id', [business, EVENT]);
+      const {
+        rows: [r],
+      } = await c.query('insert into events_xmin (business_id, data) values ($1, $2) returning id', [business, EVENT]);
       key = `${business}/${r.id}`;
     } else {
-      const { rows: [r] } = await c.query('insert into events_seq (business_id, data) values ($1, $2) returning id', [business, EVENT]);
+      const {
+        rows: [r],
+      } = await c.query('insert into events_seq (business_id, data) values ($1, $2) returning id', [business, EVENT]);
       key = `${business}/${r.id}`;
     }
     await c.query('commit');
@@ -84,25 +97,41 @@ async function write(c: pg.PoolClient, design: Design, business: string): Promis
 }
 
 /** One feed page of business `b` after the cursor; returns the keys seen and the new cursor. */
-async function readPage(c: pg.PoolClient, design: Design, b: string, cursor: string[]): Promise<{ keys: string[]; cursor: string[] }> {
+async function readPage(
+  c: pg.PoolClient,
+  design: Design,
+  b: string,
+  cursor: string[],
+): Promise<{ keys: string[]; cursor: string[] }> {
   if (design === 'counter') {
     const after = cursor[0] ?? '0';
-    const { rows: [bound] } = await c.query('select value from counters where business_id = $1', [b]);
+    const {
+      rows: [bound],
+    } = await c.query('select value from counters where business_id = $1', [b]);
     if (!bound) return { keys: [], cursor };
-    const { rows } = await c.query(`select sequence, data from events_counter where business_id = $1 and sequence > $2
-      and sequence <= $3 order by sequence limit 100`, [b, after, bound.value]);
+    const { rows } = await c.query(
+      `select sequence, data from events_counter where business_id = $1 and sequence > $2
+      and sequence <= $3 order by sequence limit 100`,
+      [b, after, bound.value],
+    );
     return { keys: rows.map((r) => `${b}/${r.sequence}`), cursor: rows.length ? [rows.at(-1).sequence] : cursor };
   }
   if (design === 'xmin') {
     const [xid, id] = cursor.length ? cursor : ['0', '0'];
-    const { rows } = await c.query(`select xid::text, id, data from events_xmin where business_id = $1
+    const { rows } = await c.query(
+      `select xid::text, id, data from events_xmin where business_id = $1
       and (xid, id) > ($2::text::xid8, $3::bigint) and xid < pg_snapshot_xmin(pg_current_snapshot())
-      order by xid, id limit 100`, [b, xid, id]);
+      order by xid, id limit 100`,
+      [b, xid, id],
+    );
     return { keys: rows.map((r) => `${b}/${r.id}`), cursor: rows.length ? [rows.at(-1).xid, rows.at(-1).id] : cursor };
   }
   const after = cursor[0] ?? '0';
-  const { rows } = await c.query(`select id, sequence, data from events_seq where business_id = $1 and sequence > $2
-    order by sequence limit 100`, [b, after]);
+  const { rows } = await c.query(
+    `select id, sequence, data from events_seq where business_id = $1 and sequence > $2
+    order by sequence limit 100`,
+    [b, after],
+  );
   return { keys: rows.map((r) => `${b}/${r.id}`), cursor: rows.length ? [rows.at(-1).sequence] : cursor };
 }
 
@@ -128,14 +157,29 @@ function startSequencer(pool: pg.Pool): () => Promise<void> {
       }
       await c.query(SEQUENCE_ROUND);
       await c.query('select pg_advisory_unlock(17)');
-    } finally { c.release(); }
+    } finally {
+      c.release();
+    }
   })();
-  return async () => { running = false; await done; };
+  return async () => {
+    running = false;
+    await done;
+  };
 }
 
-const pct = (sorted: number[], p: number) => sorted.length ? Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] * 10) / 10 : NaN;
+const pct = (sorted: number[], p: number) =>
+  sorted.length ? Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] * 10) / 10 : NaN;
 
-interface Result { design: Design; writers: number; spread: 'one' | 'many'; writesPerSecond: number; errors: number; seen: number; latencyP50Ms: number; latencyP99Ms: number }
+interface Result {
+  design: Design;
+  writers: number;
+  spread: 'one' | 'many';
+  writesPerSecond: number;
+  errors: number;
+  seen: number;
+  latencyP50Ms: number;
+  latencyP99Ms: number;
+}
 
 async function run(url: string, design: Design, writers: number, spread: 'one' | 'many'): Promise<Result> {
   const pool = new pg.Pool({ connectionString: url, max: writers + 3 });
@@ -150,14 +194,19 @@ async function run(url: string, design: Design, writers: number, spread: 'one' |
     try {
       for (let i = 0; performance.now() < end; i++) {
         // Spread: each write in one of 1,000 businesses, every 50th in business 0 (which the reader follows).
-        const business = spread === 'one' || i % 50 === w % 50 ? 'b0' : `b${1 + ((w * 7919 + i * 104729) % (BUSINESSES - 1))}`;
+        const business =
+          spread === 'one' || i % 50 === w % 50 ? 'b0' : `b${1 + ((w * 7919 + i * 104729) % (BUSINESSES - 1))}`;
         try {
           const key = await write(c, design, business);
           writes++;
           if (business === 'b0') committed.set(key, performance.now());
-        } catch { errors++; }
+        } catch {
+          errors++;
+        }
       }
-    } finally { c.release(); }
+    } finally {
+      c.release();
+    }
   };
   const latencies: number[] = [];
   let seen = 0;
@@ -178,15 +227,23 @@ async function run(url: string, design: Design, writers: number, spread: 'one' |
         }
         if (page.keys.length === 0) await new Promise((r) => setImmediate(r));
       }
-    } finally { c.release(); }
+    } finally {
+      c.release();
+    }
   };
   await Promise.all([reader(), ...Array.from({ length: writers }, (_, w) => writer(w))]);
   await stopSequencer?.();
   await pool.end();
   latencies.sort((a, b) => a - b);
   return {
-    design, writers, spread, writesPerSecond: Math.round(writes / SECONDS), errors, seen,
-    latencyP50Ms: pct(latencies, 0.5), latencyP99Ms: pct(latencies, 0.99),
+    design,
+    writers,
+    spread,
+    writesPerSecond: Math.round(writes / SECONDS),
+    errors,
+    seen,
+    latencyP50Ms: pct(latencies, 0.5),
+    latencyP99Ms: pct(latencies, 0.99),
   };
 }
 
@@ -194,7 +251,11 @@ async function run(url: string, design: Design, writers: number, spread: 'one' |
 async function checkContiguous(url: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
-  const { rows: [r] } = await client.query(`select count(*)::int as n, coalesce(max(sequence), 0)::int as top from events_counter where business_id = 'b0'`);
+  const {
+    rows: [r],
+  } = await client.query(
+    `select count(*)::int as n, coalesce(max(sequence), 0)::int as top from events_counter where business_id = 'b0'`,
+  );
   await client.end();
   if (r.n !== r.top) throw new Error(`counter design: ${r.n} events but top sequence ${r.top}`);
 }
@@ -204,7 +265,11 @@ const name = `supplyline_seqbench_${randomBytes(4).toString('hex')}`;
 const adminQuery = async (statement: string) => {
   const c = new pg.Client({ connectionString: admin });
   await c.connect();
-  try { await c.query(statement); } finally { await c.end(); }
+  try {
+    await c.query(statement);
+  } finally {
+    await c.end();
+  }
 };
 await adminQuery(`create database ${name}`);
 const url = new URL(admin);
@@ -224,8 +289,10 @@ try {
           const r = await run(url.toString(), design, writers, spread);
           if (design === 'counter') await checkContiguous(url.toString());
           results.push(r);
-          console.error(`${design.padEnd(9)} ${String(writers).padStart(2)} writers, ${spread} business${spread === 'many' ? 'es' : ''}: `
-            + `${r.writesPerSecond} writes/s, feed latency p50 ${r.latencyP50Ms} ms p99 ${r.latencyP99Ms} ms (${r.seen} seen, ${r.errors} errors)`);
+          console.error(
+            `${design.padEnd(9)} ${String(writers).padStart(2)} writers, ${spread} business${spread === 'many' ? 'es' : ''}: ` +
+              `${r.writesPerSecond} writes/s, feed latency p50 ${r.latencyP50Ms} ms p99 ${r.latencyP99Ms} ms (${r.seen} seen, ${r.errors} errors)`,
+          );
         }
       }
     }
@@ -241,16 +308,41 @@ for (const spread of ['one', 'many'] as const) {
   for (const writers of [1, 8, 32]) {
     for (const design of DESIGNS) {
       const runs = results.filter((r) => r.design === design && r.writers === writers && r.spread === spread);
-      const med = (f: (r: Result) => number) => { const v = runs.map(f).sort((a, b) => a - b); return v[Math.floor((v.length - 1) / 2)]; };
-      const row = { design, writers, spread, writesPerSecond: med((r) => r.writesPerSecond), latencyP50Ms: med((r) => r.latencyP50Ms), latencyP99Ms: med((r) => r.latencyP99Ms) };
+      const med = (f: (r: Result) => number) => {
+        const v = runs.map(f).sort((a, b) => a - b);
+        return v[Math.floor((v.length - 1) / 2)];
+      };
+      const row = {
+        design,
+        writers,
+        spread,
+        writesPerSecond: med((r) => r.writesPerSecond),
+        latencyP50Ms: med((r) => r.latencyP50Ms),
+        latencyP99Ms: med((r) => r.latencyP99Ms),
+      };
       summary.push(row);
-      lines.push(`${design.padEnd(10)} ${String(writers).padStart(7)}  ${(spread === 'one' ? '1' : String(BUSINESSES)).padStart(10)}  ${String(row.writesPerSecond).padStart(8)}  ${String(row.latencyP50Ms).padStart(11)}  ${String(row.latencyP99Ms).padStart(11)}`);
+      lines.push(
+        `${design.padEnd(10)} ${String(writers).padStart(7)}  ${(spread === 'one' ? '1' : String(BUSINESSES)).padStart(10)}  ${String(row.writesPerSecond).padStart(8)}  ${String(row.latencyP50Ms).padStart(11)}  ${String(row.latencyP99Ms).padStart(11)}`,
+      );
     }
   }
 }
 console.log(lines.join('\n'));
 mkdirSync('bench/results', { recursive: true });
 const file = `bench/results/sequence-designs-${new Date().toISOString().replace(/[:.]/g, '-')}.json`;
-writeFileSync(file, JSON.stringify({ seconds: SECONDS, repeat: REPEAT, businesses: BUSINESSES, summary, results,
-  machine: { cpus: cpus().length, model: cpus()[0]?.model, loadAverage: loadavg() } }, null, 2));
+writeFileSync(
+  file,
+  JSON.stringify(
+    {
+      seconds: SECONDS,
+      repeat: REPEAT,
+      businesses: BUSINESSES,
+      summary,
+      results,
+      machine: { cpus: cpus().length, model: cpus()[0]?.model, loadAverage: loadavg() },
+    },
+    null,
+    2,
+  ),
+);
 console.log(`Saved ${file}`);

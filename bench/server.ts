@@ -4,7 +4,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 // A benchmark started from the test runner must not pass its marker on to the children.
 const { NODE_TEST_CONTEXT: _ignored, ...baseEnv } = process.env;
 
-export interface Credentials { businessId: string; apiKey: string }
+export interface Credentials {
+  businessId: string;
+  apiKey: string;
+}
 
 /** Builds dist/ as `npm start` does, so that the benchmark measures what ships. */
 export function buildDist(): void {
@@ -13,13 +16,23 @@ export function buildDist(): void {
 
 /** Runs `cli demo --json` (dist/cli.js) on the database and returns the new business's credentials. */
 export function runDemo(databaseUrl: string, orders: number): Promise<Credentials & { log: string }> {
-  const child = spawn(process.execPath, ['--enable-source-maps', 'dist/cli.js', 'demo', '--orders', String(orders), '--json'], {
-    env: { ...baseEnv, DATABASE_URL: databaseUrl }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--enable-source-maps', 'dist/cli.js', 'demo', '--orders', String(orders), '--json'],
+    {
+      env: { ...baseEnv, DATABASE_URL: databaseUrl },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   let err = '';
-  child.stdout.on('data', (d) => { out += d; });
-  child.stderr.on('data', (d) => { err += d; process.stderr.write(d); });
+  child.stdout.on('data', (d) => {
+    out += d;
+  });
+  child.stderr.on('data', (d) => {
+    err += d;
+    process.stderr.write(d);
+  });
   return new Promise((resolve, reject) => {
     child.on('exit', (code) => {
       if (code !== 0) return reject(new Error(`demo failed (${code}):\n${err}`));
@@ -29,7 +42,12 @@ export function runDemo(databaseUrl: string, orders: number): Promise<Credential
   });
 }
 
-export interface Server { base: string; pid: number; child: ChildProcess; stop(): Promise<void> }
+export interface Server {
+  base: string;
+  pid: number;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
 
 /**
  * `npm start`'s command from package.json, for a bundle in `outdir`: the environment it sets
@@ -37,7 +55,9 @@ export interface Server { base: string; pid: number; child: ChildProcess; stop()
  * with the same settings (the memory ones of docs/decisions/0048-memory-budget.md).
  */
 export function startCommand(outdir = 'dist'): { env: Record<string, string>; args: string[] } {
-  const { scripts } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> };
+  const { scripts } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
   const words = scripts.start.replaceAll('dist/', `${outdir}/`).split(/\s+/);
   if (words[0] === 'exec') words.shift();
   const env: Record<string, string> = {};
@@ -56,29 +76,53 @@ export function startCommand(outdir = 'dist'): { env: Record<string, string>; ar
  * The server as `npm start` runs it (dist/server.js, with its flags and settings), as a child process, on a free port, rate
  * limits off, warnings only; with `profileDir`, it writes a V8 CPU profile there when it stops.
  */
-export function startServer(databaseUrl: string, profileDir?: string, env: Record<string, string> = {}): Promise<Server> {
+export function startServer(
+  databaseUrl: string,
+  profileDir?: string,
+  env: Record<string, string> = {},
+): Promise<Server> {
   const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   const start = startCommand();
   const child = spawn(process.execPath, [...profile, ...start.args], {
     // Webhooks go to a receiver on loopback (bench/webhooks.ts).
-    env: { ...baseEnv, ...start.env, DATABASE_URL: databaseUrl, PORT: '0', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'on', ...env },
+    env: {
+      ...baseEnv,
+      ...start.env,
+      DATABASE_URL: databaseUrl,
+      PORT: '0',
+      RATE_LIMIT_RPS: '0',
+      LOG_LEVEL: 'warn',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'on',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout!.on('data', (d) => { out += d; });
-  child.stderr!.on('data', (d) => { out += d; });
-  const stop = () => new Promise<void>((resolve) => {
-    if (child.exitCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
+  child.stdout!.on('data', (d) => {
+    out += d;
   });
+  child.stderr!.on('data', (d) => {
+    out += d;
+  });
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      if (child.exitCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 60_000);
     child.stdout!.on('data', () => {
       const m = out.match(/listening on (http:\/\/\S+)/);
-      if (m) { clearTimeout(timer); resolve({ base: m[1], pid: child.pid!, child, stop }); }
+      if (m) {
+        clearTimeout(timer);
+        resolve({ base: m[1], pid: child.pid!, child, stop });
+      }
     });
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited ${code}:\n${out}`)); });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited ${code}:\n${out}`));
+    });
   });
 }
 
@@ -89,7 +133,9 @@ export function sampleRss(pid: number, everyMs = 200): () => number {
     try {
       const m = readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/);
       if (m) max = Math.max(max, Number(m[1]) / 1024);
-    } catch { /* the process is gone, or this is not Linux */ }
+    } catch {
+      /* the process is gone, or this is not Linux */
+    }
   };
   read();
   const timer = setInterval(read, everyMs);
@@ -104,7 +150,9 @@ export function sampleRss(pid: number, everyMs = 200): () => number {
 function cpuMs(pid: number | string): number {
   try {
     // The fields after the command name, which is in parentheses and may hold spaces.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /, '')
+      .split(' ');
     return (Number(fields[11]) + Number(fields[12])) * 10; // utime, stime: clock ticks of 10 ms
   } catch {
     return 0;
@@ -119,9 +167,13 @@ function databaseCpuMs(): number {
       if (!/^\d+$/.test(pid)) continue;
       try {
         if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') total += cpuMs(pid);
-      } catch { /* gone in between */ }
+      } catch {
+        /* gone in between */
+      }
     }
-  } catch { /* not Linux */ }
+  } catch {
+    /* not Linux */
+  }
   return total;
 }
 

@@ -19,8 +19,12 @@ import { buildDist, runDemo, startServer } from './server.ts';
 
 const { values } = parseArgs({
   options: {
-    db: { type: 'string', default: 'sqlite' }, minutes: { type: 'string', default: '30' }, 'warmup-minutes': { type: 'string', default: '5' },
-    every: { type: 'string', default: '30' }, orders: { type: 'string', default: '20000' }, 'malloc-arena-max': { type: 'string' },
+    db: { type: 'string', default: 'sqlite' },
+    minutes: { type: 'string', default: '30' },
+    'warmup-minutes': { type: 'string', default: '5' },
+    every: { type: 'string', default: '30' },
+    orders: { type: 'string', default: '20000' },
+    'malloc-arena-max': { type: 'string' },
     // Extra node flags for the server (NODE_OPTIONS), e.g. --heapsnapshot-signal=SIGUSR2 or --trace-gc.
     'node-options': { type: 'string' },
     // Other settings for the server, NAME=VALUE, comma-separated (RESPONSE_CACHE_MB=8).
@@ -35,7 +39,12 @@ const warmupMinutes = Math.min(Number(values['warmup-minutes']), minutes / 2);
 const env: Record<string, string> = {
   ...(values['malloc-arena-max'] ? { MALLOC_ARENA_MAX: values['malloc-arena-max'] } : {}),
   ...(values['node-options'] ? { NODE_OPTIONS: values['node-options'] } : {}),
-  ...Object.fromEntries((values.env ?? '').split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
+  ...Object.fromEntries(
+    (values.env ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  ),
 };
 
 buildDist();
@@ -48,10 +57,18 @@ try {
   if (!values['no-fill']) await fillResponseCache(server.base, fixtures.headers, Number(values.orders));
   const scenarios = buildScenarios(fixtures);
   const result = await measureSoak(server, scenarios, {
-    backend, minutes, warmupMinutes, everySeconds: Number(values.every), onSample: (s) => console.error(JSON.stringify(s)),
+    backend,
+    minutes,
+    warmupMinutes,
+    everySeconds: Number(values.every),
+    onSample: (s) => console.error(JSON.stringify(s)),
   });
-  const settings = Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ');
-  console.log(`# soak on ${backend}, ${minutes} min, ${Number(values.orders).toLocaleString('en')} demo orders, cache ${values['no-fill'] ? 'empty' : 'full'} at the start${settings ? `, ${settings}` : ''} (${JSON.stringify(machine(loadavg()))})`);
+  const settings = Object.entries(env)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
+  console.log(
+    `# soak on ${backend}, ${minutes} min, ${Number(values.orders).toLocaleString('en')} demo orders, cache ${values['no-fill'] ? 'empty' : 'full'} at the start${settings ? `, ${settings}` : ''} (${JSON.stringify(machine(loadavg()))})`,
+  );
   console.log(soakTable(result));
 } finally {
   await server.stop();

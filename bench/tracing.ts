@@ -27,7 +27,13 @@ export interface TracingRow {
   change: { means: number; medianPair: number };
 }
 
-export interface TracingMeasures { ratio: number; floor: boolean; rounds: number; rows: TracingRow[]; exportedKiB: number }
+export interface TracingMeasures {
+  ratio: number;
+  floor: boolean;
+  rounds: number;
+  rows: TracingRow[];
+  exportedKiB: number;
+}
 
 /**
  * An OTLP/HTTP receiver that takes every export and counts its bytes, in a process of its own, so
@@ -47,16 +53,28 @@ export async function startOtlpSink(): Promise<{ url: string; close(): Promise<n
   while (lines.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
   return {
     url: `http://127.0.0.1:${lines[0]}`,
-    close: () => new Promise((resolve) => { child.once('exit', () => resolve(Number(lines[1] ?? 0))); child.kill('SIGTERM'); }),
+    close: () =>
+      new Promise((resolve) => {
+        child.once('exit', () => resolve(Number(lines[1] ?? 0)));
+        child.kill('SIGTERM');
+      }),
   };
 }
 
 /** The variables that start tracing at `ratio` into `endpoint`, and those that keep it off whatever the environment says. */
 export function tracingEnv(endpoint: string, ratio: number): Record<string, string> {
-  return { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: String(ratio), OTEL_SERVICE_NAME: 'supplyline-bench' };
+  return {
+    OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+    OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+    OTEL_TRACES_SAMPLER_ARG: String(ratio),
+    OTEL_SERVICE_NAME: 'supplyline-bench',
+  };
 }
 const UNTRACED = { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '' };
-const ASYNC_CONTEXT_ONLY = { ...UNTRACED, NODE_OPTIONS: `--import=${fileURLToPath(new URL('./async-context.mjs', import.meta.url))}` };
+const ASYNC_CONTEXT_ONLY = {
+  ...UNTRACED,
+  NODE_OPTIONS: `--import=${fileURLToPath(new URL('./async-context.mjs', import.meta.url))}`,
+};
 
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -65,8 +83,16 @@ const median = (values: number[]) => {
 };
 
 export async function measureTracing(
-  databaseUrl: string, scenarios: Array<Pick<Scenario, 'name' | 'requests'>>,
-  options: { duration: number; connections: number; rounds: number; ratio: number; floor?: boolean; onRound?: (line: string) => void },
+  databaseUrl: string,
+  scenarios: Array<Pick<Scenario, 'name' | 'requests'>>,
+  options: {
+    duration: number;
+    connections: number;
+    rounds: number;
+    ratio: number;
+    floor?: boolean;
+    onRound?: (line: string) => void;
+  },
 ): Promise<TracingMeasures> {
   const sides = ['untraced', options.floor ? 'context only' : 'traced'];
   const sink = await startOtlpSink();
@@ -74,7 +100,14 @@ export async function measureTracing(
   const rows: TracingRow[] = [];
   let exportedBytes = 0;
   try {
-    servers.push(await startServer(databaseUrl, undefined, UNTRACED), await startServer(databaseUrl, undefined, options.floor ? ASYNC_CONTEXT_ONLY : tracingEnv(sink.url, options.ratio)));
+    servers.push(
+      await startServer(databaseUrl, undefined, UNTRACED),
+      await startServer(
+        databaseUrl,
+        undefined,
+        options.floor ? ASYNC_CONTEXT_ONLY : tracingEnv(sink.url, options.ratio),
+      ),
+    );
     for (const scenario of scenarios) {
       const runs = servers.map(() => [] as Array<{ rps: number; cpuUs: number }>);
       for (let round = 0; round < options.rounds; round++) {
@@ -84,24 +117,42 @@ export async function measureTracing(
           const stop = sampleCpu(server.pid);
           const result = await runLoad(server.base, scenario.requests, options);
           const cpu = stop();
-          if (result.errors > 0) throw new Error(`${scenario.name}, ${sides[side]}: ${result.errors} errors ${JSON.stringify(result.statusCodes)}`);
-          runs[side].push({ rps: result.requestsPerSecond, cpuUs: Math.round((cpu.serverMs * 1000) / Math.max(1, result.requests)) });
+          if (result.errors > 0)
+            throw new Error(
+              `${scenario.name}, ${sides[side]}: ${result.errors} errors ${JSON.stringify(result.statusCodes)}`,
+            );
+          runs[side].push({
+            rps: result.requestsPerSecond,
+            cpuUs: Math.round((cpu.serverMs * 1000) / Math.max(1, result.requests)),
+          });
         }
-        options.onRound?.(`tracing ${scenario.name}, round ${round + 1}: untraced ${runs[0].at(-1)!.rps} req/s, ${sides[1]} ${runs[1].at(-1)!.rps} req/s`);
+        options.onRound?.(
+          `tracing ${scenario.name}, round ${round + 1}: untraced ${runs[0].at(-1)!.rps} req/s, ${sides[1]} ${runs[1].at(-1)!.rps} req/s`,
+        );
       }
-      const mean = (side: number, k: 'rps' | 'cpuUs') => Math.round(runs[side].reduce((t, r) => t + r[k], 0) / runs[side].length);
+      const mean = (side: number, k: 'rps' | 'cpuUs') =>
+        Math.round(runs[side].reduce((t, r) => t + r[k], 0) / runs[side].length);
       rows.push({
         scenario: scenario.name,
         untraced: { requestsPerSecond: mean(0, 'rps'), cpuUs: mean(0, 'cpuUs') },
         traced: { requestsPerSecond: mean(1, 'rps'), cpuUs: mean(1, 'cpuUs') },
-        change: { means: mean(1, 'rps') / mean(0, 'rps') - 1, medianPair: median(runs[1].map((r, i) => r.rps / runs[0][i].rps)) - 1 },
+        change: {
+          means: mean(1, 'rps') / mean(0, 'rps') - 1,
+          medianPair: median(runs[1].map((r, i) => r.rps / runs[0][i].rps)) - 1,
+        },
       });
     }
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
     exportedBytes = await sink.close();
   }
-  return { ratio: options.ratio, floor: options.floor === true, rounds: options.rounds, rows, exportedKiB: Math.round(exportedBytes / 1024) };
+  return {
+    ratio: options.ratio,
+    floor: options.floor === true,
+    rounds: options.rounds,
+    rows,
+    exportedKiB: Math.round(exportedBytes / 1024),
+  };
 }
 
 const percent = (fraction: number) => `${fraction >= 0 ? '+' : ''}${(fraction * 100).toFixed(1)} %`;
@@ -113,7 +164,10 @@ export function tracingTable(m: TracingMeasures): string {
       : `Tracing at ${m.ratio * 100} % sampling against none, ${m.rounds} alternating rounds per scenario:`,
     `| scenario | untraced req/s | ${m.floor ? 'context only' : 'traced'} req/s | change (means) | change (median pair) | server CPU µs/req |`,
     '|---|---:|---:|---:|---:|---:|',
-    ...m.rows.map((r) => `| ${r.scenario} | ${r.untraced.requestsPerSecond} | ${r.traced.requestsPerSecond} | ${percent(r.change.means)} | ${percent(r.change.medianPair)} | ${r.untraced.cpuUs} → ${r.traced.cpuUs} |`),
+    ...m.rows.map(
+      (r) =>
+        `| ${r.scenario} | ${r.untraced.requestsPerSecond} | ${r.traced.requestsPerSecond} | ${percent(r.change.means)} | ${percent(r.change.medianPair)} | ${r.untraced.cpuUs} → ${r.traced.cpuUs} |`,
+    ),
     `The OTLP receiver took ${m.exportedKiB.toLocaleString('en')} KiB of traces.`,
   ];
   return lines.join('\n');

@@ -32,8 +32,14 @@ async function startCountingReceiver() {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
     arrivals,
-    get count() { return count; },
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    get count() {
+      return count;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -50,11 +56,20 @@ const waitFor = async (done: () => boolean, ms: number) => {
  * latency on an empty queue, deliveries per second from a replay of up to 20,000 events, and the
  * patch scenario's throughput alone and while a replay is being delivered.
  */
-export async function measureWebhooks(base: string, f: Fixtures, patch: autocannon.Request[], options: { duration: number; connections: number }): Promise<WebhookMeasures> {
+export async function measureWebhooks(
+  base: string,
+  f: Fixtures,
+  patch: autocannon.Request[],
+  options: { duration: number; connections: number },
+): Promise<WebhookMeasures> {
   const json = { ...f.headers, 'content-type': 'application/json' };
   const receiver = await startCountingReceiver();
   const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${base}/api/v1${path}`, { method, headers: json, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await fetch(`${base}/api/v1${path}`, {
+      method,
+      headers: json,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const text = await res.text();
     if (res.status >= 300) throw new Error(`webhook bench: ${method} ${path} answered ${res.status} ${text}`);
     return text === '' ? undefined : JSON.parse(text);
@@ -66,19 +81,31 @@ export async function measureWebhooks(base: string, f: Fixtures, patch: autocann
     const tries = 30;
     for (let i = 0; i < tries; i++) {
       const target = f.patchTargets[i % f.patchTargets.length];
-      const res = await fetch(`${base}/api/v1/orders/${target.id}`, { method: 'PATCH', headers: json, body: JSON.stringify({ order: { notes: `hook ${i}` } }) });
+      const res = await fetch(`${base}/api/v1/orders/${target.id}`, {
+        method: 'PATCH',
+        headers: json,
+        body: JSON.stringify({ order: { notes: `hook ${i}` } }),
+      });
       const answered = performance.now();
       await res.arrayBuffer();
-      const sequence = await call('GET', `/orders/${target.id}/events?limit=1000`).then((page) => String(page.items.at(-1).sequence));
+      const sequence = await call('GET', `/orders/${target.id}/events?limit=1000`).then((page) =>
+        String(page.items.at(-1).sequence),
+      );
       await waitFor(() => receiver.arrivals.has(sequence), 10_000);
       waits.push(Math.max(0, receiver.arrivals.get(sequence)! - answered));
     }
     await call('DELETE', `/webhook-endpoints/${live.id}`);
     waits.sort((a, b) => a - b);
-    const latency = { p50Ms: Math.round(waits[Math.floor(tries / 2)] * 10) / 10, maxMs: Math.round(waits[tries - 1] * 10) / 10, tries };
+    const latency = {
+      p50Ms: Math.round(waits[Math.floor(tries / 2)] * 10) / 10,
+      maxMs: Math.round(waits[tries - 1] * 10) / 10,
+      tries,
+    };
 
     // Throughput: a replay of the last events (every type) to a second endpoint.
-    const latest = Number((await fetch(`${base}/api/v1/buyers/export`, { headers: f.headers })).headers.get('supplyline-event-sequence'));
+    const latest = Number(
+      (await fetch(`${base}/api/v1/buyers/export`, { headers: f.headers })).headers.get('supplyline-event-sequence'),
+    );
     const from = Math.max(0, latest - 20_000);
     const bulk = await call('POST', '/webhook-endpoints', { url: receiver.url });
     const before = receiver.count;
@@ -86,7 +113,11 @@ export async function measureWebhooks(base: string, f: Fixtures, patch: autocann
     await call('POST', `/webhook-endpoints/${bulk.id}/replay`, { afterSequence: from, untilSequence: latest });
     await waitFor(() => receiver.count - before >= latest - from, 600_000);
     const seconds = (performance.now() - started) / 1000;
-    const throughput = { deliveries: latest - from, seconds: Math.round(seconds * 100) / 100, perSecond: Math.round((latest - from) / seconds) };
+    const throughput = {
+      deliveries: latest - from,
+      seconds: Math.round(seconds * 100) / 100,
+      perSecond: Math.round((latest - from) / seconds),
+    };
 
     // Writes: the patch scenario alone, then while the same replay is delivered again.
     await warmUp(base, patch, options.connections);
@@ -95,7 +126,15 @@ export async function measureWebhooks(base: string, f: Fixtures, patch: autocann
     await new Promise((resolve) => setTimeout(resolve, 300));
     const whileDelivering = await runLoad(base, patch, options);
     await call('DELETE', `/webhook-endpoints/${bulk.id}`);
-    return { throughput, latency, writes: { alone, whileDelivering, ratio: Math.round((whileDelivering.requestsPerSecond / alone.requestsPerSecond) * 100) / 100 } };
+    return {
+      throughput,
+      latency,
+      writes: {
+        alone,
+        whileDelivering,
+        ratio: Math.round((whileDelivering.requestsPerSecond / alone.requestsPerSecond) * 100) / 100,
+      },
+    };
   } finally {
     await receiver.close();
   }

@@ -14,9 +14,16 @@ import { appendFileSync, existsSync, readFileSync, renameSync, rmSync, writeFile
 import { isDeepStrictEqual } from 'node:util';
 import { createSupplylineClient, ResyncRequiredError, type Order } from '@supplyline/client';
 
-interface Snapshot { sequence: number; orders: Record<string, Order> }
+interface Snapshot {
+  sequence: number;
+  orders: Record<string, Order>;
+}
 /** One journal line: the sequence reached, and the orders changed or deleted up to it. */
-interface Entry { sequence: number; upserts?: Order[]; deletes?: string[] }
+interface Entry {
+  sequence: number;
+  upserts?: Order[];
+  deletes?: string[];
+}
 
 const file = process.argv[2] ?? 'orders-mirror.json';
 const journal = `${file}.journal`;
@@ -43,7 +50,9 @@ function load(): Snapshot | null {
   const mirror = JSON.parse(readFileSync(file, 'utf8')) as Snapshot;
   if (!existsSync(journal)) return mirror;
   // A line cut short by a crash during its append is the last, and is left out.
-  const lines = readFileSync(journal, 'utf8').split('\n').filter((line) => line.endsWith('}'));
+  const lines = readFileSync(journal, 'utf8')
+    .split('\n')
+    .filter((line) => line.endsWith('}'));
   for (const line of lines) {
     const entry = JSON.parse(line) as Entry;
     for (const order of entry.upserts ?? []) mirror.orders[order.id] = order;
@@ -66,13 +75,19 @@ async function run(mirror: Snapshot | null): Promise<Snapshot> {
   let current: Snapshot = mirror ?? { sequence: 0, orders: {} };
   let changed = new Map<string, Order | null>();
   const options = {
-    types: ['order.*'], waitSeconds: keepFollowing ? 25 : 1, signal: stop.signal,
+    types: ['order.*'],
+    waitSeconds: keepFollowing ? 25 : 1,
+    signal: stop.signal,
     onCheckpoint: (sequence: number) => {
       const idle = sequence === current.sequence && changed.size === 0;
       current.sequence = sequence;
       if (!idle) {
-        const entry: Entry = { sequence, upserts: [...changed.values()].filter((o) => o !== null), deletes: [...changed].filter(([, o]) => o === null).map(([id]) => id) };
-        appendFileSync(journal, JSON.stringify(entry) + '\n');
+        const entry: Entry = {
+          sequence,
+          upserts: [...changed.values()].filter((o) => o !== null),
+          deletes: [...changed].filter(([, o]) => o === null).map(([id]) => id),
+        };
+        appendFileSync(journal, `${JSON.stringify(entry)}\n`);
         changed = new Map();
         if (++journalLines >= COMPACT_AFTER) compact(current);
       }
@@ -82,14 +97,14 @@ async function run(mirror: Snapshot | null): Promise<Snapshot> {
   const events = mirror
     ? client.events.follow({ ...options, after: mirror.sequence })
     : client.orders.exportThenFollow({
-      ...options,
-      onSnapshot: async (orders, sequence) => {
-        current = { sequence, orders: {} };
-        for await (const order of orders) current.orders[order.id] = order;
-        compact(current);
-        console.log(`loaded ${Object.keys(current.orders).length} orders from the export at event ${sequence}`);
-      },
-    });
+        ...options,
+        onSnapshot: async (orders, sequence) => {
+          current = { sequence, orders: {} };
+          for await (const order of orders) current.orders[order.id] = order;
+          compact(current);
+          console.log(`loaded ${Object.keys(current.orders).length} orders from the export at event ${sequence}`);
+        },
+      });
   for await (const event of events) {
     if (event.resourceType !== 'order') continue;
     if (event.type === 'order.deleted') {
@@ -126,5 +141,7 @@ if (server.sequence === mirror.sequence && !same) {
   console.error(`mirror differs from the server at event ${mirror.sequence}`);
   process.exit(1);
 }
-console.log(`${same ? 'in sync' : 'behind (the server moved on meanwhile)'}: ${Object.keys(mirror.orders).length} orders at event ${mirror.sequence}`);
+console.log(
+  `${same ? 'in sync' : 'behind (the server moved on meanwhile)'}: ${Object.keys(mirror.orders).length} orders at event ${mirror.sequence}`,
+);
 process.exit(same ? 0 : 2);

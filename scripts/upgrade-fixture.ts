@@ -15,19 +15,34 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { openSqliteDatabase } from '../src/db/sqlite-driver.ts';
 
-const { values } = parseArgs({ options: { release: { type: 'string' }, name: { type: 'string' }, pg: { type: 'string' }, out: { type: 'string', default: 'test/fixtures/upgrade' } } });
+const { values } = parseArgs({
+  options: {
+    release: { type: 'string' },
+    name: { type: 'string' },
+    pg: { type: 'string' },
+    out: { type: 'string', default: 'test/fixtures/upgrade' },
+  },
+});
 if (!values.release || !values.name || !values.pg) throw new Error('--release DIR --name NAME --pg POSTGRES_URL');
 const out = join(values.out!, values.name);
 mkdirSync(out, { recursive: true });
 
 /** The release's server on `databaseUrl`, and the demo business it made on its first start. */
-async function startRelease(databaseUrl: string): Promise<{ child: ChildProcess; base: string; businessId: string; apiKey: string }> {
+async function startRelease(
+  databaseUrl: string,
+): Promise<{ child: ChildProcess; base: string; businessId: string; apiKey: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    cwd: values.release, env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: values.release,
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let text = '';
-  child.stdout!.on('data', (d) => { text += d; });
-  child.stderr!.on('data', (d) => { text += d; });
+  child.stdout!.on('data', (d) => {
+    text += d;
+  });
+  child.stderr!.on('data', (d) => {
+    text += d;
+  });
   for (let i = 0; i < 600 && !/listening on/.test(text); i++) await new Promise((r) => setTimeout(r, 100));
   const base = text.match(/listening on (http:\/\/\S+)/)?.[1];
   const businessId = text.match(/X-Business-Id: (bus_\w+)/)?.[1];
@@ -43,7 +58,11 @@ async function write(base: string, headers: Record<string, string>): Promise<str
   const call = async (method: string, path: string, body?: unknown): Promise<any> => {
     // The 64-bit id goes into the JSON text as a bare number, as an ERP's client sends it.
     const send = (text: string | undefined) =>
-      fetch(`${base}${path}`, { method, headers: { ...headers, ...(text ? { 'content-type': 'application/json' } : {}) }, body: text });
+      fetch(`${base}${path}`, {
+        method,
+        headers: { ...headers, ...(text ? { 'content-type': 'application/json' } : {}) },
+        body: text,
+      });
     let res = await send(body === undefined ? undefined : JSON.stringify(body).replaceAll(`"${BIG}"`, BIG));
     let json = res.status === 204 ? null : await res.json();
     // A release that refuses such numbers gets the id as a string, as its error says to send it.
@@ -56,25 +75,43 @@ async function write(base: string, headers: Record<string, string>): Promise<str
   };
   const item = await call('POST', '/api/v1/items', {
     item: { name: 'Green tea', properties: { erp: { id: BIG } } },
-    variants: [{ variantName: '500g', sku: 'TEA-500', currency: 'AUD', price: 12.5, cost: 4 }, { variantName: '1kg', sku: 'TEA-1K', currency: 'AUD', price: 22, cost: 7 }],
+    variants: [
+      { variantName: '500g', sku: 'TEA-500', currency: 'AUD', price: 12.5, cost: 4 },
+      { variantName: '1kg', sku: 'TEA-1K', currency: 'AUD', price: 22, cost: 7 },
+    ],
   });
-  const other = await call('POST', '/api/v1/items', { item: { name: 'Mug' }, variants: [{ currency: 'AUD', price: 9.9 }] });
-  const buyer = await call('POST', '/api/v1/buyers', { buyer: { name: 'Acme Foods', properties: { erp: { id: BIG } } } });
+  const other = await call('POST', '/api/v1/items', {
+    item: { name: 'Mug' },
+    variants: [{ currency: 'AUD', price: 9.9 }],
+  });
+  const buyer = await call('POST', '/api/v1/buyers', {
+    buyer: { name: 'Acme Foods', properties: { erp: { id: BIG } } },
+  });
   const second = await call('POST', '/api/v1/buyers', { buyer: { name: 'Bistro' } });
-  await call('POST', '/api/v1/pricing', { itemListData: { label: 'Acme', globalPriceFactor: 0.9 }, entries: [{ itemVariantId: item.variantIds[0] }], partnerships: [buyer.partnershipId] });
+  await call('POST', '/api/v1/pricing', {
+    itemListData: { label: 'Acme', globalPriceFactor: 0.9 },
+    entries: [{ itemVariantId: item.variantIds[0] }],
+    partnerships: [buyer.partnershipId],
+  });
   const orders: string[] = [];
   const statuses = ['UNASSIGNED', 'ACCEPTED', 'PACKED', 'IN_TRANSIT', 'DELIVERED'];
   for (let i = 0; i < 10; i++) {
     const who = i % 3 === 0 ? second : buyer;
     const order = await call('POST', `/api/v1/buyers/${who.id}/orders`, {
-      expectedDeliveryAt: '2030-01-15T10:30:00.000Z', status: statuses[i % statuses.length],
-      orderItems: [{ itemVariantId: item.variantIds[i % 2], quantity: 1 + i }, ...(i % 2 === 0 ? [{ itemVariantId: other.variantIds[0], quantity: 2 }] : [])],
+      expectedDeliveryAt: '2030-01-15T10:30:00.000Z',
+      status: statuses[i % statuses.length],
+      orderItems: [
+        { itemVariantId: item.variantIds[i % 2], quantity: 1 + i },
+        ...(i % 2 === 0 ? [{ itemVariantId: other.variantIds[0], quantity: 2 }] : []),
+      ],
       properties: i % 2 === 0 ? { erp: { id: BIG, no: i } } : { shop: { ref: `S-${i}` } },
     });
     orders.push(order.id);
   }
   await call('PATCH', `/api/v1/orders/${orders[1]}`, { order: { phase: 'ACTIVE', notes: 'rush' } });
-  await call('PATCH', `/api/v1/orders/${orders[2]}`, { updateOrderItems: [{ id: (await call('GET', `/api/v1/orders/${orders[2]}`)).orderItems[0].id, quantity: 9 }] });
+  await call('PATCH', `/api/v1/orders/${orders[2]}`, {
+    updateOrderItems: [{ id: (await call('GET', `/api/v1/orders/${orders[2]}`)).orderItems[0].id, quantity: 9 }],
+  });
   await call('DELETE', `/api/v1/orders/${orders[3]}`);
   const invoice = await call('POST', '/api/v1/invoices', { orderId: orders[0] });
   await call('PATCH', `/api/v1/invoices/${invoice.id}`, { status: 'AUTHORISED', properties: { xero: { id: BIG } } });
@@ -82,10 +119,25 @@ async function write(base: string, headers: Record<string, string>): Promise<str
   await call('PATCH', `/api/v1/items/${other.id}`, { description: 'Stoneware' });
   return [
     ...orders.map((id) => `/api/v1/orders/${id}`),
-    `/api/v1/items/${item.id}`, `/api/v1/items/${other.id}`, `/api/v1/buyers/${buyer.id}`, `/api/v1/buyers/${second.id}`, `/api/v1/invoices/${invoice.id}`,
-    '/api/v1/orders', '/api/v1/orders?limit=3&page=2', '/api/v1/orders?includeDeleted=true', '/api/v1/orders?status=SHIPPED', '/api/v1/orders?status=PREPARING',
-    '/api/v1/orders?status=CANCELLED', '/api/v1/orders?phase=ACTIVE&status=ACCEPTED', '/api/v1/orders?propertyPath=erp.id',
-    '/api/v1/items', '/api/v1/buyers', '/api/v1/pricing', '/api/v1/invoices', '/api/v1/invoices?includeDeleted=true', '/api/v1/invoices?status=AUTHORISED',
+    `/api/v1/items/${item.id}`,
+    `/api/v1/items/${other.id}`,
+    `/api/v1/buyers/${buyer.id}`,
+    `/api/v1/buyers/${second.id}`,
+    `/api/v1/invoices/${invoice.id}`,
+    '/api/v1/orders',
+    '/api/v1/orders?limit=3&page=2',
+    '/api/v1/orders?includeDeleted=true',
+    '/api/v1/orders?status=SHIPPED',
+    '/api/v1/orders?status=PREPARING',
+    '/api/v1/orders?status=CANCELLED',
+    '/api/v1/orders?phase=ACTIVE&status=ACCEPTED',
+    '/api/v1/orders?propertyPath=erp.id',
+    '/api/v1/items',
+    '/api/v1/buyers',
+    '/api/v1/pricing',
+    '/api/v1/invoices',
+    '/api/v1/invoices?includeDeleted=true',
+    '/api/v1/invoices?status=AUTHORISED',
   ];
 }
 
@@ -113,7 +165,11 @@ const recorded: Record<string, unknown> = {};
   const release = await startRelease(`sqlite:${file}`);
   const headers = { 'x-business-id': release.businessId, 'x-api-key': release.apiKey };
   const reads = await write(release.base, headers);
-  recorded.sqlite = { businessId: release.businessId, apiKey: release.apiKey, answers: await record(release.base, headers, reads) };
+  recorded.sqlite = {
+    businessId: release.businessId,
+    apiKey: release.apiKey,
+    answers: await record(release.base, headers, reads),
+  };
   await stop(release.child);
   const db = openSqliteDatabase(file);
   db.pragma('wal_checkpoint(TRUNCATE)');
@@ -134,7 +190,11 @@ const recorded: Record<string, unknown> = {};
     const release = await startRelease(url.toString());
     const headers = { 'x-business-id': release.businessId, 'x-api-key': release.apiKey };
     const reads = await write(release.base, headers);
-    recorded.postgres = { businessId: release.businessId, apiKey: release.apiKey, answers: await record(release.base, headers, reads) };
+    recorded.postgres = {
+      businessId: release.businessId,
+      apiKey: release.apiKey,
+      answers: await record(release.base, headers, reads),
+    };
     await stop(release.child);
     execFileSync('pg_dump', ['--format=custom', '--no-owner', `--file=${join(out, 'postgres.dump')}`, url.toString()]);
   } finally {

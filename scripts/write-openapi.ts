@@ -7,5 +7,4 @@ const text = `${JSON.stringify(await buildOpenapiDocument(), null, 2)}\n`;
 if (process.argv[2]) {
   mkdirSync(dirname(process.argv[2]), { recursive: true });
   writeFileSync(process.argv[2], text);
-}
-else process.stdout.write(text);
+} else process.stdout.write(text);

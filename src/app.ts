@@ -102,7 +102,10 @@ export function loggerOptions(level: string) {
   return {
     level,
     mixin: activeTraceFields,
-    redact: { paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'headers["x-api-key"]'], censor: '[redacted]' },
+    redact: {
+      paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'headers["x-api-key"]'],
+      censor: '[redacted]',
+    },
   };
 }
 
@@ -154,7 +157,11 @@ export async function createApp(deps: AppDeps) {
   registerJsonBody(app, config.bodyLimitBytes);
   registerConnectionHandling(app);
   registerRequestLog(app);
-  const registry = registerMetrics(app, { poolStats: deps.poolStats, processMetrics: deps.processMetrics, token: config.metricsToken });
+  const registry = registerMetrics(app, {
+    poolStats: deps.poolStats,
+    processMetrics: deps.processMetrics,
+    token: config.metricsToken,
+  });
   app.addSchema(ErrorResponse);
   // Before the API's authentication, so that a preflight (which carries no key) is answered.
   await registerCors(app, config.corsOrigins);
@@ -191,13 +198,35 @@ export async function createApp(deps: AppDeps) {
   const orderCache = new RenderCache(config.responseCacheMb * 1024 * 1024);
   const meters = registerServiceMetrics(registry, { longPolls: () => events.waiting, responseCache: orderCache });
   const box = deps.secretBox ?? new SecretBox(config.secretKeys ?? [randomBytes(32)]);
-  const writes = deps.writes ?? createWriteRunner(db, {
-    idempotencyTtlHours: config.idempotencyTtlHours, clock, onEvents: (id, written) => events.notify(id, commitHeads(written)), box, lockWaiting: meters.lockWaiting, lockWait: meters.lockWait,
+  const writes =
+    deps.writes ??
+    createWriteRunner(db, {
+      idempotencyTtlHours: config.idempotencyTtlHours,
+      clock,
+      onEvents: (id, written) => events.notify(id, commitHeads(written)),
+      box,
+      lockWaiting: meters.lockWaiting,
+      lockWait: meters.lockWait,
+    });
+  const worker = createWebhookWorker({
+    db,
+    writes,
+    config: config.webhooks,
+    box,
+    events,
+    clock,
+    log: app.log,
+    registry,
   });
-  const worker = createWebhookWorker({ db, writes, config: config.webhooks, box, events, clock, log: app.log, registry });
   registerWebhookGauges(registry, db, clock);
   const importer = createImportWorker({
-    db, writes, clock, concurrency: config.imports.concurrency, leaseMs: config.imports.leaseMs, log: app.log, lines: meters.importLines,
+    db,
+    writes,
+    clock,
+    concurrency: config.imports.concurrency,
+    leaseMs: config.imports.leaseMs,
+    log: app.log,
+    lines: meters.importLines,
   });
   // Long polls answer at once when the server stops, rather than hold the shutdown.
   app.addHook('preClose', async () => events.close());
@@ -210,51 +239,76 @@ export async function createApp(deps: AppDeps) {
     orderCache,
     cursors: new Cursors(box),
   };
-  await app.register(async (api) => {
-    // A refusal is noted in the audit trail after the answer is on its way; a failure to note it is only logged.
-    const refused = (r: Refusal) => {
-      recordRefusal(db, r, new Date(clock()).toISOString()).catch((err) => app.log.warn({ err }, 'audit: a refusal was not recorded'));
-    };
-    await api.register(apiKeyAuth, { authenticator, rateLimiter, bucket, refused });
-    // The API's own 404 handler, so that its hooks (authentication first) run for unknown paths too.
-    api.setNotFoundHandler(answerNotFound);
-    await itemRoutes(api, routeDeps);
-    await buyerRoutes(api, routeDeps);
-    await pricingRoutes(api, routeDeps);
-    await orderRoutes(api, routeDeps);
-    await invoiceRoutes(api, routeDeps);
-    await eventRoutes(api, routeDeps);
-    await auditRoutes(api, routeDeps);
-    // In a scope of its own: the NDJSON body parser is the import route's alone.
-    await api.register(async (scope) => importRoutes(scope, { ...routeDeps, clock, maxBytes: config.imports.maxBytes, kick: importer.kick }));
-    await webhookRoutes(api, {
-      ...routeDeps, clock, kick: worker.kick, webhooks: { box, allowPrivateNetworks: config.webhooks.allowPrivateNetworks },
-    });
-  }, { prefix: '/api/v1' });
+  await app.register(
+    async (api) => {
+      // A refusal is noted in the audit trail after the answer is on its way; a failure to note it is only logged.
+      const refused = (r: Refusal) => {
+        recordRefusal(db, r, new Date(clock()).toISOString()).catch((err) =>
+          app.log.warn({ err }, 'audit: a refusal was not recorded'),
+        );
+      };
+      await api.register(apiKeyAuth, { authenticator, rateLimiter, bucket, refused });
+      // The API's own 404 handler, so that its hooks (authentication first) run for unknown paths too.
+      api.setNotFoundHandler(answerNotFound);
+      await itemRoutes(api, routeDeps);
+      await buyerRoutes(api, routeDeps);
+      await pricingRoutes(api, routeDeps);
+      await orderRoutes(api, routeDeps);
+      await invoiceRoutes(api, routeDeps);
+      await eventRoutes(api, routeDeps);
+      await auditRoutes(api, routeDeps);
+      // In a scope of its own: the NDJSON body parser is the import route's alone.
+      await api.register(async (scope) =>
+        importRoutes(scope, { ...routeDeps, clock, maxBytes: config.imports.maxBytes, kick: importer.kick }),
+      );
+      await webhookRoutes(api, {
+        ...routeDeps,
+        clock,
+        kick: worker.kick,
+        webhooks: { box, allowPrivateNetworks: config.webhooks.allowPrivateNetworks },
+      });
+    },
+    { prefix: '/api/v1' },
+  );
 
   // The supplier console: its own scope, with session cookies instead of API keys.
-  await app.register(async (scope) => consoleRoutes(scope, {
-    db, writes, clock, buckets: deps.buckets ?? memoryBuckets(clock), secureCookie: config.consoleCookieSecure, kickWebhooks: worker.kick,
-    webhooks: { box, allowPrivateNetworks: config.webhooks.allowPrivateNetworks },
-  }));
+  await app.register(async (scope) =>
+    consoleRoutes(scope, {
+      db,
+      writes,
+      clock,
+      buckets: deps.buckets ?? memoryBuckets(clock),
+      secureCookie: config.consoleCookieSecure,
+      kickWebhooks: worker.kick,
+      webhooks: { box, allowPrivateNetworks: config.webhooks.allowPrivateNetworks },
+    }),
+  );
 
   // Background jobs: started when the app is ready, stopped (and awaited) when it closes.
   const jobs = createJobs(app.log);
-  jobs.add({ name: 'idempotency-purge', everyMs: 10 * 60_000, run: () => purgeExpiredIdempotencyKeys(db, new Date(clock())) });
   jobs.add({
-    name: 'event-retention', everyMs: 60 * 60_000,
+    name: 'idempotency-purge',
+    everyMs: 10 * 60_000,
+    run: () => purgeExpiredIdempotencyKeys(db, new Date(clock())),
+  });
+  jobs.add({
+    name: 'event-retention',
+    everyMs: 60 * 60_000,
     run: () => purgeEventsBefore(db, new Date(clock() - config.eventRetentionDays * 86_400_000).toISOString()),
   });
   jobs.add({
-    name: 'webhook-log-retention', everyMs: 60 * 60_000,
+    name: 'webhook-log-retention',
+    everyMs: 60 * 60_000,
     run: () => purgeDeliveriesBefore(db, new Date(clock() - DELIVERY_LOG_DAYS * 86_400_000).toISOString()),
   });
   jobs.add({
-    name: 'audit-retention', everyMs: 60 * 60_000,
+    name: 'audit-retention',
+    everyMs: 60 * 60_000,
     run: () => purgeAuditEventsBefore(db, new Date(clock() - AUDIT_RETENTION_DAYS * 86_400_000).toISOString()),
   });
   jobs.add({
-    name: 'import-retention', everyMs: 60 * 60_000,
+    name: 'import-retention',
+    everyMs: 60 * 60_000,
     run: () => purgeImportsBefore(db, new Date(clock() - IMPORT_RETENTION_DAYS * 86_400_000).toISOString(), clock()),
   });
   app.addHook('onReady', async () => {
@@ -262,7 +316,9 @@ export async function createApp(deps: AppDeps) {
     if (config.webhooks.workers) worker.start();
     importer.start();
   });
-  app.addHook('preClose', async () => { await Promise.all([worker.stop(), importer.stop()]); });
+  app.addHook('preClose', async () => {
+    await Promise.all([worker.stop(), importer.stop()]);
+  });
   app.addHook('onClose', async () => jobs.stop());
 
   return app;

@@ -25,7 +25,11 @@ async function asCliError<T>(work: () => Promise<T>): Promise<T> {
     return await work();
   } catch (error) {
     if (error instanceof ApiError) {
-      const fields = error.fieldErrors ? Object.entries(error.fieldErrors).map(([k, v]) => `${k}: ${v}`).join('; ') : '';
+      const fields = error.fieldErrors
+        ? Object.entries(error.fieldErrors)
+            .map(([k, v]) => `${k}: ${v}`)
+            .join('; ')
+        : '';
       throw new CliError(fields ? `${error.message} (${fields})` : error.message);
     }
     throw error;
@@ -57,7 +61,13 @@ interface Command {
   positional?: string;
   /** `applied` lists the migrations that ran just before this command. */
   /** Resolves to the exit code when it is not 0 (an import with failed lines). */
-  run?(handle: DatabaseHandle & { writes: WriteRunner }, values: Values, applied: string[], positionals: string[]): Promise<void | number>;
+  run?(
+    handle: DatabaseHandle & { writes: WriteRunner },
+    values: Values,
+    applied: string[],
+    positionals: string[],
+    // biome-ignore lint/suspicious/noConfusingVoidType: most commands return nothing; a number is an exit code
+  ): Promise<void | number>;
   /**
    * A command that must see the database as it is, without opening or migrating it (a backup taken
    * before an upgrade): given DATABASE_URL and the positional argument.
@@ -87,8 +97,9 @@ const commands: Record<string, Command> = {
     },
   },
   'key create': {
-    usage: 'key create --business ID [--scopes S] [--allow CIDRS] [--json]   add an API key to a business; --scopes orders:write,items:read '
-      + 'limits what it may do (default: every scope), --allow 203.0.113.0/24,2001:db8::/32 where from (default: anywhere)',
+    usage:
+      'key create --business ID [--scopes S] [--allow CIDRS] [--json]   add an API key to a business; --scopes orders:write,items:read ' +
+      'limits what it may do (default: every scope), --allow 203.0.113.0/24,2001:db8::/32 where from (default: anywhere)',
     options: { business: { type: 'string' }, scopes: { type: 'string' }, allow: { type: 'string' }, ...json },
     required: ['business'],
     async run({ db, writes }, values) {
@@ -98,15 +109,15 @@ const commands: Record<string, Command> = {
       const key = await writes.run({ businessId, actor: CLI }, (ctx) => createApiKey(ctx, { scopes, allowedCidrs }));
       if (values.json) return printJson({ businessId, keyId: key.keyId, apiKey: key.apiKey, scopes, allowedCidrs });
       printLines(
-        `Created key ${key.keyId} for business ${businessId}${scopes ? ` with the scopes ${scopes.join(',')}` : ' with every scope'}`
-          + `${allowedCidrs ? `, usable from ${allowedCidrs.join(',')} only` : ''}.`,
+        `Created key ${key.keyId} for business ${businessId}${scopes ? ` with the scopes ${scopes.join(',')}` : ' with every scope'}` +
+          `${allowedCidrs ? `, usable from ${allowedCidrs.join(',')} only` : ''}.`,
         'The API key is shown only this once; store it now:',
         `  X-API-Key: ${key.apiKey}`,
       );
     },
   },
   'key list': {
-    usage: 'key list --business ID [--json]        list a business\'s API keys (never the keys themselves)',
+    usage: "key list --business ID [--json]        list a business's API keys (never the keys themselves)",
     options: { business: { type: 'string' }, ...json },
     required: ['business'],
     async run({ db }, values) {
@@ -117,24 +128,36 @@ const commands: Record<string, Command> = {
       printTable(
         ['ID', 'PREFIX', 'SCOPES', 'ALLOWED FROM', 'CREATED', 'LAST USED', 'EXPIRES', 'REVOKED'],
         keys.map((k) => [
-          k.id, k.prefix, k.scopes ? k.scopes.join(',') : 'all', k.allowedCidrs ? k.allowedCidrs.join(',') : 'anywhere',
-          k.createdAt, k.lastUsedAt ?? '-', k.expiresAt ?? '-', k.revokedAt ?? '-',
+          k.id,
+          k.prefix,
+          k.scopes ? k.scopes.join(',') : 'all',
+          k.allowedCidrs ? k.allowedCidrs.join(',') : 'anywhere',
+          k.createdAt,
+          k.lastUsedAt ?? '-',
+          k.expiresAt ?? '-',
+          k.revokedAt ?? '-',
         ]),
       );
     },
   },
   'key allow': {
-    usage: 'key allow --key-id ID (--cidrs CIDRS | --anywhere)   where a key may be used from: 203.0.113.0/24,2001:db8::/32, or anywhere',
+    usage:
+      'key allow --key-id ID (--cidrs CIDRS | --anywhere)   where a key may be used from: 203.0.113.0/24,2001:db8::/32, or anywhere',
     options: { 'key-id': { type: 'string' }, cidrs: { type: 'string' }, anywhere: { type: 'boolean' } },
     required: ['key-id'],
     async run({ db, writes }, values) {
-      if ((values.cidrs === undefined) === (values.anywhere === undefined)) throw new UsageError('Give either --cidrs or --anywhere');
+      if ((values.cidrs === undefined) === (values.anywhere === undefined))
+        throw new UsageError('Give either --cidrs or --anywhere');
       const cidrs = values.cidrs === undefined ? null : usage(() => parseCidrs(String(values.cidrs)));
       const keyId = String(values['key-id']);
       const businessId = await findKeyBusiness(db, keyId);
-      const set = businessId !== undefined && await writes.run({ businessId, actor: CLI }, (ctx) => setKeyAllowlist(ctx, keyId, cidrs));
+      const set =
+        businessId !== undefined &&
+        (await writes.run({ businessId, actor: CLI }, (ctx) => setKeyAllowlist(ctx, keyId, cidrs)));
       if (!set) throw new CliError(`Key ${keyId} not found, or revoked`);
-      printLines(`Key ${keyId} may be used from ${cidrs ? cidrs.join(',') : 'anywhere'}. Every instance holds this within 5 seconds.`);
+      printLines(
+        `Key ${keyId} may be used from ${cidrs ? cidrs.join(',') : 'anywhere'}. Every instance holds this within 5 seconds.`,
+      );
     },
   },
   'key check': {
@@ -144,10 +167,15 @@ const commands: Record<string, Command> = {
     positional: 'KEY',
     async alone(_databaseUrl, [key]) {
       const format = keyFormat(key);
-      if (format === 'malformed') throw new CliError(`Malformed: ${MALFORMED_KEY_HINT.replace(/^The X-API-Key is malformed \(a typo\?\): /, '')}.`);
-      printLines(format === 'current'
-        ? 'Well formed: an sl_live_ key whose checksum is right. Whether it is live, only the service can say.'
-        : 'Well formed: a key of the format before 2026-11-28 (32 hex characters), which keeps working.');
+      if (format === 'malformed')
+        throw new CliError(
+          `Malformed: ${MALFORMED_KEY_HINT.replace(/^The X-API-Key is malformed \(a typo\?\): /, '')}.`,
+        );
+      printLines(
+        format === 'current'
+          ? 'Well formed: an sl_live_ key whose checksum is right. Whether it is live, only the service can say.'
+          : 'Well formed: a key of the format before 2026-11-28 (32 hex characters), which keeps working.',
+      );
     },
   },
   'key revoke': {
@@ -157,20 +185,30 @@ const commands: Record<string, Command> = {
     async run({ db, writes }, values) {
       const keyId = String(values['key-id']);
       const businessId = await findKeyBusiness(db, keyId);
-      const revoked = businessId !== undefined && await writes.run({ businessId, actor: CLI }, (ctx) => revokeApiKey(ctx, keyId));
+      const revoked =
+        businessId !== undefined && (await writes.run({ businessId, actor: CLI }, (ctx) => revokeApiKey(ctx, keyId)));
       if (!revoked) throw new CliError(`Key ${keyId} not found`);
       // Instances cache verified keys briefly (config.authCacheMs), so say when it really stops working.
       printLines(`Revoked key ${keyId}. Revocation takes effect on every instance within 5 seconds.`);
     },
   },
   'user create': {
-    usage: 'user create --business ID --email E --name N --role owner|admin|viewer [--json]   add a console user; prints its password once',
-    options: { business: { type: 'string' }, email: { type: 'string' }, name: { type: 'string' }, role: { type: 'string' }, ...json },
+    usage:
+      'user create --business ID --email E --name N --role owner|admin|viewer [--json]   add a console user; prints its password once',
+    options: {
+      business: { type: 'string' },
+      email: { type: 'string' },
+      name: { type: 'string' },
+      role: { type: 'string' },
+      ...json,
+    },
     required: ['business', 'email', 'name', 'role'],
     async run({ db, writes }, values) {
       const businessId = await requireBusiness(db, String(values.business));
       const input = { email: String(values.email), name: String(values.name), role: String(values.role) as Role };
-      const { user, password } = await asCliError(() => writes.run({ businessId, actor: CLI }, (ctx) => createUser(ctx, input)));
+      const { user, password } = await asCliError(() =>
+        writes.run({ businessId, actor: CLI }, (ctx) => createUser(ctx, input)),
+      );
       if (values.json) return printJson({ ...user, password });
       printLines(
         `Created ${user.role} ${user.email} (${user.id}) in business ${businessId}.`,
@@ -181,7 +219,7 @@ const commands: Record<string, Command> = {
     },
   },
   'user list': {
-    usage: 'user list --business ID [--json]       list a business\'s console users',
+    usage: "user list --business ID [--json]       list a business's console users",
     options: { business: { type: 'string' }, ...json },
     required: ['business'],
     async run({ db }, values) {
@@ -189,7 +227,10 @@ const commands: Record<string, Command> = {
       const users = await listUsers(db, businessId);
       if (values.json) return printJson(users);
       if (users.length === 0) return printLines(`Business ${businessId} has no console users.`);
-      printTable(['ID', 'EMAIL', 'NAME', 'ROLE', 'STATUS'], users.map((u) => [u.id, u.email, u.name, u.role, u.status]));
+      printTable(
+        ['ID', 'EMAIL', 'NAME', 'ROLE', 'STATUS'],
+        users.map((u) => [u.id, u.email, u.name, u.role, u.status]),
+      );
     },
   },
   'user disable': {
@@ -199,25 +240,33 @@ const commands: Record<string, Command> = {
     async run({ db, writes }, values) {
       const businessId = await requireBusiness(db, String(values.business));
       const id = String(values['user-id']);
-      await asCliError(() => writes.run({ businessId, actor: CLI }, (ctx) => updateUser(ctx, id, { status: 'disabled' })));
+      await asCliError(() =>
+        writes.run({ businessId, actor: CLI }, (ctx) => updateUser(ctx, id, { status: 'disabled' })),
+      );
       printLines(`Disabled user ${id}; their sessions have ended.`);
     },
   },
   'projections rebuild': {
-    usage: 'projections rebuild --business ID      rebuild the derived order tables (counts, property index) of a business',
+    usage:
+      'projections rebuild --business ID      rebuild the derived order tables (counts, property index) of a business',
     options: { business: { type: 'string' } },
     required: ['business'],
     async run({ db, writes }, values) {
       const businessId = await requireBusiness(db, String(values.business));
       const started = performance.now();
-      await writes.run({ businessId, actor: CLI }, (ctx) => rebuildOrderProjections(ctx.trx, businessId, (done) => {
-        if (done % 50_000 === 0) process.stderr.write(`${done.toLocaleString('en')} live orders indexed\n`);
-      }));
-      printLines(`Rebuilt the order projections of ${businessId} in ${((performance.now() - started) / 1000).toFixed(1)} s.`);
+      await writes.run({ businessId, actor: CLI }, (ctx) =>
+        rebuildOrderProjections(ctx.trx, businessId, (done) => {
+          if (done % 50_000 === 0) process.stderr.write(`${done.toLocaleString('en')} live orders indexed\n`);
+        }),
+      );
+      printLines(
+        `Rebuilt the order projections of ${businessId} in ${((performance.now() - started) / 1000).toFixed(1)} s.`,
+      );
     },
   },
   'events tail': {
-    usage: 'events tail --business ID [--after N] [--once] [--json]  print the business\'s events and follow new ones (Ctrl-C stops)',
+    usage:
+      "events tail --business ID [--after N] [--once] [--json]  print the business's events and follow new ones (Ctrl-C stops)",
     options: { business: { type: 'string' }, after: { type: 'string' }, once: { type: 'boolean' }, ...json },
     required: ['business'],
     async run({ db }, values) {
@@ -226,13 +275,20 @@ const commands: Record<string, Command> = {
       if (!/^\d{1,15}$/.test(text)) throw new UsageError('--after must be a whole number');
       let after = Number(text);
       let stop = false;
-      process.once('SIGINT', () => { stop = true; });
-      process.once('SIGTERM', () => { stop = true; });
+      process.once('SIGINT', () => {
+        stop = true;
+      });
+      process.once('SIGTERM', () => {
+        stop = true;
+      });
       while (!stop) {
         const page = await listEvents(db, businessId, { after, limit: 500 });
         for (const e of page.items) {
-          process.stdout.write(values.json ? `${JSON.stringify(e)}\n`
-            : `${e.sequence}\t${e.occurredAt}\t${e.type}\t${e.resourceId}\t${e.actor.type}:${e.actor.id}\n`);
+          process.stdout.write(
+            values.json
+              ? `${JSON.stringify(e)}\n`
+              : `${e.sequence}\t${e.occurredAt}\t${e.type}\t${e.resourceId}\t${e.actor.type}:${e.actor.id}\n`,
+          );
         }
         after = page.lastSequence;
         if (page.hasMore) continue;
@@ -243,33 +299,50 @@ const commands: Record<string, Command> = {
     },
   },
   demo: {
-    usage: 'demo [--orders N] [--items M] [--buyers K] [--json]  create a business full of demo data (default 300 orders, 40 items, 20 buyers)',
+    usage:
+      'demo [--orders N] [--items M] [--buyers K] [--json]  create a business full of demo data (default 300 orders, 40 items, 20 buyers)',
     options: DEMO_OPTIONS,
     required: [],
     run: ({ db }, values) => runDemoCommand(db, values, (message) => new UsageError(message)),
   },
   import: {
-    usage: 'import FILE --business ID [--dry-run] [--stop-on-error]   apply an NDJSON import file (README, "Bulk import"), with progress',
+    usage:
+      'import FILE --business ID [--dry-run] [--stop-on-error]   apply an NDJSON import file (README, "Bulk import"), with progress',
     options: { business: { type: 'string' }, 'dry-run': { type: 'boolean' }, 'stop-on-error': { type: 'boolean' } },
     required: ['business'],
     positional: 'FILE',
     async run({ db, writes }, values, _applied, [file]) {
       const businessId = await requireBusiness(db, String(values.business));
       const { imports } = loadConfig(process.env);
-      const ok = await asCliError(() => runImportCommand(db, writes, {
-        businessId, file, dryRun: values['dry-run'] === true, stopOnError: values['stop-on-error'] === true, maxBytes: imports.maxBytes, leaseMs: imports.leaseMs,
-      }, printLines));
+      const ok = await asCliError(() =>
+        runImportCommand(
+          db,
+          writes,
+          {
+            businessId,
+            file,
+            dryRun: values['dry-run'] === true,
+            stopOnError: values['stop-on-error'] === true,
+            maxBytes: imports.maxBytes,
+            leaseMs: imports.leaseMs,
+          },
+          printLines,
+        ),
+      );
       return ok ? 0 : 1;
     },
   },
   backup: {
-    usage: 'backup FILE                            an online backup of a SQLite database to FILE (PostgreSQL: pg_dump, docs/operations.md)',
+    usage:
+      'backup FILE                            an online backup of a SQLite database to FILE (PostgreSQL: pg_dump, docs/operations.md)',
     options: {},
     required: [],
     positional: 'FILE',
     async alone(describe, [file]) {
       if (!describe.startsWith('sqlite:')) {
-        throw new CliError('backup copies SQLite databases; for PostgreSQL use pg_dump --format=custom (docs/operations.md, "Backups")');
+        throw new CliError(
+          'backup copies SQLite databases; for PostgreSQL use pg_dump --format=custom (docs/operations.md, "Backups")',
+        );
       }
       const started = Date.now();
       let shown = -1;
@@ -282,8 +355,10 @@ const commands: Record<string, Command> = {
       const { pages } = await backupSqlite(describe.slice('sqlite:'.length), file, progress);
       // A small database is copied in one step, which reports nothing.
       if (shown < 100) progress(pages, pages);
-      printLines(`Backed up ${describe} to ${file} (${pages.toLocaleString('en')} pages, ${((Date.now() - started) / 1000).toFixed(1)} s).`,
-        `Restore: stop the servers, copy ${file} over the database file (and remove its -wal and -shm files), start them.`);
+      printLines(
+        `Backed up ${describe} to ${file} (${pages.toLocaleString('en')} pages, ${((Date.now() - started) / 1000).toFixed(1)} s).`,
+        `Restore: stop the servers, copy ${file} over the database file (and remove its -wal and -shm files), start them.`,
+      );
     },
   },
   migrate: {
@@ -325,7 +400,11 @@ function printLines(...lines: string[]): void {
 
 function printTable(header: string[], rows: string[][]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const format = (row: string[]) => row.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd();
+  const format = (row: string[]) =>
+    row
+      .map((cell, i) => cell.padEnd(widths[i]))
+      .join('  ')
+      .trimEnd();
   printLines(format(header), ...rows.map(format));
 }
 
@@ -347,13 +426,15 @@ function parseCommand(argv: string[]): { command: Command; values: Values; posit
     }));
   } catch (error) {
     // parseArgs reports bad flags as TypeErrors with ERR_PARSE_ARGS_* codes; anything else is a bug.
-    if (String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')) throw new UsageError((error as Error).message);
+    if (String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS'))
+      throw new UsageError((error as Error).message);
     throw error;
   }
   if (values.help) return 'help';
   const missing = command.required.filter((option) => values[option] === undefined);
   if (missing.length > 0) throw new UsageError(`'${name}' needs ${missing.map((o) => `--${o}`).join(' and ')}`);
-  if (command.positional !== undefined && positionals.length !== 1) throw new UsageError(`'${name}' needs one ${command.positional}`);
+  if (command.positional !== undefined && positionals.length !== 1)
+    throw new UsageError(`'${name}' needs one ${command.positional}`);
   return { command, values, positionals };
 }
 
@@ -375,7 +456,12 @@ async function runCli(argv: string[], env: Record<string, string | undefined> = 
     }
     handle = createDatabase(databaseUrl, { prepare: pgPreparedStatements });
     const applied = await migrateToLatest(handle.db, handle.dialect);
-    const code = await parsed.command.run!({ ...handle, writes: createWriteRunner(handle.db) }, parsed.values, applied, parsed.positionals);
+    const code = await parsed.command.run!(
+      { ...handle, writes: createWriteRunner(handle.db) },
+      parsed.values,
+      applied,
+      parsed.positionals,
+    );
     return code ?? 0;
   } catch (error) {
     if (error instanceof UsageError) {
@@ -386,7 +472,9 @@ async function runCli(argv: string[], env: Record<string, string | undefined> = 
     // Unexpected errors (an unreachable database, say) are reported the same way: operators need
     // the message, and a stack trace would only bury it.
     const message = error instanceof Error ? error.message || error.name : String(error);
-    process.stderr.write(`${prefix}: ${message}${error instanceof CliError || error instanceof ConfigError ? '' : formatCause(error)}\n`);
+    process.stderr.write(
+      `${prefix}: ${message}${error instanceof CliError || error instanceof ConfigError ? '' : formatCause(error)}\n`,
+    );
     return 1;
   } finally {
     await handle?.close().catch(() => {});

@@ -89,19 +89,35 @@ function trustProxy(raw: string | undefined): string[] | null {
   try {
     return parseCidrs(raw);
   } catch (error) {
-    throw new ConfigError(`TRUST_PROXY must name the proxies' addresses or CIDRs, comma-separated: ${(error as Error).message}`);
+    throw new ConfigError(
+      `TRUST_PROXY must name the proxies' addresses or CIDRs, comma-separated: ${(error as Error).message}`,
+    );
   }
 }
 
 /** Exact origins only (scheme, host, port): never `*`, `null` or a path, so an origin is allowed only by name. */
 function corsOrigins(raw: string | undefined): readonly string[] | null {
   if (raw === undefined || raw.trim() === '') return null;
-  const origins = raw.split(',').map((o) => o.trim()).filter(Boolean);
+  const origins = raw
+    .split(',')
+    .map((o) => o.trim())
+    .filter(Boolean);
   for (const origin of origins) {
     let parsed: URL | null = null;
-    try { parsed = new URL(origin); } catch { /* reported below */ }
-    if (!parsed || !['http:', 'https:'].includes(parsed.protocol) || parsed.origin !== origin || parsed.hostname.includes('*')) {
-      throw new ConfigError(`CORS_ORIGINS must list exact origins such as https://app.example.com, comma-separated (no *, path or trailing slash): got '${origin}'`);
+    try {
+      parsed = new URL(origin);
+    } catch {
+      /* reported below */
+    }
+    if (
+      !parsed ||
+      !['http:', 'https:'].includes(parsed.protocol) ||
+      parsed.origin !== origin ||
+      parsed.hostname.includes('*')
+    ) {
+      throw new ConfigError(
+        `CORS_ORIGINS must list exact origins such as https://app.example.com, comma-separated (no *, path or trailing slash): got '${origin}'`,
+      );
     }
   }
   return Object.freeze(origins);
@@ -111,7 +127,9 @@ function retrySchedule(raw: string | undefined): number[] {
   if (raw === undefined || raw.trim() === '') return DEFAULT_RETRY_SCHEDULE;
   const parts = raw.split(',').map((p) => p.trim());
   if (parts.length > 50 || !parts.every((p) => /^\d{1,6}$/.test(p) && Number(p) <= 7 * 86_400)) {
-    throw new ConfigError(`WEBHOOK_RETRY_SCHEDULE must be 1 to 50 comma-separated delays in seconds (each at most 604800), got '${raw}'`);
+    throw new ConfigError(
+      `WEBHOOK_RETRY_SCHEDULE must be 1 to 50 comma-separated delays in seconds (each at most 604800), got '${raw}'`,
+    );
   }
   return parts.map(Number);
 }
@@ -119,7 +137,10 @@ function retrySchedule(raw: string | undefined): number[] {
 function secretKeys(raw: string | undefined): Buffer[] | null {
   if (raw === undefined || raw.trim() === '') return null;
   const keys = parseSecretKeys(raw);
-  if (!keys) throw new ConfigError('SECRET_KEY must be base64 of 32 random bytes (several comma-separated to rotate; the first encrypts), for example the output of: openssl rand -base64 32');
+  if (!keys)
+    throw new ConfigError(
+      'SECRET_KEY must be base64 of 32 random bytes (several comma-separated to rotate; the first encrypts), for example the output of: openssl rand -base64 32',
+    );
   return keys;
 }
 
@@ -149,14 +170,17 @@ function flag(env: Env, name: string, fallback: boolean): boolean {
 function databaseUrl(raw: string | undefined): string {
   const url = raw === undefined || raw === '' ? 'sqlite:./data/supplyline.db' : raw;
   if (!/^(sqlite:.+|postgres(ql)?:\/\/.+)$/.test(url)) {
-    throw new ConfigError(`DATABASE_URL must be sqlite:PATH or postgres://..., got '${url.replace(/:[^:@/]*@/, ':***@')}'`);
+    throw new ConfigError(
+      `DATABASE_URL must be sqlite:PATH or postgres://..., got '${url.replace(/:[^:@/]*@/, ':***@')}'`,
+    );
   }
   return url;
 }
 
 function metricsToken(raw: string | undefined): string | null {
   if (raw === undefined || raw === '') return null;
-  if (raw.length < 16 || !/^[\x21-\x7e]+$/.test(raw)) throw new ConfigError('METRICS_TOKEN must be at least 16 printable characters without spaces');
+  if (raw.length < 16 || !/^[\x21-\x7e]+$/.test(raw))
+    throw new ConfigError('METRICS_TOKEN must be at least 16 printable characters without spaces');
   return raw;
 }
 
@@ -173,7 +197,9 @@ export function loadConfig(env: Env = process.env): Config {
   const headersTimeoutMs = integer(env, 'HEADERS_TIMEOUT_MS', 10_000, 1000, 600_000);
   const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', 15_000, 1000, 600_000);
   if (headersTimeoutMs > requestTimeoutMs) {
-    throw new ConfigError(`HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not be larger than REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+    throw new ConfigError(
+      `HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not be larger than REQUEST_TIMEOUT_MS (${requestTimeoutMs})`,
+    );
   }
   return Object.freeze({
     port: integer(env, 'PORT', 3000, 0, 65535),

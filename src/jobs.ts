@@ -30,7 +30,13 @@ export function createJobs(log: JobLog): Jobs {
   const tick = (job: Job) => {
     // A run still going when the next is due is not started twice.
     if (running.has(job.name)) return;
-    const run = job.run().then(() => {}, (err) => log.warn({ err, job: job.name }, `background job ${job.name} failed; it runs again in ${job.everyMs} ms`))
+    const run = job
+      .run()
+      .then(
+        () => {},
+        (err) =>
+          log.warn({ err, job: job.name }, `background job ${job.name} failed; it runs again in ${job.everyMs} ms`),
+      )
       .finally(() => running.delete(job.name));
     running.set(job.name, run);
   };

@@ -6,22 +6,47 @@ import { ConfigError, type Config } from './config.ts';
 import { newSecretKey, parseSecretKeys, SecretBox } from './lib/secret-box.ts';
 import { createDatabase, type DatabaseHandle } from './db/connection.ts';
 import { migrateToLatest } from './db/migrate.ts';
-import { bucketConnection, memoryBuckets, MemoryRateLimiter, RedisRateLimiter, redisBuckets, type Buckets, type RateLimiter } from './http/rate-limit.ts';
+import {
+  bucketConnection,
+  memoryBuckets,
+  MemoryRateLimiter,
+  RedisRateLimiter,
+  redisBuckets,
+  type Buckets,
+  type RateLimiter,
+} from './http/rate-limit.ts';
 
 /**
  * The stores behind rate limits, on one Redis connection when REDIS_URL is set (shared by every
  * instance), else in memory: the API's buckets (none when RATE_LIMIT_RPS=0) and the console's
  * sign-in and password throttles (always on).
  */
-export function createRateLimits(config: Config, onError: (error: unknown) => void = () => {}): { api: RateLimiter | null; buckets: Buckets; close(): Promise<void> } {
+export function createRateLimits(
+  config: Config,
+  onError: (error: unknown) => void = () => {},
+): { api: RateLimiter | null; buckets: Buckets; close(): Promise<void> } {
   const redis = config.redisUrl ? bucketConnection(config.redisUrl, onError) : null;
   const settings = { ratePerSecond: config.rateLimitRps, burst: config.rateLimitBurst };
-  const api = config.rateLimitRps === 0 ? null : redis ? new RedisRateLimiter(redis, settings, { onError }) : new MemoryRateLimiter(settings);
-  return { api, buckets: redis ? redisBuckets(redis, onError) : memoryBuckets(), close: async () => { redis?.disconnect(); } };
+  const api =
+    config.rateLimitRps === 0
+      ? null
+      : redis
+        ? new RedisRateLimiter(redis, settings, { onError })
+        : new MemoryRateLimiter(settings);
+  return {
+    api,
+    buckets: redis ? redisBuckets(redis, onError) : memoryBuckets(),
+    close: async () => {
+      redis?.disconnect();
+    },
+  };
 }
 
 /** Opens the database from config and brings its schema up to date. */
-export async function openDatabase(config: Config, options: Parameters<typeof createDatabase>[1] = {}): Promise<DatabaseHandle> {
+export async function openDatabase(
+  config: Config,
+  options: Parameters<typeof createDatabase>[1] = {},
+): Promise<DatabaseHandle> {
   const handle = createDatabase(config.databaseUrl, { prepare: config.pgPreparedStatements, ...options });
   try {
     await migrateToLatest(handle.db, handle.dialect);
@@ -40,7 +65,9 @@ export async function openDatabase(config: Config, options: Parameters<typeof cr
  */
 export function resolveSecretBox(config: Config): { box: SecretBox; source: string } {
   if (config.secretKeys) return { box: new SecretBox(config.secretKeys), source: 'SECRET_KEY' };
-  const dir = config.databaseUrl.startsWith('sqlite:') ? dirname(resolve(config.databaseUrl.slice('sqlite:'.length))) : resolve('data');
+  const dir = config.databaseUrl.startsWith('sqlite:')
+    ? dirname(resolve(config.databaseUrl.slice('sqlite:'.length)))
+    : resolve('data');
   const file = join(dir, 'secret.key');
   mkdirSync(dir, { recursive: true });
   // Written whole to a file of this process's own, then linked into place: `link` fails when the

@@ -34,7 +34,10 @@ async function main() {
   applyHeapGrowth(config.heapGrowingPercent);
   // SQLite: the WAL is checkpointed off the request path (src/db/sqlite-checkpointer.ts).
   const handle = await openDatabase(config, {
-    backgroundCheckpoints: { onError: (error) => console.error(`SQLite checkpoint thread stopped (${error.message}): the main connection checkpoints again`) },
+    backgroundCheckpoints: {
+      onError: (error) =>
+        console.error(`SQLite checkpoint thread stopped (${error.message}): the main connection checkpoints again`),
+    },
   });
   const { db } = handle;
   // Registered, so that a later release's migration that cannot run beside this one waits for it to stop.
@@ -43,14 +46,31 @@ async function main() {
     registration.heartbeat().catch((error) => console.error(`instance heartbeat failed: ${(error as Error).message}`));
   }, HEARTBEAT_MS).unref();
   const logger = loggerOptions(config.logLevel);
-  const limits = createRateLimits(config, (error) => console.error(`rate limit store error: ${(error as Error).message}`));
+  const limits = createRateLimits(config, (error) =>
+    console.error(`rate limit store error: ${(error as Error).message}`),
+  );
   // Long polls wake on commits made through any instance: PostgreSQL tells every listener.
   const events = new EventBus();
-  const listener = listenIfShared(handle.dialect, config.listenDatabaseUrl, EVENTS_CHANNEL, (payload) => events.hear(payload), () => events.wakeAll());
+  const listener = listenIfShared(
+    handle.dialect,
+    config.listenDatabaseUrl,
+    EVENTS_CHANNEL,
+    (payload) => events.hear(payload),
+    () => events.wakeAll(),
+  );
   const { box: secretBox } = resolveSecretBox(config);
   let closing = false;
   const app = await createApp({
-    db, config, rateLimiter: limits.api, buckets: limits.buckets, logger, poolStats: handle.poolStats, processMetrics: true, events, secretBox, lifecycle: { draining: () => closing },
+    db,
+    config,
+    rateLimiter: limits.api,
+    buckets: limits.buckets,
+    logger,
+    poolStats: handle.poolStats,
+    processMetrics: true,
+    events,
+    secretBox,
+    lifecycle: { draining: () => closing },
   });
 
   // Handlers go in before listening, so a signal that arrives right after start is still graceful.
@@ -60,7 +80,9 @@ async function main() {
     // the load balancer stops sending it requests before it stops taking them.
     closing = true;
     if (signal === 'SIGTERM' && config.shutdownDrainMs > 0) {
-      console.log(`SIGTERM received: /readyz fails; serving ${config.shutdownDrainMs} ms more while the load balancer drains this instance`);
+      console.log(
+        `SIGTERM received: /readyz fails; serving ${config.shutdownDrainMs} ms more while the load balancer drains this instance`,
+      );
       await new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs));
     }
     console.log(`${signal} received: finishing in-flight requests, then closing the database`);
@@ -81,7 +103,11 @@ async function main() {
       await limits.close();
       await handle.close();
       // Spans still buffered for the collector (src/telemetry): none without tracing.
-      await flushTraces().catch((error) => console.error(`traces were not sent: ${(error as Error | undefined)?.message ?? 'the collector did not take them'}`));
+      await flushTraces().catch((error) =>
+        console.error(
+          `traces were not sent: ${(error as Error | undefined)?.message ?? 'the collector did not take them'}`,
+        ),
+      );
       process.exit(0);
     } catch (error) {
       console.error(`shutdown failed: ${(error as Error).message}`);
@@ -100,23 +126,24 @@ async function main() {
   const demoOwner = seeded?.owner;
   const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   if (demo) {
-    console.log([
-      '',
-      'Created a demo business. The API key is shown only this once:',
-      `  X-Business-Id: ${demo.businessId}`,
-      `  X-API-Key:     ${demo.apiKey}`,
-      '',
-      'Try it:',
-      `  curl -s ${base}/api/v1/items -H 'X-Business-Id: ${demo.businessId}' -H 'X-API-Key: ${demo.apiKey}'`,
-      '',
-      `The console (API keys, team) is at ${base}/console, also shown only this once:`,
-      `  email:    ${demoOwner!.user.email}`,
-      `  password: ${demoOwner!.password}`,
-      '',
-    ].join('\n'));
+    console.log(
+      [
+        '',
+        'Created a demo business. The API key is shown only this once:',
+        `  X-Business-Id: ${demo.businessId}`,
+        `  X-API-Key:     ${demo.apiKey}`,
+        '',
+        'Try it:',
+        `  curl -s ${base}/api/v1/items -H 'X-Business-Id: ${demo.businessId}' -H 'X-API-Key: ${demo.apiKey}'`,
+        '',
+        `The console (API keys, team) is at ${base}/console, also shown only this once:`,
+        `  email:    ${demoOwner!.user.email}`,
+        `  password: ${demoOwner!.password}`,
+        '',
+      ].join('\n'),
+    );
   }
   console.log(`Supplyline is listening on ${base} (database ${handle.describe}); API docs at ${base}/docs`);
-
 }
 
 /**

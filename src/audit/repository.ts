@@ -18,16 +18,33 @@ export const AUDIT_RETENTION_DAYS = 400;
  * appending the write's events), so a change and its record commit together or not at all.
  */
 export async function recordChanges(
-  trx: Db, write: { businessId: string; actor: { type: string; id: string }; requestId: string | null; now: string }, events: NewEvent[],
+  trx: Db,
+  write: { businessId: string; actor: { type: string; id: string }; requestId: string | null; now: string },
+  events: NewEvent[],
 ): Promise<void> {
   const audited = events.filter((e) => AUDITED.has(e.resourceType));
   if (audited.length === 0) return;
-  await trx.insertInto('audit_events').values(audited.map((e) => ({
-    id: newId('aud'), business_id: write.businessId, created_at: write.now, kind: e.type,
-    actor_type: write.actor.type, actor_id: write.actor.id, key_prefix: null, address: null, request_id: write.requestId,
-    method: null, path: null, reason: null, subject_id: e.resourceId,
-    detail: JSON.stringify(e.changes ? { changes: e.changes } : { object: e.object }),
-  }))).execute();
+  await trx
+    .insertInto('audit_events')
+    .values(
+      audited.map((e) => ({
+        id: newId('aud'),
+        business_id: write.businessId,
+        created_at: write.now,
+        kind: e.type,
+        actor_type: write.actor.type,
+        actor_id: write.actor.id,
+        key_prefix: null,
+        address: null,
+        request_id: write.requestId,
+        method: null,
+        path: null,
+        reason: null,
+        subject_id: e.resourceId,
+        detail: JSON.stringify(e.changes ? { changes: e.changes } : { object: e.object }),
+      })),
+    )
+    .execute();
 }
 
 /** A request the API guard (src/http/auth.ts) refused with 401 or 403: never the key itself. */
@@ -49,14 +66,30 @@ export interface Refusal {
  */
 export async function recordRefusal(db: Db, r: Refusal, now: string): Promise<void> {
   const row = {
-    id: newId('aud'), business_id: r.businessId, created_at: now, kind: r.status === 401 ? 'request.unauthorized' : 'request.forbidden',
-    actor_type: 'api_key', actor_id: r.keyId, key_prefix: r.keyPrefix, address: r.address, request_id: r.requestId,
-    method: r.method, path: r.path.slice(0, 500), reason: r.reason, subject_id: null, detail: null,
+    id: newId('aud'),
+    business_id: r.businessId,
+    created_at: now,
+    kind: r.status === 401 ? 'request.unauthorized' : 'request.forbidden',
+    actor_type: 'api_key',
+    actor_id: r.keyId,
+    key_prefix: r.keyPrefix,
+    address: r.address,
+    request_id: r.requestId,
+    method: r.method,
+    path: r.path.slice(0, 500),
+    reason: r.reason,
+    subject_id: null,
+    detail: null,
   };
   const columns = Object.keys(row) as Array<keyof typeof row>;
-  await db.insertInto('audit_events').columns(columns)
-    .expression(db.selectNoFrom(columns.map((c) => sql`${row[c]}`.as(c)) as never)
-      .where(sql<boolean>`exists (select 1 from businesses where id = ${r.businessId})`) as never)
+  await db
+    .insertInto('audit_events')
+    .columns(columns)
+    .expression(
+      db
+        .selectNoFrom(columns.map((c) => sql`${row[c]}`.as(c)) as never)
+        .where(sql<boolean>`exists (select 1 from businesses where id = ${r.businessId})`) as never,
+    )
     .execute();
 }
 
@@ -70,27 +103,36 @@ export interface AuditFilter {
 }
 
 /** A business's trail, newest first, by page or cursor. */
-export async function listAuditEvents(db: Db, businessId: string, filter: AuditFilter, paging: Paging): Promise<Page<AuditEvent>> {
+export async function listAuditEvents(
+  db: Db,
+  businessId: string,
+  filter: AuditFilter,
+  paging: Paging,
+): Promise<Page<AuditEvent>> {
   let query = db.selectFrom('audit_events').selectAll().where('business_id', '=', businessId);
-  if (filter.keyId) query = query.where((eb) => eb.or([eb('actor_id', '=', filter.keyId!), eb('subject_id', '=', filter.keyId!)]));
-  if (filter.kind?.endsWith('.*')) query = query.where(sql<boolean>`kind like ${`${filter.kind.slice(0, -1).replace(/_/g, '\\_')}%`} escape '\\'`);
+  if (filter.keyId)
+    query = query.where((eb) => eb.or([eb('actor_id', '=', filter.keyId!), eb('subject_id', '=', filter.keyId!)]));
+  if (filter.kind?.endsWith('.*'))
+    query = query.where(sql<boolean>`kind like ${`${filter.kind.slice(0, -1).replace(/_/g, '\\_')}%`} escape '\\'`);
   else if (filter.kind) query = query.where('kind', '=', filter.kind);
   if (filter.since) query = query.where('created_at', '>=', filter.since);
   if (filter.until) query = query.where('created_at', '<', filter.until);
-  return fetchPage(query, paging, async (rows) => rows.map((r) => ({
-    id: r.id,
-    kind: r.kind,
-    occurredAt: toIso(r.created_at),
-    actor: { type: r.actor_type, id: r.actor_id },
-    keyPrefix: r.key_prefix,
-    address: r.address,
-    requestId: r.request_id,
-    method: r.method,
-    path: r.path,
-    reason: r.reason,
-    subjectId: r.subject_id,
-    detail: readJson(r.detail),
-  })));
+  return fetchPage(query, paging, async (rows) =>
+    rows.map((r) => ({
+      id: r.id,
+      kind: r.kind,
+      occurredAt: toIso(r.created_at),
+      actor: { type: r.actor_type, id: r.actor_id },
+      keyPrefix: r.key_prefix,
+      address: r.address,
+      requestId: r.request_id,
+      method: r.method,
+      path: r.path,
+      reason: r.reason,
+      subjectId: r.subject_id,
+      detail: readJson(r.detail),
+    })),
+  );
 }
 
 /** Deletes the trail older than `before`. */

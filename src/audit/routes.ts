@@ -4,17 +4,27 @@ import { AuditEventPage, ListAuditEventsQuery } from './schema.ts';
 
 /** The audit trail, for keys with audit:read (the console shows owners the same). */
 export async function auditRoutes(app: ApiInstance, { db, cursors }: RouteDeps): Promise<void> {
-  app.get('/audit-events', {
-    config: { extension: true },
-    schema: {
-      tags: ['Audit'], operationId: 'listAuditEvents',
-      summary: 'The audit trail: who changed keys, users and webhook endpoints, and every refused request (kept 400 days)',
-      description: 'Newest first. Changes to API keys (and so their scopes and allowlists), console users (and their roles) and '
-        + 'webhook endpoints, and every request refused with 401 or 403: who, which key prefix, from which address, and why.',
-      querystring: ListAuditEventsQuery, response: { 200: AuditEventPage },
+  app.get(
+    '/audit-events',
+    {
+      config: { extension: true },
+      schema: {
+        tags: ['Audit'],
+        operationId: 'listAuditEvents',
+        summary:
+          'The audit trail: who changed keys, users and webhook endpoints, and every refused request (kept 400 days)',
+        description:
+          'Newest first. Changes to API keys (and so their scopes and allowlists), console users (and their roles) and ' +
+          'webhook endpoints, and every request refused with 401 or 403: who, which key prefix, from which address, and why.',
+        querystring: ListAuditEventsQuery,
+        response: { 200: AuditEventPage },
+      },
     },
-  }, async (request) => {
-    const { keyId, kind, since, until } = request.query;
-    return cursors.list(request, 'audit-events', (paging) => listAuditEvents(db, request.businessId, { keyId, kind, since, until }, paging));
-  });
+    async (request) => {
+      const { keyId, kind, since, until } = request.query;
+      return cursors.list(request, 'audit-events', (paging) =>
+        listAuditEvents(db, request.businessId, { keyId, kind, since, until }, paging),
+      );
+    },
+  );
 }

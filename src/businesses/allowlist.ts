@@ -9,8 +9,12 @@ export const MAX_CIDRS = 50;
 
 /** `10.0.0.0/8, 2001:db8::/32, 203.0.113.7` as normalised CIDRs; throws a message naming what is wrong. */
 export function parseCidrs(text: string): string[] {
-  const entries = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
-  if (entries.length === 0) throw new Error('Give at least one address or CIDR, for example 203.0.113.0/24,2001:db8::/32');
+  const entries = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+  if (entries.length === 0)
+    throw new Error('Give at least one address or CIDR, for example 203.0.113.0/24,2001:db8::/32');
   if (entries.length > MAX_CIDRS) throw new Error(`At most ${MAX_CIDRS} addresses or CIDRs`);
   return [...new Set(entries.map(cidrOf))];
 }

@@ -27,7 +27,8 @@ export function newApiKey(): string {
   let random = '';
   while (random.length < RANDOM_LENGTH) {
     // 248 = 4 × 62: bytes at or above it are dropped, so that every character is equally likely.
-    for (const byte of randomBytes(RANDOM_LENGTH)) if (byte < 248 && random.length < RANDOM_LENGTH) random += BASE62[byte % 62];
+    for (const byte of randomBytes(RANDOM_LENGTH))
+      if (byte < 248 && random.length < RANDOM_LENGTH) random += BASE62[byte % 62];
   }
   return `${KEY_PREFIX}${random}${checksumOf(random)}`;
 }
@@ -41,4 +42,5 @@ export function keyFormat(key: string): 'current' | 'legacy' | 'malformed' {
 }
 
 /** What a key list shows of a key: enough to tell keys apart, never enough to use one. */
-export const displayPrefix = (key: string) => (key.startsWith(KEY_PREFIX) ? key.slice(0, KEY_PREFIX.length + 4) : key.slice(0, 8));
+export const displayPrefix = (key: string) =>
+  key.startsWith(KEY_PREFIX) ? key.slice(0, KEY_PREFIX.length + 4) : key.slice(0, 8);

@@ -27,35 +27,58 @@ export interface KeyDetails {
 }
 
 /** A key (src/businesses/key-format.ts) is shown once; only its SHA-256 hash is stored. */
-export async function insertApiKey(db: Db, businessId: string, now: string, details: KeyDetails = {}): Promise<CreatedKey> {
+export async function insertApiKey(
+  db: Db,
+  businessId: string,
+  now: string,
+  details: KeyDetails = {},
+): Promise<CreatedKey> {
   const apiKey = newApiKey();
   const keyId = newId('key');
-  await db.insertInto('api_keys').values({
-    id: keyId,
-    business_id: businessId,
-    prefix: displayPrefix(apiKey),
-    key_hash: hashApiKey(apiKey),
-    created_at: now,
-    name: details.name ?? null,
-    created_by: details.createdBy ? JSON.stringify(details.createdBy) : null,
-    expires_at: details.expiresAt ?? null,
-    scopes: details.scopes ? JSON.stringify(details.scopes) : null,
-    allowed_cidrs: details.allowedCidrs ? JSON.stringify(details.allowedCidrs) : null,
-  }).execute();
+  await db
+    .insertInto('api_keys')
+    .values({
+      id: keyId,
+      business_id: businessId,
+      prefix: displayPrefix(apiKey),
+      key_hash: hashApiKey(apiKey),
+      created_at: now,
+      name: details.name ?? null,
+      created_by: details.createdBy ? JSON.stringify(details.createdBy) : null,
+      expires_at: details.expiresAt ?? null,
+      scopes: details.scopes ? JSON.stringify(details.scopes) : null,
+      allowed_cidrs: details.allowedCidrs ? JSON.stringify(details.allowedCidrs) : null,
+    })
+    .execute();
   return { keyId, apiKey };
 }
 
 /** Sets the CIDRs a key may be used from; null: anywhere. False when the business has no such live key. */
-export async function setAllowedCidrs(db: Db, businessId: string, keyId: string, cidrs: string[] | null): Promise<boolean> {
-  const result = await db.updateTable('api_keys').set({ allowed_cidrs: cidrs ? JSON.stringify(cidrs) : null })
-    .where('business_id', '=', businessId).where('id', '=', keyId).where('revoked_at', 'is', null).executeTakeFirst();
+export async function setAllowedCidrs(
+  db: Db,
+  businessId: string,
+  keyId: string,
+  cidrs: string[] | null,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('api_keys')
+    .set({ allowed_cidrs: cidrs ? JSON.stringify(cidrs) : null })
+    .where('business_id', '=', businessId)
+    .where('id', '=', keyId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
 
 /** Sets when a key stops working (a rotation's grace period); an earlier expiry is kept. */
 export async function expireApiKey(db: Db, businessId: string, keyId: string, at: string): Promise<void> {
-  await db.updateTable('api_keys').set({ expires_at: at }).where('business_id', '=', businessId).where('id', '=', keyId)
-    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', at)])).execute();
+  await db
+    .updateTable('api_keys')
+    .set({ expires_at: at })
+    .where('business_id', '=', businessId)
+    .where('id', '=', keyId)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', at)]))
+    .execute();
 }
 
 export interface CreatedBusiness extends CreatedKey {
@@ -67,17 +90,20 @@ export interface CreatedBusiness extends CreatedKey {
 export async function insertBusiness(db: Db, businessId: string, name: string, now: string): Promise<CreatedBusiness> {
   await db.insertInto('businesses').values({ id: businessId, name, created_at: now, updated_at: now }).execute();
   const defaultItemListId = newId('list');
-  await db.insertInto('item_lists').values({
-    id: defaultItemListId,
-    business_id: businessId,
-    label: 'Default Item List',
-    status: 'ACTIVE',
-    is_default: 1,
-    global_price_factor: '1',
-    global_cost_factor: '1',
-    created_at: now,
-    updated_at: now,
-  }).execute();
+  await db
+    .insertInto('item_lists')
+    .values({
+      id: defaultItemListId,
+      business_id: businessId,
+      label: 'Default Item List',
+      status: 'ACTIVE',
+      is_default: 1,
+      global_price_factor: '1',
+      global_cost_factor: '1',
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
   const key = await insertApiKey(db, businessId, now);
   return { businessId, defaultItemListId, ...key };
 }
@@ -87,17 +113,33 @@ export async function findBusiness(db: Db, businessId: string) {
 }
 
 export async function countBusinesses(db: Db): Promise<number> {
-  const row = await db.selectFrom('businesses').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('businesses')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
 /** A business's keys as `key list` and the key events show them: never the key, nor its hash. */
 export async function listApiKeys(db: Db, businessId: string, keyId?: string) {
-  const rows = await db.selectFrom('api_keys')
-    .select(['id', 'prefix', 'created_at', 'last_used_at', 'revoked_at', 'name', 'created_by', 'expires_at', 'scopes', 'allowed_cidrs'])
+  const rows = await db
+    .selectFrom('api_keys')
+    .select([
+      'id',
+      'prefix',
+      'created_at',
+      'last_used_at',
+      'revoked_at',
+      'name',
+      'created_by',
+      'expires_at',
+      'scopes',
+      'allowed_cidrs',
+    ])
     .where('business_id', '=', businessId)
     .$if(keyId !== undefined, (q) => q.where('id', '=', keyId!))
-    .orderBy('created_at').orderBy('id')
+    .orderBy('created_at')
+    .orderBy('id')
     .execute();
   return rows.map((r) => ({
     id: r.id,
@@ -117,22 +159,32 @@ export async function listApiKeys(db: Db, businessId: string, keyId?: string) {
 
 /** The business a key belongs to, if the key exists. */
 export async function findKeyBusiness(db: Db, keyId: string): Promise<string | undefined> {
-  return (await db.selectFrom('api_keys').select('business_id').where('id', '=', keyId).executeTakeFirst())?.business_id;
+  return (await db.selectFrom('api_keys').select('business_id').where('id', '=', keyId).executeTakeFirst())
+    ?.business_id;
 }
 
 /** Returns false when the business has no such key; revoking twice keeps the first time. */
 export async function revokeApiKey(db: Db, businessId: string, keyId: string, now: string): Promise<boolean> {
-  const key = await db.selectFrom('api_keys').select(['id', 'revoked_at'])
-    .where('business_id', '=', businessId).where('id', '=', keyId).executeTakeFirst();
+  const key = await db
+    .selectFrom('api_keys')
+    .select(['id', 'revoked_at'])
+    .where('business_id', '=', businessId)
+    .where('id', '=', keyId)
+    .executeTakeFirst();
   if (!key) return false;
-  if (key.revoked_at === null) await db.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', keyId).execute();
+  if (key.revoked_at === null)
+    await db.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', keyId).execute();
   return true;
 }
 
 export async function findActiveKeys(db: Db, businessId: string, now = new Date(0).toISOString()) {
-  return db.selectFrom('api_keys').select(['id', 'prefix', 'key_hash', 'last_used_at', 'expires_at', 'scopes', 'allowed_cidrs'])
-    .where('business_id', '=', businessId).where('revoked_at', 'is', null)
-    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)])).execute();
+  return db
+    .selectFrom('api_keys')
+    .select(['id', 'prefix', 'key_hash', 'last_used_at', 'expires_at', 'scopes', 'allowed_cidrs'])
+    .where('business_id', '=', businessId)
+    .where('revoked_at', 'is', null)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+    .execute();
 }
 
 /**
@@ -148,19 +200,29 @@ export async function touchApiKey(db: Db, keyId: string, at: string): Promise<vo
  * caller's transaction, so concurrent creators queue on it and never share a number.
  */
 export async function nextCounterValue(db: Db, businessId: string, name: string): Promise<number> {
-  const { rows: [row] } = await db.executeQuery(nextCounterQuery(db, { businessId, name }));
+  const {
+    rows: [row],
+  } = await db.executeQuery(nextCounterQuery(db, { businessId, name }));
   return Number(row.value);
 }
 
 const nextCounterQuery = statement((db, v: { businessId: string; name: string }) =>
-  db.insertInto('business_counters').values({ business_id: v.businessId, name: v.name, value: 1 })
-    .onConflict((oc) => oc.columns(['business_id', 'name'])
-      .doUpdateSet((eb) => ({ value: eb('business_counters.value', '+', 1) })))
-    .returning('value'));
+  db
+    .insertInto('business_counters')
+    .values({ business_id: v.businessId, name: v.name, value: 1 })
+    .onConflict((oc) =>
+      oc.columns(['business_id', 'name']).doUpdateSet((eb) => ({ value: eb('business_counters.value', '+', 1) })),
+    )
+    .returning('value'),
+);
 
 /** A counter's current value, 0 before its first use; read-only, so it takes no lock. */
 export async function findCounterValue(db: Db, businessId: string, name: string): Promise<number> {
-  const row = await db.selectFrom('business_counters').select('value')
-    .where('business_id', '=', businessId).where('name', '=', name).executeTakeFirst();
+  const row = await db
+    .selectFrom('business_counters')
+    .select('value')
+    .where('business_id', '=', businessId)
+    .where('name', '=', name)
+    .executeTakeFirst();
   return Number(row?.value ?? 0);
 }

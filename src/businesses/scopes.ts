@@ -11,14 +11,22 @@ export const EXTRA_SCOPES = ['margin:read', 'margin:write', 'audit:read'] as con
 export type Scope = `${Area}:${'read' | 'write'}` | (typeof EXTRA_SCOPES)[number];
 
 /** Every scope there is, for documents and forms. */
-export const SCOPES: Scope[] = [...AREAS.flatMap((area) => [`${area}:read`, `${area}:write`] as Scope[]), ...EXTRA_SCOPES];
+export const SCOPES: Scope[] = [
+  ...AREAS.flatMap((area) => [`${area}:read`, `${area}:write`] as Scope[]),
+  ...EXTRA_SCOPES,
+];
 
 /** `orders:write,items:read` as a list of scopes; throws a message naming what is wrong. */
 export function parseScopes(text: string): Scope[] {
-  const scopes = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  const scopes = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
   const unknown = scopes.filter((s) => !SCOPES.includes(s as Scope));
   if (unknown.length > 0) {
-    throw new Error(`Unknown scope ${unknown.join(', ')}: scopes are ${[...AREAS.map((a) => `${a}:read|write`), 'margin:read|write', 'audit:read'].join(', ')}`);
+    throw new Error(
+      `Unknown scope ${unknown.join(', ')}: scopes are ${[...AREAS.map((a) => `${a}:read|write`), 'margin:read|write', 'audit:read'].join(', ')}`,
+    );
   }
   if (scopes.length === 0) throw new Error('Give at least one scope, for example orders:write,items:read');
   return [...new Set(scopes)] as Scope[];
@@ -43,9 +51,14 @@ export function requiredScope(method: string, route: string | undefined): Scope 
   const level = reading ? 'read' : 'write';
   const streams = parts[0] === 'events' || parts.at(-1) === 'events' || parts.at(-1) === 'export';
   if (parts[0] === 'audit-events') return reading ? 'audit:read' : undefined;
-  const area: Area | undefined = streams ? 'events'
-    : parts[0] === 'buyers' && parts[2] === 'orders' ? 'orders'
-    : parts[0] === 'webhook-endpoints' ? 'webhooks'
-    : (AREAS as readonly string[]).includes(parts[0]) ? parts[0] as Area : undefined;
+  const area: Area | undefined = streams
+    ? 'events'
+    : parts[0] === 'buyers' && parts[2] === 'orders'
+      ? 'orders'
+      : parts[0] === 'webhook-endpoints'
+        ? 'webhooks'
+        : (AREAS as readonly string[]).includes(parts[0])
+          ? (parts[0] as Area)
+          : undefined;
   return area && `${area}:${level}`;
 }

@@ -2,7 +2,15 @@ import { createdEvent, namedEvent, updatedEvent } from '../events/log.ts';
 import { newId } from '../lib/ids.ts';
 import { SYSTEM, type Actor, type WriteContext, type WriteRunner } from '../write/runner.ts';
 import {
-  expireApiKey, insertApiKey, insertBusiness, listApiKeys, revokeApiKey as revokeKey, setAllowedCidrs, type CreatedBusiness, type CreatedKey, type KeyDetails,
+  expireApiKey,
+  insertApiKey,
+  insertBusiness,
+  listApiKeys,
+  revokeApiKey as revokeKey,
+  setAllowedCidrs,
+  type CreatedBusiness,
+  type CreatedKey,
+  type KeyDetails,
 } from './repository.ts';
 
 /** The key as its events show it (as `key list` does): never the key itself. */
@@ -27,7 +35,10 @@ export function openBusiness(writes: WriteRunner, name: string, actor: Actor = S
 }
 
 /** A new key, made by the context's actor, with an optional name and expiry (the console). */
-export async function createApiKey(ctx: WriteContext, options: Omit<KeyDetails, 'createdBy'> = {}): Promise<CreatedKey> {
+export async function createApiKey(
+  ctx: WriteContext,
+  options: Omit<KeyDetails, 'createdBy'> = {},
+): Promise<CreatedKey> {
   const created = await insertApiKey(ctx.trx, ctx.businessId, ctx.now, { ...options, createdBy: ctx.actor });
   ctx.emit(createdEvent('api_key', await keyObject(ctx, created.keyId)));
   return created;
@@ -42,9 +53,19 @@ export async function rotateApiKey(ctx: WriteContext, keyId: string, graceSecond
   const before = await keyObject(ctx, keyId);
   if (!before || before.revokedAt !== null || (before.expiresAt !== null && before.expiresAt <= ctx.now)) return null;
   // The new key keeps what the old one could do, and until when.
-  const created = await createApiKey(ctx, { name: before.name, scopes: before.scopes, expiresAt: before.expiresAt, allowedCidrs: before.allowedCidrs });
+  const created = await createApiKey(ctx, {
+    name: before.name,
+    scopes: before.scopes,
+    expiresAt: before.expiresAt,
+    allowedCidrs: before.allowedCidrs,
+  });
   const graceEnds = new Date(new Date(ctx.now).getTime() + graceSeconds * 1000).toISOString();
-  await expireApiKey(ctx.trx, ctx.businessId, keyId, before.expiresAt !== null && before.expiresAt < graceEnds ? before.expiresAt : graceEnds);
+  await expireApiKey(
+    ctx.trx,
+    ctx.businessId,
+    keyId,
+    before.expiresAt !== null && before.expiresAt < graceEnds ? before.expiresAt : graceEnds,
+  );
   ctx.emit(updatedEvent('api_key', before, await keyObject(ctx, keyId)));
   return created;
 }
@@ -55,7 +76,7 @@ export async function rotateApiKey(ctx: WriteContext, keyId: string, graceSecond
  */
 export async function setKeyAllowlist(ctx: WriteContext, keyId: string, cidrs: string[] | null): Promise<boolean> {
   const before = await keyObject(ctx, keyId);
-  if (!before || !await setAllowedCidrs(ctx.trx, ctx.businessId, keyId, cidrs)) return false;
+  if (!before || !(await setAllowedCidrs(ctx.trx, ctx.businessId, keyId, cidrs))) return false;
   ctx.emit(updatedEvent('api_key', before, await keyObject(ctx, keyId)));
   return true;
 }

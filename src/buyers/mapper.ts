@@ -12,16 +12,35 @@ export type BuyerRow = Selectable<PhantomTable> & {
 };
 
 const toEmail = (r: EmailRow) => ({
-  id: r.id, email: r.email, contactName: r.contact_name, isPrimary: Boolean(r.is_primary),
-  isVerified: Boolean(r.is_verified), verifiedAt: toIso(r.verified_at), sequence: r.sequence,
+  id: r.id,
+  email: r.email,
+  contactName: r.contact_name,
+  isPrimary: Boolean(r.is_primary),
+  isVerified: Boolean(r.is_verified),
+  verifiedAt: toIso(r.verified_at),
+  sequence: r.sequence,
 });
 const toPhone = (r: PhoneRow) => ({
-  id: r.id, phone: r.phone, contactName: r.contact_name, isPrimary: Boolean(r.is_primary),
-  isVerified: Boolean(r.is_verified), verifiedAt: toIso(r.verified_at), sequence: r.sequence,
+  id: r.id,
+  phone: r.phone,
+  contactName: r.contact_name,
+  isPrimary: Boolean(r.is_primary),
+  isVerified: Boolean(r.is_verified),
+  verifiedAt: toIso(r.verified_at),
+  sequence: r.sequence,
 });
 const toLocation = (r: LocationRow) => ({
-  id: r.id, label: r.label, type: r.type, status: r.status, addressLine1: r.address_line1, addressLine2: r.address_line2,
-  city: r.city, state: r.state, postcode: r.postcode, country: r.country, sequence: r.sequence,
+  id: r.id,
+  label: r.label,
+  type: r.type,
+  status: r.status,
+  addressLine1: r.address_line1,
+  addressLine2: r.address_line2,
+  city: r.city,
+  state: r.state,
+  postcode: r.postcode,
+  country: r.country,
+  sequence: r.sequence,
 });
 
 export function toBuyer(row: BuyerRow, contacts: ContactRows): Buyer {

@@ -11,69 +11,98 @@ import type { Buyer, CreateBuyerInput } from './schema.ts';
 import { toBuyer, type BuyerRow } from './mapper.ts';
 import { whereLive } from '../db/live.ts';
 
-
 export interface CreatedBuyer {
   phantomId: string;
   partnershipId: string;
 }
 
 /** The phantom, then the phantom buyer sharing its id, then the partnership on the default list. Contacts follow. */
-export async function insertBuyer(db: Db, businessId: string, input: CreateBuyerInput, now: string): Promise<CreatedBuyer> {
+export async function insertBuyer(
+  db: Db,
+  businessId: string,
+  input: CreateBuyerInput,
+  now: string,
+): Promise<CreatedBuyer> {
   const { buyer } = input;
   const phantomId = newId('phm');
-  await db.insertInto('phantoms').values({
-    id: phantomId,
-    business_id: businessId,
-    name: buyer.name,
-    legal_name: buyer.legalName ?? null,
-    // Primary contacts are settled once the contacts exist, so both always agree.
-    primary_email: null,
-    primary_phone: null,
-    status: 'ACTIVE',
-    buyer_info: writeJson(buyer.buyerInfo),
-    properties: writeJson(buyer.properties),
-    created_at: now,
-    updated_at: now,
-  }).execute();
+  await db
+    .insertInto('phantoms')
+    .values({
+      id: phantomId,
+      business_id: businessId,
+      name: buyer.name,
+      legal_name: buyer.legalName ?? null,
+      // Primary contacts are settled once the contacts exist, so both always agree.
+      primary_email: null,
+      primary_phone: null,
+      status: 'ACTIVE',
+      buyer_info: writeJson(buyer.buyerInfo),
+      properties: writeJson(buyer.properties),
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
   await db.insertInto('phantom_buyers').values({ id: phantomId, business_id: businessId, created_at: now }).execute();
   const partnershipId = newId('prt');
-  await db.insertInto('partnerships').values({
-    id: partnershipId,
-    business_id: businessId,
-    phantom_id: phantomId,
-    status: input.partnershipStatus ?? 'ACTIVE',
-    item_list_id: await findDefaultListId(db, businessId),
-    created_at: now,
-    updated_at: now,
-  }).execute();
+  await db
+    .insertInto('partnerships')
+    .values({
+      id: partnershipId,
+      business_id: businessId,
+      phantom_id: phantomId,
+      status: input.partnershipStatus ?? 'ACTIVE',
+      item_list_id: await findDefaultListId(db, businessId),
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
   return { phantomId, partnershipId };
 }
 
 function selectBuyers(db: Db, businessId: string) {
-  return db.selectFrom('phantoms')
-    .innerJoin('partnerships', (join) => join
-      .onRef('partnerships.phantom_id', '=', 'phantoms.id')
-      .onRef('partnerships.business_id', '=', 'phantoms.business_id'))
+  return db
+    .selectFrom('phantoms')
+    .innerJoin('partnerships', (join) =>
+      join
+        .onRef('partnerships.phantom_id', '=', 'phantoms.id')
+        .onRef('partnerships.business_id', '=', 'phantoms.business_id'),
+    )
     .where('phantoms.business_id', '=', businessId);
 }
 
 /** A live buyer of this business (phantom with its partnership), or undefined: missing, deleted or foreign. */
 export async function findBuyerRow(db: Db, businessId: string, id: string): Promise<BuyerRow | undefined> {
-  return selectBuyers(db, businessId).selectAll('phantoms')
-    .select(['partnerships.id as partnership_id', 'partnerships.status as partnership_status', 'partnerships.item_list_id'])
-    .where('phantoms.id', '=', id).where(whereLive('phantoms'))
+  return selectBuyers(db, businessId)
+    .selectAll('phantoms')
+    .select([
+      'partnerships.id as partnership_id',
+      'partnerships.status as partnership_status',
+      'partnerships.item_list_id',
+    ])
+    .where('phantoms.id', '=', id)
+    .where(whereLive('phantoms'))
     .executeTakeFirst();
 }
 
 /** The partnership of a live buyer of this business and its assigned item list: what ordering for the buyer needs. */
-export async function findBuyerPartnership(db: Db, businessId: string, id: string): Promise<{ id: string; itemListId: string | null } | undefined> {
-  const { rows: [row] } = await db.executeQuery(buyerPartnershipQuery(db, { businessId, id }));
+export async function findBuyerPartnership(
+  db: Db,
+  businessId: string,
+  id: string,
+): Promise<{ id: string; itemListId: string | null } | undefined> {
+  const {
+    rows: [row],
+  } = await db.executeQuery(buyerPartnershipQuery(db, { businessId, id }));
   return row && { id: row.id, itemListId: row.item_list_id };
 }
 
 const buyerPartnershipQuery = statement((db, v: { businessId: string; id: string }) =>
-  selectBuyers(db, v.businessId).select(['partnerships.id', 'partnerships.item_list_id'])
-    .where('phantoms.id', '=', v.id).where(whereLive('phantoms')).where(whereLive('partnerships')));
+  selectBuyers(db, v.businessId)
+    .select(['partnerships.id', 'partnerships.item_list_id'])
+    .where('phantoms.id', '=', v.id)
+    .where(whereLive('phantoms'))
+    .where(whereLive('partnerships')),
+);
 
 export async function findBuyer(db: Db, businessId: string, id: string): Promise<Buyer | undefined> {
   const row = await findBuyerRow(db, businessId, id);
@@ -94,8 +123,13 @@ export async function listBuyers(db: Db, businessId: string, options: ListBuyers
   if (options.partnershipStatus) query = query.where('partnerships.status', '=', options.partnershipStatus);
   if (options.property) query = query.where(propertyCondition(db, sql.ref('phantoms.properties'), options.property));
 
-  const rows = query.selectAll('phantoms')
-    .select(['partnerships.id as partnership_id', 'partnerships.status as partnership_status', 'partnerships.item_list_id']);
+  const rows = query
+    .selectAll('phantoms')
+    .select([
+      'partnerships.id as partnership_id',
+      'partnerships.status as partnership_status',
+      'partnerships.item_list_id',
+    ]);
   return fetchPage(rows, options, (page) => withContacts(db, businessId, page), 'phantoms');
 }
 
@@ -107,40 +141,94 @@ export interface PhantomChanges {
 }
 
 /** Any buyer PATCH moves the phantom's updatedAt, so `updatedSince` sees contact and partnership changes too. */
-export async function updatePhantom(db: Db, businessId: string, row: BuyerRow, changes: PhantomChanges, now: string): Promise<void> {
-  await db.updateTable('phantoms').set({
-    ...(changes.name !== undefined && { name: changes.name }),
-    ...(changes.legalName !== undefined && { legal_name: changes.legalName }),
-    ...(changes.buyerInfo !== undefined && {
-      buyer_info: changes.buyerInfo === null ? null : mergeStoredProperties(row.buyer_info, changes.buyerInfo, 'buyer.buyerInfo'),
-    }),
-    ...(changes.properties !== undefined && { properties: mergeStoredProperties(row.properties, changes.properties, 'buyer.properties') }),
-    updated_at: now,
-  }).where('business_id', '=', businessId).where('id', '=', row.id).execute();
+export async function updatePhantom(
+  db: Db,
+  businessId: string,
+  row: BuyerRow,
+  changes: PhantomChanges,
+  now: string,
+): Promise<void> {
+  await db
+    .updateTable('phantoms')
+    .set({
+      ...(changes.name !== undefined && { name: changes.name }),
+      ...(changes.legalName !== undefined && { legal_name: changes.legalName }),
+      ...(changes.buyerInfo !== undefined && {
+        buyer_info:
+          changes.buyerInfo === null
+            ? null
+            : mergeStoredProperties(row.buyer_info, changes.buyerInfo, 'buyer.buyerInfo'),
+      }),
+      ...(changes.properties !== undefined && {
+        properties: mergeStoredProperties(row.properties, changes.properties, 'buyer.properties'),
+      }),
+      updated_at: now,
+    })
+    .where('business_id', '=', businessId)
+    .where('id', '=', row.id)
+    .execute();
 }
 
-export async function setPrimaryValues(db: Db, businessId: string, phantomId: string, values: { primary_email?: string | null; primary_phone?: string | null }): Promise<void> {
+export async function setPrimaryValues(
+  db: Db,
+  businessId: string,
+  phantomId: string,
+  values: { primary_email?: string | null; primary_phone?: string | null },
+): Promise<void> {
   if (Object.keys(values).length === 0) return;
-  await db.updateTable('phantoms').set(values).where('business_id', '=', businessId).where('id', '=', phantomId).execute();
+  await db
+    .updateTable('phantoms')
+    .set(values)
+    .where('business_id', '=', businessId)
+    .where('id', '=', phantomId)
+    .execute();
 }
 
-export async function updatePartnershipStatus(db: Db, businessId: string, partnershipId: string, status: string, now: string): Promise<void> {
-  await db.updateTable('partnerships').set({ status, updated_at: now })
-    .where('business_id', '=', businessId).where('id', '=', partnershipId).execute();
+export async function updatePartnershipStatus(
+  db: Db,
+  businessId: string,
+  partnershipId: string,
+  status: string,
+  now: string,
+): Promise<void> {
+  await db
+    .updateTable('partnerships')
+    .set({ status, updated_at: now })
+    .where('business_id', '=', businessId)
+    .where('id', '=', partnershipId)
+    .execute();
 }
 
 /** Live buyers of the business after `afterId`, in id order, with their contacts: one page of an export. */
 export async function exportBuyers(db: Db, businessId: string, afterId: string, limit: number): Promise<Buyer[]> {
-  const rows = await selectBuyers(db, businessId).selectAll('phantoms')
-    .select(['partnerships.id as partnership_id', 'partnerships.status as partnership_status', 'partnerships.item_list_id'])
-    .where(whereLive('phantoms')).where('phantoms.id', '>', afterId)
-    .orderBy('phantoms.id').limit(limit).execute();
+  const rows = await selectBuyers(db, businessId)
+    .selectAll('phantoms')
+    .select([
+      'partnerships.id as partnership_id',
+      'partnerships.status as partnership_status',
+      'partnerships.item_list_id',
+    ])
+    .where(whereLive('phantoms'))
+    .where('phantoms.id', '>', afterId)
+    .orderBy('phantoms.id')
+    .limit(limit)
+    .execute();
   return withContacts(db, businessId, rows);
 }
 
 /** Buyers from their rows, with every row's contacts loaded in one query per kind. */
 async function withContacts(db: Db, businessId: string, rows: BuyerRow[]): Promise<Buyer[]> {
-  const contacts = await loadContacts(db, businessId, rows.map((r) => r.id));
+  const contacts = await loadContacts(
+    db,
+    businessId,
+    rows.map((r) => r.id),
+  );
   const of = <T extends { phantom_id: string }>(list: T[], id: string) => list.filter((c) => c.phantom_id === id);
-  return rows.map((r) => toBuyer(r, { emails: of(contacts.emails, r.id), phones: of(contacts.phones, r.id), locations: of(contacts.locations, r.id) }));
+  return rows.map((r) =>
+    toBuyer(r, {
+      emails: of(contacts.emails, r.id),
+      phones: of(contacts.phones, r.id),
+      locations: of(contacts.locations, r.id),
+    }),
+  );
 }

@@ -3,11 +3,27 @@ import { requireSomethingToUpdate } from '../lib/patch.ts';
 import type { Db } from '../db/types.ts';
 import { notFound, validationError } from '../lib/errors.ts';
 import {
-  deleteContacts, findMissingContacts, insertEmails, insertLocations, insertPhones, listPrimaryCandidates, nextSequence,
-  setPrimaryContact, updateEmail, updateLocation, updatePhone, type PrimaryCandidate, type PrimaryKind,
+  deleteContacts,
+  findMissingContacts,
+  insertEmails,
+  insertLocations,
+  insertPhones,
+  listPrimaryCandidates,
+  nextSequence,
+  setPrimaryContact,
+  updateEmail,
+  updateLocation,
+  updatePhone,
+  type PrimaryCandidate,
+  type PrimaryKind,
 } from './contact-repository.ts';
 import {
-  findBuyer, findBuyerRow, insertBuyer, setPrimaryValues, updatePartnershipStatus, updatePhantom,
+  findBuyer,
+  findBuyerRow,
+  insertBuyer,
+  setPrimaryValues,
+  updatePartnershipStatus,
+  updatePhantom,
 } from './repository.ts';
 import type { Buyer, CreateBuyerInput, UpdateBuyerInput } from './schema.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
@@ -41,7 +57,10 @@ const sameContact = (a: string, b: string) => a.toLowerCase() === b.toLowerCase(
 export function choosePrimary(contacts: PrimaryCandidate[], request: PrimaryRequest): PrimaryOutcome {
   const chosen = request.chosenId === undefined ? undefined : contacts.find((c) => c.id === request.chosenId);
   if (chosen) {
-    if (request.requested !== undefined && (request.requested === null || !sameContact(request.requested, chosen.value))) {
+    if (
+      request.requested !== undefined &&
+      (request.requested === null || !sameContact(request.requested, chosen.value))
+    ) {
       throw validationError({ [request.field]: 'Must match the contact marked isPrimary' });
     }
     return { primaryId: chosen.id, value: chosen.value };
@@ -49,7 +68,9 @@ export function choosePrimary(contacts: PrimaryCandidate[], request: PrimaryRequ
   if (request.requested === null) return { primaryId: null, value: null };
   if (request.requested !== undefined) {
     const match = contacts.find((c) => sameContact(c.value, request.requested!));
-    return match ? { primaryId: match.id, value: match.value } : { primaryId: null, value: request.requested, createValue: request.requested };
+    return match
+      ? { primaryId: match.id, value: match.value }
+      : { primaryId: null, value: request.requested, createValue: request.requested };
   }
   const current = contacts.find((c) => c.isPrimary);
   return { primaryId: current?.id ?? null, value: current?.value ?? null };
@@ -67,14 +88,27 @@ function checkOnePrimary(groups: Array<[string, Array<{ isPrimary?: boolean }> |
   }
 }
 
-async function settlePrimary(db: Db, kind: PrimaryKind, businessId: string, phantomId: string, request: PrimaryRequest, now: string): Promise<string | null> {
+async function settlePrimary(
+  db: Db,
+  kind: PrimaryKind,
+  businessId: string,
+  phantomId: string,
+  request: PrimaryRequest,
+  now: string,
+): Promise<string | null> {
   const outcome = choosePrimary(await listPrimaryCandidates(db, kind, businessId, phantomId), request);
   let primaryId = outcome.primaryId;
   if (outcome.createValue !== undefined) {
-    const sequence = await nextSequence(db, kind === 'email' ? 'phantom_emails' : 'phantom_phones', businessId, phantomId);
-    const [row] = kind === 'email'
-      ? await insertEmails(db, businessId, phantomId, [{ email: outcome.createValue }], sequence, now)
-      : await insertPhones(db, businessId, phantomId, [{ phone: outcome.createValue }], sequence, now);
+    const sequence = await nextSequence(
+      db,
+      kind === 'email' ? 'phantom_emails' : 'phantom_phones',
+      businessId,
+      phantomId,
+    );
+    const [row] =
+      kind === 'email'
+        ? await insertEmails(db, businessId, phantomId, [{ email: outcome.createValue }], sequence, now)
+        : await insertPhones(db, businessId, phantomId, [{ phone: outcome.createValue }], sequence, now);
     primaryId = row.id;
   }
   await setPrimaryContact(db, kind, businessId, phantomId, primaryId, now);
@@ -82,7 +116,10 @@ async function settlePrimary(db: Db, kind: PrimaryKind, businessId: string, phan
 }
 
 /** Creates the whole buyer bundle. */
-export async function createBuyer(ctx: WriteContext, input: CreateBuyerInput): Promise<Written<Buyer> & { partnershipId: string }> {
+export async function createBuyer(
+  ctx: WriteContext,
+  input: CreateBuyerInput,
+): Promise<Written<Buyer> & { partnershipId: string }> {
   const { trx: db, businessId, now } = ctx;
   checkOnePrimary([['emails', input.emails]]);
   checkOnePrimary([['phones', input.phones]]);
@@ -94,8 +131,22 @@ export async function createBuyer(ctx: WriteContext, input: CreateBuyerInput): P
   const chosenEmail = emails[(input.emails ?? []).findIndex((e) => e.isPrimary)]?.id;
   const chosenPhone = phones[(input.phones ?? []).findIndex((p) => p.isPrimary)]?.id;
   await setPrimaryValues(db, businessId, id, {
-    primary_email: await settlePrimary(db, 'email', businessId, id, { chosenId: chosenEmail, requested: input.buyer.primaryEmail, field: 'buyer.primaryEmail' }, now),
-    primary_phone: await settlePrimary(db, 'phone', businessId, id, { chosenId: chosenPhone, requested: input.buyer.primaryPhone, field: 'buyer.primaryPhone' }, now),
+    primary_email: await settlePrimary(
+      db,
+      'email',
+      businessId,
+      id,
+      { chosenId: chosenEmail, requested: input.buyer.primaryEmail, field: 'buyer.primaryEmail' },
+      now,
+    ),
+    primary_phone: await settlePrimary(
+      db,
+      'phone',
+      businessId,
+      id,
+      { chosenId: chosenPhone, requested: input.buyer.primaryPhone, field: 'buyer.primaryPhone' },
+      now,
+    ),
   });
   const resource = (await findBuyer(db, businessId, id))!;
   ctx.emit(createdEvent('buyer', resource));
@@ -106,7 +157,11 @@ async function checkContactIds(db: Db, businessId: string, phantomId: string, in
   const checks = [
     ['phantom_emails', 'email', [...(input.updateEmails ?? []).map((c) => c.id), ...(input.deleteEmails ?? [])]],
     ['phantom_phones', 'phone', [...(input.updatePhones ?? []).map((c) => c.id), ...(input.deletePhones ?? [])]],
-    ['phantom_locations', 'location', [...(input.updateLocations ?? []).map((c) => c.id), ...(input.deleteLocations ?? [])]],
+    [
+      'phantom_locations',
+      'location',
+      [...(input.updateLocations ?? []).map((c) => c.id), ...(input.deleteLocations ?? [])],
+    ],
   ] as const;
   for (const [table, noun, ids] of checks) {
     const missing = await findMissingContacts(db, table, businessId, phantomId, ids);
@@ -122,12 +177,19 @@ export async function patchBuyer(ctx: WriteContext, id: string, input: UpdateBuy
   if (!row) throw notFound(BUYER_NOT_FOUND);
   const before = (await findBuyer(db, businessId, id))!;
   await checkContactIds(db, businessId, id, input);
-  checkOnePrimary([['createEmails', input.createEmails], ['updateEmails', input.updateEmails]]);
-  checkOnePrimary([['createPhones', input.createPhones], ['updatePhones', input.updatePhones]]);
+  checkOnePrimary([
+    ['createEmails', input.createEmails],
+    ['updateEmails', input.updateEmails],
+  ]);
+  checkOnePrimary([
+    ['createPhones', input.createPhones],
+    ['updatePhones', input.updatePhones],
+  ]);
 
   const buyer = input.buyer ?? {};
   await updatePhantom(db, businessId, row, buyer, now);
-  if (input.partnershipStatus !== undefined) await updatePartnershipStatus(db, businessId, row.partnership_id, input.partnershipStatus, now);
+  if (input.partnershipStatus !== undefined)
+    await updatePartnershipStatus(db, businessId, row.partnership_id, input.partnershipStatus, now);
 
   await deleteContacts(db, 'phantom_emails', businessId, id, input.deleteEmails ?? []);
   await deleteContacts(db, 'phantom_phones', businessId, id, input.deletePhones ?? []);
@@ -135,17 +197,54 @@ export async function patchBuyer(ctx: WriteContext, id: string, input: UpdateBuy
   for (const email of input.updateEmails ?? []) await updateEmail(db, businessId, id, email, now);
   for (const phone of input.updatePhones ?? []) await updatePhone(db, businessId, id, phone, now);
   for (const location of input.updateLocations ?? []) await updateLocation(db, businessId, id, location, now);
-  const emails = await insertEmails(db, businessId, id, input.createEmails ?? [], await nextSequence(db, 'phantom_emails', businessId, id), now);
-  const phones = await insertPhones(db, businessId, id, input.createPhones ?? [], await nextSequence(db, 'phantom_phones', businessId, id), now);
-  await insertLocations(db, businessId, id, input.createLocations ?? [], await nextSequence(db, 'phantom_locations', businessId, id), now);
+  const emails = await insertEmails(
+    db,
+    businessId,
+    id,
+    input.createEmails ?? [],
+    await nextSequence(db, 'phantom_emails', businessId, id),
+    now,
+  );
+  const phones = await insertPhones(
+    db,
+    businessId,
+    id,
+    input.createPhones ?? [],
+    await nextSequence(db, 'phantom_phones', businessId, id),
+    now,
+  );
+  await insertLocations(
+    db,
+    businessId,
+    id,
+    input.createLocations ?? [],
+    await nextSequence(db, 'phantom_locations', businessId, id),
+    now,
+  );
 
-  const chosenEmail = emails[(input.createEmails ?? []).findIndex((e) => e.isPrimary)]?.id
-    ?? input.updateEmails?.find((e) => e.isPrimary)?.id;
-  const chosenPhone = phones[(input.createPhones ?? []).findIndex((p) => p.isPrimary)]?.id
-    ?? input.updatePhones?.find((p) => p.isPrimary)?.id;
+  const chosenEmail =
+    emails[(input.createEmails ?? []).findIndex((e) => e.isPrimary)]?.id ??
+    input.updateEmails?.find((e) => e.isPrimary)?.id;
+  const chosenPhone =
+    phones[(input.createPhones ?? []).findIndex((p) => p.isPrimary)]?.id ??
+    input.updatePhones?.find((p) => p.isPrimary)?.id;
   await setPrimaryValues(db, businessId, id, {
-    primary_email: await settlePrimary(db, 'email', businessId, id, { chosenId: chosenEmail, requested: buyer.primaryEmail, field: 'buyer.primaryEmail' }, now),
-    primary_phone: await settlePrimary(db, 'phone', businessId, id, { chosenId: chosenPhone, requested: buyer.primaryPhone, field: 'buyer.primaryPhone' }, now),
+    primary_email: await settlePrimary(
+      db,
+      'email',
+      businessId,
+      id,
+      { chosenId: chosenEmail, requested: buyer.primaryEmail, field: 'buyer.primaryEmail' },
+      now,
+    ),
+    primary_phone: await settlePrimary(
+      db,
+      'phone',
+      businessId,
+      id,
+      { chosenId: chosenPhone, requested: buyer.primaryPhone, field: 'buyer.primaryPhone' },
+      now,
+    ),
   });
   const resource = (await findBuyer(db, businessId, id))!;
   return endUpdate(ctx, 'buyer', before, resource);

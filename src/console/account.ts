@@ -24,13 +24,15 @@ export function registerAccountPages(app: FastifyInstance, kit: ConsoleKit): voi
     if (!user) return reply;
     const form = request.body as Form;
     return act(reply, user, '/console/account', async () => {
-      if (!(await tries.take(user.id)).allowed) throw new ApiError('VALIDATION_ERROR', 'Too many attempts. Wait a minute, then try again.');
+      if (!(await tries.take(user.id)).allowed)
+        throw new ApiError('VALIDATION_ERROR', 'Too many attempts. Wait a minute, then try again.');
       const row = await findUser(db, user.businessId, user.id);
-      if (!row || !await verifyPassword(String(form.current ?? '').slice(0, 200), row.password_hash)) {
+      if (!row || !(await verifyPassword(String(form.current ?? '').slice(0, 200), row.password_hash))) {
         throw new ApiError('VALIDATION_ERROR', 'Your current password is not that one.');
       }
       const password = String(form.password ?? '');
-      if (password !== String(form.repeat ?? '')) throw new ApiError('VALIDATION_ERROR', 'The new password and its repetition differ.');
+      if (password !== String(form.repeat ?? ''))
+        throw new ApiError('VALIDATION_ERROR', 'The new password and its repetition differ.');
       await writes.run(actorOf(user), (ctx) => setPassword(ctx, user.id, password, sessionIdOf(user.token)));
       return { notice: 'Your password is changed. Your other sessions have ended; this one goes on.' };
     });

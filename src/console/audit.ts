@@ -15,12 +15,30 @@ export function registerAuditPages(app: FastifyInstance, kit: ConsoleKit): void 
     const user = signedIn(request, reply, ['owner']);
     if (!user) return reply;
     const q = queryOf(request);
-    const view = { title: 'Audit trail', section: 'audit', q, entries: [] as unknown[], names: new Map<string, string>() };
+    const view = {
+      title: 'Audit trail',
+      section: 'audit',
+      q,
+      entries: [] as unknown[],
+      names: new Map<string, string>(),
+    };
     try {
-      if (q.kind && !KIND.test(q.kind)) throw new ApiError('VALIDATION_ERROR', 'A kind is like api_key.revoked or request.*.');
-      if (q.keyId && !/^[A-Za-z0-9_-]{1,64}$/.test(q.keyId)) throw new ApiError('VALIDATION_ERROR', 'A key id is letters, digits, _ and -.');
-      const found = await listAuditEvents(db, user.businessId, { kind: q.kind || undefined, keyId: q.keyId || undefined }, { page: 1, limit: 100 });
-      return page(reply, 'audit.eta', user, { ...view, entries: found.items, total: found.total, names: await actorNamesOf(db, user.businessId) });
+      if (q.kind && !KIND.test(q.kind))
+        throw new ApiError('VALIDATION_ERROR', 'A kind is like api_key.revoked or request.*.');
+      if (q.keyId && !/^[A-Za-z0-9_-]{1,64}$/.test(q.keyId))
+        throw new ApiError('VALIDATION_ERROR', 'A key id is letters, digits, _ and -.');
+      const found = await listAuditEvents(
+        db,
+        user.businessId,
+        { kind: q.kind || undefined, keyId: q.keyId || undefined },
+        { page: 1, limit: 100 },
+      );
+      return page(reply, 'audit.eta', user, {
+        ...view,
+        entries: found.items,
+        total: found.total,
+        names: await actorNamesOf(db, user.businessId),
+      });
     } catch (error) {
       return page(reply.code(400), 'audit.eta', user, { ...view, error: problem(error) });
     }

@@ -32,9 +32,13 @@ export function openFlash(token: string, cookieHeader: string | undefined): Flas
   try {
     const bytes = Buffer.from(raw, 'base64url');
     if (bytes.length < 29) return null;
-    const decipher = createDecipheriv('aes-256-gcm', keyOf(token), bytes.subarray(0, 12)).setAAD(Buffer.from(FLASH_COOKIE));
+    const decipher = createDecipheriv('aes-256-gcm', keyOf(token), bytes.subarray(0, 12)).setAAD(
+      Buffer.from(FLASH_COOKIE),
+    );
     decipher.setAuthTag(bytes.subarray(bytes.length - 16));
-    const text = Buffer.concat([decipher.update(bytes.subarray(12, bytes.length - 16)), decipher.final()]).toString('utf8');
+    const text = Buffer.concat([decipher.update(bytes.subarray(12, bytes.length - 16)), decipher.final()]).toString(
+      'utf8',
+    );
     const flash = JSON.parse(text) as Flash;
     return typeof flash?.at === 'string' ? flash : null;
   } catch {

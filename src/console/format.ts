@@ -1,6 +1,6 @@
 /** How pages show times, money, counts, states and actors: the same everywhere, escaped here for `<%~ %>`. */
 
-const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 const UTC = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
 const EXACT = (iso: string) => `${iso.slice(0, 19).replace('T', ' ')} UTC`;
@@ -10,10 +10,10 @@ const EXACT = (iso: string) => `${iso.slice(0, 19).replace('T', ' ')} UTC`;
  * the viewer's time zone, relative when recent, and the exact UTC time stays in its title.
  */
 export function when(iso: string | null | undefined, empty = '-'): string {
-  if (!iso) return escape(empty);
+  if (!iso) return escapeHtml(empty);
   const at = new Date(iso);
-  if (Number.isNaN(at.getTime())) return escape(iso);
-  return `<time datetime="${escape(at.toISOString())}" title="${escape(EXACT(at.toISOString()))}">${escape(`${UTC.format(at)} UTC`)}</time>`;
+  if (Number.isNaN(at.getTime())) return escapeHtml(iso);
+  return `<time datetime="${escapeHtml(at.toISOString())}" title="${escapeHtml(EXACT(at.toISOString()))}">${escapeHtml(`${UTC.format(at)} UTC`)}</time>`;
 }
 
 const digitsCache = new Map<string, number>();
@@ -22,7 +22,8 @@ function minorDigits(currency: string): number {
   let digits = digitsCache.get(currency);
   if (digits === undefined) {
     try {
-      digits = new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
+      digits =
+        new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
     } catch {
       digits = 2;
     }
@@ -52,15 +53,42 @@ export function money(amount: string | number | null | undefined, currency: stri
 export const count = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString('en')} ${n === 1 ? one : many}`;
 
 const TONES: Record<string, string> = {
-  active: 'ok', enabled: 'ok', succeeded: 'ok', ACTIVE: 'ok', ACCEPTED: 'ok', PACKED: 'ok', IN_TRANSIT: 'ok', DELIVERED: 'ok', COMPLETED: 'ok',
-  paused: 'warn', pending: 'warn', queued: 'warn', delivering: 'warn', DRAFT: 'warn', PENDING: 'warn', UNASSIGNED: 'warn', QUEUED: 'warn', RUNNING: 'warn',
-  expired: 'bad', revoked: 'bad', disabled: 'bad', failed: 'bad', cancelled: 'bad', CANCELLED: 'bad', REJECTED: 'bad', RETURNED: 'bad', STOPPED: 'bad',
+  active: 'ok',
+  enabled: 'ok',
+  succeeded: 'ok',
+  ACTIVE: 'ok',
+  ACCEPTED: 'ok',
+  PACKED: 'ok',
+  IN_TRANSIT: 'ok',
+  DELIVERED: 'ok',
+  COMPLETED: 'ok',
+  paused: 'warn',
+  pending: 'warn',
+  queued: 'warn',
+  delivering: 'warn',
+  DRAFT: 'warn',
+  PENDING: 'warn',
+  UNASSIGNED: 'warn',
+  QUEUED: 'warn',
+  RUNNING: 'warn',
+  expired: 'bad',
+  revoked: 'bad',
+  disabled: 'bad',
+  failed: 'bad',
+  cancelled: 'bad',
+  CANCELLED: 'bad',
+  REJECTED: 'bad',
+  RETURNED: 'bad',
+  STOPPED: 'bad',
 };
 /** A state as a badge: its word, on a tone (ok, warn, bad, or plain) that is never the only sign. */
-export const badge = (state: string) => `<span class="badge ${TONES[state] ?? 'plain'}">${escape(state)}</span>`;
+export const badge = (state: string) => `<span class="badge ${TONES[state] ?? 'plain'}">${escapeHtml(state)}</span>`;
 
 /** Who did something: the user's or key's name where it has one, else its kind and id. */
-export function actorName(actor: { type: string; id: string | null; name?: string | null } | null | undefined, names: Map<string, string>): string {
+export function actorName(
+  actor: { type: string; id: string | null; name?: string | null } | null | undefined,
+  names: Map<string, string>,
+): string {
   if (!actor) return 'unknown';
   const name = actor.name ?? (actor.id ? names.get(actor.id) : undefined);
   const kind = actor.type === 'api_key' ? 'key' : actor.type === 'user' ? 'user' : actor.type;
@@ -68,22 +96,28 @@ export function actorName(actor: { type: string; id: string | null; name?: strin
   return actor.id ? `${kind} ${actor.id}` : kind;
 }
 
-
-
 /** A properties object as nested lists: each key in bold code, scalars as their JSON, arrays of scalars joined. */
 export function tree(value: unknown): string {
-  if (value === null || value === undefined || (typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0)) {
+  if (
+    value === null ||
+    value === undefined ||
+    (typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0)
+  ) {
     return '<p class="muted">None.</p>';
   }
   const node = (v: unknown): string => {
     if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
-      return `<ul>${Object.entries(v).map(([k, c]) => `<li><code>${escape(k)}</code>: ${node(c)}</li>`).join('')}</ul>`;
+      return `<ul>${Object.entries(v)
+        .map(([k, c]) => `<li><code>${escapeHtml(k)}</code>: ${node(c)}</li>`)
+        .join('')}</ul>`;
     }
     if (Array.isArray(v) && v.some((c) => c !== null && typeof c === 'object')) {
       return `<ul>${v.map((c, i) => `<li><code>[${i}]</code>: ${node(c)}</li>`).join('')}</ul>`;
     }
-    return escape(typeof v === 'string' ? v : JSON.stringify(v));
+    return escapeHtml(typeof v === 'string' ? v : JSON.stringify(v));
   };
-  return `<ul class="tree">${Object.entries(value as Record<string, unknown>).map(([k, c]) => `<li><code>${escape(k)}</code>: ${node(c)}</li>`).join('')}</ul>`;
+  return `<ul class="tree">${Object.entries(value as Record<string, unknown>)
+    .map(([k, c]) => `<li><code>${escapeHtml(k)}</code>: ${node(c)}</li>`)
+    .join('')}</ul>`;
 }
 export const FORMAT = { when, money, count, badge, actorName, tree };

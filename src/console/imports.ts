@@ -13,7 +13,12 @@ export function registerImportPages(app: FastifyInstance, kit: ConsoleKit): void
     const user = signedIn(request, reply);
     if (!user) return reply;
     const found = await listImports(db, user.businessId, { page: 1, limit: 50 }, clock());
-    return page(reply, 'imports.eta', user, { title: 'Imports', section: 'imports', imports: found.items, total: found.total });
+    return page(reply, 'imports.eta', user, {
+      title: 'Imports',
+      section: 'imports',
+      imports: found.items,
+      total: found.total,
+    });
   });
 
   app.get('/console/imports/:id/results', async (request, reply) => {
@@ -21,7 +26,9 @@ export function registerImportPages(app: FastifyInstance, kit: ConsoleKit): void
     if (!user) return reply;
     const imp = await findImport(db, user.businessId, idOf(request));
     if (!imp) throw new ApiError('NOT_FOUND', 'No such import.');
-    return reply.type('application/x-ndjson; charset=utf-8').header('content-disposition', `attachment; filename="${imp.id}-results.ndjson"`)
+    return reply
+      .type('application/x-ndjson; charset=utf-8')
+      .header('content-disposition', `attachment; filename="${imp.id}-results.ndjson"`)
       .send(resultsStream(db, imp.id));
   });
 }

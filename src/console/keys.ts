@@ -22,12 +22,26 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
   const { db, writes, clock } = kit.deps;
   const keysPage = async (reply: FastifyReply, user: SessionUser) => {
     const now = new Date(clock()).toISOString();
-    const keys = (await listApiKeys(db, user.businessId)).map((k) => ({
-      ...k, status: k.revokedAt ? 'revoked' : k.expiresAt !== null && k.expiresAt <= now ? 'expired' : 'active',
-    })).reverse();
-    return page(reply, 'keys.eta', user, { title: 'API keys', section: 'keys', keys, businessId: user.businessId, matrix: MATRIX });
+    const keys = (await listApiKeys(db, user.businessId))
+      .map((k) => ({
+        ...k,
+        status: k.revokedAt ? 'revoked' : k.expiresAt !== null && k.expiresAt <= now ? 'expired' : 'active',
+      }))
+      .reverse();
+    return page(reply, 'keys.eta', user, {
+      title: 'API keys',
+      section: 'keys',
+      keys,
+      businessId: user.businessId,
+      matrix: MATRIX,
+    });
   };
-  const shown = (apiKey: string, note?: string) => ({ id: 'new-key-value', title: 'New key: copy it now', value: apiKey, note });
+  const shown = (apiKey: string, note?: string) => ({
+    id: 'new-key-value',
+    title: 'New key: copy it now',
+    value: apiKey,
+    note,
+  });
 
   app.get('/console/keys', async (request, reply) => {
     const user = signedIn(request, reply, ['owner']);
@@ -40,9 +54,11 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
     const form = request.body as Form;
     return act(reply, user, '/console/keys', async () => {
       const name = String(form.name ?? '').trim();
-      if (name.length === 0 || name.length > 100) throw new ApiError('VALIDATION_ERROR', 'A key needs a name of 1 to 100 characters.');
+      if (name.length === 0 || name.length > 100)
+        throw new ApiError('VALIDATION_ERROR', 'A key needs a name of 1 to 100 characters.');
       const days = form.expiresInDays ? Number(form.expiresInDays) : null;
-      if (days !== null && !EXPIRY_DAYS.has(days)) throw new ApiError('VALIDATION_ERROR', 'Choose one of the offered expiries.');
+      if (days !== null && !EXPIRY_DAYS.has(days))
+        throw new ApiError('VALIDATION_ERROR', 'Choose one of the offered expiries.');
       const expiresAt = days === null ? null : new Date(clock() + days * 86_400_000).toISOString();
       const allowed = String(form.allowedFrom ?? '').trim();
       let allowedCidrs: string[] | null = null;
@@ -51,7 +67,9 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
       } catch (error) {
         throw new ApiError('VALIDATION_ERROR', `${(error as Error).message}.`);
       }
-      const key = await writes.run(actorOf(user), (ctx) => createApiKey(ctx, { name, expiresAt, scopes: scopesOf(form), allowedCidrs }));
+      const key = await writes.run(actorOf(user), (ctx) =>
+        createApiKey(ctx, { name, expiresAt, scopes: scopesOf(form), allowedCidrs }),
+      );
       return { notice: `Created the key "${name}".`, secret: shown(key.apiKey) };
     });
   });
@@ -67,8 +85,12 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
       const key = old ? await writes.run(actorOf(user), (ctx) => rotateApiKey(ctx, keyId, grace)) : null;
       if (!old || !key) throw new ApiError('NOT_FOUND', 'No such active key.');
       const ends = new Date(clock() + grace * 1000).toISOString().slice(0, 16).replace('T', ' ');
-      const replaces = grace === 0 ? 'The key it replaces no longer works.' : `The key it replaces keeps working until ${ends} UTC.`;
-      return { notice: `Rotated the key "${old.name ?? old.prefix}".`, secret: shown(key.apiKey, `${replaces} The new key keeps its scopes, allowlist and expiry.`) };
+      const replaces =
+        grace === 0 ? 'The key it replaces no longer works.' : `The key it replaces keeps working until ${ends} UTC.`;
+      return {
+        notice: `Rotated the key "${old.name ?? old.prefix}".`,
+        secret: shown(key.apiKey, `${replaces} The new key keeps its scopes, allowlist and expiry.`),
+      };
     });
   });
 
@@ -79,8 +101,12 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
     const [key] = await listApiKeys(db, user.businessId, idOf(request));
     if (!key) throw new ApiError('NOT_FOUND', 'No such key.');
     return page(reply, 'confirm.eta', user, {
-      title: 'Revoke key', section: 'keys', heading: `Revoke the key "${key.name ?? key.prefix}"?`, action: `/console/keys/${key.id}/revoke`,
-      button: 'Revoke', cancel: '/console/keys',
+      title: 'Revoke key',
+      section: 'keys',
+      heading: `Revoke the key "${key.name ?? key.prefix}"?`,
+      action: `/console/keys/${key.id}/revoke`,
+      button: 'Revoke',
+      cancel: '/console/keys',
       message: `Every request made with ${key.prefix}… is refused within 5 seconds, on every instance. This cannot be undone: an integration using it needs a new key.`,
     });
   });
@@ -90,8 +116,11 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
     if (!user) return reply;
     const keyId = idOf(request);
     const [key] = await listApiKeys(db, user.businessId, keyId);
-    if (!key || !await writes.run(actorOf(user), (ctx) => revokeApiKey(ctx, keyId))) throw new ApiError('NOT_FOUND', 'No such key.');
-    return kit.done(reply, user, '/console/keys', { notice: `Revoked the key "${key.name ?? key.prefix}": it is refused within 5 seconds.` });
+    if (!key || !(await writes.run(actorOf(user), (ctx) => revokeApiKey(ctx, keyId))))
+      throw new ApiError('NOT_FOUND', 'No such key.');
+    return kit.done(reply, user, '/console/keys', {
+      notice: `Revoked the key "${key.name ?? key.prefix}": it is refused within 5 seconds.`,
+    });
   });
 }
 
@@ -99,7 +128,8 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
 function scopesOf(form: Form): Scope[] | null {
   const levels = MATRIX.map(({ name, levels: offered }) => {
     const level = String(form[`scope.${name}`] ?? offered[0]);
-    if (!offered.includes(level)) throw new ApiError('VALIDATION_ERROR', 'Choose one of the offered levels for each row of the matrix.');
+    if (!offered.includes(level))
+      throw new ApiError('VALIDATION_ERROR', 'Choose one of the offered levels for each row of the matrix.');
     return { name, level, highest: level === offered[0] };
   });
   if (levels.every((l) => l.highest)) return null;

@@ -38,10 +38,22 @@ const EVENT_TYPE = /^(?:\*|[a-z_]{1,32}\.(?:\*|[a-z_]{1,32}))$/;
  * backslash, a scheme or a control character), else the console's start.
  */
 export function localNext(raw: unknown): string {
-  if (typeof raw !== 'string' || raw.length > 2000 || !raw.startsWith('/console') || /[\\\u0000-\u001f\u007f]/.test(raw)) return '/console';
+  if (
+    typeof raw !== 'string' ||
+    raw.length > 2000 ||
+    !raw.startsWith('/console') ||
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: a return address with a control character is refused
+    /[\\\u0000-\u001f\u007f]/.test(raw)
+  )
+    return '/console';
   try {
     const url = new URL(raw, 'http://console.invalid');
-    if (url.origin !== 'http://console.invalid' || !/^\/console(?:\/|$)/.test(url.pathname) || url.pathname.startsWith('/console/sign-')) return '/console';
+    if (
+      url.origin !== 'http://console.invalid' ||
+      !/^\/console(?:\/|$)/.test(url.pathname) ||
+      url.pathname.startsWith('/console/sign-')
+    )
+      return '/console';
     return `${url.pathname}${url.search}`;
   } catch {
     return '/console';
@@ -50,13 +62,21 @@ export function localNext(raw: unknown): string {
 
 /** A refusal's text for a page: field by field. */
 const problemText = (error: ApiError) =>
-  (error.fieldErrors ? Object.entries(error.fieldErrors).map(([k, v]) => `${k}: ${v}`).join('; ') : error.message).slice(0, 500);
+  (error.fieldErrors
+    ? Object.entries(error.fieldErrors)
+        .map(([k, v]) => `${k}: ${v}`)
+        .join('; ')
+    : error.message
+  ).slice(0, 500);
 
 /** What every page of the console uses: the dependencies, rendering, the role check and form helpers. */
 export function createKit(deps: ConsoleDeps) {
   /** Post, redirect, get: the action's outcome goes in a one-time flash, and the browser to `location`. */
   const done = (reply: FastifyReply, user: SessionUser, location: string, flash: Omit<Flash, 'at'>) => {
-    reply.header('set-cookie', flashCookie(sealFlash(user.token, { ...flash, at: location.split('?')[0] }), FLASH_SECONDS, deps.secureCookie));
+    reply.header(
+      'set-cookie',
+      flashCookie(sealFlash(user.token, { ...flash, at: location.split('?')[0] }), FLASH_SECONDS, deps.secureCookie),
+    );
     return reply.redirect(location, 303);
   };
   return {
@@ -71,19 +91,27 @@ export function createKit(deps: ConsoleDeps) {
           reply.header('set-cookie', flashCookie('', 0, deps.secureCookie));
         }
       }
-      return reply.type('text/html; charset=utf-8').view(template, { user, csrf: user ? csrfTokenOf(user.token) : '', flash, ...FORMAT, ...data });
+      return reply
+        .type('text/html; charset=utf-8')
+        .view(template, { user, csrf: user ? csrfTokenOf(user.token) : '', flash, ...FORMAT, ...data });
     },
     done,
     /**
      * Runs an action and redirects with what it says; a refusal (a 4xx other than 403 and 404,
      * which the error handler answers) goes back to `back` as an error.
      */
-    act: async (reply: FastifyReply, user: SessionUser, back: string, action: () => Promise<Omit<Flash, 'at'> & { to?: string }>) => {
+    act: async (
+      reply: FastifyReply,
+      user: SessionUser,
+      back: string,
+      action: () => Promise<Omit<Flash, 'at'> & { to?: string }>,
+    ) => {
       let outcome: Omit<Flash, 'at'> & { to?: string };
       try {
         outcome = await action();
       } catch (error) {
-        if (!(error instanceof ApiError) || error.status >= 500 || error.status === 404 || error.status === 403) throw error;
+        if (!(error instanceof ApiError) || error.status >= 500 || error.status === 404 || error.status === 403)
+          throw error;
         return done(reply, user, back, { error: problemText(error) });
       }
       const { to, ...flash } = outcome;
@@ -91,30 +119,50 @@ export function createKit(deps: ConsoleDeps) {
     },
 
     /** The signed-in user when their role may open the page; else a redirect to sign in, back here after (null), or Forbidden. */
-    signedIn: (request: FastifyRequest, reply: FastifyReply, roles: Role[] = ['owner', 'admin', 'viewer']): SessionUser | null => {
+    signedIn: (
+      request: FastifyRequest,
+      reply: FastifyReply,
+      roles: Role[] = ['owner', 'admin', 'viewer'],
+    ): SessionUser | null => {
       const user = request.consoleUser;
       if (!user) {
         const next = request.method === 'GET' ? localNext(request.url) : '/console';
-        void reply.redirect(next === '/console' ? '/console/sign-in' : `/console/sign-in?${new URLSearchParams({ next })}`, 303);
+        void reply.redirect(
+          next === '/console' ? '/console/sign-in' : `/console/sign-in?${new URLSearchParams({ next })}`,
+          303,
+        );
         return null;
       }
       if (!roles.includes(user.role)) throw new Forbidden();
       return user;
     },
     /** The write runner's scope for an action of this user: their business, themselves as actor. */
-    actorOf: (user: SessionUser) => ({ businessId: user.businessId, actor: { type: 'user' as const, id: user.id, name: user.name } }),
+    actorOf: (user: SessionUser) => ({
+      businessId: user.businessId,
+      actor: { type: 'user' as const, id: user.id, name: user.name },
+    }),
     idOf: (request: FastifyRequest) => (request.params as { id: string }).id,
     /** The query's string values; a repeated parameter (an array) is dropped, not passed on to a page. */
     queryOf: (request: FastifyRequest): Record<string, string | undefined> =>
-      Object.fromEntries(Object.entries((request.query ?? {}) as Record<string, unknown>).filter(([, v]) => typeof v === 'string')) as Record<string, string>,
-    typesOf: (raw: unknown): string[] => String(raw ?? '').split(',').map((t) => t.trim()).filter(Boolean),
+      Object.fromEntries(
+        Object.entries((request.query ?? {}) as Record<string, unknown>).filter(([, v]) => typeof v === 'string'),
+      ) as Record<string, string>,
+    typesOf: (raw: unknown): string[] =>
+      String(raw ?? '')
+        .split(',')
+        .map((t) => t.trim())
+        .filter(Boolean),
     /** A refusal's text for the page (field by field); anything else is rethrown to the error handler. */
     problem: (error: unknown): string => {
       if (!(error instanceof ApiError) || error.status >= 500) throw error;
       return problemText(error);
     },
     checkTypes: (types: string[]) => {
-      if (types.length > 100 || !types.every((t) => EVENT_TYPE.test(t))) throw new ApiError('VALIDATION_ERROR', 'Event types look like order.created, order.* or *, separated by commas.');
+      if (types.length > 100 || !types.every((t) => EVENT_TYPE.test(t)))
+        throw new ApiError(
+          'VALIDATION_ERROR',
+          'Event types look like order.created, order.* or *, separated by commas.',
+        );
       return [...new Set(types)];
     },
   };

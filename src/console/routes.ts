@@ -12,7 +12,16 @@ import { createKit, Forbidden, localNext, type ConsoleDeps, type Form } from './
 import { registerAccountPages } from './account.ts';
 import { registerOrderPages } from './orders.ts';
 import {
-  ABSOLUTE_MS, checkCsrf, cookieValue, createSession, csrfTokenOf, endAllSessions, endSession, readSession, SESSION_COOKIE, type SessionUser,
+  ABSOLUTE_MS,
+  checkCsrf,
+  cookieValue,
+  createSession,
+  csrfTokenOf,
+  endAllSessions,
+  endSession,
+  readSession,
+  SESSION_COOKIE,
+  type SessionUser,
 } from './session.ts';
 import { registerTeamPages } from './team.ts';
 import { registerAuditPages } from './audit.ts';
@@ -36,7 +45,10 @@ function consoleDir(name: string): string {
 
 const ASSETS: Record<string, { type: string; body: () => Buffer }> = (() => {
   const require = createRequire(import.meta.url);
-  const file = (path: string) => { let cached: Buffer | undefined; return () => (cached ??= readFileSync(path)); };
+  const file = (path: string) => {
+    let cached: Buffer | undefined;
+    return () => (cached ??= readFileSync(path));
+  };
   return {
     'htmx.min.js': { type: 'text/javascript; charset=utf-8', body: file(require.resolve('htmx.org/dist/htmx.min.js')) },
     'console.js': { type: 'text/javascript; charset=utf-8', body: file(join(consoleDir('assets'), 'console.js')) },
@@ -46,8 +58,9 @@ const ASSETS: Record<string, { type: string; body: () => Buffer }> = (() => {
 })();
 
 /** No inline script or style, no framing, forms only to the console itself. */
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-  + "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'";
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+  "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'";
 
 const FORM_LIMIT = 16 * 1024;
 
@@ -71,30 +84,46 @@ function isCrossSite(request: FastifyRequest): boolean {
  * call the same services as the API through the write runner, as the signed-in user.
  */
 export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
-  const { db, writes, clock } = deps;
+  const { db, clock } = deps;
   // Sign-in attempts: 5 a minute per account and 20 a minute per address, across all instances when they share Redis.
   const perAccount = deps.buckets({ ratePerSecond: 5 / 60, burst: 5 }, 'sign-in-account');
   const perAddress = deps.buckets({ ratePerSecond: 20 / 60, burst: 20 }, 'sign-in-address');
 
   // Pages, not API operations: none of them is in /openapi.json.
-  app.addHook('onRoute', (route) => { route.schema = { ...route.schema, hide: true }; });
-  await app.register(view, { engine: { eta: new Eta({ autoEscape: true }) }, templates: consoleDir('views'), layout: 'layout.eta', production: true });
+  app.addHook('onRoute', (route) => {
+    route.schema = { ...route.schema, hide: true };
+  });
+  await app.register(view, {
+    engine: { eta: new Eta({ autoEscape: true }) },
+    templates: consoleDir('views'),
+    layout: 'layout.eta',
+    production: true,
+  });
 
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_LIMIT }, (_request, body, done) => {
-    const form: Form = {};
-    for (const [key, value] of new URLSearchParams(String(body))) {
-      // PostgreSQL's text cannot hold NUL: refused here, as the API's JSON parser does.
-      if (key.includes('\u0000') || value.includes('\u0000')) return done(new ApiError('VALIDATION_ERROR', 'A form field cannot hold a NUL character.'));
-      form[key] = value;
-    }
-    done(null, form);
-  });
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string', bodyLimit: FORM_LIMIT },
+    (_request, body, done) => {
+      const form: Form = {};
+      for (const [key, value] of new URLSearchParams(String(body))) {
+        // PostgreSQL's text cannot hold NUL: refused here, as the API's JSON parser does.
+        if (key.includes('\u0000') || value.includes('\u0000'))
+          return done(new ApiError('VALIDATION_ERROR', 'A form field cannot hold a NUL character.'));
+        form[key] = value;
+      }
+      done(null, form);
+    },
+  );
 
   app.decorateRequest('consoleUser', null);
   app.addHook('onRequest', async (request, reply) => {
-    reply.header('content-security-policy', CSP).header('x-frame-options', 'DENY').header('x-content-type-options', 'nosniff')
-      .header('referrer-policy', 'same-origin').header('cache-control', 'no-store');
+    reply
+      .header('content-security-policy', CSP)
+      .header('x-frame-options', 'DENY')
+      .header('x-content-type-options', 'nosniff')
+      .header('referrer-policy', 'same-origin')
+      .header('cache-control', 'no-store');
     if (/%00/.test(request.url)) throw new ApiError('VALIDATION_ERROR', 'The address cannot hold a NUL character.');
     request.consoleUser = await readSession(db, cookieValue(request.headers.cookie, SESSION_COOKIE), clock());
   });
@@ -107,18 +136,43 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     const form = (request.body ?? {}) as Form;
     const signingIn = request.url.split('?')[0] === '/console/sign-in';
     if (isCrossSite(request) || (!signingIn && (!user || !checkCsrf(user.token, form.csrf)))) {
-      return reply.code(403).type('text/html; charset=utf-8')
-        .view('message.eta', { title: 'Refused', user, csrf: user ? csrfTokenOf(user.token) : '', heading: 'Refused', message: 'This form has expired or did not come from the console. Reload the page and try again.' });
+      return reply
+        .code(403)
+        .type('text/html; charset=utf-8')
+        .view('message.eta', {
+          title: 'Refused',
+          user,
+          csrf: user ? csrfTokenOf(user.token) : '',
+          heading: 'Refused',
+          message: 'This form has expired or did not come from the console. Reload the page and try again.',
+        });
     }
   });
   app.setErrorHandler(async (error, request, reply) => {
     const user = request.consoleUser;
-    const status = error instanceof Forbidden ? 403 : error instanceof ApiError ? error.status : (error as { statusCode?: number }).statusCode ?? 500;
+    const status =
+      error instanceof Forbidden
+        ? 403
+        : error instanceof ApiError
+          ? error.status
+          : ((error as { statusCode?: number }).statusCode ?? 500);
     if (status >= 500) request.log.error({ err: error, ...requestTraceFields(request) }, 'console error');
-    const message = error instanceof Forbidden ? 'Your role does not allow this page.'
-      : status < 500 ? (error as Error).message : 'Something went wrong; it has been logged.';
-    return reply.code(status).type('text/html; charset=utf-8')
-      .view('message.eta', { title: 'Error', user, csrf: user ? csrfTokenOf(user.token) : '', heading: status === 403 ? 'Not allowed' : status === 404 ? 'Not found' : 'Something is wrong', message });
+    const message =
+      error instanceof Forbidden
+        ? 'Your role does not allow this page.'
+        : status < 500
+          ? (error as Error).message
+          : 'Something went wrong; it has been logged.';
+    return reply
+      .code(status)
+      .type('text/html; charset=utf-8')
+      .view('message.eta', {
+        title: 'Error',
+        user,
+        csrf: user ? csrfTokenOf(user.token) : '',
+        heading: status === 403 ? 'Not allowed' : status === 404 ? 'Not found' : 'Something is wrong',
+        message,
+      });
   });
   const kit = createKit(deps);
   const { page, signedIn } = kit;
@@ -136,11 +190,17 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   app.get('/console', async (request, reply) => {
     const user = signedIn(request, reply);
     if (!user) return reply;
-    return reply.redirect(user.role === 'owner' ? '/console/keys' : user.role === 'admin' ? '/console/webhooks' : '/console/orders', 303);
+    return reply.redirect(
+      user.role === 'owner' ? '/console/keys' : user.role === 'admin' ? '/console/webhooks' : '/console/orders',
+      303,
+    );
   });
 
   // After signing out, the sign-in page says so (there is no session left to carry a flash).
-  const SIGNED_OUT: Record<string, string> = { out: 'You are signed out.', everywhere: 'You are signed out on every device and browser.' };
+  const SIGNED_OUT: Record<string, string> = {
+    out: 'You are signed out.',
+    everywhere: 'You are signed out on every device and browser.',
+  };
 
   app.get('/console/sign-in', async (request, reply) => {
     const q = kit.queryOf(request);
@@ -152,20 +212,33 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
 
   app.post('/console/sign-in', async (request, reply) => {
     const form = (request.body ?? {}) as Form;
-    const email = String(form.email ?? '').trim().toLowerCase().slice(0, 320);
+    const email = String(form.email ?? '')
+      .trim()
+      .toLowerCase()
+      .slice(0, 320);
     // The account's budget is spent only by attempts the address's budget let through, so that a
     // stranger refused by address cannot keep charging someone else's account.
     const address = await perAddress.take(request.ip);
     const account = address.allowed ? await perAccount.take(email) : address;
     if (!account.allowed || !address.allowed) {
       reply.header('retry-after', String(Math.max(account.retryAfterSeconds, address.retryAfterSeconds)));
-      return page(reply.code(429), 'sign-in.eta', null, { title: 'Sign in', email, next: localNext(form.next), error: 'Too many attempts. Wait a minute, then try again.' });
+      return page(reply.code(429), 'sign-in.eta', null, {
+        title: 'Sign in',
+        email,
+        next: localNext(form.next),
+        error: 'Too many attempts. Wait a minute, then try again.',
+      });
     }
     const user = email ? await findUserByEmail(db, email) : undefined;
     // A missing user costs a hash too, so the answer's timing does not say which emails exist.
     const ok = await verifyPassword(String(form.password ?? '').slice(0, 200), user?.password_hash ?? DUMMY_HASH);
     if (!user || !ok || user.status !== 'active') {
-      return page(reply.code(401), 'sign-in.eta', null, { title: 'Sign in', email, next: localNext(form.next), error: 'Wrong email or password.' });
+      return page(reply.code(401), 'sign-in.eta', null, {
+        title: 'Sign in',
+        email,
+        next: localNext(form.next),
+        error: 'Wrong email or password.',
+      });
     }
     const token = await createSession(db, user, clock());
     reply.header('set-cookie', cookie(token, ABSOLUTE_MS / 1000));
@@ -183,7 +256,11 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     const user = signedIn(request, reply);
     if (!user) return reply;
     return page(reply, 'confirm.eta', user, {
-      title: 'Sign out everywhere', heading: 'Sign out everywhere?', action: '/console/sign-out-everywhere', button: 'Sign out everywhere', cancel: '/console',
+      title: 'Sign out everywhere',
+      heading: 'Sign out everywhere?',
+      action: '/console/sign-out-everywhere',
+      button: 'Sign out everywhere',
+      cancel: '/console',
       message: 'Every session of yours ends: this browser, and any other device or browser where you are signed in.',
     });
   });
@@ -207,7 +284,11 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   // Any other console address: a page, not the API's JSON (a POST is refused without its token first).
   const notFound = async (request: FastifyRequest, reply: FastifyReply) => {
     const user = request.consoleUser;
-    return page(reply.code(404), 'message.eta', user, { title: 'Not found', heading: 'No such page', message: `There is no console page at ${request.url.split('?')[0].slice(0, 200)}.` });
+    return page(reply.code(404), 'message.eta', user, {
+      title: 'Not found',
+      heading: 'No such page',
+      message: `There is no console page at ${request.url.split('?')[0].slice(0, 200)}.`,
+    });
   };
   app.get('/console/*', notFound);
   app.post('/console/*', notFound);

@@ -15,10 +15,18 @@ const hashOf = sessionIdOf;
 export async function createSession(db: Db, user: { id: string; business_id: string }, now: number): Promise<string> {
   const token = randomBytes(32).toString('base64url');
   const at = new Date(now).toISOString();
-  await db.insertInto('sessions').values({
-    id_hash: hashOf(token), user_id: user.id, business_id: user.business_id, created_at: at, last_seen_at: at,
-    expires_at: new Date(now + ABSOLUTE_MS).toISOString(), revoked_at: null,
-  }).execute();
+  await db
+    .insertInto('sessions')
+    .values({
+      id_hash: hashOf(token),
+      user_id: user.id,
+      business_id: user.business_id,
+      created_at: at,
+      last_seen_at: at,
+      expires_at: new Date(now + ABSOLUTE_MS).toISOString(),
+      revoked_at: null,
+    })
+    .execute();
   return token;
 }
 
@@ -34,30 +42,57 @@ export interface SessionUser {
 /** The signed-in user of a cookie's session, if it is live: not revoked, not past 7 days, used in the last 12 hours, its user active. */
 export async function readSession(db: Db, token: string | undefined, now: number): Promise<SessionUser | null> {
   if (!token || token.length > 100) return null;
-  const row = await db.selectFrom('sessions').innerJoin('users', 'users.id', 'sessions.user_id')
-    .select(['sessions.id_hash', 'sessions.last_seen_at', 'sessions.expires_at', 'sessions.revoked_at', 'users.id', 'users.business_id',
-      'users.email', 'users.name', 'users.role', 'users.status'])
-    .where('sessions.id_hash', '=', hashOf(token)).executeTakeFirst();
+  const row = await db
+    .selectFrom('sessions')
+    .innerJoin('users', 'users.id', 'sessions.user_id')
+    .select([
+      'sessions.id_hash',
+      'sessions.last_seen_at',
+      'sessions.expires_at',
+      'sessions.revoked_at',
+      'users.id',
+      'users.business_id',
+      'users.email',
+      'users.name',
+      'users.role',
+      'users.status',
+    ])
+    .where('sessions.id_hash', '=', hashOf(token))
+    .executeTakeFirst();
   if (!row || row.revoked_at !== null || row.status !== 'active') return null;
   const lastSeen = new Date(row.last_seen_at).getTime();
   if (new Date(row.expires_at).getTime() <= now || lastSeen + IDLE_MS <= now) return null;
   if (now - lastSeen > TOUCH_MS) {
-    await db.updateTable('sessions').set({ last_seen_at: new Date(now).toISOString() }).where('id_hash', '=', row.id_hash).execute();
+    await db
+      .updateTable('sessions')
+      .set({ last_seen_at: new Date(now).toISOString() })
+      .where('id_hash', '=', row.id_hash)
+      .execute();
   }
   return { id: row.id, businessId: row.business_id, email: row.email, name: row.name, role: row.role, token };
 }
 
 export async function endSession(db: Db, token: string, now: number): Promise<void> {
-  await db.updateTable('sessions').set({ revoked_at: new Date(now).toISOString() }).where('id_hash', '=', hashOf(token)).execute();
+  await db
+    .updateTable('sessions')
+    .set({ revoked_at: new Date(now).toISOString() })
+    .where('id_hash', '=', hashOf(token))
+    .execute();
 }
 
 /** Sign out everywhere: every session of the user ends. */
 export async function endAllSessions(db: Db, userId: string, now: number): Promise<void> {
-  await db.updateTable('sessions').set({ revoked_at: new Date(now).toISOString() }).where('user_id', '=', userId).where('revoked_at', 'is', null).execute();
+  await db
+    .updateTable('sessions')
+    .set({ revoked_at: new Date(now).toISOString() })
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .execute();
 }
 
 /** The session's CSRF token: derived from the session's secret, so nothing more is stored, and useless without the cookie. */
-export const csrfTokenOf = (token: string) => createHmac('sha256', token).update('supplyline-console-csrf').digest('base64url');
+export const csrfTokenOf = (token: string) =>
+  createHmac('sha256', token).update('supplyline-console-csrf').digest('base64url');
 
 export function checkCsrf(token: string, presented: unknown): boolean {
   if (typeof presented !== 'string') return false;

@@ -15,15 +15,28 @@ export function registerTeamPages(app: FastifyInstance, kit: ConsoleKit): void {
   const otherUser = async (user: SessionUser, id: string) => {
     const row = await findUser(db, user.businessId, id);
     if (!row) throw new ApiError('NOT_FOUND', 'No such user.');
-    if (row.id === user.id) throw new ApiError('VALIDATION_ERROR', 'You cannot change your own role, password or status here: use Your account.');
+    if (row.id === user.id)
+      throw new ApiError(
+        'VALIDATION_ERROR',
+        'You cannot change your own role, password or status here: use Your account.',
+      );
     return row;
   };
 
   app.get('/console/team', async (request, reply) => {
     const user = signedIn(request, reply);
     if (!user) return reply;
-    if (user.role !== 'owner') return page(reply, 'message.eta', user, { title: 'Console', heading: `Signed in as ${user.name}`, message: 'Your role can read; the pages you may open are in the menu.' });
-    return page(reply, 'team.eta', user, { title: 'Team', section: 'team', users: await listUsers(db, user.businessId) });
+    if (user.role !== 'owner')
+      return page(reply, 'message.eta', user, {
+        title: 'Console',
+        heading: `Signed in as ${user.name}`,
+        message: 'Your role can read; the pages you may open are in the menu.',
+      });
+    return page(reply, 'team.eta', user, {
+      title: 'Team',
+      section: 'team',
+      users: await listUsers(db, user.businessId),
+    });
   });
 
   app.post('/console/team', async (request, reply) => {
@@ -31,10 +44,17 @@ export function registerTeamPages(app: FastifyInstance, kit: ConsoleKit): void {
     if (!user) return reply;
     const form = request.body as Form;
     return act(reply, user, '/console/team', async () => {
-      const created = await writes.run(actorOf(user), (ctx) => createUser(ctx, { email: String(form.email ?? ''), name: String(form.name ?? ''), role: form.role as Role }));
+      const created = await writes.run(actorOf(user), (ctx) =>
+        createUser(ctx, { email: String(form.email ?? ''), name: String(form.name ?? ''), role: form.role as Role }),
+      );
       return {
         notice: `Added ${created.user.email} as ${created.user.role}.`,
-        secret: { id: 'new-password', title: `Password for ${created.user.email}`, value: created.password, note: 'Give it to them in person or through your password manager; they can change it under Your account.' },
+        secret: {
+          id: 'new-password',
+          title: `Password for ${created.user.email}`,
+          value: created.password,
+          note: 'Give it to them in person or through your password manager; they can change it under Your account.',
+        },
       };
     });
   });
@@ -57,7 +77,12 @@ export function registerTeamPages(app: FastifyInstance, kit: ConsoleKit): void {
     if (!user) return reply;
     const row = await otherUser(user, idOf(request));
     return page(reply, 'confirm.eta', user, {
-      title: 'Disable user', section: 'team', heading: `Disable ${row.name}?`, action: `/console/team/${row.id}/disable`, button: 'Disable', cancel: '/console/team',
+      title: 'Disable user',
+      section: 'team',
+      heading: `Disable ${row.name}?`,
+      action: `/console/team/${row.id}/disable`,
+      button: 'Disable',
+      cancel: '/console/team',
       message: `${row.email} is signed out everywhere and can no longer sign in. What they did stays in the history.`,
     });
   });
@@ -78,8 +103,12 @@ export function registerTeamPages(app: FastifyInstance, kit: ConsoleKit): void {
     if (!user) return reply;
     const row = await otherUser(user, idOf(request));
     return page(reply, 'confirm.eta', user, {
-      title: 'Reset password', section: 'team', heading: `Reset the password of ${row.name}?`, action: `/console/team/${row.id}/reset-password`,
-      button: 'Reset password', cancel: '/console/team',
+      title: 'Reset password',
+      section: 'team',
+      heading: `Reset the password of ${row.name}?`,
+      action: `/console/team/${row.id}/reset-password`,
+      button: 'Reset password',
+      cancel: '/console/team',
       message: `A new password is made and shown to you once; ${row.email}'s current password stops working and their sessions end.`,
     });
   });
@@ -95,7 +124,12 @@ export function registerTeamPages(app: FastifyInstance, kit: ConsoleKit): void {
     await writes.run(actorOf(user), (ctx) => setPassword(ctx, row.id, password));
     return done(reply, user, '/console/team', {
       notice: `Reset the password of ${row.name}; their sessions have ended.`,
-      secret: { id: 'new-password', title: `New password for ${row.email}`, value: password, note: 'Give it to them in person or through your password manager.' },
+      secret: {
+        id: 'new-password',
+        title: `New password for ${row.email}`,
+        value: password,
+        note: 'Give it to them in person or through your password manager.',
+      },
     });
   });
 }

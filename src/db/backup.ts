@@ -7,7 +7,11 @@ import { openSqliteDatabase } from './sqlite-driver.ts';
  * reading and writing meanwhile, and the copy is one consistent moment of the database, WAL
  * included. `onProgress` hears how many pages are copied of how many. Refuses to overwrite a file.
  */
-export async function backupSqlite(databasePath: string, file: string, onProgress: (copied: number, total: number) => void = () => {}): Promise<{ pages: number }> {
+export async function backupSqlite(
+  databasePath: string,
+  file: string,
+  onProgress: (copied: number, total: number) => void = () => {},
+): Promise<{ pages: number }> {
   if (resolve(databasePath) === resolve(file)) throw new Error('The backup must go to another file than the database');
   if (existsSync(file)) throw new Error(`${file} exists: choose a new file, so that no backup is overwritten`);
   if (!existsSync(databasePath)) throw new Error(`${databasePath} does not exist`);

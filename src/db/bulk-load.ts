@@ -15,7 +15,11 @@ export interface BulkLoad {
  * Runs a bulk load (the demo generator) with what suits it on each backend: SQLite's load
  * settings for its duration; on PostgreSQL, `vacuum (analyze)` of the loaded tables afterwards.
  */
-export async function withBulkLoad<T>(db: Kysely<Database>, tables: readonly string[], load: (bulk: BulkLoad) => Promise<T>): Promise<T> {
+export async function withBulkLoad<T>(
+  db: Kysely<Database>,
+  tables: readonly string[],
+  load: (bulk: BulkLoad) => Promise<T>,
+): Promise<T> {
   if (dialectOf(db) === 'sqlite') return withSqliteLoadSettings(db, (switched) => load({ oneTransaction: switched }));
   const result = await load({ oneTransaction: true });
   await vacuumAnalyze(db, tables);
@@ -23,7 +27,10 @@ export async function withBulkLoad<T>(db: Kysely<Database>, tables: readonly str
 }
 
 /** Something a bulk load can do without and make again afterwards: a statement each way. */
-interface Deferred { drop: string; create: string }
+interface Deferred {
+  drop: string;
+  create: string;
+}
 
 /**
  * The non-unique indexes of the tables as the database holds them (so as the migrations made
@@ -32,14 +39,20 @@ interface Deferred { drop: string; create: string }
  */
 async function secondaryIndexes(db: Db, tables: readonly string[]): Promise<Deferred[]> {
   if (dialectOf(db) === 'postgres') {
-    const { rows } = await sql<{ name: string; sql: string }>`select quote_ident(i.schemaname) || '.' || quote_ident(i.indexname) as name, i.indexdef as sql
+    const { rows } = await sql<{
+      name: string;
+      sql: string;
+    }>`select quote_ident(i.schemaname) || '.' || quote_ident(i.indexname) as name, i.indexdef as sql
       from pg_indexes i join pg_index x on x.indexrelid = (quote_ident(i.schemaname) || '.' || quote_ident(i.indexname))::regclass
       where i.schemaname = current_schema() and i.tablename in (${sql.join(tables)}) and not x.indisunique
       order by i.tablename, i.indexname`.execute(db);
     return rows.map((r) => ({ drop: `drop index ${r.name}`, create: r.sql }));
   }
   // origin 'c': made by CREATE INDEX, not by a key or a UNIQUE constraint (those have no SQL to drop).
-  const { rows } = await sql<{ name: string; sql: string }>`select '"' || replace(m.name, '"', '""') || '"' as name, m.sql as sql from sqlite_master m
+  const { rows } = await sql<{
+    name: string;
+    sql: string;
+  }>`select '"' || replace(m.name, '"', '""') || '"' as name, m.sql as sql from sqlite_master m
       join pragma_index_list(m.tbl_name) l on l.name = m.name
     where m.type = 'index' and m.tbl_name in (${sql.join(tables)}) and l.origin = 'c' and l."unique" = 0
     order by m.tbl_name, m.name`.execute(db);
@@ -59,7 +72,10 @@ async function foreignKeys(db: Db, tables: readonly string[]): Promise<Deferred[
     from pg_constraint k join pg_class c on c.oid = k.conrelid join pg_namespace n on n.oid = c.relnamespace
     where k.contype = 'f' and n.nspname = current_schema() and c.relname in (${sql.join(tables)})
     order by c.relname, k.conname`.execute(db);
-  return rows.map((r) => ({ drop: `alter table ${r.table} drop constraint ${r.name}`, create: `alter table ${r.table} add constraint ${r.name} ${r.definition}` }));
+  return rows.map((r) => ({
+    drop: `alter table ${r.table} drop constraint ${r.name}`,
+    create: `alter table ${r.table} add constraint ${r.name} ${r.definition}`,
+  }));
 }
 
 /**
@@ -71,7 +87,7 @@ async function foreignKeys(db: Db, tables: readonly string[]): Promise<Deferred[
  * else of worth: while it runs, their readers have no indexes.
  */
 export async function withIndexesDeferred<T>(trx: Db, tables: readonly string[], load: () => Promise<T>): Promise<T> {
-  const deferred = [...await secondaryIndexes(trx, tables), ...await foreignKeys(trx, tables)];
+  const deferred = [...(await secondaryIndexes(trx, tables)), ...(await foreignKeys(trx, tables))];
   for (const { drop } of deferred) await sql.raw(drop).execute(trx);
   return withSmallSqliteCache(trx, async () => {
     const result = await load();
@@ -109,7 +125,8 @@ async function withSmallSqliteCache<T>(trx: Db, work: () => Promise<T>): Promise
  *   a rollback journal does not copy. With synchronous=FULL: on NORMAL a power cut can corrupt it.
  */
 async function withSqliteLoadSettings<T>(db: Kysely<Database>, load: (switched: boolean) => Promise<T>): Promise<T> {
-  const read = async (name: string) => Object.values((await sql.raw(`pragma ${name}`).execute(db)).rows[0] as object)[0] as string | number;
+  const read = async (name: string) =>
+    Object.values((await sql.raw(`pragma ${name}`).execute(db)).rows[0] as object)[0] as string | number;
   const saved = { cache_size: await read('cache_size'), synchronous: await read('synchronous') };
   await sql`pragma cache_size = -65536`.execute(db);
   await sql`pragma foreign_keys = off`.execute(db);
@@ -118,7 +135,10 @@ async function withSqliteLoadSettings<T>(db: Kysely<Database>, load: (switched: 
     // Another connection makes the switch fail with SQLITE_BUSY: at once, not after the busy timeout.
     const busyTimeout = await read('busy_timeout');
     await sql`pragma busy_timeout = 0`.execute(db);
-    switched = await sql`pragma journal_mode = truncate`.execute(db).then(async () => (await read('journal_mode')) === 'truncate', () => false);
+    switched = await sql`pragma journal_mode = truncate`.execute(db).then(
+      async () => (await read('journal_mode')) === 'truncate',
+      () => false,
+    );
     await sql.raw(`pragma busy_timeout = ${Number(busyTimeout)}`).execute(db);
   }
   if (switched) await sql`pragma synchronous = full`.execute(db);

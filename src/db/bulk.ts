@@ -25,7 +25,11 @@ function literal(value: Constant): string {
  * more than running it, and the demo inserts millions of rows.
  */
 export async function insertRows(
-  db: Db, table: string, columns: readonly string[], rows: readonly unknown[][], constants: Record<string, Constant> = {},
+  db: Db,
+  table: string,
+  columns: readonly string[],
+  rows: readonly unknown[][],
+  constants: Record<string, Constant> = {},
   options: { addOnConflict?: Upsert } = {},
 ): Promise<void> {
   if (rows.length === 0) return;
@@ -36,13 +40,17 @@ export async function insertRows(
   // Values shared by every row are written once as literals: fewer parameters to bind per row.
   const tail = fixed.map((c) => `,${literal(constants[c])}`).join('');
   const upsert = options.addOnConflict;
-  const end = upsert ? ` on conflict (${upsert.key.join(', ')}) do update set ${upsert.add} = ${table}.${upsert.add} + excluded.${upsert.add}` : '';
-  for (let start = 0; start < rows.length;) {
+  const end = upsert
+    ? ` on conflict (${upsert.key.join(', ')}) do update set ${upsert.add} = ${table}.${upsert.add} + excluded.${upsert.add}`
+    : '';
+  for (let start = 0; start < rows.length; ) {
     const chunk = rows.slice(start, start + chunkSize(rows.length - start, perStatement));
     start += chunk.length;
     const parameters: unknown[] = [];
     for (const row of chunk) for (let c = 0; c < columns.length; c++) parameters.push(row[c]);
-    await db.executeQuery(CompiledQuery.raw(statementText(head, tail, columns.length, chunk.length, postgres) + end, parameters));
+    await db.executeQuery(
+      CompiledQuery.raw(statementText(head, tail, columns.length, chunk.length, postgres) + end, parameters),
+    );
   }
 }
 

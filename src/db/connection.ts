@@ -52,8 +52,14 @@ function openSqlite(path: string, options: DatabaseOptions): { db: Kysely<Databa
   sqlite.pragma('busy_timeout = 5000');
   // A WAL that grew under load is cut back to this size once it starts again from its beginning.
   sqlite.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
-  const checkpointer = options.backgroundCheckpoints && path !== ':memory:' ? startCheckpointer(sqlite, file, options.backgroundCheckpoints === true ? {} : options.backgroundCheckpoints) : undefined;
-  return { db: new Kysely<Database>({ dialect: new QueuedSqliteDialect(sqlite, () => checkpointer?.afterCommit()) }), checkpointer };
+  const checkpointer =
+    options.backgroundCheckpoints && path !== ':memory:'
+      ? startCheckpointer(sqlite, file, options.backgroundCheckpoints === true ? {} : options.backgroundCheckpoints)
+      : undefined;
+  return {
+    db: new Kysely<Database>({ dialect: new QueuedSqliteDialect(sqlite, () => checkpointer?.afterCommit()) }),
+    checkpointer,
+  };
 }
 
 function openPostgres(url: string, options: DatabaseOptions): { db: Kysely<Database>; pool: pg.Pool } {
@@ -93,7 +99,16 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
   const openSnapshot = postgresSnapshots(pool);
   snapshots.set(db, openSnapshot);
   return {
-    db, dialect: 'postgres', describe: url.replace(/:[^:@/]*@/, ':***@'), close: () => db.destroy(), openSnapshot,
-    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max }),
+    db,
+    dialect: 'postgres',
+    describe: url.replace(/:[^:@/]*@/, ':***@'),
+    close: () => db.destroy(),
+    openSnapshot,
+    poolStats: () => ({
+      total: pool.totalCount,
+      idle: pool.idleCount,
+      waiting: pool.waitingCount,
+      max: pool.options.max,
+    }),
   };
 }

@@ -13,7 +13,7 @@ export const PROPERTY_SEGMENT = /^[A-Za-z0-9_$-]{1,64}$/;
 export const PROPERTY_PATH_MAX_SEGMENTS = 16;
 
 function sqlitePath(segments: string[]): string {
-  return '$' + segments.map((s) => `."${s}"`).join('');
+  return `$${segments.map((s) => `."${s}"`).join('')}`;
 }
 
 /**
@@ -69,7 +69,12 @@ export function numberAsCompared(db: Db, number: string): string {
  * text ("true"), a number by numeric value ("456", "456.0" and "4.56e2" all match 456; "456"
  * also matches the string "456"). Objects, arrays and null never match.
  */
-export function jsonPathEquals(db: Db, column: Expression<unknown>, segments: string[], value: string): RawBuilder<SqlBool> {
+export function jsonPathEquals(
+  db: Db,
+  column: Expression<unknown>,
+  segments: string[],
+  value: string,
+): RawBuilder<SqlBool> {
   const number = comparableNumber(value);
   if (dialectOf(db) === 'postgres') {
     const at = sql`${column} #> ${segments}::text[]`;

@@ -1,4 +1,12 @@
-import { PostgresAdapter, sql, type Expression, type Kysely, type RawBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
+import {
+  PostgresAdapter,
+  sql,
+  type Expression,
+  type Kysely,
+  type RawBuilder,
+  type SelectQueryBuilder,
+  type SqlBool,
+} from 'kysely';
 import type { Database, Db, Dialect } from './types.ts';
 
 /** The one place that asks which backend a query runs on. */
@@ -11,7 +19,10 @@ export function dialectOf(db: Db): Dialect {
  * read-modify-write of one row is serialised across connections and instances. A no-op on
  * SQLite, where one connection runs one transaction at a time already.
  */
-export function forUpdate<DB, TB extends keyof DB, O>(db: Db, query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O> {
+export function forUpdate<DB, TB extends keyof DB, O>(
+  db: Db,
+  query: SelectQueryBuilder<DB, TB, O>,
+): SelectQueryBuilder<DB, TB, O> {
   return dialectOf(db) === 'postgres' ? query.forUpdate() : query;
 }
 
@@ -19,7 +30,10 @@ export function forUpdate<DB, TB extends keyof DB, O>(db: Db, query: SelectQuery
  * As `forUpdate`, but rows another transaction holds are skipped rather than waited for (work
  * queues shared by instances); SQLite has one writer, and nothing to skip.
  */
-export function forUpdateSkipLocked<DB, TB extends keyof DB, O>(db: Db, query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O> {
+export function forUpdateSkipLocked<DB, TB extends keyof DB, O>(
+  db: Db,
+  query: SelectQueryBuilder<DB, TB, O>,
+): SelectQueryBuilder<DB, TB, O> {
   return dialectOf(db) === 'postgres' ? query.forUpdate().skipLocked() : query;
 }
 
@@ -36,7 +50,9 @@ export function skipLockedClause(db: Db, alias: string): RawBuilder<unknown> {
  */
 export function anyOf(db: Db, column: string, values: string[]): RawBuilder<SqlBool> {
   const ref = sql.ref(column);
-  return dialectOf(db) === 'postgres' ? sql<SqlBool>`${ref} = any(${values}::text[])` : sql<SqlBool>`${ref} in (${sql.join(values)})`;
+  return dialectOf(db) === 'postgres'
+    ? sql<SqlBool>`${ref} = any(${values}::text[])`
+    : sql<SqlBool>`${ref} in (${sql.join(values)})`;
 }
 
 /**
@@ -48,7 +64,9 @@ export function anyOf(db: Db, column: string, values: string[]): RawBuilder<SqlB
 export function inList(db: Db, column: string, list: string[] | Record<string, string>): RawBuilder<SqlBool> {
   const ref = sql.ref(column);
   // By the backend, not by the list: what `build` gets is a stand-in.
-  return dialectOf(db) === 'postgres' ? sql<SqlBool>`${ref} = any(${list}::text[])` : sql<SqlBool>`${ref} in (${sql.join(Object.values(list))})`;
+  return dialectOf(db) === 'postgres'
+    ? sql<SqlBool>`${ref} = any(${list}::text[])`
+    : sql<SqlBool>`${ref} in (${sql.join(Object.values(list))})`;
 }
 
 /** The values for `inList`. */
@@ -58,7 +76,9 @@ export const listOf = (db: Db, values: string[]): string[] | Record<string, stri
 /** `column in (values)` for whole numbers (`= any($1::bigint[])` on PostgreSQL). */
 export function anyOfNumbers(db: Db, column: string, values: number[]): RawBuilder<SqlBool> {
   const ref = sql.ref(column);
-  return dialectOf(db) === 'postgres' ? sql<SqlBool>`${ref} = any(${values}::bigint[])` : sql<SqlBool>`${ref} in (${sql.join(values)})`;
+  return dialectOf(db) === 'postgres'
+    ? sql<SqlBool>`${ref} = any(${values}::bigint[])`
+    : sql<SqlBool>`${ref} in (${sql.join(values)})`;
 }
 
 /**
@@ -95,7 +115,9 @@ export function jsonOnRowsBeatsProbes(db: Db): boolean {
 
 /** The UTC day (`YYYY-MM-DD`) of a timestamp column, as text. */
 export function utcDay(db: Db, column: Expression<unknown>): RawBuilder<string> {
-  return dialectOf(db) === 'postgres' ? sql<string>`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD')` : sql<string>`substr(${column}, 1, 10)`;
+  return dialectOf(db) === 'postgres'
+    ? sql<string>`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD')`
+    : sql<string>`substr(${column}, 1, 10)`;
 }
 
 const COUNT_SHARDS = 16;
@@ -156,6 +178,7 @@ export async function notifyAtCommit(db: Db, channel: string, payload: string): 
  * its one connection held for the whole read, so that no write runs in between.
  */
 export function readAtOneMoment<T>(db: Kysely<Database>, read: (db: Kysely<Database>) => Promise<T>): Promise<T> {
-  if (dialectOf(db) === 'postgres') return db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(read);
+  if (dialectOf(db) === 'postgres')
+    return db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(read);
   return db.connection().execute(read);
 }

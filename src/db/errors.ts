@@ -11,11 +11,25 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     // PostgreSQL: connection exceptions (08), shutdown or start-up (57P01-57P03), out of connections (53300).
     if (/^08[0-9A-Z]{3}$/.test(code) || ['57P01', '57P02', '57P03', '53300'].includes(code)) return true;
     // The network between us and PostgreSQL.
-    if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE'].includes(code)) return true;
+    if (
+      [
+        'ECONNREFUSED',
+        'ECONNRESET',
+        'ETIMEDOUT',
+        'EHOSTUNREACH',
+        'ENETUNREACH',
+        'ENOTFOUND',
+        'EAI_AGAIN',
+        'EPIPE',
+      ].includes(code)
+    )
+      return true;
     // SQLite: another process holds the lock past busy_timeout, or the file cannot be read or written.
     if (/^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|FULL|PROTOCOL)/.test(code)) return true;
   }
   // node-postgres reports a lost or unobtainable connection with these texts and no code; a
   // closed SQLite handle or Kysely driver (a shutdown under way) says so in its message.
-  return /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Cannot use a pool after calling end|The database connection is not open|database is locked|driver has already been destroyed)/i.test(text);
+  return /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Cannot use a pool after calling end|The database connection is not open|database is locked|driver has already been destroyed)/i.test(
+    text,
+  );
 }

@@ -20,7 +20,11 @@ export interface Registration {
   leave(): Promise<void>;
 }
 
-export async function registerInstance(db: Kysely<Database>, release: string, clock: () => number = Date.now): Promise<Registration> {
+export async function registerInstance(
+  db: Kysely<Database>,
+  release: string,
+  clock: () => number = Date.now,
+): Promise<Registration> {
   const id = newId('ins');
   const now = () => new Date(clock()).toISOString();
   await db.insertInto('instances').values({ id, release, started_at: now(), seen_at: now() }).execute();
@@ -29,7 +33,8 @@ export async function registerInstance(db: Kysely<Database>, release: string, cl
     heartbeat: async () => {
       // Written again if an operator's cleanup removed it.
       const updated = await db.updateTable('instances').set({ seen_at: now() }).where('id', '=', id).executeTakeFirst();
-      if (Number(updated.numUpdatedRows) === 0) await db.insertInto('instances').values({ id, release, started_at: now(), seen_at: now() }).execute();
+      if (Number(updated.numUpdatedRows) === 0)
+        await db.insertInto('instances').values({ id, release, started_at: now(), seen_at: now() }).execute();
     },
     leave: async () => {
       await db.deleteFrom('instances').where('id', '=', id).execute();
@@ -38,7 +43,11 @@ export async function registerInstance(db: Kysely<Database>, release: string, cl
 }
 
 /** Instances seen lately that run a release earlier than `release`: their release and how many. */
-export async function earlierInstances(db: Kysely<any>, release: string, now: number): Promise<Array<{ release: string; n: number }>> {
+export async function earlierInstances(
+  db: Kysely<any>,
+  release: string,
+  now: number,
+): Promise<Array<{ release: string; n: number }>> {
   const since = new Date(now - GONE_AFTER_MS).toISOString();
   const rows = await sql<{ release: string; n: number | string }>`select release, count(*) as n from instances
     where release < ${release} and seen_at > ${since} group by release order by release`.execute(db);

@@ -33,7 +33,9 @@ export function jsonRow<Row>(db: Db, columns: JsonColumns<Row>, table?: string):
 /** The rows of a group as one JSON array of such arrays (in no particular order): with `group by`. */
 export function jsonRows<Row>(db: Db, columns: JsonColumns<Row>, table?: string): RawBuilder<unknown> {
   const list = sql.join(values(db, columns, table));
-  return dialectOf(db) === 'postgres' ? sql`json_agg(json_build_array(${list}))` : sql`json_group_array(json_array(${list}))`;
+  return dialectOf(db) === 'postgres'
+    ? sql`json_agg(json_build_array(${list}))`
+    : sql`json_group_array(json_array(${list}))`;
 }
 
 /** What `jsonRow` or `jsonRows` returned (text on SQLite, parsed on PostgreSQL), parsed. */

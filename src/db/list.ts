@@ -36,7 +36,10 @@ export interface Position {
   id: string;
 }
 
-export const positionOf = (row: { created_at: Date | string; id: string }): Position => ({ createdAt: toIso(row.created_at), id: row.id });
+export const positionOf = (row: { created_at: Date | string; id: string }): Position => ({
+  createdAt: toIso(row.created_at),
+  id: row.id,
+});
 
 /** The rows after `after` in the list order `createdAt desc, id desc`: a range of the index in that order. */
 export const beforeInListOrder = (after: Position, table?: string): Expression<SqlBool> => {
@@ -69,7 +72,11 @@ export interface Paging {
  * number) does not reach the total. A full last page of a cursor walk still gives one: the next,
  * empty page ends the walk.
  */
-export function nextOf(rows: Array<{ created_at: Date | string; id: string }>, paging: Paging, total: number): Position | null {
+export function nextOf(
+  rows: Array<{ created_at: Date | string; id: string }>,
+  paging: Paging,
+  total: number,
+): Position | null {
   if (rows.length < paging.limit) return null;
   if (!paging.after && offsetOf(paging.page, paging.limit) + rows.length >= total) return null;
   return positionOf(rows.at(-1)!);
@@ -80,7 +87,9 @@ export function nextOf(rows: Array<{ created_at: Date | string; id: string }>, p
  * table with `deleted_at`, `created_at`, `status` and `properties` columns can use it.
  */
 export function applyListFilters<DB, TB extends keyof DB, O>(
-  db: Db, query: SelectQueryBuilder<DB, TB, O>, filters: ListFilters,
+  db: Db,
+  query: SelectQueryBuilder<DB, TB, O>,
+  filters: ListFilters,
 ): SelectQueryBuilder<DB, TB, O> {
   let q = query;
   if (!filters.includeDeleted) q = q.where(whereLive());
@@ -98,25 +107,47 @@ export function applyListFilters<DB, TB extends keyof DB, O>(
  * order list plans its own count and page: src/orders/list/plan.ts.)
  */
 export async function fetchPage<DB, TB extends keyof DB, Row extends { created_at: Date | string; id: string }, T>(
-  query: SelectQueryBuilder<DB, TB, Row>, paging: Paging, toItems: (rows: Row[]) => Promise<T[]>, table?: string,
+  query: SelectQueryBuilder<DB, TB, Row>,
+  paging: Paging,
+  toItems: (rows: Row[]) => Promise<T[]>,
+  table?: string,
 ): Promise<Page<T>> {
   const column = (name: string) => sql.ref(table ? `${table}.${name}` : name);
   const total = await countOf(query);
   const empty = { items: [], total, page: paging.page, pageSize: paging.limit, next: null };
   if (!paging.after && pastTheEnd(total, paging)) return empty;
-  const rows = await (paging.after ? query.where(beforeInListOrder(paging.after, table)) : query.offset(offsetOf(paging.page, paging.limit)))
-    .orderBy(column('created_at'), 'desc').orderBy(column('id'), 'desc').limit(paging.limit).execute();
-  return { items: await toItems(rows), total, page: paging.page, pageSize: paging.limit, next: nextOf(rows, paging, total) };
+  const rows = await (paging.after
+    ? query.where(beforeInListOrder(paging.after, table))
+    : query.offset(offsetOf(paging.page, paging.limit))
+  )
+    .orderBy(column('created_at'), 'desc')
+    .orderBy(column('id'), 'desc')
+    .limit(paging.limit)
+    .execute();
+  return {
+    items: await toItems(rows),
+    total,
+    page: paging.page,
+    pageSize: paging.limit,
+    next: nextOf(rows, paging, total),
+  };
 }
 
 /** The ids of `limit` rows from `offset` in the list order (`createdAt desc, id desc`), which an index can answer without reading rows. */
 export async function selectPageIds<DB, TB extends keyof DB, O>(
-  query: SelectQueryBuilder<DB, TB, O>, limit: number, offset: number,
+  query: SelectQueryBuilder<DB, TB, O>,
+  limit: number,
+  offset: number,
 ): Promise<string[]> {
   if (limit <= 0) return [];
-  const rows = await query.clearSelect().select(sql<string>`${sql.ref('id')}`.as('id'))
-    .orderBy(sql.ref('created_at'), 'desc').orderBy(sql.ref('id'), 'desc').limit(limit).offset(offset)
-    .execute() as unknown as Array<{ id: string }>;
+  const rows = (await query
+    .clearSelect()
+    .select(sql<string>`${sql.ref('id')}`.as('id'))
+    .orderBy(sql.ref('created_at'), 'desc')
+    .orderBy(sql.ref('id'), 'desc')
+    .limit(limit)
+    .offset(offset)
+    .execute()) as unknown as Array<{ id: string }>;
   return rows.map((r) => r.id);
 }
 
@@ -130,7 +161,11 @@ export function nearerEnd(total: number, paging: Paging): { backwards: boolean; 
 }
 
 /** The same for `limit` rows from `offset` (the rows of a list that a page covers). */
-export function rangeFromNearerEnd(total: number, offset: number, limit: number): { backwards: boolean; skip: number; take: number } {
+export function rangeFromNearerEnd(
+  total: number,
+  offset: number,
+  limit: number,
+): { backwards: boolean; skip: number; take: number } {
   const after = total - offset - limit;
   return offset <= after
     ? { backwards: false, skip: offset, take: limit }
@@ -139,13 +174,21 @@ export function rangeFromNearerEnd(total: number, offset: number, limit: number)
 
 /** `take` ids after `skip` in list order, or backwards from the end (then reversed into list order). */
 export async function selectIdsFrom<DB, TB extends keyof DB, O>(
-  query: SelectQueryBuilder<DB, TB, O>, backwards: boolean, skip: number, take: number,
+  query: SelectQueryBuilder<DB, TB, O>,
+  backwards: boolean,
+  skip: number,
+  take: number,
 ): Promise<string[]> {
   if (take <= 0) return [];
   const direction = backwards ? 'asc' : 'desc';
-  const rows = await query.clearSelect().select(sql<string>`${sql.ref('id')}`.as('id'))
-    .orderBy(sql.ref('created_at'), direction).orderBy(sql.ref('id'), direction).limit(take).offset(skip)
-    .execute() as unknown as Array<{ id: string }>;
+  const rows = (await query
+    .clearSelect()
+    .select(sql<string>`${sql.ref('id')}`.as('id'))
+    .orderBy(sql.ref('created_at'), direction)
+    .orderBy(sql.ref('id'), direction)
+    .limit(take)
+    .offset(skip)
+    .execute()) as unknown as Array<{ id: string }>;
   const ids = rows.map((r) => r.id);
   return backwards ? ids.reverse() : ids;
 }
@@ -156,7 +199,9 @@ export async function selectIdsFrom<DB, TB extends keyof DB, O>(
  * it). `total` must be the exact count of `query`.
  */
 export async function selectPageIdsFromNearerEnd<DB, TB extends keyof DB, O>(
-  query: SelectQueryBuilder<DB, TB, O>, paging: Paging, total: number,
+  query: SelectQueryBuilder<DB, TB, O>,
+  paging: Paging,
+  total: number,
 ): Promise<string[]> {
   const { backwards, skip, take } = nearerEnd(total, paging);
   return selectIdsFrom(query, backwards, skip, take);
@@ -165,6 +210,8 @@ export async function selectPageIdsFromNearerEnd<DB, TB extends keyof DB, O>(
 /** `count(*)` of the rows a list query selects. */
 export async function countOf<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): Promise<number> {
   // The row type is generic here, so TypeScript cannot see the alias; the cast only names it.
-  const counted = await query.clearSelect().select(sql`count(*)`.as('total')).executeTakeFirstOrThrow() as { total: number | string | bigint };
+  const counted = (await query.clearSelect().select(sql`count(*)`.as('total')).executeTakeFirstOrThrow()) as {
+    total: number | string | bigint;
+  };
   return Number(counted.total);
 }

@@ -11,7 +11,12 @@ export interface Listener {
  * after a second, and `onReconnect` is called, since notifications sent meanwhile are lost: a
  * caller wakes its waiters then, and they read the database themselves.
  */
-export function listen(url: string, channel: string, onMessage: (payload: string) => void, onReconnect: () => void = () => {}): Listener {
+export function listen(
+  url: string,
+  channel: string,
+  onMessage: (payload: string) => void,
+  onReconnect: () => void = () => {},
+): Listener {
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(channel)) throw new Error('invalid channel name');
   let client: pg.Client | null = null;
   let closed = false;
@@ -26,7 +31,9 @@ export function listen(url: string, channel: string, onMessage: (payload: string
       retry = setTimeout(() => void connect(false), 1000);
       retry.unref();
     });
-    c.on('notification', (message) => { if (message.channel === channel) onMessage(message.payload ?? ''); });
+    c.on('notification', (message) => {
+      if (message.channel === channel) onMessage(message.payload ?? '');
+    });
     try {
       await c.connect();
       if (closed) return void c.end().catch(() => {});
@@ -54,6 +61,12 @@ export function listen(url: string, channel: string, onMessage: (payload: string
 }
 
 /** A listener where other instances can tell this one (PostgreSQL); none on SQLite, where there are no others. */
-export function listenIfShared(dialect: Dialect, url: string, channel: string, onMessage: (payload: string) => void, onReconnect?: () => void): Listener | null {
+export function listenIfShared(
+  dialect: Dialect,
+  url: string,
+  channel: string,
+  onMessage: (payload: string) => void,
+  onReconnect?: () => void,
+): Listener | null {
   return dialect === 'postgres' ? listen(url, channel, onMessage, onReconnect) : null;
 }

@@ -86,7 +86,9 @@ export const migrationNames = (dialect: Dialect): string[] => Object.keys(migrat
 
 /** The migrations this release knows that the database has not recorded as applied (readiness, src/http/health.ts). */
 export async function pendingMigrations(db: Kysely<any>): Promise<string[]> {
-  const applied = new Set((await sql<{ name: string }>`select name from kysely_migration`.execute(db)).rows.map((r) => r.name));
+  const applied = new Set(
+    (await sql<{ name: string }>`select name from kysely_migration`.execute(db)).rows.map((r) => r.name),
+  );
   return migrationNames(dialectOf(db)).filter((name) => !applied.has(name));
 }
 
@@ -120,19 +122,26 @@ function isStartupRace(error: unknown): boolean {
 export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect, upTo?: string): Promise<string[]> {
   // Kysely looks for its bookkeeping tables in every schema unless told which one; name ours, so
   // that another schema in the same database (another deployment, a test run) is never mistaken for it.
-  const migrationTableSchema = dialect === 'postgres'
-    ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0].schema
-    : undefined;
+  const migrationTableSchema =
+    dialect === 'postgres'
+      ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0].schema
+      : undefined;
   const known = migrations(dialect);
   const executed = await executedMigrations(db, dialect, migrationTableSchema);
   // Rolled back: a newer release migrated the database, and this release runs on what it added.
   if (upTo === undefined && migratedByNewerRelease(executed, Object.keys(known))) return [];
   await takeBackRenamed(db, executed);
-  await refuseBesideEarlierInstances(db, dialect, migrationTableSchema, Object.keys(known).filter((name) => !executed.includes(name) && (upTo === undefined || name <= upTo)));
+  await refuseBesideEarlierInstances(
+    db,
+    dialect,
+    migrationTableSchema,
+    Object.keys(known).filter((name) => !executed.includes(name) && (upTo === undefined || name <= upTo)),
+  );
   const migrator = new Migrator({ db, migrationTableSchema, provider: { getMigrations: async () => known } });
   for (let attempt = 1; ; attempt++) {
     // `upTo` stops after that migration: tests use it to write rows in an older schema.
-    const result: MigrationResultSet = upTo === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(upTo);
+    const result: MigrationResultSet =
+      upTo === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(upTo);
     if (!result.error) return (result.results ?? []).map((r) => r.migrationName);
     if (attempt >= 5 || !isStartupRace(result.error)) throw result.error;
     await new Promise((r) => setTimeout(r, 100 * attempt));
@@ -145,12 +154,18 @@ export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect, up
  * to stop them first.
  */
 export async function refuseBesideEarlierInstances(
-  db: Kysely<Database>, dialect: Dialect, schema: string | undefined, pending: string[], breaking: ReadonlySet<string> = STOP_FIRST,
+  db: Kysely<Database>,
+  dialect: Dialect,
+  schema: string | undefined,
+  pending: string[],
+  breaking: ReadonlySet<string> = STOP_FIRST,
 ): Promise<void> {
   const stopFirst = pending.filter((name) => breaking.has(name));
   if (stopFirst.length === 0 || !(await hasTable(db, dialect, schema, 'instances'))) return;
   const running = await earlierInstances(db, RELEASE, Date.now());
   if (running.length === 0) return;
-  throw new Error(`Migration ${stopFirst.join(', ')} cannot run while instances of an earlier release use the database `
-    + `(${running.map((r) => `${r.n} of release ${r.release}`).join(', ')}). Stop them, then start this release (docs/operations.md, "Upgrading").`);
+  throw new Error(
+    `Migration ${stopFirst.join(', ')} cannot run while instances of an earlier release use the database ` +
+      `(${running.map((r) => `${r.n} of release ${r.release}`).join(', ')}). Stop them, then start this release (docs/operations.md, "Upgrading").`,
+  );
 }

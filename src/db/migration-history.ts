@@ -33,7 +33,9 @@ export const RENAMED: Renamed[] = [
       for (const index of ['orders_all_phase_status_idx', 'orders_all_phase_idx', 'orders_all_status_idx']) {
         await sql`drop index if exists ${sql.raw(index)}`.execute(db);
       }
-      await sql`create index if not exists orders_business_phase_status_idx on orders (business_id, phase, status, created_at desc)`.execute(db);
+      await sql`create index if not exists orders_business_phase_status_idx on orders (business_id, phase, status, created_at desc)`.execute(
+        db,
+      );
     },
   },
   // Made deflate_stored_block(), which 0026-commit-values makes again (create or replace) beside commit_value().
@@ -43,16 +45,37 @@ export const RENAMED: Renamed[] = [
 const TABLE = 'kysely_migration';
 
 /** Whether the table exists, in the schema the migrator uses. */
-export async function hasTable(db: Kysely<any>, dialect: Dialect, schema: string | undefined, table: string): Promise<boolean> {
+export async function hasTable(
+  db: Kysely<any>,
+  dialect: Dialect,
+  schema: string | undefined,
+  table: string,
+): Promise<boolean> {
   return dialect === 'postgres'
-    ? (await sql<{ n: number }>`select count(*)::int as n from information_schema.tables where table_schema = ${schema!} and table_name = ${table}`.execute(db)).rows[0].n > 0
-    : (await sql<{ n: number }>`select count(*) as n from sqlite_master where type = 'table' and name = ${table}`.execute(db)).rows[0].n > 0;
+    ? (
+        await sql<{
+          n: number;
+        }>`select count(*)::int as n from information_schema.tables where table_schema = ${schema!} and table_name = ${table}`.execute(
+          db,
+        )
+      ).rows[0].n > 0
+    : (
+        await sql<{
+          n: number;
+        }>`select count(*) as n from sqlite_master where type = 'table' and name = ${table}`.execute(db)
+      ).rows[0].n > 0;
 }
 
 /** The names of the migrations the database has run, in the schema the migrator uses; none when it never ran. */
-export async function executedMigrations(db: Kysely<any>, dialect: Dialect, schema: string | undefined): Promise<string[]> {
+export async function executedMigrations(
+  db: Kysely<any>,
+  dialect: Dialect,
+  schema: string | undefined,
+): Promise<string[]> {
   if (!(await hasTable(db, dialect, schema, TABLE))) return [];
-  return (await sql<{ name: string }>`select name from ${sql.table(TABLE)} order by name`.execute(db)).rows.map((r) => r.name);
+  return (await sql<{ name: string }>`select name from ${sql.table(TABLE)} order by name`.execute(db)).rows.map(
+    (r) => r.name,
+  );
 }
 
 /** Takes back each renamed migration the database ran under its old name; true when there was one. */
@@ -79,6 +102,9 @@ export function migratedByNewerRelease(executed: string[], known: string[]): boo
   const last = [...known].sort().at(-1)!;
   const missing = known.filter((name) => !executed.includes(name));
   if (unknown.every((name) => name > last) && missing.length === 0) return true;
-  throw new Error(`The database has run migrations this release does not know (${unknown.join(', ')})`
-    + (missing.length > 0 ? ` and not ${missing.join(', ')}` : '') + ': it was made by another line of releases. Restore a backup made by this release.');
+  throw new Error(
+    `The database has run migrations this release does not know (${unknown.join(', ')})` +
+      (missing.length > 0 ? ` and not ${missing.join(', ')}` : '') +
+      ': it was made by another line of releases. Restore a backup made by this release.',
+  );
 }

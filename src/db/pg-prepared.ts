@@ -26,7 +26,10 @@ function isStalePlan(error: unknown): boolean {
  * name, so every connection prepares it again, and the query is retried once when it was not
  * inside a transaction (an aborted transaction must be retried by its caller).
  */
-export function preparingPool(pool: pg.Pool, { naming = true } = {}): { connect(): Promise<pg.PoolClient>; end(): Promise<void> } {
+export function preparingPool(
+  pool: pg.Pool,
+  { naming = true } = {},
+): { connect(): Promise<pg.PoolClient>; end(): Promise<void> } {
   const names = new Map<string, string>();
   let next = 0;
   const nameOf = (text: string, values: readonly unknown[] | undefined): string | undefined => {

@@ -69,7 +69,9 @@ export function postgresSnapshots(pool: pg.Pool): OpenSnapshot {
       db,
       release: async () => {
         let failure: Error | undefined;
-        await client.query('commit').catch((error: Error) => { failure = error; });
+        await client.query('commit').catch((error: Error) => {
+          failure = error;
+        });
         client.release(failure);
         await db.destroy();
       },

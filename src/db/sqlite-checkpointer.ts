@@ -77,15 +77,26 @@ pass();`;
  */
 export function startCheckpointer(main: SqliteDatabase, file: string, options: CheckpointerOptions = {}): Checkpointer {
   const driver = createRequire(import.meta.url).resolve(chooseSqliteDriver());
-  const workerData = { driver, file, intervalMs: options.intervalMs ?? 100, restartPages: options.restartPages ?? 4096 };
-  const worker = new Worker(SCRIPT, { eval: true, workerData, resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 } });
+  const workerData = {
+    driver,
+    file,
+    intervalMs: options.intervalMs ?? 100,
+    restartPages: options.restartPages ?? 4096,
+  };
+  const worker = new Worker(SCRIPT, {
+    eval: true,
+    workerData,
+    resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
+  });
   let stopped = false;
   let restartDue = false;
   const fallBack = () => {
     if (!stopped && main.open) {
       try {
         main.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
-      } catch { /* the connection is busy or closing: nothing left to hand back to */ }
+      } catch {
+        /* the connection is busy or closing: nothing left to hand back to */
+      }
     }
     stopped = true;
   };
@@ -106,7 +117,10 @@ export function startCheckpointer(main: SqliteDatabase, file: string, options: C
       fallBack();
       resolve(false);
     });
-    worker.once('exit', () => { fallBack(); resolve(false); });
+    worker.once('exit', () => {
+      fallBack();
+      resolve(false);
+    });
   });
   return {
     ready,

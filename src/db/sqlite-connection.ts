@@ -1,4 +1,4 @@
-import { CompiledQuery, SelectQueryNode, type DatabaseConnection, type QueryResult } from 'kysely';
+import { type CompiledQuery, SelectQueryNode, type DatabaseConnection, type QueryResult } from 'kysely';
 import type { SqliteDatabase, SqliteStatement as Statement } from './sqlite-driver.ts';
 
 /** Distinct statements kept prepared; far more than the application's queries, so eviction is rare. */
@@ -49,7 +49,10 @@ export class CachingConnection implements DatabaseConnection {
 }
 
 /** One write transaction's part in a group: a savepoint of the shared SQLite transaction. */
-export type Member = { state: 'open' | 'released' | 'ended'; settle?: { resolve: () => void; reject: (error: Error) => void } };
+export type Member = {
+  state: 'open' | 'released' | 'ended';
+  settle?: { resolve: () => void; reject: (error: Error) => void };
+};
 
 /** What a lease asks of the driver that gave it (src/db/sqlite-dialect.ts). */
 export interface LeaseOwner {

@@ -97,7 +97,8 @@ class QueuedSqliteDriver implements Driver, LeaseOwner {
     const lease = connection as Lease;
     if (lease.handedOver) await this.reacquire(lease);
     // SQLite ended the transaction on its own (an I/O error): its members go with it.
-    if (this.#group && !this.#database.inTransaction) this.#failGroup(new Error('the database rolled back the transaction'));
+    if (this.#group && !this.#database.inTransaction)
+      this.#failGroup(new Error('the database rolled back the transaction'));
     if (!this.#group) {
       await run(this.#connection, 'begin immediate');
       this.#group = [];
@@ -119,7 +120,9 @@ class QueuedSqliteDriver implements Driver, LeaseOwner {
       return;
     }
     // The group goes on with the next waiter; this write's answer waits for the group's commit.
-    const committed = new Promise<void>((resolve, reject) => { member.settle = { resolve, reject }; });
+    const committed = new Promise<void>((resolve, reject) => {
+      member.settle = { resolve, reject };
+    });
     lease.handedOver = true;
     this.#handOver();
     return committed;

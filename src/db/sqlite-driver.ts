@@ -38,8 +38,8 @@ function loadDriver(): NonNullable<typeof loaded> {
     return loaded;
   } catch (error) {
     throw new Error(
-      `SQLite needs ${DRIVERS[name]} on Node ${process.version}, and it did not load (${(error as Error).message.split('\n')[0]}). `
-        + 'Run `npm install` again with this Node.js, or use DATABASE_URL=postgres://...',
+      `SQLite needs ${DRIVERS[name]} on Node ${process.version}, and it did not load (${(error as Error).message.split('\n')[0]}). ` +
+        'Run `npm install` again with this Node.js, or use DATABASE_URL=postgres://...',
       { cause: error },
     );
   }

@@ -46,13 +46,16 @@ interface Shape {
 const MAX_SHAPES = 256;
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && (Object.getPrototypeOf(value) === Object.prototype || Object.getPrototypeOf(value) === null);
+  typeof value === 'object' &&
+  value !== null &&
+  (Object.getPrototypeOf(value) === Object.prototype || Object.getPrototypeOf(value) === null);
 
 /** Rows for `values([...])`: a non-empty array of records. Any other array is one value (PostgreSQL's `= any($1)`). */
 const isRows = (value: unknown): value is Array<Record<string, unknown>> =>
   Array.isArray(value) && value.length > 0 && value.every(isRecord);
 
-const isStandIn = (value: unknown): value is StandIn => typeof value === 'object' && value !== null && STAND_IN in value;
+const isStandIn = (value: unknown): value is StandIn =>
+  typeof value === 'object' && value !== null && STAND_IN in value;
 
 /** A record's members' names; undefined ones are left out, as Kysely leaves them out of `set` and `values`. */
 function membersKey(record: Record<string, unknown>): string {
@@ -92,8 +95,11 @@ function standInsOf(values: Values): { standIns: Values; count: number } {
   const standIns: Values = {};
   for (const name in values) {
     const value = values[name];
-    standIns[name] = isRows(value) ? value.map((row, i) => members(row, [name, i]))
-      : isRecord(value) ? members(value, [name]) : standIn([name]);
+    standIns[name] = isRows(value)
+      ? value.map((row, i) => members(row, [name, i]))
+      : isRecord(value)
+        ? members(value, [name])
+        : standIn([name]);
   }
   return { standIns, count };
 }
@@ -113,7 +119,8 @@ function compileShape(db: Db, query: Compilable | RawBuilder<unknown>, count: nu
     used.add(p[STAND_IN].join('.'));
     return { path: p[STAND_IN] };
   });
-  if (used.size !== count) throw new Error(`statement: ${count - used.size} value(s) did not become parameters of: ${compiled.sql}`);
+  if (used.size !== count)
+    throw new Error(`statement: ${count - used.size} value(s) did not become parameters of: ${compiled.sql}`);
   return { sql: compiled.sql, query: compiled.query, parameters };
 }
 
@@ -137,4 +144,3 @@ export function statement<V extends Values, R, K extends string = string>(
     return { sql: shape.sql, query: shape.query, parameters, queryId: createQueryId() } as CompiledQuery<R>;
   };
 }
-

@@ -4,15 +4,33 @@ import type { AuditEventTable } from '../audit/table.ts';
 import type { ImportChunkTable, ImportResultTable, ImportTable } from '../imports/table.ts';
 import type { ItemListTable, ItemListEntryTable } from '../pricing/table.ts';
 import type { ItemTable, PlatformItemTable, ItemVariantTable } from '../items/table.ts';
-import type { PhantomTable, PhantomBuyerTable, PartnershipTable, PhantomEmailTable, PhantomPhoneTable, PhantomLocationTable } from '../buyers/table.ts';
+import type {
+  PhantomTable,
+  PhantomBuyerTable,
+  PartnershipTable,
+  PhantomEmailTable,
+  PhantomPhoneTable,
+  PhantomLocationTable,
+} from '../buyers/table.ts';
 import type { IdempotencyKeyTable, WriteClockTable } from '../write/table.ts';
 import type { EventTable } from '../events/table.ts';
 import type { SessionTable, UserTable } from '../users/table.ts';
-import type { WebhookAttemptTable, WebhookDeliveryTable, WebhookEndpointTable, WebhookReplayTable } from '../webhooks/table.ts';
+import type {
+  WebhookAttemptTable,
+  WebhookDeliveryTable,
+  WebhookEndpointTable,
+  WebhookReplayTable,
+} from '../webhooks/table.ts';
 import type { OrderTable, OrderItemTable } from '../orders/table.ts';
 import type { InstanceTable } from './table.ts';
 import type { InvoiceTable, InvoiceLineItemTable } from '../invoices/table.ts';
-import type { OrderChangeCountTable, OrderCountTable, OrderCreatedCountTable, OrderPropertyTable, OrderPropertyCountTable } from '../orders/projections/table.ts';
+import type {
+  OrderChangeCountTable,
+  OrderCountTable,
+  OrderCreatedCountTable,
+  OrderPropertyTable,
+  OrderPropertyCountTable,
+} from '../orders/projections/table.ts';
 
 /** The schema as Kysely sees it; each table's type lives beside its resource (`<resource>/table.ts`). */
 export interface Database {

@@ -66,7 +66,11 @@ export interface Deflater {
 
 export function createDeflater(): Deflater {
   // A small heap: the worker holds one batch's texts at a time, and its garbage counts towards the load's memory.
-  const worker = new Worker(SCRIPT, { eval: true, workerData: DATA_DEFLATE_OPTIONS, resourceLimits: { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 8 } });
+  const worker = new Worker(SCRIPT, {
+    eval: true,
+    workerData: DATA_DEFLATE_OPTIONS,
+    resourceLimits: { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 8 },
+  });
   worker.unref();
   const waiting = new Map<number, { resolve: (parts: Buffer[]) => void; reject: (error: Error) => void }>();
   let next = 0;

@@ -9,7 +9,16 @@ import { SYSTEM } from '../write/runner.ts';
 import { createDeflater, TextRun } from './deflate-worker.ts';
 
 const BATCH = 2_000;
-const COLUMNS = ['sequence', 'id', 'type', 'resource_type', 'resource_id', 'resource_version', 'occurred_at', 'data'] as const;
+const COLUMNS = [
+  'sequence',
+  'id',
+  'type',
+  'resource_type',
+  'resource_id',
+  'resource_version',
+  'occurred_at',
+  'data',
+] as const;
 const DATA = COLUMNS.indexOf('data');
 
 /**
@@ -80,24 +89,35 @@ export async function createDemoEvents(db: Db, businessId: string): Promise<Demo
         if (rows.length === 0) return;
         encode();
         const data = await encoding!;
-        rows.forEach((row, i) => { row[DATA] = data[dataOf[i]]; });
+        rows.forEach((row, i) => {
+          row[DATA] = data[dataOf[i]];
+        });
         await insertRows(target, 'events', COLUMNS, rows, constants);
-        await target.updateTable('business_counters').set({ value: rows[rows.length - 1][0] as number })
-          .where('business_id', '=', businessId).where('name', '=', 'event').execute();
+        await target
+          .updateTable('business_counters')
+          .set({ value: rows[rows.length - 1][0] as number })
+          .where('business_id', '=', businessId)
+          .where('name', '=', 'event')
+          .execute();
       },
     };
   };
   return {
     batch,
-    get sequence() { return sequence; },
+    get sequence() {
+      return sequence;
+    },
     close: () => deflater.close(),
   };
 }
 
 /** Each item and buyer created, read back as their GETs show them: a catalogue is small beside its orders. */
 export async function insertCatalogueEvents(db: Db, businessId: string, events: DemoEvents): Promise<void> {
-  for (const [resourceType, read] of [['item', exportItems], ['buyer', exportBuyers]] as const) {
-    for (let after = ''; ;) {
+  for (const [resourceType, read] of [
+    ['item', exportItems],
+    ['buyer', exportBuyers],
+  ] as const) {
+    for (let after = ''; ; ) {
       const records = await read(db, businessId, after, BATCH);
       if (records.length === 0) break;
       const batch = events.batch();

@@ -64,9 +64,24 @@ export async function generateDemo(db: Kysely<Database>, options: DemoOptions): 
 
 /** The tables generation fills, and the ones the catalogue and buyers went into. */
 const LOADED_TABLES = [
-  'orders', 'order_items', 'order_properties', 'order_counts', 'order_property_counts', 'order_change_counts', 'order_created_counts', 'order_deleted_counts',
-  'order_deleted_properties', 'order_deleted_property_counts', 'order_deleted_change_counts', 'business_counters',
-  'items', 'item_variants', 'item_lists', 'item_list_entries', 'phantoms', 'partnerships',
+  'orders',
+  'order_items',
+  'order_properties',
+  'order_counts',
+  'order_property_counts',
+  'order_change_counts',
+  'order_created_counts',
+  'order_deleted_counts',
+  'order_deleted_properties',
+  'order_deleted_property_counts',
+  'order_deleted_change_counts',
+  'business_counters',
+  'items',
+  'item_variants',
+  'item_lists',
+  'item_list_entries',
+  'phantoms',
+  'partnerships',
 ];
 
 /**
@@ -104,9 +119,11 @@ async function insertAllOrders(load: OrderLoad, bulk: BulkLoad): Promise<number>
   const { writes, businessId, options } = load;
   const scope = { businessId, actor: SYSTEM };
   if (bulk.oneTransaction && options.orders > 0) {
-    const items = await writes.run(scope, async ({ trx }) => (await holdsOnlyThisBusiness(trx, businessId)
-      ? withIndexesDeferred(trx, BULK_TABLES, () => insertOrderRange(trx, load, 0, options.orders))
-      : null));
+    const items = await writes.run(scope, async ({ trx }) =>
+      (await holdsOnlyThisBusiness(trx, businessId))
+        ? withIndexesDeferred(trx, BULK_TABLES, () => insertOrderRange(trx, load, 0, options.orders))
+        : null,
+    );
     if (items !== null) return items;
   }
   let orderItems = 0;
@@ -132,7 +149,14 @@ async function insertOrderRange(trx: Db, load: OrderLoad, from: number, end: num
   let writing: Promise<void> = Promise.resolve();
   for (let first = from; first < end; first += BATCH) {
     const count = Math.min(BATCH, end - first);
-    const made = makeOrders(businessId, buyers, { firstSequence: first + 1, count, stepMs, ...times }, rnd, projections.batch(), events.batch());
+    const made = makeOrders(
+      businessId,
+      buyers,
+      { firstSequence: first + 1, count, stepMs, ...times },
+      rnd,
+      projections.batch(),
+      events.batch(),
+    );
     orderItems += made.items.length;
     await writing;
     options.onProgress?.(first);
@@ -143,14 +167,24 @@ async function insertOrderRange(trx: Db, load: OrderLoad, from: number, end: num
   await writing;
   options.onProgress?.(end);
   if (end === options.orders && options.orders > 0) {
-    await insertRows(trx, 'business_counters', ['business_id', 'name', 'value'], [[businessId, 'order', options.orders]]);
+    await insertRows(
+      trx,
+      'business_counters',
+      ['business_id', 'name', 'value'],
+      [[businessId, 'order', options.orders]],
+    );
     // The counts the API keeps in every write, from the orders as they were made (their property rows went in with them).
     await projections.finish(trx);
   }
   return orderItems;
 }
 
-async function generate(db: Kysely<Database>, options: DemoOptions, started: number, bulk: BulkLoad): Promise<DemoResult> {
+async function generate(
+  db: Kysely<Database>,
+  options: DemoOptions,
+  started: number,
+  bulk: BulkLoad,
+): Promise<DemoResult> {
   const rnd = createRandom(options.seed ?? 20_261_122);
   const nowMs = Date.now();
   const startMs = nowMs - TWO_YEARS;
@@ -158,8 +192,23 @@ async function generate(db: Kysely<Database>, options: DemoOptions, started: num
   const writes = createWriteRunner(db, { clock: () => nowMs });
   const setup = await writes.run({ businessId: newId('bus'), actor: SYSTEM }, async ({ trx, ...ctx }) => {
     const business = await createBusiness({ trx, ...ctx }, options.name ?? 'Demo Wholesale Supplies');
-    const variants = await insertCatalogue(trx, business.businessId, business.defaultItemListId, options.items, rnd, catalogueMs);
-    const buyers = await insertBuyers(trx, business.businessId, business.defaultItemListId, variants, options.buyers, rnd, catalogueMs);
+    const variants = await insertCatalogue(
+      trx,
+      business.businessId,
+      business.defaultItemListId,
+      options.items,
+      rnd,
+      catalogueMs,
+    );
+    const buyers = await insertBuyers(
+      trx,
+      business.businessId,
+      business.defaultItemListId,
+      variants,
+      options.buyers,
+      rnd,
+      catalogueMs,
+    );
     return { business, variants, buyers };
   });
   const { businessId } = setup.business;
@@ -173,7 +222,16 @@ async function generate(db: Kysely<Database>, options: DemoOptions, started: num
 
   const ordersStarted = performance.now();
   const cpuStarted = process.cpuUsage();
-  const load = { writes, businessId, buyers: setup.buyers, options, times: { startMs, nowMs }, rnd, projections: createProjectionLoad(businessId), events };
+  const load = {
+    writes,
+    businessId,
+    buyers: setup.buyers,
+    options,
+    times: { startMs, nowMs },
+    rnd,
+    projections: createProjectionLoad(businessId),
+    events,
+  };
   const orderItems = await insertAllOrders(load, bulk).finally(() => events.close());
   const orderSeconds = (performance.now() - ordersStarted) / 1000;
   const cpu = process.cpuUsage(cpuStarted);

@@ -9,24 +9,83 @@ import { idAt, unitsToDecimal, type Random } from './random.ts';
 
 const DAY = 86_400_000;
 const ORDER_COLUMNS = [
-  'id', 'partnership_id', 'phase', 'status', 'internal_reference', 'external_reference', 'notes', 'delivery_address',
-  'expected_delivery_at', 'delivered_at', 'shipped_at', 'total_amount', 'properties', 'ingested_at', 'created_at', 'updated_at', 'deleted_at',
+  'id',
+  'partnership_id',
+  'phase',
+  'status',
+  'internal_reference',
+  'external_reference',
+  'notes',
+  'delivery_address',
+  'expected_delivery_at',
+  'delivered_at',
+  'shipped_at',
+  'total_amount',
+  'properties',
+  'ingested_at',
+  'created_at',
+  'updated_at',
+  'deleted_at',
 ] as const;
-const ITEM_COLUMNS = ['id', 'order_id', 'item_list_entry_id', 'item_variant_id', 'item_id', 'variant_name', 'sku', 'line_number', 'quantity', 'unit_of_measure', 'price', 'cost', 'created_at', 'updated_at'] as const;
+const ITEM_COLUMNS = [
+  'id',
+  'order_id',
+  'item_list_entry_id',
+  'item_variant_id',
+  'item_id',
+  'variant_name',
+  'sku',
+  'line_number',
+  'quantity',
+  'unit_of_measure',
+  'price',
+  'cost',
+  'created_at',
+  'updated_at',
+] as const;
 /** What every generated order and item shares: written once per statement, as constants. */
 const ORDER_CONSTANTS = { membership_id: null, integration_id: null, shipped_by: null, currency: CURRENCY, version: 1 };
 const ITEM_CONSTANTS = { currency: CURRENCY, properties: null };
 
 type Phase = 'DRAFT' | 'PENDING' | 'ACTIVE' | 'ARCHIVED' | 'REJECTED' | 'CANCELLED';
-const RECENT: Array<[Phase, number]> = [['PENDING', 30], ['ACTIVE', 40], ['DRAFT', 10], ['ARCHIVED', 10], ['CANCELLED', 5], ['REJECTED', 5]];
-const OLD: Array<[Phase, number]> = [['ARCHIVED', 80], ['CANCELLED', 8], ['REJECTED', 4], ['ACTIVE', 5], ['PENDING', 2], ['DRAFT', 1]];
+const RECENT: Array<[Phase, number]> = [
+  ['PENDING', 30],
+  ['ACTIVE', 40],
+  ['DRAFT', 10],
+  ['ARCHIVED', 10],
+  ['CANCELLED', 5],
+  ['REJECTED', 5],
+];
+const OLD: Array<[Phase, number]> = [
+  ['ARCHIVED', 80],
+  ['CANCELLED', 8],
+  ['REJECTED', 4],
+  ['ACTIVE', 5],
+  ['PENDING', 2],
+  ['DRAFT', 1],
+];
 const STATUS: Record<Phase, Array<[string, number]>> = {
   DRAFT: [['UNASSIGNED', 1]],
-  PENDING: [['UNASSIGNED', 8], ['ACCEPTED', 2]],
-  ACTIVE: [['ACCEPTED', 4], ['PACKED', 3], ['IN_TRANSIT', 3], ['DELIVERED', 1]],
-  ARCHIVED: [['DELIVERED', 90], ['RETURNED', 5], ['NOT_APPLICABLE', 5]],
+  PENDING: [
+    ['UNASSIGNED', 8],
+    ['ACCEPTED', 2],
+  ],
+  ACTIVE: [
+    ['ACCEPTED', 4],
+    ['PACKED', 3],
+    ['IN_TRANSIT', 3],
+    ['DELIVERED', 1],
+  ],
+  ARCHIVED: [
+    ['DELIVERED', 90],
+    ['RETURNED', 5],
+    ['NOT_APPLICABLE', 5],
+  ],
   REJECTED: [['NOT_APPLICABLE', 1]],
-  CANCELLED: [['NOT_APPLICABLE', 3], ['RETURNED', 1]],
+  CANCELLED: [
+    ['NOT_APPLICABLE', 3],
+    ['RETURNED', 1],
+  ],
 };
 
 /**
@@ -46,19 +105,30 @@ function propertiesOf(rnd: Random, sequence: number, createdMs: number): Record<
   if (rnd.chance(0.5)) return null;
   const salesOrderNo = rnd.chance(0.1) ? String(100_000 + sequence) : 100_000 + sequence;
   const guid = () => {
-    const hex = () => Math.floor(rnd.next() * 0x1_0000_0000).toString(16).padStart(8, '0');
+    const hex = () =>
+      Math.floor(rnd.next() * 0x1_0000_0000)
+        .toString(16)
+        .padStart(8, '0');
     const h = hex() + hex() + hex() + hex();
     return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
   };
   switch (rnd.int(0, 4)) {
-    case 0: return { sage200Evo: { salesOrderNo } };
-    case 1: return {
-      sage200Evo: { salesOrderNo, syncedAt: new Date(createdMs + 600_000).toISOString() },
-      warehouse: { pickList: `PL-${sequence}`, bay: null },
-    };
-    case 2: return { unleashed: { guid: guid() } };
-    case 3: return { unleashed: { guid: guid(), status: 'Completed' }, sage200Evo: { salesOrderNo: null } };
-    default: return { channel: 'shopify', shopify: { order: { id: `gid://shopify/Order/${5_000_000 + sequence}`, tags: ['wholesale'] } } };
+    case 0:
+      return { sage200Evo: { salesOrderNo } };
+    case 1:
+      return {
+        sage200Evo: { salesOrderNo, syncedAt: new Date(createdMs + 600_000).toISOString() },
+        warehouse: { pickList: `PL-${sequence}`, bay: null },
+      };
+    case 2:
+      return { unleashed: { guid: guid() } };
+    case 3:
+      return { unleashed: { guid: guid(), status: 'Completed' }, sage200Evo: { salesOrderNo: null } };
+    default:
+      return {
+        channel: 'shopify',
+        shopify: { order: { id: `gid://shopify/Order/${5_000_000 + sequence}`, tags: ['wholesale'] } },
+      };
   }
 }
 
@@ -73,7 +143,12 @@ export interface OrderBatch {
 }
 
 /** A batch of orders made and not yet written: their rows, their property index rows and their events. */
-export interface MadeOrders { orders: unknown[][]; items: unknown[][]; projections: ProjectionBatch; events: DemoEventBatch }
+export interface MadeOrders {
+  orders: unknown[][];
+  items: unknown[][];
+  projections: ProjectionBatch;
+  events: DemoEventBatch;
+}
 
 /**
  * Makes one batch of orders and their items, their property index rows, and their events (from the
@@ -81,7 +156,12 @@ export interface MadeOrders { orders: unknown[][]; items: unknown[][]; projectio
  * deflating those.
  */
 export function makeOrders(
-  businessId: string, buyers: Buyer[], batch: OrderBatch, rnd: Random, projections: ProjectionBatch, events: DemoEventBatch,
+  businessId: string,
+  buyers: Buyer[],
+  batch: OrderBatch,
+  rnd: Random,
+  projections: ProjectionBatch,
+  events: DemoEventBatch,
 ): MadeOrders {
   const orders: unknown[][] = [];
   const items: unknown[][] = [];
@@ -107,7 +187,14 @@ export async function insertOrders(db: Db, businessId: string, made: MadeOrders)
 }
 
 /** One order and its items as their rows will read back; `picks` is scratch space, reused. */
-function generateOrder(businessId: string, buyers: Buyer[], batch: OrderBatch, sequence: number, rnd: Random, picks: number[]) {
+function generateOrder(
+  businessId: string,
+  buyers: Buyer[],
+  batch: OrderBatch,
+  sequence: number,
+  rnd: Random,
+  picks: number[],
+) {
   const createdMs = Math.floor(batch.startMs + (sequence - 1 + rnd.next()) * batch.stepMs);
   const created = new Date(createdMs).toISOString();
   const updatedMs = rnd.chance(0.35) ? Math.min(batch.nowMs, createdMs + rnd.int(1, 30 * DAY)) : createdMs;
@@ -131,21 +218,41 @@ function generateOrder(businessId: string, buyers: Buyer[], batch: OrderBatch, s
     picks[j] = picks[line];
     picks[line] = index;
     const entry = menu[index];
-    const quantity = rnd.weighted([[rnd.int(1, 5), 6], [rnd.int(6, 24), 3], [rnd.int(25, 200), 1]] as const);
+    const quantity = rnd.weighted([
+      [rnd.int(1, 5), 6],
+      [rnd.int(6, 24), 3],
+      [rnd.int(25, 200), 1],
+    ] as const);
     totalUnits += quantity * entry.priceUnits;
     const { variant } = entry;
     orderItems.push({
-      id: idAt('oi', createdMs), business_id: businessId, order_id: orderId, item_list_entry_id: entry.entryId, line_number: line + 1,
-      quantity: String(quantity), unit_of_measure: entry.unitOfMeasure, price: unitsToDecimal(entry.priceUnits), cost: unitsToDecimal(entry.costUnits),
-      created_at: created, updated_at: created, ...ITEM_CONSTANTS,
-      item_variant_id: variant.id, item_id: variant.itemId, variant_name: variant.variantName, sku: variant.sku,
+      id: idAt('oi', createdMs),
+      business_id: businessId,
+      order_id: orderId,
+      item_list_entry_id: entry.entryId,
+      line_number: line + 1,
+      quantity: String(quantity),
+      unit_of_measure: entry.unitOfMeasure,
+      price: unitsToDecimal(entry.priceUnits),
+      cost: unitsToDecimal(entry.costUnits),
+      created_at: created,
+      updated_at: created,
+      ...ITEM_CONSTANTS,
+      item_variant_id: variant.id,
+      item_id: variant.itemId,
+      variant_name: variant.variantName,
+      sku: variant.sku,
     });
   }
   const expectedMs = createdMs + rnd.int(2, 14) * DAY;
   const shipped = status === 'IN_TRANSIT' || status === 'DELIVERED' || status === 'RETURNED';
   // The fields in the order of their draws, to keep the seed's sequence of random numbers.
   const order: OrderRow = {
-    id: orderId, business_id: businessId, partnership_id: buyer.partnershipId, phase: deleted ? 'DELETED' : phase, status,
+    id: orderId,
+    business_id: businessId,
+    partnership_id: buyer.partnershipId,
+    phase: deleted ? 'DELETED' : phase,
+    status,
     internal_reference: `SO-${String(sequence).padStart(6, '0')}`,
     external_reference: rnd.chance(0.6) ? `PO-${rnd.int(10_000, 99_999)}` : null,
     notes: rnd.chance(0.1) ? 'Leave at the loading dock' : null,
@@ -156,7 +263,9 @@ function generateOrder(businessId: string, buyers: Buyer[], batch: OrderBatch, s
     total_amount: unitsToDecimal(totalUnits),
     properties: writeJson(inJsonbOrder(propertiesOf(rnd, sequence, createdMs))),
     ingested_at: rnd.chance(0.3) ? new Date(createdMs + 5_000).toISOString() : null,
-    created_at: created, updated_at: updated, deleted_at: deleted ? updated : null,
+    created_at: created,
+    updated_at: updated,
+    deleted_at: deleted ? updated : null,
     ...ORDER_CONSTANTS,
   };
   return { order, orderItems };

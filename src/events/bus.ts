@@ -34,7 +34,9 @@ export class EventBus {
   /** Hears every notification (the webhook worker); returns the function that stops it. */
   onNotify(listener: (businessId: string | null) => void): () => void {
     this.#listeners.add(listener);
-    return () => { this.#listeners.delete(listener); };
+    return () => {
+      this.#listeners.delete(listener);
+    };
   }
 
   /**
@@ -70,8 +72,14 @@ export class EventBus {
    * abort, `cancel()`, or when the bus closes; `ready` is false when waiting is not possible (closed,
    * or too many waiters).
    */
-  subscribe(businessId: string, ms: number, signal?: AbortSignal, takes?: (event: EventHead) => boolean): { ready: boolean; woken: Promise<void>; cancel: () => void } {
-    if (this.#closed || this.#count >= this.maxWaiters || signal?.aborted) return { ready: false, woken: Promise.resolve(), cancel: () => {} };
+  subscribe(
+    businessId: string,
+    ms: number,
+    signal?: AbortSignal,
+    takes?: (event: EventHead) => boolean,
+  ): { ready: boolean; woken: Promise<void>; cancel: () => void } {
+    if (this.#closed || this.#count >= this.maxWaiters || signal?.aborted)
+      return { ready: false, woken: Promise.resolve(), cancel: () => {} };
     let waiters = this.#waiters.get(businessId);
     if (!waiters) this.#waiters.set(businessId, (waiters = new Set()));
     const set = waiters;

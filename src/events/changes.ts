@@ -1,4 +1,3 @@
-
 /**
  * A field or property path that changed. A path that came has no `from`; one that went has no
  * `to`; `null` is a value a path held.
@@ -9,8 +8,10 @@ export interface FieldChange {
 }
 
 /** `{from, to}`, leaving out the side where the path was absent (undefined). */
-const fieldChange = (from: unknown, to: unknown): FieldChange =>
-  ({ ...(from !== undefined && { from }), ...(to !== undefined && { to }) });
+const fieldChange = (from: unknown, to: unknown): FieldChange => ({
+  ...(from !== undefined && { from }),
+  ...(to !== undefined && { to }),
+});
 
 /** A list of child records (order items, variants, contacts): which came, which changed how, which went. */
 export interface ChildChanges {
@@ -99,7 +100,11 @@ export function diffResource(before: object, after: object): Changes {
   const b = after as Record<string, unknown>;
   for (const field of new Set([...Object.keys(a), ...Object.keys(b)])) {
     if (IMPLIED.has(field) || jsonEqual(a[field], b[field])) continue;
-    if ((isRecord(a[field]) || a[field] === null) && (isRecord(b[field]) || b[field] === null) && (isRecord(a[field]) || isRecord(b[field]))) {
+    if (
+      (isRecord(a[field]) || a[field] === null) &&
+      (isRecord(b[field]) || b[field] === null) &&
+      (isRecord(a[field]) || isRecord(b[field]))
+    ) {
       propertyChanges(field, a[field], b[field], changes);
     } else if (isChildList(a[field]) && isChildList(b[field])) {
       const children = childChanges(a[field] as Array<{ id: string }>, b[field] as Array<{ id: string }>);

@@ -17,7 +17,8 @@ export const DATA_DEFLATE_OPTIONS = { level: 1 } as const;
  * demo's deflate worker, a plain script, runs its source too (src/demo/deflate-worker.ts).
  */
 export function reusableDeflateRaw(
-  zlib: typeof import('node:zlib'), options: import('node:zlib').ZlibOptions,
+  zlib: typeof import('node:zlib'),
+  options: import('node:zlib').ZlibOptions,
 ): (text: Uint8Array, flush?: number) => Buffer {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const stream = new zlib.DeflateRaw(options) as any;
@@ -26,7 +27,11 @@ export function reusableDeflateRaw(
   const { Z_FINISH } = zlib.constants;
   // No named functions inside: esbuild (tsx) would wrap them in a helper the worker does not have.
   const sync = { ...options, finishFlush: zlib.constants.Z_SYNC_FLUSH };
-  if (typeof handle?.writeSync !== 'function' || typeof handle.reset !== 'function' || !(state instanceof Uint32Array)) {
+  if (
+    typeof handle?.writeSync !== 'function' ||
+    typeof handle.reset !== 'function' ||
+    !(state instanceof Uint32Array)
+  ) {
     return (text, flush = Z_FINISH) => zlib.deflateRawSync(text, flush === Z_FINISH ? options : sync);
   }
   let out = Buffer.allocUnsafe(64 * 1024);
@@ -36,7 +41,8 @@ export function reusableDeflateRaw(
     handle.writeSync(flush, text, 0, text.length, out, 0, out.length);
     const [availOut, availIn] = state;
     handle.reset();
-    if (availIn !== 0 || availOut === 0 || stream.destroyed) return zlib.deflateRawSync(text, flush === Z_FINISH ? options : sync);
+    if (availIn !== 0 || availOut === 0 || stream.destroyed)
+      return zlib.deflateRawSync(text, flush === Z_FINISH ? options : sync);
     // A copy: the next text is deflated into the same buffer.
     return Buffer.from(out.subarray(0, out.length - availOut));
   };
@@ -67,7 +73,12 @@ function reusableInflateRaw(): (stored: Uint8Array) => Buffer {
     }
     const handle = stream._handle;
     const state = stream._writeState;
-    if (typeof handle?.writeSync !== 'function' || typeof handle.reset !== 'function' || !(state instanceof Uint32Array)) return inflateRawSync(stored);
+    if (
+      typeof handle?.writeSync !== 'function' ||
+      typeof handle.reset !== 'function' ||
+      !(state instanceof Uint32Array)
+    )
+      return inflateRawSync(stored);
     handle.writeSync(Z_FINISH, stored, 0, stored.length, out, 0, out.length);
     const [availOut, availIn] = state;
     if (!stream.destroyed) handle.reset();

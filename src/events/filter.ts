@@ -20,7 +20,8 @@ export interface EventHead {
 /** Whether the filters take the event. An unknown resource id (null) may be any: it is taken. */
 export function filterTakes(filter: EventFilterFields, event: EventHead): boolean {
   if (filter.resourceType !== undefined && filter.resourceType !== event.resourceType) return false;
-  if (filter.resourceId !== undefined && event.resourceId !== null && filter.resourceId !== event.resourceId) return false;
+  if (filter.resourceId !== undefined && event.resourceId !== null && filter.resourceId !== event.resourceId)
+    return false;
   if (filter.types === undefined || filter.types.length === 0) return true;
   return filter.types.includes(event.type) || filter.types.includes(`${event.resourceType}.*`);
 }
@@ -33,11 +34,18 @@ const MAX_PAYLOAD = 7_000;
 type Written = Array<{ type: string; resourceType: string; resourceId: string }>;
 
 /** The distinct heads of a commit's events, ids left out when there are many. */
-export function commitHeads(events: Written, withIds = events.length <= MAX_HEADS || distinctIds(events) <= MAX_HEADS): EventHead[] {
-  return [...new Map(events.map((e) => {
-    const head = { type: e.type, resourceType: e.resourceType, resourceId: withIds ? e.resourceId : null };
-    return [`${head.type}\u0000${head.resourceId}`, head] as const;
-  })).values()];
+export function commitHeads(
+  events: Written,
+  withIds = events.length <= MAX_HEADS || distinctIds(events) <= MAX_HEADS,
+): EventHead[] {
+  return [
+    ...new Map(
+      events.map((e) => {
+        const head = { type: e.type, resourceType: e.resourceType, resourceId: withIds ? e.resourceId : null };
+        return [`${head.type}\u0000${head.resourceId}`, head] as const;
+      }),
+    ).values(),
+  ];
 }
 
 const distinctIds = (events: Written) => new Set(events.map((e) => `${e.type}\u0000${e.resourceId}`)).size;
@@ -50,7 +58,8 @@ const distinctIds = (events: Written) => new Set(events.map((e) => `${e.type}\u0
  * order), so a listener of this release knows to skip that one.
  */
 export function commitPayload(businessId: string, events: Written): string | null {
-  const text = (heads: EventHead[]) => JSON.stringify({ businessId, events: heads.map((h) => [h.type, h.resourceType, h.resourceId]) });
+  const text = (heads: EventHead[]) =>
+    JSON.stringify({ businessId, events: heads.map((h) => [h.type, h.resourceType, h.resourceId]) });
   const full = text(commitHeads(events));
   if (full.length <= MAX_PAYLOAD) return full;
   const typesOnly = text(commitHeads(events, false));
@@ -62,7 +71,10 @@ export function readCommitPayload(payload: string): { businessId: string; heads:
   if (!payload.startsWith('{')) return { businessId: payload, heads: null };
   try {
     const parsed = JSON.parse(payload) as { businessId: string; events: Array<[string, string, string | null]> };
-    return { businessId: parsed.businessId, heads: parsed.events.map(([type, resourceType, resourceId]) => ({ type, resourceType, resourceId })) };
+    return {
+      businessId: parsed.businessId,
+      heads: parsed.events.map(([type, resourceType, resourceId]) => ({ type, resourceType, resourceId })),
+    };
   } catch {
     return null;
   }

@@ -9,11 +9,13 @@ const text = (value: unknown) => (typeof value === 'string' ? value : JSON.strin
 
 /** The event's JSON up to its data: every field but `data`, in `toEvent`'s order, then `"data":`. */
 function eventHead(row: Selectable<EventTable>): string {
-  return `{"id":${JSON.stringify(row.id)},"sequence":${Number(row.sequence)},"type":${JSON.stringify(row.type)},`
-    + `"resourceType":${JSON.stringify(row.resource_type)},"resourceId":${JSON.stringify(row.resource_id)},`
-    + `"resourceVersion":${row.resource_version},"occurredAt":${JSON.stringify(toIso(row.occurred_at))},`
-    + `"actor":${text(row.actor)},"requestId":${JSON.stringify(row.request_id)},"idempotencyKey":${JSON.stringify(row.idempotency_key)},`
-    + '"data":';
+  return (
+    `{"id":${JSON.stringify(row.id)},"sequence":${Number(row.sequence)},"type":${JSON.stringify(row.type)},` +
+    `"resourceType":${JSON.stringify(row.resource_type)},"resourceId":${JSON.stringify(row.resource_id)},` +
+    `"resourceVersion":${row.resource_version},"occurredAt":${JSON.stringify(toIso(row.occurred_at))},` +
+    `"actor":${text(row.actor)},"requestId":${JSON.stringify(row.request_id)},"idempotencyKey":${JSON.stringify(row.idempotency_key)},` +
+    '"data":'
+  );
 }
 
 /**
@@ -30,7 +32,11 @@ const CLOSE = Buffer.from('}');
  * The same JSON as bytes, in parts: the data stays the bytes it inflates to, never a string
  * decoded and encoded again.
  */
-export const eventJsonParts = (row: Selectable<EventTable>): Buffer[] => [Buffer.from(eventHead(row)), decodeDataBytes(row.data), CLOSE];
+export const eventJsonParts = (row: Selectable<EventTable>): Buffer[] => [
+  Buffer.from(eventHead(row)),
+  decodeDataBytes(row.data),
+  CLOSE,
+];
 
 export function toEvent(row: Selectable<EventTable>): Event {
   return {

@@ -23,16 +23,22 @@ export interface EventPage<T = Event> {
  * (after the latest when retention has purged them all); one statement.
  */
 export async function sequenceRange(db: Db, businessId: string): Promise<{ oldest: number; latest: number }> {
-  const { rows: [row] } = await sql<{ oldest: number | string | null; latest: number | string | null }>`select
+  const {
+    rows: [row],
+  } = await sql<{ oldest: number | string | null; latest: number | string | null }>`select
       (select min(sequence) from events where business_id = ${businessId}) as oldest,
       (select value from business_counters where business_id = ${businessId} and name = 'event') as latest`.execute(db);
   const latest = Number(row.latest ?? 0);
   return { oldest: row.oldest === null ? latest + 1 : Number(row.oldest), latest };
 }
 
-export const eventsGone = (oldest: number) => new ApiError('GONE',
-  `Events up to ${oldest - 1} are no longer retained; the oldest is ${oldest}`, undefined,
-  `Load the resource's export (it names the sequence it holds) and follow the feed from there`);
+export const eventsGone = (oldest: number) =>
+  new ApiError(
+    'GONE',
+    `Events up to ${oldest - 1} are no longer retained; the oldest is ${oldest}`,
+    undefined,
+    `Load the resource's export (it names the sequence it holds) and follow the feed from there`,
+  );
 
 /**
  * A page of the business's events after `after`, ascending. The latest sequence is read first and
@@ -40,11 +46,24 @@ export const eventsGone = (oldest: number) => new ApiError('GONE',
  * visible, and `lastSequence` never passes an event the page could not see. When filters skip
  * events, `lastSequence` still moves past them, so a filtered reader does not read them again.
  */
-export async function readEvents(db: Db, businessId: string, filter: EventFilter): Promise<EventPage<Selectable<EventTable>>> {
+export async function readEvents(
+  db: Db,
+  businessId: string,
+  filter: EventFilter,
+): Promise<EventPage<Selectable<EventTable>>> {
   const { oldest, latest } = await sequenceRange(db, businessId);
   if (filter.after < oldest - 1) throw eventsGone(oldest);
   if (latest <= filter.after) return { items: [], lastSequence: filter.after, hasMore: false };
-  const rows = await filteredEvents(db, businessId, filter, { after: filter.after, bound: latest }, filter.limit + 1, 'asc').selectAll().execute();
+  const rows = await filteredEvents(
+    db,
+    businessId,
+    filter,
+    { after: filter.after, bound: latest },
+    filter.limit + 1,
+    'asc',
+  )
+    .selectAll()
+    .execute();
   return pageOf(rows, filter.limit, latest);
 }
 
@@ -61,15 +80,18 @@ export type Filters = Omit<EventFilter, 'after' | 'limit'> & { hiddenResourceTyp
 function matching(db: Db, businessId: string, filter: Filters) {
   let query = db.selectFrom('events').where('business_id', '=', businessId);
   if (filter.resourceType) query = query.where('resource_type', '=', filter.resourceType);
-  if (filter.hiddenResourceTypes && filter.hiddenResourceTypes.length > 0) query = query.where('resource_type', 'not in', filter.hiddenResourceTypes);
+  if (filter.hiddenResourceTypes && filter.hiddenResourceTypes.length > 0)
+    query = query.where('resource_type', 'not in', filter.hiddenResourceTypes);
   if (filter.resourceId) query = query.where('resource_id', '=', filter.resourceId);
   if (filter.types && filter.types.length > 0) {
     const exact = filter.types.filter((t) => !t.endsWith('.*'));
     const kinds = filter.types.filter((t) => t.endsWith('.*')).map((t) => t.slice(0, -2));
-    query = query.where((eb) => eb.or([
-      ...(exact.length > 0 ? [eb('type', 'in', exact)] : []),
-      ...(kinds.length > 0 ? [eb('resource_type', 'in', kinds)] : []),
-    ]));
+    query = query.where((eb) =>
+      eb.or([
+        ...(exact.length > 0 ? [eb('type', 'in', exact)] : []),
+        ...(kinds.length > 0 ? [eb('resource_type', 'in', kinds)] : []),
+      ]),
+    );
   }
   return query;
 }
@@ -87,7 +109,10 @@ type Range = { type: string } | { resourceType: string; resourceId?: string };
  */
 function rangesOf(filter: Filters): Range[] | null {
   if (filter.resourceId) {
-    return (filter.resourceType ? [filter.resourceType] : RESOURCE_TYPES).map((resourceType) => ({ resourceType, resourceId: filter.resourceId }));
+    return (filter.resourceType ? [filter.resourceType] : RESOURCE_TYPES).map((resourceType) => ({
+      resourceType,
+      resourceId: filter.resourceId,
+    }));
   }
   if (filter.types && filter.types.length > 0) {
     return [...new Set(filter.types)].map((t) => (t.endsWith('.*') ? { resourceType: t.slice(0, -2) } : { type: t }));
@@ -101,17 +126,30 @@ function rangesOf(filter: Filters): Range[] | null {
  * then only those rows are read. The filters a range does not stand for apply within it. The
  * caller selects the columns.
  */
-export function filteredEvents(db: Db, businessId: string, filter: Filters, within: { after?: number; bound?: number }, limit: number, direction: 'asc' | 'desc') {
+export function filteredEvents(
+  db: Db,
+  businessId: string,
+  filter: Filters,
+  within: { after?: number; bound?: number },
+  limit: number,
+  direction: 'asc' | 'desc',
+) {
   const ranges = rangesOf(filter);
   // Within a range, the filters it stands for hold already.
-  const rest: Filters = ranges === null ? filter : filter.resourceId ? { ...filter, resourceType: undefined, resourceId: undefined } : { ...filter, types: undefined };
+  const rest: Filters =
+    ranges === null
+      ? filter
+      : filter.resourceId
+        ? { ...filter, resourceType: undefined, resourceId: undefined }
+        : { ...filter, types: undefined };
   const read = (range?: Range) => {
     let query = matching(db, businessId, rest);
     if (within.after !== undefined) query = query.where('sequence', '>', within.after);
     if (within.bound !== undefined) query = query.where('sequence', '<=', within.bound);
     if (range && 'type' in range) query = query.where('type', '=', range.type);
     if (range && 'resourceType' in range) query = query.where('resource_type', '=', range.resourceType);
-    if (range && 'resourceId' in range && range.resourceId !== undefined) query = query.where('resource_id', '=', range.resourceId);
+    if (range && 'resourceId' in range && range.resourceId !== undefined)
+      query = query.where('resource_id', '=', range.resourceId);
     return query.orderBy('sequence', direction).limit(limit);
   };
   if (ranges === null) return read();
@@ -121,15 +159,27 @@ export function filteredEvents(db: Db, businessId: string, filter: Filters, with
    * instead); the page's rows are then read by key.
    */
   const picks = ranges.map((range, i) => db.selectFrom(read(range).select('sequence').as(`r${i}`)).select('sequence'));
-  const sequences = db.selectFrom(picks.reduce((all, pick) => all.union(pick)).as('u')).select('u.sequence').orderBy('u.sequence', direction).limit(limit);
-  return db.selectFrom('events').where('business_id', '=', businessId).where('sequence', 'in', sequences).orderBy('sequence', direction);
+  const sequences = db
+    .selectFrom(picks.reduce((all, pick) => all.union(pick)).as('u'))
+    .select('u.sequence')
+    .orderBy('u.sequence', direction)
+    .limit(limit);
+  return db
+    .selectFrom('events')
+    .where('business_id', '=', businessId)
+    .where('sequence', 'in', sequences)
+    .orderBy('sequence', direction);
 }
 
 /**
  * The newest `limit` events the filters take, newest first (the console's feed and timelines):
  * whatever retention removed is simply not there, never a 410.
  */
-export async function listLatestEvents(db: Db, businessId: string, filter: Omit<EventFilter, 'after'> & { hiddenResourceTypes?: string[] }): Promise<Event[]> {
+export async function listLatestEvents(
+  db: Db,
+  businessId: string,
+  filter: Omit<EventFilter, 'after'> & { hiddenResourceTypes?: string[] },
+): Promise<Event[]> {
   const rows = await filteredEvents(db, businessId, filter, {}, filter.limit, 'desc').selectAll().execute();
   return rows.map(toEvent);
 }
@@ -165,6 +215,11 @@ export type HistoryResource = keyof typeof RESOURCE_TABLES;
 
 /** Whether the business has (or had: soft-deleted rows count) this resource. */
 export async function resourceExists(db: Db, businessId: string, type: HistoryResource, id: string): Promise<boolean> {
-  const row = await db.selectFrom(RESOURCE_TABLES[type]).select('id').where('business_id', '=', businessId).where('id', '=', id).executeTakeFirst();
+  const row = await db
+    .selectFrom(RESOURCE_TABLES[type])
+    .select('id')
+    .where('business_id', '=', businessId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row !== undefined;
 }

@@ -2,7 +2,14 @@ import { timingSafeEqual } from 'node:crypto';
 import fp from 'fastify-plugin';
 import { findActiveKeys, hashApiKey, touchApiKey } from '../businesses/repository.ts';
 import type { Db } from '../db/types.ts';
-import { ApiError, badRequest, forbidden, MALFORMED_KEY_HINT, RATE_LIMITED_MESSAGE, unauthorized } from '../lib/errors.ts';
+import {
+  ApiError,
+  badRequest,
+  forbidden,
+  MALFORMED_KEY_HINT,
+  RATE_LIMITED_MESSAGE,
+  unauthorized,
+} from '../lib/errors.ts';
 import { displayPrefix, keyFormat } from '../businesses/key-format.ts';
 import type { FastifyRequest } from 'fastify';
 import type { Refusal } from '../audit/repository.ts';
@@ -19,7 +26,12 @@ const MAX_HEADER_LENGTH = 256;
 const LAST_USED_RESOLUTION_MS = 60_000;
 
 /** A valid, live key: its id, its display prefix, its scopes (null: every scope) and the CIDRs it may be used from (null: any). */
-export interface VerifiedKey { id: string; prefix: string; scopes: Scope[] | null; allowedCidrs: string[] | null }
+export interface VerifiedKey {
+  id: string;
+  prefix: string;
+  scopes: Scope[] | null;
+  allowedCidrs: string[] | null;
+}
 
 export interface Authenticator {
   /** The key when the pair is valid and live, otherwise null. */
@@ -47,7 +59,13 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
   return {
     async verify(businessId, apiKey) {
       if (typeof businessId !== 'string' || typeof apiKey !== 'string') return null;
-      if (businessId.length === 0 || businessId.length > MAX_HEADER_LENGTH || apiKey.length === 0 || apiKey.length > MAX_HEADER_LENGTH) return null;
+      if (
+        businessId.length === 0 ||
+        businessId.length > MAX_HEADER_LENGTH ||
+        apiKey.length === 0 ||
+        apiKey.length > MAX_HEADER_LENGTH
+      )
+        return null;
       // A key that cannot be one (a typo breaks its checksum) costs no database lookup.
       if (keyFormat(apiKey) === 'malformed') return null;
       const presented = hashApiKey(apiKey);
@@ -57,7 +75,14 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
       if (cached && cached.until > now) return cached.key;
 
       const expected = Buffer.from(presented, 'hex');
-      let match: { id: string; prefix: string; last_used_at: unknown; expires_at: unknown; scopes: string | null; allowed_cidrs: string | null } | null = null;
+      let match: {
+        id: string;
+        prefix: string;
+        last_used_at: unknown;
+        expires_at: unknown;
+        scopes: string | null;
+        allowed_cidrs: string | null;
+      } | null = null;
       for (const key of await findActiveKeys(db, businessId, new Date(now).toISOString())) {
         // Every live key is compared, in constant time, so timing tells nothing about which one matched.
         if (timingSafeEqual(Buffer.from(key.key_hash, 'hex'), expected)) match = key;
@@ -69,14 +94,18 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
       if (cache.size > 10_000) cache.clear();
       // An expiring key (a rotation's grace) is cached no longer than it lives.
       const expires = match.expires_at ? new Date(String(match.expires_at)).getTime() : Infinity;
-      const key = { id: match.id, prefix: match.prefix, scopes: readJson<Scope[]>(match.scopes), allowedCidrs: readJson<string[]>(match.allowed_cidrs) };
+      const key = {
+        id: match.id,
+        prefix: match.prefix,
+        scopes: readJson<Scope[]>(match.scopes),
+        allowedCidrs: readJson<string[]>(match.allowed_cidrs),
+      };
       cache.set(slot, { key, until: Math.min(now + cacheMs, expires) });
       await recordUse(match.id, match.last_used_at, now);
       return key;
     },
   };
 }
-
 
 export interface ApiGuardOptions {
   authenticator: Authenticator;
@@ -95,75 +124,97 @@ export interface ApiGuardOptions {
  * on the raw URL text would miss `/%61pi/v1/...` and absolute-form targets. Another scope (the
  * console) registers its own session authentication beside it.
  */
-export const apiKeyAuth = fp<ApiGuardOptions>(async (api, options) => {
-  const { authenticator, rateLimiter, bucket, refused } = options;
+export const apiKeyAuth = fp<ApiGuardOptions>(
+  async (api, options) => {
+    const { authenticator, rateLimiter, bucket, refused } = options;
 
-  /** The error, after noting who was refused and why. */
-  const refuse = (request: FastifyRequest, error: ApiError, reason: string, keyId: string | null = null): ApiError => {
-    const businessId = request.headers['x-business-id'];
-    const presented = request.headers['x-api-key'];
-    if (refused && typeof businessId === 'string' && businessId.length > 0 && businessId.length <= 64) {
-      refused({
-        businessId, status: error.status as 401 | 403, keyId,
-        keyPrefix: typeof presented === 'string' && presented.length > 0 ? displayPrefix(presented.slice(0, MAX_HEADER_LENGTH)) : null,
-        address: request.ip, requestId: request.id, method: request.method, path: request.url.split('?')[0], reason,
-      });
-    }
-    return error;
-  };
-
-  api.addHook('onRequest', async (request, reply) => {
-    const businessId = request.headers['x-business-id'];
-    const key = await authenticator.verify(businessId, request.headers['x-api-key']);
-    // Failed authentication is limited per client address; everything else per business.
-    const decision = rateLimiter ? await rateLimiter.take(key ? `bus:${businessId}` : `ip:${request.ip}`) : null;
-    if (decision) {
-      reply.headers(rateLimitHeaders(decision, bucket));
-      if (!decision.allowed) {
-        reply.header('retry-after', String(decision.retryAfterSeconds));
-        throw new ApiError('RATE_LIMITED', RATE_LIMITED_MESSAGE);
-      }
-    }
-    if (!key) {
+    /** The error, after noting who was refused and why. */
+    const refuse = (
+      request: FastifyRequest,
+      error: ApiError,
+      reason: string,
+      keyId: string | null = null,
+    ): ApiError => {
+      const businessId = request.headers['x-business-id'];
       const presented = request.headers['x-api-key'];
-      const malformed = typeof presented === 'string' && presented.length > 0 && keyFormat(presented) === 'malformed';
-      const reason = typeof presented !== 'string' || presented.length === 0 ? 'No X-API-Key'
-        : malformed ? 'Malformed key' : 'Unknown, revoked or expired key, or a key of another business';
-      throw refuse(request, unauthorized(malformed ? MALFORMED_KEY_HINT : undefined), reason);
-    }
-    request.businessId = businessId as string;
-    request.apiKeyId = key.id;
-    // Where it may be used from: the socket's address, or a trusted proxy's X-Forwarded-For (TRUST_PROXY).
-    if (key.allowedCidrs && !addressAllowed(key.allowedCidrs, request.ip)) {
-      const message = `This API key may not be used from ${request.ip}`;
-      throw refuse(request, forbidden(message), message, key.id);
-    }
-    // What the key may do: the scope the route needs (an unknown path is a 404 whatever the key).
-    const needed = requiredScope(request.method, request.routeOptions.url);
-    if (needed && !allows(key.scopes, needed)) {
-      const message = `This API key lacks the scope ${needed}`;
-      throw refuse(request, forbidden(message), message, key.id);
-    }
-    request.apiKeyScopes = key.scopes;
-    request.hidesMargin = !allows(key.scopes, 'margin:read');
-    // Checks of what was sent come after who sent it: a stranger learns nothing but 401.
-    if (request.url.includes('%00')) throw badRequest(NUL_MESSAGE);
-    checkQueryEncoding(request.url);
-  });
+      if (refused && typeof businessId === 'string' && businessId.length > 0 && businessId.length <= 64) {
+        refused({
+          businessId,
+          status: error.status as 401 | 403,
+          keyId,
+          keyPrefix:
+            typeof presented === 'string' && presented.length > 0
+              ? displayPrefix(presented.slice(0, MAX_HEADER_LENGTH))
+              : null,
+          address: request.ip,
+          requestId: request.id,
+          method: request.method,
+          path: request.url.split('?')[0],
+          reason,
+        });
+      }
+      return error;
+    };
 
-  // The margin (src/businesses/margin.ts): sent only with margin:write, shown only with margin:read.
-  api.addHook('preValidation', (request, _reply, done) => {
-    const field = allows(request.apiKeyScopes, 'margin:write') ? undefined : marginFieldIn(request.body);
-    if (field) {
-      const message = `This API key lacks the scope margin:write (it sent ${field})`;
-      throw refuse(request, forbidden(message), message, request.apiKeyId);
-    }
-    done();
-  });
-  api.addHook('onSend', (request, reply, payload, done) => {
-    if (!request.hidesMargin || !String(reply.getHeader('content-type') ?? '').startsWith('application/json')) return done(null, payload);
-    // Rendered orders and pages are sent as bytes; everything else as text.
-    if (typeof payload === 'string') return done(null, jsonWithoutMargin(payload));
-    done(null, Buffer.isBuffer(payload) ? jsonWithoutMargin(payload.toString('utf8')) : payload);
-  });
-}, { name: 'api-key-auth' });
+    api.addHook('onRequest', async (request, reply) => {
+      const businessId = request.headers['x-business-id'];
+      const key = await authenticator.verify(businessId, request.headers['x-api-key']);
+      // Failed authentication is limited per client address; everything else per business.
+      const decision = rateLimiter ? await rateLimiter.take(key ? `bus:${businessId}` : `ip:${request.ip}`) : null;
+      if (decision) {
+        reply.headers(rateLimitHeaders(decision, bucket));
+        if (!decision.allowed) {
+          reply.header('retry-after', String(decision.retryAfterSeconds));
+          throw new ApiError('RATE_LIMITED', RATE_LIMITED_MESSAGE);
+        }
+      }
+      if (!key) {
+        const presented = request.headers['x-api-key'];
+        const malformed = typeof presented === 'string' && presented.length > 0 && keyFormat(presented) === 'malformed';
+        const reason =
+          typeof presented !== 'string' || presented.length === 0
+            ? 'No X-API-Key'
+            : malformed
+              ? 'Malformed key'
+              : 'Unknown, revoked or expired key, or a key of another business';
+        throw refuse(request, unauthorized(malformed ? MALFORMED_KEY_HINT : undefined), reason);
+      }
+      request.businessId = businessId as string;
+      request.apiKeyId = key.id;
+      // Where it may be used from: the socket's address, or a trusted proxy's X-Forwarded-For (TRUST_PROXY).
+      if (key.allowedCidrs && !addressAllowed(key.allowedCidrs, request.ip)) {
+        const message = `This API key may not be used from ${request.ip}`;
+        throw refuse(request, forbidden(message), message, key.id);
+      }
+      // What the key may do: the scope the route needs (an unknown path is a 404 whatever the key).
+      const needed = requiredScope(request.method, request.routeOptions.url);
+      if (needed && !allows(key.scopes, needed)) {
+        const message = `This API key lacks the scope ${needed}`;
+        throw refuse(request, forbidden(message), message, key.id);
+      }
+      request.apiKeyScopes = key.scopes;
+      request.hidesMargin = !allows(key.scopes, 'margin:read');
+      // Checks of what was sent come after who sent it: a stranger learns nothing but 401.
+      if (request.url.includes('%00')) throw badRequest(NUL_MESSAGE);
+      checkQueryEncoding(request.url);
+    });
+
+    // The margin (src/businesses/margin.ts): sent only with margin:write, shown only with margin:read.
+    api.addHook('preValidation', (request, _reply, done) => {
+      const field = allows(request.apiKeyScopes, 'margin:write') ? undefined : marginFieldIn(request.body);
+      if (field) {
+        const message = `This API key lacks the scope margin:write (it sent ${field})`;
+        throw refuse(request, forbidden(message), message, request.apiKeyId);
+      }
+      done();
+    });
+    api.addHook('onSend', (request, reply, payload, done) => {
+      if (!request.hidesMargin || !String(reply.getHeader('content-type') ?? '').startsWith('application/json'))
+        return done(null, payload);
+      // Rendered orders and pages are sent as bytes; everything else as text.
+      if (typeof payload === 'string') return done(null, jsonWithoutMargin(payload));
+      done(null, Buffer.isBuffer(payload) ? jsonWithoutMargin(payload.toString('utf8')) : payload);
+    });
+  },
+  { name: 'api-key-auth' },
+);

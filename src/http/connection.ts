@@ -31,8 +31,15 @@ export function connectionOptions(settings: ConnectionSettings) {
 function rawErrorResponse(status: number, code: ErrorCode, message: string): string {
   const requestId = newId('req');
   const body = JSON.stringify(errorBody(new ApiError(code, message), requestId));
-  return [`HTTP/1.1 ${status} ${STATUS_CODES[status]}`, 'Content-Type: application/json; charset=utf-8',
-    `Content-Length: ${Buffer.byteLength(body)}`, `X-Request-Id: ${requestId}`, 'Connection: close', '', body].join('\r\n');
+  return [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
+    'Content-Type: application/json; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    `X-Request-Id: ${requestId}`,
+    'Connection: close',
+    '',
+    body,
+  ].join('\r\n');
 }
 
 /**
@@ -70,7 +77,9 @@ function clientErrorHandler(error: Error & { code?: string }, socket: Socket): v
  */
 export function registerConnectionHandling(app: FastifyInstance): void {
   let closing = false;
-  app.addHook('preClose', async () => { closing = true; });
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
     done(null, payload);
@@ -86,8 +95,15 @@ export function registerConnectionHandling(app: FastifyInstance): void {
   });
   app.server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
     const requestId = newId('req');
-    const body = JSON.stringify(errorBody(new ApiError('EXPECTATION_FAILED', 'Only Expect: 100-continue is supported'), requestId));
-    res.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId, connection: 'close' });
+    const body = JSON.stringify(
+      errorBody(new ApiError('EXPECTATION_FAILED', 'Only Expect: 100-continue is supported'), requestId),
+    );
+    res.writeHead(417, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      'x-request-id': requestId,
+      connection: 'close',
+    });
     res.end(body);
   });
 }

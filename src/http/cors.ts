@@ -15,7 +15,10 @@ export async function registerCors(app: FastifyInstance, origins: readonly strin
     // preflight anywhere else is answered as an unknown route.
     delegator: (request, callback) => {
       const origin = request.headers.origin;
-      callback(null, { ...OPTIONS, origin: origin !== undefined && allowed.has(origin) && isApiPath(request) ? origin : false });
+      callback(null, {
+        ...OPTIONS,
+        origin: origin !== undefined && allowed.has(origin) && isApiPath(request) ? origin : false,
+      });
     },
   });
 }
@@ -25,7 +28,18 @@ const OPTIONS = {
   // allowedHeaders is left unset: the headers a preflight asks for are allowed (X-API-Key,
   // Idempotency-Key, If-Match and the caller's own); with exact origins and no credentials they give
   // a page nothing it lacks.
-  exposedHeaders: ['ETag', 'X-Request-Id', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'Supplyline-Event-Sequence', 'Idempotent-Replayed', 'Location', 'Deprecation', 'Sunset'],
+  exposedHeaders: [
+    'ETag',
+    'X-Request-Id',
+    'Retry-After',
+    'RateLimit',
+    'RateLimit-Policy',
+    'Supplyline-Event-Sequence',
+    'Idempotent-Replayed',
+    'Location',
+    'Deprecation',
+    'Sunset',
+  ],
   credentials: false,
   strictPreflight: false,
   maxAge: 600,

@@ -15,13 +15,23 @@ import type { Page, Paging, Position } from '../db/list.ts';
 type ListQuery = Record<string, unknown> & { page?: number; cursor?: string };
 const PAGING = new Set(['page', 'limit', 'cursor']);
 
-interface Sealed { l: string; b: string; f: string; c: string | null; i: string; p: number }
+interface Sealed {
+  l: string;
+  b: string;
+  f: string;
+  c: string | null;
+  i: string;
+  p: number;
+}
 
 const NOT_OURS = 'Not a cursor of this list: pass nextCursor exactly as a page of this list gave it';
 
 /** The filters a request sets, in a fixed order, hashed: the same filters give the same text. */
 function filtersKey(query: ListQuery): string {
-  const filters = Object.keys(query).filter((k) => !PAGING.has(k) && query[k] !== undefined).sort().map((k) => [k, query[k]]);
+  const filters = Object.keys(query)
+    .filter((k) => !PAGING.has(k) && query[k] !== undefined)
+    .sort()
+    .map((k) => [k, query[k]]);
   return createHash('sha256').update(JSON.stringify(filters)).digest('base64url').slice(0, 22);
 }
 
@@ -36,9 +46,15 @@ export class Cursors {
    * The paging of a list request: `page` and `limit`, or a cursor's place and page number. `rawQuery`
    * is the query string as sent, to tell a `page` sent from its default: a cursor carries its page.
    */
-  paging(list: string, businessId: string, query: ListQuery & { page: number; limit: number }, rawQuery: string): Paging {
+  paging(
+    list: string,
+    businessId: string,
+    query: ListQuery & { page: number; limit: number },
+    rawQuery: string,
+  ): Paging {
     if (query.cursor === undefined) return { page: query.page, limit: query.limit };
-    if (new URLSearchParams(rawQuery).has('page')) throw validationError({ cursor: 'page and cursor cannot be combined: a cursor carries its page' });
+    if (new URLSearchParams(rawQuery).has('page'))
+      throw validationError({ cursor: 'page and cursor cannot be combined: a cursor carries its page' });
     let sealed: Sealed;
     try {
       sealed = JSON.parse(this.#box.open(query.cursor)) as Sealed;
@@ -47,7 +63,9 @@ export class Cursors {
     }
     if (sealed.l !== list || sealed.b !== businessId) throw validationError({ cursor: NOT_OURS });
     if (sealed.f !== filtersKey(query)) {
-      throw validationError({ cursor: 'This cursor was issued for other filters: send it with the filters of the request that gave it' });
+      throw validationError({
+        cursor: 'This cursor was issued for other filters: send it with the filters of the request that gave it',
+      });
     }
     return { page: sealed.p, limit: query.limit, after: { createdAt: sealed.c, id: sealed.i } };
   }
@@ -75,7 +93,11 @@ export class Cursors {
 }
 
 /** What a list route's request gives the cursor: the business, the validated query, and the URL as sent. */
-export interface ListRequest { businessId: string; query: unknown; raw: { url?: string } }
+export interface ListRequest {
+  businessId: string;
+  query: unknown;
+  raw: { url?: string };
+}
 
 export const rawQueryOf = (request: ListRequest) => {
   const url = request.raw.url ?? '';

@@ -1,15 +1,26 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../db/errors.ts';
-import { ApiError, badRequest, errorBody, SERVICE_UNAVAILABLE_MESSAGE, UNAVAILABLE_RETRY_AFTER_SECONDS, validationError } from '../lib/errors.ts';
+import {
+  ApiError,
+  badRequest,
+  errorBody,
+  SERVICE_UNAVAILABLE_MESSAGE,
+  UNAVAILABLE_RETRY_AFTER_SECONDS,
+  validationError,
+} from '../lib/errors.ts';
 import { requestTraceFields } from '../telemetry/spans.ts';
 import { bodyError, toFieldErrors } from './validation.ts';
 
 function partOf(request: FastifyRequest, context: string | undefined): unknown {
   switch (context) {
-    case 'querystring': return request.query;
-    case 'params': return request.params;
-    case 'headers': return request.headers;
-    default: return request.body;
+    case 'querystring':
+      return request.query;
+    case 'params':
+      return request.params;
+    case 'headers':
+      return request.headers;
+    default:
+      return request.body;
   }
 }
 
@@ -17,12 +28,16 @@ function partOf(request: FastifyRequest, context: string | undefined): unknown {
 export function toApiError(error: FastifyError, request: FastifyRequest, bodyLimit: number): ApiError {
   if (error instanceof ApiError) return error;
   // A header a route declares a pattern for: the Idempotency-Key (the ingestion call's is 64 hex digits).
-  if (error.validation && error.validationContext === 'headers'
-    && (error.validation as Array<{ instancePath?: string }>).some((v) => v.instancePath === '/idempotency-key')) {
+  if (
+    error.validation &&
+    error.validationContext === 'headers' &&
+    (error.validation as Array<{ instancePath?: string }>).some((v) => v.instancePath === '/idempotency-key')
+  ) {
     return badRequest('Invalid idempotency key format');
   }
   if (error.validation && error.validationContext === 'body') return bodyError(error.validation as never, request.body);
-  if (error.validation) return validationError(toFieldErrors(error.validation as never, partOf(request, error.validationContext)));
+  if (error.validation)
+    return validationError(toFieldErrors(error.validation as never, partOf(request, error.validationContext)));
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError('PAYLOAD_TOO_LARGE', `Request body is larger than ${bodyLimit} bytes`);
@@ -63,7 +78,10 @@ function discardRestOfBody(request: FastifyRequest, reply: FastifyReply, bodyLim
   const raw = request.raw;
   if (raw.complete) return;
   let discarded = 0;
-  const stop = () => { clearTimeout(timer); raw.socket?.destroy(); };
+  const stop = () => {
+    clearTimeout(timer);
+    raw.socket?.destroy();
+  };
   const timer = setTimeout(stop, DISCARD_MS);
   timer.unref();
   raw.on('data', (chunk: Buffer) => {
@@ -81,10 +99,20 @@ export function createErrorHandler(bodyLimit: number) {
     if (apiError.code === 'SERVICE_UNAVAILABLE') {
       reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
       // The outage is logged without the driver's error text, which may name hosts or files.
-      request.log.warn({ code: (error as { code?: unknown }).code, businessId: request.businessId || undefined, ...requestTraceFields(request) }, 'database unavailable');
+      request.log.warn(
+        {
+          code: (error as { code?: unknown }).code,
+          businessId: request.businessId || undefined,
+          ...requestTraceFields(request),
+        },
+        'database unavailable',
+      );
     } else if (apiError.status >= 500) {
       // Logged with context for us; the client gets only the generic text and the request id.
-      request.log.error({ err: error, businessId: request.businessId || undefined, ...requestTraceFields(request) }, 'request failed');
+      request.log.error(
+        { err: error, businessId: request.businessId || undefined, ...requestTraceFields(request) },
+        'request failed',
+      );
     }
     if (apiError.code === 'PAYLOAD_TOO_LARGE') discardRestOfBody(request, reply, bodyLimit);
     return reply.code(apiError.status).send(errorBody(apiError, request.id));

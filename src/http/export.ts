@@ -15,10 +15,20 @@ import { withoutMargin } from '../businesses/margin.ts';
 export const streamTuning = { batch: 200 };
 
 /** A resource's export reader: its records of the business after `afterId`, in id order, as GET shows them. */
-export type ExportBatch = (db: Db, businessId: string, afterId: string, limit: number) => Promise<Array<{ id: string }>>;
+export type ExportBatch = (
+  db: Db,
+  businessId: string,
+  afterId: string,
+  limit: number,
+) => Promise<Array<{ id: string }>>;
 
 /** One resource's export: its path (`orders`), its OpenAPI tag, its noun, and its reader. */
-export interface Export { path: string; tag: string; noun: string; batch: ExportBatch }
+export interface Export {
+  path: string;
+  tag: string;
+  noun: string;
+  batch: ExportBatch;
+}
 
 /**
  * One NDJSON chunk per batch, in id order, until the snapshot has no more. The next batch is asked
@@ -27,7 +37,12 @@ export interface Export { path: string; tag: string; noun: string; batch: Export
  * batch: on SQLite a batch's read resolves at once and a fast client never pushes back, so
  * without it one export held every other request of the process until it ended.
  */
-async function* ndjson(db: Db, businessId: string, batch: ExportBatch, shown: (records: unknown[]) => unknown[]): AsyncGenerator<Buffer> {
+async function* ndjson(
+  db: Db,
+  businessId: string,
+  batch: ExportBatch,
+  shown: (records: unknown[]) => unknown[],
+): AsyncGenerator<Buffer> {
   const ask = (after: string) => {
     const asked = batch(db, businessId, after, streamTuning.batch);
     // Handled now (it fails where it is awaited): it may fail before then, while a chunk is written.
@@ -72,42 +87,56 @@ function ndjsonChunk(records: unknown[]): Buffer {
  * NDJSON from one snapshot, with the event sequence it holds.
  */
 export function registerExport(app: ApiInstance, openSnapshot: OpenSnapshot, { path, tag, noun, batch }: Export): void {
-  app.get(`/${path}/export`, {
-    config: { extension: true },
-    schema: {
-      tags: [tag], operationId: `export${tag}`,
-      summary: `Every live ${noun} as NDJSON, from one snapshot, with the event sequence it holds`,
-      description: `Streams one JSON ${noun} per line, exactly as GET /api/v1/${path}/{id} shows it, in id order, all read from `
-        + 'one consistent snapshot. The Supplyline-Event-Sequence header names N: the snapshot is the business as it was after '
-        + 'event N, so load it, then follow GET /api/v1/events?after=N, and nothing is missed or counted twice. Records from '
-        + 'before the feed began (written by a release without it, before the upgrade) are in every export, and in no event: '
-        + 'start a copy with the export, not with the feed from 0.',
-      response: {
-        200: {
-          description: `One ${noun} per line (application/x-ndjson)`,
-          headers: { 'Supplyline-Event-Sequence': { type: 'integer', description: 'The last event whose effects the export holds' } },
-          content: { 'application/x-ndjson': { schema: Type.String({ description: 'Newline-delimited JSON' }) } },
+  app.get(
+    `/${path}/export`,
+    {
+      config: { extension: true },
+      schema: {
+        tags: [tag],
+        operationId: `export${tag}`,
+        summary: `Every live ${noun} as NDJSON, from one snapshot, with the event sequence it holds`,
+        description:
+          `Streams one JSON ${noun} per line, exactly as GET /api/v1/${path}/{id} shows it, in id order, all read from ` +
+          'one consistent snapshot. The Supplyline-Event-Sequence header names N: the snapshot is the business as it was after ' +
+          'event N, so load it, then follow GET /api/v1/events?after=N, and nothing is missed or counted twice. Records from ' +
+          'before the feed began (written by a release without it, before the upgrade) are in every export, and in no event: ' +
+          'start a copy with the export, not with the feed from 0.',
+        response: {
+          200: {
+            description: `One ${noun} per line (application/x-ndjson)`,
+            headers: {
+              'Supplyline-Event-Sequence': {
+                type: 'integer',
+                description: 'The last event whose effects the export holds',
+              },
+            },
+            content: { 'application/x-ndjson': { schema: Type.String({ description: 'Newline-delimited JSON' }) } },
+          },
         },
       },
     },
-  }, async (request, reply) => {
-    const snapshot = await openSnapshot();
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
-      snapshot.release().catch((err) => request.log.warn({ err }, 'export snapshot release failed'));
-    };
-    try {
-      const sequence = await lastSequence(snapshot.db, request.businessId);
-      const shown = request.hidesMargin ? withoutMargin : (records: unknown[]) => records;
-      const stream = Readable.from(ndjson(snapshot.db, request.businessId, batch, shown), { objectMode: false });
-      // Ended, failed or abandoned by the client: the snapshot's connection goes back either way.
-      stream.once('close', release);
-      return reply.header('supplyline-event-sequence', String(sequence)).type('application/x-ndjson; charset=utf-8').send(stream as never);
-    } catch (error) {
-      release();
-      throw error;
-    }
-  });
+    async (request, reply) => {
+      const snapshot = await openSnapshot();
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        snapshot.release().catch((err) => request.log.warn({ err }, 'export snapshot release failed'));
+      };
+      try {
+        const sequence = await lastSequence(snapshot.db, request.businessId);
+        const shown = request.hidesMargin ? withoutMargin : (records: unknown[]) => records;
+        const stream = Readable.from(ndjson(snapshot.db, request.businessId, batch, shown), { objectMode: false });
+        // Ended, failed or abandoned by the client: the snapshot's connection goes back either way.
+        stream.once('close', release);
+        return reply
+          .header('supplyline-event-sequence', String(sequence))
+          .type('application/x-ndjson; charset=utf-8')
+          .send(stream as never);
+      } catch (error) {
+        release();
+        throw error;
+      }
+    },
+  );
 }

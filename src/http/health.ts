@@ -17,7 +17,11 @@ export interface Lifecycle {
  * - `/readyz`: the database answers within 2 s, every migration this release knows is applied, and
  *   the instance is not shutting down. 503 with the reason otherwise.
  */
-export function registerHealth(app: FastifyInstance, db: Kysely<Database>, lifecycle: Lifecycle = { draining: () => false }): void {
+export function registerHealth(
+  app: FastifyInstance,
+  db: Kysely<Database>,
+  lifecycle: Lifecycle = { draining: () => false },
+): void {
   const live = async () => ({ status: 'ok' });
   app.get('/livez', { schema: { hide: true } }, live);
   app.get('/healthz', { schema: { hide: true } }, live);
@@ -43,6 +47,8 @@ export function registerHealth(app: FastifyInstance, db: Kysely<Database>, lifec
       check(),
       new Promise<string>((resolve) => setTimeout(resolve, READY_TIMEOUT_MS, 'database unavailable').unref()),
     ]);
-    return reply.code(reason === null ? 200 : 503).send(reason === null ? { status: 'ok' } : { status: 'unavailable', reason });
+    return reply
+      .code(reason === null ? 200 : 503)
+      .send(reason === null ? { status: 'ok' } : { status: 'unavailable', reason });
   });
 }

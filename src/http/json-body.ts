@@ -31,11 +31,20 @@ export function findUnstorableText(root: unknown): { path: string; problem: stri
       const problem = textProblem(value);
       if (problem) return { path: path.join('.') || '(root)', problem };
     } else if (Array.isArray(value)) {
-      value.forEach((v, i) => stack.push({ value: v, path: [...path, String(i)] }));
+      value.forEach((v, i) => {
+        stack.push({ value: v, path: [...path, String(i)] });
+      });
     } else if (value !== null && typeof value === 'object') {
       for (const [key, v] of Object.entries(value)) {
         const problem = textProblem(key);
-        if (problem) return { path: path.join('.') || '(root)', problem: problem === NUL_FIELD_MESSAGE ? NUL_FIELD_MESSAGE : 'Keys must be valid Unicode text: a lone UTF-16 surrogate was sent' };
+        if (problem)
+          return {
+            path: path.join('.') || '(root)',
+            problem:
+              problem === NUL_FIELD_MESSAGE
+                ? NUL_FIELD_MESSAGE
+                : 'Keys must be valid Unicode text: a lone UTF-16 surrogate was sent',
+          };
         stack.push({ value: v, path: [...path, key] });
       }
     }
@@ -51,19 +60,28 @@ export function findUnstorableText(root: unknown): { path: string; problem: stri
 export function registerJsonBody(app: FastifyInstance, bodyLimit: number): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (request: FastifyRequest, body: Buffer | string, done) => {
-    const bytes = typeof body === 'string' ? Buffer.from(body) : body;
-    // Many clients send Content-Type: application/json on a GET or DELETE without a body.
-    if (bytes.length === 0 && (request.method === 'GET' || request.method === 'DELETE' || request.method === 'HEAD')) return done(null, undefined);
-    if (!isJsonMediaType(request.headers['content-type'])) return done(new ApiError('UNSUPPORTED_MEDIA_TYPE', UNSUPPORTED_MEDIA_TYPE_MESSAGE), undefined);
-    if (!isUtf8(bytes)) return done(badRequest('Request body is not valid UTF-8'), undefined);
-    const text = bytes.toString('utf8');
-    parseJson(request, text, (error, value) => {
-      if (error) return done(error, undefined);
-      const bad = SUSPECT_ESCAPE.test(text) ? findUnstorableText(value) : null;
-      if (bad === null) return done(null, value);
-      // PostgreSQL text cannot hold NUL; it is refused on both backends rather than fail deep inside.
-      return done(validationError({ [bad.path]: bad.problem }, bad.problem === NUL_FIELD_MESSAGE ? NUL_MESSAGE : undefined), undefined);
-    });
-  });
+  app.addContentTypeParser(
+    '*',
+    { parseAs: 'buffer', bodyLimit },
+    (request: FastifyRequest, body: Buffer | string, done) => {
+      const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+      // Many clients send Content-Type: application/json on a GET or DELETE without a body.
+      if (bytes.length === 0 && (request.method === 'GET' || request.method === 'DELETE' || request.method === 'HEAD'))
+        return done(null, undefined);
+      if (!isJsonMediaType(request.headers['content-type']))
+        return done(new ApiError('UNSUPPORTED_MEDIA_TYPE', UNSUPPORTED_MEDIA_TYPE_MESSAGE), undefined);
+      if (!isUtf8(bytes)) return done(badRequest('Request body is not valid UTF-8'), undefined);
+      const text = bytes.toString('utf8');
+      parseJson(request, text, (error, value) => {
+        if (error) return done(error, undefined);
+        const bad = SUSPECT_ESCAPE.test(text) ? findUnstorableText(value) : null;
+        if (bad === null) return done(null, value);
+        // PostgreSQL text cannot hold NUL; it is refused on both backends rather than fail deep inside.
+        return done(
+          validationError({ [bad.path]: bad.problem }, bad.problem === NUL_FIELD_MESSAGE ? NUL_MESSAGE : undefined),
+          undefined,
+        );
+      });
+    },
+  );
 }

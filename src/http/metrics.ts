@@ -43,22 +43,36 @@ export function registerMetrics(app: FastifyInstance, options: MetricsOptions = 
 
   const labelNames = ['method', 'route', 'status'] as const;
   const requests = new Counter({
-    name: 'supplyline_http_requests_total', help: 'HTTP requests answered, by route pattern and status', labelNames, registers: [registry],
+    name: 'supplyline_http_requests_total',
+    help: 'HTTP requests answered, by route pattern and status',
+    labelNames,
+    registers: [registry],
   });
   const duration = new Histogram({
-    name: 'supplyline_http_request_duration_seconds', help: 'Time from request received to response sent, by route pattern and status',
-    labelNames, buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [registry],
+    name: 'supplyline_http_request_duration_seconds',
+    help: 'Time from request received to response sent, by route pattern and status',
+    labelNames,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
   });
   const rateLimited = new Counter({
-    name: 'supplyline_rate_limit_rejections_total', help: 'Requests refused with 429 by the token bucket', labelNames: ['route'], registers: [registry],
+    name: 'supplyline_rate_limit_rejections_total',
+    help: 'Requests refused with 429 by the token bucket',
+    labelNames: ['route'],
+    registers: [registry],
   });
   const replays = new Counter({
-    name: 'supplyline_idempotent_replays_total', help: 'Responses replayed from a stored Idempotency-Key record', labelNames: ['route'], registers: [registry],
+    name: 'supplyline_idempotent_replays_total',
+    help: 'Responses replayed from a stored Idempotency-Key record',
+    labelNames: ['route'],
+    registers: [registry],
   });
   const pool = options.poolStats;
   new Gauge({
-    name: 'supplyline_db_pool_connections', help: 'Database pool connections by state (PostgreSQL): total open, idle, max; waiting = queued acquirers',
-    labelNames: ['state'], registers: [registry],
+    name: 'supplyline_db_pool_connections',
+    help: 'Database pool connections by state (PostgreSQL): total open, idle, max; waiting = queued acquirers',
+    labelNames: ['state'],
+    registers: [registry],
     collect() {
       const stats = pool?.();
       if (!stats) return;
@@ -93,31 +107,51 @@ export function registerMetrics(app: FastifyInstance, options: MetricsOptions = 
 }
 
 /** The service's own meters, beside the HTTP ones: what the app's parts record into. */
-export function registerServiceMetrics(registry: Registry, sources: { longPolls: () => number; responseCache: { size: number; entries: number } }) {
+export function registerServiceMetrics(
+  registry: Registry,
+  sources: { longPolls: () => number; responseCache: { size: number; entries: number } },
+) {
   new Gauge({
-    name: 'supplyline_feed_long_polls_waiting', help: 'Long polls of the event feed now waiting on this instance',
-    registers: [registry], collect() { this.set(sources.longPolls()); },
+    name: 'supplyline_feed_long_polls_waiting',
+    help: 'Long polls of the event feed now waiting on this instance',
+    registers: [registry],
+    collect() {
+      this.set(sources.longPolls());
+    },
   });
   new Gauge({
-    name: 'supplyline_response_cache_bytes', help: 'Bytes the response cache keeps alive: rendered orders, their keys and an estimate of each entry\'s overhead (at most RESPONSE_CACHE_MB)',
-    registers: [registry], collect() { this.set(sources.responseCache.size); },
+    name: 'supplyline_response_cache_bytes',
+    help: "Bytes the response cache keeps alive: rendered orders, their keys and an estimate of each entry's overhead (at most RESPONSE_CACHE_MB)",
+    registers: [registry],
+    collect() {
+      this.set(sources.responseCache.size);
+    },
   });
   new Gauge({
-    name: 'supplyline_response_cache_entries', help: 'Rendered orders the response cache holds',
-    registers: [registry], collect() { this.set(sources.responseCache.entries); },
+    name: 'supplyline_response_cache_entries',
+    help: 'Rendered orders the response cache holds',
+    registers: [registry],
+    collect() {
+      this.set(sources.responseCache.entries);
+    },
   });
   return {
     lockWaiting: new Gauge({
-      name: 'supplyline_write_lock_waiting', help: 'Write transactions of this instance now waiting for their business\'s write lock',
+      name: 'supplyline_write_lock_waiting',
+      help: "Write transactions of this instance now waiting for their business's write lock",
       registers: [registry],
     }),
     lockWait: new Histogram({
-      name: 'supplyline_write_lock_wait_seconds', help: 'How long each write transaction waited for its business\'s write lock',
-      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [registry],
+      name: 'supplyline_write_lock_wait_seconds',
+      help: "How long each write transaction waited for its business's write lock",
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
     }),
     importLines: new Counter({
-      name: 'supplyline_import_lines_total', help: 'Import lines this instance applied, by outcome (created, updated, unchanged, failed); its rate is lines per second',
-      labelNames: ['outcome'], registers: [registry],
+      name: 'supplyline_import_lines_total',
+      help: 'Import lines this instance applied, by outcome (created, updated, unchanged, failed); its rate is lines per second',
+      labelNames: ['outcome'],
+      registers: [registry],
     }),
   };
 }
@@ -129,15 +163,18 @@ export function registerServiceMetrics(registry: Registry, sources: { longPolls:
  */
 export function registerRequestLog(app: FastifyInstance): void {
   app.addHook('onResponse', (request, reply, done) => {
-    request.log.info({
-      businessId: request.businessId || undefined,
-      method: request.method,
-      route: routeOf(request),
-      path: request.url.split('?')[0],
-      statusCode: reply.statusCode,
-      responseTimeMs: Math.round(reply.elapsedTime * 100) / 100,
-      ...requestTraceFields(request),
-    }, 'request completed');
+    request.log.info(
+      {
+        businessId: request.businessId || undefined,
+        method: request.method,
+        route: routeOf(request),
+        path: request.url.split('?')[0],
+        statusCode: reply.statusCode,
+        responseTimeMs: Math.round(reply.elapsedTime * 100) / 100,
+        ...requestTraceFields(request),
+      },
+      'request completed',
+    );
     done();
   });
 }

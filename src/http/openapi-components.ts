@@ -7,7 +7,16 @@ import { isDeepStrictEqual } from 'node:util';
  * stay beside the `$ref`, as JSON Schema 2020-12 allows. Two different shapes under one title
  * are a mistake, and building the document fails.
  */
-const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', 'example', 'deprecated', 'readOnly', 'writeOnly']);
+const ANNOTATIONS = new Set([
+  'title',
+  'description',
+  'default',
+  'examples',
+  'example',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+]);
 const DATA_KEYS = new Set(['example', 'examples', 'default', 'enum', 'const']);
 
 function shapeOf(schema: Record<string, unknown>) {
@@ -19,7 +28,7 @@ function annotationsOf(schema: Record<string, unknown>) {
 }
 
 export function nameComponents(doc: Record<string, any>): void {
-  const schemas: Record<string, Record<string, unknown>> = (doc.components ??= {}).schemas ??= {};
+  const schemas: Record<string, Record<string, unknown>> = ((doc.components ??= {}).schemas ??= {});
   const visit = (node: unknown): unknown => {
     if (Array.isArray(node)) return node.map(visit);
     if (node === null || typeof node !== 'object') return node;
@@ -55,11 +64,16 @@ function describeSuccess(doc: Record<string, any>) {
         const target = response.content?.['application/json']?.schema?.$ref as string | undefined;
         const title = target?.split('/').pop() ?? '';
         const page = title.endsWith('Page') ? words(title.slice(0, -4)) : null;
-        response.description = status === '202' ? 'Accepted'
-          : page ? `A page of ${page}s, newest first, with the total across all pages`
-          : status === '201' ? `Created: the ${words(title.replace(/Created$/, ''))}`
-          : method === 'patch' ? `The updated ${words(title)}`
-          : `The ${words(title)}`;
+        response.description =
+          status === '202'
+            ? 'Accepted'
+            : page
+              ? `A page of ${page}s, newest first, with the total across all pages`
+              : status === '201'
+                ? `Created: the ${words(title.replace(/Created$/, ''))}`
+                : method === 'patch'
+                  ? `The updated ${words(title)}`
+                  : `The ${words(title)}`;
       }
     }
   }

@@ -18,10 +18,13 @@ declare module 'fastify' {
 }
 
 const IDEMPOTENCY_HEADER = {
-  'idempotency-key': Type.Optional(Type.String({
-    maxLength: 255,
-    description: 'Makes the request safe to retry for 24 hours: a repeat replays the first answer with Idempotent-Replayed: true',
-  })),
+  'idempotency-key': Type.Optional(
+    Type.String({
+      maxLength: 255,
+      description:
+        'Makes the request safe to retry for 24 hours: a repeat replays the first answer with Idempotent-Replayed: true',
+    }),
+  ),
 };
 
 const errorRef = (description: string) => ({ description, $ref: 'ErrorResponse#' });
@@ -33,7 +36,9 @@ function errorResponses(method: string, url: string, namesOther: boolean) {
   return {
     400: errorRef('Validation failed (fieldErrors keyed by path), or a malformed request'),
     401: errorRef('Missing or invalid credentials (X-Business-Id and X-API-Key)'),
-    403: errorRef('The API key lacks the scope this operation needs (the message names it; see the operation\'s security)'),
+    403: errorRef(
+      "The API key lacks the scope this operation needs (the message names it; see the operation's security)",
+    ),
     ...(canMiss ? { 404: errorRef('Not found, or owned by another business') } : {}),
     ...(writes ? { 409: errorRef('Conflict, or the Idempotency-Key is in use by a request still running') } : {}),
     // Any request may carry a body, even where none is expected.
@@ -55,19 +60,22 @@ type JsonObject = { type?: string; properties?: Record<string, any>; required?: 
 function documentQuery(querystring: unknown): unknown {
   const schema = querystring as JsonObject | undefined;
   if (!schema?.properties) return querystring;
-  const properties = Object.fromEntries(Object.entries(schema.properties).map(([name, property]) => {
-    const { examples: _examples, ...rest } = property as Record<string, unknown>;
-    return [name, rest];
-  }));
+  const properties = Object.fromEntries(
+    Object.entries(schema.properties).map(([name, property]) => {
+      const { examples: _examples, ...rest } = property as Record<string, unknown>;
+      return [name, rest];
+    }),
+  );
   const required = (schema.required ?? []).filter((name) => schema.properties![name]?.default === undefined);
   return { ...schema, properties, required };
 }
 
 const LIST_RULES = 'Every query parameter is optional; an unknown one is refused with 400.';
-const PROPERTY_RULES = 'Property filters: propertyPath alone matches records where the key is present (even when null); '
-  + 'with propertyValue, the JSON scalar at the path must equal it as text ("456" matches 456 and "456"); '
-  + 'with propertyExists=false, the key must be absent. propertyValue and propertyExists cannot be used together, '
-  + 'and each requires propertyPath (400 otherwise).';
+const PROPERTY_RULES =
+  'Property filters: propertyPath alone matches records where the key is present (even when null); ' +
+  'with propertyValue, the JSON scalar at the path must equal it as text ("456" matches 456 and "456"); ' +
+  'with propertyExists=false, the key must be absent. propertyValue and propertyExists cannot be used together, ' +
+  'and each requires propertyPath (400 otherwise).';
 
 /**
  * Adds what every operation shares (auth, Idempotency-Key, error responses, response headers)
@@ -86,11 +94,12 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
         title: 'Supplyline',
         version: '1.0.0',
         license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
-        description: 'Supplier-side trading service: items, buyers, price lists, orders and invoices.\n\n'
-          + 'Every `/api/v1` request carries `X-Business-Id` and `X-API-Key` (use **Authorize** to set both). '
-          + 'Bodies are JSON. Errors have `{errorCode, message, error, requestId}`, and validation errors `fieldErrors` keyed by path. '
-          + 'Send an `Idempotency-Key` on any POST or PATCH to make it safe to retry. '
-          + 'Operations marked `x-supplyline-extension` are Supplyline\'s own, beyond the integration contract.',
+        description:
+          'Supplier-side trading service: items, buyers, price lists, orders and invoices.\n\n' +
+          'Every `/api/v1` request carries `X-Business-Id` and `X-API-Key` (use **Authorize** to set both). ' +
+          'Bodies are JSON. Errors have `{errorCode, message, error, requestId}`, and validation errors `fieldErrors` keyed by path. ' +
+          'Send an `Idempotency-Key` on any POST or PATCH to make it safe to retry. ' +
+          "Operations marked `x-supplyline-extension` are Supplyline's own, beyond the integration contract.",
       },
       servers: [{ url: '/', description: 'The server that serves this document' }],
       components: { securitySchemes: SECURITY_SCHEMES as never, headers: HEADERS as never },
@@ -101,7 +110,11 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
         { name: 'Pricing', description: 'Price lists (item lists), their entries and assignments' },
         { name: 'Orders', description: 'Orders, their items and properties, and the ingestion call' },
         { name: 'Invoices', description: 'Invoices made from orders, and their line items' },
-        { name: 'Events', description: 'The change feed: every change of the business, numbered without gaps; and each resource\'s history' },
+        {
+          name: 'Events',
+          description:
+            "The change feed: every change of the business, numbered without gaps; and each resource's history",
+        },
         { name: 'Audit', description: 'Who changed keys, users and webhook endpoints, and every refused request' },
       ],
     },
@@ -109,7 +122,9 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
     transform: ({ schema, url, route }) => {
       if (!url.startsWith('/api/')) return { schema, url };
       const method = String(route.method);
-      const config = route.config as { extension?: boolean; etag?: boolean; replays?: boolean; namesOther?: boolean } | undefined;
+      const config = route.config as
+        | { extension?: boolean; etag?: boolean; replays?: boolean; namesOther?: boolean }
+        | undefined;
       if (config?.extension) extensions.add(key(method, url));
       if (config?.etag) etags.add(key(method, url));
       if (config?.replays === false) noReplays.add(key(method, url));
@@ -141,7 +156,13 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
           // The scope the operation needs, as the security requirement's scope of the key (OpenAPI 3.1 allows roles for any scheme).
           const scope = requiredScope(method.toUpperCase(), path.replace(/\{(\w+)\}/g, ':$1'));
           if (scope) operation.security = [{ BusinessId: [], ApiKey: [scope] }];
-          decorateResponses(operation, method, etags.has(`${method} ${path}`), !noReplays.has(`${method} ${path}`), scope);
+          decorateResponses(
+            operation,
+            method,
+            etags.has(`${method} ${path}`),
+            !noReplays.has(`${method} ${path}`),
+            scope,
+          );
         }
       }
       nameComponents(doc);
@@ -153,7 +174,13 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
 const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
 /** Response headers, 2xx descriptions and per-status error examples. */
-function decorateResponses(operation: Record<string, any>, method: string, etag: boolean, replays: boolean, scope?: string) {
+function decorateResponses(
+  operation: Record<string, any>,
+  method: string,
+  etag: boolean,
+  replays: boolean,
+  scope?: string,
+) {
   const writes = replays && (method === 'post' || method === 'patch');
   const tag = operation.tags?.[0] as string | undefined;
   for (const [status, response] of Object.entries<Record<string, any>>(operation.responses ?? {})) {
@@ -176,8 +203,9 @@ function decorateResponses(operation: Record<string, any>, method: string, etag:
   }
 }
 
-const LOGO = `<svg xmlns="http://www.w3.org/2000/svg" width="220" height="40" viewBox="0 0 220 40">`
-  + `<text x="0" y="29" font-family="sans-serif" font-size="26" font-weight="700" fill="#ffffff">Supplyline API</text></svg>`;
+const LOGO =
+  `<svg xmlns="http://www.w3.org/2000/svg" width="220" height="40" viewBox="0 0 220 40">` +
+  `<text x="0" y="29" font-family="sans-serif" font-size="26" font-weight="700" fill="#ffffff">Supplyline API</text></svg>`;
 
 /** /docs: the product's name and logo, one Authorize dialog kept across reloads, "Try it out" ready. */
 export function docsUiOptions(): FastifySwaggerUiOptions {
@@ -196,5 +224,9 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   // curl sees where things are.
   app.get('/', { schema: { hide: true } }, async (_request, reply) =>
-    reply.code(302).header('location', '/docs').send({ name: 'Supplyline', docs: '/docs', openapi: '/openapi.json', health: '/healthz' }));
+    reply
+      .code(302)
+      .header('location', '/docs')
+      .send({ name: 'Supplyline', docs: '/docs', openapi: '/openapi.json', health: '/healthz' }),
+  );
 }

@@ -14,7 +14,11 @@ export function checkQueryEncoding(url: string): void {
     } catch {
       const name = pair.split('=')[0];
       let field = name;
-      try { field = decodeURIComponent(name); } catch { /* the name itself is broken: keep it as sent */ }
+      try {
+        field = decodeURIComponent(name);
+      } catch {
+        /* the name itself is broken: keep it as sent */
+      }
       throw validationError({ [field.slice(0, 100) || '(query)']: 'Must be valid percent-encoded UTF-8' });
     }
   }

@@ -25,7 +25,10 @@ export function refill(tokens: number, elapsedMs: number, settings: BucketSettin
   return Math.min(settings.burst, tokens + (Math.max(0, elapsedMs) * settings.ratePerSecond) / 1000);
 }
 
-export function decide(tokensBefore: number, settings: BucketSettings): { tokens: number; decision: RateLimitDecision } {
+export function decide(
+  tokensBefore: number,
+  settings: BucketSettings,
+): { tokens: number; decision: RateLimitDecision } {
   const allowed = tokensBefore >= 1;
   const tokens = allowed ? tokensBefore - 1 : tokensBefore;
   return {
@@ -127,16 +130,25 @@ export class RedisRateLimiter implements RateLimiter {
 
   async take(key: string): Promise<RateLimitDecision> {
     try {
-      const [allowed, tokens] = await (this.redis as unknown as {
-        supplylineTake(k: string, rate: number, burst: number): Promise<[number, string]>;
-      }).supplylineTake(this.prefix + key, this.settings.ratePerSecond, this.settings.burst);
+      const [allowed, tokens] = await (
+        this.redis as unknown as {
+          supplylineTake(k: string, rate: number, burst: number): Promise<[number, string]>;
+        }
+      ).supplylineTake(this.prefix + key, this.settings.ratePerSecond, this.settings.burst);
       const after = Number(tokens);
       const { decision } = decide(allowed === 1 ? after + 1 : after, this.settings);
       return decision;
     } catch (error) {
       // Loudly, then the fallback's answer, or allowed.
       this.onError(error);
-      return this.whenDown?.take(key) ?? { allowed: true, remaining: this.settings.burst, resetSeconds: 0, retryAfterSeconds: 0 };
+      return (
+        this.whenDown?.take(key) ?? {
+          allowed: true,
+          remaining: this.settings.burst,
+          resetSeconds: 0,
+          retryAfterSeconds: 0,
+        }
+      );
     }
   }
 
@@ -153,11 +165,19 @@ export class RedisRateLimiter implements RateLimiter {
 export type Buckets = (settings: BucketSettings, name: string) => RateLimiter;
 
 /** Buckets in this process's memory, on `clock`. */
-export const memoryBuckets = (clock: () => number = Date.now): Buckets => (settings) => new MemoryRateLimiter(settings, clock);
+export const memoryBuckets =
+  (clock: () => number = Date.now): Buckets =>
+  (settings) =>
+    new MemoryRateLimiter(settings, clock);
 
 /** Buckets on one Redis connection, each kind under `supplyline:rl:<name>:`. */
 export function redisBuckets(redis: Redis, onError?: (error: unknown) => void): Buckets {
-  return (settings, name) => new RedisRateLimiter(redis, settings, { prefix: `supplyline:rl:${name}:`, onError, whenDown: new MemoryRateLimiter(settings) });
+  return (settings, name) =>
+    new RedisRateLimiter(redis, settings, {
+      prefix: `supplyline:rl:${name}:`,
+      onError,
+      whenDown: new MemoryRateLimiter(settings),
+    });
 }
 
 export function rateLimitHeaders(decision: RateLimitDecision, settings: BucketSettings): Record<string, string> {

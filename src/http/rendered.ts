@@ -10,7 +10,8 @@ type AnyReply = Pick<FastifyReply, 'serializeInput' | 'type' | 'send'>;
 
 /** The route's compiled serializer for `schema`: the exact text Fastify would send for the value. */
 export function serializerOf<T>(reply: unknown, schema: TSchema): (value: T) => string {
-  return (value) => (reply as AnyReply).serializeInput(value as Record<string, unknown>, schema as unknown as Record<string, unknown>);
+  return (value) =>
+    (reply as AnyReply).serializeInput(value as Record<string, unknown>, schema as unknown as Record<string, unknown>);
 }
 
 /** Sends rendered JSON bytes as they are. */
@@ -23,7 +24,13 @@ const COMMA = Buffer.from(',');
 /** The list envelope around items already rendered, in the order of the ListEnvelope schema. */
 export function pageJson(page: Omit<Page<Buffer>, 'next'>, nextCursor: string | null): Buffer {
   const parts: Buffer[] = [Buffer.from('{"items":[')];
-  page.items.forEach((item, i) => parts.push(...(i === 0 ? [item] : [COMMA, item])));
-  parts.push(Buffer.from(`],"total":${page.total},"page":${page.page},"pageSize":${page.pageSize},"nextCursor":${JSON.stringify(nextCursor)}}`));
+  page.items.forEach((item, i) => {
+    parts.push(...(i === 0 ? [item] : [COMMA, item]));
+  });
+  parts.push(
+    Buffer.from(
+      `],"total":${page.total},"page":${page.page},"pageSize":${page.pageSize},"nextCursor":${JSON.stringify(nextCursor)}}`,
+    ),
+  );
   return Buffer.concat(parts);
 }

@@ -18,7 +18,10 @@ export interface TurnGate {
 }
 
 /** `defer` runs its callback in the event loop's next check phase (tests pass their own). */
-export function createTurnGate(perTurn = REQUESTS_PER_TURN, defer: (next: () => void) => void = setImmediate): TurnGate {
+export function createTurnGate(
+  perTurn = REQUESTS_PER_TURN,
+  defer: (next: () => void) => void = setImmediate,
+): TurnGate {
   let started = 0;
   let scheduled = false;
   // A queue as an array with a moving head: shift() would copy the array for each request.
@@ -59,7 +62,9 @@ export function createTurnGate(perTurn = REQUESTS_PER_TURN, defer: (next: () => 
         queue.push(start);
       }
     },
-    get waiting() { return queue.length - head; },
+    get waiting() {
+      return queue.length - head;
+    },
   };
 }
 

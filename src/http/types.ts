@@ -1,6 +1,12 @@
 import type { Cursors } from './cursor.ts';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/types.ts';
 import type { RenderCache } from '../lib/render-cache.ts';
@@ -10,7 +16,11 @@ import type { OpenSnapshot } from '../db/snapshot.ts';
 import type { RunWrite } from './write.ts';
 
 export type ApiInstance = FastifyInstance<
-  RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
 >;
 
 /** What route modules receive: dependencies as parameters, built once. */

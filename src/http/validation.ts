@@ -10,7 +10,14 @@ const MAX_FIELD_ERRORS = 50;
 
 function makeAjv(coerceTypes: boolean | 'array'): Ajv {
   // verbose: a failed `oneOf` names its alternatives from the schema (see messageFor).
-  const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: true, strict: false, verbose: true });
+  const ajv = new Ajv({
+    coerceTypes,
+    useDefaults: true,
+    removeAdditional: false,
+    allErrors: true,
+    strict: false,
+    verbose: true,
+  });
   addFormats(ajv);
   const dateTime = ajv.formats['date-time'] as { validate: (s: string) => boolean } | ((s: string) => boolean);
   const checkDateTime = typeof dateTime === 'function' ? dateTime : dateTime.validate;
@@ -20,12 +27,24 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
     type: 'number',
     schemaType: 'object',
     errors: true,
-    validate: function check(bounds: DecimalBounds, data: number, _parent?: unknown, context?: { instancePath: string }): boolean {
+    validate: function check(
+      bounds: DecimalBounds,
+      data: number,
+      _parent?: unknown,
+      context?: { instancePath: string },
+    ): boolean {
       const ok = fitsDecimal(data, bounds);
-      (check as unknown as ValidateFunction).errors = ok ? [] : [{
-        keyword: 'x-decimal', params: {}, instancePath: context?.instancePath ?? '', schemaPath: '',
-        message: `Must have at most ${bounds.integerDigits} digits before the decimal point and ${bounds.scale} after it`,
-      }];
+      (check as unknown as ValidateFunction).errors = ok
+        ? []
+        : [
+            {
+              keyword: 'x-decimal',
+              params: {},
+              instancePath: context?.instancePath ?? '',
+              schemaPath: '',
+              message: `Must have at most ${bounds.integerDigits} digits before the decimal point and ${bounds.scale} after it`,
+            },
+          ];
       return ok;
     },
   });
@@ -34,10 +53,23 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
     keyword: 'x-properties',
     schemaType: 'boolean',
     errors: true,
-    validate: function check(enabled: boolean, data: unknown, _parent?: unknown, context?: { instancePath: string }): boolean {
+    validate: function check(
+      enabled: boolean,
+      data: unknown,
+      _parent?: unknown,
+      context?: { instancePath: string },
+    ): boolean {
       const problem = enabled ? checkProperties(data) : null;
       (check as ValidateFunction).errors = problem
-        ? [{ keyword: 'x-properties', message: problem, params: {}, instancePath: context?.instancePath ?? '', schemaPath: '' }]
+        ? [
+            {
+              keyword: 'x-properties',
+              message: problem,
+              params: {},
+              instancePath: context?.instancePath ?? '',
+              schemaPath: '',
+            },
+          ]
         : [];
       return problem === null;
     },
@@ -94,7 +126,9 @@ export function bodyError(errors: ErrorObject[], body: unknown): ApiError {
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   if (httpPart === 'body') return bodyAjv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
-  return withPlainIntegers(schema as TextSchema, textAjv.compile(schema as object)) as ReturnType<FastifySchemaCompiler<unknown>>;
+  return withPlainIntegers(schema as TextSchema, textAjv.compile(schema as object)) as ReturnType<
+    FastifySchemaCompiler<unknown>
+  >;
 };
 
 type TextSchema = { properties?: Record<string, { type?: unknown }> };
@@ -108,7 +142,9 @@ const PLAIN_INTEGER = /^-?[0-9]+$/;
  * as not an integer, before the coercion sees it.
  */
 function withPlainIntegers(schema: TextSchema, validate: ValidateFunction): ValidateFunction {
-  const integers = Object.entries(schema.properties ?? {}).filter(([, p]) => p.type === 'integer').map(([name]) => name);
+  const integers = Object.entries(schema.properties ?? {})
+    .filter(([, p]) => p.type === 'integer')
+    .map(([name]) => name);
   if (integers.length === 0) return validate;
   const check = ((data: unknown) => {
     const values = (data ?? {}) as Record<string, unknown>;
@@ -117,7 +153,15 @@ function withPlainIntegers(schema: TextSchema, validate: ValidateFunction): Vali
       const texts = Array.isArray(value) ? value : [value];
       const bad = texts.find((t) => typeof t === 'string' && !PLAIN_INTEGER.test(t));
       if (bad !== undefined) {
-        check.errors = [{ keyword: 'type', params: { type: 'integer' }, instancePath: `/${name}`, schemaPath: `#/properties/${name}/type`, message: 'must be integer' }];
+        check.errors = [
+          {
+            keyword: 'type',
+            params: { type: 'integer' },
+            instancePath: `/${name}`,
+            schemaPath: `#/properties/${name}/type`,
+            message: 'must be integer',
+          },
+        ];
         return false;
       }
     }
@@ -139,7 +183,7 @@ function valueAt(root: unknown, pointer: string): unknown {
 
 function describe(value: unknown): string {
   if (value === undefined) return 'undefined';
-  if (typeof value === 'string') return `'${value.length > 100 ? value.slice(0, 100) + '…' : value}'`;
+  if (typeof value === 'string') return `'${value.length > 100 ? `${value.slice(0, 100)}…` : value}'`;
   if (value === null || typeof value !== 'object') return String(value);
   return Array.isArray(value) ? 'array' : 'object';
 }
@@ -157,8 +201,10 @@ function messageFor(error: ErrorObject, data: unknown): string {
       const allowed = (error.params as { allowedValues: unknown[] }).allowedValues;
       return `Invalid enum value. Expected ${allowed.map((v) => `'${v}'`).join(' | ')}, received ${describe(value)}`;
     }
-    case 'required': return 'Required';
-    case 'additionalProperties': return 'Unrecognized key';
+    case 'required':
+      return 'Required';
+    case 'additionalProperties':
+      return 'Unrecognized key';
     case 'type': {
       const expected = (error.params as { type: string }).type;
       // Query-string values are always text; name the text rather than its type.
@@ -166,19 +212,25 @@ function messageFor(error: ErrorObject, data: unknown): string {
         ? `Expected ${expected}, received ${describe(value)}`
         : `Expected ${expected}, received ${typeName(value)}`;
     }
-    case 'format': return `Invalid ${(error.params as { format: string }).format}`;
-    case 'anyOf': return 'Invalid value';
+    case 'format':
+      return `Invalid ${(error.params as { format: string }).format}`;
+    case 'anyOf':
+      return 'Invalid value';
     case 'oneOf': {
       // `oneOf: [{required: [a]}, {required: [b]}]` is how a schema says "exactly one of a and b".
       const names = ((error.schema as Array<{ required?: string[] }>) ?? []).flatMap((branch) => branch.required ?? []);
       return names.length > 0 ? `Give exactly one of ${names.join(' and ')}` : 'Must match exactly one alternative';
     }
-    default: return (error.message ?? 'Invalid value').replace(/^must /, 'Must ');
+    default:
+      return (error.message ?? 'Invalid value').replace(/^must /, 'Must ');
   }
 }
 
 function pathFor(error: ErrorObject): string {
-  const parts = error.instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts = error.instancePath
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   const params = error.params as { missingProperty?: string; additionalProperty?: string };
   if (error.keyword === 'required' && params.missingProperty) parts.push(params.missingProperty);
   if (error.keyword === 'additionalProperties' && params.additionalProperty) parts.push(params.additionalProperty);
@@ -189,7 +241,8 @@ function pathFor(error: ErrorObject): string {
 export function toFieldErrors(errors: ErrorObject[], data: unknown): FieldErrors {
   const out: FieldErrors = {};
   // A failing `anyOf` (nullable fields) reports each branch; the most specific branch error wins.
-  const rank = (e: ErrorObject) => (e.keyword === 'anyOf' ? 2 : e.keyword === 'type' && (e.params as { type?: string }).type === 'null' ? 1 : 0);
+  const rank = (e: ErrorObject) =>
+    e.keyword === 'anyOf' ? 2 : e.keyword === 'type' && (e.params as { type?: string }).type === 'null' ? 1 : 0;
   const ordered = [...errors].sort((a, b) => rank(a) - rank(b));
   for (const error of ordered) {
     // A oneOf branch's own failures are reported once, by the oneOf error itself.

@@ -10,16 +10,22 @@ import type { WriteContext, WriteResponse, WriteRunner, WriteScope } from '../wr
  * `Idempotency-Key`. It resolves once the answer is sent (it awaits the reply, as Fastify asks of a
  * handler that calls send), so that Fastify never tries to send a second one.
  */
-export type RunWrite = (request: FastifyRequest, reply: FastifyReply, work: (ctx: WriteContext) => Promise<WriteResponse>) => Promise<void>;
+export type RunWrite = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  work: (ctx: WriteContext) => Promise<WriteResponse>,
+) => Promise<void>;
 
 /** What an Idempotency-Key may be: 1 to 255 printable ASCII characters. */
 export const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 function fingerprintOf(request: FastifyRequest): string {
-  return createHash('sha256')
-    // The route's path without a trailing slash, so /items and /items/ are one request.
-    .update(`${request.method} ${request.url.replace(/\/+(?=\?|$)/, '')}\n${canonicalJson(request.body ?? null)}`)
-    .digest('hex');
+  return (
+    createHash('sha256')
+      // The route's path without a trailing slash, so /items and /items/ are one request.
+      .update(`${request.method} ${request.url.replace(/\/+(?=\?|$)/, '')}\n${canonicalJson(request.body ?? null)}`)
+      .digest('hex')
+  );
 }
 
 async function send(reply: FastifyReply, response: WriteResponse, replayed = false): Promise<void> {
@@ -30,8 +36,12 @@ async function send(reply: FastifyReply, response: WriteResponse, replayed = fal
 }
 
 /** Whose write a request is: its business, its API key, its request id and trace. */
-export const writeScopeOf = (request: FastifyRequest): WriteScope =>
-  ({ businessId: request.businessId, actor: { type: 'api_key', id: request.apiKeyId, name: null }, requestId: request.id, traceParent: requestTraceParent(request) });
+export const writeScopeOf = (request: FastifyRequest): WriteScope => ({
+  businessId: request.businessId,
+  actor: { type: 'api_key', id: request.apiKeyId, name: null },
+  requestId: request.id,
+  traceParent: requestTraceParent(request),
+});
 
 export function createRunWrite(runner: WriteRunner): RunWrite {
   return async (request, reply, work) => {
@@ -39,7 +49,11 @@ export function createRunWrite(runner: WriteRunner): RunWrite {
     const key = request.headers['idempotency-key'];
     if (key === undefined) return send(reply, await runner.run(scope, work));
     if (typeof key !== 'string' || !KEY_PATTERN.test(key)) throw badRequest('Invalid idempotency key format');
-    const { response, replayed } = await runner.runIdempotent(scope, { key, fingerprint: fingerprintOf(request) }, work);
+    const { response, replayed } = await runner.runIdempotent(
+      scope,
+      { key, fingerprint: fingerprintOf(request) },
+      work,
+    );
     // A replayed error names this request, so its requestId matches the X-Request-Id header.
     const body = response.body as { requestId?: string } | undefined;
     if (replayed && response.status >= 400 && body && typeof body === 'object') body.requestId = request.id;

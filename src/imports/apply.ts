@@ -17,7 +17,12 @@ const KNOWN_REFS = 10_000;
  * read, references resolved, checked, and applied as a part of the write (src/write/part.ts), so a
  * line that fails is undone alone and its failure is its result.
  */
-export function createLineApplier(run: { importId: string; scopes: Scope[] | null; dryRun: boolean; log: { warn(details: object, message: string): void } }) {
+export function createLineApplier(run: {
+  importId: string;
+  scopes: Scope[] | null;
+  dryRun: boolean;
+  log: { warn(details: object, message: string): void };
+}) {
   /**
    * Earlier lines' results by ref, as this run read or wrote them: a result never changes once its
    * batch commits, and the map goes with the run when a batch does not. Orders name the same items
@@ -30,13 +35,17 @@ export function createLineApplier(run: { importId: string; scopes: Scope[] | nul
   };
 
   /** Line `line`, in the batch's write: what it did, or the error it failed with; `first` when it is the first with its ref. */
-  async function apply(ctx: WriteContext, line: number, text: string): Promise<{ parsed: ParsedLine | null; first: boolean; outcome: Outcome }> {
+  async function apply(
+    ctx: WriteContext,
+    line: number,
+    text: string,
+  ): Promise<{ parsed: ParsedLine | null; first: boolean; outcome: Outcome }> {
     let parsed: ParsedLine | null = null;
     let first = false;
     try {
       parsed = parseLine(text);
       const find = async (ref: string) => {
-        const found = known.get(ref) ?? await findResultByRef(ctx.trx, run.importId, ref);
+        const found = known.get(ref) ?? (await findResultByRef(ctx.trx, run.importId, ref));
         if (found) remember(ref, found);
         return found;
       };
@@ -49,11 +58,21 @@ export function createLineApplier(run: { importId: string; scopes: Scope[] | nul
       const { line: resolved, unresolved } = await resolveReferences(parsed, find);
       checkOperation(resolved, run.scopes);
       // A dry run's line that names a record an earlier line of the dry run would have made: checked as far as it can be without it.
-      if (unresolved) return { parsed, first, outcome: { applied: { outcome: resolved.op === 'create' ? 'created' : 'updated', id: '' } } };
+      if (unresolved)
+        return {
+          parsed,
+          first,
+          outcome: { applied: { outcome: resolved.op === 'create' ? 'created' : 'updated', id: '' } },
+        };
       const { result, kept } = await runPart(ctx, (part) => applyLine(part, resolved), { keep: !run.dryRun });
       if (kept) return { parsed, first, outcome: { applied: result } };
       // A dry run made nothing: a create's result has no record to name.
-      if (run.dryRun) return { parsed, first, outcome: { applied: result.outcome === 'created' ? { outcome: 'created', id: '' } : result } };
+      if (run.dryRun)
+        return {
+          parsed,
+          first,
+          outcome: { applied: result.outcome === 'created' ? { outcome: 'created', id: '' } : result },
+        };
       // A patch that changed nothing (src/write/update.ts).
       return { parsed, first, outcome: { applied: { ...result, outcome: 'unchanged' } } };
     } catch (caught) {

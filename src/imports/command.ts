@@ -27,16 +27,31 @@ export interface ImportCommand {
  * this process with a progress bar (a running server may take part; each line still applies once),
  * and prints a summary. Resolves to whether every line succeeded.
  */
-export async function runImportCommand(db: Db, writes: WriteRunner, command: ImportCommand, out: (...lines: string[]) => void): Promise<boolean> {
+export async function runImportCommand(
+  db: Db,
+  writes: WriteRunner,
+  command: ImportCommand,
+  out: (...lines: string[]) => void,
+): Promise<boolean> {
   const size = (await stat(command.file)).size;
   process.stderr.write(`Reading ${command.file} (${size.toLocaleString('en')} bytes)...\n`);
   const { imp } = await receiveImport(db, {
-    businessId: command.businessId, actorId: CLI.id, scopes: null, idempotencyKey: null,
+    businessId: command.businessId,
+    actorId: CLI.id,
+    scopes: null,
+    idempotencyKey: null,
     options: { dryRun: command.dryRun, onError: command.stopOnError ? 'stop' : 'continue' },
-    body: createReadStream(command.file), now: new Date((command.clock ?? Date.now)()).toISOString(), maxBytes: command.maxBytes,
+    body: createReadStream(command.file),
+    now: new Date((command.clock ?? Date.now)()).toISOString(),
+    maxBytes: command.maxBytes,
   });
   const worker = createImportWorker({
-    db, writes, clock: Date.now, concurrency: 1, leaseMs: command.leaseMs, only: imp.id,
+    db,
+    writes,
+    clock: Date.now,
+    concurrency: 1,
+    leaseMs: command.leaseMs,
+    only: imp.id,
     log: { warn: (details, message) => process.stderr.write(`${message} ${JSON.stringify(details)}\n`) },
   });
   const progress = createProgress('lines', imp.total_lines);
@@ -55,8 +70,8 @@ export async function runImportCommand(db: Db, writes: WriteRunner, command: Imp
   const counts = JSON.parse(row.counts) as Counts;
   const failed = counts.failed > 0 ? await failedLines(db, imp.id) : [];
   out(
-    `Import ${imp.id} ${row.state === 'STOPPED' ? 'stopped at its first failed line' : 'completed'}${command.dryRun ? ' (a dry run: nothing was written)' : ''}: `
-      + `${counts.created} created, ${counts.updated} updated, ${counts.unchanged} unchanged, ${counts.failed} failed, of ${row.total_lines} lines.`,
+    `Import ${imp.id} ${row.state === 'STOPPED' ? 'stopped at its first failed line' : 'completed'}${command.dryRun ? ' (a dry run: nothing was written)' : ''}: ` +
+      `${counts.created} created, ${counts.updated} updated, ${counts.unchanged} unchanged, ${counts.failed} failed, of ${row.total_lines} lines.`,
     ...failed,
     ...(counts.failed > failed.length ? [`  … and ${counts.failed - failed.length} more`] : []),
     `Each line's result: GET /api/v1/imports/${imp.id}/results (kept 30 days).`,
@@ -66,12 +81,18 @@ export async function runImportCommand(db: Db, writes: WriteRunner, command: Imp
 
 async function failedLines(db: Db, importId: string): Promise<string[]> {
   const shown: string[] = [];
-  for (let after = 0; shown.length < FAILED_SHOWN;) {
+  for (let after = 0; shown.length < FAILED_SHOWN; ) {
     const rows = await resultsAfter(db, importId, after, 1000);
     if (rows.length === 0) break;
     for (const r of rows.filter((x) => x.outcome === 'failed').slice(0, FAILED_SHOWN - shown.length)) {
-      const { error } = JSON.parse(r.detail ?? '{}') as { error?: { message: string; fieldErrors?: Record<string, string> } };
-      const fields = error?.fieldErrors ? ` (${Object.entries(error.fieldErrors).map(([k, v]) => `${k}: ${v}`).join('; ')})` : '';
+      const { error } = JSON.parse(r.detail ?? '{}') as {
+        error?: { message: string; fieldErrors?: Record<string, string> };
+      };
+      const fields = error?.fieldErrors
+        ? ` (${Object.entries(error.fieldErrors)
+            .map(([k, v]) => `${k}: ${v}`)
+            .join('; ')})`
+        : '';
       shown.push(`  line ${r.line}${r.ref ? ` (${r.ref})` : ''}: ${error?.message ?? 'failed'}${fields}`);
     }
     after = rows[rows.length - 1].line;

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { bodyError, compileBody } from '../http/validation.ts';
-import { ApiError, validationError } from '../lib/errors.ts';
+import { type ApiError, validationError } from '../lib/errors.ts';
 
 /**
  * One line of an import file: its envelope, and its `data` (the body the single-record operation
@@ -24,19 +24,40 @@ const Reference = Type.Union([
   Type.Object({ $ref: Type.String({ minLength: 1, maxLength: MAX_REF_LENGTH }) }, { additionalProperties: false }),
 ]);
 
-export const ImportLine = Type.Object({
-  op: Type.Union(OPS.map((op) => Type.Literal(op)), { description: 'create, patch, or upsert (create unless a record matches `match`)' }),
-  resource: Type.Union(RESOURCES.map((r) => Type.Literal(r))),
-  ref: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_REF_LENGTH, description: 'The caller\'s key for this line, unique in the file' })),
-  id: Type.Optional(Reference),
-  buyerId: Type.Optional(Reference),
-  data: Type.Object({}, { additionalProperties: true }),
-  match: Type.Optional(Type.String({
-    maxLength: 1100, pattern: MATCH_PATTERN,
-    description: 'upsert: the key a record is found by, read from `data`: `handle` (items) or `properties.<dot path>`',
-  })),
-  patch: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'upsert: the patch body applied when a record matches' })),
-}, { additionalProperties: false });
+export const ImportLine = Type.Object(
+  {
+    op: Type.Union(
+      OPS.map((op) => Type.Literal(op)),
+      { description: 'create, patch, or upsert (create unless a record matches `match`)' },
+    ),
+    resource: Type.Union(RESOURCES.map((r) => Type.Literal(r))),
+    ref: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: MAX_REF_LENGTH,
+        description: "The caller's key for this line, unique in the file",
+      }),
+    ),
+    id: Type.Optional(Reference),
+    buyerId: Type.Optional(Reference),
+    data: Type.Object({}, { additionalProperties: true }),
+    match: Type.Optional(
+      Type.String({
+        maxLength: 1100,
+        pattern: MATCH_PATTERN,
+        description:
+          'upsert: the key a record is found by, read from `data`: `handle` (items) or `properties.<dot path>`',
+      }),
+    ),
+    patch: Type.Optional(
+      Type.Object(
+        {},
+        { additionalProperties: true, description: 'upsert: the patch body applied when a record matches' },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 const checkLine = compileBody(ImportLine);
 
@@ -85,19 +106,30 @@ export const TOO_LONG = '\u0000too long';
  * unknown ref, a failed line, or a variant the item does not have is the line's error.
  */
 export async function resolveReferences(
-  line: ParsedLine, find: (ref: string) => Promise<Referenced | undefined>,
+  line: ParsedLine,
+  find: (ref: string) => Promise<Referenced | undefined>,
 ): Promise<{ line: ParsedLine; unresolved: boolean }> {
   const errors: Record<string, string> = {};
   let unresolved = false;
   const resolve = async (reference: { $ref: string; variant?: unknown }, path: string): Promise<string | undefined> => {
     const target = await find(reference.$ref);
-    if (!target) { errors[path] = `No earlier line has the ref '${reference.$ref}'`; return undefined; }
-    if (target.outcome === 'failed') { errors[path] = `Line ${target.line} (ref '${reference.$ref}') failed`; return undefined; }
-    if (target.recordId === null) { unresolved = true; return UNRESOLVED; }
+    if (!target) {
+      errors[path] = `No earlier line has the ref '${reference.$ref}'`;
+      return undefined;
+    }
+    if (target.outcome === 'failed') {
+      errors[path] = `Line ${target.line} (ref '${reference.$ref}') failed`;
+      return undefined;
+    }
+    if (target.recordId === null) {
+      unresolved = true;
+      return UNRESOLVED;
+    }
     if (reference.variant === undefined) return target.recordId;
     const index = reference.variant;
     const id = typeof index === 'number' && Number.isInteger(index) ? target.variantIds?.[index] : undefined;
-    if (id === undefined) errors[path] = `Line ${target.line} (ref '${reference.$ref}') has no variant ${JSON.stringify(index)}`;
+    if (id === undefined)
+      errors[path] = `Line ${target.line} (ref '${reference.$ref}') has no variant ${JSON.stringify(index)}`;
     return id;
   };
   const isReference = (value: unknown): value is { $ref: string; variant?: unknown } => {
@@ -106,11 +138,15 @@ export async function resolveReferences(
     return typeof (value as { $ref?: unknown }).$ref === 'string' && keys.every((k) => k === '$ref' || k === 'variant');
   };
   const walk = async (value: unknown, path: string, depth: number): Promise<unknown> => {
-    if (depth > MAX_DEPTH) { errors[path] = `Nested deeper than ${MAX_DEPTH} levels`; return value; }
+    if (depth > MAX_DEPTH) {
+      errors[path] = `Nested deeper than ${MAX_DEPTH} levels`;
+      return value;
+    }
     if (isReference(value)) return resolve(value, path);
     if (Array.isArray(value)) {
       const out: unknown[] = [];
-      for (let i = 0; i < value.length; i++) out.push(await walk(value[i], path ? `${path}.${i}` : String(i), depth + 1));
+      for (let i = 0; i < value.length; i++)
+        out.push(await walk(value[i], path ? `${path}.${i}` : String(i), depth + 1));
       return out;
     }
     if (value !== null && typeof value === 'object') {
@@ -120,19 +156,32 @@ export async function resolveReferences(
     }
     return value;
   };
-  const top = async (value: unknown, name: string) => (typeof value === 'string' ? value : value === undefined ? undefined : await walk(value, name, 0) as string | undefined);
+  const top = async (value: unknown, name: string) =>
+    typeof value === 'string'
+      ? value
+      : value === undefined
+        ? undefined
+        : ((await walk(value, name, 0)) as string | undefined);
   const resolved: ParsedLine = {
     ...line,
     id: await top(line.id, 'id'),
     buyerId: await top(line.buyerId, 'buyerId'),
-    data: await walk(line.data, '', 0) as Record<string, unknown>,
-    ...(line.patch === undefined ? {} : { patch: await walk(line.patch, 'patch', 0) as Record<string, unknown> }),
+    data: (await walk(line.data, '', 0)) as Record<string, unknown>,
+    ...(line.patch === undefined ? {} : { patch: (await walk(line.patch, 'patch', 0)) as Record<string, unknown> }),
   };
   if (Object.keys(errors).length > 0) throw validationError(errors);
   return { line: resolved, unresolved };
 }
 
 /** An error as a line's result shows it: the single call's error body, without a request id. */
-export function lineError(error: ApiError): { errorCode: string; message: string; fieldErrors?: Record<string, string> } {
-  return { errorCode: error.code, message: error.message, ...(error.fieldErrors ? { fieldErrors: error.fieldErrors } : {}) };
+export function lineError(error: ApiError): {
+  errorCode: string;
+  message: string;
+  fieldErrors?: Record<string, string>;
+} {
+  return {
+    errorCode: error.code,
+    message: error.message,
+    ...(error.fieldErrors ? { fieldErrors: error.fieldErrors } : {}),
+  };
 }

@@ -35,7 +35,6 @@ export interface Applied {
   variantIds?: string[];
 }
 
-
 interface Operation {
   area: Area;
   create?: { check: ValidateFunction; apply(ctx: WriteContext, data: any, line: ParsedLine): Promise<Applied> };
@@ -44,7 +43,10 @@ interface Operation {
    * Upsert by a property: where the create body keeps the record's properties, and the first two
    * live records whose property has a value (through the resource's own list filter).
    */
-  keyed?: { properties(data: any): unknown; matching(db: Db, businessId: string, property: PropertyFilter): Promise<string[]> };
+  keyed?: {
+    properties(data: any): unknown;
+    matching(db: Db, businessId: string, property: PropertyFilter): Promise<string[]>;
+  };
 }
 
 const firstTwo = { page: 1, limit: 2, includeDeleted: false } as const;
@@ -70,17 +72,32 @@ const OPERATIONS: Record<ResourceName, Operation> = {
         return { ...patched(written), variantIds: written.resource.variants.map((v) => v.id) };
       },
     },
-    keyed: { properties: (data) => data.item?.properties, matching: async (db, businessId, property) => ids(await listItems(db, businessId, { ...firstTwo, property })) },
+    keyed: {
+      properties: (data) => data.item?.properties,
+      matching: async (db, businessId, property) => ids(await listItems(db, businessId, { ...firstTwo, property })),
+    },
   },
   buyer: {
     area: 'buyers',
-    create: { check: compileBody(CreateBuyerBody), apply: async (ctx, data) => ({ outcome: 'created', id: (await createBuyer(ctx, data)).resource.id }) },
-    patch: { check: compileBody(UpdateBuyerBody), apply: async (ctx, id, data) => patched(await patchBuyer(ctx, id, data)) },
-    keyed: { properties: (data) => data.buyer?.properties, matching: async (db, businessId, property) => ids(await listBuyers(db, businessId, { ...firstTwo, property })) },
+    create: {
+      check: compileBody(CreateBuyerBody),
+      apply: async (ctx, data) => ({ outcome: 'created', id: (await createBuyer(ctx, data)).resource.id }),
+    },
+    patch: {
+      check: compileBody(UpdateBuyerBody),
+      apply: async (ctx, id, data) => patched(await patchBuyer(ctx, id, data)),
+    },
+    keyed: {
+      properties: (data) => data.buyer?.properties,
+      matching: async (db, businessId, property) => ids(await listBuyers(db, businessId, { ...firstTwo, property })),
+    },
   },
   price_list: {
     area: 'pricing',
-    create: { check: compileBody(CreatePriceListBody), apply: async (ctx, data) => ({ outcome: 'created', id: (await createPriceList(ctx, data)).resource.id }) },
+    create: {
+      check: compileBody(CreatePriceListBody),
+      apply: async (ctx, data) => ({ outcome: 'created', id: (await createPriceList(ctx, data)).resource.id }),
+    },
   },
   order: {
     area: 'orders',
@@ -93,17 +110,31 @@ const OPERATIONS: Record<ResourceName, Operation> = {
         return { outcome: 'created', id: (await createOrder(ctx, partnership, data)).resource.id };
       },
     },
-    patch: { check: compileBody(UpdateOrderBody), apply: async (ctx, id, data) => patched(await patchOrder(ctx, id, data, undefined)) },
-    keyed: { properties: (data) => data.properties, matching: async (db, businessId, property) => ids(await listOrders(db, businessId, { ...firstTwo, property })) },
+    patch: {
+      check: compileBody(UpdateOrderBody),
+      apply: async (ctx, id, data) => patched(await patchOrder(ctx, id, data, undefined)),
+    },
+    keyed: {
+      properties: (data) => data.properties,
+      matching: async (db, businessId, property) => ids(await listOrders(db, businessId, { ...firstTwo, property })),
+    },
   },
   invoice: {
     area: 'invoices',
-    create: { check: compileBody(CreateInvoiceBody), apply: async (ctx, data) => ({ outcome: 'created', id: (await createInvoice(ctx, data)).resource.id }) },
-    patch: { check: compileBody(UpdateInvoiceBody), apply: async (ctx, id, data) => patched(await patchInvoice(ctx, id, data, undefined)) },
-    keyed: { properties: (data) => data.properties, matching: async (db, businessId, property) => ids(await listInvoices(db, businessId, { ...firstTwo, property })) },
+    create: {
+      check: compileBody(CreateInvoiceBody),
+      apply: async (ctx, data) => ({ outcome: 'created', id: (await createInvoice(ctx, data)).resource.id }),
+    },
+    patch: {
+      check: compileBody(UpdateInvoiceBody),
+      apply: async (ctx, id, data) => patched(await patchInvoice(ctx, id, data, undefined)),
+    },
+    keyed: {
+      properties: (data) => data.properties,
+      matching: async (db, businessId, property) => ids(await listInvoices(db, businessId, { ...firstTwo, property })),
+    },
   },
 };
-
 
 /**
  * Checks a resolved line against what its key may do and what its operation takes: the same
@@ -114,17 +145,28 @@ export function checkOperation(line: ParsedLine, scopes: Scope[] | null): void {
   const operation = OPERATIONS[line.resource];
   const needed: Scope = `${operation.area}:write`;
   if (!allows(scopes, needed)) throw forbidden(`This API key lacks the scope ${needed}`);
-  const field = allows(scopes, 'margin:write') ? undefined : marginFieldIn(line.data) ?? (line.patch && marginFieldIn(line.patch));
+  const field = allows(scopes, 'margin:write')
+    ? undefined
+    : (marginFieldIn(line.data) ?? (line.patch && marginFieldIn(line.patch)));
   if (field) throw forbidden(`This API key lacks the scope margin:write (it sent ${field})`);
-  const offered = (['create', 'patch', 'upsert'] as const).filter((op) => (op === 'upsert' ? operation.create && operation.patch : operation[op]));
-  if (!offered.includes(line.op)) throw validationError({ op: `A ${line.resource} line takes op ${offered.join(' or ')}` });
+  const offered = (['create', 'patch', 'upsert'] as const).filter((op) =>
+    op === 'upsert' ? operation.create && operation.patch : operation[op],
+  );
+  if (!offered.includes(line.op))
+    throw validationError({ op: `A ${line.resource} line takes op ${offered.join(' or ')}` });
   if (line.op === 'patch' && line.id === undefined) throw validationError({ id: 'Required: the record to patch' });
   if (line.op === 'upsert') {
-    if (line.match === undefined) throw validationError({ match: 'Required: the key an upsert finds its record by (handle, or properties.<path>)' });
-    if (line.match === 'handle' && line.resource !== 'item') throw validationError({ match: 'Only items have a handle: match a property path (properties.<path>)' });
+    if (line.match === undefined)
+      throw validationError({
+        match: 'Required: the key an upsert finds its record by (handle, or properties.<path>)',
+      });
+    if (line.match === 'handle' && line.resource !== 'item')
+      throw validationError({ match: 'Only items have a handle: match a property path (properties.<path>)' });
     if (line.patch !== undefined) checkBody(operation.patch!.check, line.patch, 'patch');
   } else if (line.match !== undefined || line.patch !== undefined) {
-    throw validationError({ [line.match !== undefined ? 'match' : 'patch']: 'Only an upsert line takes match and patch' });
+    throw validationError({
+      [line.match !== undefined ? 'match' : 'patch']: 'Only an upsert line takes match and patch',
+    });
   }
   checkBody(line.op === 'patch' ? operation.patch!.check : operation.create!.check, line.data);
   if (line.op === 'upsert') keyOf(line);
@@ -134,21 +176,30 @@ function checkBody(check: ValidateFunction, body: unknown, under?: string): void
   if (check(body)) return;
   const error = bodyError(check.errors ?? [], body);
   if (!under || !error.fieldErrors) throw error;
-  throw validationError(Object.fromEntries(Object.entries(error.fieldErrors).map(([path, message]) => [`${under}.${path}`, message])));
+  throw validationError(
+    Object.fromEntries(Object.entries(error.fieldErrors).map(([path, message]) => [`${under}.${path}`, message])),
+  );
 }
 
 /** An upsert line's key: the item's handle, or the property at the path, as `data` (the create body) gives it. */
 function keyOf(line: ParsedLine): { handle: string } | { property: PropertyFilter } {
   const data = line.data as any;
   if (line.match === 'handle') {
-    if (typeof data.item?.handle !== 'string') throw validationError({ 'item.handle': 'Required: the handle this upsert matches on' });
+    if (typeof data.item?.handle !== 'string')
+      throw validationError({ 'item.handle': 'Required: the handle this upsert matches on' });
     return { handle: data.item.handle };
   }
   const segments = line.match!.split('.').slice(1);
   let value: unknown = OPERATIONS[line.resource].keyed!.properties(data);
-  for (const segment of segments) value = value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>)[segment] : undefined;
+  for (const segment of segments)
+    value =
+      value !== null && typeof value === 'object' && !Array.isArray(value)
+        ? (value as Record<string, unknown>)[segment]
+        : undefined;
   if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
-    throw validationError({ match: `The record's properties have no text, number or boolean at ${segments.join('.')} to match on` });
+    throw validationError({
+      match: `The record's properties have no text, number or boolean at ${segments.join('.')} to match on`,
+    });
   }
   return { property: { segments, value: String(value) } };
 }
@@ -159,10 +210,14 @@ export async function applyLine(ctx: WriteContext, line: ParsedLine): Promise<Ap
   if (line.op === 'create') return operation.create!.apply(ctx, line.data, line);
   if (line.op === 'patch') return operation.patch!.apply(ctx, line.id!, line.data);
   const key = keyOf(line);
-  const found = 'handle' in key
-    ? [await findItemIdByHandle(ctx.trx, ctx.businessId, key.handle)].filter((id) => id !== undefined)
-    : await operation.keyed!.matching(ctx.trx, ctx.businessId, key.property);
-  if (found.length > 1) throw conflict(`More than one ${line.resource.replace('_', ' ')} has ${line.match} ${JSON.stringify('handle' in key ? key.handle : key.property.value)}`);
+  const found =
+    'handle' in key
+      ? [await findItemIdByHandle(ctx.trx, ctx.businessId, key.handle)].filter((id) => id !== undefined)
+      : await operation.keyed!.matching(ctx.trx, ctx.businessId, key.property);
+  if (found.length > 1)
+    throw conflict(
+      `More than one ${line.resource.replace('_', ' ')} has ${line.match} ${JSON.stringify('handle' in key ? key.handle : key.property.value)}`,
+    );
   if (found.length === 0) return operation.create!.apply(ctx, line.data, line);
   if (line.patch === undefined) {
     // No patch: create the record unless it exists. An item's result still names its variants, for later lines' references.

@@ -22,7 +22,9 @@ export interface Received {
  * Past `maxBytes` it stops with 413 and removes what it stored; so it does when the upload breaks off.
  */
 export async function receiveFile(
-  db: Db, body: AsyncIterable<Buffer>, target: { importId: string; now: string; maxBytes: number; store: boolean },
+  db: Db,
+  body: AsyncIterable<Buffer>,
+  target: { importId: string; now: string; maxBytes: number; store: boolean },
 ): Promise<Received> {
   const hash = createHash('sha256');
   let bytes = 0;
@@ -42,7 +44,14 @@ export async function receiveFile(
       at += line.copy(data, at);
       if (i < run.length - 1) data[at++] = NEWLINE;
     });
-    if (target.store) await insertChunk(db, { importId: target.importId, firstLine: runFirst, lineCount: run.length, data, now: target.now });
+    if (target.store)
+      await insertChunk(db, {
+        importId: target.importId,
+        firstLine: runFirst,
+        lineCount: run.length,
+        data,
+        now: target.now,
+      });
     runFirst += run.length;
     run = [];
     runBytes = 0;
@@ -73,7 +82,10 @@ export async function receiveFile(
     for await (const piece of body) {
       bytes += piece.length;
       if (bytes > target.maxBytes) {
-        throw new ApiError('PAYLOAD_TOO_LARGE', `The import file is larger than ${target.maxBytes} bytes (IMPORT_MAX_BYTES)`);
+        throw new ApiError(
+          'PAYLOAD_TOO_LARGE',
+          `The import file is larger than ${target.maxBytes} bytes (IMPORT_MAX_BYTES)`,
+        );
       }
       hash.update(piece);
       let from = 0;

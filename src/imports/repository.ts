@@ -17,10 +17,20 @@ const ORPHAN_CHUNK_HOURS = 24;
 export type Counts = Record<'created' | 'updated' | 'unchanged' | 'failed', number>;
 export const NO_COUNTS: Counts = { created: 0, updated: 0, unchanged: 0, failed: 0 };
 
-export async function insertChunk(db: Db, chunk: { importId: string; firstLine: number; lineCount: number; data: Buffer; now: string }): Promise<void> {
-  await db.insertInto('import_chunks').values({
-    import_id: chunk.importId, first_line: chunk.firstLine, line_count: chunk.lineCount, created_at: chunk.now, data: chunk.data,
-  }).execute();
+export async function insertChunk(
+  db: Db,
+  chunk: { importId: string; firstLine: number; lineCount: number; data: Buffer; now: string },
+): Promise<void> {
+  await db
+    .insertInto('import_chunks')
+    .values({
+      import_id: chunk.importId,
+      first_line: chunk.firstLine,
+      line_count: chunk.lineCount,
+      created_at: chunk.now,
+      data: chunk.data,
+    })
+    .execute();
 }
 
 export async function deleteChunks(db: Db, importId: string): Promise<void> {
@@ -32,15 +42,32 @@ export async function insertImport(db: Db, row: Insertable<ImportTable>): Promis
 }
 
 export async function findImport(db: Db, businessId: string, id: string): Promise<ImportRow | undefined> {
-  return db.selectFrom('imports').selectAll().where('business_id', '=', businessId).where('id', '=', id).executeTakeFirst();
+  return db
+    .selectFrom('imports')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('id', '=', id)
+    .executeTakeFirst();
 }
 
 export async function findImportByKey(db: Db, businessId: string, key: string): Promise<ImportRow | undefined> {
-  return db.selectFrom('imports').selectAll().where('business_id', '=', businessId).where('idempotency_key', '=', key).executeTakeFirst();
+  return db
+    .selectFrom('imports')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('idempotency_key', '=', key)
+    .executeTakeFirst();
 }
 
-export async function listImports(db: Db, businessId: string, paging: Paging, nowMs: number): Promise<Page<ImportView>> {
-  return fetchPage(db.selectFrom('imports').selectAll().where('business_id', '=', businessId), paging, async (rows) => rows.map((r) => toImport(r, nowMs)));
+export async function listImports(
+  db: Db,
+  businessId: string,
+  paging: Paging,
+  nowMs: number,
+): Promise<Page<ImportView>> {
+  return fetchPage(db.selectFrom('imports').selectAll().where('business_id', '=', businessId), paging, async (rows) =>
+    rows.map((r) => toImport(r, nowMs)),
+  );
 }
 
 /**
@@ -49,21 +76,38 @@ export async function listImports(db: Db, businessId: string, paging: Paging, no
  * that chose the same import one gets it.
  */
 export async function claimImport(
-  db: Db, owner: string, now: string, leaseUntil: string, skip: string[], only?: string,
+  db: Db,
+  owner: string,
+  now: string,
+  leaseUntil: string,
+  skip: string[],
+  only?: string,
 ): Promise<ImportRow | undefined> {
-  const candidate = await db.selectFrom('imports').select('id')
+  const candidate = await db
+    .selectFrom('imports')
+    .select('id')
     .where('state', 'in', ['QUEUED', 'RUNNING'])
     .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
     .$if(skip.length > 0, (q) => q.where('id', 'not in', skip))
     .$if(only !== undefined, (q) => q.where('id', '=', only!))
-    .orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirst();
   if (!candidate) return undefined;
-  return db.updateTable('imports')
-    .set({ state: 'RUNNING', lease_owner: owner, lease_until: leaseUntil, started_at: sql<string>`coalesce(started_at, ${now})` })
+  return db
+    .updateTable('imports')
+    .set({
+      state: 'RUNNING',
+      lease_owner: owner,
+      lease_until: leaseUntil,
+      started_at: sql<string>`coalesce(started_at, ${now})`,
+    })
     .where('id', '=', candidate.id)
     .where('state', 'in', ['QUEUED', 'RUNNING'])
     .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
-    .returningAll().executeTakeFirst();
+    .returningAll()
+    .executeTakeFirst();
 }
 
 /**
@@ -72,33 +116,59 @@ export async function claimImport(
  * that is what makes every line apply exactly once, whichever instance resumes the import.
  */
 export async function advance(
-  trx: Db, imp: { id: string; owner: string }, line: number,
+  trx: Db,
+  imp: { id: string; owner: string },
+  line: number,
   set: { counts: Counts; leaseUntil: string; finished?: { state: 'COMPLETED' | 'STOPPED'; at: string } },
 ): Promise<boolean> {
-  const result = await trx.updateTable('imports')
+  const result = await trx
+    .updateTable('imports')
     .set({
-      lines_done: line, counts: JSON.stringify(set.counts),
+      lines_done: line,
+      counts: JSON.stringify(set.counts),
       ...(set.finished
         ? { state: set.finished.state, finished_at: set.finished.at, lease_owner: null, lease_until: null }
         : { lease_until: set.leaseUntil }),
     })
-    .where('id', '=', imp.id).where('lease_owner', '=', imp.owner).where('lines_done', '<', line)
+    .where('id', '=', imp.id)
+    .where('lease_owner', '=', imp.owner)
+    .where('lines_done', '<', line)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
 }
 
 /** Gives up this instance's leases (at shutdown), so another instance may resume them at once. */
 export async function releaseLeases(db: Db, owner: string): Promise<void> {
-  await db.updateTable('imports').set({ lease_owner: null, lease_until: null }).where('lease_owner', '=', owner).execute();
+  await db
+    .updateTable('imports')
+    .set({ lease_owner: null, lease_until: null })
+    .where('lease_owner', '=', owner)
+    .execute();
 }
 
 /** The run of lines that holds line `line`, or the first after it. */
-export async function chunkAt(db: Db, importId: string, line: number): Promise<Selectable<ImportChunkTable> | undefined> {
-  const holding = await db.selectFrom('import_chunks').selectAll().where('import_id', '=', importId).where('first_line', '<=', line)
-    .orderBy('first_line', 'desc').limit(1).executeTakeFirst();
+export async function chunkAt(
+  db: Db,
+  importId: string,
+  line: number,
+): Promise<Selectable<ImportChunkTable> | undefined> {
+  const holding = await db
+    .selectFrom('import_chunks')
+    .selectAll()
+    .where('import_id', '=', importId)
+    .where('first_line', '<=', line)
+    .orderBy('first_line', 'desc')
+    .limit(1)
+    .executeTakeFirst();
   if (holding && holding.first_line + holding.line_count > line) return holding;
-  return db.selectFrom('import_chunks').selectAll().where('import_id', '=', importId).where('first_line', '>', line)
-    .orderBy('first_line').limit(1).executeTakeFirst();
+  return db
+    .selectFrom('import_chunks')
+    .selectAll()
+    .where('import_id', '=', importId)
+    .where('first_line', '>', line)
+    .orderBy('first_line')
+    .limit(1)
+    .executeTakeFirst();
 }
 
 export async function insertResult(trx: Db, row: ImportResultTable): Promise<void> {
@@ -106,17 +176,29 @@ export async function insertResult(trx: Db, row: ImportResultTable): Promise<voi
 }
 
 export async function findResultByRef(db: Db, importId: string, ref: string): Promise<Referenced | undefined> {
-  const row = await db.selectFrom('import_results').select(['line', 'outcome', 'record_id', 'detail'])
-    .where('import_id', '=', importId).where('ref', '=', ref).orderBy('line').limit(1).executeTakeFirst();
+  const row = await db
+    .selectFrom('import_results')
+    .select(['line', 'outcome', 'record_id', 'detail'])
+    .where('import_id', '=', importId)
+    .where('ref', '=', ref)
+    .orderBy('line')
+    .limit(1)
+    .executeTakeFirst();
   if (!row) return undefined;
-  const detail = row.detail ? JSON.parse(row.detail) as { variantIds?: string[] } : {};
+  const detail = row.detail ? (JSON.parse(row.detail) as { variantIds?: string[] }) : {};
   return { line: row.line, outcome: row.outcome, recordId: row.record_id, variantIds: detail.variantIds };
 }
 
 /** Results after line `after`, in line order, for the results stream. */
 export async function resultsAfter(db: Db, importId: string, after: number, limit: number): Promise<ResultRow[]> {
-  return db.selectFrom('import_results').selectAll().where('import_id', '=', importId).where('line', '>', after)
-    .orderBy('line').limit(limit).execute();
+  return db
+    .selectFrom('import_results')
+    .selectAll()
+    .where('import_id', '=', importId)
+    .where('line', '>', after)
+    .orderBy('line')
+    .limit(limit)
+    .execute();
 }
 
 /** Purges imports finished before `before` with their results, and runs of lines no import received whole. */
@@ -127,9 +209,12 @@ export async function purgeImportsBefore(db: Db, before: string, now: number): P
     await db.deleteFrom('import_chunks').where('import_id', '=', id).execute();
     await db.deleteFrom('imports').where('id', '=', id).execute();
   }
-  await db.deleteFrom('import_chunks')
+  await db
+    .deleteFrom('import_chunks')
     .where('created_at', '<', new Date(now - ORPHAN_CHUNK_HOURS * 3_600_000).toISOString())
-    .where(({ not, exists, selectFrom }) => not(exists(selectFrom('imports').select('imports.id').whereRef('imports.id', '=', 'import_chunks.import_id'))))
+    .where(({ not, exists, selectFrom }) =>
+      not(exists(selectFrom('imports').select('imports.id').whereRef('imports.id', '=', 'import_chunks.import_id'))),
+    )
     .execute();
 }
 

@@ -32,7 +32,10 @@ export interface NewImport {
  */
 export async function receiveImport(db: Db, input: NewImport): Promise<{ imp: ImportRow; replayed: boolean }> {
   const { businessId, idempotencyKey: key, options } = input;
-  const fingerprintOf = (sha256: string) => createHash('sha256').update(`${JSON.stringify(options)}\n${sha256}`).digest('hex');
+  const fingerprintOf = (sha256: string) =>
+    createHash('sha256')
+      .update(`${JSON.stringify(options)}\n${sha256}`)
+      .digest('hex');
   const replay = (existing: ImportRow, fingerprint: string) => {
     if (existing.fingerprint !== fingerprint) {
       throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request');
@@ -42,16 +45,33 @@ export async function receiveImport(db: Db, input: NewImport): Promise<{ imp: Im
 
   const earlier = key === null ? undefined : await findImportByKey(db, businessId, key);
   const id = newId('imp');
-  const received = await receiveFile(db, input.body, { importId: id, now: input.now, maxBytes: input.maxBytes, store: !earlier });
+  const received = await receiveFile(db, input.body, {
+    importId: id,
+    now: input.now,
+    maxBytes: input.maxBytes,
+    store: !earlier,
+  });
   const fingerprint = fingerprintOf(received.sha256);
   if (earlier) return replay(earlier, fingerprint);
   if (received.lines === 0) throw badRequest('The import file is empty: send one JSON object per line');
   const row = {
-    id, business_id: businessId, created_at: input.now, created_by: input.actorId,
+    id,
+    business_id: businessId,
+    created_at: input.now,
+    created_by: input.actorId,
     scopes: input.scopes === null ? null : JSON.stringify(input.scopes),
-    idempotency_key: key, fingerprint, options: JSON.stringify(options), state: 'QUEUED',
-    bytes: received.bytes, total_lines: received.lines, lines_done: 0, counts: JSON.stringify(NO_COUNTS),
-    started_at: null, finished_at: null, lease_owner: null, lease_until: null,
+    idempotency_key: key,
+    fingerprint,
+    options: JSON.stringify(options),
+    state: 'QUEUED',
+    bytes: received.bytes,
+    total_lines: received.lines,
+    lines_done: 0,
+    counts: JSON.stringify(NO_COUNTS),
+    started_at: null,
+    finished_at: null,
+    lease_owner: null,
+    lease_until: null,
   } satisfies ImportRow;
   try {
     await insertImport(db, row);

@@ -7,7 +7,14 @@ import { createLineApplier } from './apply.ts';
 import { lineError } from './lines.ts';
 import { untraced } from '../telemetry/spans.ts';
 import {
-  advance, chunkAt, claimImport, deleteChunks, insertResult, releaseLeases, type Counts, type ImportRow,
+  advance,
+  chunkAt,
+  claimImport,
+  deleteChunks,
+  insertResult,
+  releaseLeases,
+  type Counts,
+  type ImportRow,
 } from './repository.ts';
 
 /** How often an idle worker looks for imports (a new one on this instance wakes it at once). */
@@ -64,7 +71,7 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
 
   async function runImport(imp: ImportRow): Promise<void> {
     const options = JSON.parse(imp.options) as { dryRun: boolean; onError: 'continue' | 'stop' };
-    const scopes = imp.scopes === null ? null : JSON.parse(imp.scopes) as Scope[];
+    const scopes = imp.scopes === null ? null : (JSON.parse(imp.scopes) as Scope[]);
     const counts = JSON.parse(imp.counts) as Counts;
     const actor: Actor = imp.created_by === CLI.id ? CLI : { type: 'api_key', id: imp.created_by, name: null };
     const scope = { businessId: imp.business_id, actor, requestId: imp.id };
@@ -77,44 +84,69 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
      * run of lines ends: the last line done and whether the import stopped on an error, or null when
      * this instance no longer holds the import. Blank lines count as done and have no result.
      */
-    const runBatch = (texts: string[], from: number, to: number, first: number) => writes.run(scope, async (ctx) => {
-      const next = { ...counts };
-      const began = performance.now();
-      let line = first - 1;
-      let stopped = false;
-      for (let i = from; i < to && !stopped; i++) {
-        if (i > from && (i - from >= BATCH_LINES || performance.now() - began >= BATCH_MS)) break;
-        line = first + (i - from);
-        if (texts[i].trim() === '') continue;
-        const { parsed, first: firstWithRef, outcome } = await applier.apply(ctx, line, texts[i]);
-        const failed = 'error' in outcome;
-        const variantIds = failed ? undefined : outcome.applied.variantIds;
-        const result = { line, outcome: failed ? 'failed' as const : outcome.applied.outcome, recordId: failed ? null : (outcome.applied.id || null), variantIds };
-        next[result.outcome]++;
-        await insertResult(ctx.trx, {
-          import_id: imp.id, line, ref: parsed?.ref ?? null, outcome: result.outcome, record_id: result.recordId,
-          detail: failed ? JSON.stringify({ error: lineError(outcome.error) }) : variantIds ? JSON.stringify({ variantIds }) : null,
-        });
-        if (firstWithRef) applier.remember(parsed!.ref!, result);
-        stopped = failed && options.onError === 'stop';
-      }
-      // Past the last run of lines (`from === to`): nothing but the count is left.
-      if (from === to) line = imp.total_lines;
-      const finished = stopped || line === imp.total_lines
-        ? { state: stopped ? 'STOPPED' as const : 'COMPLETED' as const, at: iso(clock()) } : undefined;
-      if (!await advance(ctx.trx, held, line, { counts: next, leaseUntil: iso(clock() + deps.leaseMs), finished })) throw new LostLease();
-      return { line, stopped, next };
-    }).then((batch) => {
-      // Committed: the batch's lines count now, and not before.
-      for (const outcome of ['created', 'updated', 'unchanged', 'failed'] as const) {
-        if (batch.next[outcome] > counts[outcome]) deps.lines?.inc({ outcome }, batch.next[outcome] - counts[outcome]);
-      }
-      Object.assign(counts, batch.next);
-      return batch;
-    }, (error) => {
-      if (error instanceof LostLease) return null;
-      throw error;
-    });
+    const runBatch = (texts: string[], from: number, to: number, first: number) =>
+      writes
+        .run(scope, async (ctx) => {
+          const next = { ...counts };
+          const began = performance.now();
+          let line = first - 1;
+          let stopped = false;
+          for (let i = from; i < to && !stopped; i++) {
+            if (i > from && (i - from >= BATCH_LINES || performance.now() - began >= BATCH_MS)) break;
+            line = first + (i - from);
+            if (texts[i].trim() === '') continue;
+            const { parsed, first: firstWithRef, outcome } = await applier.apply(ctx, line, texts[i]);
+            const failed = 'error' in outcome;
+            const variantIds = failed ? undefined : outcome.applied.variantIds;
+            const result = {
+              line,
+              outcome: failed ? ('failed' as const) : outcome.applied.outcome,
+              recordId: failed ? null : outcome.applied.id || null,
+              variantIds,
+            };
+            next[result.outcome]++;
+            await insertResult(ctx.trx, {
+              import_id: imp.id,
+              line,
+              ref: parsed?.ref ?? null,
+              outcome: result.outcome,
+              record_id: result.recordId,
+              detail: failed
+                ? JSON.stringify({ error: lineError(outcome.error) })
+                : variantIds
+                  ? JSON.stringify({ variantIds })
+                  : null,
+            });
+            if (firstWithRef) applier.remember(parsed!.ref!, result);
+            stopped = failed && options.onError === 'stop';
+          }
+          // Past the last run of lines (`from === to`): nothing but the count is left.
+          if (from === to) line = imp.total_lines;
+          const finished =
+            stopped || line === imp.total_lines
+              ? { state: stopped ? ('STOPPED' as const) : ('COMPLETED' as const), at: iso(clock()) }
+              : undefined;
+          if (
+            !(await advance(ctx.trx, held, line, { counts: next, leaseUntil: iso(clock() + deps.leaseMs), finished }))
+          )
+            throw new LostLease();
+          return { line, stopped, next };
+        })
+        .then(
+          (batch) => {
+            // Committed: the batch's lines count now, and not before.
+            for (const outcome of ['created', 'updated', 'unchanged', 'failed'] as const) {
+              if (batch.next[outcome] > counts[outcome])
+                deps.lines?.inc({ outcome }, batch.next[outcome] - counts[outcome]);
+            }
+            Object.assign(counts, batch.next);
+            return batch;
+          },
+          (error) => {
+            if (error instanceof LostLease) return null;
+            throw error;
+          },
+        );
 
     let done = imp.lines_done;
     let stopped = false;
@@ -143,8 +175,13 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
       const imp = await claimImport(db, owner, iso(now), iso(now + deps.leaseMs), [...running.keys()], deps.only);
       if (!imp) return;
       const run = runImport(imp)
-        .catch((err) => deps.log.warn({ err, importId: imp.id }, 'import: a pass failed; the import resumes when its lease passes'))
-        .finally(() => { running.delete(imp.id); if (!stopping) schedule(0); });
+        .catch((err) =>
+          deps.log.warn({ err, importId: imp.id }, 'import: a pass failed; the import resumes when its lease passes'),
+        )
+        .finally(() => {
+          running.delete(imp.id);
+          if (!stopping) schedule(0);
+        });
       running.set(imp.id, run);
     }
   }
@@ -155,8 +192,12 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
     clearTimeout(timer);
     timer = setTimeout(() => {
       if (passing) return schedule(IDLE_MS);
-      passing = pass().catch((err) => deps.log.warn({ err }, 'import: looking for imports failed'))
-        .finally(() => { passing = null; schedule(IDLE_MS); });
+      passing = pass()
+        .catch((err) => deps.log.warn({ err }, 'import: looking for imports failed'))
+        .finally(() => {
+          passing = null;
+          schedule(IDLE_MS);
+        });
     }, ms);
     timer.unref();
   }
@@ -168,13 +209,18 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
       schedule(0);
     },
     // Woken by the upload's request: the import's work is not part of that request's trace.
-    kick() { if (started) untraced(() => schedule(0)); },
+    kick() {
+      if (started) untraced(() => schedule(0));
+    },
     async stop() {
       stopping = true;
       clearTimeout(timer);
       await passing;
       await Promise.all(running.values());
-      if (started) await releaseLeases(db, owner).catch((err) => deps.log.warn({ err }, 'import: leases were not released; they pass in 30 s'));
+      if (started)
+        await releaseLeases(db, owner).catch((err) =>
+          deps.log.warn({ err }, 'import: leases were not released; they pass in 30 s'),
+        );
     },
   };
 }

@@ -10,7 +10,11 @@ export type ListInvoicesOptions = ListFilters & Paging;
 export async function listInvoices(db: Db, businessId: string, options: ListInvoicesOptions): Promise<Page<Invoice>> {
   const query = applyListFilters(db, db.selectFrom('invoices').where('business_id', '=', businessId), options);
   return fetchPage(query.selectAll(), options, async (rows) => {
-    const lines = await loadInvoiceLineItems(db, businessId, rows.map((r) => r.id));
+    const lines = await loadInvoiceLineItems(
+      db,
+      businessId,
+      rows.map((r) => r.id),
+    );
     return rows.map((r) => toInvoice(r, lines.get(r.id) ?? []));
   });
 }

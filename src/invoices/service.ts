@@ -16,7 +16,13 @@ import { nextCounterValue } from '../businesses/repository.ts';
 import { findOrderRow } from '../orders/repository.ts';
 import { ORDER_NOT_FOUND } from '../orders/service.ts';
 import {
-  findInvoice, findInvoiceRow, findLiveInvoiceForOrder, findOrderItemsToInvoice, insertInvoice, insertInvoiceLineItems, updateInvoiceRow,
+  findInvoice,
+  findInvoiceRow,
+  findLiveInvoiceForOrder,
+  findOrderItemsToInvoice,
+  insertInvoice,
+  insertInvoiceLineItems,
+  updateInvoiceRow,
 } from './repository.ts';
 import type { CreateInvoiceInput, Invoice, UpdateInvoiceInput } from './schema.ts';
 
@@ -25,11 +31,13 @@ export const INVOICE_NOT_FOUND = 'Invoice not found';
 export const formatInvoiceNumber = (n: number) => `INV-${String(n).padStart(6, '0')}`;
 
 const alreadyInvoiced = (invoiceNumber?: string) =>
-  conflict(`The order already has a live invoice${invoiceNumber ? ` (${invoiceNumber})` : ''}; void it before invoicing the order again`);
+  conflict(
+    `The order already has a live invoice${invoiceNumber ? ` (${invoiceNumber})` : ''}; void it before invoicing the order again`,
+  );
 
 /** A single-variant item's variant is named "Default", which says nothing on an invoice. */
 export const describeLine = (itemName: string, variantName: string) =>
-  (variantName === 'Default' ? itemName : `${itemName} - ${variantName}`);
+  variantName === 'Default' ? itemName : `${itemName} - ${variantName}`;
 
 /** The partial unique index is the backstop for the one-live-invoice rule; its violation is the same 409. */
 async function guardUnique<T>(write: () => Promise<T>, onViolation: () => Error): Promise<T> {
@@ -70,23 +78,27 @@ export async function createInvoice(ctx: WriteContext, input: CreateInvoiceInput
     updated_at: now,
   }));
   const invoiceNumber = formatInvoiceNumber(await nextCounterValue(db, businessId, 'invoice'));
-  await guardUnique(() => insertInvoice(db, {
-    id: invoiceId,
-    business_id: businessId,
-    partnership_id: order.partnership_id,
-    order_id: order.id,
-    invoice_number: invoiceNumber,
-    status: 'DRAFT',
-    reference: input.reference ?? null,
-    notes: input.notes ?? null,
-    due_at: input.dueAt ? parseDateTime(input.dueAt) : null,
-    currency: order.currency,
-    total_amount: sum(lines.map((l) => l.line_amount)),
-    properties: writeJson(input.properties),
-    version: 1,
-    created_at: now,
-    updated_at: now,
-  }), () => alreadyInvoiced());
+  await guardUnique(
+    () =>
+      insertInvoice(db, {
+        id: invoiceId,
+        business_id: businessId,
+        partnership_id: order.partnership_id,
+        order_id: order.id,
+        invoice_number: invoiceNumber,
+        status: 'DRAFT',
+        reference: input.reference ?? null,
+        notes: input.notes ?? null,
+        due_at: input.dueAt ? parseDateTime(input.dueAt) : null,
+        currency: order.currency,
+        total_amount: sum(lines.map((l) => l.line_amount)),
+        properties: writeJson(input.properties),
+        version: 1,
+        created_at: now,
+        updated_at: now,
+      }),
+    () => alreadyInvoiced(),
+  );
   await insertInvoiceLineItems(db, lines);
   const resource = (await findInvoice(db, businessId, invoiceId))!;
   ctx.emit(createdEvent('invoice', resource));
@@ -99,7 +111,9 @@ function invoiceFields(input: UpdateInvoiceInput, storedProperties: unknown): Up
     ...(input.reference !== undefined && { reference: input.reference }),
     ...(input.notes !== undefined && { notes: input.notes }),
     ...(input.dueAt !== undefined && { due_at: input.dueAt === null ? null : parseDateTime(input.dueAt) }),
-    ...(input.properties !== undefined && { properties: mergeStoredProperties(storedProperties, input.properties, 'properties') }),
+    ...(input.properties !== undefined && {
+      properties: mergeStoredProperties(storedProperties, input.properties, 'properties'),
+    }),
   };
 }
 
@@ -109,7 +123,10 @@ function invoiceFields(input: UpdateInvoiceInput, storedProperties: unknown): Up
  * is never touched.
  */
 export async function patchInvoice(
-  ctx: WriteContext, id: string, input: UpdateInvoiceInput, expected: ExpectedVersions | undefined,
+  ctx: WriteContext,
+  id: string,
+  input: UpdateInvoiceInput,
+  expected: ExpectedVersions | undefined,
 ): Promise<Written<Invoice>> {
   const { trx: db, businessId, now } = ctx;
   requireSomethingToUpdate(input);
@@ -119,7 +136,8 @@ export async function patchInvoice(
   const before = (await findInvoice(db, businessId, id))!;
   const revived = row.status === 'VOIDED' && input.status !== undefined && input.status !== 'VOIDED';
   const other = revived ? await findLiveInvoiceForOrder(db, businessId, row.order_id, id) : undefined;
-  if (other) throw conflict(`The order already has another live invoice (${other.invoice_number}); this one stays VOIDED`);
+  if (other)
+    throw conflict(`The order already has another live invoice (${other.invoice_number}); this one stays VOIDED`);
 
   const version = Number(row.version) + 1;
   await guardUnique(

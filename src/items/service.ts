@@ -10,7 +10,10 @@ import type { CreateItemInput, Item, UpdateItemInput } from './schema.ts';
 export const ITEM_NOT_FOUND = 'Item not found';
 
 /** Creates an item with its variants; `variantIds` in the order the variants were given. */
-export async function createItem(ctx: WriteContext, input: CreateItemInput): Promise<Written<Item> & { variantIds: string[] }> {
+export async function createItem(
+  ctx: WriteContext,
+  input: CreateItemInput,
+): Promise<Written<Item> & { variantIds: string[] }> {
   const { id, variantIds } = await insertItem(ctx.trx, ctx.businessId, input, ctx.now);
   const resource = (await findItem(ctx.trx, ctx.businessId, id))!;
   ctx.emit(createdEvent('item', resource));
@@ -27,13 +30,17 @@ export async function patchItem(ctx: WriteContext, id: string, input: UpdateItem
 
   const updates = input.updateVariants ?? [];
   const empty = updates.flatMap((v, i) => (Object.keys(v).length === 1 ? [`updateVariants.${i}`] : []));
-  if (empty.length > 0) throw validationError(Object.fromEntries(empty.map((path) => [path, 'No fields to update besides id'])));
+  if (empty.length > 0)
+    throw validationError(Object.fromEntries(empty.map((path) => [path, 'No fields to update besides id'])));
   const deletes = input.deleteVariants ?? [];
   const missing = await findMissingVariants(db, businessId, id, [...updates.map((v) => v.id), ...deletes]);
   if (missing.length > 0) throw notFound(`Item variant(s) not found: ${missing.join(', ')}`);
 
   const creates = input.createVariants ?? [];
-  if (deletes.length > 0 && (await countLiveVariants(db, businessId, id)) - new Set(deletes).size + creates.length < 1) {
+  if (
+    deletes.length > 0 &&
+    (await countLiveVariants(db, businessId, id)) - new Set(deletes).size + creates.length < 1
+  ) {
     throw badRequest('An item must keep at least one variant');
   }
 

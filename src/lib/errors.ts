@@ -50,7 +50,8 @@ export const notFound = (message: string) => new ApiError('NOT_FOUND', message);
 export const conflict = (message: string) => new ApiError('CONFLICT', message);
 export const UNAUTHORIZED_HINT = 'Send the X-Business-Id and X-API-Key headers of a live API key';
 export const unauthorized = (hint = UNAUTHORIZED_HINT) => new ApiError('UNAUTHORIZED', 'Unauthorized', undefined, hint);
-export const MALFORMED_KEY_HINT = 'The X-API-Key is malformed (a typo?): a key is sl_live_ and 36 letters and digits, or 32 hex characters for keys made before 2026-11-28';
+export const MALFORMED_KEY_HINT =
+  'The X-API-Key is malformed (a typo?): a key is sl_live_ and 36 letters and digits, or 32 hex characters for keys made before 2026-11-28';
 /** The key is valid but may not do this: the message names the scope it lacks. */
 export const forbidden = (message: string) => new ApiError('FORBIDDEN', message);
 export const SERVICE_UNAVAILABLE_MESSAGE = 'The service is briefly unavailable. Please retry shortly.';

@@ -3,8 +3,30 @@ import { randomFillSync } from 'node:crypto';
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz'; // Crockford base32, lower case
 
 export type IdPrefix =
-  | 'bus' | 'key' | 'itm' | 'var' | 'list' | 'ile' | 'prt' | 'phm' | 'eml' | 'phn' | 'loc'
-  | 'ord' | 'oi' | 'inv' | 'ili' | 'req' | 'evt' | 'we' | 'whd' | 'whr' | 'usr' | 'ins' | 'aud' | 'imp';
+  | 'bus'
+  | 'key'
+  | 'itm'
+  | 'var'
+  | 'list'
+  | 'ile'
+  | 'prt'
+  | 'phm'
+  | 'eml'
+  | 'phn'
+  | 'loc'
+  | 'ord'
+  | 'oi'
+  | 'inv'
+  | 'ili'
+  | 'req'
+  | 'evt'
+  | 'we'
+  | 'whd'
+  | 'whr'
+  | 'usr'
+  | 'ins'
+  | 'aud'
+  | 'imp';
 
 /**
  * A ULID-shaped id: 48 bits of milliseconds then 80 random bits, base32.

@@ -26,7 +26,9 @@ export function deepMerge(target: JsonObject | null, patch: JsonObject): JsonObj
     // defineProperty, not assignment: a key named __proto__ must stay data, never a prototype.
     Object.defineProperty(out, key, {
       value: isPlainObject(value) && isPlainObject(current) ? deepMerge(current, value) : value,
-      enumerable: true, writable: true, configurable: true,
+      enumerable: true,
+      writable: true,
+      configurable: true,
     });
   }
   return out;
@@ -64,7 +66,8 @@ export function checkProperties(value: unknown): string | null {
     const [node, depth] = stack.pop()!;
     // A number JSON.parse could not hold exactly would be stored as something else (1e309 as null).
     if (typeof node === 'number') {
-      if (!Number.isFinite(node)) return 'must not contain numbers beyond ±1.7976931348623157e308; send them as strings';
+      if (!Number.isFinite(node))
+        return 'must not contain numbers beyond ±1.7976931348623157e308; send them as strings';
       if (losesDigits(node)) {
         return `must not contain whole numbers beyond ±${Number.MAX_SAFE_INTEGER} with more than 15 significant digits, which lose digits; send them as strings`;
       }

@@ -10,7 +10,8 @@ export class SecretBox {
   readonly #keys: Buffer[];
 
   constructor(keys: Buffer[]) {
-    if (keys.length === 0 || keys.some((k) => k.length !== 32)) throw new Error('SecretBox needs one or more 32-byte keys');
+    if (keys.length === 0 || keys.some((k) => k.length !== 32))
+      throw new Error('SecretBox needs one or more 32-byte keys');
     this.#keys = keys;
   }
 
@@ -18,7 +19,13 @@ export class SecretBox {
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', this.#keys[0], iv);
     const data = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-    return ['v1', '0', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), data.toString('base64url')].join('.');
+    return [
+      'v1',
+      '0',
+      iv.toString('base64url'),
+      cipher.getAuthTag().toString('base64url'),
+      data.toString('base64url'),
+    ].join('.');
   }
 
   open(sealed: string): string {

@@ -18,7 +18,8 @@ export function toIso(value: Date | string | null | undefined): string | null {
 }
 
 /** How PostgreSQL writes a timestamptz into JSON when the session's TimeZone is UTC: trailing zeros of the fraction dropped. */
-const PG_JSON_UTC = /^(\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d)(?:\.(\d{1,6}))?\+00:00$/;
+const PG_JSON_UTC =
+  /^(\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d)(?:\.(\d{1,6}))?\+00:00$/;
 
 /** What `Date.prototype.toISOString` gives for years 0000 to 9999. */
 const CANONICAL_ISO = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/;

@@ -16,7 +16,12 @@ export type OrderItemRow = Selectable<OrderItemTable>;
 export type VariantFields = Pick<OrderItemRow, 'item_variant_id' | 'item_id' | 'variant_name' | 'sku'>;
 
 /** Only the variant fields of a row that carries more (an entry row, say), for an order line to record. */
-export const variantOf = ({ item_variant_id, item_id, variant_name, sku }: VariantFields): VariantFields => ({ item_variant_id, item_id, variant_name, sku });
+export const variantOf = ({ item_variant_id, item_id, variant_name, sku }: VariantFields): VariantFields => ({
+  item_variant_id,
+  item_id,
+  variant_name,
+  sku,
+});
 
 export function toOrderItem(row: OrderItemRow): OrderItem {
   return {

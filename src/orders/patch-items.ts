@@ -18,7 +18,13 @@ type ItemChanges = Pick<UpdateOrderInput, 'createOrderItems' | 'updateOrderItems
  * the order's items as stored, in line order. A created item records its entry's variant (`entries`).
  */
 export async function writeItemChanges(
-  db: Db, businessId: string, orderId: string, current: OrderItemRow[], changes: ItemChanges, entries: Map<string, VariantFields>, now: string,
+  db: Db,
+  businessId: string,
+  orderId: string,
+  current: OrderItemRow[],
+  changes: ItemChanges,
+  entries: Map<string, VariantFields>,
+  now: string,
 ): Promise<OrderItemRow[]> {
   const items: OrderItemRow[] = [];
   const deletes = new Set(changes.deleteOrderItems ?? []);
@@ -37,24 +43,40 @@ export async function writeItemChanges(
         ...(u.cost !== undefined && { cost: toDecimalString(u.cost) }),
         ...(u.lineNumber !== undefined && { line_number: u.lineNumber }),
         ...(u.properties !== undefined && {
-          properties: mergeStoredProperties(values?.properties ?? stored.properties, u.properties, 'updateOrderItems.properties'),
+          properties: mergeStoredProperties(
+            values?.properties ?? stored.properties,
+            u.properties,
+            'updateOrderItems.properties',
+          ),
         }),
         updated_at: now,
       };
     }
     if (values === undefined) items.push(stored);
     else {
-      const { rows: [row] } = await db.executeQuery(updateOrderItemQuery(db, { businessId, id: stored.id, set: values }));
+      const {
+        rows: [row],
+      } = await db.executeQuery(updateOrderItemQuery(db, { businessId, id: stored.id, set: values }));
       items.push(row);
     }
   }
 
   let nextLine = Math.max(0, ...current.map((i) => i.line_number));
   const creates = (changes.createOrderItems ?? []).map((c) => ({
-    id: newId('oi'), business_id: businessId, order_id: orderId, item_list_entry_id: c.itemListEntryId, ...variantOf(entries.get(c.itemListEntryId)!),
-    line_number: c.lineNumber ?? ++nextLine, quantity: toDecimalString(c.quantity), unit_of_measure: c.unitOfMeasure,
-    currency: c.currency, price: toDecimalString(c.price), cost: toDecimalString(c.cost),
-    properties: writeJson(c.properties), created_at: now, updated_at: now,
+    id: newId('oi'),
+    business_id: businessId,
+    order_id: orderId,
+    item_list_entry_id: c.itemListEntryId,
+    ...variantOf(entries.get(c.itemListEntryId)!),
+    line_number: c.lineNumber ?? ++nextLine,
+    quantity: toDecimalString(c.quantity),
+    unit_of_measure: c.unitOfMeasure,
+    currency: c.currency,
+    price: toDecimalString(c.price),
+    cost: toDecimalString(c.cost),
+    properties: writeJson(c.properties),
+    created_at: now,
+    updated_at: now,
   }));
   if (creates.length > 0) {
     const { rows } = await db.executeQuery(insertOrderItemsQuery(db, { rows: creates }));

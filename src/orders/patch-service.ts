@@ -37,7 +37,10 @@ function orderFields(order: NonNullable<UpdateOrderInput['order']>): Updateable<
  * so concurrent PATCHes of one order queue there and none is lost.
  */
 export async function patchOrder(
-  ctx: WriteContext, id: string, input: UpdateOrderInput, expected: ExpectedVersions | undefined,
+  ctx: WriteContext,
+  id: string,
+  input: UpdateOrderInput,
+  expected: ExpectedVersions | undefined,
 ): Promise<Written<Order>> {
   const { trx: db, businessId, now } = ctx;
   requireSomethingToUpdate(input);
@@ -53,10 +56,18 @@ export async function patchOrder(
   const missing = [...new Set([...updates.map((u) => u.id), ...deletes])].filter((itemId) => !storedIds.has(itemId));
   if (missing.length > 0) throw notFound(`Order item(s) not found: ${missing.join(', ')}`);
 
-  const entries = creates.length === 0 ? new Map() : await findEntries(db, businessId, creates.map((c) => c.itemListEntryId));
+  const entries =
+    creates.length === 0
+      ? new Map()
+      : await findEntries(
+          db,
+          businessId,
+          creates.map((c) => c.itemListEntryId),
+        );
   const errors: FieldErrors = {};
   creates.forEach((c, i) => {
-    if (!entries.has(c.itemListEntryId)) errors[`createOrderItems.${i}.itemListEntryId`] = 'Not a live item list entry of this business';
+    if (!entries.has(c.itemListEntryId))
+      errors[`createOrderItems.${i}.itemListEntryId`] = 'Not a live item list entry of this business';
   });
   if (Object.keys(errors).length > 0) throw validationError(errors);
   // Deletes apply first, so an item can be replaced by a new one for the same entry in one request.
@@ -75,7 +86,11 @@ export async function patchOrder(
         currency: u?.currency ?? i.currency,
       };
     }),
-    ...creates.map((c) => ({ quantity: toDecimalString(c.quantity), price: toDecimalString(c.price), currency: c.currency })),
+    ...creates.map((c) => ({
+      quantity: toDecimalString(c.quantity),
+      price: toDecimalString(c.price),
+      currency: c.currency,
+    })),
   ];
   const currencies = new Set(final.map((i) => i.currency));
   if (currencies.size > 1) throw validationError({ orderItems: MIXED_CURRENCIES });
@@ -87,11 +102,16 @@ export async function patchOrder(
 
   const itemsChanged = updates.length + deletes.size + creates.length > 0;
   const items = itemsChanged ? await writeItemChanges(db, businessId, id, stored, input, entries, now) : stored;
-  const properties = order.properties === undefined ? undefined : mergeStoredProperties(row.properties, order.properties, 'order.properties');
+  const properties =
+    order.properties === undefined
+      ? undefined
+      : mergeStoredProperties(row.properties, order.properties, 'order.properties');
   const updated = await updateOrderRow(db, businessId, id, {
     ...orderFields(order),
     ...(properties !== undefined && { properties }),
-    ...(order.currency !== undefined ? { currency: order.currency } : itemCurrency !== undefined && { currency: itemCurrency }),
+    ...(order.currency !== undefined
+      ? { currency: order.currency }
+      : itemCurrency !== undefined && { currency: itemCurrency }),
     ...(order.totalAmount !== undefined
       ? { total_amount: toDecimalString(order.totalAmount) }
       : itemsChanged && { total_amount: totalOf(final) }),

@@ -36,7 +36,11 @@ const STUB = ['id', 'version', 'business_id', 'deleted_at', 'created_at'] as con
  * out, and places its next page after them); other changes show as they are now.
  */
 export async function findListedOrders(db: Db, businessId: string, ids: string[]): Promise<OrderStub[]> {
-  const rows = await db.selectFrom('orders').select(STUB).where(anyOf(db, 'id', ids)).execute();
+  const rows = await db
+    .selectFrom('orders')
+    .select(STUB)
+    .where(anyOf(db, 'id', ids))
+    .execute();
   const byId = new Map(rows.filter((r) => r.business_id === businessId).map((r) => [r.id, r]));
   return ids.map((id) => byId.get(id)).filter((r) => r !== undefined);
 }
@@ -46,7 +50,11 @@ const stampOf = (version: number | string) => String(Number(version));
 
 /** A live order's JSON bytes and version, from the cache when its stamp is current; one query then. */
 export async function renderOrder(
-  db: Db, cache: RenderCache, businessId: string, id: string, serialize: SerializeOrder,
+  db: Db,
+  cache: RenderCache,
+  businessId: string,
+  id: string,
+  serialize: SerializeOrder,
 ): Promise<{ json: Buffer; version: number } | undefined> {
   if (!cache.enabled) {
     const order = await findOrder(db, businessId, id);
@@ -54,7 +62,9 @@ export async function renderOrder(
   }
   // Raw SQL: on a cache hit this is the request's only query, and building it with the query
   // builder cost as much as running it.
-  const { rows: [stamp] } = await sql<{ version: number | string }>`select version
+  const {
+    rows: [stamp],
+  } = await sql<{ version: number | string }>`select version
       from orders where business_id = ${businessId} and id = ${id} and ${whereLive()}`.execute(db);
   if (!stamp) return undefined;
   const key = keyOf(businessId, id);
@@ -74,7 +84,11 @@ export async function renderOrder(
  * the page was chosen is left out, as the page would have left it out a moment later.
  */
 export async function renderOrders(
-  db: Db, cache: RenderCache, businessId: string, stubs: OrderStub[], serialize: SerializeOrder,
+  db: Db,
+  cache: RenderCache,
+  businessId: string,
+  stubs: OrderStub[],
+  serialize: SerializeOrder,
 ): Promise<Buffer[]> {
   if (stubs.length === 0) return [];
   const json = stubs.map((stub) => cache.get(keyOf(businessId, stub.id), stampOf(stub.version)));

@@ -1,4 +1,4 @@
-import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
+import type { Insertable, Selectable, Updateable } from 'kysely';
 import { nextCounterValue } from '../businesses/repository.ts';
 import { anyOf, forUpdate } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
@@ -16,29 +16,49 @@ import { statement } from '../db/statement.ts';
  * number for `internal_reference`.
  */
 export async function insertOrder(
-  db: Db, order: Insertable<OrderTable>, items: Insertable<OrderItemTable>[], numbered: boolean,
+  db: Db,
+  order: Insertable<OrderTable>,
+  items: Insertable<OrderItemTable>[],
+  numbered: boolean,
 ): Promise<{ order: OrderRow; items: Array<Selectable<OrderItemTable>> }> {
-  const row = numbered ? { ...order, internal_reference: formatReference(await nextCounterValue(db, order.business_id, 'order')) } : order;
+  const row = numbered
+    ? { ...order, internal_reference: formatReference(await nextCounterValue(db, order.business_id, 'order')) }
+    : order;
   const inserted = await db.insertInto('orders').values(row).returningAll().executeTakeFirstOrThrow();
-  const insertedItems = items.length === 0 ? [] : await db.insertInto('order_items').values(items).returningAll().execute();
+  const insertedItems =
+    items.length === 0 ? [] : await db.insertInto('order_items').values(items).returningAll().execute();
   await applyOrderChange(db, null, inserted);
   return { order: inserted, items: insertedItems };
 }
 
 /** The insert of order items, answering the rows as stored. */
-export const insertOrderItemsQuery = statement((db, v: { rows: Array<Insertable<OrderItemTable>> }) => db.insertInto('order_items').values(v.rows).returningAll());
+export const insertOrderItemsQuery = statement((db, v: { rows: Array<Insertable<OrderItemTable>> }) =>
+  db.insertInto('order_items').values(v.rows).returningAll(),
+);
 
 /** An SO number: `SO-000001`, with more digits past 999,999. */
 const formatReference = (n: number) => `SO-${String(n).padStart(6, '0')}`;
 
 /** A live order of this business; with `lock`, its row stays locked until the transaction ends. */
-export async function findOrderRow(db: Db, businessId: string, id: string, lock = false): Promise<OrderRow | undefined> {
-  const { rows: [row] } = await db.executeQuery(orderRowQuery(db, { businessId, id }, lock ? 'for update' : undefined));
+export async function findOrderRow(
+  db: Db,
+  businessId: string,
+  id: string,
+  lock = false,
+): Promise<OrderRow | undefined> {
+  const {
+    rows: [row],
+  } = await db.executeQuery(orderRowQuery(db, { businessId, id }, lock ? 'for update' : undefined));
   return row;
 }
 
 const orderRowQuery = statement((db, v: { businessId: string; id: string }, lock?: 'for update') => {
-  const query = db.selectFrom('orders').selectAll().where('business_id', '=', v.businessId).where('id', '=', v.id).where(whereLive());
+  const query = db
+    .selectFrom('orders')
+    .selectAll()
+    .where('business_id', '=', v.businessId)
+    .where('id', '=', v.id)
+    .where(whereLive());
   return lock ? forUpdate(db, query) : query;
 });
 
@@ -49,32 +69,47 @@ const orderRowQuery = statement((db, v: { businessId: string; id: string }, lock
  */
 export async function findOrderRows(db: Db, businessId: string, ids: string[]): Promise<Map<string, OrderRow>> {
   if (ids.length === 0) return new Map();
-  const rows = await db.selectFrom('orders').selectAll().where(anyOf(db, 'id', ids)).execute();
+  const rows = await db
+    .selectFrom('orders')
+    .selectAll()
+    .where(anyOf(db, 'id', ids))
+    .execute();
   return new Map(rows.filter((r) => r.business_id === businessId).map((r) => [r.id, r]));
 }
 
 /** The items of several orders: one query, whatever the count. */
-export async function loadOrderItems(db: Db, businessId: string, orderIds: string[]): Promise<Map<string, OrderItemRow[]>> {
+export async function loadOrderItems(
+  db: Db,
+  businessId: string,
+  orderIds: string[],
+): Promise<Map<string, OrderItemRow[]>> {
   if (orderIds.length === 0) return new Map();
   return groupBy(await orderItemsQuery(db, businessId, orderIds).execute(), (row) => row.order_id);
 }
 
 /** Order item rows in line order. */
-const orderItemsBase = (db: Db) => db.selectFrom('order_items').selectAll('order_items')
-  .orderBy('order_items.line_number').orderBy('order_items.id');
+const orderItemsBase = (db: Db) =>
+  db.selectFrom('order_items').selectAll('order_items').orderBy('order_items.line_number').orderBy('order_items.id');
 
 const orderItemsQuery = (db: Db, businessId: string, orderIds: string[]) =>
-  orderItemsBase(db).where('order_items.business_id', '=', businessId).where(anyOf(db, 'order_items.order_id', orderIds));
+  orderItemsBase(db)
+    .where('order_items.business_id', '=', businessId)
+    .where(anyOf(db, 'order_items.order_id', orderIds));
 
 /** The items of one order: the same statement whatever the order. */
 const oneOrderItemsQuery = statement((db, v: { businessId: string; orderId: string }) =>
-  orderItemsBase(db).where('order_items.business_id', '=', v.businessId).where('order_items.order_id', '=', v.orderId));
+  orderItemsBase(db).where('order_items.business_id', '=', v.businessId).where('order_items.order_id', '=', v.orderId),
+);
 
 /**
  * A live order of this business, locked until the transaction ends, with its items read after
  * the lock. No row: undefined.
  */
-export async function findOrderRowForUpdate(db: Db, businessId: string, id: string): Promise<{ row: OrderRow; items: OrderItemRow[] } | undefined> {
+export async function findOrderRowForUpdate(
+  db: Db,
+  businessId: string,
+  id: string,
+): Promise<{ row: OrderRow; items: OrderItemRow[] } | undefined> {
   const row = await findOrderRow(db, businessId, id, true);
   return row && { row, items: await loadOneOrderItems(db, businessId, id) };
 }
@@ -96,32 +131,68 @@ export async function findOrder(db: Db, businessId: string, id: string): Promise
 }
 
 /** Updates an order row and returns it as stored. */
-export async function updateOrderRow(db: Db, businessId: string, id: string, set: Updateable<OrderTable>): Promise<OrderRow> {
-  return db.updateTable('orders').set(set).where('business_id', '=', businessId).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+export async function updateOrderRow(
+  db: Db,
+  businessId: string,
+  id: string,
+  set: Updateable<OrderTable>,
+): Promise<OrderRow> {
+  return db
+    .updateTable('orders')
+    .set(set)
+    .where('business_id', '=', businessId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 /** The update of an order item, answering the row as stored. */
-export const updateOrderItemQuery = statement((db, v: { businessId: string; id: string; set: Updateable<OrderItemTable> }) =>
-  db.updateTable('order_items').set(v.set).where('business_id', '=', v.businessId).where('id', '=', v.id).returningAll());
+export const updateOrderItemQuery = statement(
+  (db, v: { businessId: string; id: string; set: Updateable<OrderItemTable> }) =>
+    db
+      .updateTable('order_items')
+      .set(v.set)
+      .where('business_id', '=', v.businessId)
+      .where('id', '=', v.id)
+      .returningAll(),
+);
 
 /** The delete of some of an order's items. */
 export const deleteOrderItemsQuery = (db: Db, businessId: string, orderId: string, ids: string[]) =>
-  db.deleteFrom('order_items').where('business_id', '=', businessId).where('order_id', '=', orderId).where('id', 'in', ids);
+  db
+    .deleteFrom('order_items')
+    .where('business_id', '=', businessId)
+    .where('order_id', '=', orderId)
+    .where('id', 'in', ids);
 
 /** Item list entries of this business with their variants and lists, keyed by entry id. */
 export async function findEntries(db: Db, businessId: string, entryIds: string[]) {
-  const rows = await db.selectFrom('item_list_entries')
+  const rows = await db
+    .selectFrom('item_list_entries')
     .innerJoin('item_variants', 'item_variants.id', 'item_list_entries.item_variant_id')
     .innerJoin('item_lists', 'item_lists.id', 'item_list_entries.item_list_id')
     .select([
-      'item_list_entries.id', 'item_list_entries.override_flat_price', 'item_list_entries.currency as entry_currency',
-      'item_variants.price', 'item_variants.cost', 'item_variants.currency as variant_currency', 'item_variants.unit_of_measure',
-      'item_variants.id as item_variant_id', 'item_variants.item_id', 'item_variants.variant_name', 'item_variants.sku',
-      'item_lists.status', 'item_lists.global_price_factor', 'item_lists.global_cost_factor',
-      'item_lists.start_date', 'item_lists.end_date',
+      'item_list_entries.id',
+      'item_list_entries.override_flat_price',
+      'item_list_entries.currency as entry_currency',
+      'item_variants.price',
+      'item_variants.cost',
+      'item_variants.currency as variant_currency',
+      'item_variants.unit_of_measure',
+      'item_variants.id as item_variant_id',
+      'item_variants.item_id',
+      'item_variants.variant_name',
+      'item_variants.sku',
+      'item_lists.status',
+      'item_lists.global_price_factor',
+      'item_lists.global_cost_factor',
+      'item_lists.start_date',
+      'item_lists.end_date',
     ])
-    .where('item_list_entries.business_id', '=', businessId).where('item_list_entries.id', 'in', entryIds.length > 0 ? entryIds : [''])
-    .where(whereLive('item_variants')).where(whereLive('item_lists'))
+    .where('item_list_entries.business_id', '=', businessId)
+    .where('item_list_entries.id', 'in', entryIds.length > 0 ? entryIds : [''])
+    .where(whereLive('item_variants'))
+    .where(whereLive('item_lists'))
     .execute();
   return new Map(rows.map((r) => [r.id, r]));
 }
@@ -132,13 +203,22 @@ export type EntryRow = Awaited<ReturnType<typeof findEntries>> extends Map<strin
  * date (src/orders/projections). The row is read under its lock first (PostgreSQL), so what is
  * taken off them is what the update replaces. Undefined when there is no live order.
  */
-export async function softDeleteOrder(db: Db, businessId: string, id: string, now: string): Promise<{ before: OrderRow; after: OrderRow } | undefined> {
+export async function softDeleteOrder(
+  db: Db,
+  businessId: string,
+  id: string,
+  now: string,
+): Promise<{ before: OrderRow; after: OrderRow } | undefined> {
   const before = await findOrderRow(db, businessId, id, true);
   if (!before) return undefined;
-  const after = await db.updateTable('orders')
+  const after = await db
+    .updateTable('orders')
     .set((eb) => ({ deleted_at: now, updated_at: now, phase: 'DELETED', version: eb('version', '+', 1) }))
-    .where('business_id', '=', businessId).where('id', '=', id).where(whereLive())
-    .returningAll().executeTakeFirst();
+    .where('business_id', '=', businessId)
+    .where('id', '=', id)
+    .where(whereLive())
+    .returningAll()
+    .executeTakeFirst();
   if (!after) return undefined;
   await applyOrderChange(db, before, after);
   return { before, after };
@@ -146,8 +226,13 @@ export async function softDeleteOrder(db: Db, businessId: string, id: string, no
 
 /** Records the first announcement only; later ones match no row and change nothing. */
 export async function markIngested(db: Db, businessId: string, id: string, now: string): Promise<boolean> {
-  const result = await db.updateTable('orders').set({ ingested_at: now })
-    .where('business_id', '=', businessId).where('id', '=', id).where('ingested_at', 'is', null).where(whereLive())
+  const result = await db
+    .updateTable('orders')
+    .set({ ingested_at: now })
+    .where('business_id', '=', businessId)
+    .where('id', '=', id)
+    .where('ingested_at', 'is', null)
+    .where(whereLive())
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }

@@ -7,30 +7,49 @@ import { priceEntry } from '../pricing/resolve.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
 import { createdEvent, namedEvent } from '../events/log.ts';
 import {
-  findEntries, findOrder, insertOrder, loadOrderItems, markIngested, softDeleteOrder, type EntryRow,
+  findEntries,
+  findOrder,
+  insertOrder,
+  loadOrderItems,
+  markIngested,
+  softDeleteOrder,
+  type EntryRow,
 } from './repository.ts';
 import { toOrder, variantOf, type VariantFields } from './mapper.ts';
 import type { CreateOrderInput, Order } from './schema.ts';
 import { whereLive } from '../db/live.ts';
 
 export const ORDER_NOT_FOUND = 'Order not found';
-export const DUPLICATE_ENTRY = 'one or more order items already exist; an order can only have one item per item list entry';
+export const DUPLICATE_ENTRY =
+  'one or more order items already exist; an order can only have one item per item list entry';
 export const MIXED_CURRENCIES = 'All order items must be in one currency';
 
 /** Prices one entry with its own list's terms: the override, or the variant's price times the factor. */
 export function priceOfEntry(entry: EntryRow) {
   return priceEntry(
-    { price: String(entry.price), cost: entry.cost === null ? null : String(entry.cost), currency: entry.variant_currency },
     {
-      status: entry.status, globalPriceFactor: String(entry.global_price_factor), globalCostFactor: String(entry.global_cost_factor),
-      startDate: null, endDate: null,
+      price: String(entry.price),
+      cost: entry.cost === null ? null : String(entry.cost),
+      currency: entry.variant_currency,
     },
-    { id: entry.id, overrideFlatPrice: entry.override_flat_price === null ? null : String(entry.override_flat_price), currency: entry.entry_currency },
+    {
+      status: entry.status,
+      globalPriceFactor: String(entry.global_price_factor),
+      globalCostFactor: String(entry.global_cost_factor),
+      startDate: null,
+      endDate: null,
+    },
+    {
+      id: entry.id,
+      overrideFlatPrice: entry.override_flat_price === null ? null : String(entry.override_flat_price),
+      currency: entry.entry_currency,
+    },
   );
 }
 
 /** Sum of quantity × price, in decimal arithmetic. */
-export const totalOf = (items: Array<{ quantity: string; price: string }>) => sum(items.map((i) => multiply(i.quantity, i.price)));
+export const totalOf = (items: Array<{ quantity: string; price: string }>) =>
+  sum(items.map((i) => multiply(i.quantity, i.price)));
 
 /**
  * Creates an order for a buyer's partnership and returns it as the API shows it: each item
@@ -38,15 +57,25 @@ export const totalOf = (items: Array<{ quantity: string; price: string }>) => su
  * unless the request sets price or cost.
  */
 export async function createOrder(
-  ctx: WriteContext, partnership: { id: string; itemListId: string | null }, input: CreateOrderInput,
+  ctx: WriteContext,
+  partnership: { id: string; itemListId: string | null },
+  input: CreateOrderInput,
 ): Promise<Written<Order>> {
   const { trx: db, businessId, now } = ctx;
   const errors: FieldErrors = {};
   const resolved = new Map<number, EffectivePrice & { unitOfMeasure: string | null; variant: VariantFields }>();
-  const prices = await findEffectiveEntries(db, businessId, partnership.itemListId,
-    input.orderItems.flatMap((item) => (item.itemListEntryId === undefined && item.itemVariantId !== undefined ? [item.itemVariantId] : [])),
-    new Date(now));
-  const byEntry = input.orderItems.flatMap((item) => (item.itemVariantId === undefined && item.itemListEntryId !== undefined ? [item.itemListEntryId] : []));
+  const prices = await findEffectiveEntries(
+    db,
+    businessId,
+    partnership.itemListId,
+    input.orderItems.flatMap((item) =>
+      item.itemListEntryId === undefined && item.itemVariantId !== undefined ? [item.itemVariantId] : [],
+    ),
+    new Date(now),
+  );
+  const byEntry = input.orderItems.flatMap((item) =>
+    item.itemVariantId === undefined && item.itemListEntryId !== undefined ? [item.itemListEntryId] : [],
+  );
   const entries = byEntry.length === 0 ? new Map<string, EntryRow>() : await findEntries(db, businessId, byEntry);
   for (const [i, item] of input.orderItems.entries()) {
     if ((item.itemListEntryId === undefined) === (item.itemVariantId === undefined)) {
@@ -54,12 +83,20 @@ export async function createOrder(
     } else if (item.itemVariantId !== undefined) {
       const price = prices.get(item.itemVariantId);
       if (price) {
-        resolved.set(i, { ...price, variant: { item_variant_id: item.itemVariantId, item_id: price.itemId, variant_name: price.variantName, sku: price.sku } });
-      }
-      else errors[`orderItems.${i}.itemVariantId`] = 'Not a live variant on the buyer\'s item list';
+        resolved.set(i, {
+          ...price,
+          variant: {
+            item_variant_id: item.itemVariantId,
+            item_id: price.itemId,
+            variant_name: price.variantName,
+            sku: price.sku,
+          },
+        });
+      } else errors[`orderItems.${i}.itemVariantId`] = "Not a live variant on the buyer's item list";
     } else {
       const entry = entries.get(item.itemListEntryId!);
-      if (entry) resolved.set(i, { ...priceOfEntry(entry), unitOfMeasure: entry.unit_of_measure, variant: variantOf(entry) });
+      if (entry)
+        resolved.set(i, { ...priceOfEntry(entry), unitOfMeasure: entry.unit_of_measure, variant: variantOf(entry) });
       else errors[`orderItems.${i}.itemListEntryId`] = 'Not a live item list entry of this business';
     }
   }
@@ -94,26 +131,31 @@ export async function createOrder(
     throw validationError({ currency: `Must equal the items' currency (${currency})` });
   }
 
-  const row = await insertOrder(db, {
-    id: orderId,
-    business_id: businessId,
-    partnership_id: partnership.id,
-    membership_id: input.membershipId ?? null,
-    phase: input.phase ?? 'PENDING',
-    status: input.status ?? 'UNASSIGNED',
-    // Without one given, the next SO number, which insertOrder takes.
-    internal_reference: input.internalReference ?? '',
-    external_reference: input.externalReference ?? null,
-    notes: input.notes ?? null,
-    delivery_address: input.deliveryAddress ?? null,
-    expected_delivery_at: new Date(input.expectedDeliveryAt).toISOString(),
-    currency,
-    total_amount: totalOf(items as Array<{ quantity: string; price: string }>),
-    properties: writeJson(input.properties),
-    version: 1,
-    created_at: now,
-    updated_at: now,
-  }, items, input.internalReference === undefined);
+  const row = await insertOrder(
+    db,
+    {
+      id: orderId,
+      business_id: businessId,
+      partnership_id: partnership.id,
+      membership_id: input.membershipId ?? null,
+      phase: input.phase ?? 'PENDING',
+      status: input.status ?? 'UNASSIGNED',
+      // Without one given, the next SO number, which insertOrder takes.
+      internal_reference: input.internalReference ?? '',
+      external_reference: input.externalReference ?? null,
+      notes: input.notes ?? null,
+      delivery_address: input.deliveryAddress ?? null,
+      expected_delivery_at: new Date(input.expectedDeliveryAt).toISOString(),
+      currency,
+      total_amount: totalOf(items as Array<{ quantity: string; price: string }>),
+      properties: writeJson(input.properties),
+      version: 1,
+      created_at: now,
+      updated_at: now,
+    },
+    items,
+    input.internalReference === undefined,
+  );
   // The answer from the rows as stored, in the order a read gives them.
   const shown = row.items.sort((a, b) => a.line_number - b.line_number || (a.id < b.id ? -1 : 1));
   const resource = toOrder(row.order, shown);
@@ -127,11 +169,15 @@ export async function createOrder(
  * first announcement. Nothing an order shows changes, so there is no resource to return.
  */
 export async function ingestOrder(ctx: WriteContext, orderId: string): Promise<boolean> {
-  const order = await ctx.trx.selectFrom('orders').select('ingested_at')
-    .where('business_id', '=', ctx.businessId).where('id', '=', orderId).where(whereLive())
+  const order = await ctx.trx
+    .selectFrom('orders')
+    .select('ingested_at')
+    .where('business_id', '=', ctx.businessId)
+    .where('id', '=', orderId)
+    .where(whereLive())
     .executeTakeFirst();
   if (!order) throw notFound(ORDER_NOT_FOUND);
-  const first = order.ingested_at === null && await markIngested(ctx.trx, ctx.businessId, orderId, ctx.now);
+  const first = order.ingested_at === null && (await markIngested(ctx.trx, ctx.businessId, orderId, ctx.now));
   if (first) ctx.emit(namedEvent('order', 'ingested', (await findOrder(ctx.trx, ctx.businessId, orderId))!));
   return first;
 }

@@ -62,9 +62,13 @@ export function priceEntry(variant: VariantTerms, list: ListTerms, entry: EntryT
  * variant, otherwise the default list (which always applies). Null when neither has an entry.
  */
 export function resolveEffectivePrice(
-  variant: VariantTerms, assigned: PricingCandidate | null, fallback: PricingCandidate | null, now: Date,
+  variant: VariantTerms,
+  assigned: PricingCandidate | null,
+  fallback: PricingCandidate | null,
+  now: Date,
 ): EffectivePrice | null {
-  if (assigned?.entry && isListApplicable(assigned.list, now)) return priceEntry(variant, assigned.list, assigned.entry);
+  if (assigned?.entry && isListApplicable(assigned.list, now))
+    return priceEntry(variant, assigned.list, assigned.entry);
   if (fallback?.entry) return priceEntry(variant, fallback.list, fallback.entry);
   return null;
 }

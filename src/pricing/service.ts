@@ -19,11 +19,16 @@ export async function createPriceList(ctx: WriteContext, input: CreatePriceListI
   }
 
   const entries = input.entries ?? [];
-  const variants = await findLiveVariantIds(db, businessId, entries.map((e) => e.itemVariantId));
+  const variants = await findLiveVariantIds(
+    db,
+    businessId,
+    entries.map((e) => e.itemVariantId),
+  );
   const seen = new Set<string>();
   entries.forEach((entry, i) => {
     if (!variants.has(entry.itemVariantId)) errors[`entries.${i}.itemVariantId`] = 'Item variant not found';
-    else if (seen.has(entry.itemVariantId)) errors[`entries.${i}.itemVariantId`] = 'Item variant is listed more than once';
+    else if (seen.has(entry.itemVariantId))
+      errors[`entries.${i}.itemVariantId`] = 'Item variant is listed more than once';
     seen.add(entry.itemVariantId);
   });
 

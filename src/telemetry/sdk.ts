@@ -37,7 +37,12 @@ function withoutErrorText(span: Span): void {
  */
 export function sampledContextManager(Base: typeof AsyncLocalStorageContextManager, trace: TraceAPI) {
   return class SampledContextManager extends Base {
-    override with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(context: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+    override with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+      context: Context,
+      fn: F,
+      thisArg?: ThisParameterType<F>,
+      ...args: A
+    ): ReturnType<F> {
       const span = trace.getSpan(context);
       if ((span?.isRecording() === false || context === ROOT_CONTEXT) && !trace.getSpan(this.active())?.isRecording()) {
         return fn.apply(thisArg, args);
@@ -58,7 +63,14 @@ export function sampledContextManager(Base: typeof AsyncLocalStorageContextManag
 export async function startTracing(): Promise<void> {
   // ES modules are instrumented as they are imported, through a loader hook: pg and ioredis only.
   register('@opentelemetry/instrumentation/hook.mjs', import.meta.url, { data: { include: ['pg', 'ioredis'] } });
-  const [{ trace }, { AsyncLocalStorageContextManager }, { NodeSDK }, { FastifyOtelInstrumentation }, { PgInstrumentation }, { IORedisInstrumentation }] = await Promise.all([
+  const [
+    { trace },
+    { AsyncLocalStorageContextManager },
+    { NodeSDK },
+    { FastifyOtelInstrumentation },
+    { PgInstrumentation },
+    { IORedisInstrumentation },
+  ] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/context-async-hooks'),
     import('@opentelemetry/sdk-node'),
@@ -103,7 +115,11 @@ export async function startTracing(): Promise<void> {
         requireParentSpan: true,
         requestHook: withoutErrorText,
       }),
-      new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command: string) => command, requestHook: withoutErrorText }),
+      new IORedisInstrumentation({
+        requireParentSpan: true,
+        dbStatementSerializer: (command: string) => command,
+        requestHook: withoutErrorText,
+      }),
     ],
   });
   sdk.start();

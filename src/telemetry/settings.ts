@@ -7,7 +7,10 @@ export function tracingWanted(env: NodeJS.ProcessEnv): boolean {
   const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT;
   if (!endpoint) return false;
   if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true') return false;
-  return !(env.OTEL_TRACES_EXPORTER ?? '').split(',').map((e) => e.trim().toLowerCase()).includes('none');
+  return !(env.OTEL_TRACES_EXPORTER ?? '')
+    .split(',')
+    .map((e) => e.trim().toLowerCase())
+    .includes('none');
 }
 
 /** Where the request span's context is kept on a Fastify request, for its log line (set in sdk.ts, read in spans.ts). */

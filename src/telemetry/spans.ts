@@ -1,4 +1,14 @@
-import { context as contexts, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Span, type SpanContext } from '@opentelemetry/api';
+import {
+  context as contexts,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  TraceFlags,
+  type Attributes,
+  type Span,
+  type SpanContext,
+} from '@opentelemetry/api';
 import { REQUEST_TRACE } from './settings.ts';
 
 /**
@@ -48,9 +58,20 @@ async function settle<T>(span: Span, outcome: Promise<T>): Promise<T> {
  * (`traceParent`, stored with the event), so that the trace goes from the request to the delivery.
  * `work` gets the attempt's own `traceparent` to send, or null when there is nothing to join.
  */
-export async function inAttemptSpan<T>(traceParent: string | null, attributes: Attributes, work: (span: Span, traceParent: string | null) => Promise<T>): Promise<T> {
+export async function inAttemptSpan<T>(
+  traceParent: string | null,
+  attributes: Attributes,
+  work: (span: Span, traceParent: string | null) => Promise<T>,
+): Promise<T> {
   const m = traceParent === null ? null : TRACEPARENT.exec(traceParent);
-  const parent = m ? trace.setSpanContext(ROOT_CONTEXT, { traceId: m[1], spanId: m[2], traceFlags: Number.parseInt(m[3], 16), isRemote: true }) : ROOT_CONTEXT;
+  const parent = m
+    ? trace.setSpanContext(ROOT_CONTEXT, {
+        traceId: m[1],
+        spanId: m[2],
+        traceFlags: Number.parseInt(m[3], 16),
+        isRemote: true,
+      })
+    : ROOT_CONTEXT;
   return tracer.startActiveSpan('webhook attempt', { kind: SpanKind.CLIENT, attributes }, parent, (span) => {
     const context = span.spanContext();
     return settle(span, work(span, trace.isSpanContextValid(context) ? toTraceParent(context) : null));

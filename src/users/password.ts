@@ -16,13 +16,16 @@ const MAXMEM = 256 * 1024 * 1024;
 export function costOf(raw: string | undefined): number {
   if (raw === undefined || raw === '') return 17;
   const cost = Number(raw);
-  if (!Number.isInteger(cost) || cost < 14 || cost > 20) throw new Error(`PASSWORD_HASH_COST must be a whole number from 14 to 20, got '${raw}'`);
+  if (!Number.isInteger(cost) || cost < 14 || cost > 20)
+    throw new Error(`PASSWORD_HASH_COST must be a whole number from 14 to 20, got '${raw}'`);
   return cost;
 }
 
 function derive(password: string, salt: Buffer, nLog2: number, r: number, p: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFC'), salt, KEY_LENGTH, { N: 2 ** nLog2, r, p, maxmem: MAXMEM }, (error, key) => (error ? reject(error) : resolve(key)));
+    scrypt(password.normalize('NFC'), salt, KEY_LENGTH, { N: 2 ** nLog2, r, p, maxmem: MAXMEM }, (error, key) =>
+      error ? reject(error) : resolve(key),
+    );
   });
 }
 

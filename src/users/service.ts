@@ -30,24 +30,48 @@ export async function createUser(ctx: WriteContext, input: NewUser) {
   if (await findUserByEmail(ctx.trx, email)) throw conflict('A user with this email already exists');
   const password = input.password ?? generatePassword();
   const id = newId('usr');
-  await ctx.trx.insertInto('users').values({
-    id, business_id: ctx.businessId, email, name, role: input.role, password_hash: await hashPassword(password),
-    status: 'active', created_at: ctx.now, updated_at: ctx.now,
-  }).execute();
+  await ctx.trx
+    .insertInto('users')
+    .values({
+      id,
+      business_id: ctx.businessId,
+      email,
+      name,
+      role: input.role,
+      password_hash: await hashPassword(password),
+      status: 'active',
+      created_at: ctx.now,
+      updated_at: ctx.now,
+    })
+    .execute();
   const user = toUser((await findUser(ctx.trx, ctx.businessId, id))!);
   ctx.emit(createdEvent('user', user));
   return { user, password };
 }
 
 /** Changes a user's role or status; disabling also ends every session of theirs. */
-export async function updateUser(ctx: WriteContext, id: string, change: { role?: Role; status?: 'active' | 'disabled' }) {
+export async function updateUser(
+  ctx: WriteContext,
+  id: string,
+  change: { role?: Role; status?: 'active' | 'disabled' },
+) {
   const row = await findUser(ctx.trx, ctx.businessId, id);
   if (!row) throw notFound('User not found');
-  if (change.role !== undefined && !ROLES.includes(change.role)) throw validationError({ role: `Must be one of ${ROLES.join(', ')}` });
+  if (change.role !== undefined && !ROLES.includes(change.role))
+    throw validationError({ role: `Must be one of ${ROLES.join(', ')}` });
   const before = toUser(row);
-  await ctx.trx.updateTable('users').set({ ...change, updated_at: ctx.now }).where('id', '=', id).execute();
+  await ctx.trx
+    .updateTable('users')
+    .set({ ...change, updated_at: ctx.now })
+    .where('id', '=', id)
+    .execute();
   if (change.status === 'disabled') {
-    await ctx.trx.updateTable('sessions').set({ revoked_at: ctx.now }).where('user_id', '=', id).where('revoked_at', 'is', null).execute();
+    await ctx.trx
+      .updateTable('sessions')
+      .set({ revoked_at: ctx.now })
+      .where('user_id', '=', id)
+      .where('revoked_at', 'is', null)
+      .execute();
   }
   const after = toUser((await findUser(ctx.trx, ctx.businessId, id))!);
   ctx.emit(updatedEvent('user', before, after));
@@ -63,10 +87,26 @@ export async function updateUser(ctx: WriteContext, id: string, change: { role?:
 export async function setPassword(ctx: WriteContext, id: string, password: string, keepSession?: string) {
   const row = await findUser(ctx.trx, ctx.businessId, id);
   if (!row) throw notFound('User not found');
-  if (password.length < 12 || password.length > 200) throw validationError({ password: 'Must be 12 to 200 characters' });
-  await ctx.trx.updateTable('users').set({ password_hash: await hashPassword(password), updated_at: ctx.now }).where('id', '=', id).execute();
-  await ctx.trx.updateTable('sessions').set({ revoked_at: ctx.now }).where('user_id', '=', id).where('revoked_at', 'is', null)
-    .$if(keepSession !== undefined, (q) => q.where('id_hash', '!=', keepSession!)).execute();
+  if (password.length < 12 || password.length > 200)
+    throw validationError({ password: 'Must be 12 to 200 characters' });
+  await ctx.trx
+    .updateTable('users')
+    .set({ password_hash: await hashPassword(password), updated_at: ctx.now })
+    .where('id', '=', id)
+    .execute();
+  await ctx.trx
+    .updateTable('sessions')
+    .set({ revoked_at: ctx.now })
+    .where('user_id', '=', id)
+    .where('revoked_at', 'is', null)
+    .$if(keepSession !== undefined, (q) => q.where('id_hash', '!=', keepSession!))
+    .execute();
   const own = ctx.actor.type === 'user' && ctx.actor.id === id;
-  ctx.emit(namedEvent('user', own ? 'password_changed' : 'password_reset', toUser((await findUser(ctx.trx, ctx.businessId, id))!)));
+  ctx.emit(
+    namedEvent(
+      'user',
+      own ? 'password_changed' : 'password_reset',
+      toUser((await findUser(ctx.trx, ctx.businessId, id))!),
+    ),
+  );
 }

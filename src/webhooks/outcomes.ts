@@ -60,7 +60,10 @@ export function createOutcomeRecorder(deps: OutcomeRecorderDeps) {
       timer = undefined;
       flush();
     } else {
-      timer ??= setTimeout(() => { timer = undefined; flush(); }, 5);
+      timer ??= setTimeout(() => {
+        timer = undefined;
+        flush();
+      }, 5);
     }
   }
 
@@ -73,7 +76,10 @@ export function createOutcomeRecorder(deps: OutcomeRecorderDeps) {
           const ended = await writes.run({ businessId, actor: SYSTEM }, (ctx) => record(ctx, group));
           for (const outcome of ended) deps.deliveries?.inc({ outcome });
         } catch (error) {
-          log.warn({ err: error, deliveries: group.length }, 'webhook worker: outcomes failed to record; their lease will bring them back');
+          log.warn(
+            { err: error, deliveries: group.length },
+            'webhook worker: outcomes failed to record; their lease will bring them back',
+          );
         }
         unrecorded -= group.length;
       }
@@ -95,11 +101,29 @@ export function createOutcomeRecorder(deps: OutcomeRecorderDeps) {
     // Only while the lease token still matches: a delivery another instance took over (this one
     // outlived its lease) keeps that instance's outcome.
     const succeeded = new Set<string>();
-    for (const [token, group] of groupBy(decided.filter((o) => o.outcome === 'succeeded'), (o) => o.claim.lease_token)) {
-      const rows = await trx.updateTable('webhook_deliveries')
-        .set({ status: 'succeeded', attempts: sql<number>`attempts + 1`, due_at: now, finished_at: now, lease_token: null })
-        .where(anyOf(trx, 'id', group.map((o) => o.claim.id))).where('lease_token', '=', token)
-        .returning('id').execute();
+    for (const [token, group] of groupBy(
+      decided.filter((o) => o.outcome === 'succeeded'),
+      (o) => o.claim.lease_token,
+    )) {
+      const rows = await trx
+        .updateTable('webhook_deliveries')
+        .set({
+          status: 'succeeded',
+          attempts: sql<number>`attempts + 1`,
+          due_at: now,
+          finished_at: now,
+          lease_token: null,
+        })
+        .where(
+          anyOf(
+            trx,
+            'id',
+            group.map((o) => o.claim.id),
+          ),
+        )
+        .where('lease_token', '=', token)
+        .returning('id')
+        .execute();
       for (const row of rows) succeeded.add(row.id);
     }
     const healthy = new Set<string>();
@@ -117,33 +141,80 @@ export function createOutcomeRecorder(deps: OutcomeRecorderDeps) {
           const delay = Math.max(schedule[attempt], Math.min(result.retryAfterSeconds ?? 0, 86_400));
           retryAt = new Date(new Date(now).getTime() + delay * 1000).toISOString();
         }
-        const updated = await trx.updateTable('webhook_deliveries')
-          .set({ status: retryAt !== null ? 'pending' : 'failed', attempts: attempt, due_at: retryAt ?? now, finished_at: retryAt === null ? now : null, lease_token: null })
-          .where('id', '=', claim.id).where('lease_token', '=', claim.lease_token).executeTakeFirst();
+        const updated = await trx
+          .updateTable('webhook_deliveries')
+          .set({
+            status: retryAt !== null ? 'pending' : 'failed',
+            attempts: attempt,
+            due_at: retryAt ?? now,
+            finished_at: retryAt === null ? now : null,
+            lease_token: null,
+          })
+          .where('id', '=', claim.id)
+          .where('lease_token', '=', claim.lease_token)
+          .executeTakeFirst();
         if (Number(updated.numUpdatedRows) === 0) continue;
       }
       attemptRows.push([
-        claim.id, attempt, now, result.status, result.latencyMs, result.body,
-        result.error ?? (outcome === 'failed' && result.status !== null ? `Answered ${result.status}` : null), retryAt,
+        claim.id,
+        attempt,
+        now,
+        result.status,
+        result.latencyMs,
+        result.body,
+        result.error ?? (outcome === 'failed' && result.status !== null ? `Answered ${result.status}` : null),
+        retryAt,
       ]);
       if (retryAt === null) {
-        finishedResources.set(claim.endpoint_id, [...(finishedResources.get(claim.endpoint_id) ?? []), claim.resource_key]);
+        finishedResources.set(claim.endpoint_id, [
+          ...(finishedResources.get(claim.endpoint_id) ?? []),
+          claim.resource_key,
+        ]);
         ended.push(outcome);
       }
       (outcome === 'succeeded' ? healthy : outcome === 'gone' ? gone : failing).add(claim.endpoint_id);
     }
     for (const [endpointId, resourceKeys] of finishedResources) await releaseNext(trx, endpointId, resourceKeys, now);
-    await insertRows(trx, 'webhook_attempts', ['delivery_id', 'attempt', 'attempted_at', 'response_status', 'latency_ms', 'response_body', 'error', 'next_attempt_at'], attemptRows);
+    await insertRows(
+      trx,
+      'webhook_attempts',
+      [
+        'delivery_id',
+        'attempt',
+        'attempted_at',
+        'response_status',
+        'latency_ms',
+        'response_body',
+        'error',
+        'next_attempt_at',
+      ],
+      attemptRows,
+    );
     for (const id of healthy) {
-      await trx.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', id).where('failing_since', 'is not', null).execute();
+      await trx
+        .updateTable('webhook_endpoints')
+        .set({ failing_since: null })
+        .where('id', '=', id)
+        .where('failing_since', 'is not', null)
+        .execute();
     }
     for (const id of gone) await changeStatusBySystem(ctx, id, 'disabled');
     for (const id of failing) {
       if (healthy.has(id) || gone.has(id)) continue;
-      await trx.updateTable('webhook_endpoints').set({ failing_since: now }).where('id', '=', id).where('failing_since', 'is', null).execute();
-      const endpoint = await trx.selectFrom('webhook_endpoints').select('failing_since').where('id', '=', id).executeTakeFirst();
+      await trx
+        .updateTable('webhook_endpoints')
+        .set({ failing_since: now })
+        .where('id', '=', id)
+        .where('failing_since', 'is', null)
+        .execute();
+      const endpoint = await trx
+        .selectFrom('webhook_endpoints')
+        .select('failing_since')
+        .where('id', '=', id)
+        .executeTakeFirst();
       const since = endpoint?.failing_since ? new Date(endpoint.failing_since).getTime() : Infinity;
-      if (new Date(now).getTime() - since >= config.pauseAfterSeconds * 1000) await changeStatusBySystem(ctx, id, 'paused');
+      if (new Date(now).getTime() - since >= config.pauseAfterSeconds * 1000)
+        await changeStatusBySystem(ctx, id, 'paused');
     }
     return ended;
   }
@@ -151,7 +222,9 @@ export function createOutcomeRecorder(deps: OutcomeRecorderDeps) {
   return {
     add,
     /** Attempts sent but not yet recorded (the worker bounds them, so a slow database slows claiming). */
-    get unrecorded(): number { return unrecorded; },
+    get unrecorded(): number {
+      return unrecorded;
+    },
     /** Records what waits now, and resolves when every batch so far is recorded. */
     drain(): Promise<void> {
       clearTimeout(timer);

@@ -20,7 +20,11 @@ export interface ClaimedEndpoint {
  * (one read per business), and each endpoint with its secrets (one read, so a rotation or a new URL
  * applies to the next claim; secrets are decrypted once and kept).
  */
-export function createPayloadLoader(db: Kysely<Database>, box: SecretBox, onUnreadable: (endpointId: string, error: unknown) => void) {
+export function createPayloadLoader(
+  db: Kysely<Database>,
+  box: SecretBox,
+  onUnreadable: (endpointId: string, error: unknown) => void,
+) {
   const opened = new Map<string, string>();
 
   function openSecret(sealed: string): string {
@@ -36,9 +40,22 @@ export function createPayloadLoader(db: Kysely<Database>, box: SecretBox, onUnre
   /** Each claim's body, and the `traceparent` its event was appended under (src/telemetry), where there is one. */
   async function bodies(claims: Claim[], traceParents: Map<string, string>): Promise<Map<string, string>> {
     const found = new Map<string, string>();
-    for (const [businessId, group] of groupBy(claims.filter((c) => c.payload === null), (c) => c.business_id)) {
-      const rows = await db.selectFrom('events').selectAll().where('business_id', '=', businessId)
-        .where(anyOfNumbers(db, 'sequence', group.map((c) => Number(c.sequence)))).execute();
+    for (const [businessId, group] of groupBy(
+      claims.filter((c) => c.payload === null),
+      (c) => c.business_id,
+    )) {
+      const rows = await db
+        .selectFrom('events')
+        .selectAll()
+        .where('business_id', '=', businessId)
+        .where(
+          anyOfNumbers(
+            db,
+            'sequence',
+            group.map((c) => Number(c.sequence)),
+          ),
+        )
+        .execute();
       const bySequence = new Map(rows.map((r) => [Number(r.sequence), r]));
       for (const claim of group) {
         const row = bySequence.get(Number(claim.sequence));
@@ -52,11 +69,18 @@ export function createPayloadLoader(db: Kysely<Database>, box: SecretBox, onUnre
 
   async function endpoints(claims: Claim[]): Promise<Map<string, ClaimedEndpoint>> {
     const ids = [...new Set(claims.map((c) => c.endpoint_id))];
-    const rows = await db.selectFrom('webhook_endpoints').selectAll().where(anyOf(db, 'id', ids)).execute();
+    const rows = await db
+      .selectFrom('webhook_endpoints')
+      .selectAll()
+      .where(anyOf(db, 'id', ids))
+      .execute();
     const found = new Map<string, ClaimedEndpoint>();
     for (const row of rows) {
       try {
-        found.set(row.id, { row, secrets: [openSecret(row.secret), ...(row.previous_secret ? [openSecret(row.previous_secret)] : [])] });
+        found.set(row.id, {
+          row,
+          secrets: [openSecret(row.secret), ...(row.previous_secret ? [openSecret(row.previous_secret)] : [])],
+        });
       } catch (error) {
         // A secret no key of SECRET_KEY opens: this endpoint's deliveries wait (their leases lapse), the batch's others go.
         onUnreadable(row.id, error);
@@ -72,7 +96,8 @@ export function createPayloadLoader(db: Kysely<Database>, box: SecretBox, onUnre
       // An endpoint a key without margin:read set up gets its events without cost fields.
       for (const claim of claims) {
         const body = found.get(claim.id);
-        if (body !== undefined && byId.get(claim.endpoint_id)?.row.hides_margin) found.set(claim.id, jsonWithoutMargin(body));
+        if (body !== undefined && byId.get(claim.endpoint_id)?.row.hides_margin)
+          found.set(claim.id, jsonWithoutMargin(body));
       }
       return { bodies: found, endpoints: byId, traceParents };
     },
@@ -80,8 +105,14 @@ export function createPayloadLoader(db: Kysely<Database>, box: SecretBox, onUnre
 }
 
 /** Standard Webhooks headers for one attempt: both secrets sign while a rotation's grace period runs. */
-export function signedHeaders(endpoint: ClaimedEndpoint, eventId: string, body: string, now: number): Record<string, string> {
-  const graceEnds = endpoint.row.previous_secret_expires_at === null ? 0 : new Date(endpoint.row.previous_secret_expires_at).getTime();
+export function signedHeaders(
+  endpoint: ClaimedEndpoint,
+  eventId: string,
+  body: string,
+  now: number,
+): Record<string, string> {
+  const graceEnds =
+    endpoint.row.previous_secret_expires_at === null ? 0 : new Date(endpoint.row.previous_secret_expires_at).getTime();
   const secrets = endpoint.secrets.length > 1 && graceEnds <= now ? endpoint.secrets.slice(0, 1) : endpoint.secrets;
   const timestamp = Math.floor(now / 1000);
   return {

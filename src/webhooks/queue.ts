@@ -36,23 +36,50 @@ interface EventHead {
  * endpoint never receives an event of a resource before the earlier ones, and other resources do
  * not wait.
  */
-async function queueDeliveries(ctx: WriteContext, endpointId: string, heads: EventHead[], replay: boolean): Promise<number> {
+async function queueDeliveries(
+  ctx: WriteContext,
+  endpointId: string,
+  heads: EventHead[],
+  replay: boolean,
+): Promise<number> {
   if (heads.length === 0) return 0;
   const { trx } = ctx;
   const keys = [...new Set(heads.map((h) => `${h.resource_type}:${h.resource_id}`))];
-  const busy = new Set((await trx.selectFrom('webhook_deliveries').select('resource_key').distinct()
-    .where('endpoint_id', '=', endpointId).where('status', 'in', ACTIVE).where(anyOf(trx, 'resource_key', keys)).execute())
-    .map((r) => r.resource_key));
+  const busy = new Set(
+    (
+      await trx
+        .selectFrom('webhook_deliveries')
+        .select('resource_key')
+        .distinct()
+        .where('endpoint_id', '=', endpointId)
+        .where('status', 'in', ACTIVE)
+        .where(anyOf(trx, 'resource_key', keys))
+        .execute()
+    ).map((r) => r.resource_key),
+  );
   const rows = heads.map((h) => {
     const key = `${h.resource_type}:${h.resource_id}`;
     const status = busy.has(key) ? 'queued' : 'pending';
     busy.add(key);
     return [newId('whd'), Number(h.sequence), h.id, h.type, key, status];
   });
-  await insertRows(trx, 'webhook_deliveries', ['id', 'sequence', 'event_id', 'event_type', 'resource_key', 'status'], rows, {
-    business_id: ctx.businessId, endpoint_id: endpointId, payload: null, replay: replay ? '1' : '0', attempts: 0,
-    due_at: ctx.now, lease_token: null, created_at: ctx.now, finished_at: null,
-  });
+  await insertRows(
+    trx,
+    'webhook_deliveries',
+    ['id', 'sequence', 'event_id', 'event_type', 'resource_key', 'status'],
+    rows,
+    {
+      business_id: ctx.businessId,
+      endpoint_id: endpointId,
+      payload: null,
+      replay: replay ? '1' : '0',
+      attempts: 0,
+      due_at: ctx.now,
+      lease_token: null,
+      created_at: ctx.now,
+      finished_at: null,
+    },
+  );
   return rows.length;
 }
 
@@ -61,9 +88,16 @@ async function queueDeliveries(ctx: WriteContext, endpointId: string, heads: Eve
  * the feed's own filtered read (src/events/repository.ts), and the sequence they take it to: the
  * last one's when the batch is full, else `bound`, past the events the types skip.
  */
-async function eventHeads(db: Db, businessId: string, filter: Filters, after: number, bound: number): Promise<{ heads: EventHead[]; until: number }> {
+async function eventHeads(
+  db: Db,
+  businessId: string,
+  filter: Filters,
+  after: number,
+  bound: number,
+): Promise<{ heads: EventHead[]; until: number }> {
   const rows = await filteredEvents(db, businessId, filter, { after, bound }, QUEUE_BATCH + 1, 'asc')
-    .select(['sequence', 'id', 'type', 'resource_type', 'resource_id']).execute();
+    .select(['sequence', 'id', 'type', 'resource_type', 'resource_id'])
+    .execute();
   const page = pageOf(rows, QUEUE_BATCH, bound);
   return { heads: page.items, until: page.lastSequence };
 }
@@ -77,7 +111,14 @@ async function eventHeads(db: Db, businessId: string, filter: Filters, after: nu
  */
 export async function lockEndpoints(db: Db, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
-  await forUpdate(db, db.selectFrom('webhook_endpoints').select('id').where(anyOf(db, 'id', [...ids].sort())).orderBy('id')).execute();
+  await forUpdate(
+    db,
+    db
+      .selectFrom('webhook_endpoints')
+      .select('id')
+      .where(anyOf(db, 'id', [...ids].sort()))
+      .orderBy('id'),
+  ).execute();
 }
 
 /**
@@ -88,7 +129,10 @@ export const ENDPOINT_HELD = -1;
 
 /** Takes the endpoint's row for this transaction; on PostgreSQL, skips it when another instance holds it. */
 async function lockEndpoint(db: Db, id: string) {
-  return forUpdateSkipLocked(db, db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id)).executeTakeFirst();
+  return forUpdateSkipLocked(
+    db,
+    db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id),
+  ).executeTakeFirst();
 }
 
 /**
@@ -104,7 +148,13 @@ export async function queueFromLog(ctx: WriteContext, endpointId: string): Promi
   const cursor = Number(endpoint.cursor_sequence);
   const latest = await lastSequence(ctx.trx, ctx.businessId);
   if (latest <= cursor) return 0;
-  const { heads, until } = await eventHeads(ctx.trx, ctx.businessId, endpointFilter(endpoint.event_types), cursor, latest);
+  const { heads, until } = await eventHeads(
+    ctx.trx,
+    ctx.businessId,
+    endpointFilter(endpoint.event_types),
+    cursor,
+    latest,
+  );
   await queueDeliveries(ctx, endpointId, heads, false);
   await ctx.trx.updateTable('webhook_endpoints').set({ cursor_sequence: until }).where('id', '=', endpointId).execute();
   return until - cursor;
@@ -112,17 +162,30 @@ export async function queueFromLog(ctx: WriteContext, endpointId: string): Promi
 
 /** As `queueFromLog`, for a replay: its range's events again, 500 per pass, in order. */
 export async function queueFromReplay(ctx: WriteContext, replayId: string): Promise<number> {
-  const replay = await ctx.trx.selectFrom('webhook_replays').selectAll().where('id', '=', replayId).where('finished_at', 'is', null).executeTakeFirst();
+  const replay = await ctx.trx
+    .selectFrom('webhook_replays')
+    .selectAll()
+    .where('id', '=', replayId)
+    .where('finished_at', 'is', null)
+    .executeTakeFirst();
   if (!replay) return 0;
   const endpoint = await lockEndpoint(ctx.trx, replay.endpoint_id);
   if (!endpoint) return ENDPOINT_HELD;
   if (endpoint.status !== 'enabled' || endpoint.deleted_at !== null) return 0;
   const cursor = Number(replay.cursor_sequence);
-  const { heads, until } = await eventHeads(ctx.trx, ctx.businessId, endpointFilter(endpoint.event_types), cursor, Number(replay.until_sequence));
+  const { heads, until } = await eventHeads(
+    ctx.trx,
+    ctx.businessId,
+    endpointFilter(endpoint.event_types),
+    cursor,
+    Number(replay.until_sequence),
+  );
   await queueDeliveries(ctx, endpoint.id, heads, true);
-  await ctx.trx.updateTable('webhook_replays')
+  await ctx.trx
+    .updateTable('webhook_replays')
     .set({ cursor_sequence: until, finished_at: until >= Number(replay.until_sequence) ? ctx.now : null })
-    .where('id', '=', replayId).execute();
+    .where('id', '=', replayId)
+    .execute();
   return Math.max(1, until - cursor);
 }
 
@@ -131,13 +194,23 @@ export async function queueFromReplay(ctx: WriteContext, replayId: string): Prom
  * every business with an enabled endpoint (`watched`: only their commits need to wake the worker).
  */
 export async function queueWork(db: Db) {
-  const enabled = await db.selectFrom('webhook_endpoints as e')
-    .leftJoin('business_counters as c', (join) => join.onRef('c.business_id', '=', 'e.business_id').on('c.name', '=', 'event'))
-    .select(['e.id', 'e.business_id', 'e.cursor_sequence', 'c.value']).where('e.status', '=', 'enabled').where(whereLive('e'))
+  const enabled = await db
+    .selectFrom('webhook_endpoints as e')
+    .leftJoin('business_counters as c', (join) =>
+      join.onRef('c.business_id', '=', 'e.business_id').on('c.name', '=', 'event'),
+    )
+    .select(['e.id', 'e.business_id', 'e.cursor_sequence', 'c.value'])
+    .where('e.status', '=', 'enabled')
+    .where(whereLive('e'))
     .execute();
   const endpoints = enabled.filter((e) => e.value !== null && Number(e.value) > Number(e.cursor_sequence));
-  const replays = await db.selectFrom('webhook_replays as r').innerJoin('webhook_endpoints as e', 'e.id', 'r.endpoint_id')
-    .select(['r.id', 'r.business_id']).where('r.finished_at', 'is', null).where('e.status', '=', 'enabled').where(whereLive('e'))
+  const replays = await db
+    .selectFrom('webhook_replays as r')
+    .innerJoin('webhook_endpoints as e', 'e.id', 'r.endpoint_id')
+    .select(['r.id', 'r.business_id'])
+    .where('r.finished_at', 'is', null)
+    .where('e.status', '=', 'enabled')
+    .where(whereLive('e'))
     .execute();
   return { endpoints, replays, watched: new Set(enabled.map((e) => e.business_id)) };
 }
@@ -153,13 +226,33 @@ export async function refreshStatistics(db: Db): Promise<void> {
 }
 
 /** A test event's delivery: its body is kept with it, and it waits for nothing. */
-export async function queueTestDelivery(ctx: WriteContext, endpointId: string, eventId: string, payload: string): Promise<string> {
+export async function queueTestDelivery(
+  ctx: WriteContext,
+  endpointId: string,
+  eventId: string,
+  payload: string,
+): Promise<string> {
   const id = newId('whd');
-  await ctx.trx.insertInto('webhook_deliveries').values({
-    id, business_id: ctx.businessId, endpoint_id: endpointId, sequence: null, event_id: eventId, event_type: 'webhook.test',
-    resource_key: `test:${id}`, payload, replay: 0, status: 'pending', attempts: 0, due_at: ctx.now, lease_token: null,
-    created_at: ctx.now, finished_at: null,
-  }).execute();
+  await ctx.trx
+    .insertInto('webhook_deliveries')
+    .values({
+      id,
+      business_id: ctx.businessId,
+      endpoint_id: endpointId,
+      sequence: null,
+      event_id: eventId,
+      event_type: 'webhook.test',
+      resource_key: `test:${id}`,
+      payload,
+      replay: 0,
+      status: 'pending',
+      attempts: 0,
+      due_at: ctx.now,
+      lease_token: null,
+      created_at: ctx.now,
+      finished_at: null,
+    })
+    .execute();
   return id;
 }
 
@@ -183,11 +276,14 @@ export interface Claim {
 export async function claimDeliveries(db: Db, now: string, leaseUntil: string, limit: number): Promise<Claim[]> {
   const token = newId('whd');
   const lock = skipLockedClause(db, 'd');
-  const { rows } = await sql<Claim>`update webhook_deliveries set status = 'delivering', due_at = ${leaseUntil}, lease_token = ${token}
+  const { rows } =
+    await sql<Claim>`update webhook_deliveries set status = 'delivering', due_at = ${leaseUntil}, lease_token = ${token}
     where id in (select d.id from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
       where d.status in ('pending', 'delivering') and d.due_at <= ${now} and e.status = 'enabled' and ${whereLive('e')}
       order by d.due_at limit ${limit} ${lock})
-    returning id, business_id, endpoint_id, sequence, event_id, resource_key, payload, attempts, lease_token`.execute(db);
+    returning id, business_id, endpoint_id, sequence, event_id, resource_key, payload, attempts, lease_token`.execute(
+      db,
+    );
   return rows;
 }
 
@@ -221,18 +317,30 @@ export async function releaseNext(db: Db, endpointId: string, resourceKeys: stri
 
 /** Drops an endpoint's backlog: what is queued or pending is cancelled (deliveries in flight finish). */
 export async function cancelBacklog(db: Db, endpointId: string, now: string): Promise<void> {
-  await db.updateTable('webhook_deliveries').set({ status: 'cancelled', finished_at: now })
-    .where('endpoint_id', '=', endpointId).where('status', 'in', ['queued', 'pending']).execute();
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'cancelled', finished_at: now })
+    .where('endpoint_id', '=', endpointId)
+    .where('status', 'in', ['queued', 'pending'])
+    .execute();
 }
 
 /** Finished deliveries older than `before` go, with their attempts, in batches. */
 export async function purgeDeliveriesBefore(db: Db, before: string, batch = 5_000): Promise<number> {
   let total = 0;
   for (;;) {
-    const ids = (await db.selectFrom('webhook_deliveries').select('id').where('finished_at', '<', before).limit(batch).execute()).map((r) => r.id);
+    const ids = (
+      await db.selectFrom('webhook_deliveries').select('id').where('finished_at', '<', before).limit(batch).execute()
+    ).map((r) => r.id);
     if (ids.length === 0) return total;
-    await db.deleteFrom('webhook_attempts').where(anyOf(db, 'delivery_id', ids)).execute();
-    await db.deleteFrom('webhook_deliveries').where(anyOf(db, 'id', ids)).execute();
+    await db
+      .deleteFrom('webhook_attempts')
+      .where(anyOf(db, 'delivery_id', ids))
+      .execute();
+    await db
+      .deleteFrom('webhook_deliveries')
+      .where(anyOf(db, 'id', ids))
+      .execute();
     total += ids.length;
     if (ids.length < batch) return total;
     await nextTurn();

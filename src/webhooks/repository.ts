@@ -8,15 +8,24 @@ import type { DeliveryStatus } from './table.ts';
 
 /** A live endpoint's row (deleted ones are gone to every reader), or undefined; with `lock`, locked until the transaction ends. */
 export async function findEndpointRow(db: Db, businessId: string, id: string, lock = false) {
-  const query = db.selectFrom('webhook_endpoints').selectAll()
-    .where('business_id', '=', businessId).where('id', '=', id).where(whereLive());
+  const query = db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('id', '=', id)
+    .where(whereLive());
   return (lock ? forUpdate(db, query) : query).executeTakeFirst();
 }
 
 export type EndpointRow = NonNullable<Awaited<ReturnType<typeof findEndpointRow>>>;
 
 /** A page of the business's live endpoints, oldest first (by id, which grows with time), by number or after a cursor's place. */
-export async function listEndpoints(db: Db, businessId: string, paging: Paging, now: string): Promise<Page<WebhookEndpoint>> {
+export async function listEndpoints(
+  db: Db,
+  businessId: string,
+  paging: Paging,
+  now: string,
+): Promise<Page<WebhookEndpoint>> {
   const live = db.selectFrom('webhook_endpoints').where('business_id', '=', businessId).where(whereLive());
   const page = paging.after ? live.where('id', '>', paging.after.id) : live.offset(offsetOf(paging.page, paging.limit));
   const [rows, count] = await Promise.all([
@@ -25,7 +34,13 @@ export async function listEndpoints(db: Db, businessId: string, paging: Paging, 
   ]);
   const total = Number(count.n);
   const next = nextOf(rows, paging, total);
-  return { items: rows.map((r) => toEndpoint(r, now)), total, page: paging.page, pageSize: paging.limit, next: next && { createdAt: null, id: next.id } };
+  return {
+    items: rows.map((r) => toEndpoint(r, now)),
+    total,
+    page: paging.page,
+    pageSize: paging.limit,
+    next: next && { createdAt: null, id: next.id },
+  };
 }
 
 export interface DeliveryFilter {
@@ -40,19 +55,42 @@ export interface DeliveryFilter {
 
 /** An endpoint's deliveries, oldest first (or newest first), each with its attempts. */
 export async function listDeliveries(db: Db, businessId: string, endpointId: string, filter: DeliveryFilter) {
-  let query = db.selectFrom('webhook_deliveries').selectAll()
-    .where('business_id', '=', businessId).where('endpoint_id', '=', endpointId);
+  let query = db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('endpoint_id', '=', endpointId);
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.newestFirst) {
     if (filter.before) query = query.where('id', '<', filter.before);
   } else if (filter.after) query = query.where('id', '>', filter.after);
-  const rows = await query.orderBy('id', filter.newestFirst ? 'desc' : 'asc').limit(filter.limit + 1).execute();
+  const rows = await query
+    .orderBy('id', filter.newestFirst ? 'desc' : 'asc')
+    .limit(filter.limit + 1)
+    .execute();
   const hasMore = rows.length > filter.limit;
   const page = rows.slice(0, filter.limit);
-  const attempts = page.length === 0 ? [] : await db.selectFrom('webhook_attempts').selectAll()
-    .where('delivery_id', 'in', page.map((r) => r.id)).orderBy('delivery_id').orderBy('attempt').execute();
+  const attempts =
+    page.length === 0
+      ? []
+      : await db
+          .selectFrom('webhook_attempts')
+          .selectAll()
+          .where(
+            'delivery_id',
+            'in',
+            page.map((r) => r.id),
+          )
+          .orderBy('delivery_id')
+          .orderBy('attempt')
+          .execute();
   return {
-    items: page.map((row) => toDelivery(row, attempts.filter((a) => a.delivery_id === row.id))),
+    items: page.map((row) =>
+      toDelivery(
+        row,
+        attempts.filter((a) => a.delivery_id === row.id),
+      ),
+    ),
     hasMore,
   };
 }

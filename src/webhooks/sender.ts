@@ -45,7 +45,12 @@ export function createSender(options: SenderOptions) {
   function send(url: string, headers: Record<string, string>, body: string): Promise<SendResult> {
     const started = performance.now();
     const finish = (partial: Partial<SendResult>): SendResult => ({
-      status: null, body: null, retryAfterSeconds: null, error: null, ...partial, latencyMs: Math.round(performance.now() - started),
+      status: null,
+      body: null,
+      retryAfterSeconds: null,
+      error: null,
+      ...partial,
+      latencyMs: Math.round(performance.now() - started),
     });
     let target: URL;
     try {
@@ -55,7 +60,9 @@ export function createSender(options: SenderOptions) {
       }
       if (!options.allowPrivateNetworks) checkLiteralHost(target.hostname);
     } catch (error) {
-      return Promise.resolve(finish({ error: error instanceof BlockedAddressError ? error.message : 'The URL is not valid' }));
+      return Promise.resolve(
+        finish({ error: error instanceof BlockedAddressError ? error.message : 'The URL is not valid' }),
+      );
     }
     const payload = Buffer.from(body);
     return new Promise((resolve) => {
@@ -67,38 +74,52 @@ export function createSender(options: SenderOptions) {
         resolve(result);
       };
       const client = target.protocol === 'https:' ? https : http;
-      const request = client.request(target, {
-        method: 'POST',
-        agent: agents[target.protocol as 'http:' | 'https:'],
-        headers: { ...headers, 'content-type': 'application/json', 'content-length': String(payload.length), 'user-agent': 'Supplyline-Webhooks/1' },
-      }, (response) => {
-        const chunks: Buffer[] = [];
-        let read = 0;
-        const status = response.statusCode ?? null;
-        const complete = () => done(finish({
-          status,
-          body: Buffer.concat(chunks).subarray(0, BODY_KEPT).toString('utf8'),
-          retryAfterSeconds: status === 429 || status === 503 ? retryAfterSeconds(response.headers['retry-after']) : null,
-        }));
-        response.on('data', (chunk: Buffer) => {
-          if (read < BODY_KEPT) chunks.push(chunk);
-          read += chunk.length;
-          if (read > BODY_READ) {
-            response.destroy();
-            complete();
-          }
-        });
-        response.on('end', complete);
-        response.on('error', complete);
-      });
+      const request = client.request(
+        target,
+        {
+          method: 'POST',
+          agent: agents[target.protocol as 'http:' | 'https:'],
+          headers: {
+            ...headers,
+            'content-type': 'application/json',
+            'content-length': String(payload.length),
+            'user-agent': 'Supplyline-Webhooks/1',
+          },
+        },
+        (response) => {
+          const chunks: Buffer[] = [];
+          let read = 0;
+          const status = response.statusCode ?? null;
+          const complete = () =>
+            done(
+              finish({
+                status,
+                body: Buffer.concat(chunks).subarray(0, BODY_KEPT).toString('utf8'),
+                retryAfterSeconds:
+                  status === 429 || status === 503 ? retryAfterSeconds(response.headers['retry-after']) : null,
+              }),
+            );
+          response.on('data', (chunk: Buffer) => {
+            if (read < BODY_KEPT) chunks.push(chunk);
+            read += chunk.length;
+            if (read > BODY_READ) {
+              response.destroy();
+              complete();
+            }
+          });
+          response.on('end', complete);
+          response.on('error', complete);
+        },
+      );
       const timer = setTimeout(() => {
         request.destroy();
         done(finish({ error: `No response within ${options.timeoutMs} ms` }));
       }, options.timeoutMs);
       request.on('error', (error: NodeJS.ErrnoException) => {
-        const reason = error instanceof BlockedAddressError || error.code === 'EBLOCKEDADDRESS'
-          ? error.message
-          : `Could not deliver: ${error.code ?? 'connection failed'}`;
+        const reason =
+          error instanceof BlockedAddressError || error.code === 'EBLOCKEDADDRESS'
+            ? error.message
+            : `Could not deliver: ${error.code ?? 'connection failed'}`;
         done(finish({ error: reason }));
       });
       request.end(payload);

@@ -31,7 +31,10 @@ function checkUrl(raw: string, settings: WebhookSettings): void {
     throw validationError({ url: 'Must be an absolute URL' });
   }
   const schemes = settings.allowPrivateNetworks ? ['https:', 'http:'] : ['https:'];
-  if (!schemes.includes(url.protocol)) throw validationError({ url: settings.allowPrivateNetworks ? 'Must be an https or http URL' : 'Must be an https URL' });
+  if (!schemes.includes(url.protocol))
+    throw validationError({
+      url: settings.allowPrivateNetworks ? 'Must be an https or http URL' : 'Must be an https URL',
+    });
   if (url.username !== '' || url.password !== '') throw validationError({ url: 'Must not contain credentials' });
   if (url.hash !== '') throw validationError({ url: 'Must not contain a fragment (#...)' });
   const literal = literalAddressOf(url.hostname);
@@ -53,17 +56,35 @@ const reload = async (ctx: WriteContext, id: string) => toEndpoint(await liveEnd
  * Creates an endpoint and its secret; deliveries start with the events after this write. A key
  * without margin:read makes an endpoint whose deliveries leave out cost fields (`hidesMargin`).
  */
-export async function createEndpoint(ctx: WriteContext, input: CreateWebhookEndpointInput, settings: WebhookSettings, hidesMargin = false) {
+export async function createEndpoint(
+  ctx: WriteContext,
+  input: CreateWebhookEndpointInput,
+  settings: WebhookSettings,
+  hidesMargin = false,
+) {
   checkUrl(input.url, settings);
   const secret = newWebhookSecret();
   const id = newId('we');
-  await ctx.trx.insertInto('webhook_endpoints').values({
-    id, business_id: ctx.businessId, url: input.url, description: input.description ?? null,
-    event_types: JSON.stringify(input.eventTypes ?? []), status: input.status ?? 'enabled',
-    secret: settings.box.seal(secret), previous_secret: null, previous_secret_expires_at: null,
-    cursor_sequence: await lastSequence(ctx.trx, ctx.businessId), failing_since: null,
-    created_at: ctx.now, updated_at: ctx.now, deleted_at: null, hides_margin: hidesMargin ? 1 : 0,
-  }).execute();
+  await ctx.trx
+    .insertInto('webhook_endpoints')
+    .values({
+      id,
+      business_id: ctx.businessId,
+      url: input.url,
+      description: input.description ?? null,
+      event_types: JSON.stringify(input.eventTypes ?? []),
+      status: input.status ?? 'enabled',
+      secret: settings.box.seal(secret),
+      previous_secret: null,
+      previous_secret_expires_at: null,
+      cursor_sequence: await lastSequence(ctx.trx, ctx.businessId),
+      failing_since: null,
+      created_at: ctx.now,
+      updated_at: ctx.now,
+      deleted_at: null,
+      hides_margin: hidesMargin ? 1 : 0,
+    })
+    .execute();
   const endpoint = await reload(ctx, id);
   ctx.emit(createdEvent('webhook_endpoint', endpoint));
   return { endpoint, secret };
@@ -83,7 +104,11 @@ function changeEvent(before: WebhookEndpoint, after: WebhookEndpoint) {
  * paused one goes on from where it stopped; either way its failure window starts again. Pausing
  * or disabling keeps `failing_since`, which says why.
  */
-export async function setStatus(ctx: WriteContext, row: EndpointRow, status: EndpointRow['status']): Promise<Partial<EndpointRow>> {
+export async function setStatus(
+  ctx: WriteContext,
+  row: EndpointRow,
+  status: EndpointRow['status'],
+): Promise<Partial<EndpointRow>> {
   if (status === row.status) return {};
   if (status === 'disabled') await cancelBacklog(ctx.trx, row.id, ctx.now);
   if (status === 'enabled' && row.status === 'disabled') {
@@ -93,7 +118,13 @@ export async function setStatus(ctx: WriteContext, row: EndpointRow, status: End
 }
 
 /** Changes an endpoint; a key without margin:read hides the margin from its deliveries from now on (never the reverse). */
-export async function updateEndpoint(ctx: WriteContext, id: string, input: UpdateWebhookEndpointInput, settings: WebhookSettings, hidesMargin = false) {
+export async function updateEndpoint(
+  ctx: WriteContext,
+  id: string,
+  input: UpdateWebhookEndpointInput,
+  settings: WebhookSettings,
+  hidesMargin = false,
+) {
   const row = await liveEndpoint(ctx, id);
   const before = toEndpoint(row, ctx.now);
   if (input.url !== undefined) checkUrl(input.url, settings);
@@ -104,26 +135,41 @@ export async function updateEndpoint(ctx: WriteContext, id: string, input: Updat
     ...(input.status !== undefined ? await setStatus(ctx, row, input.status) : {}),
     ...(hidesMargin ? { hides_margin: 1 } : {}),
   };
-  await ctx.trx.updateTable('webhook_endpoints').set({ ...set, updated_at: ctx.now } as never).where('id', '=', id).execute();
+  await ctx.trx
+    .updateTable('webhook_endpoints')
+    .set({ ...set, updated_at: ctx.now } as never)
+    .where('id', '=', id)
+    .execute();
   const after = await reload(ctx, id);
   ctx.emit(changeEvent(before, after));
   return after;
 }
 
 /** The service pauses (failures for too long) or disables (410 Gone) an endpoint, as its own write. */
-export async function changeStatusBySystem(ctx: WriteContext, id: string, status: 'paused' | 'disabled'): Promise<void> {
+export async function changeStatusBySystem(
+  ctx: WriteContext,
+  id: string,
+  status: 'paused' | 'disabled',
+): Promise<void> {
   const row = await findEndpointRow(ctx.trx, ctx.businessId, id, true);
-  if (!row || row.status !== 'enabled') return;
+  if (row?.status !== 'enabled') return;
   const before = toEndpoint(row, ctx.now);
-  await ctx.trx.updateTable('webhook_endpoints').set({ ...(await setStatus(ctx, row, status)), updated_at: ctx.now } as never)
-    .where('id', '=', id).execute();
+  await ctx.trx
+    .updateTable('webhook_endpoints')
+    .set({ ...(await setStatus(ctx, row, status)), updated_at: ctx.now } as never)
+    .where('id', '=', id)
+    .execute();
   ctx.emit(changeEvent(before, await reload(ctx, id)));
 }
 
 export async function deleteEndpoint(ctx: WriteContext, id: string): Promise<void> {
   const row = await liveEndpoint(ctx, id);
   await cancelBacklog(ctx.trx, id, ctx.now);
-  await ctx.trx.updateTable('webhook_endpoints').set({ deleted_at: ctx.now, updated_at: ctx.now }).where('id', '=', id).execute();
+  await ctx.trx
+    .updateTable('webhook_endpoints')
+    .set({ deleted_at: ctx.now, updated_at: ctx.now })
+    .where('id', '=', id)
+    .execute();
   const object: WebhookEndpoint = { ...toEndpoint(row, ctx.now), updatedAt: ctx.now };
   ctx.emit(namedEvent('webhook_endpoint', 'deleted', object));
 }
@@ -134,12 +180,16 @@ export async function rotateSecret(ctx: WriteContext, id: string, graceSeconds: 
   const before = toEndpoint(row, ctx.now);
   const secret = newWebhookSecret();
   const graceEnds = new Date(new Date(ctx.now).getTime() + graceSeconds * 1000).toISOString();
-  await ctx.trx.updateTable('webhook_endpoints').set({
-    secret: settings.box.seal(secret),
-    previous_secret: graceSeconds > 0 ? row.secret : null,
-    previous_secret_expires_at: graceSeconds > 0 ? graceEnds : null,
-    updated_at: ctx.now,
-  }).where('id', '=', id).execute();
+  await ctx.trx
+    .updateTable('webhook_endpoints')
+    .set({
+      secret: settings.box.seal(secret),
+      previous_secret: graceSeconds > 0 ? row.secret : null,
+      previous_secret_expires_at: graceSeconds > 0 ? graceEnds : null,
+      updated_at: ctx.now,
+    })
+    .where('id', '=', id)
+    .execute();
   const endpoint = await reload(ctx, id);
   ctx.emit(updatedEvent('webhook_endpoint', before, endpoint));
   return { endpoint, secret };
@@ -151,8 +201,17 @@ export async function sendTestEvent(ctx: WriteContext, id: string) {
   const endpoint = toEndpoint(row, ctx.now);
   const eventId = newId('evt');
   const event = {
-    id: eventId, sequence: null, type: 'webhook.test', resourceType: 'webhook_endpoint', resourceId: id, resourceVersion: null,
-    occurredAt: ctx.now, actor: ctx.actor, requestId: ctx.requestId, idempotencyKey: ctx.idempotencyKey, data: { object: endpoint },
+    id: eventId,
+    sequence: null,
+    type: 'webhook.test',
+    resourceType: 'webhook_endpoint',
+    resourceId: id,
+    resourceVersion: null,
+    occurredAt: ctx.now,
+    actor: ctx.actor,
+    requestId: ctx.requestId,
+    idempotencyKey: ctx.idempotencyKey,
+    data: { object: endpoint },
   };
   const deliveryId = await queueTestDelivery(ctx, id, eventId, JSON.stringify(event));
   return { deliveryId, eventId, endpointStatus: row.status };
@@ -163,12 +222,33 @@ export async function replayRange(ctx: WriteContext, id: string, after: number, 
   const endpoint = await liveEndpoint(ctx, id);
   const { oldest, latest } = await sequenceRange(ctx.trx, ctx.businessId);
   if (until <= after) throw validationError({ untilSequence: 'Must be greater than afterSequence' });
-  if (until > latest) throw validationError({ untilSequence: `Must be at most the latest event's sequence, ${latest}` });
+  if (until > latest)
+    throw validationError({ untilSequence: `Must be at most the latest event's sequence, ${latest}` });
   if (after < oldest - 1) throw eventsGone(oldest);
-  const open = await ctx.trx.selectFrom('webhook_replays').select((eb) => eb.fn.countAll<number | string>().as('n'))
-    .where('endpoint_id', '=', id).where('finished_at', 'is', null).executeTakeFirstOrThrow();
+  const open = await ctx.trx
+    .selectFrom('webhook_replays')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('endpoint_id', '=', id)
+    .where('finished_at', 'is', null)
+    .executeTakeFirstOrThrow();
   if (Number(open.n) >= 10) throw conflict('This endpoint already has 10 replays in progress; wait for one to finish');
-  const replay = { id: newId('whr'), business_id: ctx.businessId, endpoint_id: id, after_sequence: after, until_sequence: until, cursor_sequence: after, created_at: ctx.now, finished_at: null };
+  const replay = {
+    id: newId('whr'),
+    business_id: ctx.businessId,
+    endpoint_id: id,
+    after_sequence: after,
+    until_sequence: until,
+    cursor_sequence: after,
+    created_at: ctx.now,
+    finished_at: null,
+  };
   await ctx.trx.insertInto('webhook_replays').values(replay).execute();
-  return { id: replay.id, endpointId: id, afterSequence: after, untilSequence: until, createdAt: ctx.now, endpointStatus: endpoint.status };
+  return {
+    id: replay.id,
+    endpointId: id,
+    afterSequence: after,
+    untilSequence: until,
+    createdAt: ctx.now,
+    endpointStatus: endpoint.status,
+  };
 }

@@ -9,8 +9,10 @@ export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString(
  * several signatures, space-separated, and a receiver accepts the message if any one matches.
  */
 export function signatureHeader(secrets: string[], id: string, timestamp: number, body: string): string {
-  return secrets.map((secret) => {
-    const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
-    return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
-  }).join(' ');
+  return secrets
+    .map((secret) => {
+      const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+      return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
+    })
+    .join(' ');
 }

@@ -10,7 +10,16 @@ import { SpanStatusCode } from '@opentelemetry/api';
 import { inAttemptSpan, untraced } from '../telemetry/spans.ts';
 import { createOutcomeRecorder, outcomeOf } from './outcomes.ts';
 import { createPayloadLoader, signedHeaders, type ClaimedEndpoint } from './payloads.ts';
-import { claimDeliveries, ENDPOINT_HELD, nextDue, queueFromLog, queueFromReplay, queueWork, refreshStatistics, type Claim } from './queue.ts';
+import {
+  claimDeliveries,
+  ENDPOINT_HELD,
+  nextDue,
+  queueFromLog,
+  queueFromReplay,
+  queueWork,
+  refreshStatistics,
+  type Claim,
+} from './queue.ts';
 import { createSender } from './sender.ts';
 
 export { registerWebhookGauges } from './gauges.ts';
@@ -45,23 +54,40 @@ export function createWebhookWorker(deps: WorkerDeps) {
   const { db, writes, config, clock, log } = deps;
   const sender = createSender({ timeoutMs: config.timeoutMs, allowPrivateNetworks: config.allowPrivateNetworks });
   const payloads = createPayloadLoader(db, deps.box, (endpointId) =>
-    log.error({ endpointId }, 'webhook worker: an endpoint\'s signing secret cannot be opened with SECRET_KEY; its deliveries wait'));
+    log.error(
+      { endpointId },
+      "webhook worker: an endpoint's signing secret cannot be opened with SECRET_KEY; its deliveries wait",
+    ),
+  );
   // Longer than an attempt can take, with room for recording it; then a dead instance's claim falls due again.
   const leaseMs = 2 * config.timeoutMs + 5_000;
-  const passes = deps.registry && new Counter({
-    name: 'supplyline_webhook_passes_total', help: 'Full passes over the webhook queue by this instance (woken by a watched business\'s commit, a failure, or the idle timer)',
-    registers: [deps.registry],
-  });
+  const passes =
+    deps.registry &&
+    new Counter({
+      name: 'supplyline_webhook_passes_total',
+      help: "Full passes over the webhook queue by this instance (woken by a watched business's commit, a failure, or the idle timer)",
+      registers: [deps.registry],
+    });
   const outcomes = createOutcomeRecorder({
-    writes, config, log,
-    attempts: deps.registry && new Counter({
-      name: 'supplyline_webhook_attempts_total', help: 'Webhook delivery attempts made by this instance, by outcome (succeeded, failed, gone: 410)',
-      labelNames: ['outcome'], registers: [deps.registry],
-    }),
-    deliveries: deps.registry && new Counter({
-      name: 'supplyline_webhook_deliveries_total', help: 'Webhook deliveries this instance ended, by outcome (succeeded, failed: no retry left, gone: 410)',
-      labelNames: ['outcome'], registers: [deps.registry],
-    }),
+    writes,
+    config,
+    log,
+    attempts:
+      deps.registry &&
+      new Counter({
+        name: 'supplyline_webhook_attempts_total',
+        help: 'Webhook delivery attempts made by this instance, by outcome (succeeded, failed, gone: 410)',
+        labelNames: ['outcome'],
+        registers: [deps.registry],
+      }),
+    deliveries:
+      deps.registry &&
+      new Counter({
+        name: 'supplyline_webhook_deliveries_total',
+        help: 'Webhook deliveries this instance ended, by outcome (succeeded, failed: no retry left, gone: 410)',
+        labelNames: ['outcome'],
+        registers: [deps.registry],
+      }),
     // A failure has a retry to time: a full pass sets the timer; otherwise just fill the free slots.
     recorded: (failures) => (failures ? kick() : refill()),
   });
@@ -108,7 +134,7 @@ export function createWebhookWorker(deps: WorkerDeps) {
         let held = false;
         do {
           again = false;
-          held = await queueAll() || held;
+          held = (await queueAll()) || held;
           await claimAndSend();
         } while (again && !stopped);
         const due = await nextDue(db);
@@ -133,8 +159,10 @@ export function createWebhookWorker(deps: WorkerDeps) {
     const work = await queueWork(db);
     watched = work.watched;
     let held = false;
-    for (const endpoint of work.endpoints) held = await drain(endpoint.business_id, (ctx) => queueFromLog(ctx, endpoint.id)) || held;
-    for (const replay of work.replays) held = await drain(replay.business_id, (ctx) => queueFromReplay(ctx, replay.id)) || held;
+    for (const endpoint of work.endpoints)
+      held = (await drain(endpoint.business_id, (ctx) => queueFromLog(ctx, endpoint.id))) || held;
+    for (const replay of work.replays)
+      held = (await drain(replay.business_id, (ctx) => queueFromReplay(ctx, replay.id))) || held;
     if (queuedSinceAnalysed >= STATISTICS_AFTER && clock() - analysedAt >= STATISTICS_MS) {
       analysedAt = clock();
       queuedSinceAnalysed = 0;
@@ -167,22 +195,38 @@ export function createWebhookWorker(deps: WorkerDeps) {
     claiming = true;
     try {
       const now = clock();
-      const claims = await claimDeliveries(db, new Date(now).toISOString(), new Date(now + leaseMs).toISOString(), free);
+      const claims = await claimDeliveries(
+        db,
+        new Date(now).toISOString(),
+        new Date(now + leaseMs).toISOString(),
+        free,
+      );
       if (claims.length === 0) return;
       let loaded: Awaited<ReturnType<typeof payloads.load>>;
       try {
         loaded = await payloads.load(claims);
       } catch (error) {
         // Nothing was sent: the slots stay free, and the claims come back when their lease ends.
-        log.warn({ err: error, deliveries: claims.length }, 'webhook worker: could not load a claim\'s events or endpoints; its lease will bring it back');
+        log.warn(
+          { err: error, deliveries: claims.length },
+          "webhook worker: could not load a claim's events or endpoints; its lease will bring it back",
+        );
         return;
       }
       const { bodies, endpoints, traceParents } = loaded;
       sending += claims.length;
       for (const claim of claims) {
-        const flight = deliver(claim, bodies.get(claim.id) ?? null, endpoints.get(claim.endpoint_id), traceParents.get(claim.id) ?? null)
+        const flight = deliver(
+          claim,
+          bodies.get(claim.id) ?? null,
+          endpoints.get(claim.endpoint_id),
+          traceParents.get(claim.id) ?? null,
+        )
           .catch((error) => {
-            log.warn({ err: error, deliveryId: claim.id }, 'webhook worker: delivery failed; its lease will bring it back');
+            log.warn(
+              { err: error, deliveryId: claim.id },
+              'webhook worker: delivery failed; its lease will bring it back',
+            );
           })
           .finally(() => {
             sending--;
@@ -198,7 +242,8 @@ export function createWebhookWorker(deps: WorkerDeps) {
 
   /** More work when half the slots are free, without a full pass (deliveries finishing call this). */
   function refill(): void {
-    if (!stopped && sending <= config.concurrency / 2) void claimAndSend().catch((error) => log.warn({ err: error }, 'webhook worker: claim failed'));
+    if (!stopped && sending <= config.concurrency / 2)
+      void claimAndSend().catch((error) => log.warn({ err: error }, 'webhook worker: claim failed'));
   }
 
   /**
@@ -207,19 +252,42 @@ export function createWebhookWorker(deps: WorkerDeps) {
    * and sends that trace on as `traceparent`. The span names the endpoint by id, never by its URL,
    * which may hold a token.
    */
-  async function deliver(claim: Claim, body: string | null, endpoint: ClaimedEndpoint | undefined, traceParent: string | null): Promise<void> {
+  async function deliver(
+    claim: Claim,
+    body: string | null,
+    endpoint: ClaimedEndpoint | undefined,
+    traceParent: string | null,
+  ): Promise<void> {
     if (!endpoint) return;
     if (body === null) {
-      outcomes.add({ claim, result: { status: null, body: null, latencyMs: 0, retryAfterSeconds: null, error: 'The event is no longer retained' }, final: true });
+      outcomes.add({
+        claim,
+        result: {
+          status: null,
+          body: null,
+          latencyMs: 0,
+          retryAfterSeconds: null,
+          error: 'The event is no longer retained',
+        },
+        final: true,
+      });
       return;
     }
     const attributes = {
-      'http.request.method': 'POST', 'supplyline.business_id': claim.business_id, 'supplyline.webhook.endpoint_id': claim.endpoint_id,
-      'supplyline.webhook.delivery_id': claim.id, 'supplyline.webhook.attempt': claim.attempts + 1, 'supplyline.event.id': claim.event_id,
+      'http.request.method': 'POST',
+      'supplyline.business_id': claim.business_id,
+      'supplyline.webhook.endpoint_id': claim.endpoint_id,
+      'supplyline.webhook.delivery_id': claim.id,
+      'supplyline.webhook.attempt': claim.attempts + 1,
+      'supplyline.event.id': claim.event_id,
     };
     const result = await inAttemptSpan(traceParent, attributes, async (span, sent) => {
       const headers = signedHeaders(endpoint, claim.event_id, body, clock());
-      const answer = await sender.send(endpoint.row.url, sent === null ? headers : { ...headers, traceparent: sent }, body);
+      const answer = await sender.send(
+        endpoint.row.url,
+        sent === null ? headers : { ...headers, traceparent: sent },
+        body,
+      );
       if (answer.status !== null) span.setAttribute('http.response.status_code', answer.status);
       const outcome = outcomeOf(answer);
       span.setAttribute('supplyline.webhook.outcome', outcome);

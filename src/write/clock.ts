@@ -14,13 +14,20 @@ import type { Db } from '../db/types.ts';
  * of the clock by up to the burst's length, and catch up when it ends.
  */
 export async function takeWriteTime(db: Db, businessId: string, clockMs: number): Promise<string> {
-  const { rows: [row] } = await db.executeQuery(takeWriteTimeQuery(db, { businessId, clockMs }));
+  const {
+    rows: [row],
+  } = await db.executeQuery(takeWriteTimeQuery(db, { businessId, clockMs }));
   return new Date(Number(row.last_ms)).toISOString();
 }
 
 const takeWriteTimeQuery = statement((db, v: { businessId: string; clockMs: number }) =>
-  db.insertInto('write_clocks').values({ business_id: v.businessId, last_ms: v.clockMs })
-    .onConflict((oc) => oc.column('business_id').doUpdateSet({
-      last_ms: greatest(db, sql`write_clocks.last_ms + 1`, sql.ref('excluded.last_ms')),
-    }))
-    .returning('last_ms'));
+  db
+    .insertInto('write_clocks')
+    .values({ business_id: v.businessId, last_ms: v.clockMs })
+    .onConflict((oc) =>
+      oc.column('business_id').doUpdateSet({
+        last_ms: greatest(db, sql`write_clocks.last_ms + 1`, sql.ref('excluded.last_ms')),
+      }),
+    )
+    .returning('last_ms'),
+);

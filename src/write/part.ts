@@ -20,14 +20,24 @@ export class WriteBroken extends Error {
  * answers what it returned. Bulk import applies each line of a batch this way (src/imports/worker.ts).
  */
 export async function runPart<T>(
-  ctx: WriteContext, work: (ctx: WriteContext) => Promise<T>, options: { keep: boolean } = { keep: true },
+  ctx: WriteContext,
+  work: (ctx: WriteContext) => Promise<T>,
+  options: { keep: boolean } = { keep: true },
 ): Promise<{ result: T; kept: boolean }> {
   const events: NewEvent[] = [];
   let discarded = !options.keep;
   await sql`savepoint part`.execute(ctx.trx);
   let result: T;
   try {
-    result = await work({ ...ctx, emit: (event) => { events.push(event); }, discard: () => { discarded = true; } });
+    result = await work({
+      ...ctx,
+      emit: (event) => {
+        events.push(event);
+      },
+      discard: () => {
+        discarded = true;
+      },
+    });
   } catch (error) {
     await undo(ctx);
     throw error;

@@ -9,7 +9,12 @@ import { activeTraceParent, inChildSpan } from '../telemetry/spans.ts';
 import { recordChanges } from '../audit/repository.ts';
 import { takeWriteTime } from './clock.ts';
 import {
-  completeRecord, deleteExpiredRecord, findRecord, insertRecord, type IdempotencyRecord, type StoredResponse,
+  completeRecord,
+  deleteExpiredRecord,
+  findRecord,
+  insertRecord,
+  type IdempotencyRecord,
+  type StoredResponse,
 } from './idempotency-records.ts';
 
 /** Who makes a write: an API key today; a console user or the service itself (jobs, CLI) too. */
@@ -84,21 +89,32 @@ export interface WriteRunner {
    * As `run`, under an Idempotency-Key: the first request's response is stored in the write's own
    * transaction and answered again to every repeat within the TTL (`replayed: true`).
    */
-  runIdempotent(scope: WriteScope, idempotency: Idempotency, work: (ctx: WriteContext) => Promise<WriteResponse>): Promise<Replayable>;
+  runIdempotent(
+    scope: WriteScope,
+    idempotency: Idempotency,
+    work: (ctx: WriteContext) => Promise<WriteResponse>,
+  ): Promise<Replayable>;
 }
 
 /** 4xx answers other than validation are part of the outcome and are replayed; 400 and 5xx are not. */
 function isStorable(error: unknown): error is ApiError {
-  return error instanceof ApiError && error.status > 400 && error.status < 500
-    && error.code !== 'IDEMPOTENCY_KEY_IN_USE' && error.code !== 'IDEMPOTENCY_KEY_REUSED' && error.code !== 'UNAUTHORIZED'
-    && error.code !== 'RATE_LIMITED';
+  return (
+    error instanceof ApiError &&
+    error.status > 400 &&
+    error.status < 500 &&
+    error.code !== 'IDEMPOTENCY_KEY_IN_USE' &&
+    error.code !== 'IDEMPOTENCY_KEY_REUSED' &&
+    error.code !== 'UNAUTHORIZED' &&
+    error.code !== 'RATE_LIMITED'
+  );
 }
 
 const SEALED = 'sealed:';
 
 function stored(response: WriteResponse, box?: SecretBox): StoredResponse {
   const body = response.body === undefined ? '' : JSON.stringify(response.body);
-  if (response.sealed && !box) throw new Error('A response that shows a secret needs the write runner to have a SecretBox');
+  if (response.sealed && !box)
+    throw new Error('A response that shows a secret needs the write runner to have a SecretBox');
   return {
     response_status: response.status,
     response_headers: response.headers ? JSON.stringify(response.headers) : null,
@@ -110,7 +126,10 @@ function replay(record: IdempotencyRecord, fingerprint: string, box?: SecretBox)
   if (record.fingerprint !== fingerprint) {
     throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request');
   }
-  const text = record.response_body.startsWith(SEALED) && box ? box.open(record.response_body.slice(SEALED.length)) : record.response_body;
+  const text =
+    record.response_body.startsWith(SEALED) && box
+      ? box.open(record.response_body.slice(SEALED.length))
+      : record.response_body;
   return {
     response: {
       status: record.response_status,
@@ -156,8 +175,16 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
   const inFlight = new Set<string>();
 
   /** A write, in a span of its own when it is part of a traced request (src/telemetry/spans.ts). */
-  async function inTransaction<T>(scope: WriteScope, key: string | null, work: (ctx: WriteContext) => Promise<T>): Promise<T> {
-    return inChildSpan('write', { 'supplyline.business_id': scope.businessId, 'supplyline.actor_type': scope.actor.type }, () => transact(scope, key, work));
+  async function inTransaction<T>(
+    scope: WriteScope,
+    key: string | null,
+    work: (ctx: WriteContext) => Promise<T>,
+  ): Promise<T> {
+    return inChildSpan(
+      'write',
+      { 'supplyline.business_id': scope.businessId, 'supplyline.actor_type': scope.actor.type },
+      () => transact(scope, key, work),
+    );
   }
 
   /*
@@ -165,7 +192,11 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
    * write lock and the write's time (src/write/clock.ts), do the work, append the events it asked
    * for. No write without its events, no event without its write.
    */
-  async function transact<T>(scope: WriteScope, key: string | null, work: (ctx: WriteContext) => Promise<T>): Promise<T> {
+  async function transact<T>(
+    scope: WriteScope,
+    key: string | null,
+    work: (ctx: WriteContext) => Promise<T>,
+  ): Promise<T> {
     const events: NewEvent[] = [];
     let discarded = false;
     let result: T;
@@ -181,13 +212,25 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
         }
         options.lockWait?.observe((performance.now() - asked) / 1000);
         const ctx: WriteContext = {
-          trx, businessId: scope.businessId, actor: scope.actor, requestId: scope.requestId ?? null, idempotencyKey: key,
-          now, emit: (event) => { events.push(event); }, discard: () => { discarded = true; },
+          trx,
+          businessId: scope.businessId,
+          actor: scope.actor,
+          requestId: scope.requestId ?? null,
+          idempotencyKey: key,
+          now,
+          emit: (event) => {
+            events.push(event);
+          },
+          discard: () => {
+            discarded = true;
+          },
         };
         const outcome = await work(ctx);
         if (discarded) throw new Discarded(outcome);
         if (events.length > 0) {
-          await inChildSpan('append events', { 'supplyline.events': events.length }, () => appendEvents(trx, ctx, events, EVENTS_CHANNEL, activeTraceParent() ?? scope.traceParent ?? null));
+          await inChildSpan('append events', { 'supplyline.events': events.length }, () =>
+            appendEvents(trx, ctx, events, EVENTS_CHANNEL, activeTraceParent() ?? scope.traceParent ?? null),
+          );
         }
         await recordChanges(trx, ctx, events);
         return outcome;
@@ -212,7 +255,8 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
       const { businessId } = scope;
       const now = new Date(clock());
       const existing = await findRecord(db, businessId, key);
-      if (existing && new Date(existing.expires_at).getTime() > now.getTime()) return replay(existing, fingerprint, options.box);
+      if (existing && new Date(existing.expires_at).getTime() > now.getTime())
+        return replay(existing, fingerprint, options.box);
       if (existing) await deleteExpiredRecord(db, businessId, key, now.toISOString());
 
       const slot = `${businessId}\u0000${key}`;
@@ -231,7 +275,13 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
         let discarded = false;
         const response = await inTransaction(scope, key, async (ctx) => {
           await insertRecord(ctx.trx, { ...record, response_status: 0, response_body: '', response_headers: null });
-          const outcome = await work({ ...ctx, discard: () => { discarded = true; ctx.discard(); } });
+          const outcome = await work({
+            ...ctx,
+            discard: () => {
+              discarded = true;
+              ctx.discard();
+            },
+          });
           const response = stored(outcome, options.box);
           await completeRecord(ctx.trx, businessId, key, response);
           return outcome;
@@ -247,7 +297,11 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
         }
         if (isStorable(error)) {
           // Outside the failed transaction: one statement, nothing else to keep consistent with.
-          await insertRecord(db, { ...record, ...stored({ status: error.status, body: errorBody(error, scope.requestId ?? '') }) }, true);
+          await insertRecord(
+            db,
+            { ...record, ...stored({ status: error.status, body: errorBody(error, scope.requestId ?? '') }) },
+            true,
+          );
         }
         throw error;
       } finally {

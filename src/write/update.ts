@@ -7,7 +7,10 @@ import type { WriteContext, Written } from './runner.ts';
  * and the answer is the resource as it was.
  */
 export function endUpdate<T extends { id: string }>(
-  ctx: Pick<WriteContext, 'emit' | 'discard'>, type: ResourceType, before: T, after: T,
+  ctx: Pick<WriteContext, 'emit' | 'discard'>,
+  type: ResourceType,
+  before: T,
+  after: T,
 ): Written<T> {
   const event = updatedEvent(type, before, after);
   if (Object.keys(event.changes ?? {}).length === 0) {

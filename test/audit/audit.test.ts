@@ -40,18 +40,38 @@ describeEachBackend('the audit trail', (ctx) => {
     await writes.run(as, (c) => setKeyAllowlist(c, made.keyId, parseCidrs('10.0.0.0/8')));
     const rotated = await writes.run(as, (c) => rotateApiKey(c, made.keyId, 0));
     await writes.run(as, (c) => revokeApiKey(c, rotated!.keyId));
-    const user = await writes.run(as, (c) => createUser(c, { email: `ana-${Math.random()}@example.com`, name: 'Ana', role: 'viewer' }));
+    const user = await writes.run(as, (c) =>
+      createUser(c, { email: `ana-${Math.random()}@example.com`, name: 'Ana', role: 'viewer' }),
+    );
     await writes.run(as, (c) => updateUser(c, user.user.id, { role: 'admin' }));
-    const endpoint = await ctx().request('POST', '/api/v1/webhook-endpoints', { as: owner, body: { url: 'https://example.com/hook' } });
-    await ctx().request('PATCH', `/api/v1/webhook-endpoints/${endpoint.body.id}`, { as: owner, body: { status: 'paused' } });
+    const endpoint = await ctx().request('POST', '/api/v1/webhook-endpoints', {
+      as: owner,
+      body: { url: 'https://example.com/hook' },
+    });
+    await ctx().request('PATCH', `/api/v1/webhook-endpoints/${endpoint.body.id}`, {
+      as: owner,
+      body: { status: 'paused' },
+    });
     await ctx().request('DELETE', `/api/v1/webhook-endpoints/${endpoint.body.id}`, { as: owner });
 
     const items = (await trail(ctx(), owner)).reverse();
     // The first: the business's own first key.
-    assert.deepEqual(items.map((e) => e.kind), [
-      'api_key.created', 'api_key.created', 'api_key.updated', 'api_key.created', 'api_key.updated', 'api_key.revoked', 'user.created', 'user.updated',
-      'webhook_endpoint.created', 'webhook_endpoint.paused', 'webhook_endpoint.deleted',
-    ]);
+    assert.deepEqual(
+      items.map((e) => e.kind),
+      [
+        'api_key.created',
+        'api_key.created',
+        'api_key.updated',
+        'api_key.created',
+        'api_key.updated',
+        'api_key.revoked',
+        'user.created',
+        'user.updated',
+        'webhook_endpoint.created',
+        'webhook_endpoint.paused',
+        'webhook_endpoint.deleted',
+      ],
+    );
     assert.deepEqual(items[2].detail.changes.allowedCidrs, { from: null, to: ['10.0.0.0/8'] });
     assert.deepEqual(items[7].detail.changes.role, { from: 'viewer', to: 'admin' });
     assert.deepEqual(items[1].actor, { type: 'system', id: 'cli' });
@@ -65,13 +85,26 @@ describeEachBackend('the audit trail', (ctx) => {
     assert.equal((await trail(ctx(), owner, '&kind=user.*')).length, 2);
     assert.equal((await trail(ctx(), owner, `&keyId=${made.keyId}`)).length, 3);
     assert.equal((await trail(ctx(), owner, '&kind=api_key.*')).length, 6);
-    assert.deepEqual((await trail(ctx(), owner, `&keyId=${owner.keyId}`)).map((e) => e.kind), ['webhook_endpoint.deleted', 'webhook_endpoint.paused', 'webhook_endpoint.created', 'api_key.created']);
+    assert.deepEqual(
+      (await trail(ctx(), owner, `&keyId=${owner.keyId}`)).map((e) => e.kind),
+      ['webhook_endpoint.deleted', 'webhook_endpoint.paused', 'webhook_endpoint.created', 'api_key.created'],
+    );
     assert.equal((await trail(ctx(), owner, `&until=${items[0].occurredAt}`)).length, 0);
     assert.equal((await trail(ctx(), owner, `&since=${items.at(-1).occurredAt}`)).length, 1);
     // Pages by cursor, like every list.
     const first = await ctx().request('GET', '/api/v1/audit-events?limit=4', { as: owner });
-    const second = await ctx().request('GET', `/api/v1/audit-events?limit=4&cursor=${encodeURIComponent(first.body.nextCursor)}`, { as: owner });
-    assert.deepEqual([...first.body.items, ...second.body.items].map((e: any) => e.id), items.reverse().slice(0, 8).map((e) => e.id));
+    const second = await ctx().request(
+      'GET',
+      `/api/v1/audit-events?limit=4&cursor=${encodeURIComponent(first.body.nextCursor)}`,
+      { as: owner },
+    );
+    assert.deepEqual(
+      [...first.body.items, ...second.body.items].map((e: any) => e.id),
+      items
+        .reverse()
+        .slice(0, 8)
+        .map((e) => e.id),
+    );
   });
 
   it('records every refused request with its key prefix, address, request id, path and reason, never the key, and only for a business that exists', async () => {
@@ -79,29 +112,58 @@ describeEachBackend('the audit trail', (ctx) => {
     const narrow = await ctx().addKey(owner, ['items:read']);
     const wrongKey = newApiKey();
     const wrong = await ctx().app.inject({
-      method: 'GET', url: '/api/v1/orders?page=1', remoteAddress: '203.0.113.9',
+      method: 'GET',
+      url: '/api/v1/orders?page=1',
+      remoteAddress: '203.0.113.9',
       headers: { 'x-business-id': owner.businessId, 'x-api-key': wrongKey, 'x-request-id': 'probe-1' },
     });
     assert.equal(wrong.statusCode, 401);
-    const forbidden = await ctx().request('GET', '/api/v1/orders', { as: narrow, headers: { 'x-request-id': 'probe-2' } });
+    const forbidden = await ctx().request('GET', '/api/v1/orders', {
+      as: narrow,
+      headers: { 'x-request-id': 'probe-2' },
+    });
     assert.equal(forbidden.status, 403);
-    await ctx().request('GET', '/api/v1/orders', { headers: { 'x-business-id': 'bus_doesnotexist', 'x-api-key': wrongKey } });
+    await ctx().request('GET', '/api/v1/orders', {
+      headers: { 'x-business-id': 'bus_doesnotexist', 'x-api-key': wrongKey },
+    });
 
-    const items = await eventually(() => trail(ctx(), owner, '&kind=request.*'), (i) => i.length >= 2);
+    const items = await eventually(
+      () => trail(ctx(), owner, '&kind=request.*'),
+      (i) => i.length >= 2,
+    );
     const byRequest = new Map(items.map((e) => [e.requestId, e]));
     const refused = byRequest.get('probe-1');
     assert.deepEqual(
-      [refused.kind, refused.keyPrefix, refused.address, refused.method, refused.path, refused.reason, refused.actor.id],
-      ['request.unauthorized', wrongKey.slice(0, 12), '203.0.113.9', 'GET', '/api/v1/orders', 'Unknown, revoked or expired key, or a key of another business', null],
+      [
+        refused.kind,
+        refused.keyPrefix,
+        refused.address,
+        refused.method,
+        refused.path,
+        refused.reason,
+        refused.actor.id,
+      ],
+      [
+        'request.unauthorized',
+        wrongKey.slice(0, 12),
+        '203.0.113.9',
+        'GET',
+        '/api/v1/orders',
+        'Unknown, revoked or expired key, or a key of another business',
+        null,
+      ],
     );
     const denied = byRequest.get('probe-2');
-    assert.deepEqual([denied.kind, denied.actor.id, denied.reason], ['request.forbidden', narrow.keyId, 'This API key lacks the scope orders:read']);
+    assert.deepEqual(
+      [denied.kind, denied.actor.id, denied.reason],
+      ['request.forbidden', narrow.keyId, 'This API key lacks the scope orders:read'],
+    );
     const rows = await ctx().db.selectFrom('audit_events').selectAll().execute();
     assert.ok(!JSON.stringify(rows).includes(wrongKey.slice(12)), 'never more of a key than its prefix');
     assert.equal(rows.filter((r) => r.business_id === 'bus_doesnotexist').length, 0);
   });
 
-  it('serves the trail to a key with audit:read only, and never another business\'s', async () => {
+  it("serves the trail to a key with audit:read only, and never another business's", async () => {
     const owner = await ctx().createTenant();
     const other = await ctx().createTenant();
     await ctx().request('POST', '/api/v1/webhook-endpoints', { as: other, body: { url: 'https://example.com/other' } });
@@ -109,7 +171,10 @@ describeEachBackend('the audit trail', (ctx) => {
     const everythingElse = await ctx().addKey(owner, ['orders:write', 'items:write', 'webhooks:write', 'margin:write']);
     assert.equal((await ctx().request('GET', '/api/v1/audit-events', { as: everythingElse })).status, 403);
     const seen = await trail(ctx(), auditor);
-    assert.ok(seen.every((e) => e.kind.startsWith('api_key.') || e.kind.startsWith('request.')), JSON.stringify(seen.map((e) => e.kind)));
+    assert.ok(
+      seen.every((e) => e.kind.startsWith('api_key.') || e.kind.startsWith('request.')),
+      JSON.stringify(seen.map((e) => e.kind)),
+    );
     assert.ok(!JSON.stringify(seen).includes('example.com/other'));
   });
 
@@ -117,10 +182,15 @@ describeEachBackend('the audit trail', (ctx) => {
     assert.equal(AUDIT_RETENTION_DAYS, 400);
     const owner = await ctx().createTenant();
     await ctx().request('POST', '/api/v1/webhook-endpoints', { as: owner, body: { url: 'https://example.com/hook' } });
-    const rows = () => ctx().db.selectFrom('audit_events').select('id').where('business_id', '=', owner.businessId).execute();
+    const rows = () =>
+      ctx().db.selectFrom('audit_events').select('id').where('business_id', '=', owner.businessId).execute();
     const before = (await rows()).length;
-    await ctx().db.updateTable('audit_events').set({ created_at: new Date(Date.now() - 401 * 86_400_000).toISOString() })
-      .where('business_id', '=', owner.businessId).where('kind', '=', 'webhook_endpoint.created').execute();
+    await ctx()
+      .db.updateTable('audit_events')
+      .set({ created_at: new Date(Date.now() - 401 * 86_400_000).toISOString() })
+      .where('business_id', '=', owner.businessId)
+      .where('kind', '=', 'webhook_endpoint.created')
+      .execute();
     await purgeAuditEventsBefore(ctx().db, new Date(Date.now() - AUDIT_RETENTION_DAYS * 86_400_000).toISOString());
     assert.equal((await rows()).length, before - 1);
   });

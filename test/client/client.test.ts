@@ -8,8 +8,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { createSupplylineClient, SupplylineApiError, type SupplylineEvent, type SupplylineClient } from '../../clients/typescript/src/index.ts';
-import { baseEnv, cliCreateBusiness, createPgDatabase, DELIVERY, PG_URL, sleep, startServer, type Server, type Tenant } from '../reliability/helpers.ts';
+import {
+  createSupplylineClient,
+  SupplylineApiError,
+  type SupplylineEvent,
+  type SupplylineClient,
+} from '../../clients/typescript/src/index.ts';
+import {
+  baseEnv,
+  cliCreateBusiness,
+  createPgDatabase,
+  DELIVERY,
+  PG_URL,
+  sleep,
+  startServer,
+  type Server,
+  type Tenant,
+} from '../reliability/helpers.ts';
 import { TYPESCRIPT } from '../helpers/typescript.ts';
 
 type Fault = 'drop-before' | 'drop-after' | '429' | '429-long' | '503' | '409-in-use';
@@ -22,13 +37,36 @@ function faultProxy() {
   const server: HttpServer = createServer((req, res) => {
     seen.push(`${req.method} ${req.url!.split('?')[0]} ${req.headers['idempotency-key'] ?? ''}`);
     const fault = req.url!.startsWith('/api/v1/events') ? undefined : faults.shift();
-    if (fault === 'drop-before') { req.socket.destroy(); return; }
-    if (fault === '429') { res.writeHead(429, { 'retry-after': '1', 'content-type': 'application/json' }); res.end('{"errorCode":"RATE_LIMITED","message":"slow down"}'); return; }
-    if (fault === '429-long') { res.writeHead(429, { 'retry-after': '120', 'content-type': 'application/json' }); res.end('{"errorCode":"RATE_LIMITED","message":"slow down"}'); return; }
-    if (fault === '409-in-use') { res.writeHead(409, { 'content-type': 'application/json' }); res.end('{"errorCode":"IDEMPOTENCY_KEY_IN_USE","message":"A request with this Idempotency-Key is in progress"}'); return; }
-    if (fault === '503') { res.writeHead(503, { 'content-type': 'application/json' }); res.end('{"errorCode":"SERVICE_UNAVAILABLE","message":"busy"}'); return; }
+    if (fault === 'drop-before') {
+      req.socket.destroy();
+      return;
+    }
+    if (fault === '429') {
+      res.writeHead(429, { 'retry-after': '1', 'content-type': 'application/json' });
+      res.end('{"errorCode":"RATE_LIMITED","message":"slow down"}');
+      return;
+    }
+    if (fault === '429-long') {
+      res.writeHead(429, { 'retry-after': '120', 'content-type': 'application/json' });
+      res.end('{"errorCode":"RATE_LIMITED","message":"slow down"}');
+      return;
+    }
+    if (fault === '409-in-use') {
+      res.writeHead(409, { 'content-type': 'application/json' });
+      res.end('{"errorCode":"IDEMPOTENCY_KEY_IN_USE","message":"A request with this Idempotency-Key is in progress"}');
+      return;
+    }
+    if (fault === '503') {
+      res.writeHead(503, { 'content-type': 'application/json' });
+      res.end('{"errorCode":"SERVICE_UNAVAILABLE","message":"busy"}');
+      return;
+    }
     const upstream = httpRequest(target + req.url, { method: req.method, headers: req.headers }, (up) => {
-      if (fault === 'drop-after') { up.resume(); up.on('end', () => req.socket.destroy()); return; }
+      if (fault === 'drop-after') {
+        up.resume();
+        up.on('end', () => req.socket.destroy());
+        return;
+      }
       res.writeHead(up.statusCode!, up.headers);
       up.pipe(res);
     });
@@ -36,10 +74,20 @@ function faultProxy() {
     req.pipe(upstream);
   });
   return {
-    faults, seen,
-    setTarget(base: string) { target = base; },
-    async listen() { await new Promise<void>((r) => server.listen(0, '127.0.0.1', r)); return `http://127.0.0.1:${(server.address() as { port: number }).port}`; },
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    faults,
+    seen,
+    setTarget(base: string) {
+      target = base;
+    },
+    async listen() {
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 
@@ -55,7 +103,10 @@ for (const backend of backendList) {
     let client: SupplylineClient;
     let proxyBase: string;
     const proxy = faultProxy();
-    const start = async () => { server = await startServer({ DATABASE_URL: databaseUrl }); proxy.setTarget(server.base); };
+    const start = async () => {
+      server = await startServer({ DATABASE_URL: databaseUrl });
+      proxy.setTarget(server.base);
+    };
 
     before(async () => {
       dir = mkdtempSync(join(tmpdir(), 'sl-client-'));
@@ -64,7 +115,12 @@ for (const backend of backendList) {
       await start();
       tenant = await cliCreateBusiness(databaseUrl, 'Client Supplier');
       proxyBase = await proxy.listen();
-      client = createSupplylineClient({ baseUrl: proxyBase, businessId: tenant.businessId, apiKey: tenant.apiKey, retry: { baseDelayMs: 20 } });
+      client = createSupplylineClient({
+        baseUrl: proxyBase,
+        businessId: tenant.businessId,
+        apiKey: tenant.apiKey,
+        retry: { baseDelayMs: 20 },
+      });
     });
     after(async () => {
       await server?.stop();
@@ -79,7 +135,10 @@ for (const backend of backendList) {
     it('creates through dropped connections, 429 and 503 without duplicates, with one Idempotency-Key per call', async () => {
       proxy.faults.push('drop-after', '429', 'drop-before', '503');
       const started = Date.now();
-      const item = await client.items.create({ item: { name: 'Widget' }, variants: [{ variantName: 'Default', currency: 'AUD', price: 12.5, cost: 4 }] } as never);
+      const item = await client.items.create({
+        item: { name: 'Widget' },
+        variants: [{ variantName: 'Default', currency: 'AUD', price: 12.5, cost: 4 }],
+      } as never);
       assert.ok(Date.now() - started >= 1000, 'Retry-After: 1 was honoured');
       assert.equal(proxy.faults.length, 0);
       const posts = proxy.seen.filter((s) => s.startsWith('POST /api/v1/items'));
@@ -92,11 +151,17 @@ for (const backend of backendList) {
       const buyer = await client.buyers.create({ buyer: { name: 'Acme Foods' } } as never);
       buyerId = buyer.id;
       proxy.faults.push('drop-after', '503');
-      const order = await client.orders.create(buyerId, { expectedDeliveryAt: DELIVERY, orderItems: [{ itemVariantId: variantId, quantity: 2 }] } as never);
+      const order = await client.orders.create(buyerId, {
+        expectedDeliveryAt: DELIVERY,
+        orderItems: [{ itemVariantId: variantId, quantity: 2 }],
+      } as never);
       assert.equal(order.totalAmount, '25.0000'.slice(0, order.totalAmount.length), 'amounts stay decimal strings');
       assert.equal(typeof order.totalAmount, 'string');
       assert.equal((await client.orders.page()).total, 1);
-      const second = await client.orders.create(buyerId, { expectedDeliveryAt: DELIVERY, orderItems: [{ itemVariantId: variantId, quantity: 1 }] } as never);
+      const second = await client.orders.create(buyerId, {
+        expectedDeliveryAt: DELIVERY,
+        orderItems: [{ itemVariantId: variantId, quantity: 1 }],
+      } as never);
       assert.notEqual(second.id, order.id, 'a new call gets a new key');
     });
 
@@ -110,11 +175,17 @@ for (const backend of backendList) {
         assert.match(error.requestId ?? '', /.+/);
         return true;
       });
-      await assert.rejects(client.orders.get('ord_00000000000000000000000000'), (error: unknown) =>
-        error instanceof SupplylineApiError && error.status === 404 && error.errorCode === 'NOT_FOUND');
+      await assert.rejects(
+        client.orders.get('ord_00000000000000000000000000'),
+        (error: unknown) =>
+          error instanceof SupplylineApiError && error.status === 404 && error.errorCode === 'NOT_FOUND',
+      );
       assert.equal(proxy.seen.length - before, 2, 'one attempt each');
       const stranger = createSupplylineClient({ baseUrl: proxyBase, businessId: tenant.businessId, apiKey: 'wrong' });
-      await assert.rejects(stranger.orders.page(), (error: unknown) => error instanceof SupplylineApiError && error.status === 401);
+      await assert.rejects(
+        stranger.orders.page(),
+        (error: unknown) => error instanceof SupplylineApiError && error.status === 401,
+      );
     });
 
     it('retries a 409 IDEMPOTENCY_KEY_IN_USE with the same key, and returns a 429 whose Retry-After is longer than it may wait', async () => {
@@ -129,18 +200,26 @@ for (const backend of backendList) {
       proxy.faults.push('429-long');
       const started = Date.now();
       const seen = proxy.seen.length;
-      await assert.rejects(client.items.page(), (error: unknown) => error instanceof SupplylineApiError && error.status === 429);
+      await assert.rejects(
+        client.items.page(),
+        (error: unknown) => error instanceof SupplylineApiError && error.status === 429,
+      );
       assert.ok(Date.now() - started < 5000, 'did not wait out, nor cut short, a Retry-After of 120 s');
       assert.equal(proxy.seen.length - seen, 1, 'not retried sooner than the server asked');
     });
 
     it('cuts off an attempt that outlives the total time', async () => {
-      const hanging = createServer(() => { /* never answers */ });
+      const hanging = createServer(() => {
+        /* never answers */
+      });
       await new Promise<void>((r) => hanging.listen(0, '127.0.0.1', r));
       try {
         const slow = createSupplylineClient({
-          baseUrl: `http://127.0.0.1:${(hanging.address() as { port: number }).port}`, businessId: tenant.businessId, apiKey: tenant.apiKey,
-          timeout: 500, retry: { baseDelayMs: 10 },
+          baseUrl: `http://127.0.0.1:${(hanging.address() as { port: number }).port}`,
+          businessId: tenant.businessId,
+          apiKey: tenant.apiKey,
+          timeout: 500,
+          retry: { baseDelayMs: 10 },
         });
         const started = Date.now();
         await assert.rejects(slow.items.page());
@@ -151,9 +230,12 @@ for (const backend of backendList) {
       }
     });
 
-    it('manages webhook endpoints and reads each resource\'s history', async () => {
+    it("manages webhook endpoints and reads each resource's history", async () => {
       // https://localhost: accepted when saved (a name), refused at delivery (it resolves to loopback): nothing leaves the machine.
-      const created = await client.webhookEndpoints.create({ url: 'https://localhost/supplyline', eventTypes: ['item.*'] } as never);
+      const created = await client.webhookEndpoints.create({
+        url: 'https://localhost/supplyline',
+        eventTypes: ['item.*'],
+      } as never);
       assert.match(created.secret, /^whsec_/);
       const read = await client.webhookEndpoints.get(created.id);
       assert.equal(read.data.status, 'enabled');
@@ -164,7 +246,10 @@ for (const backend of backendList) {
       const rotated = await client.webhookEndpoints.rotateSecret(created.id, { gracePeriodSeconds: 60 });
       assert.notEqual(rotated.secret, created.secret);
       assert.equal((await client.webhookEndpoints.test(created.id)).endpointStatus, 'enabled');
-      const item = await client.items.create({ item: { name: 'Historied' }, variants: [{ variantName: 'One', currency: 'AUD', price: 2, cost: 1 }] } as never);
+      const item = await client.items.create({
+        item: { name: 'Historied' },
+        variants: [{ variantName: 'One', currency: 'AUD', price: 2, cost: 1 }],
+      } as never);
       await client.items.patch(item.id, { name: 'Historied, renamed' });
       const history: string[] = [];
       for await (const event of client.items.events(item.id)) history.push(event.type);
@@ -174,14 +259,18 @@ for (const backend of backendList) {
       assert.equal(replay.untilSequence, last);
       let tests = 0;
       for (let i = 0; i < 100 && tests === 0; i++) {
-        for await (const delivery of client.webhookEndpoints.deliveries(created.id)) if (delivery.eventType === 'webhook.test') tests++;
+        for await (const delivery of client.webhookEndpoints.deliveries(created.id))
+          if (delivery.eventType === 'webhook.test') tests++;
         if (tests === 0) await sleep(50);
       }
       assert.equal(tests, 1, 'the test event is in the delivery log');
       const paused = await client.webhookEndpoints.patch(created.id, { status: 'paused' } as never);
       assert.equal(paused.data.status, 'paused');
       await client.webhookEndpoints.delete(created.id);
-      await assert.rejects(client.webhookEndpoints.get(created.id), (error: unknown) => error instanceof SupplylineApiError && error.status === 404);
+      await assert.rejects(
+        client.webhookEndpoints.get(created.id),
+        (error: unknown) => error instanceof SupplylineApiError && error.status === 404,
+      );
     });
 
     it('exposes the ETag and sends If-Match on patches', async () => {
@@ -190,12 +279,18 @@ for (const backend of backendList) {
       assert.ok(read.etag);
       const patched = await client.orders.patch(order.id, { order: { notes: 'first' } }, { ifMatch: read.etag });
       assert.notEqual(patched.etag, read.etag);
-      await assert.rejects(client.orders.patch(order.id, { order: { notes: 'second' } }, { ifMatch: read.etag }), (error: unknown) =>
-        error instanceof SupplylineApiError && error.status === 412);
+      await assert.rejects(
+        client.orders.patch(order.id, { order: { notes: 'second' } }, { ifMatch: read.etag }),
+        (error: unknown) => error instanceof SupplylineApiError && error.status === 412,
+      );
     });
 
     it('iterates every list to its total', async () => {
-      for (let i = 0; i < 6; i++) await client.items.create({ item: { name: `Widget ${i}` }, variants: [{ variantName: 'Default', currency: 'AUD', price: 1, cost: 1 }] } as never);
+      for (let i = 0; i < 6; i++)
+        await client.items.create({
+          item: { name: `Widget ${i}` },
+          variants: [{ variantName: 'Default', currency: 'AUD', price: 1, cost: 1 }],
+        } as never);
       const ids: string[] = [];
       for await (const item of client.items.list({ limit: 3 })) ids.push(item.id);
       assert.equal(ids.length, (await client.items.page()).total);
@@ -212,7 +307,11 @@ for (const backend of backendList) {
 
     it('iterates by cursor: items created and deleted meanwhile neither repeat nor hide the others', async () => {
       // Items of this test's own, found by a property, so that the others' stay.
-      const make = (name: string) => client.items.create({ item: { name, properties: { walk: true } }, variants: [{ variantName: 'Default', currency: 'AUD', price: 1, cost: 1 }] } as never);
+      const make = (name: string) =>
+        client.items.create({
+          item: { name, properties: { walk: true } },
+          variants: [{ variantName: 'Default', currency: 'AUD', price: 1, cost: 1 }],
+        } as never);
       for (let i = 0; i < 8; i++) await make(`Walk ${i}`);
       const before: string[] = [];
       for await (const item of client.items.list({ propertyPath: 'walk', limit: 100 })) before.push(item.id);
@@ -236,7 +335,16 @@ for (const backend of backendList) {
       const checkpoints: number[] = [];
       const errors: unknown[] = [];
       const following = (async () => {
-        for await (const event of client.events.follow({ after: 0, signal: stop.signal, waitSeconds: 1, onCheckpoint: (s) => { checkpoints.push(s); }, onError: (e) => errors.push(e) })) seen.push(event);
+        for await (const event of client.events.follow({
+          after: 0,
+          signal: stop.signal,
+          waitSeconds: 1,
+          onCheckpoint: (s) => {
+            checkpoints.push(s);
+          },
+          onError: (e) => errors.push(e),
+        }))
+          seen.push(event);
       })();
       const [order] = await client.orders.page().then((p) => p.items);
       await client.orders.patch(order.id, { order: { notes: 'before restart' } });
@@ -248,7 +356,11 @@ for (const backend of backendList) {
       for (let i = 0; i < 200 && (seen.at(-1)?.sequence ?? 0) < last; i++) await sleep(50);
       stop.abort();
       await following;
-      assert.deepEqual(seen.map((e) => e.sequence), Array.from({ length: last }, (_, i) => i + 1), 'every event once, in order');
+      assert.deepEqual(
+        seen.map((e) => e.sequence),
+        Array.from({ length: last }, (_, i) => i + 1),
+        'every event once, in order',
+      );
       assert.ok(errors.length > 0, 'the restart was noticed');
       assert.equal(checkpoints.at(-1), last);
     });
@@ -256,37 +368,66 @@ for (const backend of backendList) {
     it('reports a gap in the feed as a resynchronisation error', async () => {
       const { ResyncRequiredError } = await import('../../clients/typescript/src/errors.ts');
       const skipping = createSupplylineClient({
-        baseUrl: proxyBase, businessId: tenant.businessId, apiKey: tenant.apiKey,
+        baseUrl: proxyBase,
+        businessId: tenant.businessId,
+        apiKey: tenant.apiKey,
         // A feed that lost event 2: the client must notice rather than silently skip it.
         fetch: async (input, init) => {
           const response = await fetch(input, init);
           if (!new Request(input, init).url.includes('/api/v1/events')) return response;
-          const page = await response.json() as { items: SupplylineEvent[] };
+          const page = (await response.json()) as { items: SupplylineEvent[] };
           page.items = page.items.filter((e) => e.sequence !== 2);
           return Response.json(page);
         },
       });
-      await assert.rejects(async () => { for await (const _ of skipping.events.follow({ after: 0 })) { /* read */ } }, (error: unknown) =>
-        error instanceof ResyncRequiredError && error.reason === 'gap' && error.after === 1);
+      await assert.rejects(
+        async () => {
+          for await (const _ of skipping.events.follow({ after: 0 })) {
+            /* read */
+          }
+        },
+        (error: unknown) => error instanceof ResyncRequiredError && error.reason === 'gap' && error.after === 1,
+      );
     });
 
     it('reports a feed below the retained range (410) as a resynchronisation error', async () => {
       const { ResyncRequiredError } = await import('../../clients/typescript/src/errors.ts');
       const purged = createSupplylineClient({
-        baseUrl: proxyBase, businessId: tenant.businessId, apiKey: tenant.apiKey,
+        baseUrl: proxyBase,
+        businessId: tenant.businessId,
+        apiKey: tenant.apiKey,
         fetch: async (input, init) => {
           if (!new Request(input, init).url.includes('/api/v1/events')) return fetch(input, init);
-          return Response.json({ errorCode: 'GONE', message: 'Events up to 40 are no longer retained; the oldest is 41' }, { status: 410 });
+          return Response.json(
+            { errorCode: 'GONE', message: 'Events up to 40 are no longer retained; the oldest is 41' },
+            { status: 410 },
+          );
         },
       });
-      await assert.rejects(async () => { for await (const _ of purged.events.follow({ after: 3 })) { /* read */ } }, (error: unknown) =>
-        error instanceof ResyncRequiredError && error.reason === 'gone' && error.after === 3);
+      await assert.rejects(
+        async () => {
+          for await (const _ of purged.events.follow({ after: 3 })) {
+            /* read */
+          }
+        },
+        (error: unknown) => error instanceof ResyncRequiredError && error.reason === 'gone' && error.after === 3,
+      );
     });
 
     it('exports then follows: the mirror-orders example ends equal to the server', async () => {
       const file = join(dir, 'mirror.json');
-      const env = { ...baseEnv, SUPPLYLINE_URL: server.base, SUPPLYLINE_BUSINESS_ID: tenant.businessId, SUPPLYLINE_API_KEY: tenant.apiKey };
-      const runExample = () => promisify(execFile)(process.execPath, ['--conditions=supplyline-source', ...TYPESCRIPT, 'examples/mirror-orders.ts', file], { env });
+      const env = {
+        ...baseEnv,
+        SUPPLYLINE_URL: server.base,
+        SUPPLYLINE_BUSINESS_ID: tenant.businessId,
+        SUPPLYLINE_API_KEY: tenant.apiKey,
+      };
+      const runExample = () =>
+        promisify(execFile)(
+          process.execPath,
+          ['--conditions=supplyline-source', ...TYPESCRIPT, 'examples/mirror-orders.ts', file],
+          { env },
+        );
       const first = await runExample();
       assert.match(first.stdout, /loaded 2 orders from the export/);
       assert.match(first.stdout, /in sync: 2 orders/);
@@ -295,8 +436,13 @@ for (const backend of backendList) {
       await client.orders.delete((await client.orders.page()).items[1].id);
       // A catalogue change between runs: the mirror's orders keep what they sold, as the server's do.
       const itemId = order.orderItems[0].itemListEntry.itemVariant.itemId;
-      await client.items.patch(itemId, { updateVariants: [{ id: variantId, variantName: 'Renamed while away', sku: 'MIRROR-2' }] });
-      await client.orders.create(buyerId, { expectedDeliveryAt: DELIVERY, orderItems: [{ itemVariantId: variantId, quantity: 3 }] } as never);
+      await client.items.patch(itemId, {
+        updateVariants: [{ id: variantId, variantName: 'Renamed while away', sku: 'MIRROR-2' }],
+      });
+      await client.orders.create(buyerId, {
+        expectedDeliveryAt: DELIVERY,
+        orderItems: [{ itemVariantId: variantId, quantity: 3 }],
+      } as never);
       const second = await runExample();
       assert.doesNotMatch(second.stdout, /loaded/, 'the second run resumes from the feed');
       assert.match(second.stdout, /in sync: 2 orders/);
@@ -306,18 +452,40 @@ for (const backend of backendList) {
 
     it('the mirror example appends each checkpoint to a journal, and a second Ctrl-C does not cut its final check short', async () => {
       const file = join(dir, 'mirror.json');
-      const env = { ...baseEnv, SUPPLYLINE_URL: server.base, SUPPLYLINE_BUSINESS_ID: tenant.businessId, SUPPLYLINE_API_KEY: tenant.apiKey };
-      const child = spawn(process.execPath, ['--conditions=supplyline-source', ...TYPESCRIPT, 'examples/mirror-orders.ts', file, '--follow'], { env });
+      const env = {
+        ...baseEnv,
+        SUPPLYLINE_URL: server.base,
+        SUPPLYLINE_BUSINESS_ID: tenant.businessId,
+        SUPPLYLINE_API_KEY: tenant.apiKey,
+      };
+      const child = spawn(
+        process.execPath,
+        ['--conditions=supplyline-source', ...TYPESCRIPT, 'examples/mirror-orders.ts', file, '--follow'],
+        { env },
+      );
       let out = '';
-      child.stdout.on('data', (d) => { out += d; });
-      child.stderr.on('data', (d) => { out += d; });
+      child.stdout.on('data', (d) => {
+        out += d;
+      });
+      child.stderr.on('data', (d) => {
+        out += d;
+      });
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       try {
         const snapshot = readFileSync(file, 'utf8');
         const [order] = await client.orders.page().then((p) => p.items);
         await client.orders.patch(order.id, { order: { notes: 'journalled' } });
-        for (let i = 0; i < 200 && !(existsSync(`${file}.journal`) && readFileSync(`${file}.journal`, 'utf8').includes('journalled')); i++) await sleep(50);
-        assert.match(readFileSync(`${file}.journal`, 'utf8'), /journalled/, 'the checkpoint appended the changed order');
+        for (
+          let i = 0;
+          i < 200 && !(existsSync(`${file}.journal`) && readFileSync(`${file}.journal`, 'utf8').includes('journalled'));
+          i++
+        )
+          await sleep(50);
+        assert.match(
+          readFileSync(`${file}.journal`, 'utf8'),
+          /journalled/,
+          'the checkpoint appended the changed order',
+        );
         assert.equal(readFileSync(file, 'utf8'), snapshot, 'and left the snapshot as it was');
         child.kill('SIGINT');
         child.kill('SIGINT');
@@ -327,7 +495,12 @@ for (const backend of backendList) {
       }
       assert.match(out, /in sync: 2 orders/);
       assert.ok(!existsSync(`${file}.journal`), 'the journal was folded into the snapshot');
-      assert.equal(JSON.parse(readFileSync(file, 'utf8')).orders[(await client.orders.page()).items.find((o) => o.notes === 'journalled')!.id].notes, 'journalled');
+      assert.equal(
+        JSON.parse(readFileSync(file, 'utf8')).orders[
+          (await client.orders.page()).items.find((o) => o.notes === 'journalled')!.id
+        ].notes,
+        'journalled',
+      );
     });
   });
 }

@@ -4,7 +4,13 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 
 export type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void | Promise<void>;
 
-export interface Seen { method: string; url: string; headers: IncomingMessage['headers']; body: string; at: number }
+export interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  body: string;
+  at: number;
+}
 
 export async function scriptedServer(handler: Handler) {
   const seen: Seen[] = [];
@@ -19,7 +25,11 @@ export async function scriptedServer(handler: Handler) {
   return {
     seen,
     base: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 

@@ -4,7 +4,12 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, describe, it, mock } from 'node:test';
 import {
-  createSupplylineClient, SupplylineApiError, SupplylineConnectionError, SupplylineError, SupplylineTimeoutError, VERSION,
+  createSupplylineClient,
+  SupplylineApiError,
+  SupplylineConnectionError,
+  SupplylineError,
+  SupplylineTimeoutError,
+  VERSION,
 } from '../../clients/typescript/src/index.ts';
 import { cutBody, json, scriptedServer } from './scripted-server.ts';
 
@@ -19,8 +24,15 @@ describe('@supplyline/client calls', async () => {
     if (next === 'drop') return void req.socket.destroy();
     if (next === 'hang') return;
     if (next === 'cut') return cutBody(res, buyer);
-    if (next === 429) return json(res, 429, { errorCode: 'RATE_LIMITED', message: 'slow down' }, { 'retry-after': '1' });
-    if (next === 400) return json(res, 400, { errorCode: 'VALIDATION_ERROR', message: 'Validation failed', requestId: 'req_1', fieldErrors: { 'buyer.name': 'Required' } });
+    if (next === 429)
+      return json(res, 429, { errorCode: 'RATE_LIMITED', message: 'slow down' }, { 'retry-after': '1' });
+    if (next === 400)
+      return json(res, 400, {
+        errorCode: 'VALIDATION_ERROR',
+        message: 'Validation failed',
+        requestId: 'req_1',
+        fieldErrors: { 'buyer.name': 'Required' },
+      });
     if (next >= 400) return json(res, next, { errorCode: 'INTERNAL', message: 'failed' });
     json(res, next, buyer, { etag: '"1"' });
   });
@@ -42,12 +54,15 @@ describe('@supplyline/client calls', async () => {
     assert.notEqual(keys[0], keys[5], 'a new call, a new key');
   });
 
-  it('sends the caller\'s idempotencyKey, so a process that restarts and retries cannot create a duplicate', async () => {
+  it("sends the caller's idempotencyKey, so a process that restarts and retries cannot create a duplicate", async () => {
     const start = server.seen.length;
     script.push(502);
     await client().buyers.create({ buyer: { name: 'Acme' } }, { idempotencyKey: 'import-42-buyer' });
     await client().buyers.patch('phm_1', { buyer: { name: 'Acme 2' } }, { idempotencyKey: 'import-42-rename' });
-    assert.deepEqual(since(start).map((s) => s.headers['idempotency-key']), ['import-42-buyer', 'import-42-buyer', 'import-42-rename']);
+    assert.deepEqual(
+      since(start).map((s) => s.headers['idempotency-key']),
+      ['import-42-buyer', 'import-42-buyer', 'import-42-rename'],
+    );
   });
 
   it('retries a cut body, and honours Retry-After', async () => {
@@ -67,7 +82,9 @@ describe('@supplyline/client calls', async () => {
       const start = server.seen.length;
       script.push(503, 503, 503);
       await client({ retry: { baseDelayMs: 100 } }).buyers.get('phm_1');
-      const gaps = since(start).slice(1).map((s, i) => s.at - since(start)[i].at);
+      const gaps = since(start)
+        .slice(1)
+        .map((s, i) => s.at - since(start)[i].at);
       for (const [i, gap] of gaps.entries()) {
         assert.ok(gap >= 100 * 2 ** i - 5 && gap < 100 * 2 ** i + 150, `gap ${i} was ${gap} ms`);
       }
@@ -81,26 +98,41 @@ describe('@supplyline/client calls', async () => {
     script.push(400);
     await assert.rejects(client().buyers.create({ buyer: { name: '' } }), (error: unknown) => {
       assert.ok(error instanceof SupplylineApiError && error instanceof SupplylineError);
-      assert.deepEqual([error.status, error.errorCode, error.requestId, error.fieldErrors], [400, 'VALIDATION_ERROR', 'req_1', { 'buyer.name': 'Required' }]);
+      assert.deepEqual(
+        [error.status, error.errorCode, error.requestId, error.fieldErrors],
+        [400, 'VALIDATION_ERROR', 'req_1', { 'buyer.name': 'Required' }],
+      );
       return true;
     });
     assert.equal(since(start).length, 1);
     script.push(500, 500);
-    await assert.rejects(client({ retry: { maxAttempts: 2, baseDelayMs: 1 } }).buyers.get('phm_1'), (error: unknown) =>
-      error instanceof SupplylineApiError && error.status === 500);
+    await assert.rejects(
+      client({ retry: { maxAttempts: 2, baseDelayMs: 1 } }).buyers.get('phm_1'),
+      (error: unknown) => error instanceof SupplylineApiError && error.status === 500,
+    );
   });
 
   it('throws SupplylineConnectionError when no attempt reaches the server', async () => {
-    const dead = createSupplylineClient({ baseUrl: 'http://127.0.0.1:1', ...tenant, retry: { maxAttempts: 2, baseDelayMs: 1 } });
-    await assert.rejects(dead.buyers.page(), (error: unknown) =>
-      error instanceof SupplylineConnectionError && error instanceof SupplylineError && error.cause instanceof Error);
+    const dead = createSupplylineClient({
+      baseUrl: 'http://127.0.0.1:1',
+      ...tenant,
+      retry: { maxAttempts: 2, baseDelayMs: 1 },
+    });
+    await assert.rejects(
+      dead.buyers.page(),
+      (error: unknown) =>
+        error instanceof SupplylineConnectionError && error instanceof SupplylineError && error.cause instanceof Error,
+    );
   });
 
-  it('ends a call at its timeout with SupplylineTimeoutError, and an aborted call with the signal\'s reason', async () => {
+  it("ends a call at its timeout with SupplylineTimeoutError, and an aborted call with the signal's reason", async () => {
     script.push('hang');
     const t0 = Date.now();
-    await assert.rejects(client().buyers.page({}, { timeout: 300 }), (error: unknown) =>
-      error instanceof SupplylineTimeoutError && error instanceof SupplylineError && error.timeoutMs === 300);
+    await assert.rejects(
+      client().buyers.page({}, { timeout: 300 }),
+      (error: unknown) =>
+        error instanceof SupplylineTimeoutError && error instanceof SupplylineError && error.timeoutMs === 300,
+    );
     assert.ok(Date.now() - t0 < 2000);
     script.push('hang');
     const reason = new Error('the user left');
@@ -133,8 +165,15 @@ describe('@supplyline/client calls', async () => {
     script.push(503);
     await client({
       hooks: {
-        onRequest: (request) => { requests.push(request.url); const headers = new Headers(request.headers); headers.set('x-trace', 't1'); return new Request(request, { headers }); },
-        onResponse: (response) => { statuses.push(response.status); },
+        onRequest: (request) => {
+          requests.push(request.url);
+          const headers = new Headers(request.headers);
+          headers.set('x-trace', 't1');
+          return new Request(request, { headers });
+        },
+        onResponse: (response) => {
+          statuses.push(response.status);
+        },
       },
     }).buyers.page({ limit: 5 }, { headers: { 'x-tenant-note': 'n1' } });
     const [first] = since(start);

@@ -63,29 +63,38 @@ export function apply(event: SupplylineEvent): string {
 }
 `;
 
-it('the READMEs\' TypeScript snippets compile, and wrong queries and event fields do not', () => {
-  const files = [
-    ...snippets('clients/typescript/README.md'),
-    ...snippets('README.md', 'Use from TypeScript'),
-  ].map((code, i) => {
-    const file = join(dir, `snippet-${i}.mts`);
-    writeFileSync(file, `${code}\nexport {};\n`);
-    return file;
-  });
+it("the READMEs' TypeScript snippets compile, and wrong queries and event fields do not", () => {
+  const files = [...snippets('clients/typescript/README.md'), ...snippets('README.md', 'Use from TypeScript')].map(
+    (code, i) => {
+      const file = join(dir, `snippet-${i}.mts`);
+      writeFileSync(file, `${code}\nexport {};\n`);
+      return file;
+    },
+  );
   assert.ok(files.length >= 6, `found ${files.length} snippets`);
   writeFileSync(join(dir, 'givens.d.ts'), givens);
   writeFileSync(join(dir, 'mistakes.mts'), mistakes);
   const program = ts.createProgram([...files, join(dir, 'givens.d.ts'), join(dir, 'mistakes.mts')], {
-    strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, lib: ['lib.es2022.d.ts', 'lib.dom.d.ts', 'lib.dom.iterable.d.ts'],
-    module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, allowImportingTsExtensions: true,
-    types: [], skipLibCheck: true,
+    strict: true,
+    noEmit: true,
+    target: ts.ScriptTarget.ES2022,
+    lib: ['lib.es2022.d.ts', 'lib.dom.d.ts', 'lib.dom.iterable.d.ts'],
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    allowImportingTsExtensions: true,
+    types: [],
+    skipLibCheck: true,
     // The package by name, from its sources, as an installed one resolves to its build.
     paths: {
       '@supplyline/client': [join(root, 'clients/typescript/src/index.ts')],
       '@supplyline/client/webhooks': [join(root, 'clients/typescript/src/webhooks.ts')],
     },
   });
-  const errors = ts.getPreEmitDiagnostics(program).map((d) =>
-    `${d.file ? `${d.file.fileName.replace(dir, '')}:${d.file.getLineAndCharacterOfPosition(d.start ?? 0).line + 1} ` : ''}${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+  const errors = ts
+    .getPreEmitDiagnostics(program)
+    .map(
+      (d) =>
+        `${d.file ? `${d.file.fileName.replace(dir, '')}:${d.file.getLineAndCharacterOfPosition(d.start ?? 0).line + 1} ` : ''}${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`,
+    );
   assert.deepEqual(errors, []);
 });

@@ -27,12 +27,21 @@ function consoleRoutes(): Array<{ method: 'GET' | 'POST'; path: string }> {
   return routes;
 }
 
-interface Session { cookie: string; csrf: string; userId: string }
+interface Session {
+  cookie: string;
+  csrf: string;
+  userId: string;
+}
 
 /** A signed-in owner, without the sign-in form (scrypt, and its throttle, would make the walk slow). */
 async function session(ctx: TestContext, t: Tenant, tag: string): Promise<Session> {
-  const { user } = await createWriteRunner(ctx.db).run({ businessId: t.businessId, actor: SYSTEM },
-    (c) => createUser(c, { email: `${tag}-${ctx.backend}-${Math.random().toString(36).slice(2)}@example.com`, name: tag, role: 'owner' }));
+  const { user } = await createWriteRunner(ctx.db).run({ businessId: t.businessId, actor: SYSTEM }, (c) =>
+    createUser(c, {
+      email: `${tag}-${ctx.backend}-${Math.random().toString(36).slice(2)}@example.com`,
+      name: tag,
+      role: 'owner',
+    }),
+  );
   return renew(ctx, t, user.id);
 }
 
@@ -57,7 +66,10 @@ function send(ctx: TestContext, method: 'GET' | 'POST', url: string, s: Session,
   // Each request from an address of its own, so sign-in's throttle (20 a minute per address) does not hide what is behind it.
   client++;
   return ctx.app.inject({
-    method, url, remoteAddress: `10.${(client >> 16) & 255}.${(client >> 8) & 255}.${client & 255}`, headers: { host: HOST, cookie: s.cookie, ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+    method,
+    url,
+    remoteAddress: `10.${(client >> 16) & 255}.${(client >> 8) & 255}.${client & 255}`,
+    headers: { host: HOST, cookie: s.cookie, ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
     payload: form ? new URLSearchParams({ ...form, csrf: s.csrf }).toString() : undefined,
   });
 }
@@ -66,18 +78,82 @@ function send(ctx: TestContext, method: 'GET' | 'POST', url: string, s: Session,
 async function resources(ctx: TestContext, t: Tenant, s: Session) {
   const f = await createFixture(ctx, t);
   const order = await createOrder(ctx, t, f);
-  const hook = await ctx.request('POST', '/api/v1/webhook-endpoints', { as: t, body: { url: 'https://hooks.example.com/walk' } });
+  const hook = await ctx.request('POST', '/api/v1/webhook-endpoints', {
+    as: t,
+    body: { url: 'https://hooks.example.com/walk' },
+  });
   assert.equal(hook.status, 201);
   const line = `${JSON.stringify({ op: 'create', resource: 'buyer', data: { buyer: { name: 'Imported' } } })}\n`;
-  const imported = await ctx.request('POST', '/api/v1/imports', { as: t, body: line, headers: { 'content-type': 'application/x-ndjson' } });
+  const imported = await ctx.request('POST', '/api/v1/imports', {
+    as: t,
+    body: line,
+    headers: { 'content-type': 'application/x-ndjson' },
+  });
   assert.equal(imported.status, 202);
-  return { order: order.id as string, webhook: hook.body.id as string, key: t.keyId, user: s.userId, import: imported.body.id as string };
+  return {
+    order: order.id as string,
+    webhook: hook.body.id as string,
+    key: t.keyId,
+    user: s.userId,
+    import: imported.body.id as string,
+  };
 }
 
-const FIELDS = ['page', 'propertyPath', 'propertyValue', 'propertyExists', 'phase', 'status', 'since', 'types', 'resourceId', 'resourceType',
-  'before', 'after', 'name', 'expiresInDays', 'email', 'password', 'role', 'action', 'url', 'description', 'eventTypes',
-  'afterSequence', 'untilSequence', 'graceSeconds', 'current', 'repeat', 'next', 'signed', 'x'];
-const HOSTILE = ['valueOf', '__proto__', 'constructor', '', '0', '-1', '1e309', 'NaN', '9'.repeat(40), 'a'.repeat(5000), '\u0000', 'a\u0000b@example.com', '%00', '../..', '<script>', '\ud800', '2026-13-45', 'order.*', 'enabled', 'owner', 'disable', '3600'];
+const FIELDS = [
+  'page',
+  'propertyPath',
+  'propertyValue',
+  'propertyExists',
+  'phase',
+  'status',
+  'since',
+  'types',
+  'resourceId',
+  'resourceType',
+  'before',
+  'after',
+  'name',
+  'expiresInDays',
+  'email',
+  'password',
+  'role',
+  'action',
+  'url',
+  'description',
+  'eventTypes',
+  'afterSequence',
+  'untilSequence',
+  'graceSeconds',
+  'current',
+  'repeat',
+  'next',
+  'signed',
+  'x',
+];
+const HOSTILE = [
+  'valueOf',
+  '__proto__',
+  'constructor',
+  '',
+  '0',
+  '-1',
+  '1e309',
+  'NaN',
+  '9'.repeat(40),
+  'a'.repeat(5000),
+  '\u0000',
+  'a\u0000b@example.com',
+  '%00',
+  '../..',
+  '<script>',
+  '\ud800',
+  '2026-13-45',
+  'order.*',
+  'enabled',
+  'owner',
+  'disable',
+  '3600',
+];
 const value = fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom(...HOSTILE));
 
 describeEachBackend('the console under hostile input', (ctx) => {
@@ -93,18 +169,38 @@ describeEachBackend('the console under hostile input', (ctx) => {
     const t = await ctx().createTenant();
     let s = await session(ctx(), t, 'walker');
     const own = await resources(ctx(), t, s);
-    const id = fc.oneof(fc.string({ maxLength: 60 }), fc.constantFrom(own.order, own.webhook, own.key, 'ord_x', '..', '%00', 'a'.repeat(300), 'valueOf', '__proto__', 'constructor'));
+    const id = fc.oneof(
+      fc.string({ maxLength: 60 }),
+      fc.constantFrom(
+        own.order,
+        own.webhook,
+        own.key,
+        'ord_x',
+        '..',
+        '%00',
+        'a'.repeat(300),
+        'valueOf',
+        '__proto__',
+        'constructor',
+      ),
+    );
     const fields = fc.dictionary(fc.constantFrom(...FIELDS), value, { maxKeys: 6 });
     for (const { method, path } of consoleRoutes()) {
-      await fc.assert(fc.asyncProperty(id, fields, async (rawId, input) => {
-        const base = path.replace(/:[a-z]+/g, segment(rawId));
-        const url = method === 'GET' ? `${base}?${new URLSearchParams(input)}` : base;
-        const res = await send(ctx(), method, url, s, method === 'POST' ? input : undefined);
-        assert.ok(res.statusCode < 500, `${method} ${url} ${JSON.stringify(input).slice(0, 200)} -> ${res.statusCode} ${res.body.slice(0, 300)}`);
-        // Signing out ends the session: the walk goes on with a new one. (The ids never name the walker,
-        // so the team page cannot disable it.)
-        if (path.includes('sign-out')) s = await renew(ctx(), t, s.userId);
-      }), { numRuns: path.includes('sign-in') ? 8 : 25 });
+      await fc.assert(
+        fc.asyncProperty(id, fields, async (rawId, input) => {
+          const base = path.replace(/:[a-z]+/g, segment(rawId));
+          const url = method === 'GET' ? `${base}?${new URLSearchParams(input)}` : base;
+          const res = await send(ctx(), method, url, s, method === 'POST' ? input : undefined);
+          assert.ok(
+            res.statusCode < 500,
+            `${method} ${url} ${JSON.stringify(input).slice(0, 200)} -> ${res.statusCode} ${res.body.slice(0, 300)}`,
+          );
+          // Signing out ends the session: the walk goes on with a new one. (The ids never name the walker,
+          // so the team page cannot disable it.)
+          if (path.includes('sign-out')) s = await renew(ctx(), t, s.userId);
+        }),
+        { numRuns: path.includes('sign-in') ? 8 : 25 },
+      );
     }
   });
 
@@ -118,7 +214,10 @@ describeEachBackend('the console under hostile input', (ctx) => {
         const base = path.replace(/:[a-z]+/g, segment([own.order, own.webhook, own.key, hostile][i % 4]));
         const url = method === 'GET' ? `${base}?${new URLSearchParams(input)}` : base;
         const res = await send(ctx(), method, url, s, method === 'POST' ? input : undefined);
-        assert.ok(res.statusCode < 500, `${method} ${url.slice(0, 200)} with every field ${JSON.stringify(hostile).slice(0, 40)} -> ${res.statusCode} ${res.body.slice(0, 300)}`);
+        assert.ok(
+          res.statusCode < 500,
+          `${method} ${url.slice(0, 200)} with every field ${JSON.stringify(hostile).slice(0, 40)} -> ${res.statusCode} ${res.body.slice(0, 300)}`,
+        );
         if (path.includes('sign-out')) s = await renew(ctx(), t, s.userId);
       }
     }
@@ -140,7 +239,7 @@ describeEachBackend('the console under hostile input', (ctx) => {
     }
   });
 
-  it('answers 404 for another business\'s order, endpoint, key and user on every route that names one, and changes nothing', async () => {
+  it("answers 404 for another business's order, endpoint, key and user on every route that names one, and changes nothing", async () => {
     const mine = await ctx().createTenant();
     const theirs = await ctx().createTenant();
     const me = await session(ctx(), mine, 'me');
@@ -157,28 +256,46 @@ describeEachBackend('the console under hostile input', (ctx) => {
     assert.ok(named.length >= 9, `${named.length} routes name a resource`);
     for (const { method, path } of named) {
       for (const [kind, id] of Object.entries(other)) {
-        const res = await send(ctx(), method, path.replace(':id', id), me, method === 'POST' ? (forms[path] ?? {}) : undefined);
-        assert.equal(res.statusCode, 404, `${method} ${path} with their ${kind} -> ${res.statusCode} ${res.body.slice(0, 200)}`);
+        const res = await send(
+          ctx(),
+          method,
+          path.replace(':id', id),
+          me,
+          method === 'POST' ? (forms[path] ?? {}) : undefined,
+        );
+        assert.equal(
+          res.statusCode,
+          404,
+          `${method} ${path} with their ${kind} -> ${res.statusCode} ${res.body.slice(0, 200)}`,
+        );
       }
     }
     // Their key still works, their endpoint is still enabled, their owner is still an owner with a live session.
-    assert.equal((await ctx().request('GET', `/api/v1/webhook-endpoints/${other.webhook}`, { as: theirs })).body.status, 'enabled');
+    assert.equal(
+      (await ctx().request('GET', `/api/v1/webhook-endpoints/${other.webhook}`, { as: theirs })).body.status,
+      'enabled',
+    );
     assert.equal((await send(ctx(), 'GET', '/console/keys', them)).statusCode, 200);
     assert.equal((await send(ctx(), 'GET', `/console/orders/${other.order}`, them)).statusCode, 200);
   });
 
-  it('refuses every form without the session\'s CSRF token, whatever it holds', async () => {
+  it("refuses every form without the session's CSRF token, whatever it holds", async () => {
     const t = await ctx().createTenant();
     const s = await session(ctx(), t, 'csrf');
     for (const { path } of consoleRoutes().filter((r) => r.method === 'POST' && r.path !== '/console/sign-in')) {
-      await fc.assert(fc.asyncProperty(fc.dictionary(fc.constantFrom(...FIELDS), value, { maxKeys: 4 }), async (input) => {
-        const res = await ctx().app.inject({
-          method: 'POST', url: path.replace(':id', 'x'), headers: { host: HOST, cookie: s.cookie, 'content-type': 'application/x-www-form-urlencoded' },
-          payload: new URLSearchParams(input).toString(),
-        });
-        // 400 when the form itself cannot be read (a NUL), before the token is looked at.
-        assert.ok(res.statusCode === 403 || res.statusCode === 400, `${path} -> ${res.statusCode}`);
-      }), { numRuns: 5 });
+      await fc.assert(
+        fc.asyncProperty(fc.dictionary(fc.constantFrom(...FIELDS), value, { maxKeys: 4 }), async (input) => {
+          const res = await ctx().app.inject({
+            method: 'POST',
+            url: path.replace(':id', 'x'),
+            headers: { host: HOST, cookie: s.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+            payload: new URLSearchParams(input).toString(),
+          });
+          // 400 when the form itself cannot be read (a NUL), before the token is looked at.
+          assert.ok(res.statusCode === 403 || res.statusCode === 400, `${path} -> ${res.statusCode}`);
+        }),
+        { numRuns: 5 },
+      );
     }
   });
 });

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { createDatabase, type DatabaseHandle } from '../../src/db/connection.ts';
 import { backends, createTestDatabase, type TestDatabase } from '../helpers/context.ts';
 
@@ -18,8 +17,11 @@ for (const backend of backends.filter((b) => b === 'postgres')) {
     };
     /** The connection's named statements, but for this lookup itself. */
     const preparedNames = async (db: ReturnType<typeof open>) =>
-      (await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements`.execute(db)).rows
-        .filter((r) => !r.statement.includes('pg_prepared_statements')).map((r) => r.name);
+      (
+        await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements`.execute(db)
+      ).rows
+        .filter((r) => !r.statement.includes('pg_prepared_statements'))
+        .map((r) => r.name);
 
     before(async () => {
       database = await createTestDatabase(backend);
@@ -34,7 +36,12 @@ for (const backend of backends.filter((b) => b === 'postgres')) {
 
     it('names a parameterised statement once per connection and reuses it', async () => {
       const db = open();
-      const find = (a: number) => db.selectFrom('prep_t' as any).select('a').where('a', '=', a).execute();
+      const find = (a: number) =>
+        db
+          .selectFrom('prep_t' as any)
+          .select('a')
+          .where('a', '=', a)
+          .execute();
       assert.deepEqual(await find(1), [{ a: 1 }]);
       assert.deepEqual(await find(2), [{ a: 2 }]);
       const names = await preparedNames(db);
@@ -43,25 +50,52 @@ for (const backend of backends.filter((b) => b === 'postgres')) {
 
     it('leaves statements unnamed when turned off, and bulk statements always', async () => {
       const off = open(false);
-      await off.selectFrom('prep_t' as any).select('a').where('a', '=', 1).execute();
-      assert.deepEqual((await preparedNames(off)).filter((n) => n.startsWith('supplyline_')), []);
+      await off
+        .selectFrom('prep_t' as any)
+        .select('a')
+        .where('a', '=', 1)
+        .execute();
+      assert.deepEqual(
+        (await preparedNames(off)).filter((n) => n.startsWith('supplyline_')),
+        [],
+      );
 
       const on = open();
       const many = Array.from({ length: 40 }, (_, i) => i);
-      assert.equal((await on.selectFrom('prep_t' as any).select('a').where('a', 'in', many).execute()).length, 2);
-      assert.deepEqual((await preparedNames(on)).filter((n) => n.startsWith('supplyline_')), []);
+      assert.equal(
+        (
+          await on
+            .selectFrom('prep_t' as any)
+            .select('a')
+            .where('a', 'in', many)
+            .execute()
+        ).length,
+        2,
+      );
+      assert.deepEqual(
+        (await preparedNames(on)).filter((n) => n.startsWith('supplyline_')),
+        [],
+      );
     });
 
     it('prepares a select * again after another instance adds a column', async () => {
       const db = open();
-      const all = (on: typeof db = db) => on.selectFrom('prep_t' as any).selectAll().where('a', '=', 1).execute();
+      const all = (on: typeof db = db) =>
+        on
+          .selectFrom('prep_t' as any)
+          .selectAll()
+          .where('a', '=', 1)
+          .execute();
       assert.deepEqual(await all(), [{ a: 1 }]);
       await sql`alter table prep_t add column b text not null default 'x'`.execute(database.handle.db);
       assert.deepEqual(await all(), [{ a: 1, b: 'x' }], 'outside a transaction the query is retried at once');
 
       await sql`alter table prep_t add column c integer not null default 7`.execute(database.handle.db);
-      await assert.rejects(db.transaction().execute((trx) => all(trx)), /cached plan must not change result type/,
-        'inside a transaction the caller retries');
+      await assert.rejects(
+        db.transaction().execute((trx) => all(trx)),
+        /cached plan must not change result type/,
+        'inside a transaction the caller retries',
+      );
       assert.deepEqual(await db.transaction().execute((trx) => all(trx)), [{ a: 1, b: 'x', c: 7 }]);
     });
   });

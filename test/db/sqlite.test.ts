@@ -17,13 +17,20 @@ describe('SQLite connection queue', () => {
     const handle = createDatabase(`sqlite:${join(dir, 'db.sqlite')}`);
     try {
       const finished: number[] = [];
-      await Promise.all(Array.from({ length: 60 }, (_, i) => handle.db.transaction().execute(async (trx) => {
-        await sql`select ${i}`.execute(trx);
-        await new Promise((r) => setImmediate(r));
-        await sql`select ${i}`.execute(trx);
-        finished.push(i);
-      })));
-      assert.deepEqual(finished, Array.from({ length: 60 }, (_, i) => i));
+      await Promise.all(
+        Array.from({ length: 60 }, (_, i) =>
+          handle.db.transaction().execute(async (trx) => {
+            await sql`select ${i}`.execute(trx);
+            await new Promise((r) => setImmediate(r));
+            await sql`select ${i}`.execute(trx);
+            finished.push(i);
+          }),
+        ),
+      );
+      assert.deepEqual(
+        finished,
+        Array.from({ length: 60 }, (_, i) => i),
+      );
     } finally {
       await handle.close();
       rmSync(dir, { recursive: true, force: true });
@@ -50,7 +57,12 @@ describe('SQLite group commit', () => {
         return 0;
       }
     };
-    const db = new Kysely<any>({ dialect: new QueuedSqliteDialect(sqlite, () => { counter.commits++; counter.rowsAfter.push(rows()); }) });
+    const db = new Kysely<any>({
+      dialect: new QueuedSqliteDialect(sqlite, () => {
+        counter.commits++;
+        counter.rowsAfter.push(rows());
+      }),
+    });
     const seen = (n: number) => outside.prepare('select count(*) as c from t where n = ?').get(n) as { c: number };
     const close = async () => {
       outside.close();
@@ -71,33 +83,46 @@ describe('SQLite group commit', () => {
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   /** Fails instead of hanging the suite when a promise never settles. */
   const within = <T>(promise: Promise<T>, what: string) =>
-    Promise.race([promise, sleep(3000).then(() => { throw new Error(`${what} did not settle in 3 s`); })]);
+    Promise.race([
+      promise,
+      sleep(3000).then(() => {
+        throw new Error(`${what} did not settle in 3 s`);
+      }),
+    ]);
   /** Makes one statement fail as an I/O error would, while `failing.on`. */
-  const failingStatement = (text: string, failing: { on: boolean }) => (sqlite: ReturnType<typeof openSqliteDatabase>) => {
-    const prepare = sqlite.prepare.bind(sqlite);
-    sqlite.prepare = ((source: string) => {
-      if (failing.on && source === text) throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
-      return prepare(source);
-    }) as typeof sqlite.prepare;
-  };
+  const failingStatement =
+    (text: string, failing: { on: boolean }) => (sqlite: ReturnType<typeof openSqliteDatabase>) => {
+      const prepare = sqlite.prepare.bind(sqlite);
+      sqlite.prepare = ((source: string) => {
+        if (failing.on && source === text) throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
+        return prepare(source);
+      }) as typeof sqlite.prepare;
+    };
   const withDeferredKey = async (db: Kysely<any>) => {
     await sql`create table t (n integer)`.execute(db);
     await sql`create table parent (id integer primary key)`.execute(db);
     // A deferred foreign key is checked at COMMIT: the one way to make a commit fail on purpose.
     await sql`create table child (parent_id integer references parent (id) deferrable initially deferred)`.execute(db);
   };
-  const write = (db: Kysely<any>, n: number, after?: () => void) => db.transaction().execute(async (trx) => {
-    await sql`insert into t (n) values (${n})`.execute(trx);
-    await new Promise((r) => setImmediate(r));
-    after?.();
-  });
+  const write = (db: Kysely<any>, n: number, after?: () => void) =>
+    db.transaction().execute(async (trx) => {
+      await sql`insert into t (n) values (${n})`.execute(trx);
+      await new Promise((r) => setImmediate(r));
+      after?.();
+    });
 
   it('commits writes that wait for each other together, and answers each only once its write is durable', async () => {
     await onItsOwnDatabase(async ({ db, counter, seen }) => {
       await sql`create table t (n integer)`.execute(db);
       const before = counter.commits;
       const visibleWhenAnswered: number[] = [];
-      await Promise.all(Array.from({ length: 10 }, (_, n) => write(db, n).then(() => { visibleWhenAnswered.push(seen(n).c); })));
+      await Promise.all(
+        Array.from({ length: 10 }, (_, n) =>
+          write(db, n).then(() => {
+            visibleWhenAnswered.push(seen(n).c);
+          }),
+        ),
+      );
       assert.deepEqual(visibleWhenAnswered, Array(10).fill(1));
       assert.ok(counter.commits - before <= 2, `10 writes took ${counter.commits - before} commits`);
       // A write on its own commits at once.
@@ -114,7 +139,10 @@ describe('SQLite group commit', () => {
       counter.rowsAfter.length = 0;
       await Promise.all(Array.from({ length: 48 }, (_, n) => write(db, n)));
       const sizes = counter.rowsAfter.map((n, i) => n - (i === 0 ? 0 : counter.rowsAfter[i - 1]));
-      assert.equal(sizes.reduce((a, b) => a + b, 0), 48);
+      assert.equal(
+        sizes.reduce((a, b) => a + b, 0),
+        48,
+      );
       assert.ok(Math.max(...sizes) === 16, `group sizes ${sizes}`);
     });
   });
@@ -122,25 +150,45 @@ describe('SQLite group commit', () => {
   it('rolls back only the write that failed, and commits the rest of its group', async () => {
     await onItsOwnDatabase(async ({ db, seen }) => {
       await sql`create table t (n integer)`.execute(db);
-      const results = await Promise.allSettled(Array.from({ length: 6 }, (_, n) => write(db, n, () => {
-        if (n === 2) throw new Error('refused');
-      })));
-      assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
+      const results = await Promise.allSettled(
+        Array.from({ length: 6 }, (_, n) =>
+          write(db, n, () => {
+            if (n === 2) throw new Error('refused');
+          }),
+        ),
+      );
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled'],
+      );
       assert.equal((results[2] as PromiseRejectedResult).reason.message, 'refused');
-      assert.deepEqual([0, 1, 2, 3, 4, 5].map((n) => seen(n).c), [1, 1, 0, 1, 1, 1]);
+      assert.deepEqual(
+        [0, 1, 2, 3, 4, 5].map((n) => seen(n).c),
+        [1, 1, 0, 1, 1, 1],
+      );
     });
   });
 
   it('fails every write of a group whose commit fails, keeps none of them, and goes on afterwards', async () => {
     await onItsOwnDatabase(async ({ db, seen }) => {
       await withDeferredKey(db);
-      const results = await Promise.allSettled(Array.from({ length: 4 }, (_, n) => db.transaction().execute(async (trx) => {
-        await sql`insert into t (n) values (${n})`.execute(trx);
-        if (n === 1) await sql`insert into child (parent_id) values (42)`.execute(trx);
-        await new Promise((r) => setImmediate(r));
-      })));
-      assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected', 'rejected', 'rejected']);
-      assert.deepEqual([0, 1, 2, 3].map((n) => seen(n).c), [0, 0, 0, 0]);
+      const results = await Promise.allSettled(
+        Array.from({ length: 4 }, (_, n) =>
+          db.transaction().execute(async (trx) => {
+            await sql`insert into t (n) values (${n})`.execute(trx);
+            if (n === 1) await sql`insert into child (parent_id) values (42)`.execute(trx);
+            await new Promise((r) => setImmediate(r));
+          }),
+        ),
+      );
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ['rejected', 'rejected', 'rejected', 'rejected'],
+      );
+      assert.deepEqual(
+        [0, 1, 2, 3].map((n) => seen(n).c),
+        [0, 0, 0, 0],
+      );
       await write(db, 7);
       assert.equal(seen(7).c, 1);
     });
@@ -153,25 +201,30 @@ describe('SQLite group commit', () => {
         await sql`insert into t (n) values (1)`.execute(trx);
         await sql`insert into child (parent_id) values (42)`.execute(trx); // its group's COMMIT fails
         await new Promise((r) => setImmediate(r));
-    });
-    let undecided: boolean | undefined;
-    const second = db.transaction().execute(async (trx) => {
-      const { rows: [row] } = await sql<{ c: number }>`select count(*) as c from t where n = 1`.execute(trx);
-      throw new Error(`n = 1 exists (${row.c})`);
-    }).catch((error: Error) => {
-      const onConnection = (sqlite.prepare('select count(*) as c from t where n = 1').get() as { c: number }).c;
-      undecided = onConnection !== seen(1).c;
-      return error.message;
-    });
-    const third = write(db, 3);
-    const [a, b, c] = await within(Promise.allSettled([first, second, third]), 'the writes');
-    assert.equal(a.status, 'rejected');
-    assert.equal(undecided, false);
-    // It read a row that never committed: it fails with the commit, not with what it concluded.
-    assert.ok(b.status === 'fulfilled' && !b.value.startsWith('n = 1 exists'), JSON.stringify(b));
-    assert.equal(seen(1).c, 0);
-    assert.equal(c.status, 'fulfilled');
-    assert.equal(seen(3).c, 1);
+      });
+      let undecided: boolean | undefined;
+      const second = db
+        .transaction()
+        .execute(async (trx) => {
+          const {
+            rows: [row],
+          } = await sql<{ c: number }>`select count(*) as c from t where n = 1`.execute(trx);
+          throw new Error(`n = 1 exists (${row.c})`);
+        })
+        .catch((error: Error) => {
+          const onConnection = (sqlite.prepare('select count(*) as c from t where n = 1').get() as { c: number }).c;
+          undecided = onConnection !== seen(1).c;
+          return error.message;
+        });
+      const third = write(db, 3);
+      const [a, b, c] = await within(Promise.allSettled([first, second, third]), 'the writes');
+      assert.equal(a.status, 'rejected');
+      assert.equal(undecided, false);
+      // It read a row that never committed: it fails with the commit, not with what it concluded.
+      assert.ok(b.status === 'fulfilled' && !b.value.startsWith('n = 1 exists'), JSON.stringify(b));
+      assert.equal(seen(1).c, 0);
+      assert.equal(c.status, 'fulfilled');
+      assert.equal(seen(3).c, 1);
     });
   });
 
@@ -185,15 +238,21 @@ describe('SQLite group commit', () => {
         });
         await sleep(10);
         await sql`insert into t (n) values (100)`.execute(connection);
-    });
-    const read = db.selectFrom('t').selectAll().execute();
-    const refused = db.transaction().execute(async (trx) => {
-      await sql`insert into t (n) values (3)`.execute(trx);
-      await sleep(40);
-      throw new Error('refused');
-    }).catch(() => 'refused');
-    await within(Promise.all([outer, read, refused]), 'the connection scope');
-    assert.deepEqual([1, 3, 100].map((n) => seen(n).c), [1, 0, 1]);
+      });
+      const read = db.selectFrom('t').selectAll().execute();
+      const refused = db
+        .transaction()
+        .execute(async (trx) => {
+          await sql`insert into t (n) values (3)`.execute(trx);
+          await sleep(40);
+          throw new Error('refused');
+        })
+        .catch(() => 'refused');
+      await within(Promise.all([outer, read, refused]), 'the connection scope');
+      assert.deepEqual(
+        [1, 3, 100].map((n) => seen(n).c),
+        [1, 0, 1],
+      );
     });
   });
 
@@ -204,10 +263,18 @@ describe('SQLite group commit', () => {
       await sql`create table t (n integer)`.execute(db);
       failing.on = true;
       const first = write(db, 1);
-      const second = write(db, 2, () => { throw new Error('refused'); });
+      const second = write(db, 2, () => {
+        throw new Error('refused');
+      });
       const results = await within(Promise.allSettled([first, second]), 'the writes');
-      assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected']);
-      assert.deepEqual([1, 2].map((n) => seen(n).c), [0, 0]);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ['rejected', 'rejected'],
+      );
+      assert.deepEqual(
+        [1, 2].map((n) => seen(n).c),
+        [0, 0],
+      );
       failing.on = false;
       await within(write(db, 3), 'a later write');
       assert.equal(seen(3).c, 1);
@@ -226,9 +293,14 @@ describe('SQLite group commit', () => {
         await sql`insert into child (parent_id) values (42)`.execute(trx);
         await new Promise((r) => setImmediate(r));
       });
-      const second = db.transaction().execute(async () => { throw new Error('refused'); });
+      const second = db.transaction().execute(async () => {
+        throw new Error('refused');
+      });
       const results = await within(Promise.allSettled([first, second]), 'the writes');
-      assert.deepEqual(results.map((r) => r.status), ['rejected', 'rejected']);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ['rejected', 'rejected'],
+      );
       failing.on = false;
       await within(db.selectFrom('t').selectAll().execute(), 'a later read');
     } finally {
@@ -240,7 +312,10 @@ describe('SQLite group commit', () => {
     await onItsOwnDatabase(async ({ db, seen }) => {
       await sql`create table t (n integer)`.execute(db);
       const writes = Array.from({ length: 3 }, (_, n) => write(db, n));
-      const read = db.selectFrom('t').select((eb) => eb.fn.countAll().as('c')).executeTakeFirstOrThrow()
+      const read = db
+        .selectFrom('t')
+        .select((eb) => eb.fn.countAll().as('c'))
+        .executeTakeFirstOrThrow()
         .then((row) => ({ counted: Number(row.c), durable: [0, 1, 2].map((n) => seen(n).c) }));
       const later = write(db, 3);
       const [result] = await Promise.all([read, ...writes, later]);
@@ -266,10 +341,17 @@ describe('SQLite statement cache', () => {
     const { db, prepared } = open();
     try {
       await sql`create table t (a integer, b text)`.execute(db);
-      for (let i = 0; i < 5; i++) await db.insertInto('t').values({ a: i, b: `v${i}` }).execute();
+      for (let i = 0; i < 5; i++)
+        await db
+          .insertInto('t')
+          .values({ a: i, b: `v${i}` })
+          .execute();
       const rows = [];
       for (let i = 0; i < 5; i++) rows.push(await db.selectFrom('t').select('b').where('a', '=', i).executeTakeFirst());
-      assert.deepEqual(rows.map((r) => r?.b), ['v0', 'v1', 'v2', 'v3', 'v4']);
+      assert.deepEqual(
+        rows.map((r) => r?.b),
+        ['v0', 'v1', 'v2', 'v3', 'v4'],
+      );
       assert.equal(prepared.filter((s) => s.startsWith('insert')).length, 1);
       assert.equal(prepared.filter((s) => s.startsWith('select')).length, 1);
     } finally {
@@ -281,7 +363,10 @@ describe('SQLite statement cache', () => {
     const { db } = open();
     try {
       await sql`create table t (a integer)`.execute(db);
-      await db.insertInto('t').values([{ a: 1 }, { a: 2 }]).execute();
+      await db
+        .insertInto('t')
+        .values([{ a: 1 }, { a: 2 }])
+        .execute();
       const updated = await db.updateTable('t').set({ a: 3 }).where('a', '>', 0).executeTakeFirst();
       assert.equal(updated.numUpdatedRows, 2n);
       assert.deepEqual(await db.selectFrom('t').selectAll().limit(1).execute(), [{ a: 3 }]);
@@ -309,15 +394,24 @@ describe('SQLite statement cache', () => {
 /** A second writer on the same file: another process (the CLI beside a server), held as a thread here. */
 function holdWriteLock(file: string, ms: number): Promise<{ released: Promise<void> }> {
   const driver = createRequire(import.meta.url).resolve(chooseSqliteDriver());
-  const worker = new Worker(`
+  const worker = new Worker(
+    `
     const { parentPort, workerData } = require('node:worker_threads');
     const db = new (require(workerData.driver))(workerData.file);
     db.exec('begin immediate');
     db.exec("insert into t (v) values ('other writer')");
     parentPort.postMessage('locked');
-    setTimeout(() => { db.exec('commit'); db.close(); parentPort.close(); }, workerData.ms);`, { eval: true, workerData: { driver, file, ms } });
-  const released = new Promise<void>((resolve, reject) => { worker.once('exit', () => resolve()); worker.once('error', reject); });
-  return new Promise((resolve, reject) => { worker.once('message', () => resolve({ released })); worker.once('error', reject); });
+    setTimeout(() => { db.exec('commit'); db.close(); parentPort.close(); }, workerData.ms);`,
+    { eval: true, workerData: { driver, file, ms } },
+  );
+  const released = new Promise<void>((resolve, reject) => {
+    worker.once('exit', () => resolve());
+    worker.once('error', reject);
+  });
+  return new Promise((resolve, reject) => {
+    worker.once('message', () => resolve({ released }));
+    worker.once('error', reject);
+  });
 }
 
 describe('SQLite write transactions', () => {
@@ -336,7 +430,10 @@ describe('SQLite write transactions', () => {
       });
       await released;
       const rows = await sql<{ v: string }>`select v from t order by id`.execute(handle.db);
-      assert.deepEqual(rows.rows.map((r) => r.v), ['other writer', 'this writer']);
+      assert.deepEqual(
+        rows.rows.map((r) => r.v),
+        ['other writer', 'this writer'],
+      );
     } finally {
       await handle.close();
       rmSync(dir, { recursive: true, force: true });
@@ -354,7 +451,8 @@ describe('SQLite background checkpoints', () => {
     const main = openSqliteDatabase(file);
     try {
       assert.equal(await handle.checkpointer!.ready, true);
-      const autocheckpoint = async () => Number(Object.values((await sql`pragma wal_autocheckpoint`.execute(handle.db)).rows[0] as object)[0]);
+      const autocheckpoint = async () =>
+        Number(Object.values((await sql`pragma wal_autocheckpoint`.execute(handle.db)).rows[0] as object)[0]);
       assert.equal(await autocheckpoint(), 0, 'the main connection leaves checkpoints to the thread');
       await sql`create table t (id integer primary key, v blob)`.execute(handle.db);
       // 40 MB in 400 transactions. Without checkpoints the WAL would hold all of it; the thread
@@ -412,7 +510,9 @@ describe('SQLite background checkpoints', () => {
       assert.equal(await checkpointer.ready, true);
       await sql`create table t (id integer primary key)`.execute(db);
       for (let i = 0; i < 200 && failed < 2; i++) {
-        await db.transaction().execute(async (trx) => { await sql`insert into t default values`.execute(trx); });
+        await db.transaction().execute(async (trx) => {
+          await sql`insert into t default values`.execute(trx);
+        });
         await new Promise((r) => setTimeout(r, 10));
       }
       assert.ok(failed >= 2, 'the finishing pass was tried again after it failed');

@@ -20,17 +20,44 @@ describeEachBackend('values stored by an earlier release', (ctx) => {
     const itemId = order.orderItems[0].itemListEntry.itemVariant.itemId;
     const db = ctx().db;
     // As an earlier release left them: JSON the checks of today refuse.
-    await db.updateTable('orders').set({ properties: stored('erp') }).where('id', '=', order.id).execute();
-    await db.updateTable('order_items').set({ properties: stored('erp') }).where('order_id', '=', order.id).execute();
-    await db.updateTable('items').set({ properties: stored('erp') }).where('id', '=', itemId).execute();
-    await db.updateTable('item_variants').set({ properties: stored('erp') }).where('id', '=', f.variantIds[0]).execute();
-    await db.updateTable('phantoms').set({ properties: stored('erp'), buyer_info: stored('erp') }).where('id', '=', f.buyerId).execute();
-    await db.updateTable('invoices').set({ properties: stored('erp') }).where('id', '=', invoice.id).execute();
+    await db
+      .updateTable('orders')
+      .set({ properties: stored('erp') })
+      .where('id', '=', order.id)
+      .execute();
+    await db
+      .updateTable('order_items')
+      .set({ properties: stored('erp') })
+      .where('order_id', '=', order.id)
+      .execute();
+    await db
+      .updateTable('items')
+      .set({ properties: stored('erp') })
+      .where('id', '=', itemId)
+      .execute();
+    await db
+      .updateTable('item_variants')
+      .set({ properties: stored('erp') })
+      .where('id', '=', f.variantIds[0])
+      .execute();
+    await db
+      .updateTable('phantoms')
+      .set({ properties: stored('erp'), buyer_info: stored('erp') })
+      .where('id', '=', f.buyerId)
+      .execute();
+    await db
+      .updateTable('invoices')
+      .set({ properties: stored('erp') })
+      .where('id', '=', invoice.id)
+      .execute();
 
     const patches: Array<[string, unknown]> = [
       [`/api/v1/orders/${order.id}`, { order: { notes: 'only the notes' } }],
       [`/api/v1/orders/${order.id}`, { order: { properties: { shop: { ref: 'A-1' } } } }],
-      [`/api/v1/orders/${order.id}`, { updateOrderItems: [{ id: order.orderItems[0].id, properties: { shop: { line: 1 } } }] }],
+      [
+        `/api/v1/orders/${order.id}`,
+        { updateOrderItems: [{ id: order.orderItems[0].id, properties: { shop: { line: 1 } } }] },
+      ],
       [`/api/v1/items/${itemId}`, { description: 'only the description' }],
       [`/api/v1/items/${itemId}`, { properties: { shop: { ref: 'I-1' } } }],
       [`/api/v1/items/${itemId}`, { updateVariants: [{ id: f.variantIds[0], properties: { shop: { ref: 'V-1' } } }] }],
@@ -43,8 +70,14 @@ describeEachBackend('values stored by an earlier release', (ctx) => {
       assert.equal(res.status, 200, `${url} ${JSON.stringify(body)}: ${JSON.stringify(res.body)}`);
     }
     const raw = async (table: 'orders' | 'items' | 'invoices', id: string) =>
-      JSON.stringify((await db.selectFrom(table).select('properties').where('id', '=', id).executeTakeFirstOrThrow()).properties);
-    for (const [table, id] of [['orders', order.id], ['items', itemId], ['invoices', invoice.id]] as const) {
+      JSON.stringify(
+        (await db.selectFrom(table).select('properties').where('id', '=', id).executeTakeFirstOrThrow()).properties,
+      );
+    for (const [table, id] of [
+      ['orders', order.id],
+      ['items', itemId],
+      ['invoices', invoice.id],
+    ] as const) {
       assert.ok((await raw(table, id)).includes(BIG), `${table}: the stored number is kept digit for digit`);
     }
     const shown = (await ctx().request('GET', `/api/v1/orders/${order.id}`, { as: t })).body;
@@ -52,17 +85,21 @@ describeEachBackend('values stored by an earlier release', (ctx) => {
     assert.equal(shown.notes, 'only the notes');
 
     // What a request sends is still checked.
-    const sent = await ctx().request('PATCH', `/api/v1/orders/${order.id}`, { as: t, body: { order: { properties: { erp: { other: Number(BIG) } } } } });
+    const sent = await ctx().request('PATCH', `/api/v1/orders/${order.id}`, {
+      as: t,
+      body: { order: { properties: { erp: { other: Number(BIG) } } } },
+    });
     assert.equal(sent.status, 400);
   });
 });
 
 describeEachBackend('requests an earlier release answered 2xx', (ctx) => {
-  it('lists orders by the order guide\'s statuses: PREPARING as PACKED, SHIPPED as IN_TRANSIT, CANCELLED as none', async () => {
+  it("lists orders by the order guide's statuses: PREPARING as PACKED, SHIPPED as IN_TRANSIT, CANCELLED as none", async () => {
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);
     const ids: Record<string, string> = {};
-    for (const status of ['PACKED', 'IN_TRANSIT', 'ACCEPTED']) ids[status] = (await createOrder(ctx(), t, f, { status })).id;
+    for (const status of ['PACKED', 'IN_TRANSIT', 'ACCEPTED'])
+      ids[status] = (await createOrder(ctx(), t, f, { status })).id;
     const list = async (status: string) => {
       const res = await ctx().request('GET', `/api/v1/orders?status=${status}`, { as: t });
       assert.equal(res.status, 200, `${status}: ${JSON.stringify(res.body)}`);
@@ -72,11 +109,14 @@ describeEachBackend('requests an earlier release answered 2xx', (ctx) => {
     assert.deepEqual(await list('SHIPPED'), { ids: [ids.IN_TRANSIT], total: 1 });
     assert.deepEqual(await list('CANCELLED'), { ids: [], total: 0 });
     // Writes still take only the contract's first list.
-    const write = await ctx().request('PATCH', `/api/v1/orders/${ids.ACCEPTED}`, { as: t, body: { order: { status: 'SHIPPED' } } });
+    const write = await ctx().request('PATCH', `/api/v1/orders/${ids.ACCEPTED}`, {
+      as: t,
+      body: { order: { status: 'SHIPPED' } },
+    });
     assert.equal(write.status, 400);
   });
 
-  it('takes invoices\' includeDeleted, answered with Deprecation and Sunset headers', async () => {
+  it("takes invoices' includeDeleted, answered with Deprecation and Sunset headers", async () => {
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);
     const order = await createOrder(ctx(), t, f);
@@ -84,7 +124,10 @@ describeEachBackend('requests an earlier release answered 2xx', (ctx) => {
     for (const value of ['true', 'false']) {
       const res = await ctx().request('GET', `/api/v1/invoices?includeDeleted=${value}`, { as: t });
       assert.equal(res.status, 200, JSON.stringify(res.body));
-      assert.deepEqual(res.body.items.map((i: { id: string }) => i.id), [invoice.id]);
+      assert.deepEqual(
+        res.body.items.map((i: { id: string }) => i.id),
+        [invoice.id],
+      );
       assert.match(String(res.headers.deprecation), /^@\d+$/);
       assert.ok(Date.parse(String(res.headers.sunset)) > Date.parse('2027-01-01'), String(res.headers.sunset));
     }

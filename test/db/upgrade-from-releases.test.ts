@@ -22,8 +22,17 @@ import { backends } from '../helpers/context.ts';
 const FIXTURES = 'test/fixtures/upgrade';
 const run = promisify(execFile);
 
-interface Answer { path: string; status: number; etag: string | null; body: unknown }
-interface Recorded { businessId: string; apiKey: string; answers: Answer[] }
+interface Answer {
+  path: string;
+  status: number;
+  etag: string | null;
+  body: unknown;
+}
+interface Recorded {
+  businessId: string;
+  apiKey: string;
+  answers: Answer[];
+}
 
 /** The order guide's statuses list the orders they describe now; the release listed none (CHANGELOG.md). */
 const CHANGED_ON_PURPOSE = /status=(PREPARING|SHIPPED)/;
@@ -35,7 +44,14 @@ function asBefore(then: unknown, now: unknown): unknown {
   if (Array.isArray(then) && Array.isArray(now)) return now.map((v, i) => asBefore(then[i], v));
   if (then && now && typeof then === 'object' && typeof now === 'object') {
     // A request id is each request's own.
-    return Object.fromEntries(Object.keys(then).map((k) => [k, k === 'requestId' ? (then as Record<string, unknown>)[k] : asBefore((then as Record<string, unknown>)[k], (now as Record<string, unknown>)[k])]));
+    return Object.fromEntries(
+      Object.keys(then).map((k) => [
+        k,
+        k === 'requestId'
+          ? (then as Record<string, unknown>)[k]
+          : asBefore((then as Record<string, unknown>)[k], (now as Record<string, unknown>)[k]),
+      ]),
+    );
   }
   return now;
 }
@@ -45,7 +61,10 @@ async function restore(dir: string, backend: string): Promise<{ url: string; dro
   if (backend === 'sqlite') {
     const tmp = mkdtempSync(join(tmpdir(), 'upgrade-'));
     copyFileSync(join(dir, 'sqlite.db'), join(tmp, 'supplyline.db'));
-    return { url: `sqlite:${join(tmp, 'supplyline.db')}`, drop: async () => rmSync(tmp, { recursive: true, force: true }) };
+    return {
+      url: `sqlite:${join(tmp, 'supplyline.db')}`,
+      drop: async () => rmSync(tmp, { recursive: true, force: true }),
+    };
   }
   const base = process.env.TEST_DATABASE_URL!;
   const name = `upgrade_${randomBytes(6).toString('hex')}`;
@@ -55,7 +74,13 @@ async function restore(dir: string, backend: string): Promise<{ url: string; dro
   const url = new URL(base);
   url.pathname = `/${name}`;
   await run('pg_restore', ['--no-owner', `--dbname=${url}`, join(dir, 'postgres.dump')]);
-  return { url: url.toString(), drop: async () => { await admin.query(`drop database ${name} with (force)`); await admin.end(); } };
+  return {
+    url: url.toString(),
+    drop: async () => {
+      await admin.query(`drop database ${name} with (force)`);
+      await admin.end();
+    },
+  };
 }
 
 for (const release of readdirSync(FIXTURES).sort()) {
@@ -68,14 +93,26 @@ for (const release of readdirSync(FIXTURES).sort()) {
         try {
           handle = createDatabase(database.url);
           const applied = await migrateToLatest(handle.db, handle.dialect);
-          assert.ok(applied.length > 0, 'the release\'s database had migrations to run');
-          const config = { ...loadConfig({ RATE_LIMIT_RPS: '0' }), webhooks: { ...loadConfig({}).webhooks, workers: false } };
+          assert.ok(applied.length > 0, "the release's database had migrations to run");
+          const config = {
+            ...loadConfig({ RATE_LIMIT_RPS: '0' }),
+            webhooks: { ...loadConfig({}).webhooks, workers: false },
+          };
           const app = await createApp({ db: handle.db, config, rateLimiter: null });
           try {
             const headers = { 'x-business-id': recorded.businessId, 'x-api-key': recorded.apiKey };
             const call = async (method: string, url: string, body?: unknown) => {
-              const res = await app.inject({ method: method as 'GET', url, headers: { ...headers, ...(body ? { 'content-type': 'application/json' } : {}) }, payload: body ? JSON.stringify(body) : undefined });
-              return { status: res.statusCode, headers: res.headers, body: res.body === '' ? null : JSON.parse(res.body) };
+              const res = await app.inject({
+                method: method as 'GET',
+                url,
+                headers: { ...headers, ...(body ? { 'content-type': 'application/json' } : {}) },
+                payload: body ? JSON.stringify(body) : undefined,
+              });
+              return {
+                status: res.statusCode,
+                headers: res.headers,
+                body: res.body === '' ? null : JSON.parse(res.body),
+              };
             };
 
             // Every read answers as the release answered it.
@@ -87,15 +124,21 @@ for (const release of readdirSync(FIXTURES).sort()) {
               }
               assert.equal(now.status, answer.status, `${answer.path}: ${JSON.stringify(now.body).slice(0, 300)}`);
               if (answer.etag) assert.equal(now.headers.etag, answer.etag, answer.path);
-              if (!CHANGED_ON_PURPOSE.test(answer.path)) assert.deepEqual(asBefore(answer.body, now.body), answer.body, answer.path);
+              if (!CHANGED_ON_PURPOSE.test(answer.path))
+                assert.deepEqual(asBefore(answer.body, now.body), answer.body, answer.path);
             }
 
             // Every old record takes a PATCH of another namespace of its properties, whatever it holds.
-            const live = (kind: string) => recorded.answers.filter((a) => a.status === 200 && new RegExp(`^/api/v1/${kind}/[a-z]+_`).test(a.path));
+            const live = (kind: string) =>
+              recorded.answers.filter((a) => a.status === 200 && new RegExp(`^/api/v1/${kind}/[a-z]+_`).test(a.path));
             const patches: Array<[string, unknown]> = [
-              ...live('orders').map((a) => [a.path, { order: { properties: { upgraded: { ok: true } } } }] as [string, unknown]),
+              ...live('orders').map(
+                (a) => [a.path, { order: { properties: { upgraded: { ok: true } } } }] as [string, unknown],
+              ),
               ...live('items').map((a) => [a.path, { properties: { upgraded: { ok: true } } }] as [string, unknown]),
-              ...live('buyers').map((a) => [a.path, { buyer: { properties: { upgraded: { ok: true } } } }] as [string, unknown]),
+              ...live('buyers').map(
+                (a) => [a.path, { buyer: { properties: { upgraded: { ok: true } } } }] as [string, unknown],
+              ),
               ...live('invoices').map((a) => [a.path, { properties: { upgraded: { ok: true } } }] as [string, unknown]),
             ];
             assert.ok(patches.length >= 10);
@@ -109,9 +152,16 @@ for (const release of readdirSync(FIXTURES).sort()) {
             const feed = (await call('GET', `/api/v1/events?after=${before}&limit=1000`)).body;
             assert.equal(feed.items.length, patches.length);
             const exported = await app.inject({ method: 'GET', url: '/api/v1/orders/export', headers });
-            const lines = exported.body.trimEnd().split('\n').map((l) => JSON.parse(l));
+            const lines = exported.body
+              .trimEnd()
+              .split('\n')
+              .map((l) => JSON.parse(l));
             const listed = (await call('GET', '/api/v1/orders?limit=100')).body;
-            assert.equal(lines.length, listed.total, 'the export holds every order, those from before the feed began too');
+            assert.equal(
+              lines.length,
+              listed.total,
+              'the export holds every order, those from before the feed began too',
+            );
             assert.equal(Number(exported.headers['supplyline-event-sequence']), feed.lastSequence);
           } finally {
             await app.close();

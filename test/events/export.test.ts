@@ -28,7 +28,14 @@ describeEachBackend('snapshot export', (ctx) => {
     assert.equal(invoice.status, 201);
 
     const snapshot = await exported(ctx(), t, 'orders');
-    assert.deepEqual(snapshot.records.map((o) => o.id), orders.slice(0, 6).map((o) => o.id).sort(), 'live orders only, in id order, this tenant only');
+    assert.deepEqual(
+      snapshot.records.map((o) => o.id),
+      orders
+        .slice(0, 6)
+        .map((o) => o.id)
+        .sort(),
+      'live orders only, in id order, this tenant only',
+    );
     for (const record of snapshot.records) {
       assert.deepEqual(record, (await ctx().request('GET', `/api/v1/orders/${record.id}`, { as: t })).body);
     }
@@ -46,11 +53,20 @@ describeEachBackend('snapshot export', (ctx) => {
       else copy.set(event.resourceId, event.data.object);
     }
     const live = (await ctx().request('GET', '/api/v1/orders?limit=100', { as: t })).body.items;
-    assert.deepEqual([...copy.values()].sort((a, b) => (a.id < b.id ? -1 : 1)), [...live].sort((a: any, b: any) => (a.id < b.id ? -1 : 1)));
+    assert.deepEqual(
+      [...copy.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
+      [...live].sort((a: any, b: any) => (a.id < b.id ? -1 : 1)),
+    );
     assert.ok(copy.has(late.id) && !copy.has(orders[2].id));
 
-    const [items, buyers, invoices] = [await exported(ctx(), t, 'items'), await exported(ctx(), t, 'buyers'), await exported(ctx(), t, 'invoices')];
-    assert.deepEqual(items.records, [(await ctx().request('GET', `/api/v1/items/${items.records[0].id}`, { as: t })).body]);
+    const [items, buyers, invoices] = [
+      await exported(ctx(), t, 'items'),
+      await exported(ctx(), t, 'buyers'),
+      await exported(ctx(), t, 'invoices'),
+    ];
+    assert.deepEqual(items.records, [
+      (await ctx().request('GET', `/api/v1/items/${items.records[0].id}`, { as: t })).body,
+    ]);
     assert.deepEqual(buyers.records, [(await ctx().request('GET', `/api/v1/buyers/${f.buyerId}`, { as: t })).body]);
     assert.deepEqual(invoices.records, [invoice.body]);
     const empty = await exported(ctx(), other, 'invoices');
@@ -73,36 +89,60 @@ describeEachBackend('snapshot export', (ctx) => {
       assert.ok(!seen.some((o) => o.id === written.id));
       assert.equal(await lastSequence(snapshot.db, t.businessId), sequence, 'the snapshot does not move');
       const after = await feedAfter(ctx(), t, sequence);
-      assert.deepEqual(after.map((e) => [e.type, e.resourceId]), [['order.created', written.id], ['order.updated', written.id]]);
+      assert.deepEqual(
+        after.map((e) => [e.type, e.resourceId]),
+        [
+          ['order.created', written.id],
+          ['order.updated', written.id],
+        ],
+      );
     } finally {
       await snapshot.release();
     }
   });
 
-  it('reads each order\'s items in line order, with the variants they recorded, page after page', async () => {
+  it("reads each order's items in line order, with the variants they recorded, page after page", async () => {
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);
     const [small, large, tiny] = f.variantIds;
     const lines = (ids: string[]) => ids.map((itemVariantId, i) => ({ itemVariantId, quantity: i + 1 }));
     const orders = [
       await createOrder(ctx(), t, f, { orderItems: lines([tiny, small, large]) }),
-      await createOrder(ctx(), t, f, { orderItems: lines([large, tiny]), notes: 'Café — 東京 🚚, "quoted"\nnext line', externalReference: 'PO-77' }),
+      await createOrder(ctx(), t, f, {
+        orderItems: lines([large, tiny]),
+        notes: 'Café — 東京 🚚, "quoted"\nnext line',
+        externalReference: 'PO-77',
+      }),
       await createOrder(ctx(), t, f, { orderItems: lines([small]) }),
       await createOrder(ctx(), t, f, { orderItems: lines([large, small, tiny]) }),
     ];
     // Line numbers that no longer follow the items' ids or entries: one deleted, one added after it.
     const patched = await patchOrder(ctx(), t, orders[3].id, {
-      deleteOrderItems: [orders[3].orderItems[0].id], createOrderItems: [{ itemListEntryId: f.entryIds[1], quantity: 9, unitOfMeasure: 'EA', currency: 'AUD', price: 2.5, cost: 1 }],
+      deleteOrderItems: [orders[3].orderItems[0].id],
+      createOrderItems: [
+        { itemListEntryId: f.entryIds[1], quantity: 9, unitOfMeasure: 'EA', currency: 'AUD', price: 2.5, cost: 1 },
+      ],
     });
     assert.equal(patched.status, 200, JSON.stringify(patched.body));
-    const itemId = (await ctx().request('GET', `/api/v1/orders/${orders[0].id}`, { as: t })).body.orderItems[0].itemListEntry.itemVariant.itemId;
-    const gets = async () => new Map(await Promise.all(orders.map(async (o) =>
-      [o.id, JSON.stringify((await ctx().request('GET', `/api/v1/orders/${o.id}`, { as: t })).body)] as const)));
+    const itemId = (await ctx().request('GET', `/api/v1/orders/${orders[0].id}`, { as: t })).body.orderItems[0]
+      .itemListEntry.itemVariant.itemId;
+    const gets = async () =>
+      new Map(
+        await Promise.all(
+          orders.map(
+            async (o) =>
+              [o.id, JSON.stringify((await ctx().request('GET', `/api/v1/orders/${o.id}`, { as: t })).body)] as const,
+          ),
+        ),
+      );
     const { exportOrders } = await import('../../src/orders/export-repository.ts');
 
     for (const name of ['Small', 'Renamed between exports']) {
       if (name !== 'Small') {
-        const renamed = await ctx().request('PATCH', `/api/v1/items/${itemId}`, { as: t, body: { updateVariants: [{ id: small, variantName: name, sku: 'W-S2' }] } });
+        const renamed = await ctx().request('PATCH', `/api/v1/items/${itemId}`, {
+          as: t,
+          body: { updateVariants: [{ id: small, variantName: name, sku: 'W-S2' }] },
+        });
         assert.equal(renamed.status, 200, JSON.stringify(renamed.body));
       }
       const expected = await gets();
@@ -113,7 +153,7 @@ describeEachBackend('snapshot export', (ctx) => {
       const seen: string[] = [];
       const snapshot = await ctx().database.handle.openSnapshot();
       try {
-        for (let after = ''; ;) {
+        for (let after = ''; ; ) {
           const page = await exportOrders(snapshot.db, t.businessId, after, 2);
           if (page.length === 0) break;
           for (const o of page) seen.push(JSON.stringify(o));
@@ -122,9 +162,15 @@ describeEachBackend('snapshot export', (ctx) => {
       } finally {
         await snapshot.release();
       }
-      assert.deepEqual(seen, [...expected.keys()].sort().map((id) => expected.get(id)));
+      assert.deepEqual(
+        seen,
+        [...expected.keys()].sort().map((id) => expected.get(id)),
+      );
       const streamed = await exported(ctx(), t, 'orders');
-      assert.deepEqual(streamed.records.map((o) => JSON.stringify(o)), seen);
+      assert.deepEqual(
+        streamed.records.map((o) => JSON.stringify(o)),
+        seen,
+      );
     }
   });
 
@@ -155,7 +201,7 @@ describeEachBackend('snapshot export', (ctx) => {
     assert.ok(turns >= 6, `the event loop turned ${turns} times while 6 batches streamed`);
   });
 
-  it('lets an abandoned export\'s last read finish before its snapshot is released', async () => {
+  it("lets an abandoned export's last read finish before its snapshot is released", async () => {
     // The next batch is read while one is written out; a client that leaves mid-export must not
     // have the snapshot's connection released under a read still running on it.
     const t = await ctx().createTenant();
@@ -168,7 +214,10 @@ describeEachBackend('snapshot export', (ctx) => {
     const releases: number[] = [];
     // Every read of the snapshot answers 100 ms late, so the client leaves while one is running.
     const slow = {
-      transformQuery: (args: { node: any }) => { running++; return args.node; },
+      transformQuery: (args: { node: any }) => {
+        running++;
+        return args.node;
+      },
       transformResult: async (args: { result: any }) => {
         await new Promise((resolve) => setTimeout(resolve, 100));
         running--;
@@ -176,10 +225,18 @@ describeEachBackend('snapshot export', (ctx) => {
       },
     };
     const app = await createApp({
-      db: ctx().db, config: ctx().config, rateLimiter: null,
+      db: ctx().db,
+      config: ctx().config,
+      rateLimiter: null,
       openSnapshot: async () => {
         const snapshot = await snapshotsOf(ctx().db)();
-        return { db: snapshot.db.withPlugin(slow), release: () => { releases.push(running); return snapshot.release(); } };
+        return {
+          db: snapshot.db.withPlugin(slow),
+          release: () => {
+            releases.push(running);
+            return snapshot.release();
+          },
+        };
       },
     });
     const batch = streamTuning.batch;
@@ -201,5 +258,4 @@ describeEachBackend('snapshot export', (ctx) => {
       await app.close();
     }
   });
-
 });

@@ -43,8 +43,12 @@ describeEachBackend('the event log', (ctx) => {
     const f = await createFixture(ctx(), t);
     let since = await latest(ctx(), t);
     const item = await ctx().request('POST', '/api/v1/items', {
-      as: t, headers: { 'x-request-id': 'req-events-1', 'idempotency-key': 'ev-item-1' },
-      body: { item: { name: 'Evented', properties: { erp: { code: 'A1' } } }, variants: [{ variantName: 'One', currency: 'AUD', price: 3 }] },
+      as: t,
+      headers: { 'x-request-id': 'req-events-1', 'idempotency-key': 'ev-item-1' },
+      body: {
+        item: { name: 'Evented', properties: { erp: { code: 'A1' } } },
+        variants: [{ variantName: 'One', currency: 'AUD', price: 3 }],
+      },
     });
     assert.equal(item.status, 201);
     const [created] = await eventsAfter(ctx(), t, since);
@@ -61,24 +65,36 @@ describeEachBackend('the event log', (ctx) => {
     // A replay appends nothing; a refused write appends nothing.
     since = created.sequence;
     const replay = await ctx().request('POST', '/api/v1/items', {
-      as: t, headers: { 'idempotency-key': 'ev-item-1' },
-      body: { item: { name: 'Evented', properties: { erp: { code: 'A1' } } }, variants: [{ variantName: 'One', currency: 'AUD', price: 3 }] },
+      as: t,
+      headers: { 'idempotency-key': 'ev-item-1' },
+      body: {
+        item: { name: 'Evented', properties: { erp: { code: 'A1' } } },
+        variants: [{ variantName: 'One', currency: 'AUD', price: 3 }],
+      },
     });
     assert.equal(replay.headers['idempotent-replayed'], 'true');
     assert.equal((await ctx().request('PATCH', `/api/v1/items/${item.body.id}`, { as: t, body: {} })).status, 400);
-    assert.equal((await ctx().request('PATCH', '/api/v1/items/itm_missing', { as: t, body: { name: 'x' } })).status, 404);
+    assert.equal(
+      (await ctx().request('PATCH', '/api/v1/items/itm_missing', { as: t, body: { name: 'x' } })).status,
+      404,
+    );
     const order = await createOrder(ctx(), t, f);
     const stale = await patchOrder(ctx(), t, order.id, { order: { notes: 'late' } }, { 'if-match': '"7"' });
     assert.equal(stale.status, 412);
     const afterRefusals = await eventsAfter(ctx(), t, since);
-    assert.deepEqual(afterRefusals.map((e) => e.type), ['order.created'], 'only the order that was created');
+    assert.deepEqual(
+      afterRefusals.map((e) => e.type),
+      ['order.created'],
+      'only the order that was created',
+    );
 
     // An update names what changed: fields, property paths, child records.
     since = afterRefusals[0].sequence;
     const patched = await ctx().request('PATCH', `/api/v1/items/${item.body.id}`, {
       as: t,
       body: {
-        name: 'Evented 2', properties: { erp: { code: 'B2', synced: true } },
+        name: 'Evented 2',
+        properties: { erp: { code: 'B2', synced: true } },
         createVariants: [{ variantName: 'Two', currency: 'AUD', price: 4 }],
         updateVariants: [{ id: shown.body.variants[0].id, price: 3.5 }],
       },
@@ -93,22 +109,38 @@ describeEachBackend('the event log', (ctx) => {
     assert.deepEqual(updated.data.changes['properties.erp.synced'], { to: true }, 'a key that came has no from');
     assert.equal(updated.data.changes.variants.created.length, 1);
     assert.equal(updated.data.changes.variants.created[0].variantName, 'Two');
-    assert.deepEqual(updated.data.changes.variants.updated, [{ id: shown.body.variants[0].id, changes: { price: { from: 3, to: 3.5 } } }]);
+    assert.deepEqual(updated.data.changes.variants.updated, [
+      { id: shown.body.variants[0].id, changes: { price: { from: 3, to: 3.5 } } },
+    ]);
     assert.deepEqual(updated.data.changes.variants.deleted, []);
     assert.equal(updated.data.changes.updatedAt, undefined, 'implied by the event');
 
     // Orders: update with items, ingestion (once), delete.
     since = updated.sequence;
     const orderPatch = await patchOrder(ctx(), t, order.id, {
-      order: { phase: 'ACTIVE' }, createOrderItems: [{ itemListEntryId: f.entryIds[1], quantity: 1, price: 2.5, cost: 1, unitOfMeasure: 'EA', currency: 'AUD' }],
+      order: { phase: 'ACTIVE' },
+      createOrderItems: [
+        { itemListEntryId: f.entryIds[1], quantity: 1, price: 2.5, cost: 1, unitOfMeasure: 'EA', currency: 'AUD' },
+      ],
     });
     assert.equal(orderPatch.status, 200, JSON.stringify(orderPatch.body));
-    assert.equal((await ctx().request('POST', '/api/v1/orders', { as: t, body: { orderId: order.id, businessId: t.businessId } })).status, 202);
-    assert.equal((await ctx().request('POST', '/api/v1/orders', { as: t, body: { orderId: order.id, businessId: t.businessId } })).status, 202);
+    assert.equal(
+      (await ctx().request('POST', '/api/v1/orders', { as: t, body: { orderId: order.id, businessId: t.businessId } }))
+        .status,
+      202,
+    );
+    assert.equal(
+      (await ctx().request('POST', '/api/v1/orders', { as: t, body: { orderId: order.id, businessId: t.businessId } }))
+        .status,
+      202,
+    );
     const afterIngest = await ctx().request('GET', `/api/v1/orders/${order.id}`, { as: t });
     assert.equal((await ctx().request('DELETE', `/api/v1/orders/${order.id}`, { as: t })).status, 204);
     const orderEvents = await eventsAfter(ctx(), t, since);
-    assert.deepEqual(orderEvents.map((e) => e.type), ['order.updated', 'order.ingested', 'order.deleted']);
+    assert.deepEqual(
+      orderEvents.map((e) => e.type),
+      ['order.updated', 'order.ingested', 'order.deleted'],
+    );
     assert.deepEqual(orderEvents[0].data.object, orderPatch.body);
     assert.deepEqual(orderEvents[0].data.changes.phase, { from: 'PENDING', to: 'ACTIVE' });
     assert.equal(orderEvents[0].data.changes.orderItems.created.length, 1);
@@ -116,11 +148,17 @@ describeEachBackend('the event log', (ctx) => {
     assert.deepEqual(orderEvents[1].data.object, afterIngest.body);
     assert.equal(orderEvents[2].data.object.phase, 'DELETED');
     assert.notEqual(orderEvents[2].data.object.deletedAt, null);
-    assert.deepEqual(orderEvents.map((e) => e.resourceVersion), [2, 3, 4]);
+    assert.deepEqual(
+      orderEvents.map((e) => e.resourceVersion),
+      [2, 3, 4],
+    );
 
     // The whole feed: 1..N without gaps, the same at any page size.
     const { events } = await allEvents(ctx(), t);
-    assert.deepEqual(events.map((e) => e.sequence), events.map((_, i) => i + 1));
+    assert.deepEqual(
+      events.map((e) => e.sequence),
+      events.map((_, i) => i + 1),
+    );
     assert.equal(new Set(events.map((e) => e.id)).size, events.length);
     assert.deepEqual((await allEvents(ctx(), t, '', 1)).events, events);
   });
@@ -135,41 +173,84 @@ describeEachBackend('the event log', (ctx) => {
     const runner = createWriteRunner(ctx().db, { onEvents: (businessId) => woken.push(businessId) });
     const object = (id: string) => ({ id });
     await runner.run({ businessId: t.businessId, actor: { type: 'system', id: 'test', name: null } }, async (w) => {
-      w.emit({ type: 'order.updated', resourceType: 'order', resourceId: order.id, object: object(order.id), changes: {} });
+      w.emit({
+        type: 'order.updated',
+        resourceType: 'order',
+        resourceId: order.id,
+        object: object(order.id),
+        changes: {},
+      });
       w.emit({ type: 'item.updated', resourceType: 'item', resourceId: 'itm_other', object: object('itm_other') });
-      w.emit({ type: 'order.updated', resourceType: 'order', resourceId: order.id, object: object(order.id), changes: {} });
+      w.emit({
+        type: 'order.updated',
+        resourceType: 'order',
+        resourceId: order.id,
+        object: object(order.id),
+        changes: {},
+      });
     });
     const appended = await eventsAfter(ctx(), t, since);
-    assert.deepEqual(appended.map((e) => [e.sequence, e.resourceId, e.resourceVersion]),
-      [[since + 1, order.id, 2], [since + 2, 'itm_other', 1], [since + 3, order.id, 3]]);
+    assert.deepEqual(
+      appended.map((e) => [e.sequence, e.resourceId, e.resourceVersion]),
+      [
+        [since + 1, order.id, 2],
+        [since + 2, 'itm_other', 1],
+        [since + 3, order.id, 3],
+      ],
+    );
     assert.equal(new Set(appended.map((e) => e.id)).size, 3);
     assert.ok(appended.every((e) => e.occurredAt === appended[0].occurredAt && e.actor.id === 'test'));
     assert.deepEqual(woken, [t.businessId]);
   });
 
-  it('numbers a resource\'s versions right when two writes of it append at once (the second waits for the first\'s commit)', async () => {
+  it("numbers a resource's versions right when two writes of it append at once (the second waits for the first's commit)", async () => {
     const t = await ctx().createTenant();
     const since = await latest(ctx(), t);
     const { appendEvents } = await import('../../src/events/log.ts');
-    const meta = { businessId: t.businessId, actor: { type: 'system', id: 'test', name: null }, requestId: null, idempotencyKey: null, now: new Date().toISOString() };
-    const event = { type: 'buyer.updated', resourceType: 'buyer' as const, resourceId: 'byr_shared', object: { id: 'byr_shared' } };
+    const meta = {
+      businessId: t.businessId,
+      actor: { type: 'system', id: 'test', name: null },
+      requestId: null,
+      idempotencyKey: null,
+      now: new Date().toISOString(),
+    };
+    const event = {
+      type: 'buyer.updated',
+      resourceType: 'buyer' as const,
+      resourceId: 'byr_shared',
+      object: { id: 'byr_shared' },
+    };
     let release!: () => void;
-    const held = new Promise<void>((resolve) => { release = resolve; });
-    let firstAppended!: () => void;
-    const appended = new Promise<void>((resolve) => { firstAppended = resolve; });
-    // The first write appends and holds its transaction open; the second appends meanwhile.
-    const first = ctx().db.transaction().execute(async (trx) => {
-      await appendEvents(trx, meta, [event], 'test_channel');
-      firstAppended();
-      await held;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
     });
+    let firstAppended!: () => void;
+    const appended = new Promise<void>((resolve) => {
+      firstAppended = resolve;
+    });
+    // The first write appends and holds its transaction open; the second appends meanwhile.
+    const first = ctx()
+      .db.transaction()
+      .execute(async (trx) => {
+        await appendEvents(trx, meta, [event], 'test_channel');
+        firstAppended();
+        await held;
+      });
     await appended;
-    const second = ctx().db.transaction().execute((trx) => appendEvents(trx, meta, [event], 'test_channel'));
+    const second = ctx()
+      .db.transaction()
+      .execute((trx) => appendEvents(trx, meta, [event], 'test_channel'));
     await new Promise((resolve) => setTimeout(resolve, 50));
     release();
     await Promise.all([first, second]);
     const events = await eventsAfter(ctx(), t, since);
-    assert.deepEqual(events.map((e) => [e.sequence, e.resourceVersion]), [[since + 1, 1], [since + 2, 2]]);
+    assert.deepEqual(
+      events.map((e) => [e.sequence, e.resourceVersion]),
+      [
+        [since + 1, 1],
+        [since + 2, 2],
+      ],
+    );
   });
 
   it('appends the events of invoices, buyers, price lists and item deletes', async () => {
@@ -179,27 +260,40 @@ describeEachBackend('the event log', (ctx) => {
     let since = await latest(ctx(), t);
     const invoice = await ctx().request('POST', '/api/v1/invoices', { as: t, body: { orderId: order.id } });
     assert.equal(invoice.status, 201);
-    const paid = await ctx().request('PATCH', `/api/v1/invoices/${invoice.body.id}`, { as: t, body: { status: 'PAID' } });
+    const paid = await ctx().request('PATCH', `/api/v1/invoices/${invoice.body.id}`, {
+      as: t,
+      body: { status: 'PAID' },
+    });
     const buyerPatch = await ctx().request('PATCH', `/api/v1/buyers/${f.buyerId}`, {
-      as: t, body: { buyer: { name: 'Acme Foods 2' }, createEmails: [{ email: 'orders@acme.test', isPrimary: true }] },
+      as: t,
+      body: { buyer: { name: 'Acme Foods 2' }, createEmails: [{ email: 'orders@acme.test', isPrimary: true }] },
     });
     assert.equal(buyerPatch.status, 200, JSON.stringify(buyerPatch.body));
     const list = await ctx().request('POST', '/api/v1/pricing', {
-      as: t, body: { itemListData: { label: 'Trade' }, entries: [{ itemVariantId: f.variantIds[0] }], partnerships: [] },
+      as: t,
+      body: { itemListData: { label: 'Trade' }, entries: [{ itemVariantId: f.variantIds[0] }], partnerships: [] },
     });
     assert.equal(list.status, 201, JSON.stringify(list.body));
-    const item = await ctx().request('POST', '/api/v1/items', { as: t, body: { item: { name: 'Gone soon' }, variants: [{ currency: 'AUD', price: 1 }] } });
+    const item = await ctx().request('POST', '/api/v1/items', {
+      as: t,
+      body: { item: { name: 'Gone soon' }, variants: [{ currency: 'AUD', price: 1 }] },
+    });
     assert.equal((await ctx().request('DELETE', `/api/v1/items/${item.body.id}`, { as: t })).status, 204);
 
     const events = await eventsAfter(ctx(), t, since);
-    assert.deepEqual(events.map((e) => e.type),
-      ['invoice.created', 'invoice.updated', 'buyer.updated', 'price_list.created', 'item.created', 'item.deleted']);
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['invoice.created', 'invoice.updated', 'buyer.updated', 'price_list.created', 'item.created', 'item.deleted'],
+    );
     assert.deepEqual(events[0].data.object, invoice.body);
     assert.deepEqual(events[1].data.object, paid.body);
     assert.deepEqual(events[1].data.changes.status, { from: 'DRAFT', to: 'PAID' });
     assert.deepEqual(events[2].data.object, buyerPatch.body);
     assert.equal(events[2].data.changes.emails.created[0].email, 'orders@acme.test');
-    assert.deepEqual(events[3].data.object, (await ctx().request('GET', `/api/v1/pricing/${list.body.id}`, { as: t })).body);
+    assert.deepEqual(
+      events[3].data.object,
+      (await ctx().request('GET', `/api/v1/pricing/${list.body.id}`, { as: t })).body,
+    );
     assert.equal(events[5].data.object.status, 'DELETED');
     since = events[5].sequence;
 
@@ -208,7 +302,13 @@ describeEachBackend('the event log', (ctx) => {
     await ctx().revokeKey(t, spare.keyId);
     await ctx().revokeKey(t, spare.keyId);
     const keys = await eventsAfter(ctx(), t, since);
-    assert.deepEqual(keys.map((e) => [e.type, e.resourceId]), [['api_key.created', spare.keyId], ['api_key.revoked', spare.keyId]]);
+    assert.deepEqual(
+      keys.map((e) => [e.type, e.resourceId]),
+      [
+        ['api_key.created', spare.keyId],
+        ['api_key.revoked', spare.keyId],
+      ],
+    );
     assert.match(keys[1].data.object.revokedAt, /^\d{4}-/);
   });
 
@@ -222,28 +322,54 @@ describeEachBackend('the event log', (ctx) => {
     const last = all.at(-1).sequence;
 
     const created = await ctx().request('GET', '/api/v1/events?types=order.created', { as: t });
-    assert.deepEqual(created.body.items.map((e: any) => e.resourceId), [a.id, b.id]);
+    assert.deepEqual(
+      created.body.items.map((e: any) => e.resourceId),
+      [a.id, b.id],
+    );
     assert.equal(created.body.lastSequence, last);
     assert.equal(created.body.hasMore, false);
     const orders = await ctx().request('GET', '/api/v1/events?types=order.*,buyer.created', { as: t });
-    assert.deepEqual(orders.body.items.map((e: any) => e.type), ['buyer.created', 'order.created', 'order.created', 'order.updated']);
+    assert.deepEqual(
+      orders.body.items.map((e: any) => e.type),
+      ['buyer.created', 'order.created', 'order.created', 'order.updated'],
+    );
     const one = await ctx().request('GET', `/api/v1/events?resourceType=order&resourceId=${a.id}&limit=1`, { as: t });
-    assert.deepEqual(one.body.items.map((e: any) => e.type), ['order.created']);
+    assert.deepEqual(
+      one.body.items.map((e: any) => e.type),
+      ['order.created'],
+    );
     assert.equal(one.body.hasMore, true);
     assert.equal(one.body.lastSequence, one.body.items[0].sequence);
 
     // One resource's history, also after a delete; another tenant's resource is a 404.
     assert.equal((await ctx().request('DELETE', `/api/v1/orders/${a.id}`, { as: t })).status, 204);
     const history = await ctx().request('GET', `/api/v1/orders/${a.id}/events`, { as: t });
-    assert.deepEqual(history.body.items.map((e: any) => e.type), ['order.created', 'order.updated', 'order.deleted']);
+    assert.deepEqual(
+      history.body.items.map((e: any) => e.type),
+      ['order.created', 'order.updated', 'order.deleted'],
+    );
     const other = await ctx().createTenant();
     assert.equal((await ctx().request('GET', `/api/v1/orders/${a.id}/events`, { as: other })).status, 404);
     assert.equal((await ctx().request('GET', '/api/v1/orders/ord_missing/events', { as: t })).status, 404);
     const otherFeed = await eventsAfter(ctx(), other, 0);
-    assert.deepEqual(otherFeed.map((e) => e.type), ['api_key.created'], 'a tenant sees its own events only');
-    const items = await ctx().request('GET', `/api/v1/items/${(await ctx().request('GET', '/api/v1/items', { as: t })).body.items[0].id}/events`, { as: t });
-    assert.deepEqual(items.body.items.map((e: any) => e.type), ['item.created']);
-    assert.equal((await ctx().request('GET', `/api/v1/buyers/${f.buyerId}/events`, { as: t })).body.items[0].type, 'buyer.created');
+    assert.deepEqual(
+      otherFeed.map((e) => e.type),
+      ['api_key.created'],
+      'a tenant sees its own events only',
+    );
+    const items = await ctx().request(
+      'GET',
+      `/api/v1/items/${(await ctx().request('GET', '/api/v1/items', { as: t })).body.items[0].id}/events`,
+      { as: t },
+    );
+    assert.deepEqual(
+      items.body.items.map((e: any) => e.type),
+      ['item.created'],
+    );
+    assert.equal(
+      (await ctx().request('GET', `/api/v1/buyers/${f.buyerId}/events`, { as: t })).body.items[0].type,
+      'buyer.created',
+    );
 
     // Past the end: nothing, and lastSequence stays where the reader is.
     const beyond = await ctx().request('GET', `/api/v1/events?after=${last + 50}`, { as: t });
@@ -270,7 +396,16 @@ describeEachBackend('the event log', (ctx) => {
 
   it('refuses bad feed parameters with 400', async () => {
     const t = await ctx().createTenant();
-    for (const query of ['limit=0', 'limit=1001', 'after=-1', 'types=order', 'types=ORDER.created', 'resourceType=shipment', 'resourceId=a%20b', 'wait=x']) {
+    for (const query of [
+      'limit=0',
+      'limit=1001',
+      'after=-1',
+      'types=order',
+      'types=ORDER.created',
+      'resourceType=shipment',
+      'resourceId=a%20b',
+      'wait=x',
+    ]) {
       const res = await ctx().request('GET', `/api/v1/events?${query}`, { as: t });
       assert.equal(res.status, 400, query);
     }
@@ -280,7 +415,9 @@ describeEachBackend('the event log', (ctx) => {
 describeEachBackend('the event feed as a long poll', (ctx) => {
   const poll = (t: Tenant, query: string) => {
     const started = performance.now();
-    return ctx().request('GET', `/api/v1/events?${query}`, { as: t }).then((res) => ({ res, ms: performance.now() - started }));
+    return ctx()
+      .request('GET', `/api/v1/events?${query}`, { as: t })
+      .then((res) => ({ res, ms: performance.now() - started }));
   };
 
   it('answers at once when events are there, wakes on a commit, and answers an empty page when the time is up', async () => {
@@ -297,7 +434,10 @@ describeEachBackend('the event feed as a long poll', (ctx) => {
     const order = await createOrder(ctx(), t, f);
     const woken = await waiting;
     assert.equal(woken.res.status, 200);
-    assert.deepEqual(woken.res.body.items.map((e: any) => [e.type, e.resourceId]), [['order.created', order.id]]);
+    assert.deepEqual(
+      woken.res.body.items.map((e: any) => [e.type, e.resourceId]),
+      [['order.created', order.id]],
+    );
     assert.ok(woken.ms >= 250 && woken.ms < 3000, `${woken.ms} ms`);
 
     // Nothing comes: an empty page after the wait, at the same place.
@@ -307,7 +447,7 @@ describeEachBackend('the event feed as a long poll', (ctx) => {
     assert.ok(empty.ms >= 950, `${empty.ms} ms`);
   });
 
-  it('keeps waiting through events its filters skip, and through another tenant\'s writes', async () => {
+  it("keeps waiting through events its filters skip, and through another tenant's writes", async () => {
     const t = await ctx().createTenant();
     const other = await ctx().createTenant();
     const f = await createFixture(ctx(), t);
@@ -322,13 +462,19 @@ describeEachBackend('the event feed as a long poll', (ctx) => {
     const invoice = await ctx().request('POST', '/api/v1/invoices', { as: t, body: { orderId: order.id } });
     assert.equal(invoice.status, 201);
     const woken = await waiting;
-    assert.deepEqual(woken.res.body.items.map((e: any) => e.type), ['invoice.created']);
+    assert.deepEqual(
+      woken.res.body.items.map((e: any) => e.type),
+      ['invoice.created'],
+    );
     assert.ok(woken.ms >= 350, `${woken.ms} ms: it did not answer before the invoice`);
   });
 });
 
 async function itemOf(c: TestContext, owner: Tenant): Promise<string> {
-  const item = await c.request('POST', '/api/v1/items', { as: owner, body: { item: { name: 'Kept' }, variants: [{ currency: 'AUD', price: 1 }] } });
+  const item = await c.request('POST', '/api/v1/items', {
+    as: owner,
+    body: { item: { name: 'Kept' }, variants: [{ currency: 'AUD', price: 1 }] },
+  });
   return item.body.id;
 }
 
@@ -340,11 +486,18 @@ async function invoiceOf(c: TestContext, owner: Tenant): Promise<string> {
 describeEachBackend('events: credentials and tenants', (ctx) => {
   securityCases(ctx, { method: 'GET', url: () => '/api/v1/events', crossTenant: false });
   securityCases(ctx, {
-    method: 'GET', url: async (c, owner) => `/api/v1/orders/${(await createOrder(c, owner, await createFixture(c, owner))).id}/events`,
+    method: 'GET',
+    url: async (c, owner) => `/api/v1/orders/${(await createOrder(c, owner, await createFixture(c, owner))).id}/events`,
   });
   securityCases(ctx, { method: 'GET', url: async (c, owner) => `/api/v1/items/${await itemOf(c, owner)}/events` });
-  securityCases(ctx, { method: 'GET', url: async (c, owner) => `/api/v1/buyers/${(await createFixture(c, owner)).buyerId}/events` });
-  securityCases(ctx, { method: 'GET', url: async (c, owner) => `/api/v1/invoices/${await invoiceOf(c, owner)}/events` });
+  securityCases(ctx, {
+    method: 'GET',
+    url: async (c, owner) => `/api/v1/buyers/${(await createFixture(c, owner)).buyerId}/events`,
+  });
+  securityCases(ctx, {
+    method: 'GET',
+    url: async (c, owner) => `/api/v1/invoices/${await invoiceOf(c, owner)}/events`,
+  });
 });
 
 describeEachBackend('event retention', (ctx) => {
@@ -357,14 +510,34 @@ describeEachBackend('event retention', (ctx) => {
     const last = await latest(ctx(), t);
     // The first five events of t, and all of quiet's, are old; so is t's seventh, behind a newer sixth
     // (times need not follow sequences): it stays, so that what is kept has no hole.
-    await ctx().db.updateTable('events').set({ occurred_at: '2020-01-01T00:00:00.000Z' })
-      .where('business_id', '=', t.businessId).where((eb) => eb.or([eb('sequence', '<=', 5), eb('sequence', '=', 7)])).execute();
-    await ctx().db.updateTable('events').set({ occurred_at: '2020-01-01T00:00:00.000Z' }).where('business_id', '=', quiet.businessId).execute();
+    await ctx()
+      .db.updateTable('events')
+      .set({ occurred_at: '2020-01-01T00:00:00.000Z' })
+      .where('business_id', '=', t.businessId)
+      .where((eb) => eb.or([eb('sequence', '<=', 5), eb('sequence', '=', 7)]))
+      .execute();
+    await ctx()
+      .db.updateTable('events')
+      .set({ occurred_at: '2020-01-01T00:00:00.000Z' })
+      .where('business_id', '=', quiet.businessId)
+      .execute();
     const purged = await purgeEventsBefore(ctx().db, '2021-01-01T00:00:00.000Z', 2);
     assert.ok(purged >= 6, `${purged} purged`);
-    assert.equal(await purgeEventsBefore(ctx().db, '2021-01-01T00:00:00.000Z', 2), 0, 'nothing more until the sixth expires');
-    const left = await ctx().db.selectFrom('events').select('sequence').where('business_id', '=', t.businessId).orderBy('sequence').execute();
-    assert.deepEqual(left.map((r) => Number(r.sequence)), Array.from({ length: last - 5 }, (_, i) => i + 6));
+    assert.equal(
+      await purgeEventsBefore(ctx().db, '2021-01-01T00:00:00.000Z', 2),
+      0,
+      'nothing more until the sixth expires',
+    );
+    const left = await ctx()
+      .db.selectFrom('events')
+      .select('sequence')
+      .where('business_id', '=', t.businessId)
+      .orderBy('sequence')
+      .execute();
+    assert.deepEqual(
+      left.map((r) => Number(r.sequence)),
+      Array.from({ length: last - 5 }, (_, i) => i + 6),
+    );
 
     const gone = await ctx().request('GET', '/api/v1/events?after=4', { as: t });
     assert.equal(gone.status, 410);
@@ -375,7 +548,11 @@ describeEachBackend('event retention', (ctx) => {
     const empty = await ctx().request('GET', '/api/v1/events?after=0', { as: quiet });
     assert.equal(empty.status, 410);
     assert.match(empty.body.message, /the oldest is 2/);
-    assert.deepEqual((await ctx().request('GET', '/api/v1/events?after=1', { as: quiet })).body, { items: [], lastSequence: 1, hasMore: false });
+    assert.deepEqual((await ctx().request('GET', '/api/v1/events?after=1', { as: quiet })).body, {
+      items: [],
+      lastSequence: 1,
+      hasMore: false,
+    });
     const exported = await ctx().app.inject({ method: 'GET', url: '/api/v1/items/export', headers: quiet.headers });
     assert.equal(exported.headers['supplyline-event-sequence'], '1');
   });

@@ -18,8 +18,16 @@ export async function launchBrowser(): Promise<Browser> {
   // No background networking: this machine's network is closed, and Chromium's own calls home are refused or flagged.
   return chromium.launch({
     executablePath: findChromium(),
-    args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-dev-shm-usage',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }
 
@@ -30,9 +38,16 @@ export async function accessibilityProblems(page: Page): Promise<string[]> {
   await page.evaluate(axeSource);
   const violations = await page.evaluate(async () => {
     const result = await (globalThis as any).axe.run((globalThis as any).document, { resultTypes: ['violations'] });
-    return result.violations.map((v: any) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n: any) => n.target.join(' ')).slice(0, 3) }));
+    return result.violations.map((v: any) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.map((n: any) => n.target.join(' ')).slice(0, 3),
+    }));
   });
-  return violations.filter((v: any) => v.impact === 'serious' || v.impact === 'critical').map((v: any) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.join(', ')}`);
+  return violations
+    .filter((v: any) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v: any) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.join(', ')}`);
 }
 
 const SHOTS = join(import.meta.dirname, '..', '..', 'test-results', 'screenshots');

@@ -68,7 +68,9 @@ export async function createTestDatabase(backend: BackendName): Promise<TestData
   const handle = createDatabase(url, { schema });
   await migrateToLatest(handle.db, handle.dialect);
   return {
-    handle, url, schema,
+    handle,
+    url,
+    schema,
     drop: async () => {
       const c = new pg.Client({ connectionString: url });
       await c.connect();
@@ -103,19 +105,24 @@ export class TestContext {
 
   /** Another key of the tenant's business; with `scopes`, one that may do only that. */
   async addKey(owner: Tenant, scopes?: Scope[]): Promise<Tenant> {
-    const key = await createWriteRunner(this.db).run({ businessId: owner.businessId, actor: SYSTEM }, (ctx) => createApiKey(ctx, { scopes }));
+    const key = await createWriteRunner(this.db).run({ businessId: owner.businessId, actor: SYSTEM }, (ctx) =>
+      createApiKey(ctx, { scopes }),
+    );
     return tenant(owner.businessId, key.apiKey, key.keyId);
   }
 
   /** Revokes one of the tenant's keys, as `cli key revoke` does. */
   async revokeKey(owner: Tenant, keyId = owner.keyId): Promise<void> {
-    await createWriteRunner(this.db).run({ businessId: owner.businessId, actor: SYSTEM }, (ctx) => revokeApiKey(ctx, keyId));
+    await createWriteRunner(this.db).run({ businessId: owner.businessId, actor: SYSTEM }, (ctx) =>
+      revokeApiKey(ctx, keyId),
+    );
   }
 
   async request<T = any>(method: string, url: string, options: RequestOptions = {}): Promise<Response<T>> {
     const headers: Record<string, string> = { ...(options.as ? options.as.headers : {}), ...options.headers };
     const hasBody = options.body !== undefined;
-    if (hasBody && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+    if (hasBody && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
+      headers['content-type'] = 'application/json';
     const response = await this.app.inject({
       method: method as 'GET',
       url,
@@ -124,7 +131,11 @@ export class TestContext {
     });
     const text = response.body;
     let body: any = text;
-    try { body = text === '' ? undefined : JSON.parse(text); } catch { /* not JSON: keep the text */ }
+    try {
+      body = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      /* not JSON: keep the text */
+    }
     return { status: response.statusCode, body, headers: response.headers };
   }
 
@@ -152,7 +163,13 @@ export async function createTestContext(backend: BackendName, options: ContextOp
   const database = await createTestDatabase(backend);
   const config = Object.freeze({ ...loadConfig({ RATE_LIMIT_RPS: '0' }), ...options.config });
   const rateLimiter = options.rateLimiter?.() ?? null;
-  const app = await createApp({ db: database.handle.db, config, rateLimiter, clock: options.clock, events: options.events?.() });
+  const app = await createApp({
+    db: database.handle.db,
+    config,
+    rateLimiter,
+    clock: options.clock,
+    events: options.events?.(),
+  });
   app.addHook('onClose', async () => rateLimiter?.close());
   await app.ready();
   checkResponsesOf(app);
@@ -176,10 +193,16 @@ export function checkResponsesOf(app: App): void {
     const target = resolved.pathname + resolved.search;
     const payload = typeof options === 'object' ? options.payload : undefined;
     const problems = check({
-      method, url: target, requestHeaders: options.headers, requestBody: typeof payload === 'string' ? payload : undefined,
-      status: response.statusCode, headers: response.headers, body: response.body,
+      method,
+      url: target,
+      requestHeaders: options.headers,
+      requestBody: typeof payload === 'string' ? payload : undefined,
+      status: response.statusCode,
+      headers: response.headers,
+      body: response.body,
     });
-    if (problems.length > 0) throw new assert.AssertionError({ message: `Response differs from /openapi.json:\n${problems.join('\n')}` });
+    if (problems.length > 0)
+      throw new assert.AssertionError({ message: `Response differs from /openapi.json:\n${problems.join('\n')}` });
     return response;
   };
 }
@@ -188,12 +211,20 @@ export function checkResponsesOf(app: App): void {
  * Declares a suite once per backend, with a fresh database for the suite:
  * `describeEachBackend('POST /api/v1/items', (ctx) => { it(...) })`.
  */
-export function describeEachBackend(title: string, body: (ctx: () => TestContext) => void, options: ContextOptions = {}): void {
+export function describeEachBackend(
+  title: string,
+  body: (ctx: () => TestContext) => void,
+  options: ContextOptions = {},
+): void {
   for (const backend of backends) {
     describe(`[${backend}] ${title}`, () => {
       let context: TestContext | undefined;
-      before(async () => { context = await createTestContext(backend, options); });
-      after(async () => { await context?.close(); });
+      before(async () => {
+        context = await createTestContext(backend, options);
+      });
+      after(async () => {
+        await context?.close();
+      });
       body(() => context!);
     });
   }

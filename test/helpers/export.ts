@@ -8,6 +8,12 @@ export async function exported(ctx: TestContext, t: Tenant, path: string) {
   assert.match(String(res.headers['content-type']), /^application\/x-ndjson/);
   const sequence = Number(res.headers['supplyline-event-sequence']);
   assert.ok(Number.isInteger(sequence) && sequence >= 0, String(res.headers['supplyline-event-sequence']));
-  const records = res.body === '' ? [] : res.body.trimEnd().split('\n').map((line) => JSON.parse(line));
+  const records =
+    res.body === ''
+      ? []
+      : res.body
+          .trimEnd()
+          .split('\n')
+          .map((line) => JSON.parse(line));
   return { sequence, records };
 }

@@ -33,15 +33,24 @@ function rewriteRefs(node: unknown): unknown {
   if (node === null || typeof node !== 'object') return node;
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(node)) {
-    out[key] = key === '$ref' && typeof value === 'string' ? value.replace('#/components/schemas/', '#/$defs/') : rewriteRefs(value);
+    out[key] =
+      key === '$ref' && typeof value === 'string'
+        ? value.replace('#/components/schemas/', '#/$defs/')
+        : rewriteRefs(value);
   }
   return out;
 }
 
 function resolve(doc: any, node: any): any {
   if (!node?.$ref) return node;
-  const path = (node.$ref as string).replace(/^#\//, '').split('/').map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
-  return resolve(doc, path.reduce((n: any, p) => n?.[p], doc));
+  const path = (node.$ref as string)
+    .replace(/^#\//, '')
+    .split('/')
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  return resolve(
+    doc,
+    path.reduce((n: any, p) => n?.[p], doc),
+  );
 }
 
 /**
@@ -75,7 +84,13 @@ export function createResponseChecker(document: unknown) {
       if (!item[method]) continue;
       const list = operations.get(method.toUpperCase()) ?? [];
       const op = item[method];
-      list.push({ pattern, literal: path.replace(/\{[^}]+\}/g, '').length, parameters: [...(item.parameters ?? []), ...(op.parameters ?? [])], requestBody: op.requestBody, responses: op.responses ?? {} });
+      list.push({
+        pattern,
+        literal: path.replace(/\{[^}]+\}/g, '').length,
+        parameters: [...(item.parameters ?? []), ...(op.parameters ?? [])],
+        requestBody: op.requestBody,
+        responses: op.responses ?? {},
+      });
       operations.set(method.toUpperCase(), list);
     }
   }
@@ -90,35 +105,58 @@ export function createResponseChecker(document: unknown) {
   function checkRequest(operation: Operation, response: CheckedResponse, where: string): string[] {
     const problems: string[] = [];
     const query = new URLSearchParams(response.url.split('?')[1] ?? '');
-    const headers = Object.fromEntries(Object.entries(response.requestHeaders ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
+    const headers = Object.fromEntries(
+      Object.entries(response.requestHeaders ?? {}).map(([k, v]) => [k.toLowerCase(), v]),
+    );
     for (const param of operation.parameters.map((p) => resolve(doc, p))) {
       if (param.in !== 'query' && param.in !== 'header') continue;
-      const raw = param.in === 'query' ? query.get(param.name) ?? undefined : headers[param.name.toLowerCase()];
+      const raw = param.in === 'query' ? (query.get(param.name) ?? undefined) : headers[param.name.toLowerCase()];
       // A header sent twice reaches the server as one value, joined as Node joins it.
       const value = Array.isArray(raw) ? raw.join(', ') : raw;
       if (value === undefined) {
-        if (param.required) problems.push(`${where}: the server accepted a request without the required ${param.in} parameter ${param.name}`);
+        if (param.required)
+          problems.push(
+            `${where}: the server accepted a request without the required ${param.in} parameter ${param.name}`,
+          );
         continue;
       }
       let validate = compiledParams.get(param);
       if (!validate) {
-        validate = textAjv.compile({ type: 'object', properties: { value: rewriteRefs(param.schema ?? {}) }, $defs: defs });
+        validate = textAjv.compile({
+          type: 'object',
+          properties: { value: rewriteRefs(param.schema ?? {}) },
+          $defs: defs,
+        });
         compiledParams.set(param, validate);
       }
-      if (!validate({ value })) problems.push(`${where}: the server accepted ${param.in} parameter ${param.name}=${String(value)}, which the document refuses`);
+      if (!validate({ value }))
+        problems.push(
+          `${where}: the server accepted ${param.in} parameter ${param.name}=${String(value)}, which the document refuses`,
+        );
     }
-    const declared = new Set(operation.parameters.map((p) => resolve(doc, p)).filter((p) => p.in === 'query').map((p) => p.name));
+    const declared = new Set(
+      operation.parameters
+        .map((p) => resolve(doc, p))
+        .filter((p) => p.in === 'query')
+        .map((p) => p.name),
+    );
     for (const name of new Set(query.keys())) {
       if (!declared.has(name)) problems.push(`${where}: the server accepted the undeclared query parameter ${name}`);
     }
     const schema = resolve(doc, operation.requestBody)?.content?.['application/json']?.schema;
     if (schema && response.requestBody) {
       let body: unknown;
-      try { body = JSON.parse(response.requestBody); } catch { return problems; }
+      try {
+        body = JSON.parse(response.requestBody);
+      } catch {
+        return problems;
+      }
       const validate = compile(schema);
       if (!validate(body)) {
         const errors = (validate.errors ?? []).slice(0, 5).map((e) => `${e.instancePath || '(root)'} ${e.message}`);
-        problems.push(`${where}: the server accepted a body the document refuses: ${errors.join('; ')}; body: ${response.requestBody.slice(0, 300)}`);
+        problems.push(
+          `${where}: the server accepted a body the document refuses: ${errors.join('; ')}; body: ${response.requestBody.slice(0, 300)}`,
+        );
       }
     }
     return problems;
@@ -142,14 +180,20 @@ export function createResponseChecker(document: unknown) {
     const headers = Object.fromEntries(Object.entries(response.headers).map(([k, v]) => [k.toLowerCase(), v]));
     for (const [name, header] of Object.entries<any>(spec.headers ?? {})) {
       const h = resolve(doc, header);
-      if (h.required && headers[name.toLowerCase()] === undefined) problems.push(`${where}: required header ${name} missing`);
+      if (h.required && headers[name.toLowerCase()] === undefined)
+        problems.push(`${where}: required header ${name} missing`);
     }
     const ndjson = spec.content?.['application/x-ndjson'];
     if (ndjson) {
       // Newline-delimited JSON: each line must be JSON, and the declared content type is sent.
-      if (!/^application\/x-ndjson/.test(String(headers['content-type']))) problems.push(`${where}: content type ${headers['content-type']}, not application/x-ndjson`);
+      if (!/^application\/x-ndjson/.test(String(headers['content-type'])))
+        problems.push(`${where}: content type ${headers['content-type']}, not application/x-ndjson`);
       for (const line of response.body.split('\n').filter(Boolean)) {
-        try { JSON.parse(line); } catch { return [...problems, `${where}: a line is not JSON: ${line.slice(0, 200)}`]; }
+        try {
+          JSON.parse(line);
+        } catch {
+          return [...problems, `${where}: a line is not JSON: ${line.slice(0, 200)}`];
+        }
       }
       return problems;
     }
@@ -168,7 +212,9 @@ export function createResponseChecker(document: unknown) {
       const validate = compile(content.schema);
       if (!validate(body)) {
         const errors = (validate.errors ?? []).slice(0, 5).map((e) => `${e.instancePath || '(root)'} ${e.message}`);
-        problems.push(`${where}: body does not match the declared schema: ${errors.join('; ')}; body: ${response.body.slice(0, 300)}`);
+        problems.push(
+          `${where}: body does not match the declared schema: ${errors.join('; ')}; body: ${response.body.slice(0, 300)}`,
+        );
       }
     }
     return problems;

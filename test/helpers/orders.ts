@@ -13,7 +13,11 @@ export interface OrderFixture {
   entryIds: string[];
 }
 
-export async function createFixture(ctx: TestContext, as: Tenant, variants?: Array<Record<string, unknown>>): Promise<OrderFixture> {
+export async function createFixture(
+  ctx: TestContext,
+  as: Tenant,
+  variants?: Array<Record<string, unknown>>,
+): Promise<OrderFixture> {
   const item = await ctx.request('POST', '/api/v1/items', {
     as,
     body: {
@@ -29,17 +33,29 @@ export async function createFixture(ctx: TestContext, as: Tenant, variants?: Arr
   const buyer = await ctx.request('POST', '/api/v1/buyers', { as, body: { buyer: { name: 'Acme Foods' } } });
   assert.equal(buyer.status, 201, JSON.stringify(buyer.body));
   const variantIds: string[] = item.body.variantIds;
-  const rows = await ctx.db.selectFrom('item_list_entries').select(['id', 'item_variant_id'])
-    .where('business_id', '=', as.businessId).where('item_variant_id', 'in', variantIds).execute();
+  const rows = await ctx.db
+    .selectFrom('item_list_entries')
+    .select(['id', 'item_variant_id'])
+    .where('business_id', '=', as.businessId)
+    .where('item_variant_id', 'in', variantIds)
+    .execute();
   const entryIds = variantIds.map((v) => rows.find((r) => r.item_variant_id === v)!.id);
   return { buyerId: buyer.body.id, partnershipId: buyer.body.partnershipId, variantIds, entryIds };
 }
 
 export const DELIVERY = '2030-01-15T10:30:00.000Z';
 
-export function postOrder(ctx: TestContext, as: Tenant, f: OrderFixture, body: Record<string, unknown> = {}, headers?: Record<string, string>) {
+export function postOrder(
+  ctx: TestContext,
+  as: Tenant,
+  f: OrderFixture,
+  body: Record<string, unknown> = {},
+  headers?: Record<string, string>,
+) {
   return ctx.request('POST', `/api/v1/buyers/${f.buyerId}/orders`, {
-    as, headers, body: { expectedDeliveryAt: DELIVERY, orderItems: [{ itemVariantId: f.variantIds[0], quantity: 2 }], ...body },
+    as,
+    headers,
+    body: { expectedDeliveryAt: DELIVERY, orderItems: [{ itemVariantId: f.variantIds[0], quantity: 2 }], ...body },
   });
 }
 
@@ -53,7 +69,8 @@ export async function createOrder(ctx: TestContext, as: Tenant, f: OrderFixture,
 export const patchOrder = (ctx: TestContext, as: Tenant, id: string, body: unknown, headers?: Record<string, string>) =>
   ctx.request('PATCH', `/api/v1/orders/${id}`, { as, body, headers });
 
-export const getOrder = (ctx: TestContext, as: Tenant, id: string) => ctx.request('GET', `/api/v1/orders/${id}`, { as });
+export const getOrder = (ctx: TestContext, as: Tenant, id: string) =>
+  ctx.request('GET', `/api/v1/orders/${id}`, { as });
 
 export const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
@@ -68,7 +85,13 @@ export async function assertChangeTotalsExact(ctx: TestContext, as: Tenant): Pro
   const times = new Set<string>(['2000-01-01T00:00:00.000Z']);
   for (const u of rows.map((r) => toIso(r.updated_at))) {
     const ms = Date.parse(u);
-    for (const t of [ms - 1, ms, ms + 1, Date.parse(`${u.slice(0, 10)}T00:00:00.000Z`), Date.parse(`${u.slice(0, 10)}T23:59:59.999Z`)]) {
+    for (const t of [
+      ms - 1,
+      ms,
+      ms + 1,
+      Date.parse(`${u.slice(0, 10)}T00:00:00.000Z`),
+      Date.parse(`${u.slice(0, 10)}T23:59:59.999Z`),
+    ]) {
       times.add(new Date(t).toISOString());
     }
   }
@@ -84,13 +107,26 @@ export async function assertChangeTotalsExact(ctx: TestContext, as: Tenant): Pro
 
 /** `order_change_counts` of a business against a brute-force count of its live orders per UTC day of updatedAt. */
 export async function assertChangeCountsExact(db: Kysely<Database>, businessId: string) {
-  const rows = await db.selectFrom('orders').select(['updated_at', 'deleted_at']).where('business_id', '=', businessId).execute();
+  const rows = await db
+    .selectFrom('orders')
+    .select(['updated_at', 'deleted_at'])
+    .where('business_id', '=', businessId)
+    .execute();
   const live = rows.filter((r) => r.deleted_at === null).map((r) => toIso(r.updated_at));
   const perDay = new Map<string, number>();
   for (const u of live) perDay.set(u.slice(0, 10), (perDay.get(u.slice(0, 10)) ?? 0) + 1);
-  const counted = await db.selectFrom('order_change_counts').select(['day', sql<string>`sum(n)`.as('n')])
-    .where('business_id', '=', businessId).groupBy('day').having(sql`sum(n)`, '<>', 0).execute();
-  assert.deepEqual(Object.fromEntries(counted.map((c) => [c.day, Number(c.n)])), Object.fromEntries(perDay), 'order_change_counts per day');
+  const counted = await db
+    .selectFrom('order_change_counts')
+    .select(['day', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId)
+    .groupBy('day')
+    .having(sql`sum(n)`, '<>', 0)
+    .execute();
+  assert.deepEqual(
+    Object.fromEntries(counted.map((c) => [c.day, Number(c.n)])),
+    Object.fromEntries(perDay),
+    'order_change_counts per day',
+  );
   return { rows, live };
 }
 

@@ -16,7 +16,11 @@ if (base && process.env.NODE_TEST_CONTEXT) {
   const admin = async (statement: string) => {
     const client = new pg.Client({ connectionString: base });
     await client.connect();
-    try { await client.query(statement); } finally { await client.end(); }
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
   };
   await admin(`create database "${name}"`);
   url.pathname = `/${name}`;

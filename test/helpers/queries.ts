@@ -8,26 +8,46 @@ import type { Tenant, TestContext } from './context.ts';
  * order cache is off unless `config` turns it on, so that the count is of loading, not of the cache.
  * `queries` are the query trees as JSON with their values; a subquery built apart is one too.
  */
-export async function createQueryCounter(ctx: TestContext, as: Tenant, config: Partial<Config> = { responseCacheMb: 0 }) {
+export async function createQueryCounter(
+  ctx: TestContext,
+  as: Tenant,
+  config: Partial<Config> = { responseCacheMb: 0 },
+) {
   let queries: string[] = [];
   const counting = ctx.db.withPlugin({
     // The query tree as JSON names its tables, enough to tell which ones a request read.
-    transformQuery: (args) => { queries.push(JSON.stringify(args.node)); return args.node; },
+    transformQuery: (args) => {
+      queries.push(JSON.stringify(args.node));
+      return args.node;
+    },
     transformResult: async (args) => args.result,
   });
   // Without the webhook and import workers: their idle passes (once a second) would be counted when
   // one falls inside a measured request, as on a busy machine it does.
   const app = await createApp({
-    db: counting, rateLimiter: null,
-    config: { ...ctx.config, ...config, webhooks: { ...ctx.config.webhooks, workers: false }, imports: { ...ctx.config.imports, concurrency: 0 } },
+    db: counting,
+    rateLimiter: null,
+    config: {
+      ...ctx.config,
+      ...config,
+      webhooks: { ...ctx.config.webhooks, workers: false },
+      imports: { ...ctx.config.imports, concurrency: 0 },
+    },
   });
   return {
-    async measure(url: string): Promise<{ n: number; body: any; queries: string[]; reads: (table: string) => boolean }> {
+    async measure(
+      url: string,
+    ): Promise<{ n: number; body: any; queries: string[]; reads: (table: string) => boolean }> {
       await app.inject({ method: 'GET', url, headers: as.headers });
       queries = [];
       const res = await app.inject({ method: 'GET', url, headers: as.headers });
       const seen = queries;
-      return { n: seen.length, body: res.json(), queries: seen, reads: (table) => seen.some((q) => q.includes(`"name":"${table}"`)) };
+      return {
+        n: seen.length,
+        body: res.json(),
+        queries: seen,
+        reads: (table) => seen.some((q) => q.includes(`"name":"${table}"`)),
+      };
     },
     close: () => app.close(),
   };

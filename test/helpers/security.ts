@@ -30,7 +30,9 @@ export function securityCases(ctx: () => TestContext, spec: SecurityCase): void 
     const owner = await ctx().createTenant();
     const url = await spec.url(ctx(), owner);
     assertUnauthorized(await ctx().request(spec.method, url, { body: spec.body }));
-    assertUnauthorized(await ctx().request(spec.method, url, { body: spec.body, headers: { 'x-business-id': owner.businessId } }));
+    assertUnauthorized(
+      await ctx().request(spec.method, url, { body: spec.body, headers: { 'x-business-id': owner.businessId } }),
+    );
   });
 
   it(`${name}: a wrong key, or a key of another business, gives 401`, async () => {

@@ -3,4 +3,6 @@
  * `src/cli.ts`): none where Node strips types itself, else tsx's loader (Node 20). See
  * test/helpers/typescript.js.
  */
-export const TYPESCRIPT: string[] = (process.features as { typescript?: unknown }).typescript ? [] : ['--import', 'tsx'];
+export const TYPESCRIPT: string[] = (process.features as { typescript?: unknown }).typescript
+  ? []
+  : ['--import', 'tsx'];

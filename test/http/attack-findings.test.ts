@@ -12,8 +12,18 @@ import { createTestContext, describeEachBackend, type TestContext } from '../hel
 /** An app on the context's database whose log lines are kept, as the server writes them. */
 async function loggedApp(ctx: TestContext) {
   const lines: Array<Record<string, any>> = [];
-  const stream = new Writable({ write(chunk, _enc, done) { for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l)); done(); } });
-  const app = await createApp({ db: ctx.db, config: ctx.config, rateLimiter: null, logger: { ...loggerOptions('info'), stream } as never });
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
+      done();
+    },
+  });
+  const app = await createApp({
+    db: ctx.db,
+    config: ctx.config,
+    rateLimiter: null,
+    logger: { ...loggerOptions('info'), stream } as never,
+  });
   await app.ready();
   return { app, lines };
 }
@@ -23,18 +33,32 @@ describeEachBackend('Every answer is sent once', (ctx) => {
     const t = await ctx().createTenant();
     const { app, lines } = await loggedApp(ctx());
     const call = async (method: string, url: string, body?: unknown, headers: Record<string, string> = {}) => {
-      const res = await app.inject({ method: method as 'GET', url, headers: { ...t.headers, 'content-type': 'application/json', ...headers }, payload: body === undefined ? undefined : JSON.stringify(body) });
+      const res = await app.inject({
+        method: method as 'GET',
+        url,
+        headers: { ...t.headers, 'content-type': 'application/json', ...headers },
+        payload: body === undefined ? undefined : JSON.stringify(body),
+      });
       return { status: res.statusCode, body: res.body ? res.json() : undefined };
     };
-    const item = await call('POST', '/api/v1/items', { item: { name: 'W' }, variants: [{ currency: 'AUD', price: 1 }] });
+    const item = await call('POST', '/api/v1/items', {
+      item: { name: 'W' },
+      variants: [{ currency: 'AUD', price: 1 }],
+    });
     assert.equal(item.status, 201);
     assert.equal((await call('PATCH', `/api/v1/items/${item.body.id}`, { name: 'W2' })).status, 200);
     const buyer = await call('POST', '/api/v1/buyers', { buyer: { name: 'B' } }, { 'idempotency-key': 'k-1' });
     assert.equal(buyer.status, 201);
-    assert.equal((await call('POST', '/api/v1/buyers', { buyer: { name: 'B' } }, { 'idempotency-key': 'k-1' })).status, 201);
+    assert.equal(
+      (await call('POST', '/api/v1/buyers', { buyer: { name: 'B' } }, { 'idempotency-key': 'k-1' })).status,
+      201,
+    );
     assert.equal((await call('PATCH', `/api/v1/buyers/${buyer.body.id}`, { buyer: { name: 'B2' } })).status, 200);
     assert.equal((await call('POST', '/api/v1/pricing', { itemListData: { label: 'L' }, entries: [] })).status, 201);
-    const order = await call('POST', `/api/v1/buyers/${buyer.body.id}/orders`, { expectedDeliveryAt: '2030-01-01T00:00:00Z', orderItems: [{ itemVariantId: item.body.variantIds[0], quantity: 1 }] });
+    const order = await call('POST', `/api/v1/buyers/${buyer.body.id}/orders`, {
+      expectedDeliveryAt: '2030-01-01T00:00:00Z',
+      orderItems: [{ itemVariantId: item.body.variantIds[0], quantity: 1 }],
+    });
     assert.equal(order.status, 201);
     assert.equal((await call('PATCH', `/api/v1/orders/${order.body.id}`, { order: { notes: 'n' } })).status, 200);
     const invoice = await call('POST', '/api/v1/invoices', { orderId: order.body.id });
@@ -43,8 +67,17 @@ describeEachBackend('Every answer is sent once', (ctx) => {
     const metrics = await app.inject({ method: 'GET', url: '/metrics' });
     await app.close();
     const errors = lines.filter((l) => l.level >= 40);
-    assert.deepEqual(errors.map((l) => `${l.msg} ${l.err?.code ?? l.code ?? ''}`), []);
-    assert.ok(!/status="500"/.test(metrics.body), metrics.body.split('\n').filter((l) => l.includes('status="500"')).join('\n'));
+    assert.deepEqual(
+      errors.map((l) => `${l.msg} ${l.err?.code ?? l.code ?? ''}`),
+      [],
+    );
+    assert.ok(
+      !/status="500"/.test(metrics.body),
+      metrics.body
+        .split('\n')
+        .filter((l) => l.includes('status="500"'))
+        .join('\n'),
+    );
   });
 });
 
@@ -54,7 +87,10 @@ describeEachBackend('Text checks look at the text, not at its escapes', (ctx) =>
     const literal = '{"item":{"name":"literal \\\\u0000 text"},"variants":[{"currency":"AUD","price":1}]}';
     const ok = await ctx().request('POST', '/api/v1/items', { as: t, body: literal });
     assert.equal(ok.status, 201, JSON.stringify(ok.body));
-    assert.equal((await ctx().request('GET', `/api/v1/items/${ok.body.id}`, { as: t })).body.name, 'literal \\u0000 text');
+    assert.equal(
+      (await ctx().request('GET', `/api/v1/items/${ok.body.id}`, { as: t })).body.name,
+      'literal \\u0000 text',
+    );
     const real = '{"item":{"name":"a\\u0000b"},"variants":[{"currency":"AUD","price":1}]}';
     const refused = await ctx().request('POST', '/api/v1/items', { as: t, body: real });
     assert.equal(refused.status, 400);
@@ -70,7 +106,10 @@ describeEachBackend('Text checks look at the text, not at its escapes', (ctx) =>
       assert.equal(res.status, 400, `${raw}: ${JSON.stringify(res.body)}`);
       assert.ok(res.body.fieldErrors?.['item.properties'], JSON.stringify(res.body));
     }
-    const fine = await ctx().request('POST', '/api/v1/items', { as: t, body: '{"item":{"name":"N","properties":{"num":9007199254740991,"f":0.1,"big":1e21,"round":123450000000000000000}},"variants":[{"currency":"AUD","price":1}]}' });
+    const fine = await ctx().request('POST', '/api/v1/items', {
+      as: t,
+      body: '{"item":{"name":"N","properties":{"num":9007199254740991,"f":0.1,"big":1e21,"round":123450000000000000000}},"variants":[{"currency":"AUD","price":1}]}',
+    });
     assert.equal(fine.status, 201, JSON.stringify(fine.body));
   });
 });
@@ -87,8 +126,12 @@ describeEachBackend('Authentication comes before every other check on the API', 
 describe('[sqlite] A read while another process holds the write lock', () => {
   let now = Date.parse('2026-06-01T00:00:00Z');
   let ctx: TestContext;
-  before(async () => { ctx = await createTestContext('sqlite', { clock: () => now }); });
-  after(async () => { await ctx?.close(); });
+  before(async () => {
+    ctx = await createTestContext('sqlite', { clock: () => now });
+  });
+  after(async () => {
+    await ctx?.close();
+  });
 
   it('is answered from the database it can read, not refused because of last-used bookkeeping', async () => {
     const t = await ctx.createTenant();

@@ -7,14 +7,31 @@ import { describeEachBackend, type Tenant } from '../helpers/context.ts';
 
 const APP = 'https://app.example.com';
 const preflight = (origin: string, method = 'POST') => ({
-  origin, 'access-control-request-method': method, 'access-control-request-headers': 'content-type,x-api-key,x-business-id,idempotency-key',
+  origin,
+  'access-control-request-method': method,
+  'access-control-request-headers': 'content-type,x-api-key,x-business-id,idempotency-key',
 });
 
 it('CORS_ORIGINS takes exact origins only, and is off when unset', () => {
   assert.equal(loadConfig({}).corsOrigins, null);
-  assert.deepEqual(loadConfig({ CORS_ORIGINS: ' https://app.example.com, http://localhost:5173 ' }).corsOrigins, ['https://app.example.com', 'http://localhost:5173']);
-  for (const bad of ['*', 'null', 'https://app.example.com/', 'https://app.example.com/path', 'app.example.com', 'ftp://files.example.com', 'https://*.example.com']) {
-    assert.throws(() => loadConfig({ CORS_ORIGINS: bad }), (error: unknown) => error instanceof ConfigError && /CORS_ORIGINS/.test(error.message), bad);
+  assert.deepEqual(loadConfig({ CORS_ORIGINS: ' https://app.example.com, http://localhost:5173 ' }).corsOrigins, [
+    'https://app.example.com',
+    'http://localhost:5173',
+  ]);
+  for (const bad of [
+    '*',
+    'null',
+    'https://app.example.com/',
+    'https://app.example.com/path',
+    'app.example.com',
+    'ftp://files.example.com',
+    'https://*.example.com',
+  ]) {
+    assert.throws(
+      () => loadConfig({ CORS_ORIGINS: bad }),
+      (error: unknown) => error instanceof ConfigError && /CORS_ORIGINS/.test(error.message),
+      bad,
+    );
   }
 });
 
@@ -30,51 +47,63 @@ describeEachBackend('CORS when CORS_ORIGINS is unset', (ctx) => {
   });
 });
 
-describeEachBackend('CORS for CORS_ORIGINS', (ctx) => {
-  let tenant: Tenant;
-  before(async () => { tenant = await ctx().createTenant(); });
+describeEachBackend(
+  'CORS for CORS_ORIGINS',
+  (ctx) => {
+    let tenant: Tenant;
+    before(async () => {
+      tenant = await ctx().createTenant();
+    });
 
-  it('answers a preflight from a listed origin, without credentials', async () => {
-    const options = await ctx().app.inject({ method: 'OPTIONS', url: '/api/v1/items', headers: preflight(APP) });
-    assert.equal(options.statusCode, 204);
-    assert.equal(options.headers['access-control-allow-origin'], APP);
-    assert.match(String(options.headers['access-control-allow-methods']), /POST/);
-    assert.match(String(options.headers['access-control-allow-headers']), /x-api-key/);
-    assert.equal(options.headers['access-control-allow-credentials'], undefined);
-    assert.equal(options.headers['access-control-max-age'], '600');
-    assert.match(String(options.headers.vary), /Origin/);
-  });
+    it('answers a preflight from a listed origin, without credentials', async () => {
+      const options = await ctx().app.inject({ method: 'OPTIONS', url: '/api/v1/items', headers: preflight(APP) });
+      assert.equal(options.statusCode, 204);
+      assert.equal(options.headers['access-control-allow-origin'], APP);
+      assert.match(String(options.headers['access-control-allow-methods']), /POST/);
+      assert.match(String(options.headers['access-control-allow-headers']), /x-api-key/);
+      assert.equal(options.headers['access-control-allow-credentials'], undefined);
+      assert.equal(options.headers['access-control-max-age'], '600');
+      assert.match(String(options.headers.vary), /Origin/);
+    });
 
-  it('lets the page read answers, errors and the headers it needs', async () => {
-    const list = await ctx().request('GET', '/api/v1/items', { as: tenant, headers: { origin: APP } });
-    assert.equal(list.status, 200);
-    assert.equal(list.headers['access-control-allow-origin'], APP);
-    assert.match(String(list.headers['access-control-expose-headers']), /ETag.*X-Request-Id.*Retry-After/);
-    const refused = await ctx().request('GET', '/api/v1/items', { headers: { origin: APP } });
-    assert.equal(refused.status, 401);
-    assert.equal(refused.headers['access-control-allow-origin'], APP, 'a browser can read why it was refused');
-    const doc = await ctx().app.inject({ method: 'GET', url: '/openapi.json', headers: { origin: APP } });
-    assert.equal(doc.headers['access-control-allow-origin'], APP);
-  });
+    it('lets the page read answers, errors and the headers it needs', async () => {
+      const list = await ctx().request('GET', '/api/v1/items', { as: tenant, headers: { origin: APP } });
+      assert.equal(list.status, 200);
+      assert.equal(list.headers['access-control-allow-origin'], APP);
+      assert.match(String(list.headers['access-control-expose-headers']), /ETag.*X-Request-Id.*Retry-After/);
+      const refused = await ctx().request('GET', '/api/v1/items', { headers: { origin: APP } });
+      assert.equal(refused.status, 401);
+      assert.equal(refused.headers['access-control-allow-origin'], APP, 'a browser can read why it was refused');
+      const doc = await ctx().app.inject({ method: 'GET', url: '/openapi.json', headers: { origin: APP } });
+      assert.equal(doc.headers['access-control-allow-origin'], APP);
+    });
 
-  it('gives other origins, look-alikes included, nothing', async () => {
-    for (const origin of ['https://evil.example', `${APP}.evil.io`, 'http://app.example.com', 'null', APP.toUpperCase()]) {
-      const options = await ctx().app.inject({ method: 'OPTIONS', url: '/api/v1/items', headers: preflight(origin) });
-      assert.equal(options.statusCode, 404, origin);
-      assert.equal(options.headers['access-control-allow-origin'], undefined, origin);
-      const list = await ctx().request('GET', '/api/v1/items', { as: tenant, headers: { origin } });
-      assert.equal(list.headers['access-control-allow-origin'], undefined, origin);
-    }
-  });
+    it('gives other origins, look-alikes included, nothing', async () => {
+      for (const origin of [
+        'https://evil.example',
+        `${APP}.evil.io`,
+        'http://app.example.com',
+        'null',
+        APP.toUpperCase(),
+      ]) {
+        const options = await ctx().app.inject({ method: 'OPTIONS', url: '/api/v1/items', headers: preflight(origin) });
+        assert.equal(options.statusCode, 404, origin);
+        assert.equal(options.headers['access-control-allow-origin'], undefined, origin);
+        const list = await ctx().request('GET', '/api/v1/items', { as: tenant, headers: { origin } });
+        assert.equal(list.headers['access-control-allow-origin'], undefined, origin);
+      }
+    });
 
-  it('leaves the console and the probes same-origin', async () => {
-    for (const url of ['/console/login', '/console', '/healthz', '/api/../console/login']) {
-      const options = await ctx().app.inject({ method: 'OPTIONS', url, headers: preflight(APP) });
-      assert.equal(options.statusCode, 404, url);
-      assert.equal(options.headers['access-control-allow-origin'], undefined, url);
-      const page = await ctx().app.inject({ method: 'GET', url, headers: { origin: APP } });
-      assert.equal(page.headers['access-control-allow-origin'], undefined, url);
-      assert.ok(page.statusCode < 500, url);
-    }
-  });
-}, { config: { corsOrigins: [APP] } });
+    it('leaves the console and the probes same-origin', async () => {
+      for (const url of ['/console/login', '/console', '/healthz', '/api/../console/login']) {
+        const options = await ctx().app.inject({ method: 'OPTIONS', url, headers: preflight(APP) });
+        assert.equal(options.statusCode, 404, url);
+        assert.equal(options.headers['access-control-allow-origin'], undefined, url);
+        const page = await ctx().app.inject({ method: 'GET', url, headers: { origin: APP } });
+        assert.equal(page.headers['access-control-allow-origin'], undefined, url);
+        assert.ok(page.statusCode < 500, url);
+      }
+    });
+  },
+  { config: { corsOrigins: [APP] } },
+);

@@ -6,22 +6,60 @@ import { createFixture, DELIVERY, type OrderFixture } from '../helpers/orders.ts
 import { listTuning } from '../../src/orders/list/strategies.ts';
 
 /** Every list with page, limit and total: its path, and how to add one record to it. */
-const LISTS: Array<{ path: string; create: (ctx: TestContext, t: Tenant, f: OrderFixture, n: number) => Promise<string> }> = [
-  { path: 'orders', create: async (ctx, t, f, n) => created(await ctx.request('POST', `/api/v1/buyers/${f.buyerId}/orders`, { as: t, body: orderBody(f, n) })) },
-  { path: 'items', create: async (ctx, t, _f, n) => created(await ctx.request('POST', '/api/v1/items', { as: t, body: { item: { name: `Item ${n}` }, variants: [{ currency: 'AUD', price: 1 }] } })) },
-  { path: 'buyers', create: async (ctx, t, _f, n) => created(await ctx.request('POST', '/api/v1/buyers', { as: t, body: { buyer: { name: `Buyer ${n}` } } })) },
-  { path: 'pricing', create: async (ctx, t, _f, n) => created(await ctx.request('POST', '/api/v1/pricing', { as: t, body: { itemListData: { label: `List ${n}` } } })) },
+const LISTS: Array<{
+  path: string;
+  create: (ctx: TestContext, t: Tenant, f: OrderFixture, n: number) => Promise<string>;
+}> = [
   {
-    path: 'invoices', create: async (ctx, t, f, n) => {
-      const order = created(await ctx.request('POST', `/api/v1/buyers/${f.buyerId}/orders`, { as: t, body: orderBody(f, n) }));
+    path: 'orders',
+    create: async (ctx, t, f, n) =>
+      created(await ctx.request('POST', `/api/v1/buyers/${f.buyerId}/orders`, { as: t, body: orderBody(f, n) })),
+  },
+  {
+    path: 'items',
+    create: async (ctx, t, _f, n) =>
+      created(
+        await ctx.request('POST', '/api/v1/items', {
+          as: t,
+          body: { item: { name: `Item ${n}` }, variants: [{ currency: 'AUD', price: 1 }] },
+        }),
+      ),
+  },
+  {
+    path: 'buyers',
+    create: async (ctx, t, _f, n) =>
+      created(await ctx.request('POST', '/api/v1/buyers', { as: t, body: { buyer: { name: `Buyer ${n}` } } })),
+  },
+  {
+    path: 'pricing',
+    create: async (ctx, t, _f, n) =>
+      created(await ctx.request('POST', '/api/v1/pricing', { as: t, body: { itemListData: { label: `List ${n}` } } })),
+  },
+  {
+    path: 'invoices',
+    create: async (ctx, t, f, n) => {
+      const order = created(
+        await ctx.request('POST', `/api/v1/buyers/${f.buyerId}/orders`, { as: t, body: orderBody(f, n) }),
+      );
       return created(await ctx.request('POST', '/api/v1/invoices', { as: t, body: { orderId: order } }));
     },
   },
-  { path: 'webhook-endpoints', create: async (ctx, t, _f, n) => created(await ctx.request('POST', '/api/v1/webhook-endpoints', { as: t, body: { url: `https://hooks.example.com/${n}` } })) },
+  {
+    path: 'webhook-endpoints',
+    create: async (ctx, t, _f, n) =>
+      created(
+        await ctx.request('POST', '/api/v1/webhook-endpoints', {
+          as: t,
+          body: { url: `https://hooks.example.com/${n}` },
+        }),
+      ),
+  },
 ];
 
 const orderBody = (f: OrderFixture, n: number) => ({
-  expectedDeliveryAt: DELIVERY, orderItems: [{ itemVariantId: f.variantIds[n % 3], quantity: 1 }], properties: { erp: { parity: n % 2 === 0 ? 'even' : 'odd' } },
+  expectedDeliveryAt: DELIVERY,
+  orderItems: [{ itemVariantId: f.variantIds[n % 3], quantity: 1 }],
+  properties: { erp: { parity: n % 2 === 0 ? 'even' : 'odd' } },
 });
 
 function created(res: { status: number; body: { id: string } }): string {
@@ -30,7 +68,13 @@ function created(res: { status: number; body: { id: string } }): string {
 }
 
 /** Every page of a list from its first, by cursor; between pages `between` runs (writes, say). */
-async function walk(ctx: TestContext, t: Tenant, path: string, query: string, between: (page: number) => Promise<void> = async () => {}) {
+async function walk(
+  ctx: TestContext,
+  t: Tenant,
+  path: string,
+  query: string,
+  between: (page: number) => Promise<void> = async () => {},
+) {
   const pages: Array<{ ids: string[]; page: number; total: number }> = [];
   let cursor: string | null = null;
   do {
@@ -53,13 +97,23 @@ describeEachBackend('cursor pages', (ctx) => {
       const all = await ctx().request('GET', `/api/v1/${list.path}?limit=100`, { as: t });
       assert.equal(all.body.nextCursor, null, 'one page holds the whole list');
       const pages = await walk(ctx(), t, list.path, 'limit=3');
-      assert.deepEqual(pages.flatMap((p) => p.ids), all.body.items.map((r: { id: string }) => r.id));
-      assert.deepEqual(pages.map((p) => p.page), pages.map((_, i) => i + 1));
+      assert.deepEqual(
+        pages.flatMap((p) => p.ids),
+        all.body.items.map((r: { id: string }) => r.id),
+      );
+      assert.deepEqual(
+        pages.map((p) => p.page),
+        pages.map((_, i) => i + 1),
+      );
       assert.ok(pages.every((p) => p.total === all.body.total));
 
       // A page by number gives a cursor too, which continues with the next page's number.
       const second = await ctx().request('GET', `/api/v1/${list.path}?limit=2&page=2`, { as: t });
-      const third = await ctx().request('GET', `/api/v1/${list.path}?limit=2&cursor=${encodeURIComponent(second.body.nextCursor)}`, { as: t });
+      const third = await ctx().request(
+        'GET',
+        `/api/v1/${list.path}?limit=2&cursor=${encodeURIComponent(second.body.nextCursor)}`,
+        { as: t },
+      );
       const byNumber = await ctx().request('GET', `/api/v1/${list.path}?limit=2&page=3`, { as: t });
       assert.equal(third.body.page, 3);
       assert.deepEqual(third.body.items, byNumber.body.items);
@@ -69,7 +123,7 @@ describeEachBackend('cursor pages', (ctx) => {
     });
   }
 
-  it('refuses a forged, altered or foreign cursor, another list\'s, other filters\', and page with cursor (400)', async () => {
+  it("refuses a forged, altered or foreign cursor, another list's, other filters', and page with cursor (400)", async () => {
     const [t, other] = [await ctx().createTenant(), await ctx().createTenant()];
     const [f, g] = [await createFixture(ctx(), t), await createFixture(ctx(), other)];
     for (let n = 0; n < 3; n++) {
@@ -88,9 +142,17 @@ describeEachBackend('cursor pages', (ctx) => {
     const c = encodeURIComponent(cursor);
     assert.equal((await get(t, `/api/v1/orders?limit=1&phase=PENDING&cursor=${c}`)).status, 200);
     const flipped = cursor.slice(0, -3) + (cursor.at(-3) === 'A' ? 'B' : 'A') + cursor.slice(-2);
-    await refused(t, `/api/v1/orders?limit=1&phase=PENDING&cursor=${encodeURIComponent(flipped)}`, /Not a cursor of this list/);
+    await refused(
+      t,
+      `/api/v1/orders?limit=1&phase=PENDING&cursor=${encodeURIComponent(flipped)}`,
+      /Not a cursor of this list/,
+    );
     await refused(t, '/api/v1/orders?limit=1&phase=PENDING&cursor=abc', /Not a cursor of this list/);
-    await refused(t, `/api/v1/orders?limit=1&phase=PENDING&cursor=${encodeURIComponent(Buffer.from('{"l":"orders"}').toString('base64url'))}`, /Not a cursor of this list/);
+    await refused(
+      t,
+      `/api/v1/orders?limit=1&phase=PENDING&cursor=${encodeURIComponent(Buffer.from('{"l":"orders"}').toString('base64url'))}`,
+      /Not a cursor of this list/,
+    );
     await refused(other, `/api/v1/orders?limit=1&phase=PENDING&cursor=${c}`, /Not a cursor of this list/);
     await refused(t, `/api/v1/items?limit=1&cursor=${c}`, /Not a cursor of this list/);
     await refused(t, `/api/v1/orders?limit=1&cursor=${c}`, /other filters/);
@@ -101,49 +163,76 @@ describeEachBackend('cursor pages', (ctx) => {
   });
 
   it('walks orders by cursor under creates, updates and deletes: every order that stays matched, once', async () => {
-    const filters = ['', 'status=UNASSIGNED', 'propertyPath=erp.parity&propertyValue=even', 'propertyPath=erp.parity', 'updatedSince=2000-01-01T00:00:00.000Z'];
-    await fc.assert(fc.asyncProperty(
-      fc.constantFrom(...filters), fc.integer({ min: 1, max: 5 }), fc.boolean(),
-      fc.array(fc.record({ kind: fc.constantFrom('create', 'update', 'delete', 'restatus'), pick: fc.nat(100) }), { minLength: 1, maxLength: 12 }),
-      async (filter, limit, fewCandidates, writes) => {
-        const t = await ctx().createTenant();
-        const f = await createFixture(ctx(), t);
-        const ids: string[] = [];
-        for (let n = 0; n < 14; n++) ids.push(await LISTS[0].create(ctx(), t, f, n));
-        const query = `limit=${limit}${filter ? `&${filter}` : ''}`;
-        const before = new Set<string>((await ctx().request('GET', `/api/v1/orders?${query.replace(/limit=\d+/, 'limit=100')}`, { as: t })).body.items.map((o: { id: string }) => o.id));
-        const touched = new Set<string>();
-        let w = 0;
-        const tuning = { ...listTuning };
-        // Both page plans for a property value: collected from the side table, or the sorted walk.
-        listTuning.fewCandidates = fewCandidates ? 5_000 : 0;
-        try {
-          const pages = await walk(ctx(), t, 'orders', query, async () => {
-            const write = writes[w++];
-            if (!write) return;
-            const id = ids[write.pick % ids.length];
-            if (write.kind === 'create') ids.push(await LISTS[0].create(ctx(), t, f, 100 + w));
-            else {
-              touched.add(id);
-              const res = write.kind === 'delete'
-                ? await ctx().request('DELETE', `/api/v1/orders/${id}`, { as: t })
-                : await ctx().request('PATCH', `/api/v1/orders/${id}`, { as: t, body: { order: write.kind === 'update' ? { notes: `w${w}` } : { status: 'ACCEPTED' } } });
-              assert.ok([200, 204, 404].includes(res.status), JSON.stringify(res.body));
+    const filters = [
+      '',
+      'status=UNASSIGNED',
+      'propertyPath=erp.parity&propertyValue=even',
+      'propertyPath=erp.parity',
+      'updatedSince=2000-01-01T00:00:00.000Z',
+    ];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...filters),
+        fc.integer({ min: 1, max: 5 }),
+        fc.boolean(),
+        fc.array(fc.record({ kind: fc.constantFrom('create', 'update', 'delete', 'restatus'), pick: fc.nat(100) }), {
+          minLength: 1,
+          maxLength: 12,
+        }),
+        async (filter, limit, fewCandidates, writes) => {
+          const t = await ctx().createTenant();
+          const f = await createFixture(ctx(), t);
+          const ids: string[] = [];
+          for (let n = 0; n < 14; n++) ids.push(await LISTS[0].create(ctx(), t, f, n));
+          const query = `limit=${limit}${filter ? `&${filter}` : ''}`;
+          const before = new Set<string>(
+            (
+              await ctx().request('GET', `/api/v1/orders?${query.replace(/limit=\d+/, 'limit=100')}`, { as: t })
+            ).body.items.map((o: { id: string }) => o.id),
+          );
+          const touched = new Set<string>();
+          let w = 0;
+          const tuning = { ...listTuning };
+          // Both page plans for a property value: collected from the side table, or the sorted walk.
+          listTuning.fewCandidates = fewCandidates ? 5_000 : 0;
+          try {
+            const pages = await walk(ctx(), t, 'orders', query, async () => {
+              const write = writes[w++];
+              if (!write) return;
+              const id = ids[write.pick % ids.length];
+              if (write.kind === 'create') ids.push(await LISTS[0].create(ctx(), t, f, 100 + w));
+              else {
+                touched.add(id);
+                const res =
+                  write.kind === 'delete'
+                    ? await ctx().request('DELETE', `/api/v1/orders/${id}`, { as: t })
+                    : await ctx().request('PATCH', `/api/v1/orders/${id}`, {
+                        as: t,
+                        body: { order: write.kind === 'update' ? { notes: `w${w}` } : { status: 'ACCEPTED' } },
+                      });
+                assert.ok([200, 204, 404].includes(res.status), JSON.stringify(res.body));
+              }
+            });
+            const seen = pages.flatMap((p) => p.ids);
+            assert.equal(new Set(seen).size, seen.length, `no order twice: ${query}`);
+            const after = new Set<string>(
+              (
+                await ctx().request('GET', `/api/v1/orders?${query.replace(/limit=\d+/, 'limit=100')}`, { as: t })
+              ).body.items.map((o: { id: string }) => o.id),
+            );
+            for (const id of before) {
+              // Matched throughout: before and after, and not written meanwhile (a status change or delete can take it out).
+              if (after.has(id) && !touched.has(id)) assert.ok(seen.includes(id), `${id} missed: ${query}`);
             }
-          });
-          const seen = pages.flatMap((p) => p.ids);
-          assert.equal(new Set(seen).size, seen.length, `no order twice: ${query}`);
-          const after = new Set<string>((await ctx().request('GET', `/api/v1/orders?${query.replace(/limit=\d+/, 'limit=100')}`, { as: t })).body.items.map((o: { id: string }) => o.id));
-          for (const id of before) {
-            // Matched throughout: before and after, and not written meanwhile (a status change or delete can take it out).
-            if (after.has(id) && !touched.has(id)) assert.ok(seen.includes(id), `${id} missed: ${query}`);
+            for (const id of seen)
+              assert.ok(before.has(id) || after.has(id) || touched.has(id), `${id} never matched: ${query}`);
+          } finally {
+            Object.assign(listTuning, tuning);
           }
-          for (const id of seen) assert.ok(before.has(id) || after.has(id) || touched.has(id), `${id} never matched: ${query}`);
-        } finally {
-          Object.assign(listTuning, tuning);
-        }
-      },
-    ), { numRuns: 25 });
+        },
+      ),
+      { numRuns: 25 },
+    );
   });
 
   it('walks items by cursor while items are created and deleted: every item that stays, once', async () => {

@@ -9,42 +9,79 @@ describeEachBackend('Arbitrary input never causes a 5xx', (ctx) => {
   it('holds for arbitrary JSON bodies, query strings and ids on every operation', async () => {
     const t = await ctx().createTenant();
     const doc = (await ctx().request('GET', '/openapi.json')).body;
-    const operations = Object.entries<Record<string, unknown>>(doc.paths)
-      .flatMap(([path, ops]) => Object.keys(ops).map((method) => ({ method: method.toUpperCase(), path })));
+    const operations = Object.entries<Record<string, unknown>>(doc.paths).flatMap(([path, ops]) =>
+      Object.keys(ops).map((method) => ({ method: method.toUpperCase(), path })),
+    );
     assert.ok(operations.length >= 5);
 
-    const idArb = fc.oneof(fc.string({ maxLength: 80 }), fc.constantFrom('itm_x', '0', '%00', '..', '.', 'a'.repeat(300)));
-    const queryArb = fc.dictionary(fc.constantFrom('page', 'limit', 'propertyPath', 'propertyValue', 'propertyExists', 'updatedSince', 'status', 'includeDeleted', 'keyId', 'kind', 'since', 'until', 'cursor', 'x'), fc.string({ maxLength: 30 }));
+    const idArb = fc.oneof(
+      fc.string({ maxLength: 80 }),
+      fc.constantFrom('itm_x', '0', '%00', '..', '.', 'a'.repeat(300)),
+    );
+    const queryArb = fc.dictionary(
+      fc.constantFrom(
+        'page',
+        'limit',
+        'propertyPath',
+        'propertyValue',
+        'propertyExists',
+        'updatedSince',
+        'status',
+        'includeDeleted',
+        'keyId',
+        'kind',
+        'since',
+        'until',
+        'cursor',
+        'x',
+      ),
+      fc.string({ maxLength: 30 }),
+    );
     for (const { method, path } of operations) {
-      await fc.assert(fc.asyncProperty(fc.jsonValue({ maxDepth: 6 }), idArb, queryArb, async (body, id, query) => {
-        const url = path.replace(/\{[^}]+\}/g, encodeURIComponent(id)) + '?' + new URLSearchParams(query).toString();
-        const hasBody = method === 'POST' || method === 'PATCH';
-        const res = await ctx().request(method, url, { as: t, body: hasBody ? body : undefined });
-        assert.ok(res.status < 500, `${method} ${url} ${JSON.stringify(body)?.slice(0, 200)} -> ${res.status} ${JSON.stringify(res.body)}`);
-        if (res.status >= 400) {
-          assert.equal(typeof res.body.errorCode, 'string');
-          assert.equal(res.body.error, res.body.message);
-        }
-      }), { numRuns: RUNS });
+      await fc.assert(
+        fc.asyncProperty(fc.jsonValue({ maxDepth: 6 }), idArb, queryArb, async (body, id, query) => {
+          const url = `${path.replace(/\{[^}]+\}/g, encodeURIComponent(id))}?${new URLSearchParams(query).toString()}`;
+          const hasBody = method === 'POST' || method === 'PATCH';
+          const res = await ctx().request(method, url, { as: t, body: hasBody ? body : undefined });
+          assert.ok(
+            res.status < 500,
+            `${method} ${url} ${JSON.stringify(body)?.slice(0, 200)} -> ${res.status} ${JSON.stringify(res.body)}`,
+          );
+          if (res.status >= 400) {
+            assert.equal(typeof res.body.errorCode, 'string');
+            assert.equal(res.body.error, res.body.message);
+          }
+        }),
+        { numRuns: RUNS },
+      );
     }
   });
 
   it('holds for structured bodies close to valid ones', async () => {
     const t = await ctx().createTenant();
-    const variant = fc.record({
-      currency: fc.oneof(fc.constantFrom('AUD', 'USD'), fc.string()),
-      price: fc.oneof(fc.double(), fc.integer(), fc.string()),
-      cost: fc.option(fc.oneof(fc.double(), fc.string())),
-      sequence: fc.option(fc.oneof(fc.integer(), fc.double())),
-      properties: fc.option(fc.object()),
-    }, { requiredKeys: ['currency', 'price'] });
+    const variant = fc.record(
+      {
+        currency: fc.oneof(fc.constantFrom('AUD', 'USD'), fc.string()),
+        price: fc.oneof(fc.double(), fc.integer(), fc.string()),
+        cost: fc.option(fc.oneof(fc.double(), fc.string())),
+        sequence: fc.option(fc.oneof(fc.integer(), fc.double())),
+        properties: fc.option(fc.object()),
+      },
+      { requiredKeys: ['currency', 'price'] },
+    );
     const body = fc.record({
-      item: fc.record({ name: fc.string({ maxLength: 300 }), handle: fc.option(fc.string()), properties: fc.option(fc.object()) }, { requiredKeys: ['name'] }),
+      item: fc.record(
+        { name: fc.string({ maxLength: 300 }), handle: fc.option(fc.string()), properties: fc.option(fc.object()) },
+        { requiredKeys: ['name'] },
+      ),
       variants: fc.array(variant, { maxLength: 3 }),
     });
-    await fc.assert(fc.asyncProperty(body, async (b) => {
-      const res = await ctx().request('POST', '/api/v1/items', { as: t, body: b });
-      assert.ok(res.status < 500, `${JSON.stringify(b).slice(0, 300)} -> ${res.status} ${JSON.stringify(res.body)}`);
-    }), { numRuns: 150 });
+    await fc.assert(
+      fc.asyncProperty(body, async (b) => {
+        const res = await ctx().request('POST', '/api/v1/items', { as: t, body: b });
+        assert.ok(res.status < 500, `${JSON.stringify(b).slice(0, 300)} -> ${res.status} ${JSON.stringify(res.body)}`);
+      }),
+      { numRuns: 150 },
+    );
   });
 });

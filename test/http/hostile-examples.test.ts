@@ -5,7 +5,11 @@ import { createFixture, createOrder, patchOrder, type OrderFixture } from '../he
 
 // The defects found by black-box probing (issue 13), one test each, on both backends.
 
-function assertRefused(res: { status: number; body: any; headers: Record<string, unknown> }, status: number, field?: string) {
+function assertRefused(
+  res: { status: number; body: any; headers: Record<string, unknown> },
+  status: number,
+  field?: string,
+) {
   assert.equal(res.status, status, JSON.stringify(res.body));
   assert.equal(typeof res.body.errorCode, 'string');
   assert.equal(res.body.error, res.body.message);
@@ -21,7 +25,12 @@ async function setup(ctx: TestContext): Promise<{ t: Tenant; f: OrderFixture; or
 }
 
 describeEachBackend('Hostile input: dates', (ctx) => {
-  for (const value of ['0000-01-01T00:00:00Z', '9999-12-31T23:59:59.999-14:00', '+010000-01-01T00:00:00Z', '-000001-01-01T00:00:00Z']) {
+  for (const value of [
+    '0000-01-01T00:00:00Z',
+    '9999-12-31T23:59:59.999-14:00',
+    '+010000-01-01T00:00:00Z',
+    '-000001-01-01T00:00:00Z',
+  ]) {
     it(`refuses shippedAt ${value} with a field error, and the lists stay readable`, async () => {
       const { t, orderId } = await setup(ctx());
       const res = await patchOrder(ctx(), t, orderId, { order: { shippedAt: value } });
@@ -33,8 +42,11 @@ describeEachBackend('Hostile input: dates', (ctx) => {
 
   it('accepts the first and last representable instants, and reads them back', async () => {
     const { t, orderId } = await setup(ctx());
-    for (const [value, stored] of [['0001-01-01T00:00:00Z', '0001-01-01T00:00:00.000Z'], ['9999-12-31T23:59:59.999Z', '9999-12-31T23:59:59.999Z'],
-      ['0001-01-01T10:00:00+10:00', '0001-01-01T00:00:00.000Z']]) {
+    for (const [value, stored] of [
+      ['0001-01-01T00:00:00Z', '0001-01-01T00:00:00.000Z'],
+      ['9999-12-31T23:59:59.999Z', '9999-12-31T23:59:59.999Z'],
+      ['0001-01-01T10:00:00+10:00', '0001-01-01T00:00:00.000Z'],
+    ]) {
       const res = await patchOrder(ctx(), t, orderId, { order: { shippedAt: value } });
       assert.equal(res.status, 200, JSON.stringify(res.body));
       assert.equal(res.body.shippedAt, stored);
@@ -48,7 +60,13 @@ describeEachBackend('Hostile input: dates', (ctx) => {
     it(`refuses ${name}=0000-01-01T00:00:00Z with a field error`, async () => {
       const t = await ctx().createTenant();
       assertRefused(await ctx().request('GET', `/api/v1/orders?${name}=0000-01-01T00:00:00Z`, { as: t }), 400, name);
-      assertRefused(await ctx().request('GET', `/api/v1/orders?${name}=${encodeURIComponent('9999-12-31T23:59:59-01:00')}`, { as: t }), 400, name);
+      assertRefused(
+        await ctx().request('GET', `/api/v1/orders?${name}=${encodeURIComponent('9999-12-31T23:59:59-01:00')}`, {
+          as: t,
+        }),
+        400,
+        name,
+      );
     });
   }
 });
@@ -57,10 +75,16 @@ describeEachBackend('Hostile input: numbers', (ctx) => {
   it('refuses an order item beyond the documented bounds with 400, never 500', async () => {
     const { t, f, orderId } = await setup(ctx());
     const res = await ctx().request('POST', `/api/v1/buyers/${f.buyerId}/orders`, {
-      as: t, body: { expectedDeliveryAt: '2030-01-01T00:00:00Z', orderItems: [{ itemVariantId: f.variantIds[0], quantity: 1e9, price: 1e12 }] },
+      as: t,
+      body: {
+        expectedDeliveryAt: '2030-01-01T00:00:00Z',
+        orderItems: [{ itemVariantId: f.variantIds[0], quantity: 1e9, price: 1e12 }],
+      },
     });
     assertRefused(res, 400);
-    const patch = await patchOrder(ctx(), t, orderId, { orderItems: { create: [{ itemListEntryId: f.entryIds[1], quantity: 1e9, price: 1e12 }] } });
+    const patch = await patchOrder(ctx(), t, orderId, {
+      orderItems: { create: [{ itemListEntryId: f.entryIds[1], quantity: 1e9, price: 1e12 }] },
+    });
     assertRefused(patch, 400);
     const precise = await patchOrder(ctx(), t, orderId, { order: { totalAmount: 0.1234567 } });
     assertRefused(precise, 400, 'order.totalAmount');
@@ -112,8 +136,14 @@ describeEachBackend('Hostile input: text', (ctx) => {
   it('refuses bytes that are not UTF-8 rather than storing U+FFFD', async () => {
     const t = await ctx().createTenant();
     const res = await ctx().app.inject({
-      method: 'POST', url: '/api/v1/items', headers: { ...t.headers, 'content-type': 'application/json' },
-      payload: Buffer.concat([Buffer.from('{"item":{"name":"a'), Buffer.from([0xed, 0xa0, 0x80, 0xff]), Buffer.from('"},"variants":[{"currency":"AUD","price":1}]}')]),
+      method: 'POST',
+      url: '/api/v1/items',
+      headers: { ...t.headers, 'content-type': 'application/json' },
+      payload: Buffer.concat([
+        Buffer.from('{"item":{"name":"a'),
+        Buffer.from([0xed, 0xa0, 0x80, 0xff]),
+        Buffer.from('"},"variants":[{"currency":"AUD","price":1}]}'),
+      ]),
     });
     assert.equal(res.statusCode, 400, res.body);
     assert.equal(JSON.parse(res.body).errorCode, 'VALIDATION_ERROR');
@@ -125,18 +155,35 @@ describeEachBackend('Hostile input: text', (ctx) => {
   });
 
   const item = JSON.stringify({ item: { name: 'Case' }, variants: [{ currency: 'AUD', price: 1 }] });
-  for (const ct of ['Application/JSON', 'APPLICATION/JSON; CHARSET=UTF-8', 'application/json;charset="utf-8"', 'application/json ; charset=utf-8']) {
+  for (const ct of [
+    'Application/JSON',
+    'APPLICATION/JSON; CHARSET=UTF-8',
+    'application/json;charset="utf-8"',
+    'application/json ; charset=utf-8',
+  ]) {
     it(`accepts Content-Type ${ct}`, async () => {
       const t = await ctx().createTenant();
       const res = await ctx().request('POST', '/api/v1/items', { as: t, body: item, headers: { 'content-type': ct } });
       assert.equal(res.status, 201, JSON.stringify(res.body));
     });
   }
-  for (const ct of ['application/json;;', 'application/json; charset=latin1', 'application/json; charset=utf-16', 'application/json; charset=',
-    'application/json; foo', 'application/json; charset=utf-8; charset=latin1', 'application/json/x', ';', 'application/ json']) {
+  for (const ct of [
+    'application/json;;',
+    'application/json; charset=latin1',
+    'application/json; charset=utf-16',
+    'application/json; charset=',
+    'application/json; foo',
+    'application/json; charset=utf-8; charset=latin1',
+    'application/json/x',
+    ';',
+    'application/ json',
+  ]) {
     it(`answers 415 for Content-Type ${JSON.stringify(ct)}, never 500`, async () => {
       const t = await ctx().createTenant();
-      assertRefused(await ctx().request('POST', '/api/v1/items', { as: t, body: item, headers: { 'content-type': ct } }), 415);
+      assertRefused(
+        await ctx().request('POST', '/api/v1/items', { as: t, body: item, headers: { 'content-type': ct } }),
+        415,
+      );
       assert.equal((await ctx().request('GET', '/api/v1/items', { as: t })).body.total, 0);
     });
   }
@@ -146,8 +193,18 @@ describeEachBackend('Hostile input: HEAD', (ctx) => {
   it('answers HEAD on every GET route like GET, without a body', async () => {
     const { t, f, orderId } = await setup(ctx());
     const invoice = await ctx().request('POST', '/api/v1/invoices', { as: t, body: { orderId } });
-    const urls = ['/api/v1/orders', `/api/v1/orders/${orderId}`, '/api/v1/items', '/api/v1/buyers', `/api/v1/buyers/${f.buyerId}`,
-      '/api/v1/invoices', `/api/v1/invoices/${invoice.body.id}`, '/api/v1/pricing', '/healthz', '/openapi.json'];
+    const urls = [
+      '/api/v1/orders',
+      `/api/v1/orders/${orderId}`,
+      '/api/v1/items',
+      '/api/v1/buyers',
+      `/api/v1/buyers/${f.buyerId}`,
+      '/api/v1/invoices',
+      `/api/v1/invoices/${invoice.body.id}`,
+      '/api/v1/pricing',
+      '/healthz',
+      '/openapi.json',
+    ];
     for (const url of urls) {
       // HEAD first, before any GET has rendered (and cached) the resource.
       const head = await ctx().request('HEAD', url, { as: t });

@@ -10,8 +10,10 @@ import { importNow } from '../helpers/imports.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 const document = async (ctx: TestContext) => (await ctx.request('GET', '/openapi.json')).body;
-const operations = (doc: any) => Object.entries<Record<string, any>>(doc.paths)
-  .flatMap(([path, ops]) => Object.entries<any>(ops).map(([method, op]) => ({ path, method, op })));
+const operations = (doc: any) =>
+  Object.entries<Record<string, any>>(doc.paths).flatMap(([path, ops]) =>
+    Object.entries<any>(ops).map(([method, op]) => ({ path, method, op })),
+  );
 
 /** The query "Try it out" sends without edits: each parameter's default, and any example it shows. */
 function tryItOutQuery(op: any): string {
@@ -27,15 +29,24 @@ function tryItOutQuery(op: any): string {
 async function createOneOfEach(ctx: TestContext, as: Tenant) {
   const f = await createFixture(ctx, as);
   const list = await ctx.request('POST', '/api/v1/pricing', {
-    as, body: { itemListData: { label: 'Wholesale' }, entries: [{ itemVariantId: f.variantIds[0] }], partnerships: [f.partnershipId] },
+    as,
+    body: {
+      itemListData: { label: 'Wholesale' },
+      entries: [{ itemVariantId: f.variantIds[0] }],
+      partnerships: [f.partnershipId],
+    },
   });
   assert.equal(list.status, 201);
   const order = await ctx.request('POST', `/api/v1/buyers/${f.buyerId}/orders`, {
-    as, body: { expectedDeliveryAt: DELIVERY, orderItems: [{ itemVariantId: f.variantIds[0], quantity: 1 }] },
+    as,
+    body: { expectedDeliveryAt: DELIVERY, orderItems: [{ itemVariantId: f.variantIds[0], quantity: 1 }] },
   });
   assert.equal(order.status, 201);
   assert.equal((await ctx.request('POST', '/api/v1/invoices', { as, body: { orderId: order.body.id } })).status, 201);
-  const hook = await ctx.request('POST', '/api/v1/webhook-endpoints', { as, body: { url: 'https://hooks.example.com/in', status: 'paused' } });
+  const hook = await ctx.request('POST', '/api/v1/webhook-endpoints', {
+    as,
+    body: { url: 'https://hooks.example.com/in', status: 'paused' },
+  });
   assert.equal(hook.status, 201);
   // Its results are listed once the import has run.
   await importNow(ctx, as, [{ op: 'create', resource: 'buyer', data: { buyer: { name: 'Imported' } } }]);
@@ -46,8 +57,15 @@ describeEachBackend('The OpenAPI document (issue 16)', (ctx) => {
     const doc = await document(ctx());
     assert.deepEqual(doc.security, [{ BusinessId: [], ApiKey: [] }]);
     assert.deepEqual(
-      [doc.components.securitySchemes.BusinessId, doc.components.securitySchemes.ApiKey].map((s: any) => [s.type, s.in, s.name]),
-      [['apiKey', 'header', 'X-Business-Id'], ['apiKey', 'header', 'X-API-Key']],
+      [doc.components.securitySchemes.BusinessId, doc.components.securitySchemes.ApiKey].map((s: any) => [
+        s.type,
+        s.in,
+        s.name,
+      ]),
+      [
+        ['apiKey', 'header', 'X-Business-Id'],
+        ['apiKey', 'header', 'X-API-Key'],
+      ],
     );
     assert.ok(doc.servers.length > 0 && doc.servers.every((s: any) => s.url));
   });
@@ -62,7 +80,10 @@ describeEachBackend('The OpenAPI document (issue 16)', (ctx) => {
     }
     const status = doc.paths['/api/v1/orders'].get.parameters.find((p: any) => p.name === 'status').schema;
     // The contract's statuses, and the order guide's, which a list takes as filters.
-    assert.deepEqual(doc.components.schemas[status.$ref.split('/').pop()].enum, [...ORDER_STATUSES, ...Object.keys(GUIDE_STATUSES)]);
+    assert.deepEqual(doc.components.schemas[status.$ref.split('/').pop()].enum, [
+      ...ORDER_STATUSES,
+      ...Object.keys(GUIDE_STATUSES),
+    ]);
   });
 
   it('"Try it out" answers every list with its records, with no edits', async () => {
@@ -77,17 +98,35 @@ describeEachBackend('The OpenAPI document (issue 16)', (ctx) => {
       assert.equal(res.status, 200, `${path}?${query}: ${JSON.stringify(res.body)}`);
       // A page or the feed has items; an export (NDJSON) has lines.
       const ndjson = /x-ndjson/.test(String(res.headers['content-type']));
-      const records = ndjson ? (typeof res.body === 'string' ? res.body.split('\n').filter(Boolean) : [res.body]) : res.body.items;
+      const records = ndjson
+        ? typeof res.body === 'string'
+          ? res.body.split('\n').filter(Boolean)
+          : [res.body]
+        : res.body.items;
       assert.ok(records.length > 0, `${path}?${query} is empty`);
     }
   });
 
   it('names the shapes as components, and refers to them', async () => {
     const doc = await document(ctx());
-    for (const name of ['Order', 'OrderItem', 'Item', 'Variant', 'Buyer', 'PriceList', 'PriceListEntry', 'Invoice', 'InvoiceLineItem', 'ErrorResponse', 'CreateOrderBody', 'UpdateOrderBody']) {
+    for (const name of [
+      'Order',
+      'OrderItem',
+      'Item',
+      'Variant',
+      'Buyer',
+      'PriceList',
+      'PriceListEntry',
+      'Invoice',
+      'InvoiceLineItem',
+      'ErrorResponse',
+      'CreateOrderBody',
+      'UpdateOrderBody',
+    ]) {
       assert.ok(doc.components.schemas[name], name);
     }
-    const ok = (path: string, method: string, status: string) => doc.paths[path][method].responses[status].content['application/json'].schema.$ref;
+    const ok = (path: string, method: string, status: string) =>
+      doc.paths[path][method].responses[status].content['application/json'].schema.$ref;
     assert.equal(ok('/api/v1/orders/{id}', 'get', '200'), '#/components/schemas/Order');
     assert.equal(ok('/api/v1/orders', 'get', '200'), '#/components/schemas/OrderPage');
     assert.equal(ok('/api/v1/items/{id}', 'patch', '200'), '#/components/schemas/Item');
@@ -96,18 +135,30 @@ describeEachBackend('The OpenAPI document (issue 16)', (ctx) => {
 
   it('says what JSON Schema can say about an order item: exactly one of its two ids', async () => {
     const doc = await document(ctx());
-    assert.deepEqual(doc.components.schemas.CreateOrderItem.oneOf, [{ required: ['itemListEntryId'] }, { required: ['itemVariantId'] }]);
+    assert.deepEqual(doc.components.schemas.CreateOrderItem.oneOf, [
+      { required: ['itemListEntryId'] },
+      { required: ['itemVariantId'] },
+    ]);
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);
     const both = await ctx().request('POST', `/api/v1/buyers/${f.buyerId}/orders`, {
-      as: t, body: { expectedDeliveryAt: DELIVERY, orderItems: [{ itemVariantId: f.variantIds[0], itemListEntryId: f.entryIds[0], quantity: 1 }] },
+      as: t,
+      body: {
+        expectedDeliveryAt: DELIVERY,
+        orderItems: [{ itemVariantId: f.variantIds[0], itemListEntryId: f.entryIds[0], quantity: 1 }],
+      },
     });
     assert.equal(both.status, 400);
-    assert.deepEqual(both.body.fieldErrors, { 'orderItems.0': 'Give exactly one of itemListEntryId and itemVariantId' });
-    const neither = await ctx().request('POST', `/api/v1/buyers/${f.buyerId}/orders`, {
-      as: t, body: { expectedDeliveryAt: DELIVERY, orderItems: [{ quantity: 1 }] },
+    assert.deepEqual(both.body.fieldErrors, {
+      'orderItems.0': 'Give exactly one of itemListEntryId and itemVariantId',
     });
-    assert.deepEqual(neither.body.fieldErrors, { 'orderItems.0': 'Give exactly one of itemListEntryId and itemVariantId' });
+    const neither = await ctx().request('POST', `/api/v1/buyers/${f.buyerId}/orders`, {
+      as: t,
+      body: { expectedDeliveryAt: DELIVERY, orderItems: [{ quantity: 1 }] },
+    });
+    assert.deepEqual(neither.body.fieldErrors, {
+      'orderItems.0': 'Give exactly one of itemListEntryId and itemVariantId',
+    });
     const list = doc.paths['/api/v1/orders'].get.description;
     assert.match(list, /modifiedSince cannot be combined with createdSince or updatedSince/);
     assert.match(list, /each requires propertyPath/);
@@ -115,7 +166,15 @@ describeEachBackend('The OpenAPI document (issue 16)', (ctx) => {
 
   it('describes every answer, with error examples of their own status, and declares the response headers', async () => {
     const doc = await document(ctx());
-    const codes: Record<string, string> = { 401: 'UNAUTHORIZED', 404: 'NOT_FOUND', 410: 'GONE', 412: 'PRECONDITION_FAILED', 422: 'IDEMPOTENCY_KEY_REUSED', 429: 'RATE_LIMITED', 500: 'INTERNAL_ERROR' };
+    const codes: Record<string, string> = {
+      401: 'UNAUTHORIZED',
+      404: 'NOT_FOUND',
+      410: 'GONE',
+      412: 'PRECONDITION_FAILED',
+      422: 'IDEMPOTENCY_KEY_REUSED',
+      429: 'RATE_LIMITED',
+      500: 'INTERNAL_ERROR',
+    };
     for (const { path, method, op } of operations(doc)) {
       for (const [status, response] of Object.entries<any>(op.responses)) {
         assert.notEqual(response.description, 'Default Response', `${method} ${path} ${status}`);
@@ -130,10 +189,17 @@ describeEachBackend('The OpenAPI document (issue 16)', (ctx) => {
       }
     }
     assert.equal(doc.components.headers['X-Request-Id'].required, true);
-    for (const [path, method, status] of [['/api/v1/orders/{id}', 'get', '200'], ['/api/v1/orders/{id}', 'patch', '200'], ['/api/v1/invoices/{id}', 'get', '200'], ['/api/v1/buyers/{id}/orders', 'post', '201']]) {
+    for (const [path, method, status] of [
+      ['/api/v1/orders/{id}', 'get', '200'],
+      ['/api/v1/orders/{id}', 'patch', '200'],
+      ['/api/v1/invoices/{id}', 'get', '200'],
+      ['/api/v1/buyers/{id}/orders', 'post', '201'],
+    ]) {
       assert.ok(doc.paths[path][method].responses[status].headers.ETag, `${method} ${path}`);
     }
-    assert.ok(doc.paths['/api/v1/orders/{id}'].patch.parameters.some((p: any) => p.in === 'header' && p.name === 'if-match'));
+    assert.ok(
+      doc.paths['/api/v1/orders/{id}'].patch.parameters.some((p: any) => p.in === 'header' && p.name === 'if-match'),
+    );
     assert.equal(doc.paths['/api/v1/orders'].get.responses['200'].headers.ETag, undefined);
   });
 
@@ -158,12 +224,13 @@ describeEachBackend('The OpenAPI document (issue 16)', (ctx) => {
     assert.equal(buyer.status, 201, JSON.stringify(buyer.body));
     const example = examples['post /api/v1/buyers/{id}/orders'];
     const order = await ctx().request('POST', `/api/v1/buyers/${buyer.body.id}/orders`, {
-      as: t, body: { ...example, orderItems: [{ ...example.orderItems[0], itemVariantId: item.body.variantIds[0] }] },
+      as: t,
+      body: { ...example, orderItems: [{ ...example.orderItems[0], itemVariantId: item.body.variantIds[0] }] },
     });
     assert.equal(order.status, 201, JSON.stringify(order.body));
   });
 
-  it('serves /docs under the product\'s name and logo, and GET / points there', async () => {
+  it("serves /docs under the product's name and logo, and GET / points there", async () => {
     const page = await ctx().request('GET', '/docs/');
     assert.match(String(page.body), /<title>Supplyline API<\/title>/);
     const init = await ctx().request('GET', '/docs/static/swagger-initializer.js');
@@ -199,15 +266,24 @@ describe('The response check of the test helpers', () => {
     },
   };
   const check = createResponseChecker(doc);
-  const answer = { method: 'GET', url: '/api/v1/things?page=1', status: 200, headers: { 'x-request-id': 'r' }, body: '{"total":1}' };
+  const answer = {
+    method: 'GET',
+    url: '/api/v1/things?page=1',
+    status: 200,
+    headers: { 'x-request-id': 'r' },
+    body: '{"total":1}',
+  };
 
   it('passes a response that matches', () => assert.deepEqual(check(answer), []));
   it('fails an undeclared status', () => assert.match(check({ ...answer, status: 404 }).join(), /status not declared/));
-  it('fails a body that does not match', () => assert.match(check({ ...answer, body: '{"total":"1"}' }).join(), /does not match/));
-  it('fails a missing required header', () => assert.match(check({ ...answer, headers: {} }).join(), /required header X-Request-Id missing/));
+  it('fails a body that does not match', () =>
+    assert.match(check({ ...answer, body: '{"total":"1"}' }).join(), /does not match/));
+  it('fails a missing required header', () =>
+    assert.match(check({ ...answer, headers: {} }).join(), /required header X-Request-Id missing/));
   it('fails a request the server took but the document refuses', () => {
     assert.match(check({ ...answer, url: '/api/v1/things' }).join(), /without the required query parameter page/);
     assert.match(check({ ...answer, url: '/api/v1/things?page=1&x=2' }).join(), /undeclared query parameter x/);
   });
-  it('leaves alone what the document does not describe', () => assert.deepEqual(check({ ...answer, url: '/healthz' }), []));
+  it('leaves alone what the document does not describe', () =>
+    assert.deepEqual(check({ ...answer, url: '/healthz' }), []));
 });

@@ -39,15 +39,31 @@ describeEachBackend('HTTP error model', (ctx) => {
 
   it('gives 415 for a body that is not JSON, and 400 for broken or empty JSON', async () => {
     const t = await ctx().createTenant();
-    const text = await ctx().request('POST', '/api/v1/items', { as: t, body: 'hello', headers: { 'content-type': 'text/plain' } });
+    const text = await ctx().request('POST', '/api/v1/items', {
+      as: t,
+      body: 'hello',
+      headers: { 'content-type': 'text/plain' },
+    });
     assert.equal(text.status, 415);
     assertErrorBody(text.body, 'UNSUPPORTED_MEDIA_TYPE', text.headers['x-request-id']);
-    const form = await ctx().request('POST', '/api/v1/items', { as: t, body: 'a=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const form = await ctx().request('POST', '/api/v1/items', {
+      as: t,
+      body: 'a=1',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     assert.equal(form.status, 415);
-    const broken = await ctx().request('POST', '/api/v1/items', { as: t, body: '{"item":', headers: { 'content-type': 'application/json' } });
+    const broken = await ctx().request('POST', '/api/v1/items', {
+      as: t,
+      body: '{"item":',
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(broken.status, 400);
     assertErrorBody(broken.body, 'VALIDATION_ERROR', broken.headers['x-request-id']);
-    const empty = await ctx().request('POST', '/api/v1/items', { as: t, body: '', headers: { 'content-type': 'application/json' } });
+    const empty = await ctx().request('POST', '/api/v1/items', {
+      as: t,
+      body: '',
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(empty.status, 400);
     const proto = await ctx().request('POST', '/api/v1/items', { as: t, body: '{"__proto__":{"x":1}}' });
     assert.equal(proto.status, 400);
@@ -74,12 +90,23 @@ describeEachBackend('HTTP error model', (ctx) => {
 for (const backend of backends) {
   describe(`[${backend}] unexpected errors`, () => {
     let database: TestDatabase;
-    before(async () => { database = await createTestDatabase(backend); });
-    after(async () => { await database.handle.close(); await database.drop(); });
+    before(async () => {
+      database = await createTestDatabase(backend);
+    });
+    after(async () => {
+      await database.handle.close();
+      await database.drop();
+    });
 
     it('answers 500 with a generic body that reveals nothing internal', async () => {
-      const app = await createApp({ db: database.handle.db, config: loadConfig({ RATE_LIMIT_RPS: '0' }), rateLimiter: null });
-      app.get('/boom', async () => { throw new Error('secret table users_private exploded at /srv/app.ts:12'); });
+      const app = await createApp({
+        db: database.handle.db,
+        config: loadConfig({ RATE_LIMIT_RPS: '0' }),
+        rateLimiter: null,
+      });
+      app.get('/boom', async () => {
+        throw new Error('secret table users_private exploded at /srv/app.ts:12');
+      });
       const res = await app.inject({ method: 'GET', url: '/boom' });
       await app.close();
       assert.equal(res.statusCode, 500);
@@ -93,19 +120,35 @@ for (const backend of backends) {
     it('probes: /livez and /healthz while the process answers; /readyz only with every migration applied and not shutting down', async () => {
       const other = await createTestDatabase(backend);
       let draining = false;
-      const app = await createApp({ db: other.handle.db, config: loadConfig({ RATE_LIMIT_RPS: '0' }), rateLimiter: null, lifecycle: { draining: () => draining } });
+      const app = await createApp({
+        db: other.handle.db,
+        config: loadConfig({ RATE_LIMIT_RPS: '0' }),
+        rateLimiter: null,
+        lifecycle: { draining: () => draining },
+      });
       try {
-        const probe = async (url: string) => { const r = await app.inject({ method: 'GET', url }); return [r.statusCode, r.json()]; };
+        const probe = async (url: string) => {
+          const r = await app.inject({ method: 'GET', url });
+          return [r.statusCode, r.json()];
+        };
         assert.deepEqual(await probe('/livez'), [200, { status: 'ok' }]);
         assert.deepEqual(await probe('/healthz'), [200, { status: 'ok' }]);
         // A migration this release knows is missing (another release rolled it back, or it never ran).
-        const { rows } = await sql<{ name: string }>`select name from kysely_migration order by name desc limit 1`.execute(other.handle.db);
+        const { rows } = await sql<{
+          name: string;
+        }>`select name from kysely_migration order by name desc limit 1`.execute(other.handle.db);
         await sql`delete from kysely_migration where name = ${rows[0].name}`.execute(other.handle.db);
         assert.deepEqual(await probe('/readyz'), [503, { status: 'unavailable', reason: 'migrations pending' }]);
-        await sql`insert into kysely_migration (name, timestamp) values (${rows[0].name}, ${new Date(0).toISOString()})`.execute(other.handle.db);
+        await sql`insert into kysely_migration (name, timestamp) values (${rows[0].name}, ${new Date(0).toISOString()})`.execute(
+          other.handle.db,
+        );
         assert.deepEqual(await probe('/readyz'), [200, { status: 'ok' }]);
         draining = true;
-        assert.deepEqual(await probe('/readyz'), [503, { status: 'unavailable', reason: 'shutting down' }], 'readiness fails first on SIGTERM');
+        assert.deepEqual(
+          await probe('/readyz'),
+          [503, { status: 'unavailable', reason: 'shutting down' }],
+          'readiness fails first on SIGTERM',
+        );
         assert.deepEqual(await probe('/livez'), [200, { status: 'ok' }], 'while the process still answers');
       } finally {
         await app.close();
@@ -116,9 +159,14 @@ for (const backend of backends) {
 
     it('protects /metrics with METRICS_TOKEN when it is set', async () => {
       const token = 'scrape-token-0123456789';
-      const app = await createApp({ db: database.handle.db, config: loadConfig({ RATE_LIMIT_RPS: '0', METRICS_TOKEN: token }), rateLimiter: null });
+      const app = await createApp({
+        db: database.handle.db,
+        config: loadConfig({ RATE_LIMIT_RPS: '0', METRICS_TOKEN: token }),
+        rateLimiter: null,
+      });
       try {
-        const scrape = (authorization?: string) => app.inject({ method: 'GET', url: '/metrics', headers: authorization ? { authorization } : {} });
+        const scrape = (authorization?: string) =>
+          app.inject({ method: 'GET', url: '/metrics', headers: authorization ? { authorization } : {} });
         for (const wrong of [undefined, 'Bearer nope', `Basic ${token}`, `Bearer ${token}x`]) {
           const refused = await scrape(wrong);
           assert.equal(refused.statusCode, 401, String(wrong));
@@ -131,15 +179,27 @@ for (const backend of backends) {
       } finally {
         await app.close();
       }
-      const open = await createApp({ db: database.handle.db, config: loadConfig({ RATE_LIMIT_RPS: '0' }), rateLimiter: null });
-      assert.equal((await open.inject({ method: 'GET', url: '/metrics' })).statusCode, 200, 'open without a token, as before');
+      const open = await createApp({
+        db: database.handle.db,
+        config: loadConfig({ RATE_LIMIT_RPS: '0' }),
+        rateLimiter: null,
+      });
+      assert.equal(
+        (await open.inject({ method: 'GET', url: '/metrics' })).statusCode,
+        200,
+        'open without a token, as before',
+      );
       await open.close();
       assert.throws(() => loadConfig({ METRICS_TOKEN: 'short' }), /METRICS_TOKEN must be at least 16/);
     });
 
     it('answers /readyz 503 when the database is gone', async () => {
       const other = await createTestDatabase(backend);
-      const app = await createApp({ db: other.handle.db, config: loadConfig({ RATE_LIMIT_RPS: '0' }), rateLimiter: null });
+      const app = await createApp({
+        db: other.handle.db,
+        config: loadConfig({ RATE_LIMIT_RPS: '0' }),
+        rateLimiter: null,
+      });
       await other.handle.close();
       const res = await app.inject({ method: 'GET', url: '/readyz' });
       await app.close();
@@ -152,7 +212,10 @@ for (const backend of backends) {
 describeEachBackend('NUL characters', (ctx) => {
   it('are refused with 400 in bodies and query strings, on both backends', async () => {
     const t = await ctx().createTenant();
-    const body = await ctx().request('POST', '/api/v1/items', { as: t, body: { item: { name: 'a\u0000b' }, variants: [{ currency: 'AUD', price: 1 }] } });
+    const body = await ctx().request('POST', '/api/v1/items', {
+      as: t,
+      body: { item: { name: 'a\u0000b' }, variants: [{ currency: 'AUD', price: 1 }] },
+    });
     assert.equal(body.status, 400);
     assert.match(body.body.message, /NUL/);
     const query = await ctx().request('GET', '/api/v1/items?propertyPath=a&propertyValue=%00', { as: t });
@@ -164,9 +227,15 @@ describeEachBackend('integer query parameters', (ctx) => {
   it('take plain decimal digits only: hex, binary, exponents and a plus sign are 400, not read as numbers', async () => {
     const t = await ctx().createTenant();
     for (const [path, field] of [
-      ['/api/v1/orders?limit=0x14', 'limit'], ['/api/v1/orders?limit=0b11', 'limit'], ['/api/v1/orders?limit=1e1', 'limit'],
-      ['/api/v1/orders?page=%2B1', 'page'], ['/api/v1/orders?limit=1.0', 'limit'], ['/api/v1/orders?limit=%201', 'limit'],
-      ['/api/v1/items?limit=0x14', 'limit'], ['/api/v1/events?after=0x1', 'after'], ['/api/v1/events?limit=1e2', 'limit'],
+      ['/api/v1/orders?limit=0x14', 'limit'],
+      ['/api/v1/orders?limit=0b11', 'limit'],
+      ['/api/v1/orders?limit=1e1', 'limit'],
+      ['/api/v1/orders?page=%2B1', 'page'],
+      ['/api/v1/orders?limit=1.0', 'limit'],
+      ['/api/v1/orders?limit=%201', 'limit'],
+      ['/api/v1/items?limit=0x14', 'limit'],
+      ['/api/v1/events?after=0x1', 'after'],
+      ['/api/v1/events?limit=1e2', 'limit'],
     ] as const) {
       const res = await ctx().request('GET', path, { as: t });
       assert.equal(res.status, 400, path);
@@ -178,7 +247,10 @@ describeEachBackend('integer query parameters', (ctx) => {
     assert.equal(plain.body.pageSize, 7);
     const feed = await ctx().request('GET', '/api/v1/events?after=1&limit=10', { as: t });
     assert.equal(feed.status, 200);
-    assert.ok(feed.body.items.every((e: { sequence: number }) => e.sequence > 1), 'after=1 starts after sequence 1');
+    assert.ok(
+      feed.body.items.every((e: { sequence: number }) => e.sequence > 1),
+      'after=1 starts after sequence 1',
+    );
     // Bounds are still the schema's: a negative number is an integer, and out of range.
     assert.equal((await ctx().request('GET', '/api/v1/orders?limit=-1', { as: t })).status, 400);
   });

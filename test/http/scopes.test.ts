@@ -26,18 +26,27 @@ describeEachBackend('API key scopes', (ctx) => {
         operations++;
         const declared: string = op.security?.[0]?.ApiKey?.[0];
         const route = path.replace(/\{(\w+)\}/g, ':$1');
-        assert.equal(declared, requiredScope(method.toUpperCase(), route), `${method} ${path} declares the scope it needs`);
+        assert.equal(
+          declared,
+          requiredScope(method.toUpperCase(), route),
+          `${method} ${path} declares the scope it needs`,
+        );
         const [area, level] = declared.split(':');
         const url = path.replace(/\{(\w+)\}/g, 'x_missing');
         const call = async (scopes: Scope[] | null) => {
           const as = scopes === null ? owner : await keyFor(scopes);
-          return ctx().request(method.toUpperCase(), url, { as, body: method === 'get' || method === 'delete' ? undefined : {} });
+          return ctx().request(method.toUpperCase(), url, {
+            as,
+            body: method === 'get' || method === 'delete' ? undefined : {},
+          });
         };
         const other = AREAS.find((a) => a !== area)!;
         const cases: Array<[Scope[] | null, boolean]> = [
           [null, true],
           [[declared as Scope], true],
-          ...(SCOPES.includes(`${area}:write` as Scope) ? [[[`${area}:write` as Scope], true] as [Scope[], boolean]] : []),
+          ...(SCOPES.includes(`${area}:write` as Scope)
+            ? [[[`${area}:write` as Scope], true] as [Scope[], boolean]]
+            : []),
           [[`${other}:write` as Scope], false],
           ...(level === 'write' ? [[[`${area}:read` as Scope], false] as [Scope[], boolean]] : []),
         ];
@@ -47,7 +56,11 @@ describeEachBackend('API key scopes', (ctx) => {
           if (passes) assert.notEqual(res.status, 403, label);
           else {
             assert.equal(res.status, 403, label);
-            assert.deepEqual([res.body.errorCode, res.body.message], ['FORBIDDEN', `This API key lacks the scope ${declared}`], label);
+            assert.deepEqual(
+              [res.body.errorCode, res.body.message],
+              ['FORBIDDEN', `This API key lacks the scope ${declared}`],
+              label,
+            );
           }
         }
       }
@@ -55,7 +68,7 @@ describeEachBackend('API key scopes', (ctx) => {
     assert.ok(operations >= 40, `${operations} operations`);
   });
 
-  it('keeps a rotated key\'s scopes and expiry, never extends the old key\'s life, and refuses an unknown scope at the CLI', async () => {
+  it("keeps a rotated key's scopes and expiry, never extends the old key's life, and refuses an unknown scope at the CLI", async () => {
     const { parseScopes } = await import('../../src/businesses/scopes.ts');
     assert.deepEqual(parseScopes('orders:write, items:read,orders:write'), ['orders:write', 'items:read']);
     assert.throws(() => parseScopes('orders:admin'), /Unknown scope orders:admin/);
@@ -64,7 +77,9 @@ describeEachBackend('API key scopes', (ctx) => {
     const limited = await ctx().addKey(owner, ['items:read']);
     const { createWriteRunner, SYSTEM } = await import('../../src/write/runner.ts');
     const { rotateApiKey } = await import('../../src/businesses/service.ts');
-    const rotated = await createWriteRunner(ctx().db).run({ businessId: owner.businessId, actor: SYSTEM }, (c) => rotateApiKey(c, limited.keyId!, 0));
+    const rotated = await createWriteRunner(ctx().db).run({ businessId: owner.businessId, actor: SYSTEM }, (c) =>
+      rotateApiKey(c, limited.keyId!, 0),
+    );
     const headers = { 'x-business-id': owner.businessId, 'x-api-key': rotated!.apiKey };
     assert.equal((await ctx().app.inject({ method: 'GET', url: '/api/v1/items', headers })).statusCode, 200);
     assert.equal((await ctx().app.inject({ method: 'GET', url: '/api/v1/orders', headers })).statusCode, 403);
@@ -74,8 +89,12 @@ describeEachBackend('API key scopes', (ctx) => {
     const { createApiKey } = await import('../../src/businesses/service.ts');
     const inAnHour = new Date(Date.now() + 3_600_000).toISOString();
     const runner = createWriteRunner(ctx().db);
-    const expiring = await runner.run({ businessId: owner.businessId, actor: SYSTEM }, (c) => createApiKey(c, { expiresAt: inAnHour }));
-    const next = await runner.run({ businessId: owner.businessId, actor: SYSTEM }, (c) => rotateApiKey(c, expiring.keyId, 86_400));
+    const expiring = await runner.run({ businessId: owner.businessId, actor: SYSTEM }, (c) =>
+      createApiKey(c, { expiresAt: inAnHour }),
+    );
+    const next = await runner.run({ businessId: owner.businessId, actor: SYSTEM }, (c) =>
+      rotateApiKey(c, expiring.keyId, 86_400),
+    );
     const { listApiKeys } = await import('../../src/businesses/repository.ts');
     const listed = await listApiKeys(ctx().db, owner.businessId);
     assert.equal(listed.find((k) => k.id === next!.keyId)!.expiresAt, inAnHour);

@@ -13,9 +13,14 @@ import { describeEachBackend } from '../helpers/context.ts';
  */
 /** The test folders (each resource's, and the others'), not the reliability suite's. */
 const TEST_DIR = join(import.meta.dirname, '..');
-const testFiles = () => readdirSync(TEST_DIR, { withFileTypes: true })
-  .filter((entry) => entry.isDirectory() && !['helpers', 'fixtures', 'reliability'].includes(entry.name))
-  .flatMap((entry) => readdirSync(join(TEST_DIR, entry.name)).filter((f) => f.endsWith('.test.ts')).map((f) => join(entry.name, f)));
+const testFiles = () =>
+  readdirSync(TEST_DIR, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && !['helpers', 'fixtures', 'reliability'].includes(entry.name))
+    .flatMap((entry) =>
+      readdirSync(join(TEST_DIR, entry.name))
+        .filter((f) => f.endsWith('.test.ts'))
+        .map((f) => join(entry.name, f)),
+    );
 
 function declaredCases(): Array<{ method: string; url: RegExp; source: string }> {
   const cases: Array<{ method: string; url: RegExp; source: string }> = [];
@@ -26,7 +31,10 @@ function declaredCases(): Array<{ method: string; url: RegExp; source: string }>
       const url = /[`'](\/api\/v1\/[^`']*)[`']/.exec(match[1])?.[1];
       if (!method || !url) continue;
       // `${anything}` in the template stands for one path segment.
-      const pattern = url.split(/\$\{[\s\S]*?\}(?=\/|$)/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[^/]+');
+      const pattern = url
+        .split(/\$\{[\s\S]*?\}(?=\/|$)/)
+        .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+        .join('[^/]+');
       cases.push({ method, url: new RegExp(`^${pattern}$`), source: `${file}: ${method} ${url}` });
     }
   }
@@ -43,7 +51,8 @@ describeEachBackend('the shared security cases', (ctx) => {
       if (!path.startsWith('/api/v1/')) continue;
       for (const method of Object.keys(operations)) {
         const example = path.replace(/\{[^}]+\}/g, 'x_1');
-        if (!cases.some((c) => c.method === method.toUpperCase() && c.url.test(example))) missing.push(`${method.toUpperCase()} ${path}`);
+        if (!cases.some((c) => c.method === method.toUpperCase() && c.url.test(example)))
+          missing.push(`${method.toUpperCase()} ${path}`);
       }
     }
     assert.deepEqual(missing, []);

@@ -62,10 +62,24 @@ describe('The turn gate (src/http/turns.ts)', () => {
   it('runs on the real event loop: a burst of 50 is started within a few turns, all of it', async () => {
     const gate = createTurnGate(8);
     const started: number[] = [];
-    const done = Promise.all(Array.from({ length: 50 }, (_, i) => new Promise<void>((resolve) => gate.admit(() => { started.push(i); resolve(); }))));
+    const done = Promise.all(
+      Array.from(
+        { length: 50 },
+        (_, i) =>
+          new Promise<void>((resolve) =>
+            gate.admit(() => {
+              started.push(i);
+              resolve();
+            }),
+          ),
+      ),
+    );
     assert.equal(started.length, 8);
     await done;
-    assert.deepEqual(started, Array.from({ length: 50 }, (_, i) => i));
+    assert.deepEqual(
+      started,
+      Array.from({ length: 50 }, (_, i) => i),
+    );
     assert.equal(gate.waiting, 0);
   });
 });

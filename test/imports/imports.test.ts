@@ -7,7 +7,7 @@ import { describeEachBackend, type Tenant, type TestContext } from '../helpers/c
 import { securityCases } from '../helpers/security.ts';
 
 const NDJSON = { 'content-type': 'application/x-ndjson' };
-const file = (lines: unknown[]) => lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n') + '\n';
+const file = (lines: unknown[]) => `${lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n')}\n`;
 
 async function send(c: TestContext, as: Tenant, body: string, query = '', headers: Record<string, string> = {}) {
   return c.request('POST', `/api/v1/imports${query}`, { as, body, headers: { ...NDJSON, ...headers } });
@@ -23,8 +23,14 @@ async function finished(c: TestContext, as: Tenant, id: string) {
       const results = await c.request('GET', `/api/v1/imports/${id}/results`, { as });
       assert.equal(results.status, 200);
       assert.match(String(results.headers['content-type']), /^application\/x-ndjson/);
-      const text = typeof results.body === 'string' ? results.body : JSON.stringify(results.body) + '\n';
-      return { imp: r.body, results: text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l)) };
+      const text = typeof results.body === 'string' ? results.body : `${JSON.stringify(results.body)}\n`;
+      return {
+        imp: r.body,
+        results: text
+          .split('\n')
+          .filter((l) => l !== '')
+          .map((l) => JSON.parse(l)),
+      };
     }
     assert.ok(Date.now() < deadline, `the import finished within 30 s: ${JSON.stringify(r.body)}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
@@ -32,8 +38,16 @@ async function finished(c: TestContext, as: Tenant, id: string) {
 }
 
 const item = (name: string, ref: string) => ({
-  op: 'create', resource: 'item', ref,
-  data: { item: { name }, variants: [{ variantName: '500g', currency: 'AUD', price: 10, cost: 4 }, { variantName: '1kg', currency: 'AUD', price: 18, cost: 7 }] },
+  op: 'create',
+  resource: 'item',
+  ref,
+  data: {
+    item: { name },
+    variants: [
+      { variantName: '500g', currency: 'AUD', price: 10, cost: 4 },
+      { variantName: '1kg', currency: 'AUD', price: 18, cost: 7 },
+    ],
+  },
 });
 
 /**
@@ -49,10 +63,22 @@ describeEachBackend('bulk import', (ctx) => {
       { op: 'create', resource: 'buyer', ref: 'acme', data: { buyer: { name: 'Acme Foods' } } },
       '',
       {
-        op: 'create', resource: 'order', ref: 'po-1', buyerId: { $ref: 'acme' },
-        data: { expectedDeliveryAt: '2030-01-01T00:00:00.000Z', orderItems: [{ itemVariantId: { $ref: 'tea', variant: 1 }, quantity: 3 }] },
+        op: 'create',
+        resource: 'order',
+        ref: 'po-1',
+        buyerId: { $ref: 'acme' },
+        data: {
+          expectedDeliveryAt: '2030-01-01T00:00:00.000Z',
+          orderItems: [{ itemVariantId: { $ref: 'tea', variant: 1 }, quantity: 3 }],
+        },
       },
-      { op: 'patch', resource: 'order', ref: 'po-1-notes', id: { $ref: 'po-1' }, data: { order: { notes: 'Imported' } } },
+      {
+        op: 'patch',
+        resource: 'order',
+        ref: 'po-1-notes',
+        id: { $ref: 'po-1' },
+        data: { order: { notes: 'Imported' } },
+      },
       { op: 'create', resource: 'invoice', ref: 'inv-1', data: { orderId: { $ref: 'po-1' }, reference: 'INV-1' } },
       { op: 'patch', resource: 'item', ref: 'tea-again', id: { $ref: 'tea' }, data: { name: 'Green tea' } },
     ]);
@@ -64,10 +90,17 @@ describeEachBackend('bulk import', (ctx) => {
     assert.equal(imp.state, 'COMPLETED');
     assert.equal(imp.linesDone, 7);
     assert.deepEqual(imp.counts, { created: 4, updated: 1, unchanged: 1, failed: 0 }, JSON.stringify(results));
-    assert.deepEqual(results.map((r) => [r.line, r.ref, r.outcome]), [
-      [1, 'tea', 'created'], [2, 'acme', 'created'], [4, 'po-1', 'created'], [5, 'po-1-notes', 'updated'],
-      [6, 'inv-1', 'created'], [7, 'tea-again', 'unchanged'],
-    ]);
+    assert.deepEqual(
+      results.map((r) => [r.line, r.ref, r.outcome]),
+      [
+        [1, 'tea', 'created'],
+        [2, 'acme', 'created'],
+        [4, 'po-1', 'created'],
+        [5, 'po-1-notes', 'updated'],
+        [6, 'inv-1', 'created'],
+        [7, 'tea-again', 'unchanged'],
+      ],
+    );
     const [tea, acme, order, , invoice] = results;
     assert.equal(tea.variantIds.length, 2);
     const got = await ctx().request('GET', `/api/v1/orders/${order.id}`, { as: t });
@@ -82,10 +115,13 @@ describeEachBackend('bulk import', (ctx) => {
     // Every change is in the feed like any other, with the import's id as the request that asked for it.
     const feed = await ctx().request('GET', '/api/v1/events?after=0&limit=100', { as: t });
     const mine = feed.body.items.filter((e: any) => e.requestId === imp.id);
-    assert.deepEqual(mine.map((e: any) => e.type), ['item.created', 'buyer.created', 'order.created', 'order.updated', 'invoice.created']);
+    assert.deepEqual(
+      mine.map((e: any) => e.type),
+      ['item.created', 'buyer.created', 'order.created', 'order.updated', 'invoice.created'],
+    );
   });
 
-  it('reports each failed line with the single call\'s errors, and goes on (or stops, with onError=stop)', async () => {
+  it("reports each failed line with the single call's errors, and goes on (or stops, with onError=stop)", async () => {
     const t = await ctx().createTenant();
     const badItem = { item: { name: '' }, variants: [{ variantName: 'x', currency: 'XXX', price: 'free' }] };
     const single = await ctx().request('POST', '/api/v1/items', { as: t, body: badItem });
@@ -96,10 +132,23 @@ describeEachBackend('bulk import', (ctx) => {
       JSON.stringify({ op: 'create', resource: 'order', buyerId: { $ref: 'nobody' }, data: {} }),
       JSON.stringify({ op: 'delete', resource: 'item', data: {} }),
       JSON.stringify({ op: 'patch', resource: 'price_list', id: 'list_x', data: {} }),
-      JSON.stringify({ op: 'create', resource: 'order', ref: 'o', data: { expectedDeliveryAt: '2030-01-01T00:00:00.000Z', orderItems: [{ itemVariantId: { $ref: 'bad' }, quantity: 1 }] } }),
+      JSON.stringify({
+        op: 'create',
+        resource: 'order',
+        ref: 'o',
+        data: {
+          expectedDeliveryAt: '2030-01-01T00:00:00.000Z',
+          orderItems: [{ itemVariantId: { $ref: 'bad' }, quantity: 1 }],
+        },
+      }),
       JSON.stringify(item('Fine', 'fine')),
       JSON.stringify(item('Twice', 'fine')),
-      JSON.stringify({ op: 'patch', resource: 'order', id: 'ord_00000000000000000000000000', data: { order: { notes: 'x' } } }),
+      JSON.stringify({
+        op: 'patch',
+        resource: 'order',
+        id: 'ord_00000000000000000000000000',
+        data: { order: { notes: 'x' } },
+      }),
       `{"op":"create","resource":"item","data":{"item":{"name":"${'x'.repeat(MAX_LINE_BYTES)}"}}}`,
       JSON.stringify({ op: 'create', resource: 'item', data: { item: { name: 'No variants' } }, extra: 1 }),
       '[1, 2, 3]',
@@ -113,7 +162,11 @@ describeEachBackend('bulk import', (ctx) => {
     const byLine = new Map(results.map((r) => [r.line, r]));
     assert.equal(results.length, 13);
     assert.equal(byLine.get(1).error.fieldErrors['(root)'], 'The line is not valid JSON');
-    assert.deepEqual(byLine.get(2).error.fieldErrors, single.body.fieldErrors, 'the same fieldErrors as the single call');
+    assert.deepEqual(
+      byLine.get(2).error.fieldErrors,
+      single.body.fieldErrors,
+      'the same fieldErrors as the single call',
+    );
     assert.equal(byLine.get(2).error.errorCode, 'VALIDATION_ERROR');
     assert.equal(byLine.get(3).error.fieldErrors.buyerId, "No earlier line has the ref 'nobody'");
     assert.ok(byLine.get(4).error.fieldErrors.op);
@@ -132,7 +185,10 @@ describeEachBackend('bulk import', (ctx) => {
     const { imp: s, results: sr } = await finished(ctx(), t, stopped.body.id);
     assert.equal(s.state, 'STOPPED');
     assert.equal(s.linesDone, 2);
-    assert.deepEqual(sr.map((r) => r.outcome), ['created', 'failed']);
+    assert.deepEqual(
+      sr.map((r) => r.outcome),
+      ['created', 'failed'],
+    );
     const never = await ctx().request('GET', '/api/v1/items?limit=100', { as: t });
     assert.ok(!never.body.items.some((i: any) => i.name === 'Never'));
   });
@@ -140,71 +196,180 @@ describeEachBackend('bulk import', (ctx) => {
   it('undoes a line that fails after it wrote, alone: the lines applied with it in one transaction stay, with their events', async () => {
     const t = await ctx().createTenant();
     const order = (ref: string, items: unknown[]) => ({
-      op: 'create', resource: 'order', ref, buyerId: { $ref: 'b' }, data: { expectedDeliveryAt: '2030-01-01T00:00:00.000Z', orderItems: items },
+      op: 'create',
+      resource: 'order',
+      ref,
+      buyerId: { $ref: 'b' },
+      data: { expectedDeliveryAt: '2030-01-01T00:00:00.000Z', orderItems: items },
     });
-    const posted = await send(ctx(), t, file([
-      item('Tea', 'tea'),
-      { op: 'create', resource: 'buyer', ref: 'b', data: { buyer: { name: 'Buyer' } } },
-      order('good', [{ itemVariantId: { $ref: 'tea', variant: 0 }, quantity: 1 }]),
-      // Its first line is fine, its second names no variant: the order fails after it began writing.
-      order('half', [{ itemVariantId: { $ref: 'tea', variant: 1 }, quantity: 1 }, { itemVariantId: 'var_00000000000000000000000000', quantity: 1 }]),
-      { op: 'patch', resource: 'order', id: { $ref: 'good' }, data: { order: { notes: 'first' } } },
-      { op: 'patch', resource: 'order', id: { $ref: 'good' }, data: { order: { notes: 'second' } } },
-      { op: 'patch', resource: 'order', id: { $ref: 'good' }, data: { order: { notes: 'second' } } },
-    ]));
+    const posted = await send(
+      ctx(),
+      t,
+      file([
+        item('Tea', 'tea'),
+        { op: 'create', resource: 'buyer', ref: 'b', data: { buyer: { name: 'Buyer' } } },
+        order('good', [{ itemVariantId: { $ref: 'tea', variant: 0 }, quantity: 1 }]),
+        // Its first line is fine, its second names no variant: the order fails after it began writing.
+        order('half', [
+          { itemVariantId: { $ref: 'tea', variant: 1 }, quantity: 1 },
+          { itemVariantId: 'var_00000000000000000000000000', quantity: 1 },
+        ]),
+        { op: 'patch', resource: 'order', id: { $ref: 'good' }, data: { order: { notes: 'first' } } },
+        { op: 'patch', resource: 'order', id: { $ref: 'good' }, data: { order: { notes: 'second' } } },
+        { op: 'patch', resource: 'order', id: { $ref: 'good' }, data: { order: { notes: 'second' } } },
+      ]),
+    );
     const { imp, results } = await finished(ctx(), t, posted.body.id);
-    assert.deepEqual(results.map((r) => r.outcome), ['created', 'created', 'created', 'failed', 'updated', 'updated', 'unchanged'], JSON.stringify(results));
+    assert.deepEqual(
+      results.map((r) => r.outcome),
+      ['created', 'created', 'created', 'failed', 'updated', 'updated', 'unchanged'],
+      JSON.stringify(results),
+    );
     assert.deepEqual(imp.counts, { created: 3, updated: 2, unchanged: 1, failed: 1 });
     const orders = await ctx().request('GET', '/api/v1/orders?limit=100', { as: t });
-    assert.deepEqual(orders.body.items.map((o: any) => [o.id, o.notes, o.version]), [[results[2].id, 'second', 3]], 'the failed order left nothing');
+    assert.deepEqual(
+      orders.body.items.map((o: any) => [o.id, o.notes, o.version]),
+      [[results[2].id, 'second', 3]],
+      'the failed order left nothing',
+    );
     const feed = await ctx().request('GET', '/api/v1/events?after=0&limit=100', { as: t });
     const mine = feed.body.items.filter((e: any) => e.requestId === imp.id);
-    assert.deepEqual(mine.map((e: any) => [e.type, e.data.object.id]), [
-      ['item.created', results[0].id], ['buyer.created', results[1].id], ['order.created', results[2].id],
-      ['order.updated', results[2].id], ['order.updated', results[2].id],
-    ]);
+    assert.deepEqual(
+      mine.map((e: any) => [e.type, e.data.object.id]),
+      [
+        ['item.created', results[0].id],
+        ['buyer.created', results[1].id],
+        ['order.created', results[2].id],
+        ['order.updated', results[2].id],
+        ['order.updated', results[2].id],
+      ],
+    );
   });
 
   it('upserts: creates unless a record matches the handle or property path, else patches it (or leaves it, without a patch)', async () => {
     const t = await ctx().createTenant();
     const tea = (patch?: unknown) => ({
-      op: 'upsert', resource: 'item', ref: 'tea', match: 'handle', ...(patch ? { patch } : {}),
-      data: { item: { name: 'Green tea', handle: 'green-tea', properties: { erp: { no: 7 } } }, variants: [{ variantName: '500g', currency: 'AUD', price: 10 }] },
+      op: 'upsert',
+      resource: 'item',
+      ref: 'tea',
+      match: 'handle',
+      ...(patch ? { patch } : {}),
+      data: {
+        item: { name: 'Green tea', handle: 'green-tea', properties: { erp: { no: 7 } } },
+        variants: [{ variantName: '500g', currency: 'AUD', price: 10 }],
+      },
     });
     const order = (ref: string, no: string, patch?: unknown) => ({
-      op: 'upsert', resource: 'order', ref, match: 'properties.erp.po', buyerId: { $ref: 'b' }, ...(patch ? { patch } : {}),
-      data: { expectedDeliveryAt: '2030-01-01T00:00:00.000Z', properties: { erp: { po: no } }, orderItems: [{ itemVariantId: { $ref: 'tea', variant: 0 }, quantity: 1 }] },
+      op: 'upsert',
+      resource: 'order',
+      ref,
+      match: 'properties.erp.po',
+      buyerId: { $ref: 'b' },
+      ...(patch ? { patch } : {}),
+      data: {
+        expectedDeliveryAt: '2030-01-01T00:00:00.000Z',
+        properties: { erp: { po: no } },
+        orderItems: [{ itemVariantId: { $ref: 'tea', variant: 0 }, quantity: 1 }],
+      },
     });
-    const buyer = { op: 'upsert', resource: 'buyer', ref: 'b', match: 'properties.erp.customer', data: { buyer: { name: 'Acme', properties: { erp: { customer: 'C-1' } } } } };
+    const buyer = {
+      op: 'upsert',
+      resource: 'buyer',
+      ref: 'b',
+      match: 'properties.erp.customer',
+      data: { buyer: { name: 'Acme', properties: { erp: { customer: 'C-1' } } } },
+    };
     const first = await finished(ctx(), t, (await send(ctx(), t, file([tea(), buyer, order('o1', 'PO-1')]))).body.id);
-    assert.deepEqual(first.results.map((r) => r.outcome), ['created', 'created', 'created'], JSON.stringify(first.results));
+    assert.deepEqual(
+      first.results.map((r) => r.outcome),
+      ['created', 'created', 'created'],
+      JSON.stringify(first.results),
+    );
 
-    const again = await finished(ctx(), t, (await send(ctx(), t, file([
-      tea({ description: 'Loose leaf' }), buyer, order('o1', 'PO-1', { order: { notes: 'Again' } }), order('o2', 'PO-2'), tea(),
-    ]))).body.id);
-    assert.deepEqual(again.results.map((r) => [r.outcome, r.id]), [
-      ['updated', first.results[0].id], ['unchanged', first.results[1].id], ['updated', first.results[2].id],
-      ['created', again.results[3].id], ['failed', null],
-    ], JSON.stringify(again.results));
+    const again = await finished(
+      ctx(),
+      t,
+      (
+        await send(
+          ctx(),
+          t,
+          file([
+            tea({ description: 'Loose leaf' }),
+            buyer,
+            order('o1', 'PO-1', { order: { notes: 'Again' } }),
+            order('o2', 'PO-2'),
+            tea(),
+          ]),
+        )
+      ).body.id,
+    );
+    assert.deepEqual(
+      again.results.map((r) => [r.outcome, r.id]),
+      [
+        ['updated', first.results[0].id],
+        ['unchanged', first.results[1].id],
+        ['updated', first.results[2].id],
+        ['created', again.results[3].id],
+        ['failed', null],
+      ],
+      JSON.stringify(again.results),
+    );
     assert.equal(again.results[4].error.fieldErrors.ref, "Line 1 already has the ref 'tea'");
-    assert.deepEqual(again.results[0].variantIds, first.results[0].variantIds, 'a matched item names its variants for later lines');
-    assert.equal((await ctx().request('GET', `/api/v1/items/${first.results[0].id}`, { as: t })).body.description, 'Loose leaf');
+    assert.deepEqual(
+      again.results[0].variantIds,
+      first.results[0].variantIds,
+      'a matched item names its variants for later lines',
+    );
+    assert.equal(
+      (await ctx().request('GET', `/api/v1/items/${first.results[0].id}`, { as: t })).body.description,
+      'Loose leaf',
+    );
     assert.equal((await ctx().request('GET', `/api/v1/orders/${first.results[2].id}`, { as: t })).body.notes, 'Again');
     const items = await ctx().request('GET', '/api/v1/items?limit=100', { as: t });
     assert.equal(items.body.items.length, 1, 'matched, not created again');
 
     // A key two records share matches neither: the line fails, as a conflict.
-    await ctx().request('POST', '/api/v1/items', { as: t, body: { item: { name: 'Twin', properties: { erp: { no: 7 } } }, variants: [{ variantName: 'a', currency: 'AUD', price: 1 }] } });
-    const refused = await finished(ctx(), t, (await send(ctx(), t, file([
-      { op: 'upsert', resource: 'item', match: 'properties.erp.no', data: { item: { name: 'Third', properties: { erp: { no: '7' } } }, variants: [{ variantName: 'a', currency: 'AUD', price: 1 }] } },
-      { op: 'upsert', resource: 'item', data: { item: { name: 'No match' }, variants: [] } },
-      { op: 'upsert', resource: 'buyer', match: 'handle', data: { buyer: { name: 'X' } } },
-      { op: 'upsert', resource: 'buyer', match: 'properties.erp.customer', data: { buyer: { name: 'X' } } },
-      { op: 'upsert', resource: 'buyer', match: 'properties.erp.customer', data: { buyer: { name: 'X', properties: { erp: { customer: 'C-1' } } } }, patch: { buyer: { name: 5 } } },
-      { op: 'create', resource: 'buyer', match: 'properties.erp.customer', data: { buyer: { name: 'X' } } },
-      { op: 'upsert', resource: 'price_list', match: 'properties.a', data: {} },
-      { op: 'upsert', resource: 'item', match: 'properties.bad path', data: {} },
-    ]))).body.id);
+    await ctx().request('POST', '/api/v1/items', {
+      as: t,
+      body: {
+        item: { name: 'Twin', properties: { erp: { no: 7 } } },
+        variants: [{ variantName: 'a', currency: 'AUD', price: 1 }],
+      },
+    });
+    const refused = await finished(
+      ctx(),
+      t,
+      (
+        await send(
+          ctx(),
+          t,
+          file([
+            {
+              op: 'upsert',
+              resource: 'item',
+              match: 'properties.erp.no',
+              data: {
+                item: { name: 'Third', properties: { erp: { no: '7' } } },
+                variants: [{ variantName: 'a', currency: 'AUD', price: 1 }],
+              },
+            },
+            { op: 'upsert', resource: 'item', data: { item: { name: 'No match' }, variants: [] } },
+            { op: 'upsert', resource: 'buyer', match: 'handle', data: { buyer: { name: 'X' } } },
+            { op: 'upsert', resource: 'buyer', match: 'properties.erp.customer', data: { buyer: { name: 'X' } } },
+            {
+              op: 'upsert',
+              resource: 'buyer',
+              match: 'properties.erp.customer',
+              data: { buyer: { name: 'X', properties: { erp: { customer: 'C-1' } } } },
+              patch: { buyer: { name: 5 } },
+            },
+            { op: 'create', resource: 'buyer', match: 'properties.erp.customer', data: { buyer: { name: 'X' } } },
+            { op: 'upsert', resource: 'price_list', match: 'properties.a', data: {} },
+            { op: 'upsert', resource: 'item', match: 'properties.bad path', data: {} },
+          ]),
+        )
+      ).body.id,
+    );
     const errors = refused.results.map((r) => r.error);
     assert.equal(errors[0].errorCode, 'CONFLICT');
     assert.equal(errors[0].message, 'More than one item has properties.erp.no "7"');
@@ -220,17 +385,33 @@ describeEachBackend('bulk import', (ctx) => {
   it('checks every line in a dry run and writes nothing', async () => {
     const t = await ctx().createTenant();
     const before = await ctx().request('GET', '/api/v1/events?after=0&limit=100', { as: t });
-    const posted = await send(ctx(), t, file([
-      item('Dry', 'dry'),
-      { op: 'create', resource: 'buyer', ref: 'b', data: { buyer: { name: 'Buyer' } } },
-      { op: 'create', resource: 'order', buyerId: { $ref: 'b' }, data: { expectedDeliveryAt: '2030-01-01T00:00:00.000Z', orderItems: [{ itemVariantId: { $ref: 'dry', variant: 0 }, quantity: 1 }] } },
-      { op: 'create', resource: 'item', data: { item: { name: '' }, variants: [] } },
-    ]), '?dryRun=true');
+    const posted = await send(
+      ctx(),
+      t,
+      file([
+        item('Dry', 'dry'),
+        { op: 'create', resource: 'buyer', ref: 'b', data: { buyer: { name: 'Buyer' } } },
+        {
+          op: 'create',
+          resource: 'order',
+          buyerId: { $ref: 'b' },
+          data: {
+            expectedDeliveryAt: '2030-01-01T00:00:00.000Z',
+            orderItems: [{ itemVariantId: { $ref: 'dry', variant: 0 }, quantity: 1 }],
+          },
+        },
+        { op: 'create', resource: 'item', data: { item: { name: '' }, variants: [] } },
+      ]),
+      '?dryRun=true',
+    );
     assert.equal(posted.status, 202);
     assert.equal(posted.body.dryRun, true);
     const { imp, results } = await finished(ctx(), t, posted.body.id);
     assert.deepEqual(imp.counts, { created: 3, updated: 0, unchanged: 0, failed: 1 });
-    assert.deepEqual(results.map((r) => r.id), [null, null, null, null]);
+    assert.deepEqual(
+      results.map((r) => r.id),
+      [null, null, null, null],
+    );
     const items = await ctx().request('GET', '/api/v1/items?limit=100', { as: t });
     assert.equal(items.body.total, 0, 'nothing written');
     const afterward = await ctx().request('GET', '/api/v1/events?after=0&limit=100', { as: t });
@@ -286,11 +467,19 @@ describeEachBackend('bulk import', (ctx) => {
     assert.equal(list.body.total, 0);
 
     const restricted = await ctx().addKey(t, ['imports:write', 'items:write']);
-    const mixed = await send(ctx(), restricted, file([
-      { op: 'create', resource: 'buyer', data: { buyer: { name: 'Not allowed' } } },
-      item('Costly', 'c'),
-      { op: 'create', resource: 'item', data: { item: { name: 'Cheap' }, variants: [{ variantName: 'x', currency: 'AUD', price: 1 }] } },
-    ]));
+    const mixed = await send(
+      ctx(),
+      restricted,
+      file([
+        { op: 'create', resource: 'buyer', data: { buyer: { name: 'Not allowed' } } },
+        item('Costly', 'c'),
+        {
+          op: 'create',
+          resource: 'item',
+          data: { item: { name: 'Cheap' }, variants: [{ variantName: 'x', currency: 'AUD', price: 1 }] },
+        },
+      ]),
+    );
     assert.equal(mixed.status, 202);
     const { results } = await finished(ctx(), restricted, mixed.body.id);
     assert.equal(results[0].error.message, 'This API key lacks the scope buyers:write');
@@ -304,40 +493,83 @@ describeEachBackend('bulk import', (ctx) => {
     const t = await ctx().createTenant();
     const ops = fc.constantFrom('create', 'patch', 'upsert', 'CREATE', '', 1, null);
     const resources = fc.constantFrom('item', 'buyer', 'price_list', 'order', 'invoice', 'webhook', '__proto__', 7);
-    const reference = fc.oneof(fc.string({ maxLength: 8 }), fc.record({ $ref: fc.string({ maxLength: 4 }), variant: fc.oneof(fc.integer(), fc.string({ maxLength: 3 })) }, { requiredKeys: ['$ref'] }));
+    const reference = fc.oneof(
+      fc.string({ maxLength: 8 }),
+      fc.record(
+        { $ref: fc.string({ maxLength: 4 }), variant: fc.oneof(fc.integer(), fc.string({ maxLength: 3 })) },
+        { requiredKeys: ['$ref'] },
+      ),
+    );
     const line = fc.oneof(
       fc.string({ maxLength: 60 }).filter((text) => !text.includes('\n') && !text.includes('\r')),
       fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v)),
-      fc.record({
-        op: ops, resource: resources, ref: fc.option(fc.string({ maxLength: 4 }), { nil: undefined }),
-        id: fc.option(reference, { nil: undefined }), buyerId: fc.option(reference, { nil: undefined }),
-        data: fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.record({ item: fc.record({ name: fc.string({ maxLength: 5 }) }), variants: fc.jsonValue({ maxDepth: 2 }), x: reference }, { requiredKeys: [] })),
-      }, { requiredKeys: ['op', 'resource'] }).map((v) => JSON.stringify(v)),
+      fc
+        .record(
+          {
+            op: ops,
+            resource: resources,
+            ref: fc.option(fc.string({ maxLength: 4 }), { nil: undefined }),
+            id: fc.option(reference, { nil: undefined }),
+            buyerId: fc.option(reference, { nil: undefined }),
+            data: fc.oneof(
+              fc.jsonValue({ maxDepth: 3 }),
+              fc.record(
+                {
+                  item: fc.record({ name: fc.string({ maxLength: 5 }) }),
+                  variants: fc.jsonValue({ maxDepth: 2 }),
+                  x: reference,
+                },
+                { requiredKeys: [] },
+              ),
+            ),
+          },
+          { requiredKeys: ['op', 'resource'] },
+        )
+        .map((v) => JSON.stringify(v)),
     );
-    await fc.assert(fc.asyncProperty(fc.array(line, { minLength: 1, maxLength: 25 }), async (lines) => {
-      const posted = await send(ctx(), t, lines.join('\n'));
-      if (lines.every((l) => l === '')) return;
-      assert.equal(posted.status, 202, JSON.stringify(posted.body));
-      const { imp, results } = await finished(ctx(), t, posted.body.id);
-      assert.equal(imp.state, 'COMPLETED');
-      assert.equal(imp.linesDone, imp.lines);
-      const written = lines.map((l, i) => [l, i + 1] as const).filter(([l]) => l.trim() !== '').map(([, n]) => n);
-      assert.deepEqual(results.map((r) => r.line), written, 'one result for each line with something on it');
-      for (const r of results) {
-        if (r.outcome === 'failed') assert.ok(r.error.errorCode !== 'INTERNAL_ERROR' && r.error.message, JSON.stringify(r));
-      }
-    }), { numRuns: 15 });
+    await fc.assert(
+      fc.asyncProperty(fc.array(line, { minLength: 1, maxLength: 25 }), async (lines) => {
+        const posted = await send(ctx(), t, lines.join('\n'));
+        if (lines.every((l) => l === '')) return;
+        assert.equal(posted.status, 202, JSON.stringify(posted.body));
+        const { imp, results } = await finished(ctx(), t, posted.body.id);
+        assert.equal(imp.state, 'COMPLETED');
+        assert.equal(imp.linesDone, imp.lines);
+        const written = lines
+          .map((l, i) => [l, i + 1] as const)
+          .filter(([l]) => l.trim() !== '')
+          .map(([, n]) => n);
+        assert.deepEqual(
+          results.map((r) => r.line),
+          written,
+          'one result for each line with something on it',
+        );
+        for (const r of results) {
+          if (r.outcome === 'failed')
+            assert.ok(r.error.errorCode !== 'INTERNAL_ERROR' && r.error.message, JSON.stringify(r));
+        }
+      }),
+      { numRuns: 15 },
+    );
   });
 
   it('purges imports 30 days after they finish, with their results', async () => {
     const t = await ctx().createTenant();
     const posted = await send(ctx(), t, file([item('Old', 'old')]));
     await finished(ctx(), t, posted.body.id);
-    await purgeImportsBefore(ctx().db, new Date(Date.now() - IMPORT_RETENTION_DAYS * 86_400_000).toISOString(), Date.now());
+    await purgeImportsBefore(
+      ctx().db,
+      new Date(Date.now() - IMPORT_RETENTION_DAYS * 86_400_000).toISOString(),
+      Date.now(),
+    );
     assert.equal((await ctx().request('GET', `/api/v1/imports/${posted.body.id}`, { as: t })).status, 200);
     await purgeImportsBefore(ctx().db, new Date(Date.now() + 1000).toISOString(), Date.now());
     assert.equal((await ctx().request('GET', `/api/v1/imports/${posted.body.id}`, { as: t })).status, 404);
-    const left = await ctx().db.selectFrom('import_results').select('line').where('import_id', '=', posted.body.id).execute();
+    const left = await ctx()
+      .db.selectFrom('import_results')
+      .select('line')
+      .where('import_id', '=', posted.body.id)
+      .execute();
     assert.deepEqual(left, []);
   });
 });
@@ -351,14 +583,18 @@ describeEachBackend('bulk import: the shared security cases', (ctx) => {
   securityCases(ctx, { method: 'GET', url: async (c, owner) => `/api/v1/imports/${await made(c, owner)}/results` });
 });
 
-describeEachBackend('bulk import limits', (ctx) => {
-  it('refuses a file larger than IMPORT_MAX_BYTES with 413, and keeps nothing of it', async () => {
-    const t = await ctx().createTenant();
-    const body = file(Array.from({ length: 100 }, (_, i) => item(`Item ${i}`, `i${i}`)));
-    const r = await send(ctx(), t, body);
-    assert.equal(r.status, 413);
-    assert.match(r.body.message, /IMPORT_MAX_BYTES/);
-    const chunks = await ctx().db.selectFrom('import_chunks').select('import_id').execute();
-    assert.deepEqual(chunks, []);
-  });
-}, { config: { imports: { maxBytes: 4096, concurrency: 2, leaseMs: 30_000 } } });
+describeEachBackend(
+  'bulk import limits',
+  (ctx) => {
+    it('refuses a file larger than IMPORT_MAX_BYTES with 413, and keeps nothing of it', async () => {
+      const t = await ctx().createTenant();
+      const body = file(Array.from({ length: 100 }, (_, i) => item(`Item ${i}`, `i${i}`)));
+      const r = await send(ctx(), t, body);
+      assert.equal(r.status, 413);
+      assert.match(r.body.message, /IMPORT_MAX_BYTES/);
+      const chunks = await ctx().db.selectFrom('import_chunks').select('import_id').execute();
+      assert.deepEqual(chunks, []);
+    });
+  },
+  { config: { imports: { maxBytes: 4096, concurrency: 2, leaseMs: 30_000 } } },
+);

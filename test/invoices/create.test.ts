@@ -5,12 +5,36 @@ import { securityCases } from '../helpers/security.ts';
 import { createFixture, createOrder, getOrder, ISO_MS, patchOrder } from '../helpers/orders.ts';
 
 const INVOICE_KEYS = [
-  'createdAt', 'currency', 'deletedAt', 'dueAt', 'id', 'invoiceLineItems', 'invoiceNumber', 'notes', 'orderId', 'partnershipId',
-  'properties', 'reference', 'status', 'totalAmount', 'updatedAt', 'version',
+  'createdAt',
+  'currency',
+  'deletedAt',
+  'dueAt',
+  'id',
+  'invoiceLineItems',
+  'invoiceNumber',
+  'notes',
+  'orderId',
+  'partnershipId',
+  'properties',
+  'reference',
+  'status',
+  'totalAmount',
+  'updatedAt',
+  'version',
 ];
 const LINE_KEYS = [
-  'createdAt', 'currency', 'description', 'id', 'invoiceId', 'itemVariantId', 'lineAmount', 'lineNumber', 'orderItemId', 'quantity',
-  'unitAmount', 'updatedAt',
+  'createdAt',
+  'currency',
+  'description',
+  'id',
+  'invoiceId',
+  'itemVariantId',
+  'lineAmount',
+  'lineNumber',
+  'orderItemId',
+  'quantity',
+  'unitAmount',
+  'updatedAt',
 ];
 
 const postInvoice = (ctx: TestContext, as: Tenant, body: unknown, headers?: Record<string, string>) =>
@@ -28,11 +52,15 @@ describeEachBackend('POST /api/v1/invoices', (ctx) => {
   // The body names the owner's order, so the other-tenant case is its own test below.
   securityCases(ctx, { method: 'POST', url: () => '/api/v1/invoices', body: { orderId: 'ord_x' }, crossTenant: false });
 
-  it('copies the order\'s items into line items with decimal amounts, numbers INV-000001, answers 201 with an ETag', async () => {
+  it("copies the order's items into line items with decimal amounts, numbers INV-000001, answers 201 with an ETag", async () => {
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);
     const order = await createOrder(ctx(), t, f, {
-      orderItems: [{ itemVariantId: f.variantIds[0], quantity: 2 }, { itemVariantId: f.variantIds[2], quantity: 3 }, { itemVariantId: f.variantIds[1], quantity: 0.3, price: 0.1 }],
+      orderItems: [
+        { itemVariantId: f.variantIds[0], quantity: 2 },
+        { itemVariantId: f.variantIds[2], quantity: 3 },
+        { itemVariantId: f.variantIds[1], quantity: 0.3, price: 0.1 },
+      ],
     });
     const res = await postInvoice(ctx(), t, { orderId: order.id });
     assert.equal(res.status, 201, JSON.stringify(res.body));
@@ -40,22 +68,38 @@ describeEachBackend('POST /api/v1/invoices', (ctx) => {
     const inv = res.body;
     assert.deepEqual(Object.keys(inv).sort(), INVOICE_KEYS);
     assert.match(inv.id, /^inv_/);
-    assert.deepEqual([inv.invoiceNumber, inv.status, inv.orderId, inv.partnershipId, inv.currency, inv.version],
-      ['INV-000001', 'DRAFT', order.id, f.partnershipId, 'AUD', 1]);
-    assert.deepEqual([inv.reference, inv.notes, inv.dueAt, inv.properties, inv.deletedAt], [null, null, null, null, null]);
+    assert.deepEqual(
+      [inv.invoiceNumber, inv.status, inv.orderId, inv.partnershipId, inv.currency, inv.version],
+      ['INV-000001', 'DRAFT', order.id, f.partnershipId, 'AUD', 1],
+    );
+    assert.deepEqual(
+      [inv.reference, inv.notes, inv.dueAt, inv.properties, inv.deletedAt],
+      [null, null, null, null, null],
+    );
     assert.match(inv.createdAt, ISO_MS);
     assert.equal(inv.createdAt, inv.updatedAt);
     // 20 + 0.3 + 0.03 in decimal: binary floats would give 0.30000000000000004 for 3 × 0.1.
     assert.equal(inv.totalAmount, '20.33');
     const lines = inv.invoiceLineItems;
-    lines.forEach((l: any) => assert.deepEqual(Object.keys(l).sort(), LINE_KEYS));
+    for (const l of lines) assert.deepEqual(Object.keys(l).sort(), LINE_KEYS);
     assert.ok(lines.every((l: any) => /^ili_/.test(l.id) && l.invoiceId === inv.id));
     const [a, b, c] = order.orderItems;
-    assert.deepEqual(lines.map((l: any) => [l.orderItemId, l.itemVariantId, l.quantity, l.unitAmount, l.lineAmount, l.currency, l.lineNumber]), [
-      [a.id, f.variantIds[0], 2, '10.00', '20.00', 'AUD', 1],
-      [b.id, f.variantIds[2], 3, '0.10', '0.30', 'AUD', 2],
-      [c.id, f.variantIds[1], 0.3, '0.10', '0.03', 'AUD', 3],
-    ]);
+    assert.deepEqual(
+      lines.map((l: any) => [
+        l.orderItemId,
+        l.itemVariantId,
+        l.quantity,
+        l.unitAmount,
+        l.lineAmount,
+        l.currency,
+        l.lineNumber,
+      ]),
+      [
+        [a.id, f.variantIds[0], 2, '10.00', '20.00', 'AUD', 1],
+        [b.id, f.variantIds[2], 3, '0.10', '0.30', 'AUD', 2],
+        [c.id, f.variantIds[1], 0.3, '0.10', '0.03', 'AUD', 3],
+      ],
+    );
     assert.match(lines[0].description, /^Widget .* - Small$/);
     assert.match(lines[1].description, /^Widget .* - Tiny$/);
     assert.deepEqual((await getInvoice(ctx(), t, inv.id)).body, inv);
@@ -65,11 +109,17 @@ describeEachBackend('POST /api/v1/invoices', (ctx) => {
     const t = await ctx().createTenant();
     const order = await createOrder(ctx(), t, await createFixture(ctx(), t));
     const res = await postInvoice(ctx(), t, {
-      orderId: order.id, reference: 'PO-9', notes: 'Net 30', dueAt: '2031-01-01T10:00:00+10:00', properties: { xero: { contactId: 'c1' } },
+      orderId: order.id,
+      reference: 'PO-9',
+      notes: 'Net 30',
+      dueAt: '2031-01-01T10:00:00+10:00',
+      properties: { xero: { contactId: 'c1' } },
     });
     assert.equal(res.status, 201, JSON.stringify(res.body));
-    assert.deepEqual([res.body.reference, res.body.notes, res.body.dueAt, res.body.properties],
-      ['PO-9', 'Net 30', '2031-01-01T00:00:00.000Z', { xero: { contactId: 'c1' } }]);
+    assert.deepEqual(
+      [res.body.reference, res.body.notes, res.body.dueAt, res.body.properties],
+      ['PO-9', 'Net 30', '2031-01-01T00:00:00.000Z', { xero: { contactId: 'c1' } }],
+    );
   });
 
   it('describes a single-variant item by its name alone (its variant is named Default)', async () => {
@@ -86,8 +136,14 @@ describeEachBackend('POST /api/v1/invoices', (ctx) => {
     const orders = [];
     for (let i = 0; i < 10; i++) orders.push(await createOrder(ctx(), t, f));
     const results = await Promise.all(orders.map((o) => postInvoice(ctx(), t, { orderId: o.id })));
-    assert.deepEqual(results.map((r) => r.status), Array(10).fill(201));
-    assert.deepEqual(results.map((r) => r.body.invoiceNumber).sort(), Array.from({ length: 10 }, (_, i) => `INV-${String(i + 1).padStart(6, '0')}`));
+    assert.deepEqual(
+      results.map((r) => r.status),
+      Array(10).fill(201),
+    );
+    assert.deepEqual(
+      results.map((r) => r.body.invoiceNumber).sort(),
+      Array.from({ length: 10 }, (_, i) => `INV-${String(i + 1).padStart(6, '0')}`),
+    );
     const other = await ctx().createTenant();
     assert.equal((await invoiceFor(ctx(), other)).invoiceNumber, 'INV-000001');
   });
@@ -119,7 +175,11 @@ describeEachBackend('POST /api/v1/invoices', (ctx) => {
     assert.equal(second.status, 201);
     assert.equal(second.body.invoiceNumber, 'INV-000002');
     // There is no invoice DELETE route; a soft-deleted row (deletedAt set) frees the order just the same.
-    await ctx().db.updateTable('invoices').set({ deleted_at: new Date().toISOString() }).where('id', '=', second.body.id).execute();
+    await ctx()
+      .db.updateTable('invoices')
+      .set({ deleted_at: new Date().toISOString() })
+      .where('id', '=', second.body.id)
+      .execute();
     assert.equal((await getInvoice(ctx(), t, second.body.id)).status, 404);
     assert.equal((await postInvoice(ctx(), t, { orderId: order.id })).status, 201);
   });
@@ -133,10 +193,16 @@ describeEachBackend('POST /api/v1/invoices', (ctx) => {
     for (const orderId of ['ord_missing', deleted.id, foreign.id]) {
       const res = await postInvoice(ctx(), t, { orderId });
       assert.equal(res.status, 404, orderId);
-      assert.deepEqual([res.body.errorCode, res.body.message, res.body.error], ['NOT_FOUND', 'Order not found', 'Order not found']);
+      assert.deepEqual(
+        [res.body.errorCode, res.body.message, res.body.error],
+        ['NOT_FOUND', 'Order not found', 'Order not found'],
+      );
       assert.ok(!JSON.stringify(res.body).includes(other.businessId));
     }
-    assert.equal((await ctx().db.selectFrom('invoices').select('id').where('business_id', '=', t.businessId).execute()).length, 0);
+    assert.equal(
+      (await ctx().db.selectFrom('invoices').select('id').where('business_id', '=', t.businessId).execute()).length,
+      0,
+    );
   });
 
   it('an order whose items were all removed has nothing to invoice (400)', async () => {
@@ -177,7 +243,10 @@ describeEachBackend('POST /api/v1/invoices', (ctx) => {
     assert.deepEqual(again.body, first.body);
     const reused = await postInvoice(ctx(), t, { orderId: order.id, notes: 'other' }, { 'idempotency-key': 'inv-1' });
     assert.equal(reused.status, 422);
-    assert.equal((await ctx().db.selectFrom('invoices').select('id').where('order_id', '=', order.id).execute()).length, 1);
+    assert.equal(
+      (await ctx().db.selectFrom('invoices').select('id').where('order_id', '=', order.id).execute()).length,
+      1,
+    );
   });
 });
 
@@ -193,7 +262,10 @@ describeEachBackend('GET /api/v1/invoices/:id', (ctx) => {
     assert.deepEqual(res.body, inv);
     const missing = await getInvoice(ctx(), t, 'inv_missing');
     assert.equal(missing.status, 404);
-    assert.deepEqual([missing.body.errorCode, missing.body.message, missing.body.error], ['NOT_FOUND', 'Invoice not found', 'Invoice not found']);
+    assert.deepEqual(
+      [missing.body.errorCode, missing.body.message, missing.body.error],
+      ['NOT_FOUND', 'Invoice not found', 'Invoice not found'],
+    );
   });
 
   it('keeps its line items when the order later changes or is deleted', async () => {

@@ -22,7 +22,11 @@ async function invoicesAt(ctx: TestContext, as: Tenant, times: string[]) {
   const ids: string[] = [];
   for (const created of times) {
     const { id } = await invoice(ctx, as, f);
-    await ctx.db.updateTable('invoices').set({ created_at: created, updated_at: created }).where('id', '=', id).execute();
+    await ctx.db
+      .updateTable('invoices')
+      .set({ created_at: created, updated_at: created })
+      .where('id', '=', id)
+      .execute();
     ids.push(id);
   }
   return ids;
@@ -37,7 +41,7 @@ function assertBadRequest(res: { status: number; body: any }, field: string) {
 describeEachBackend('GET /api/v1/invoices', (ctx) => {
   securityCases(ctx, { method: 'GET', url: () => '/api/v1/invoices', crossTenant: false });
 
-  it('answers the envelope with defaults page 1 and limit 20: the caller\'s full invoices with line items, newest first', async () => {
+  it("answers the envelope with defaults page 1 and limit 20: the caller's full invoices with line items, newest first", async () => {
     const t = await ctx().createTenant();
     const other = await ctx().createTenant();
     const f = await createFixture(ctx(), t);
@@ -80,7 +84,10 @@ describeEachBackend('GET /api/v1/invoices', (ctx) => {
     const [, fresh] = await invoicesAt(ctx(), t, ['2025-01-01T00:00:00.000Z', '2025-03-01T00:00:00.000Z']);
     assert.deepEqual(idsOf(await list(ctx(), t, '?createdSince=2025-03-01T00:00:00.000Z')), []);
     assert.deepEqual(idsOf(await list(ctx(), t, '?createdSince=2025-02-28T23:59:59.999Z')), [fresh]);
-    assert.deepEqual(idsOf(await list(ctx(), t, `?createdSince=${encodeURIComponent('2025-03-01T09:59:59.999+10:00')}`)), [fresh]);
+    assert.deepEqual(
+      idsOf(await list(ctx(), t, `?createdSince=${encodeURIComponent('2025-03-01T09:59:59.999+10:00')}`)),
+      [fresh],
+    );
     assertBadRequest(await list(ctx(), t, '?createdSince=yesterday'), 'createdSince');
   });
 
@@ -141,7 +148,11 @@ describeEachBackend('GET /api/v1/invoices', (ctx) => {
     assert.deepEqual(idsOf(await list(ctx(), t)), [marked.id, kept.id]);
     assert.deepEqual(idsOf(await list(ctx(), t, '?status=DELETED')), [marked.id]);
     // A row an operator marked deleted in the database stays out, unless includeDeleted=true (deprecated, as earlier releases took it).
-    await ctx().db.updateTable('invoices').set({ deleted_at: '2030-01-01T00:00:00.000Z' }).where('id', '=', marked.id).execute();
+    await ctx()
+      .db.updateTable('invoices')
+      .set({ deleted_at: '2030-01-01T00:00:00.000Z' })
+      .where('id', '=', marked.id)
+      .execute();
     const res = await list(ctx(), t);
     assert.deepEqual([idsOf(res), res.body.total], [[kept.id], 1]);
     const all = await list(ctx(), t, '?includeDeleted=true');
@@ -157,7 +168,13 @@ describeEachBackend('GET /api/v1/invoices', (ctx) => {
     await ctx().request('PATCH', `/api/v1/invoices/${first.id}`, { as: t, body: { status: 'VOIDED' } });
     const second = (await post()).body;
     const res = await list(ctx(), t);
-    assert.deepEqual(res.body.items.map((i: any) => [i.id, i.status, i.orderId]), [[second.id, 'DRAFT', order.id], [first.id, 'VOIDED', order.id]]);
+    assert.deepEqual(
+      res.body.items.map((i: any) => [i.id, i.status, i.orderId]),
+      [
+        [second.id, 'DRAFT', order.id],
+        [first.id, 'VOIDED', order.id],
+      ],
+    );
   });
   it('loads a page of 30 invoices with their line items in as many queries as a page of 2 (no N+1)', async () => {
     const t = await ctx().createTenant();

@@ -4,7 +4,19 @@ import { describeEachBackend, type Tenant, type TestContext } from '../helpers/c
 import { securityCases } from '../helpers/security.ts';
 import { createFixture, createOrder, getOrder } from '../helpers/orders.ts';
 
-const STATUSES = ['DELETED', 'DRAFT', 'AUTHORISED', 'PARTIALLY_PAID', 'PAID', 'OVERPAID', 'OVERDUE', 'VOIDED', 'DEFAULTED', 'CREDITED', 'REFUNDED'];
+const STATUSES = [
+  'DELETED',
+  'DRAFT',
+  'AUTHORISED',
+  'PARTIALLY_PAID',
+  'PAID',
+  'OVERPAID',
+  'OVERDUE',
+  'VOIDED',
+  'DEFAULTED',
+  'CREDITED',
+  'REFUNDED',
+];
 
 async function createInvoice(ctx: TestContext, as: Tenant, orderId?: string) {
   const id = orderId ?? (await createOrder(ctx, as, await createFixture(ctx, as))).id;
@@ -27,19 +39,33 @@ describeEachBackend('PATCH /api/v1/invoices/:id', (ctx) => {
   it('updates status, reference, notes and dueAt; returns the full invoice with a new version and ETag', async () => {
     const t = await ctx().createTenant();
     const inv = await createInvoice(ctx(), t);
-    const res = await patchInvoice(ctx(), t, inv.id, { status: 'AUTHORISED', reference: 'X-1', notes: 'n', dueAt: '2031-02-03T04:05:06+01:00' });
+    const res = await patchInvoice(ctx(), t, inv.id, {
+      status: 'AUTHORISED',
+      reference: 'X-1',
+      notes: 'n',
+      dueAt: '2031-02-03T04:05:06+01:00',
+    });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(res.headers.etag, '"2"');
     const b = res.body;
-    assert.deepEqual([b.id, b.status, b.reference, b.notes, b.dueAt, b.version], [inv.id, 'AUTHORISED', 'X-1', 'n', '2031-02-03T03:05:06.000Z', 2]);
+    assert.deepEqual(
+      [b.id, b.status, b.reference, b.notes, b.dueAt, b.version],
+      [inv.id, 'AUTHORISED', 'X-1', 'n', '2031-02-03T03:05:06.000Z', 2],
+    );
     assert.deepEqual(b.invoiceLineItems, inv.invoiceLineItems);
-    assert.deepEqual([b.totalAmount, b.invoiceNumber, b.createdAt], [inv.totalAmount, inv.invoiceNumber, inv.createdAt]);
+    assert.deepEqual(
+      [b.totalAmount, b.invoiceNumber, b.createdAt],
+      [inv.totalAmount, inv.invoiceNumber, inv.createdAt],
+    );
     assert.ok(b.updatedAt > inv.updatedAt);
     const got = await getInvoice(ctx(), t, inv.id);
     assert.deepEqual(got.body, b);
     assert.equal(got.headers.etag, '"2"');
     const cleared = await patchInvoice(ctx(), t, inv.id, { reference: null, notes: null, dueAt: null });
-    assert.deepEqual([cleared.body.reference, cleared.body.notes, cleared.body.dueAt, cleared.body.version], [null, null, null, 3]);
+    assert.deepEqual(
+      [cleared.body.reference, cleared.body.notes, cleared.body.dueAt, cleared.body.version],
+      [null, null, null, 3],
+    );
   });
 
   it('accepts every one of the 11 reference statuses, in any order (no transition table)', async () => {
@@ -62,7 +88,10 @@ describeEachBackend('PATCH /api/v1/invoices/:id', (ctx) => {
       assert.ok(res.body.fieldErrors.status, JSON.stringify(res.body));
     }
     const res = await patchInvoice(ctx(), t, inv.id, { status: 'SUBMITTED' });
-    assert.match(res.body.fieldErrors.status, /^Invalid enum value\. Expected 'DELETED' \| 'DRAFT' \| .* 'REFUNDED', received 'SUBMITTED'$/);
+    assert.match(
+      res.body.fieldErrors.status,
+      /^Invalid enum value\. Expected 'DELETED' \| 'DRAFT' \| .* 'REFUNDED', received 'SUBMITTED'$/,
+    );
     assert.deepEqual((await getInvoice(ctx(), t, inv.id)).body, inv);
   });
 
@@ -75,8 +104,10 @@ describeEachBackend('PATCH /api/v1/invoices/:id', (ctx) => {
     assert.equal(unknown.body.fieldErrors.invoiceLineItems, 'Unrecognized key');
     const empty = await patchInvoice(ctx(), t, inv.id, {});
     assert.equal(empty.status, 400);
-    assert.deepEqual([empty.body.errorCode, empty.body.message, empty.body.error],
-      ['VALIDATION_ERROR', 'No valid fields provided for update', 'No valid fields provided for update']);
+    assert.deepEqual(
+      [empty.body.errorCode, empty.body.message, empty.body.error],
+      ['VALIDATION_ERROR', 'No valid fields provided for update', 'No valid fields provided for update'],
+    );
     assert.equal((await getInvoice(ctx(), t, inv.id)).body.version, 1);
   });
 
@@ -86,8 +117,13 @@ describeEachBackend('PATCH /api/v1/invoices/:id', (ctx) => {
     await patchInvoice(ctx(), t, inv.id, { properties: { unleashed: { guid: '123' } } });
     const a = await patchInvoice(ctx(), t, inv.id, { properties: { xero: { invoiceId: 'x-1' } } });
     assert.deepEqual(a.body.properties, { unleashed: { guid: '123' }, xero: { invoiceId: 'x-1' } });
-    const b = await patchInvoice(ctx(), t, inv.id, { properties: { xero: { status: 'PAID', tags: ['a'] }, unleashed: { guid: null } } });
-    assert.deepEqual(b.body.properties, { unleashed: { guid: null }, xero: { invoiceId: 'x-1', status: 'PAID', tags: ['a'] } });
+    const b = await patchInvoice(ctx(), t, inv.id, {
+      properties: { xero: { status: 'PAID', tags: ['a'] }, unleashed: { guid: null } },
+    });
+    assert.deepEqual(b.body.properties, {
+      unleashed: { guid: null },
+      xero: { invoiceId: 'x-1', status: 'PAID', tags: ['a'] },
+    });
     const c = await patchInvoice(ctx(), t, inv.id, { properties: { xero: { tags: ['b'] } } });
     assert.deepEqual(c.body.properties.xero.tags, ['b']);
     const bad = await patchInvoice(ctx(), t, inv.id, { properties: { ['__proto__']: { x: 1 } } });
@@ -109,7 +145,8 @@ describeEachBackend('PATCH /api/v1/invoices/:id', (ctx) => {
     const t = await ctx().createTenant();
     const order = await createOrder(ctx(), t, await createFixture(ctx(), t));
     const inv = await createInvoice(ctx(), t, order.id);
-    for (const status of ['PAID', 'VOIDED', 'REFUNDED']) assert.equal((await patchInvoice(ctx(), t, inv.id, { status })).status, 200);
+    for (const status of ['PAID', 'VOIDED', 'REFUNDED'])
+      assert.equal((await patchInvoice(ctx(), t, inv.id, { status })).status, 200);
     assert.deepEqual((await getOrder(ctx(), t, order.id)).body, order);
   });
 
@@ -136,17 +173,33 @@ describeEachBackend('PATCH /api/v1/invoices/:id', (ctx) => {
     const inv = await createInvoice(ctx(), t);
     const row = await ctx().db.selectFrom('invoices').selectAll().where('id', '=', inv.id).executeTakeFirstOrThrow();
     const copy = {
-      id: `${row.id}x`, business_id: row.business_id, partnership_id: row.partnership_id, order_id: row.order_id, invoice_number: 'INV-X',
-      status: 'DRAFT', currency: row.currency, total_amount: '0', version: 1, created_at: inv.createdAt, updated_at: inv.updatedAt,
+      id: `${row.id}x`,
+      business_id: row.business_id,
+      partnership_id: row.partnership_id,
+      order_id: row.order_id,
+      invoice_number: 'INV-X',
+      status: 'DRAFT',
+      currency: row.currency,
+      total_amount: '0',
+      version: 1,
+      created_at: inv.createdAt,
+      updated_at: inv.updatedAt,
     };
     await assert.rejects(ctx().db.insertInto('invoices').values(copy).execute());
-    await ctx().db.insertInto('invoices').values({ ...copy, status: 'VOIDED' }).execute();
+    await ctx()
+      .db.insertInto('invoices')
+      .values({ ...copy, status: 'VOIDED' })
+      .execute();
   });
 
   it('404 Invoice not found for a missing or deleted invoice', async () => {
     const t = await ctx().createTenant();
     const inv = await createInvoice(ctx(), t);
-    await ctx().db.updateTable('invoices').set({ deleted_at: new Date().toISOString() }).where('id', '=', inv.id).execute();
+    await ctx()
+      .db.updateTable('invoices')
+      .set({ deleted_at: new Date().toISOString() })
+      .where('id', '=', inv.id)
+      .execute();
     for (const id of ['inv_missing', inv.id]) {
       const res = await patchInvoice(ctx(), t, id, { status: 'PAID' });
       assert.equal(res.status, 404);
@@ -172,9 +225,13 @@ describeEachBackend('PATCH /api/v1/invoices/:id', (ctx) => {
   it('serialises concurrent PATCHes: 10 concurrent property merges all land', async () => {
     const t = await ctx().createTenant();
     const inv = await createInvoice(ctx(), t);
-    const results = await Promise.all(Array.from({ length: 10 }, (_, i) =>
-      patchInvoice(ctx(), t, inv.id, { properties: { sync: { [`k${i}`]: i } } })));
-    assert.deepEqual(results.map((r) => r.status), Array(10).fill(200));
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => patchInvoice(ctx(), t, inv.id, { properties: { sync: { [`k${i}`]: i } } })),
+    );
+    assert.deepEqual(
+      results.map((r) => r.status),
+      Array(10).fill(200),
+    );
     const after = (await getInvoice(ctx(), t, inv.id)).body;
     assert.equal(Object.keys(after.properties.sync).length, 10);
     assert.equal(after.version, 11);

@@ -7,7 +7,8 @@ const variant = (over: Record<string, unknown> = {}) => ({ currency: 'AUD', pric
 
 export async function createItem(ctx: TestContext, as: Tenant, body: Record<string, unknown> = {}) {
   const response = await ctx.request('POST', '/api/v1/items', {
-    as, body: { item: { name: 'Blue Widget' }, variants: [variant()], ...body },
+    as,
+    body: { item: { name: 'Blue Widget' }, variants: [variant()], ...body },
   });
   assert.equal(response.status, 201, JSON.stringify(response.body));
   return response.body as { id: string; variantIds: string[] };
@@ -29,19 +30,30 @@ describeEachBackend('POST /api/v1/items', (ctx) => {
     assert.equal(res.body.variantIds.length, 2);
     assert.ok(res.body.variantIds.every((id: string) => id.startsWith('var_')));
 
-    const platform = await ctx().db.selectFrom('platform_items').selectAll().where('id', '=', res.body.id).executeTakeFirst();
+    const platform = await ctx()
+      .db.selectFrom('platform_items')
+      .selectAll()
+      .where('id', '=', res.body.id)
+      .executeTakeFirst();
     assert.equal(platform?.business_id, t.businessId);
-    const entries = await ctx().db.selectFrom('item_list_entries').innerJoin('item_lists', 'item_lists.id', 'item_list_entries.item_list_id')
-      .select(['item_variant_id', 'override_flat_price', 'is_default']).where('item_list_entries.business_id', '=', t.businessId).execute();
+    const entries = await ctx()
+      .db.selectFrom('item_list_entries')
+      .innerJoin('item_lists', 'item_lists.id', 'item_list_entries.item_list_id')
+      .select(['item_variant_id', 'override_flat_price', 'is_default'])
+      .where('item_list_entries.business_id', '=', t.businessId)
+      .execute();
     assert.deepEqual(entries.map((e) => e.item_variant_id).sort(), [...res.body.variantIds].sort());
     assert.ok(entries.every((e) => Boolean(e.is_default) && e.override_flat_price === null));
 
     const got = await ctx().request('GET', `/api/v1/items/${res.body.id}`, { as: t });
     assert.equal(got.status, 200);
-    assert.deepEqual(got.body.variants.map((v: any) => [v.id, v.variantName, v.sequence, v.price]), [
-      [res.body.variantIds[0], 'Small', 1, 12.5],
-      [res.body.variantIds[1], 'Large', 2, 0.1],
-    ]);
+    assert.deepEqual(
+      got.body.variants.map((v: any) => [v.id, v.variantName, v.sequence, v.price]),
+      [
+        [res.body.variantIds[0], 'Small', 1, 12.5],
+        [res.body.variantIds[1], 'Large', 2, 0.1],
+      ],
+    );
     assert.equal(got.body.variants[0].cost, 4);
     assert.equal(got.body.handle, 'blue-widget');
     assert.match(got.body.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
@@ -67,13 +79,20 @@ describeEachBackend('POST /api/v1/items', (ctx) => {
   it('reports each invalid field by path, enums with the expected values', async () => {
     const t = await ctx().createTenant();
     const res = await ctx().request('POST', '/api/v1/items', {
-      as: t, body: { item: { status: 'GONE', colour: 'blue' }, variants: [variant({ currency: 'XXX', price: -1 })] },
+      as: t,
+      body: { item: { status: 'GONE', colour: 'blue' }, variants: [variant({ currency: 'XXX', price: -1 })] },
     });
     assert.equal(res.status, 400);
     assert.equal(res.body.fieldErrors['item.name'], 'Required');
     assert.equal(res.body.fieldErrors['item.colour'], 'Unrecognized key');
-    assert.equal(res.body.fieldErrors['item.status'], "Invalid enum value. Expected 'ACTIVE' | 'DRAFT' | 'ARCHIVED', received 'GONE'");
-    assert.match(res.body.fieldErrors['variants.0.currency'], /^Invalid enum value\. Expected 'USD' \| .*received 'XXX'$/);
+    assert.equal(
+      res.body.fieldErrors['item.status'],
+      "Invalid enum value. Expected 'ACTIVE' | 'DRAFT' | 'ARCHIVED', received 'GONE'",
+    );
+    assert.match(
+      res.body.fieldErrors['variants.0.currency'],
+      /^Invalid enum value\. Expected 'USD' \| .*received 'XXX'$/,
+    );
     assert.ok(res.body.fieldErrors['variants.0.price']);
   });
 
@@ -81,9 +100,14 @@ describeEachBackend('POST /api/v1/items', (ctx) => {
     const t = await ctx().createTenant();
     const a = await createItem(ctx(), t, { item: { name: 'Café Crème!' } });
     const b = await createItem(ctx(), t, { item: { name: 'Café Crème!' } });
-    const handles = await Promise.all([a, b].map(async (x) => (await ctx().request('GET', `/api/v1/items/${x.id}`, { as: t })).body.handle));
+    const handles = await Promise.all(
+      [a, b].map(async (x) => (await ctx().request('GET', `/api/v1/items/${x.id}`, { as: t })).body.handle),
+    );
     assert.deepEqual(handles, ['cafe-creme', 'cafe-creme-2']);
-    const dup = await ctx().request('POST', '/api/v1/items', { as: t, body: { item: { name: 'Other', handle: 'cafe-creme' }, variants: [variant()] } });
+    const dup = await ctx().request('POST', '/api/v1/items', {
+      as: t,
+      body: { item: { name: 'Other', handle: 'cafe-creme' }, variants: [variant()] },
+    });
     assert.equal(dup.status, 409);
     assert.equal(dup.body.errorCode, 'CONFLICT');
     // Handles are per business, and free again once the item is deleted.
@@ -99,7 +123,8 @@ describeEachBackend('POST /api/v1/items', (ctx) => {
       const created = await createItem(ctx(), t, body);
       return (await ctx().request('GET', `/api/v1/items/${created.id}`, { as: t })).body.handle;
     };
-    for (const handle of ['widget-3', 'widget-x', 'widgets', 'widget-2b', 'Widget-2']) await handleOf({ item: { name: 'Taken', handle } });
+    for (const handle of ['widget-3', 'widget-x', 'widgets', 'widget-2b', 'Widget-2'])
+      await handleOf({ item: { name: 'Taken', handle } });
     assert.equal(await handleOf({ item: { name: 'Widget' } }), 'widget');
     // "Widget-2" differs by case, so "widget-2" is free; "widget-3" is taken.
     assert.equal(await handleOf({ item: { name: 'Widget' } }), 'widget-2');
@@ -110,15 +135,26 @@ describeEachBackend('POST /api/v1/items', (ctx) => {
     const t = await ctx().createTenant();
     let deep: Record<string, unknown> = { leaf: 1 };
     for (let i = 0; i < 40; i++) deep = { n: deep };
-    const tooDeep = await ctx().request('POST', '/api/v1/items', { as: t, body: { item: { name: 'X', properties: deep }, variants: [variant()] } });
+    const tooDeep = await ctx().request('POST', '/api/v1/items', {
+      as: t,
+      body: { item: { name: 'X', properties: deep }, variants: [variant()] },
+    });
     assert.equal(tooDeep.status, 400);
     assert.match(tooDeep.body.fieldErrors['item.properties'], /levels deep/);
-    const forbidden = await ctx().request('POST', '/api/v1/items', { as: t, body: { item: { name: 'X', properties: { a: { prototype: 1 } } }, variants: [variant()] } });
+    const forbidden = await ctx().request('POST', '/api/v1/items', {
+      as: t,
+      body: { item: { name: 'X', properties: { a: { prototype: 1 } } }, variants: [variant()] },
+    });
     assert.equal(forbidden.status, 400);
     assert.match(forbidden.body.fieldErrors['item.properties'], /prototype/);
   });
 
-  securityCases(ctx, { method: 'POST', url: () => '/api/v1/items', body: { item: { name: 'X' }, variants: [variant()] }, crossTenant: false });
+  securityCases(ctx, {
+    method: 'POST',
+    url: () => '/api/v1/items',
+    body: { item: { name: 'X' }, variants: [variant()] },
+    crossTenant: false,
+  });
 });
 
 describeEachBackend('GET /api/v1/items/:id', (ctx) => {
@@ -142,7 +178,9 @@ describeEachBackend('PATCH /api/v1/items/:id', (ctx) => {
     const res = await ctx().request('PATCH', `/api/v1/items/${id}`, {
       as: t,
       body: {
-        name: 'Widget 2', brand: 'Acme', description: null,
+        name: 'Widget 2',
+        brand: 'Acme',
+        description: null,
         properties: { unleashed: { code: 'W2' }, sage: null },
         updateVariants: [{ id: variantIds[0], price: 20, properties: { x: 1 } }],
         deleteVariants: [variantIds[1]],
@@ -153,7 +191,13 @@ describeEachBackend('PATCH /api/v1/items/:id', (ctx) => {
     assert.equal(res.body.name, 'Widget 2');
     assert.equal(res.body.brand, 'Acme');
     assert.deepEqual(res.body.properties, { unleashed: { guid: '123', code: 'W2' }, sage: null });
-    assert.deepEqual(res.body.variants.map((v: any) => [v.variantName, v.price, v.sequence]), [['A', 20, 1], ['C', 3, 3]]);
+    assert.deepEqual(
+      res.body.variants.map((v: any) => [v.variantName, v.price, v.sequence]),
+      [
+        ['A', 20, 1],
+        ['C', 3, 3],
+      ],
+    );
     assert.deepEqual(res.body.variants[0].properties, { x: 1 });
     assert.ok(res.body.updatedAt > res.body.createdAt || res.body.updatedAt === res.body.createdAt);
   });
@@ -166,14 +210,23 @@ describeEachBackend('PATCH /api/v1/items/:id', (ctx) => {
     assert.equal(empty.body.message, 'No valid fields provided for update');
     assert.equal(empty.body.error, 'No valid fields provided for update');
     // Empty lists ask for nothing either: the same 400 as orders and buyers give, no new version, no event.
-    const lists = await ctx().request('PATCH', `/api/v1/items/${id}`, { as: t, body: { createVariants: [], updateVariants: [], deleteVariants: [] } });
+    const lists = await ctx().request('PATCH', `/api/v1/items/${id}`, {
+      as: t,
+      body: { createVariants: [], updateVariants: [], deleteVariants: [] },
+    });
     assert.equal(lists.status, 400);
     assert.equal(lists.body.message, 'No valid fields provided for update');
     const after = await ctx().request('GET', `/api/v1/items/${id}`, { as: t });
     const events = await ctx().request('GET', `/api/v1/items/${id}/events`, { as: t });
     assert.equal(after.body.updatedAt, after.body.createdAt);
-    assert.deepEqual(events.body.items.map((e: { type: string }) => e.type), ['item.created']);
-    const missing = await ctx().request('PATCH', `/api/v1/items/${id}`, { as: t, body: { updateVariants: [{ id: 'var_nope', price: 1 }], deleteVariants: ['var_gone'] } });
+    assert.deepEqual(
+      events.body.items.map((e: { type: string }) => e.type),
+      ['item.created'],
+    );
+    const missing = await ctx().request('PATCH', `/api/v1/items/${id}`, {
+      as: t,
+      body: { updateVariants: [{ id: 'var_nope', price: 1 }], deleteVariants: ['var_gone'] },
+    });
     assert.equal(missing.status, 404);
     assert.equal(missing.body.message, 'Item variant(s) not found: var_nope, var_gone');
   });
@@ -181,7 +234,10 @@ describeEachBackend('PATCH /api/v1/items/:id', (ctx) => {
   it('keeps at least one variant, and writes nothing when a part fails', async () => {
     const t = await ctx().createTenant();
     const { id, variantIds } = await createItem(ctx(), t);
-    const res = await ctx().request('PATCH', `/api/v1/items/${id}`, { as: t, body: { name: 'Changed', deleteVariants: variantIds } });
+    const res = await ctx().request('PATCH', `/api/v1/items/${id}`, {
+      as: t,
+      body: { name: 'Changed', deleteVariants: variantIds },
+    });
     assert.equal(res.status, 400);
     const got = await ctx().request('GET', `/api/v1/items/${id}`, { as: t });
     assert.equal(got.body.name, 'Blue Widget');
@@ -196,7 +252,11 @@ describeEachBackend('PATCH /api/v1/items/:id', (ctx) => {
     assert.deepEqual(Object.keys(res.body.fieldErrors).sort(), ['handle', 'type']);
   });
 
-  securityCases(ctx, { method: 'PATCH', url: async (c, owner) => `/api/v1/items/${(await createItem(c, owner)).id}`, body: { name: 'Stolen' } });
+  securityCases(ctx, {
+    method: 'PATCH',
+    url: async (c, owner) => `/api/v1/items/${(await createItem(c, owner)).id}`,
+    body: { name: 'Stolen' },
+  });
 });
 
 describeEachBackend('DELETE /api/v1/items/:id', (ctx) => {
@@ -212,7 +272,11 @@ describeEachBackend('DELETE /api/v1/items/:id', (ctx) => {
     const row = await ctx().db.selectFrom('items').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
     assert.ok(row.deleted_at);
     assert.equal(row.status, 'DELETED');
-    const variants = await ctx().db.selectFrom('item_variants').select('deleted_at').where('item_id', '=', id).execute();
+    const variants = await ctx()
+      .db.selectFrom('item_variants')
+      .select('deleted_at')
+      .where('item_id', '=', id)
+      .execute();
     assert.ok(variants.length === 1 && variants.every((v) => v.deleted_at));
   });
 
@@ -251,9 +315,14 @@ describeEachBackend('GET /api/v1/items', (ctx) => {
     const a = await createItem(ctx(), t, { item: { name: 'A', status: 'DRAFT' } });
     const b = await createItem(ctx(), t, { item: { name: 'B' } });
     const drafts = await ctx().request('GET', '/api/v1/items?status=DRAFT', { as: t });
-    assert.deepEqual(drafts.body.items.map((i: any) => i.id), [a.id]);
+    assert.deepEqual(
+      drafts.body.items.map((i: any) => i.id),
+      [a.id],
+    );
     const bRow = (await ctx().request('GET', `/api/v1/items/${b.id}`, { as: t })).body;
-    const since = await ctx().request('GET', `/api/v1/items?updatedSince=${encodeURIComponent(bRow.updatedAt)}`, { as: t });
+    const since = await ctx().request('GET', `/api/v1/items?updatedSince=${encodeURIComponent(bRow.updatedAt)}`, {
+      as: t,
+    });
     assert.ok(!since.body.items.some((i: any) => i.id === b.id), 'strictly greater');
     await ctx().request('DELETE', `/api/v1/items/${a.id}`, { as: t });
     assert.equal((await ctx().request('GET', '/api/v1/items', { as: t })).body.total, 1);
@@ -268,11 +337,14 @@ describeEachBackend('GET /api/v1/items', (ctx) => {
   it('filters by property path, value (as JSON scalar text) and existence (null counts as present)', async () => {
     const t = await ctx().createTenant();
     const num = await createItem(ctx(), t, { item: { name: 'N', properties: { sage200Evo: { salesOrderNo: 456 } } } });
-    const str = await createItem(ctx(), t, { item: { name: 'S', properties: { sage200Evo: { salesOrderNo: '456' } } } });
+    const str = await createItem(ctx(), t, {
+      item: { name: 'S', properties: { sage200Evo: { salesOrderNo: '456' } } },
+    });
     const nul = await createItem(ctx(), t, { item: { name: 'Z', properties: { sage200Evo: { salesOrderNo: null } } } });
     const none = await createItem(ctx(), t, { item: { name: 'O', properties: { unleashed: { guid: 'g' } } } });
     const bare = await createItem(ctx(), t, { item: { name: 'B' } });
-    const ids = async (q: string) => ((await ctx().request('GET', `/api/v1/items?${q}`, { as: t })).body.items as any[]).map((i) => i.id).sort();
+    const ids = async (q: string) =>
+      ((await ctx().request('GET', `/api/v1/items?${q}`, { as: t })).body.items as any[]).map((i) => i.id).sort();
     const path = 'propertyPath=sage200Evo.salesOrderNo';
     assert.deepEqual(await ids(`${path}&propertyValue=456`), [num.id, str.id].sort());
     assert.deepEqual(await ids(`${path}&propertyExists=true`), [num.id, str.id, nul.id].sort());
@@ -280,7 +352,9 @@ describeEachBackend('GET /api/v1/items', (ctx) => {
     assert.deepEqual(await ids(`propertyPath=unleashed.guid&propertyValue=g`), [none.id]);
     assert.deepEqual(await ids(`${path}&propertyValue=4.56e2`), [num.id], 'numbers compare by value');
     assert.deepEqual(await ids(`${path}&propertyValue=null`), [], 'null never matches a value');
-    const tiny = await createItem(ctx(), t, { item: { name: 'T', properties: { n: { small: 1e-7, big: 1e21, flag: true } } } });
+    const tiny = await createItem(ctx(), t, {
+      item: { name: 'T', properties: { n: { small: 1e-7, big: 1e21, flag: true } } },
+    });
     assert.deepEqual(await ids('propertyPath=n.small&propertyValue=1e-7'), [tiny.id]);
     assert.deepEqual(await ids('propertyPath=n.big&propertyValue=1e%2B21'), [tiny.id]);
     assert.deepEqual(await ids('propertyPath=n.flag&propertyValue=true'), [tiny.id]);
@@ -303,7 +377,7 @@ describeEachBackend('GET /api/v1/items', (ctx) => {
     }
   });
 
-  it('never lists another business\'s items', async () => {
+  it("never lists another business's items", async () => {
     const a = await ctx().createTenant();
     const b = await ctx().createTenant();
     await createItem(ctx(), a);
@@ -317,8 +391,14 @@ describeEachBackend('Item input edge cases', (ctx) => {
     const t = await ctx().createTenant();
     const { id } = await createItem(ctx(), t);
     const chunk = 'x'.repeat(30_000);
-    assert.equal((await ctx().request('PATCH', `/api/v1/items/${id}`, { as: t, body: { properties: { a: chunk } } })).status, 200);
-    assert.equal((await ctx().request('PATCH', `/api/v1/items/${id}`, { as: t, body: { properties: { b: chunk } } })).status, 200);
+    assert.equal(
+      (await ctx().request('PATCH', `/api/v1/items/${id}`, { as: t, body: { properties: { a: chunk } } })).status,
+      200,
+    );
+    assert.equal(
+      (await ctx().request('PATCH', `/api/v1/items/${id}`, { as: t, body: { properties: { b: chunk } } })).status,
+      200,
+    );
     const third = await ctx().request('PATCH', `/api/v1/items/${id}`, { as: t, body: { properties: { c: chunk } } });
     assert.equal(third.status, 400);
     assert.match(third.body.fieldErrors.properties, /bytes/);
@@ -340,13 +420,19 @@ describeEachBackend('Item list and update details', (ctx) => {
     const { id } = await createItem(ctx(), t);
     await ctx().request('DELETE', `/api/v1/items/${id}`, { as: t, headers: { 'content-type': 'application/json' } });
     const res = await ctx().request('GET', '/api/v1/items?status=DELETED', { as: t });
-    assert.deepEqual(res.body.items.map((i: any) => i.id), [id]);
+    assert.deepEqual(
+      res.body.items.map((i: any) => i.id),
+      [id],
+    );
   });
 
   it('rejects a variant update that changes nothing, so updatedAt never moves for nothing', async () => {
     const t = await ctx().createTenant();
     const { id, variantIds } = await createItem(ctx(), t);
-    const res = await ctx().request('PATCH', `/api/v1/items/${id}`, { as: t, body: { updateVariants: [{ id: variantIds[0] }] } });
+    const res = await ctx().request('PATCH', `/api/v1/items/${id}`, {
+      as: t,
+      body: { updateVariants: [{ id: variantIds[0] }] },
+    });
     assert.equal(res.status, 400);
     assert.ok(res.body.fieldErrors['updateVariants.0']);
   });

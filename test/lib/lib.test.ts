@@ -15,7 +15,8 @@ describe('deepMerge', () => {
     const once = deepMerge(stored, { sage200Evo: { salesOrderNo: 456 } });
     assert.deepEqual(once, { unleashed: { guid: '123' }, sage200Evo: { salesOrderNo: 456 } });
     assert.deepEqual(deepMerge(once, { sage200Evo: { invoiceNo: 'I1' } }), {
-      unleashed: { guid: '123' }, sage200Evo: { salesOrderNo: 456, invoiceNo: 'I1' },
+      unleashed: { guid: '123' },
+      sage200Evo: { salesOrderNo: 456, invoiceNo: 'I1' },
     });
   });
 
@@ -25,12 +26,14 @@ describe('deepMerge', () => {
   });
 
   it('keeps every key of both sides, patch winning at the leaves (property)', () => {
-    fc.assert(fc.property(fc.object(), fc.object(), (a, b) => {
-      const merged = deepMerge(a, b);
-      for (const k of Object.keys(b)) assert.ok(k in merged);
-      for (const k of Object.keys(a)) assert.ok(k in merged);
-      assert.deepEqual(deepMerge(merged, b), merged, 'merging the same patch twice changes nothing');
-    }));
+    fc.assert(
+      fc.property(fc.object(), fc.object(), (a, b) => {
+        const merged = deepMerge(a, b);
+        for (const k of Object.keys(b)) assert.ok(k in merged);
+        for (const k of Object.keys(a)) assert.ok(k in merged);
+        assert.deepEqual(deepMerge(merged, b), merged, 'merging the same patch twice changes nothing');
+      }),
+    );
   });
 });
 
@@ -54,10 +57,12 @@ describe('checkProperties', () => {
 
 describe('canonicalJson', () => {
   it('ignores key order', () => {
-    fc.assert(fc.property(fc.object(), (o) => {
-      const reversed = Object.fromEntries(Object.entries(o).reverse());
-      assert.equal(canonicalJson(reversed), canonicalJson(o));
-    }));
+    fc.assert(
+      fc.property(fc.object(), (o) => {
+        const reversed = Object.fromEntries(Object.entries(o).reverse());
+        assert.equal(canonicalJson(reversed), canonicalJson(o));
+      }),
+    );
   });
 });
 
@@ -74,43 +79,74 @@ describe('money', () => {
       const d = new Decimal(text);
       return d.decimalPlaces() < 2 ? d.toFixed(2) : d.toFixed();
     };
-    const decimalText = fc.tuple(fc.constantFrom('', '-'), fc.stringMatching(/^\d{1,12}$/), fc.option(fc.stringMatching(/^\d{0,8}$/)), fc.option(fc.integer({ min: -30, max: 30 })))
-      .map(([sign, whole, fraction, exponent]) => `${sign}${whole}${fraction === null ? '' : `.${fraction}`}${exponent === null ? '' : `e${exponent}`}`)
+    const decimalText = fc
+      .tuple(
+        fc.constantFrom('', '-'),
+        fc.stringMatching(/^\d{1,12}$/),
+        fc.option(fc.stringMatching(/^\d{0,8}$/)),
+        fc.option(fc.integer({ min: -30, max: 30 })),
+      )
+      .map(
+        ([sign, whole, fraction, exponent]) =>
+          `${sign}${whole}${fraction === null ? '' : `.${fraction}`}${exponent === null ? '' : `e${exponent}`}`,
+      )
       .filter((t) => !/\.(e|$)/.test(t));
-    fc.assert(fc.property(decimalText, (text) => assert.equal(formatAmount(text), reference(text), text)), { numRuns: 2000 });
+    fc.assert(
+      fc.property(decimalText, (text) => assert.equal(formatAmount(text), reference(text), text)),
+      { numRuns: 2000 },
+    );
     for (const text of ['0', '-0', '0.5', '-0.5', '12', '12.5', '12.50', '012.5', '1.005', '100', '1e3', '1.50e1']) {
       assert.equal(formatAmount(text), reference(text), text);
     }
   });
 
   it('sums integers like integers (property)', () => {
-    fc.assert(fc.property(fc.array(fc.integer({ min: -1e9, max: 1e9 })), (xs) => {
-      assert.equal(sum(xs), String(xs.reduce((a, b) => a + b, 0)));
-    }));
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: -1e9, max: 1e9 })), (xs) => {
+        assert.equal(sum(xs), String(xs.reduce((a, b) => a + b, 0)));
+      }),
+    );
   });
 });
 
 describe('toIso', () => {
   it('gives toISOString() of any stored form: text from SQLite, Date from PostgreSQL (property)', () => {
-    fc.assert(fc.property(fc.date({ min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true }), (date) => {
-      const expected = date.toISOString();
-      assert.equal(toIso(date), expected);
-      assert.equal(toIso(expected), expected);
-      assert.equal(toIso(expected.replace('Z', '+00:00')), expected);
-    }), { numRuns: 2000 });
+    fc.assert(
+      fc.property(
+        fc.date({
+          min: new Date('0001-01-01T00:00:00Z'),
+          max: new Date('9999-12-31T23:59:59.999Z'),
+          noInvalidDate: true,
+        }),
+        (date) => {
+          const expected = date.toISOString();
+          assert.equal(toIso(date), expected);
+          assert.equal(toIso(expected), expected);
+          assert.equal(toIso(expected.replace('Z', '+00:00')), expected);
+        },
+      ),
+      { numRuns: 2000 },
+    );
     assert.equal(toIso('2026-11-22 10:00:00+02'), '2026-11-22T08:00:00.000Z');
     assert.equal(toIso(null), null);
   });
 
   it('reads a timestamp as PostgreSQL writes it into JSON in UTC: trailing zeros dropped, microseconds truncated (property)', () => {
-    const dates = fc.date({ min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true });
-    fc.assert(fc.property(dates, fc.integer({ min: 0, max: 999 }), (date, micros) => {
-      const expected = date.toISOString();
-      // json_build_array(timestamptz) with TimeZone UTC: "2026-01-01T00:00:00.1+00:00", "…:00+00:00", "…:00.123456+00:00".
-      const digits = `${expected.slice(20, 23)}${String(micros).padStart(3, '0')}`.replace(/0+$/, '');
-      const written = `${expected.slice(0, 19)}${digits ? `.${digits}` : ''}+00:00`;
-      assert.equal(toIso(written), expected, written);
-    }), { numRuns: 2000 });
+    const dates = fc.date({
+      min: new Date('0001-01-01T00:00:00Z'),
+      max: new Date('9999-12-31T23:59:59.999Z'),
+      noInvalidDate: true,
+    });
+    fc.assert(
+      fc.property(dates, fc.integer({ min: 0, max: 999 }), (date, micros) => {
+        const expected = date.toISOString();
+        // json_build_array(timestamptz) with TimeZone UTC: "2026-01-01T00:00:00.1+00:00", "…:00+00:00", "…:00.123456+00:00".
+        const digits = `${expected.slice(20, 23)}${String(micros).padStart(3, '0')}`.replace(/0+$/, '');
+        const written = `${expected.slice(0, 19)}${digits ? `.${digits}` : ''}+00:00`;
+        assert.equal(toIso(written), expected, written);
+      }),
+      { numRuns: 2000 },
+    );
     assert.equal(toIso('2026-11-25T23:15:12.513637+00:00'), '2026-11-25T23:15:12.513Z');
     assert.equal(toIso('2026-11-25T23:15:12+01:00'), '2026-11-25T22:15:12.000Z');
   });
@@ -155,27 +191,40 @@ describe('loadConfig', () => {
 
   it('rejects bad values with a message naming the variable', () => {
     const bad: Array<Record<string, string>> = [
-      { PORT: 'abc' }, { PORT: '70000' }, { RATE_LIMIT_RPS: '-1' }, { RATE_LIMIT_BURST: '0' },
-      { DATABASE_URL: 'mysql://x' }, { LOG_LEVEL: 'loud' }, { REDIS_URL: 'http://x' }, { IDEMPOTENCY_TTL_HOURS: '0' },
-      { BODY_LIMIT_BYTES: '1.5' }, { RESPONSE_CACHE_MB: '-1' }, { PG_PREPARED_STATEMENTS: 'maybe' },
-      { HEAP_GROWING_PERCENT: '-5' }, { HEAP_GROWING_PERCENT: '2000' },
+      { PORT: 'abc' },
+      { PORT: '70000' },
+      { RATE_LIMIT_RPS: '-1' },
+      { RATE_LIMIT_BURST: '0' },
+      { DATABASE_URL: 'mysql://x' },
+      { LOG_LEVEL: 'loud' },
+      { REDIS_URL: 'http://x' },
+      { IDEMPOTENCY_TTL_HOURS: '0' },
+      { BODY_LIMIT_BYTES: '1.5' },
+      { RESPONSE_CACHE_MB: '-1' },
+      { PG_PREPARED_STATEMENTS: 'maybe' },
+      { HEAP_GROWING_PERCENT: '-5' },
+      { HEAP_GROWING_PERCENT: '2000' },
     ];
     for (const env of bad) {
       const name = Object.keys(env)[0];
-      assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && e.message.startsWith(name), name);
+      assert.throws(
+        () => loadConfig(env),
+        (e: unknown) => e instanceof ConfigError && e.message.startsWith(name),
+        name,
+      );
     }
   });
 });
 
 describe('applyHeapGrowth', () => {
-  it('sets V8\'s heap growing percent, and leaves V8 its own factor at 0', () => {
+  it("sets V8's heap growing percent, and leaves V8 its own factor at 0", () => {
     const set: string[] = [];
     applyHeapGrowth(100, (flags) => set.push(flags));
     applyHeapGrowth(0, (flags) => set.push(flags));
     assert.deepEqual(set, ['--heap-growing-percent=100']);
   });
 
-  it('is a flag this Node\'s V8 knows', async () => {
+  it("is a flag this Node's V8 knows", async () => {
     const { execFileSync } = await import('node:child_process');
     const options = execFileSync(process.execPath, ['--v8-options'], { encoding: 'utf8' });
     assert.match(options, /--heap-growing-percent\b/);
@@ -208,31 +257,57 @@ describe('event data encoding (one reused deflate stream)', () => {
       assert.deepEqual(encoded, deflateRawSync(JSON.stringify(value), DATA_DEFLATE_OPTIONS));
       assert.deepEqual(decodeData(encoded), JSON.parse(JSON.stringify(value)));
     };
-    fc.assert(fc.property(fc.jsonValue({ maxDepth: 4 }), (value) => same(value)), { numRuns: 300 });
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 4 }), (value) => same(value)),
+      { numRuns: 300 },
+    );
     // Incompressible text past the 64 kB output buffer, then a small one after it on the same stream.
-    same({ object: { id: 'x', text: Array.from({ length: 30_000 }, (_, i) => ((i * 2654435761) >>> 0).toString(36)).join('') } });
+    same({
+      object: {
+        id: 'x',
+        text: Array.from({ length: 30_000 }, (_, i) => ((i * 2654435761) >>> 0).toString(36)).join(''),
+      },
+    });
     same({ object: { id: 'small' } });
   });
 });
 
-describe('diffResource (an update event\'s data.changes)', () => {
+describe("diffResource (an update event's data.changes)", () => {
   it('tells a path that came or went from one that held null, and never records a change that is none', async () => {
     const { diffResource } = await import('../../src/events/changes.ts');
     const base = { id: 'x', name: 'a', properties: null as unknown, buyerInfo: null as unknown };
-    assert.deepEqual(diffResource(base, { ...base, properties: { erp: { no: 1 } } }),
-      { properties: { from: null }, 'properties.erp.no': { to: 1 } });
-    assert.deepEqual(diffResource({ ...base, buyerInfo: { notes: null } }, { ...base, buyerInfo: { notes: null, vip: true } }),
-      { 'buyerInfo.vip': { to: true } });
-    assert.deepEqual(diffResource({ ...base, properties: { a: 1 } }, { ...base, properties: { a: null } }), { 'properties.a': { from: 1, to: null } });
-    assert.deepEqual(diffResource({ ...base, properties: { a: 1, b: 2 } }, { ...base, properties: { a: 1 } }), { 'properties.b': { from: 2 } });
+    assert.deepEqual(diffResource(base, { ...base, properties: { erp: { no: 1 } } }), {
+      properties: { from: null },
+      'properties.erp.no': { to: 1 },
+    });
+    assert.deepEqual(
+      diffResource({ ...base, buyerInfo: { notes: null } }, { ...base, buyerInfo: { notes: null, vip: true } }),
+      { 'buyerInfo.vip': { to: true } },
+    );
+    assert.deepEqual(diffResource({ ...base, properties: { a: 1 } }, { ...base, properties: { a: null } }), {
+      'properties.a': { from: 1, to: null },
+    });
+    assert.deepEqual(diffResource({ ...base, properties: { a: 1, b: 2 } }, { ...base, properties: { a: 1 } }), {
+      'properties.b': { from: 2 },
+    });
     assert.deepEqual(diffResource(base, { ...base, name: 'b' }), { name: { from: 'a', to: 'b' } });
     assert.deepEqual(diffResource(base, { ...base }), {});
-    fc.assert(fc.property(fc.option(fc.dictionary(fc.string({ maxLength: 3 }), fc.jsonValue({ maxDepth: 2 }))), fc.option(fc.dictionary(fc.string({ maxLength: 3 }), fc.jsonValue({ maxDepth: 2 }))), (before, after) => {
-      const changes = diffResource({ ...base, properties: before }, { ...base, properties: after }) as Record<string, { from?: unknown; to?: unknown }>;
-      for (const [path, change] of Object.entries(changes)) {
-        assert.ok('from' in change || 'to' in change, path);
-        assert.notDeepEqual(change.from, change.to, `${path}: ${JSON.stringify(change)}`);
-      }
-    }), { numRuns: 300 });
+    fc.assert(
+      fc.property(
+        fc.option(fc.dictionary(fc.string({ maxLength: 3 }), fc.jsonValue({ maxDepth: 2 }))),
+        fc.option(fc.dictionary(fc.string({ maxLength: 3 }), fc.jsonValue({ maxDepth: 2 }))),
+        (before, after) => {
+          const changes = diffResource({ ...base, properties: before }, { ...base, properties: after }) as Record<
+            string,
+            { from?: unknown; to?: unknown }
+          >;
+          for (const [path, change] of Object.entries(changes)) {
+            assert.ok('from' in change || 'to' in change, path);
+            assert.notDeepEqual(change.from, change.to, `${path}: ${JSON.stringify(change)}`);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });

@@ -9,29 +9,95 @@ import { createFixture, createOrder, patchOrder } from '../helpers/orders.ts';
 
 /** Every derived order table of a business, summed over shards, in a comparable order. */
 async function projections(db: Kysely<Database>, businessId: string) {
-  const counts = await db.selectFrom('order_counts').select(['phase', 'status', sql<string>`sum(n)`.as('n')])
-    .where('business_id', '=', businessId).groupBy(['phase', 'status']).orderBy('phase').orderBy('status').execute();
-  const days = await db.selectFrom('order_change_counts').select(['day', 'created_day', sql<string>`sum(n)`.as('n')])
-    .where('business_id', '=', businessId).groupBy(['day', 'created_day']).orderBy('day').orderBy('created_day').execute();
-  const deletedDays = await db.selectFrom('order_deleted_change_counts').select(['day', 'created_day', sql<string>`sum(n)`.as('n')])
-    .where('business_id', '=', businessId).groupBy(['day', 'created_day']).orderBy('day').orderBy('created_day').execute();
-  const created = await db.selectFrom('order_created_counts').select(['day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
-    .where('business_id', '=', businessId).groupBy(['day', 'phase', 'status']).orderBy('day').orderBy('phase').orderBy('status').execute();
-  const deleted = await db.selectFrom('order_deleted_counts').select(['day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
-    .where('business_id', '=', businessId).groupBy(['day', 'phase', 'status']).orderBy('day').orderBy('phase').orderBy('status').execute();
-  const paths = await db.selectFrom('order_property_counts').select(['path', 'day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
-    .where('business_id', '=', businessId).groupBy(['path', 'day', 'phase', 'status']).orderBy('path').orderBy('day').orderBy('phase').orderBy('status').execute();
-  const rows = await db.selectFrom('order_properties').select(['order_id', 'path', 'value'])
-    .where('business_id', '=', businessId).orderBy('order_id').orderBy('path').execute();
-  const deletedPaths = await db.selectFrom('order_deleted_property_counts').select(['path', 'day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
-    .where('business_id', '=', businessId).groupBy(['path', 'day', 'phase', 'status']).orderBy('path').orderBy('day').orderBy('phase').orderBy('status').execute();
-  const deletedRows = await db.selectFrom('order_deleted_properties').select(['order_id', 'path', 'value'])
-    .where('business_id', '=', businessId).orderBy('order_id').orderBy('path').execute();
+  const counts = await db
+    .selectFrom('order_counts')
+    .select(['phase', 'status', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId)
+    .groupBy(['phase', 'status'])
+    .orderBy('phase')
+    .orderBy('status')
+    .execute();
+  const days = await db
+    .selectFrom('order_change_counts')
+    .select(['day', 'created_day', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId)
+    .groupBy(['day', 'created_day'])
+    .orderBy('day')
+    .orderBy('created_day')
+    .execute();
+  const deletedDays = await db
+    .selectFrom('order_deleted_change_counts')
+    .select(['day', 'created_day', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId)
+    .groupBy(['day', 'created_day'])
+    .orderBy('day')
+    .orderBy('created_day')
+    .execute();
+  const created = await db
+    .selectFrom('order_created_counts')
+    .select(['day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId)
+    .groupBy(['day', 'phase', 'status'])
+    .orderBy('day')
+    .orderBy('phase')
+    .orderBy('status')
+    .execute();
+  const deleted = await db
+    .selectFrom('order_deleted_counts')
+    .select(['day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId)
+    .groupBy(['day', 'phase', 'status'])
+    .orderBy('day')
+    .orderBy('phase')
+    .orderBy('status')
+    .execute();
+  const paths = await db
+    .selectFrom('order_property_counts')
+    .select(['path', 'day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId)
+    .groupBy(['path', 'day', 'phase', 'status'])
+    .orderBy('path')
+    .orderBy('day')
+    .orderBy('phase')
+    .orderBy('status')
+    .execute();
+  const rows = await db
+    .selectFrom('order_properties')
+    .select(['order_id', 'path', 'value'])
+    .where('business_id', '=', businessId)
+    .orderBy('order_id')
+    .orderBy('path')
+    .execute();
+  const deletedPaths = await db
+    .selectFrom('order_deleted_property_counts')
+    .select(['path', 'day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId)
+    .groupBy(['path', 'day', 'phase', 'status'])
+    .orderBy('path')
+    .orderBy('day')
+    .orderBy('phase')
+    .orderBy('status')
+    .execute();
+  const deletedRows = await db
+    .selectFrom('order_deleted_properties')
+    .select(['order_id', 'path', 'value'])
+    .where('business_id', '=', businessId)
+    .orderBy('order_id')
+    .orderBy('path')
+    .execute();
   // Rows whose count went to zero are kept by the upkeep and not made by a rebuild: the same answer.
-  const nonZero = <T extends { n: string }>(list: T[]) => list.filter((r) => Number(r.n) !== 0).map((r) => ({ ...r, n: Number(r.n) }));
+  const nonZero = <T extends { n: string }>(list: T[]) =>
+    list.filter((r) => Number(r.n) !== 0).map((r) => ({ ...r, n: Number(r.n) }));
   return {
-    counts: nonZero(counts), days: nonZero(days), created: nonZero(created), deleted: nonZero(deleted), paths: nonZero(paths), rows,
-    deletedPaths: nonZero(deletedPaths), deletedRows, deletedDays: nonZero(deletedDays),
+    counts: nonZero(counts),
+    days: nonZero(days),
+    created: nonZero(created),
+    deleted: nonZero(deleted),
+    paths: nonZero(paths),
+    rows,
+    deletedPaths: nonZero(deletedPaths),
+    deletedRows,
+    deletedDays: nonZero(deletedDays),
   };
 }
 
@@ -52,8 +118,12 @@ describeEachBackend('order projections', (ctx) => {
 
     const orders: Array<{ id: string }> = [];
     orders.push(await createOrder(ctx(), t, f));
-    orders.push(await createOrder(ctx(), t, f, { phase: 'ACTIVE', properties: { erp: { no: 7, synced: true }, tags: ['a'] } }));
-    orders.push(await createOrder(ctx(), t, f, { status: 'ACCEPTED', properties: { erp: { no: '7' }, channel: null } }));
+    orders.push(
+      await createOrder(ctx(), t, f, { phase: 'ACTIVE', properties: { erp: { no: 7, synced: true }, tags: ['a'] } }),
+    );
+    orders.push(
+      await createOrder(ctx(), t, f, { status: 'ACCEPTED', properties: { erp: { no: '7' }, channel: null } }),
+    );
     orders.push(await createOrder(ctx(), t, f, { properties: { deep: { a: { b: { c: 1.5 } } } } }));
 
     const steps: Array<[string, unknown]> = [
@@ -72,8 +142,11 @@ describeEachBackend('order projections', (ctx) => {
     await assertMatchesRebuild(ctx().db, t.businessId);
 
     // An order last changed on another day, as a PATCH of an older order would leave it.
-    await ctx().db.updateTable('orders').set({ updated_at: '2025-02-03T04:05:06.007Z', created_at: '2025-02-03T04:05:06.007Z' })
-      .where('id', '=', orders[0].id).execute();
+    await ctx()
+      .db.updateTable('orders')
+      .set({ updated_at: '2025-02-03T04:05:06.007Z', created_at: '2025-02-03T04:05:06.007Z' })
+      .where('id', '=', orders[0].id)
+      .execute();
     await rebuildOrderProjections(ctx().db, t.businessId);
     assert.equal((await patchOrder(ctx(), t, orders[0].id, { order: { notes: 'moved to today' } })).status, 200);
     assert.equal((await ctx().request('DELETE', `/api/v1/orders/${orders[3].id}`, { as: t })).status, 204);
@@ -81,20 +154,43 @@ describeEachBackend('order projections', (ctx) => {
     const maintained = await assertMatchesRebuild(ctx().db, t.businessId);
     // The rebuild is the business's own: another tenant's tables are left as they were.
     assert.deepEqual(await projections(ctx().db, other.businessId), untouched);
-    assert.equal(maintained.rows.filter((r) => r.order_id === orders[2].id).length, 0, 'a deleted order leaves the property index');
+    assert.equal(
+      maintained.rows.filter((r) => r.order_id === orders[2].id).length,
+      0,
+      'a deleted order leaves the property index',
+    );
     // ... for the deleted orders' one: its channel and erp.no (orders[2], merged) and deep.a.b.c (orders[3]).
-    assert.deepEqual(maintained.deletedRows.filter((r) => r.order_id === orders[2].id).map((r) => [r.path, r.value]), [['channel', null], ['erp', null], ['erp.no', 'n:7e0']]);
+    assert.deepEqual(
+      maintained.deletedRows.filter((r) => r.order_id === orders[2].id).map((r) => [r.path, r.value]),
+      [
+        ['channel', null],
+        ['erp', null],
+        ['erp.no', 'n:7e0'],
+      ],
+    );
     assert.ok(maintained.deletedPaths.some((r) => r.path === 'deep.a.b.c' && r.phase === 'DELETED' && r.n === 1));
     assert.ok(maintained.rows.some((r) => r.order_id === orders[1].id && r.path === 'erp.no' && r.value === 'n:9e0'));
     // Two soft-deleted orders, each on its created day with phase DELETED; the live order PATCHed to DELETED is counted live.
-    assert.deepEqual(maintained.deleted.map((r) => [r.phase, r.n]), maintained.deleted.length === 1 ? [['DELETED', 2]] : [['DELETED', 1], ['DELETED', 1]]);
+    assert.deepEqual(
+      maintained.deleted.map((r) => [r.phase, r.n]),
+      maintained.deleted.length === 1
+        ? [['DELETED', 2]]
+        : [
+            ['DELETED', 1],
+            ['DELETED', 1],
+          ],
+    );
     assert.ok(maintained.created.some((r) => r.phase === 'DELETED' && r.n === 1));
-    assert.equal(maintained.deletedDays.reduce((sum, r) => sum + r.n, 0), 2, 'deleted orders per day of their soft delete');
+    assert.equal(
+      maintained.deletedDays.reduce((sum, r) => sum + r.n, 0),
+      2,
+      'deleted orders per day of their soft delete',
+    );
     assert.ok(maintained.counts.some((r) => r.phase === 'DELETED' && r.n === 1));
   });
 });
 
-describe('the demo load\'s tallies', () => {
+describe("the demo load's tallies", () => {
   it('count each key and give its parts back as rows, a chunk at a time, a path holding the separator included', () => {
     const tally = new Tally(4);
     const odd = 'a\u0000b';
@@ -102,7 +198,10 @@ describe('the demo load\'s tallies', () => {
     tally.add(odd, '2026-01-02', 'ACTIVE', 'ACCEPTED');
     for (let day = 10; day < 15; day++) tally.add('x.y', `2026-01-${day}`, 'PENDING', 'DRAFT');
     const chunks = [...tally.chunks(2)];
-    assert.deepEqual(chunks.map((rows) => rows.length), [2, 2, 2]);
+    assert.deepEqual(
+      chunks.map((rows) => rows.length),
+      [2, 2, 2],
+    );
     assert.deepEqual(chunks.flat(), [
       [odd, '2026-01-02', 'ACTIVE', 'ACCEPTED', 2],
       ...[10, 11, 12, 13, 14].map((day) => ['x.y', `2026-01-${day}`, 'PENDING', 'DRAFT', 1]),

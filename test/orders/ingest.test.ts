@@ -15,7 +15,12 @@ const ingestedAt = async (ctx: TestContext, id: string) =>
   (await ctx.db.selectFrom('orders').select('ingested_at').where('id', '=', id).executeTakeFirstOrThrow()).ingested_at;
 
 describeEachBackend('POST /api/v1/orders (ingestion)', (ctx) => {
-  securityCases(ctx, { method: 'POST', url: () => '/api/v1/orders', body: { orderId: 'ord_x', businessId: 'bus_x' }, crossTenant: false });
+  securityCases(ctx, {
+    method: 'POST',
+    url: () => '/api/v1/orders',
+    body: { orderId: 'ord_x', businessId: 'bus_x' },
+    crossTenant: false,
+  });
 
   it('accepts a live order of the caller: 202 {success:true}, with or without the key, lower or upper case', async () => {
     const t = await ctx().createTenant();
@@ -29,7 +34,7 @@ describeEachBackend('POST /api/v1/orders (ingestion)', (ctx) => {
     }
   });
 
-  it('records the first announcement\'s time; repeats change nothing', async () => {
+  it("records the first announcement's time; repeats change nothing", async () => {
     const t = await ctx().createTenant();
     const order = await createOrder(ctx(), t, await createFixture(ctx(), t));
     assert.equal(await ingestedAt(ctx(), order.id), null);
@@ -50,7 +55,12 @@ describeEachBackend('POST /api/v1/orders (ingestion)', (ctx) => {
     const t = await ctx().createTenant();
     const order = await createOrder(ctx(), t, await createFixture(ctx(), t));
     const body = { orderId: order.id, businessId: t.businessId };
-    for (const key of ['abc', keyOf('ord_other', t.businessId), keyOf(order.id, t.businessId).slice(1), createHash('sha256').update(`${order.id}-${t.businessId}`).digest('hex')]) {
+    for (const key of [
+      'abc',
+      keyOf('ord_other', t.businessId),
+      keyOf(order.id, t.businessId).slice(1),
+      createHash('sha256').update(`${order.id}-${t.businessId}`).digest('hex'),
+    ]) {
       const res = await ingest(ctx(), t, body, { 'idempotency-key': key });
       assert.equal(res.status, 400, key);
       assert.equal(res.body.error, 'Invalid idempotency key format');
@@ -59,7 +69,7 @@ describeEachBackend('POST /api/v1/orders (ingestion)', (ctx) => {
     assert.equal(await ingestedAt(ctx(), order.id), null);
   });
 
-  it('a businessId other than the caller\'s gives 400', async () => {
+  it("a businessId other than the caller's gives 400", async () => {
     const t = await ctx().createTenant();
     const other = await ctx().createTenant();
     const order = await createOrder(ctx(), t, await createFixture(ctx(), t));
@@ -76,7 +86,12 @@ describeEachBackend('POST /api/v1/orders (ingestion)', (ctx) => {
     await ctx().request('DELETE', `/api/v1/orders/${deleted.id}`, { as: t });
     const foreign = await createOrder(ctx(), other, await createFixture(ctx(), other));
     for (const id of ['ord_missing', deleted.id, foreign.id]) {
-      const res = await ingest(ctx(), t, { orderId: id, businessId: t.businessId }, { 'idempotency-key': keyOf(id, t.businessId) });
+      const res = await ingest(
+        ctx(),
+        t,
+        { orderId: id, businessId: t.businessId },
+        { 'idempotency-key': keyOf(id, t.businessId) },
+      );
       assert.deepEqual([res.status, res.body.error], [404, 'Order not found']);
     }
     assert.equal(await ingestedAt(ctx(), foreign.id), null);

@@ -48,7 +48,8 @@ function createdBounds(where: unknown, out: Array<[string, string]> = []): Array
   if (node.kind === 'BinaryOperationNode') {
     const left = JSON.stringify(node.leftOperand);
     const value = (node.rightOperand as Tree)?.value;
-    if (left.includes('"created_at"') && typeof value === 'string') out.push([(node.operator as { operator: string }).operator, value]);
+    if (left.includes('"created_at"') && typeof value === 'string')
+      out.push([(node.operator as { operator: string }).operator, value]);
   }
   for (const child of Object.values(node)) createdBounds(child, out);
   return out;
@@ -71,7 +72,12 @@ describeEachBackend('GET /api/v1/orders: the older part of a changed-since list'
     // none changed after u; orders of the days before u, some changed after it; orders after u.
     const layout = [
       { created: '2025-01-05T10:00:00.000Z', updated: '2025-03-05T00:00:00.000Z', phase: 'ACTIVE', path: true },
-      ...['01-20', '01-27', '02-03', '02-10'].map((d) => ({ created: `2025-${d}T10:00:00.000Z`, updated: `2025-${d}T10:00:00.000Z`, phase: 'ACTIVE', path: true })),
+      ...['01-20', '01-27', '02-03', '02-10'].map((d) => ({
+        created: `2025-${d}T10:00:00.000Z`,
+        updated: `2025-${d}T10:00:00.000Z`,
+        phase: 'ACTIVE',
+        path: true,
+      })),
       { created: '2025-02-20T10:00:00.000Z', updated: '2025-03-02T00:00:00.000Z', phase: 'PENDING', path: true },
       { created: '2025-02-22T10:00:00.000Z', updated: '2025-03-03T00:00:00.000Z', phase: 'ACTIVE', path: false },
       { created: '2025-02-24T10:00:00.000Z', updated: '2025-02-25T00:00:00.000Z', phase: 'ACTIVE', path: true },
@@ -81,35 +87,73 @@ describeEachBackend('GET /api/v1/orders: the older part of a changed-since list'
       { created: '2025-03-03T10:00:00.000Z', updated: '2025-03-03T10:00:00.000Z', phase: 'PENDING', path: false },
     ];
     for (const o of layout) {
-      const { id } = await createOrder(ctx(), t, f, { phase: o.phase, ...(o.path ? { properties: { erp: { no: 1 } } } : {}) });
-      await ctx().db.updateTable('orders').set({ created_at: o.created, updated_at: o.updated }).where('id', '=', id).execute();
+      const { id } = await createOrder(ctx(), t, f, {
+        phase: o.phase,
+        ...(o.path ? { properties: { erp: { no: 1 } } } : {}),
+      });
+      await ctx()
+        .db.updateTable('orders')
+        .set({ created_at: o.created, updated_at: o.updated })
+        .where('id', '=', id)
+        .execute();
     }
     await rebuildOrderProjections(ctx().db, t.businessId);
     const filters: Array<Partial<ListOrdersOptions>> = [
-      {}, { phase: 'ACTIVE' }, { property: { segments: PATH, exists: true } }, { property: { segments: PATH, exists: false } },
+      {},
+      { phase: 'ACTIVE' },
+      { property: { segments: PATH, exists: true } },
+      { property: { segments: PATH, exists: false } },
       { includeDeleted: true, phase: 'ACTIVE' },
     ];
     // Whatever the sizes, the plans that walk and split: no shallow shortcut, no collected candidates.
     await withListTuning({ shallowRows: 0, fewCandidates: -1 }, async () => {
       for (const extra of filters) {
-        const expected = await expectedIds(ctx(), t, { ...NO_FILTER, page: 1, limit: 2, property: null, updatedSince: UPDATED_SINCE, ...extra });
+        const expected = await expectedIds(ctx(), t, {
+          ...NO_FILTER,
+          page: 1,
+          limit: 2,
+          property: null,
+          updatedSince: UPDATED_SINCE,
+          ...extra,
+        });
         let olderReads = 0;
         for (let page = 1; page <= Math.ceil(expected.length / 2) + 1; page++) {
-          const options: ListOrdersOptions = { ...NO_FILTER, page, limit: 2, property: null, updatedSince: UPDATED_SINCE, ...extra };
+          const options: ListOrdersOptions = {
+            ...NO_FILTER,
+            page,
+            limit: 2,
+            property: null,
+            updatedSince: UPDATED_SINCE,
+            ...extra,
+          };
           const { plugin, trees } = recordingStatements();
           const listed = await listOrders(ctx().db.withPlugin(plugin), t.businessId, options);
           const what = `${JSON.stringify(extra)} page ${page}`;
           assert.equal(listed.total, expected.length, what);
-          assert.deepEqual(listed.items.map((o) => o.id), expected.slice((page - 1) * 2, page * 2), what);
+          assert.deepEqual(
+            listed.items.map((o) => o.id),
+            expected.slice((page - 1) * 2, page * 2),
+            what,
+          );
           // Every read from a created time at or before u (the older part's) is bounded on both
           // sides by one range, never across the weeks between.
           for (const bounds of trees.flatMap((tree) => selects(tree))) {
-            const from = bounds.filter(([op]) => op === '>=' || op === '>').map(([, v]) => v).sort().at(-1);
+            const from = bounds
+              .filter(([op]) => op === '>=' || op === '>')
+              .map(([, v]) => v)
+              .sort()
+              .at(-1);
             if (from === undefined || from >= UPDATED_SINCE) continue;
             olderReads++;
-            const to = bounds.filter(([op]) => op === '<' || op === '<=').map(([, v]) => v).sort();
+            const to = bounds
+              .filter(([op]) => op === '<' || op === '<=')
+              .map(([, v]) => v)
+              .sort();
             assert.equal(to.length, 1, `${what}: an older read needs one upper bound ${JSON.stringify(bounds)}`);
-            assert.ok(to[0] <= '2025-01-20T00:00:00.000Z' || from >= '2025-02-11T00:00:00.000Z', `${what}: read across the weeks between: ${from} to ${to[0]}`);
+            assert.ok(
+              to[0] <= '2025-01-20T00:00:00.000Z' || from >= '2025-02-11T00:00:00.000Z',
+              `${what}: read across the weeks between: ${from} to ${to[0]}`,
+            );
           }
         }
         // The pages reached the older part (the last pages are made of it), so the check above saw its reads.

@@ -70,16 +70,29 @@ describeEachBackend('GET /api/v1/orders: a walk from the end by a path', (ctx) =
       if (i >= ORDERS - 3) properties.fresh = { id: i };
       if (i === ORDERS - 4 || i === ORDERS - 13) properties.edge = { id: i };
       if (i >= 20 && i <= 23) properties.tied = { id: i };
-      const body = { properties, ...(i % 2 === 1 ? { status: 'ACCEPTED' } : {}), ...(i % 3 !== 0 ? { phase: 'PENDING' } : {}) };
+      const body = {
+        properties,
+        ...(i % 2 === 1 ? { status: 'ACCEPTED' } : {}),
+        ...(i % 3 !== 0 ? { phase: 'PENDING' } : {}),
+      };
       const { id } = await createOrder(ctx(), t, f, body);
       // A day each, oldest first; four orders created at one time, tied on it.
       const created = new Date(Date.UTC(2025, 0, 1 + (i >= 20 && i <= 23 ? 20 : i), 12)).toISOString();
-      await ctx().db.updateTable('orders').set({ created_at: created, updated_at: created }).where('id', '=', id).execute();
+      await ctx()
+        .db.updateTable('orders')
+        .set({ created_at: created, updated_at: created })
+        .where('id', '=', id)
+        .execute();
     }
     await rebuildOrderProjections(ctx().db, t.businessId);
     // The oldest order deleted, through the API: with includeDeleted, the deleted orders' tables too.
-    const [{ id: deleted }] = await ctx().db.selectFrom('orders').select('id').where('business_id', '=', t.businessId)
-      .orderBy('created_at').limit(1).execute();
+    const [{ id: deleted }] = await ctx()
+      .db.selectFrom('orders')
+      .select('id')
+      .where('business_id', '=', t.businessId)
+      .orderBy('created_at')
+      .limit(1)
+      .execute();
     assert.equal((await ctx().request('DELETE', `/api/v1/orders/${deleted}`, { as: t })).status, 204);
     // A reach of 8 rows for a first page of 2 (shallowRows 4, or 4 times the rows read); none few enough to collect.
     await withListTuning({ shallowRows: 4, fewCandidates: -1 }, async () => {
@@ -93,7 +106,11 @@ describeEachBackend('GET /api/v1/orders: a walk from the end by a path', (ctx) =
             const { plugin, trees } = recordingStatements();
             const listed = await listOrders(ctx().db.withPlugin(plugin), t.businessId, { ...base, page });
             assert.equal(listed.total, expected.length, what);
-            assert.deepEqual(listed.items.map((o) => o.id), expected.slice((page - 1) * limit, page * limit), what);
+            assert.deepEqual(
+              listed.items.map((o) => o.id),
+              expected.slice((page - 1) * limit, page * limit),
+              what,
+            );
             // Pages of 2 walked from an end (src/db/list.ts nearerEnd: from the oldest when past the middle).
             const { backwards, skip } = nearerEnd(expected.length, { page, limit });
             if (limit !== 2 || far === 'any' || skip !== 0 || page > pages) continue;

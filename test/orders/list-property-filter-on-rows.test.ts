@@ -20,7 +20,11 @@ describeEachBackend('GET /api/v1/orders: the older part of a changed-since list'
     // Created before the window and changed in it: the older part. Then its side-table row is
     // removed, so only a read of the order's own JSON still finds the path (src/orders/list/plan.ts, filtersForRange).
     const { id } = await createOrder(ctx(), t, f, { properties: { erp: { no: 7 } } });
-    await ctx().db.updateTable('orders').set({ created_at: '2025-01-15T00:00:00.000Z', updated_at: '2025-03-07T00:00:00.000Z' }).where('id', '=', id).execute();
+    await ctx()
+      .db.updateTable('orders')
+      .set({ created_at: '2025-01-15T00:00:00.000Z', updated_at: '2025-03-07T00:00:00.000Z' })
+      .where('id', '=', id)
+      .execute();
     await rebuildOrderProjections(ctx().db, t.businessId);
     await ctx().db.deleteFrom('order_properties').where('order_id', '=', id).execute();
     const since = `updatedSince=${UPDATED_SINCE}`;
@@ -29,11 +33,19 @@ describeEachBackend('GET /api/v1/orders: the older part of a changed-since list'
     await withListTuning({ fewCandidates: -1 }, async () => {
       // The path is in the order's JSON, and no longer in the side table.
       const json = ctx().backend === 'postgres';
-      for (const [filter, found] of [['propertyPath=erp.no', json], ['propertyPath=erp.no&propertyValue=7', json], ['propertyPath=erp.no&propertyExists=false', !json]] as const) {
+      for (const [filter, found] of [
+        ['propertyPath=erp.no', json],
+        ['propertyPath=erp.no&propertyValue=7', json],
+        ['propertyPath=erp.no&propertyExists=false', !json],
+      ] as const) {
         const res = await ctx().request('GET', `/api/v1/orders?${filter}&${since}`, { as: t });
         assert.equal(res.status, 200, filter);
         const expected = found ? [id] : [];
-        assert.deepEqual(res.body.items.map((o: { id: string }) => o.id), expected, filter);
+        assert.deepEqual(
+          res.body.items.map((o: { id: string }) => o.id),
+          expected,
+          filter,
+        );
         assert.equal(res.body.total, expected.length, filter);
       }
     });
@@ -48,32 +60,54 @@ describeEachBackend('GET /api/v1/orders: the rows of the day a walk starts in', 
     const ids: string[] = [];
     for (const time of ['18', '12', '06']) {
       const { id } = await createOrder(ctx(), t, f, { properties: { erp: { no: 1 } } });
-      await ctx().db.updateTable('orders').set({ created_at: `2025-01-15T${time}:00:00.000Z`, updated_at: `2025-01-15T${time}:00:00.000Z` }).where('id', '=', id).execute();
+      await ctx()
+        .db.updateTable('orders')
+        .set({ created_at: `2025-01-15T${time}:00:00.000Z`, updated_at: `2025-01-15T${time}:00:00.000Z` })
+        .where('id', '=', id)
+        .execute();
       ids.push(id);
     }
     await rebuildOrderProjections(ctx().db, t.businessId);
     await ctx().db.deleteFrom('order_properties').where('order_id', '=', ids[1]).execute();
     const json = ctx().backend === 'postgres';
     // Page 2 of 1, walked by day (not collected from the side table): the day's rows are read.
-    const page = await withListTuning({ shallowRows: 0, fewCandidates: -1 }, () => ctx().request('GET', '/api/v1/orders?propertyPath=erp.no&limit=1&page=2', { as: t }));
+    const page = await withListTuning({ shallowRows: 0, fewCandidates: -1 }, () =>
+      ctx().request('GET', '/api/v1/orders?propertyPath=erp.no&limit=1&page=2', { as: t }),
+    );
     assert.equal(page.status, 200);
-    assert.deepEqual(page.body.items.map((o: { id: string }) => o.id), [json ? ids[1] : ids[2]]);
+    assert.deepEqual(
+      page.body.items.map((o: { id: string }) => o.id),
+      [json ? ids[1] : ids[2]],
+    );
     // createdSince's own day is counted by query.
-    const since = await ctx().request('GET', '/api/v1/orders?propertyPath=erp.no&createdSince=2025-01-15T00:00:00.000Z', { as: t });
+    const since = await ctx().request(
+      'GET',
+      '/api/v1/orders?propertyPath=erp.no&createdSince=2025-01-15T00:00:00.000Z',
+      { as: t },
+    );
     assert.equal(since.status, 200);
     assert.equal(since.body.total, json ? 3 : 2);
     // A walk from the list's end, short enough not to pass days by their counts (shallowRows), reads the same way.
-    const shallow = await withListTuning({ fewCandidates: -1 }, () => ctx().request('GET', '/api/v1/orders?propertyPath=erp.no&limit=1&page=2', { as: t }));
+    const shallow = await withListTuning({ fewCandidates: -1 }, () =>
+      ctx().request('GET', '/api/v1/orders?propertyPath=erp.no&limit=1&page=2', { as: t }),
+    );
     assert.equal(shallow.status, 200);
-    assert.deepEqual(shallow.body.items.map((o: { id: string }) => o.id), [json ? ids[1] : ids[2]]);
+    assert.deepEqual(
+      shallow.body.items.map((o: { id: string }) => o.id),
+      [json ? ids[1] : ids[2]],
+    );
   });
 });
 
 for (const backend of backends.filter((b) => b === 'postgres')) {
   describe(`[${backend}] order list plan: a property test on the rows' JSON`, () => {
     let context: TestContext;
-    before(async () => { context = await createTestContext(backend); });
-    after(async () => { await context?.close(); });
+    before(async () => {
+      context = await createTestContext(backend);
+    });
+    after(async () => {
+      await context?.close();
+    });
 
     it('is estimated at a fair share of the rows, present or absent, so a walk keeps the created index', async () => {
       // PostgreSQL estimates `x IS NULL` on an expression without statistics at 0.5 % of the rows.
@@ -84,10 +118,28 @@ for (const backend of backends.filter((b) => b === 'postgres')) {
       for (let i = 0; i < 200; i++) await createOrder(context, t, f, i % 2 ? { properties: { erp: { no: i } } } : {});
       await sql`analyze orders`.execute(context.db);
       for (const exists of [false, true]) {
-        const options: ListOrdersOptions = { page: 1, limit: 20, includeDeleted: false, property: { segments: PATH, exists } };
-        const query = filterOrders({ db: context.db, businessId: t.businessId, options }, {}, filtersForRange(context.db)).select('id').compile();
-        const { rows: [{ 'QUERY PLAN': [plan] }] } = await context.db.executeQuery<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(
-          CompiledQuery.raw(`explain (format json) ${query.sql}`, [...query.parameters]));
+        const options: ListOrdersOptions = {
+          page: 1,
+          limit: 20,
+          includeDeleted: false,
+          property: { segments: PATH, exists },
+        };
+        const query = filterOrders(
+          { db: context.db, businessId: t.businessId, options },
+          {},
+          filtersForRange(context.db),
+        )
+          .select('id')
+          .compile();
+        const {
+          rows: [
+            {
+              'QUERY PLAN': [plan],
+            },
+          ],
+        } = await context.db.executeQuery<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(
+          CompiledQuery.raw(`explain (format json) ${query.sql}`, [...query.parameters]),
+        );
         assert.ok(plan.Plan['Plan Rows'] >= 20, `exists=${exists}: estimated ${plan.Plan['Plan Rows']} of 200 rows`);
       }
     });

@@ -59,7 +59,13 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
   it('pages in createdAt desc, id desc order, stable across pages', async () => {
     const t = await ctx().createTenant();
     const same = '2025-01-01T00:00:00.000Z';
-    const ids = await ordersAt(ctx(), t, [[same, same], [same, same], ['2025-01-02T00:00:00.000Z', same], [same, same], [same, same]]);
+    const ids = await ordersAt(ctx(), t, [
+      [same, same],
+      [same, same],
+      ['2025-01-02T00:00:00.000Z', same],
+      [same, same],
+      [same, same],
+    ]);
     const expected = [ids[2], ...[ids[0], ids[1], ids[3], ids[4]].sort().reverse()];
     const pages = [];
     for (const page of [1, 2, 3]) pages.push(...idsOf(await list(ctx(), t, `?limit=2&page=${page}`)));
@@ -81,7 +87,10 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
     assert.deepEqual(idsOf(await list(ctx(), t, '?modifiedSince=2025-02-01T00:00:00Z')), [fresh, edited]);
     assert.deepEqual(idsOf(await list(ctx(), t, '?modifiedSince=2025-03-01T00:00:00.000Z')), [edited]);
     // An offset is another way to write the same instant.
-    assert.deepEqual(idsOf(await list(ctx(), t, `?createdSince=${encodeURIComponent('2025-03-01T10:00:00.000+10:00')}`)), []);
+    assert.deepEqual(
+      idsOf(await list(ctx(), t, `?createdSince=${encodeURIComponent('2025-03-01T10:00:00.000+10:00')}`)),
+      [],
+    );
     assert.deepEqual(idsOf(await list(ctx(), t, '?modifiedSince=2024-01-01T00:00:00Z')).length, 3, String(old));
   });
 
@@ -100,7 +109,10 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
       ['2025-03-01T00:00:00.000Z', '2025-06-01T00:00:00.000Z'],
       ['2025-03-01T00:00:00.000Z', '2025-03-01T00:00:00.000Z'],
     ]);
-    assert.deepEqual(idsOf(await list(ctx(), t, '?createdSince=2025-02-01T00:00:00Z&updatedSince=2025-05-01T00:00:00Z')), [both]);
+    assert.deepEqual(
+      idsOf(await list(ctx(), t, '?createdSince=2025-02-01T00:00:00Z&updatedSince=2025-05-01T00:00:00Z')),
+      [both],
+    );
   });
 
   it('modifiedSince and updatedSince page through orders created in the window, then older orders changed in it, at any page size', async () => {
@@ -129,7 +141,11 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
       }
     }
     // Other filters still apply to both parts of the window.
-    await ctx().db.updateTable('orders').set({ status: 'ACCEPTED' }).where('id', 'in', [ids[2], ids[5], ids[7]]).execute();
+    await ctx()
+      .db.updateTable('orders')
+      .set({ status: 'ACCEPTED' })
+      .where('id', 'in', [ids[2], ids[5], ids[7]])
+      .execute();
     // Written around the write path, as a load would: the counts are rebuilt from the orders.
     await rebuildOrderProjections(ctx().db, t.businessId);
     assert.deepEqual(idsOf(await list(ctx(), t, `?modifiedSince=${since}&status=ACCEPTED&limit=1&page=2`)), [ids[5]]);
@@ -154,7 +170,7 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
     }
   });
 
-  it('rule 5: only the caller\'s orders, without soft-deleted ones unless includeDeleted=true', async () => {
+  it("rule 5: only the caller's orders, without soft-deleted ones unless includeDeleted=true", async () => {
     const t = await ctx().createTenant();
     const other = await ctx().createTenant();
     const f = await createFixture(ctx(), t);
@@ -201,7 +217,10 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
     assert.deepEqual(idsOf(await list(ctx(), t, `${path}&propertyExists=false`)), [bare.id, none.id]);
     assert.deepEqual(idsOf(await list(ctx(), t, `${path}&propertyValue=456`)), [str.id, num.id]);
     assert.deepEqual(idsOf(await list(ctx(), t, `${path}&propertyValue=12345`)), []);
-    assert.deepEqual(idsOf(await list(ctx(), t, `?phase=PENDING&status=UNASSIGNED${path.replace('?', '&')}&propertyExists=false`)), [bare.id, none.id]);
+    assert.deepEqual(
+      idsOf(await list(ctx(), t, `?phase=PENDING&status=UNASSIGNED${path.replace('?', '&')}&propertyExists=false`)),
+      [bare.id, none.id],
+    );
     assertBadRequest(await list(ctx(), t, '?propertyPath=a..b'), 'propertyPath');
   });
 
@@ -209,35 +228,84 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
     const t = await ctx().createTenant();
     // 13 orders over 5 days, several on a day, two at the same millisecond (the id breaks the tie).
     const times: Array<[string, string]> = [
-      '2025-01-01T00:00:00.000Z', '2025-01-01T23:59:59.999Z', '2025-01-02T08:00:00.000Z', '2025-01-02T08:00:00.000Z',
-      '2025-01-02T09:00:00.000Z', '2025-01-04T00:00:00.000Z', '2025-01-04T12:00:00.000Z', '2025-01-04T12:00:00.001Z',
-      '2025-01-07T01:00:00.000Z', '2025-01-07T02:00:00.000Z', '2025-01-07T03:00:00.000Z', '2025-01-07T23:59:59.999Z', '2025-01-08T00:00:00.000Z',
+      '2025-01-01T00:00:00.000Z',
+      '2025-01-01T23:59:59.999Z',
+      '2025-01-02T08:00:00.000Z',
+      '2025-01-02T08:00:00.000Z',
+      '2025-01-02T09:00:00.000Z',
+      '2025-01-04T00:00:00.000Z',
+      '2025-01-04T12:00:00.000Z',
+      '2025-01-04T12:00:00.001Z',
+      '2025-01-07T01:00:00.000Z',
+      '2025-01-07T02:00:00.000Z',
+      '2025-01-07T03:00:00.000Z',
+      '2025-01-07T23:59:59.999Z',
+      '2025-01-08T00:00:00.000Z',
     ].map((c) => [c, c]);
     const ids = await ordersAt(ctx(), t, times);
     await ctx().request('DELETE', `/api/v1/orders/${ids[5]}`, { as: t });
-    const expected = (await ctx().db.selectFrom('orders').select(['id']).where('business_id', '=', t.businessId).where('deleted_at', 'is', null)
-      .orderBy('created_at', 'desc').orderBy('id', 'desc').execute()).map((r) => r.id);
+    const expected = (
+      await ctx()
+        .db.selectFrom('orders')
+        .select(['id'])
+        .where('business_id', '=', t.businessId)
+        .where('deleted_at', 'is', null)
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .execute()
+    ).map((r) => r.id);
     assert.equal(expected.length, 12);
     const query = ctx().db.selectFrom('orders').where('business_id', '=', t.businessId).where('deleted_at', 'is', null);
     for (const limit of [1, 2, 5]) {
       for (let page = 1; page <= Math.ceil(expected.length / limit) + 1; page++) {
-        const got = await walkingEveryDay(() => pageByCreatedDay(ctx().db, t.businessId, query, { page, limit, includeDeleted: false, property: null }, expected.length));
+        const got = await walkingEveryDay(() =>
+          pageByCreatedDay(
+            ctx().db,
+            t.businessId,
+            query,
+            { page, limit, includeDeleted: false, property: null },
+            expected.length,
+          ),
+        );
         assert.deepEqual(got, expected.slice((page - 1) * limit, page * limit), `limit ${limit} page ${page}`);
       }
     }
     // By phase and status: the counts of that phase and status only. Three of the orders move to ACTIVE/ACCEPTED.
-    for (const id of [ids[1], ids[6], ids[12]]) await patchOrder(ctx(), t, id, { order: { phase: 'ACTIVE', status: 'ACCEPTED' } });
-    const active = (await ctx().db.selectFrom('orders').select(['id']).where('business_id', '=', t.businessId).where('deleted_at', 'is', null)
-      .where('phase', '=', 'ACTIVE').where('status', '=', 'ACCEPTED').orderBy('created_at', 'desc').orderBy('id', 'desc').execute()).map((r) => r.id);
+    for (const id of [ids[1], ids[6], ids[12]])
+      await patchOrder(ctx(), t, id, { order: { phase: 'ACTIVE', status: 'ACCEPTED' } });
+    const active = (
+      await ctx()
+        .db.selectFrom('orders')
+        .select(['id'])
+        .where('business_id', '=', t.businessId)
+        .where('deleted_at', 'is', null)
+        .where('phase', '=', 'ACTIVE')
+        .where('status', '=', 'ACCEPTED')
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .execute()
+    ).map((r) => r.id);
     assert.equal(active.length, 3);
     const byPhase = query.where('phase', '=', 'ACTIVE').where('status', '=', 'ACCEPTED');
     for (let page = 1; page <= 4; page++) {
-      const got = await walkingEveryDay(() => pageByCreatedDay(ctx().db, t.businessId, byPhase, { page, limit: 1, phase: 'ACTIVE', status: 'ACCEPTED', includeDeleted: false, property: null }, active.length));
+      const got = await walkingEveryDay(() =>
+        pageByCreatedDay(
+          ctx().db,
+          t.businessId,
+          byPhase,
+          { page, limit: 1, phase: 'ACTIVE', status: 'ACCEPTED', includeDeleted: false, property: null },
+          active.length,
+        ),
+      );
       assert.deepEqual(got, active.slice(page - 1, page), `ACTIVE/ACCEPTED page ${page}`);
     }
     // Through the API, whichever way the plan reads the page.
     for (let page = 1; page <= 5; page++) {
-      assert.deepEqual(idsOf(await list(ctx(), t, `?limit=3&page=${page}`)), expected.slice((page - 1) * 3, page * 3), `API page ${page}`);
+      assert.deepEqual(
+        idsOf(await list(ctx(), t, `?limit=3&page=${page}`)),
+        expected.slice((page - 1) * 3, page * 3),
+        `API page ${page}`,
+      );
     }
   });
 
@@ -268,15 +336,23 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
     // Within the day the orders were made: that day's count is read by query, once.
     const sameDay = encodeURIComponent(new Date(Date.parse(first.createdAt) - 1).toISOString());
     const lists = [
-      ['propertyPath=erp.ref&propertyExists=true', 4], ['propertyPath=erp.ref&propertyExists=false', 1], ['propertyPath=erp.ref&propertyValue=R2', 1],
-      [`propertyPath=erp.ref&propertyExists=true&updatedSince=${since}`, 4], [`propertyPath=erp.ref&propertyExists=false&updatedSince=${since}`, 1],
-      [`propertyPath=erp.ref&propertyValue=R2&updatedSince=${since}`, 1], [`createdSince=${since}`, 5], [`createdSince=${sameDay}`, 5],
-      [`propertyPath=erp.ref&propertyExists=true&createdSince=${sameDay}`, 4], ['', 5],
+      ['propertyPath=erp.ref&propertyExists=true', 4],
+      ['propertyPath=erp.ref&propertyExists=false', 1],
+      ['propertyPath=erp.ref&propertyValue=R2', 1],
+      [`propertyPath=erp.ref&propertyExists=true&updatedSince=${since}`, 4],
+      [`propertyPath=erp.ref&propertyExists=false&updatedSince=${since}`, 1],
+      [`propertyPath=erp.ref&propertyValue=R2&updatedSince=${since}`, 1],
+      [`createdSince=${since}`, 5],
+      [`createdSince=${sameDay}`, 5],
+      [`propertyPath=erp.ref&propertyExists=true&createdSince=${sameDay}`, 4],
+      ['', 5],
     ] as const;
     for (const [filter, total] of lists) {
       for (const page of [1, 2]) {
         // No matches few enough to collect (so that a changed-since list is split), and every page walked by day.
-        const { queries, body } = await withListTuning({ fewCandidates: 0, shallowRows: 0 }, () => counter.measure(`/api/v1/orders?${filter}&limit=2&page=${page}`));
+        const { queries, body } = await withListTuning({ fewCandidates: 0, shallowRows: 0 }, () =>
+          counter.measure(`/api/v1/orders?${filter}&limit=2&page=${page}`),
+        );
         assert.equal(body.total, total, filter);
         // A subquery built apart (the side table's matches) is inside each query that uses it.
         const run = queries.filter((q) => !queries.some((other) => other !== q && other.includes(q)));
@@ -291,11 +367,23 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
   it('loads a page of 100 orders with their items in as many queries as a page of 3 (no N+1)', async () => {
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);
-    for (let i = 0; i < 3; i++) await createOrder(ctx(), t, f, { orderItems: [{ itemVariantId: f.variantIds[0], quantity: 1 }, { itemVariantId: f.variantIds[1], quantity: 1 }] });
+    for (let i = 0; i < 3; i++)
+      await createOrder(ctx(), t, f, {
+        orderItems: [
+          { itemVariantId: f.variantIds[0], quantity: 1 },
+          { itemVariantId: f.variantIds[1], quantity: 1 },
+        ],
+      });
     const counter = await createQueryCounter(ctx(), t);
     const run = () => counter.measure('/api/v1/orders?limit=100');
     const small = await run();
-    for (let i = 0; i < 97; i++) await createOrder(ctx(), t, f, { orderItems: [{ itemVariantId: f.variantIds[0], quantity: 1 }, { itemVariantId: f.variantIds[1], quantity: 1 }] });
+    for (let i = 0; i < 97; i++)
+      await createOrder(ctx(), t, f, {
+        orderItems: [
+          { itemVariantId: f.variantIds[0], quantity: 1 },
+          { itemVariantId: f.variantIds[1], quantity: 1 },
+        ],
+      });
     const large = await run();
     await counter.close();
     assert.equal(large.body.items.length, 100);
@@ -321,7 +409,10 @@ describeEachBackend('GET /api/v1/orders/:id', (ctx) => {
     await patchOrder(ctx(), t, o.id, { order: { notes: 'x' } });
     assert.equal((await getOrder(ctx(), t, o.id)).headers.etag, '"2"');
     const missing = await getOrder(ctx(), t, 'ord_missing');
-    assert.deepEqual([missing.status, missing.body.errorCode, missing.body.message, missing.body.error], [404, 'NOT_FOUND', 'Order not found', 'Order not found']);
+    assert.deepEqual(
+      [missing.status, missing.body.errorCode, missing.body.message, missing.body.error],
+      [404, 'NOT_FOUND', 'Order not found', 'Order not found'],
+    );
     await ctx().request('DELETE', `/api/v1/orders/${o.id}`, { as: t });
     assert.equal((await getOrder(ctx(), t, o.id)).body.message, 'Order not found');
   });

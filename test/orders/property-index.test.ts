@@ -7,8 +7,40 @@ import { canonicalNumber, propertyPaths } from '../../src/orders/projections/pro
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
 import { createFixture, createOrder, patchOrder } from '../helpers/orders.ts';
 
-const PATHS = ['a', 'a.b', 'a.b.c', 'a.x', 'sage200Evo', 'sage200Evo.salesOrderNo', 'n', 'flag', 'tags', 'tags.0', 'k-1', 'deep.l1.l2.l3', 'missing'];
-const VALUES = ['456', '456.0', '4.56e2', '0456', 'true', 'false', 'null', 'x', 'abc', '0', '-0', '1e21', '0.1', '0.10', '1', '-3.5', 'Completed'];
+const PATHS = [
+  'a',
+  'a.b',
+  'a.b.c',
+  'a.x',
+  'sage200Evo',
+  'sage200Evo.salesOrderNo',
+  'n',
+  'flag',
+  'tags',
+  'tags.0',
+  'k-1',
+  'deep.l1.l2.l3',
+  'missing',
+];
+const VALUES = [
+  '456',
+  '456.0',
+  '4.56e2',
+  '0456',
+  'true',
+  'false',
+  'null',
+  'x',
+  'abc',
+  '0',
+  '-0',
+  '1e21',
+  '0.1',
+  '0.10',
+  '1',
+  '-3.5',
+  'Completed',
+];
 
 /**
  * Every property filter through the API, against the JSON functions (the implementation the side
@@ -17,12 +49,17 @@ const VALUES = ['456', '456.0', '4.56e2', '0456', 'true', 'false', 'null', 'x', 
 async function assertFiltersExact(ctx: TestContext, t: Tenant) {
   const { db } = ctx;
   const brute = async (filter: { segments: string[]; value?: string; exists?: boolean }, phase?: string) => {
-    let query = db.selectFrom('orders').select('id')
-      .where('business_id', '=', t.businessId).where('deleted_at', 'is', null);
+    let query = db
+      .selectFrom('orders')
+      .select('id')
+      .where('business_id', '=', t.businessId)
+      .where('deleted_at', 'is', null);
     if (phase) query = query.where('phase', '=', phase);
     const rows = await query
       .where(propertyCondition(db, sql.ref('properties'), filter))
-      .orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .execute();
     return rows.map((r) => r.id);
   };
   const check = async (query: string, filter: { segments: string[]; value?: string; exists?: boolean }) => {
@@ -32,7 +69,11 @@ async function assertFiltersExact(ctx: TestContext, t: Tenant) {
       const q = phase ? `${query}&phase=${phase}` : query;
       const res = await ctx.request('GET', `/api/v1/orders?limit=100&${q}`, { as: t });
       assert.equal(res.status, 200, JSON.stringify(res.body));
-      assert.deepEqual(res.body.items.map((o: { id: string }) => o.id), expected.slice(0, 100), q);
+      assert.deepEqual(
+        res.body.items.map((o: { id: string }) => o.id),
+        expected.slice(0, 100),
+        q,
+      );
       assert.equal(res.body.total, expected.length, `total of ${q}`);
     }
   };
@@ -40,19 +81,40 @@ async function assertFiltersExact(ctx: TestContext, t: Tenant) {
     const segments = path.split('.');
     await check(`propertyPath=${path}&propertyExists=true`, { segments, exists: true });
     await check(`propertyPath=${path}&propertyExists=false`, { segments, exists: false });
-    for (const value of VALUES) await check(`propertyPath=${path}&propertyValue=${encodeURIComponent(value)}`, { segments, value });
+    for (const value of VALUES)
+      await check(`propertyPath=${path}&propertyValue=${encodeURIComponent(value)}`, { segments, value });
   }
   // The side table itself: exactly the paths of each live order's properties, counts per path equal to the rows.
-  const live = await db.selectFrom('orders').select(['id', 'properties']).where('business_id', '=', t.businessId).where('deleted_at', 'is', null).execute();
-  const expectedRows = live.flatMap((o) => propertyPaths(o.properties).map((p) => `${o.id} ${p.path} ${p.value}`)).sort();
-  const rows = await db.selectFrom('order_properties').select(['order_id', 'path', 'value']).where('business_id', '=', t.businessId).execute();
+  const live = await db
+    .selectFrom('orders')
+    .select(['id', 'properties'])
+    .where('business_id', '=', t.businessId)
+    .where('deleted_at', 'is', null)
+    .execute();
+  const expectedRows = live
+    .flatMap((o) => propertyPaths(o.properties).map((p) => `${o.id} ${p.path} ${p.value}`))
+    .sort();
+  const rows = await db
+    .selectFrom('order_properties')
+    .select(['order_id', 'path', 'value'])
+    .where('business_id', '=', t.businessId)
+    .execute();
   assert.deepEqual(rows.map((r) => `${r.order_id} ${r.path} ${r.value}`).sort(), expectedRows);
   const perPath = new Map<string, number>();
   for (const r of rows) perPath.set(r.path, (perPath.get(r.path) ?? 0) + 1);
-  const counts = await db.selectFrom('order_property_counts').select(['path', sql<string>`sum(n)`.as('n')])
-    .where('business_id', '=', t.businessId).groupBy('path').execute();
-  assert.deepEqual(counts.filter((c) => Number(c.n) !== 0).map((c) => `${c.path}=${Number(c.n)}`).sort(),
-    [...perPath].map(([p, n]) => `${p}=${n}`).sort());
+  const counts = await db
+    .selectFrom('order_property_counts')
+    .select(['path', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', t.businessId)
+    .groupBy('path')
+    .execute();
+  assert.deepEqual(
+    counts
+      .filter((c) => Number(c.n) !== 0)
+      .map((c) => `${c.path}=${Number(c.n)}`)
+      .sort(),
+    [...perPath].map(([p, n]) => `${p}=${n}`).sort(),
+  );
 }
 
 describeEachBackend('order property side index', (ctx) => {
@@ -90,7 +152,12 @@ describeEachBackend('order property side index', (ctx) => {
     ];
     const orders = [];
     for (const [i, properties] of shapes.entries()) {
-      orders.push(await createOrder(ctx(), t, f, { ...(properties !== null && { properties }), ...(i % 3 === 0 && { phase: 'ACTIVE' }) }));
+      orders.push(
+        await createOrder(ctx(), t, f, {
+          ...(properties !== null && { properties }),
+          ...(i % 3 === 0 && { phase: 'ACTIVE' }),
+        }),
+      );
     }
     await assertFiltersExact(ctx(), t);
 
@@ -113,24 +180,36 @@ describeEachBackend('order property side index', (ctx) => {
     await assertFiltersExact(ctx(), t);
 
     // Soft deletes take the order out of every filter and count.
-    for (const i of [2, 10]) assert.equal((await ctx().request('DELETE', `/api/v1/orders/${orders[i].id}`, { as: t })).status, 204);
+    for (const i of [2, 10])
+      assert.equal((await ctx().request('DELETE', `/api/v1/orders/${orders[i].id}`, { as: t })).status, 204);
     await assertFiltersExact(ctx(), t);
 
     // Concurrent PATCHes of one order and of different orders.
     const writes = [];
     for (let i = 0; i < 10; i++) {
-      writes.push(patchOrder(ctx(), t, orders[0].id, { order: { properties: { a: { b: i % 2 === 0 ? i : null, [`k${i}`]: i } } } }));
+      writes.push(
+        patchOrder(ctx(), t, orders[0].id, {
+          order: { properties: { a: { b: i % 2 === 0 ? i : null, [`k${i}`]: i } } },
+        }),
+      );
       writes.push(patchOrder(ctx(), t, orders[8 + (i % 4)].id, { order: { properties: { n: i, flag: i % 3 === 0 } } }));
     }
     writes.push(ctx().request('DELETE', `/api/v1/orders/${orders[9].id}`, { as: t }));
     const results = await Promise.all(writes);
-    assert.ok(results.every((r) => [200, 204, 404].includes(r.status)), JSON.stringify(results.map((r) => r.status)));
+    assert.ok(
+      results.every((r) => [200, 204, 404].includes(r.status)),
+      JSON.stringify(results.map((r) => r.status)),
+    );
     await assertFiltersExact(ctx(), t);
 
     // With includeDeleted the JSON functions answer (deleted orders are not in the side table).
     const all = await ctx().request('GET', '/api/v1/orders?includeDeleted=true&propertyPath=a.b', { as: t });
-    const expected = await ctx().db.selectFrom('orders').select('id').where('business_id', '=', t.businessId)
-      .where(propertyCondition(ctx().db, sql.ref('properties'), { segments: ['a', 'b'] })).execute();
+    const expected = await ctx()
+      .db.selectFrom('orders')
+      .select('id')
+      .where('business_id', '=', t.businessId)
+      .where(propertyCondition(ctx().db, sql.ref('properties'), { segments: ['a', 'b'] }))
+      .execute();
     assert.equal(all.body.total, expected.length);
   });
 });
@@ -154,9 +233,18 @@ describeEachBackend('order property side index: long values', (ctx) => {
       return { total: res.body.total, ids: res.body.items.map((o: { id: string }) => o.id).sort() };
     };
     assert.deepEqual(await list('propertyPath=note'), { total: 3, ids: [a.id, b.id, c.id].sort() });
-    assert.deepEqual(await list(`propertyPath=note&propertyValue=${encodeURIComponent(wide)}`), { total: 1, ids: [b.id] });
-    assert.deepEqual(await list(`propertyPath=note&propertyValue=${encodeURIComponent(wide.slice(1))}`), { total: 1, ids: [c.id] });
-    assert.deepEqual(await list(`propertyPath=note&propertyValue=${encodeURIComponent(wide.slice(2))}`), { total: 0, ids: [] });
+    assert.deepEqual(await list(`propertyPath=note&propertyValue=${encodeURIComponent(wide)}`), {
+      total: 1,
+      ids: [b.id],
+    });
+    assert.deepEqual(await list(`propertyPath=note&propertyValue=${encodeURIComponent(wide.slice(1))}`), {
+      total: 1,
+      ids: [c.id],
+    });
+    assert.deepEqual(await list(`propertyPath=note&propertyValue=${encodeURIComponent(wide.slice(2))}`), {
+      total: 0,
+      ids: [],
+    });
     await assertFiltersExact(ctx(), t);
   });
 });

@@ -62,12 +62,23 @@ async function openSecondInstance(ctx: TestContext): Promise<{ app: App; close()
   const app = await createApp({ db: handle.db, config: ctx.config, rateLimiter: null });
   await app.ready();
   checkResponsesOf(app);
-  return { app, close: async () => { await app.close(); await handle.close(); } };
+  return {
+    app,
+    close: async () => {
+      await app.close();
+      await handle.close();
+    },
+  };
 }
 
 async function inject(app: App, as: Tenant, method: 'GET' | 'PATCH', url: string, body?: object) {
   const headers = body === undefined ? as.headers : { ...as.headers, 'content-type': 'application/json' };
-  const res = await app.inject({ method, url, headers, payload: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await app.inject({
+    method,
+    url,
+    headers,
+    payload: body === undefined ? undefined : JSON.stringify(body),
+  });
   return { status: res.statusCode, body: res.json(), text: res.body };
 }
 
@@ -101,7 +112,8 @@ describeEachBackend('Rendered orders (GET /api/v1/orders/:id and lists)', (ctx) 
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);
     const order = await createOrder(ctx(), t, f);
-    const list = async () => (await ctx().request('GET', '/api/v1/orders', { as: t })).body.items.find((o: any) => o.id === order.id);
+    const list = async () =>
+      (await ctx().request('GET', '/api/v1/orders', { as: t })).body.items.find((o: any) => o.id === order.id);
     await getOrder(ctx(), t, order.id);
     await list();
 
@@ -131,7 +143,9 @@ describeEachBackend('Rendered orders (GET /api/v1/orders/:id and lists)', (ctx) 
     try {
       assert.equal((await getOrder(ctx(), t, order.id)).body.version, 1);
       assert.equal((await ctx().request('GET', '/api/v1/orders', { as: t })).body.items[0].version, 1);
-      const patched = await inject(other.app, t, 'PATCH', `/api/v1/orders/${order.id}`, { order: { status: 'ACCEPTED' } });
+      const patched = await inject(other.app, t, 'PATCH', `/api/v1/orders/${order.id}`, {
+        order: { status: 'ACCEPTED' },
+      });
       assert.equal(patched.status, 200, patched.text);
 
       const seen = await getOrder(ctx(), t, order.id);
@@ -143,7 +157,7 @@ describeEachBackend('Rendered orders (GET /api/v1/orders/:id and lists)', (ctx) 
     }
   });
 
-  it('never serves one business\'s cached order to another', async () => {
+  it("never serves one business's cached order to another", async () => {
     const owner = await ctx().createTenant();
     const stranger = await ctx().createTenant('Other Supplier');
     const order = await createOrder(ctx(), owner, await createFixture(ctx(), owner));

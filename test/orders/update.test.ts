@@ -5,8 +5,15 @@ import { securityCases } from '../helpers/security.ts';
 import { createFixture, createOrder, getOrder, patchOrder, type OrderFixture } from '../helpers/orders.ts';
 
 const DUPLICATE = 'one or more order items already exist; an order can only have one item per item list entry';
-const newItem = (entryId: string, extra: Record<string, unknown> = {}) =>
-  ({ itemListEntryId: entryId, quantity: 1, unitOfMeasure: 'EA', currency: 'AUD', price: 1, cost: 0.5, ...extra });
+const newItem = (entryId: string, extra: Record<string, unknown> = {}) => ({
+  itemListEntryId: entryId,
+  quantity: 1,
+  unitOfMeasure: 'EA',
+  currency: 'AUD',
+  price: 1,
+  cost: 0.5,
+  ...extra,
+});
 
 async function setup(ctx: TestContext): Promise<{ t: Tenant; f: OrderFixture; order: any }> {
   const t = await ctx.createTenant();
@@ -26,8 +33,14 @@ describeEachBackend('PATCH /api/v1/orders/:id', (ctx) => {
     const { t, order } = await setup(ctx());
     const res = await patchOrder(ctx(), t, order.id, {
       order: {
-        phase: 'CANCELLED', status: 'IN_TRANSIT', externalReference: 'PO-1', notes: 'n', deliveryAddress: 'addr',
-        expectedDeliveryAt: '2031-02-03T04:05:06Z', shippedBy: '2031-01-01T00:00:00Z', shippedAt: '2031-01-02T00:00:00.5+01:00',
+        phase: 'CANCELLED',
+        status: 'IN_TRANSIT',
+        externalReference: 'PO-1',
+        notes: 'n',
+        deliveryAddress: 'addr',
+        expectedDeliveryAt: '2031-02-03T04:05:06Z',
+        shippedBy: '2031-01-01T00:00:00Z',
+        shippedAt: '2031-01-02T00:00:00.5+01:00',
         deliveredAt: '2031-01-03T00:00:00Z',
       },
     });
@@ -35,35 +48,63 @@ describeEachBackend('PATCH /api/v1/orders/:id', (ctx) => {
     assert.equal(res.headers.etag, '"2"');
     const o = res.body;
     // Phase and status move freely: CANCELLED with a status showing dispatch is allowed (contract 3.3).
-    assert.deepEqual([o.phase, o.status, o.externalReference, o.notes, o.deliveryAddress], ['CANCELLED', 'IN_TRANSIT', 'PO-1', 'n', 'addr']);
-    assert.deepEqual([o.expectedDeliveryAt, o.shippedBy, o.shippedAt, o.deliveredAt],
-      ['2031-02-03T04:05:06.000Z', '2031-01-01T00:00:00.000Z', '2031-01-01T23:00:00.500Z', '2031-01-03T00:00:00.000Z']);
+    assert.deepEqual(
+      [o.phase, o.status, o.externalReference, o.notes, o.deliveryAddress],
+      ['CANCELLED', 'IN_TRANSIT', 'PO-1', 'n', 'addr'],
+    );
+    assert.deepEqual(
+      [o.expectedDeliveryAt, o.shippedBy, o.shippedAt, o.deliveredAt],
+      ['2031-02-03T04:05:06.000Z', '2031-01-01T00:00:00.000Z', '2031-01-01T23:00:00.500Z', '2031-01-03T00:00:00.000Z'],
+    );
     assert.equal(o.version, 2);
     assert.ok(o.updatedAt > order.updatedAt);
     assert.equal(o.createdAt, order.createdAt);
     assert.deepEqual((await getOrder(ctx(), t, order.id)).body, o);
-    const cleared = await patchOrder(ctx(), t, order.id, { order: { notes: null, shippedAt: null, externalReference: null } });
-    assert.deepEqual([cleared.body.notes, cleared.body.shippedAt, cleared.body.externalReference, cleared.body.version], [null, null, null, 3]);
+    const cleared = await patchOrder(ctx(), t, order.id, {
+      order: { notes: null, shippedAt: null, externalReference: null },
+    });
+    assert.deepEqual(
+      [cleared.body.notes, cleared.body.shippedAt, cleared.body.externalReference, cleared.body.version],
+      [null, null, null, 3],
+    );
   });
 
   it('rule 1: core fields, item creates, updates and deletes in one request', async () => {
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);
-    const order = await createOrder(ctx(), t, f, { orderItems: [{ itemVariantId: f.variantIds[0], quantity: 1 }, { itemVariantId: f.variantIds[1], quantity: 1 }] });
+    const order = await createOrder(ctx(), t, f, {
+      orderItems: [
+        { itemVariantId: f.variantIds[0], quantity: 1 },
+        { itemVariantId: f.variantIds[1], quantity: 1 },
+      ],
+    });
     const [first, second] = order.orderItems;
     const res = await patchOrder(ctx(), t, order.id, {
       order: { status: 'PACKED' },
       createOrderItems: [newItem(f.entryIds[2], { quantity: 2, price: 3, properties: { n: 1 } })],
-      updateOrderItems: [{ id: first.id, quantity: 4, unitOfMeasure: 'box', price: 2, cost: 1, lineNumber: 5, properties: { a: 1 } }],
+      updateOrderItems: [
+        { id: first.id, quantity: 4, unitOfMeasure: 'box', price: 2, cost: 1, lineNumber: 5, properties: { a: 1 } },
+      ],
       deleteOrderItems: [second.id],
     });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(res.body.status, 'PACKED');
     const items = res.body.orderItems;
-    assert.deepEqual(items.map((i: any) => [i.itemListEntryId, i.quantity, i.unitOfMeasure, i.price, i.cost, i.lineNumber, i.properties]), [
-      [f.entryIds[2], 2, 'EA', '3.00', '0.50', 3, { n: 1 }],
-      [f.entryIds[0], 4, 'box', '2.00', '1.00', 5, { a: 1 }],
-    ]);
+    assert.deepEqual(
+      items.map((i: any) => [
+        i.itemListEntryId,
+        i.quantity,
+        i.unitOfMeasure,
+        i.price,
+        i.cost,
+        i.lineNumber,
+        i.properties,
+      ]),
+      [
+        [f.entryIds[2], 2, 'EA', '3.00', '0.50', 3, { n: 1 }],
+        [f.entryIds[0], 4, 'box', '2.00', '1.00', 5, { a: 1 }],
+      ],
+    );
     assert.equal(res.body.totalAmount, '14.00');
     assert.equal(res.body.version, 2);
   });
@@ -72,7 +113,10 @@ describeEachBackend('PATCH /api/v1/orders/:id', (ctx) => {
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);
     const order = await createOrder(ctx(), t, f, {
-      orderItems: [{ itemVariantId: f.variantIds[0], quantity: 1, properties: { keep: true } }, { itemVariantId: f.variantIds[1], quantity: 1 }],
+      orderItems: [
+        { itemVariantId: f.variantIds[0], quantity: 1, properties: { keep: true } },
+        { itemVariantId: f.variantIds[1], quantity: 1 },
+      ],
     });
     const [first, second] = order.orderItems;
     const res = await patchOrder(ctx(), t, order.id, {
@@ -95,11 +139,19 @@ describeEachBackend('PATCH /api/v1/orders/:id', (ctx) => {
 
   it('rule 2: properties deep-merge: other namespaces and nested fields are kept', async () => {
     const t = await ctx().createTenant();
-    const order = await createOrder(ctx(), t, await createFixture(ctx(), t), { properties: { unleashed: { guid: '123' } } });
+    const order = await createOrder(ctx(), t, await createFixture(ctx(), t), {
+      properties: { unleashed: { guid: '123' } },
+    });
     const a = await patchOrder(ctx(), t, order.id, { order: { properties: { sage200Evo: { salesOrderNo: 456 } } } });
     assert.deepEqual(a.body.properties, { unleashed: { guid: '123' }, sage200Evo: { salesOrderNo: 456 } });
-    const b = await patchOrder(ctx(), t, order.id, { order: { properties: { sage200Evo: { invoiceNo: 'INV-9' }, tags: ['x'] } } });
-    assert.deepEqual(b.body.properties, { unleashed: { guid: '123' }, sage200Evo: { salesOrderNo: 456, invoiceNo: 'INV-9' }, tags: ['x'] });
+    const b = await patchOrder(ctx(), t, order.id, {
+      order: { properties: { sage200Evo: { invoiceNo: 'INV-9' }, tags: ['x'] } },
+    });
+    assert.deepEqual(b.body.properties, {
+      unleashed: { guid: '123' },
+      sage200Evo: { salesOrderNo: 456, invoiceNo: 'INV-9' },
+      tags: ['x'],
+    });
     const c = await patchOrder(ctx(), t, order.id, { order: { properties: { tags: ['y'] } } });
     assert.deepEqual(c.body.properties.tags, ['y']);
   });
@@ -115,7 +167,9 @@ describeEachBackend('PATCH /api/v1/orders/:id', (ctx) => {
 
   it('rule 4: sending back the fetched, edited properties object applies the edits and keeps the rest', async () => {
     const { t, order } = await setup(ctx());
-    await patchOrder(ctx(), t, order.id, { order: { properties: { unleashed: { guid: '1' }, sage200Evo: { salesOrderNo: 1 } } } });
+    await patchOrder(ctx(), t, order.id, {
+      order: { properties: { unleashed: { guid: '1' }, sage200Evo: { salesOrderNo: 1 } } },
+    });
     const fetched = (await getOrder(ctx(), t, order.id)).body.properties;
     const edited = { ...fetched, unleashed: null, sage200Evo: { ...fetched.sage200Evo, salesOrderNo: 2 } };
     const res = await patchOrder(ctx(), t, order.id, { order: { properties: edited } });
@@ -124,23 +178,34 @@ describeEachBackend('PATCH /api/v1/orders/:id', (ctx) => {
 
   it('rule 5: date-times take RFC 3339 and invalid ones give 400 by path', async () => {
     const { t, order } = await setup(ctx());
-    const res = await patchOrder(ctx(), t, order.id, { order: { shippedAt: '2031-02-30T00:00:00Z', deliveredAt: 'tomorrow', shippedBy: '2031-01-01' } });
+    const res = await patchOrder(ctx(), t, order.id, {
+      order: { shippedAt: '2031-02-30T00:00:00Z', deliveredAt: 'tomorrow', shippedBy: '2031-01-01' },
+    });
     assert.equal(res.status, 400);
-    assert.deepEqual(Object.keys(res.body.fieldErrors).sort(), ['order.deliveredAt', 'order.shippedAt', 'order.shippedBy']);
+    assert.deepEqual(Object.keys(res.body.fieldErrors).sort(), [
+      'order.deliveredAt',
+      'order.shippedAt',
+      'order.shippedBy',
+    ]);
     assert.equal((await getOrder(ctx(), t, order.id)).body.version, 1);
   });
 
-  it('rule 6: an item for an entry the order already has gives 400 with the contract\'s text', async () => {
+  it("rule 6: an item for an entry the order already has gives 400 with the contract's text", async () => {
     const { t, f, order } = await setup(ctx());
     const res = await patchOrder(ctx(), t, order.id, { createOrderItems: [newItem(f.entryIds[0])] });
     assert.equal(res.status, 400);
     assert.equal(res.body.error, DUPLICATE);
     assert.equal(res.body.message, DUPLICATE);
-    const twice = await patchOrder(ctx(), t, order.id, { createOrderItems: [newItem(f.entryIds[1]), newItem(f.entryIds[1])] });
+    const twice = await patchOrder(ctx(), t, order.id, {
+      createOrderItems: [newItem(f.entryIds[1]), newItem(f.entryIds[1])],
+    });
     assert.deepEqual([twice.status, twice.body.error], [400, DUPLICATE]);
     assert.equal((await getOrder(ctx(), t, order.id)).body.orderItems.length, 1);
     // Deleting the item first frees its entry in the same request.
-    const replaced = await patchOrder(ctx(), t, order.id, { deleteOrderItems: [order.orderItems[0].id], createOrderItems: [newItem(f.entryIds[0], { quantity: 7 })] });
+    const replaced = await patchOrder(ctx(), t, order.id, {
+      deleteOrderItems: [order.orderItems[0].id],
+      createOrderItems: [newItem(f.entryIds[0], { quantity: 7 })],
+    });
     assert.equal(replaced.status, 200, JSON.stringify(replaced.body));
     assert.equal(replaced.body.orderItems[0].quantity, 7);
   });
@@ -158,7 +223,12 @@ describeEachBackend('PATCH /api/v1/orders/:id', (ctx) => {
   it('rule 8: unknown order item ids give 404 listing them, and nothing changes', async () => {
     const { t, order } = await setup(ctx());
     const res = await patchOrder(ctx(), t, order.id, {
-      order: { notes: 'no' }, updateOrderItems: [{ id: 'oi_missing1', quantity: 2 }, { id: order.orderItems[0].id, quantity: 3 }], deleteOrderItems: ['oi_missing2'],
+      order: { notes: 'no' },
+      updateOrderItems: [
+        { id: 'oi_missing1', quantity: 2 },
+        { id: order.orderItems[0].id, quantity: 3 },
+      ],
+      deleteOrderItems: ['oi_missing2'],
     });
     assert.equal(res.status, 404);
     assert.equal(res.body.error, 'Order item(s) not found: oi_missing1, oi_missing2');
@@ -177,8 +247,10 @@ describeEachBackend('PATCH /api/v1/orders/:id', (ctx) => {
   it('rejects unknown keys at the top level, in order and in item objects, and bad enums by path', async () => {
     const { t, f, order } = await setup(ctx());
     const res = await patchOrder(ctx(), t, order.id, {
-      colour: 1, order: { phase: 'SHIPPED', size: 2 },
-      createOrderItems: [{ ...newItem(f.entryIds[1]), extra: 3 }], updateOrderItems: [{ id: order.orderItems[0].id, itemListEntryId: 'x' }],
+      colour: 1,
+      order: { phase: 'SHIPPED', size: 2 },
+      createOrderItems: [{ ...newItem(f.entryIds[1]), extra: 3 }],
+      updateOrderItems: [{ id: order.orderItems[0].id, itemListEntryId: 'x' }],
     });
     assert.equal(res.status, 400);
     assert.equal(res.body.errorCode, 'VALIDATION_ERROR');
@@ -195,9 +267,12 @@ describeEachBackend('PATCH /api/v1/orders/:id', (ctx) => {
     const { t, order } = await setup(ctx());
     const other = await ctx().createTenant();
     const g = await createFixture(ctx(), other);
-    const missing = await patchOrder(ctx(), t, order.id, { createOrderItems: [{ itemListEntryId: g.entryIds[1], quantity: 1 }] });
+    const missing = await patchOrder(ctx(), t, order.id, {
+      createOrderItems: [{ itemListEntryId: g.entryIds[1], quantity: 1 }],
+    });
     assert.equal(missing.status, 400);
-    for (const field of ['unitOfMeasure', 'currency', 'price', 'cost']) assert.equal(missing.body.fieldErrors[`createOrderItems.0.${field}`], 'Required');
+    for (const field of ['unitOfMeasure', 'currency', 'price', 'cost'])
+      assert.equal(missing.body.fieldErrors[`createOrderItems.0.${field}`], 'Required');
     const foreign = await patchOrder(ctx(), t, order.id, { createOrderItems: [newItem(g.entryIds[1])] });
     assert.equal(foreign.status, 400);
     assert.ok(foreign.body.fieldErrors['createOrderItems.0.itemListEntryId']);
@@ -207,26 +282,37 @@ describeEachBackend('PATCH /api/v1/orders/:id', (ctx) => {
   it('recomputes the total with decimals when items change, unless totalAmount is sent', async () => {
     const { t, f, order } = await setup(ctx());
     const a = await patchOrder(ctx(), t, order.id, {
-      updateOrderItems: [{ id: order.orderItems[0].id, quantity: 3, price: 0.1 }], createOrderItems: [newItem(f.entryIds[1], { price: 9.9 })],
+      updateOrderItems: [{ id: order.orderItems[0].id, quantity: 3, price: 0.1 }],
+      createOrderItems: [newItem(f.entryIds[1], { price: 9.9 })],
     });
     assert.equal(a.body.totalAmount, '10.20');
-    const b = await patchOrder(ctx(), t, order.id, { order: { totalAmount: 99.99 }, createOrderItems: [newItem(f.entryIds[2])] });
+    const b = await patchOrder(ctx(), t, order.id, {
+      order: { totalAmount: 99.99 },
+      createOrderItems: [newItem(f.entryIds[2])],
+    });
     assert.equal(b.body.totalAmount, '99.99');
     const c = await patchOrder(ctx(), t, order.id, { order: { notes: 'fields only' } });
     assert.equal(c.body.totalAmount, '99.99');
-    const d = await patchOrder(ctx(), t, order.id, { deleteOrderItems: [b.body.orderItems.find((i: any) => i.itemListEntryId === f.entryIds[2]).id] });
+    const d = await patchOrder(ctx(), t, order.id, {
+      deleteOrderItems: [b.body.orderItems.find((i: any) => i.itemListEntryId === f.entryIds[2]).id],
+    });
     assert.equal(d.body.totalAmount, '10.20');
   });
 
   it('keeps one currency: mixed item currencies or an order currency unlike the items give 400', async () => {
     const { t, f, order } = await setup(ctx());
-    const mixed = await patchOrder(ctx(), t, order.id, { createOrderItems: [newItem(f.entryIds[1], { currency: 'USD' })] });
+    const mixed = await patchOrder(ctx(), t, order.id, {
+      createOrderItems: [newItem(f.entryIds[1], { currency: 'USD' })],
+    });
     assert.equal(mixed.status, 400);
     assert.ok(mixed.body.fieldErrors.orderItems);
     const unlike = await patchOrder(ctx(), t, order.id, { order: { currency: 'USD' } });
     assert.equal(unlike.status, 400);
     assert.ok(unlike.body.fieldErrors['order.currency']);
-    const all = await patchOrder(ctx(), t, order.id, { order: { currency: 'USD' }, updateOrderItems: [{ id: order.orderItems[0].id, currency: 'USD' }] });
+    const all = await patchOrder(ctx(), t, order.id, {
+      order: { currency: 'USD' },
+      updateOrderItems: [{ id: order.orderItems[0].id, currency: 'USD' }],
+    });
     assert.equal(all.status, 200);
     assert.deepEqual([all.body.currency, all.body.orderItems[0].currency], ['USD', 'USD']);
   });
@@ -241,19 +327,31 @@ describeEachBackend('PATCH /api/v1/orders/:id', (ctx) => {
     assert.equal(stale.body.errorCode, 'PRECONDITION_FAILED');
     const after = (await getOrder(ctx(), t, order.id)).body;
     assert.deepEqual([after.notes, after.version], ['one', 2]);
-    assert.equal((await patchOrder(ctx(), t, order.id, { order: { notes: 'three' } }, { 'if-match': 'W/"2"' })).status, 200);
+    assert.equal(
+      (await patchOrder(ctx(), t, order.id, { order: { notes: 'three' } }, { 'if-match': 'W/"2"' })).status,
+      200,
+    );
     assert.equal((await patchOrder(ctx(), t, order.id, { order: { notes: 'four' } }, { 'if-match': '*' })).status, 200);
   });
 
   it('serialises concurrent PATCHes: 20 concurrent property merges all land', async () => {
     const { t, order } = await setup(ctx());
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) =>
-      patchOrder(ctx(), t, order.id, { order: { properties: { sync: { [`k${i}`]: i } } } })));
-    assert.deepEqual(results.map((r) => r.status), Array(20).fill(200));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        patchOrder(ctx(), t, order.id, { order: { properties: { sync: { [`k${i}`]: i } } } }),
+      ),
+    );
+    assert.deepEqual(
+      results.map((r) => r.status),
+      Array(20).fill(200),
+    );
     const after = (await getOrder(ctx(), t, order.id)).body;
     assert.equal(Object.keys(after.properties.sync).length, 20);
     assert.equal(after.version, 21);
-    assert.deepEqual(results.map((r) => r.body.version).sort((a, b) => a - b), Array.from({ length: 20 }, (_, i) => i + 2));
+    assert.deepEqual(
+      results.map((r) => r.body.version).sort((a, b) => a - b),
+      Array.from({ length: 20 }, (_, i) => i + 2),
+    );
   });
 
   it('replays a PATCH sent again with the same Idempotency-Key', async () => {

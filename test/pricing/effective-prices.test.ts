@@ -3,14 +3,30 @@ import { describe, it } from 'node:test';
 import { Decimal } from 'decimal.js';
 import fc from 'fast-check';
 import {
-  isListApplicable, priceEntry, resolveEffectivePrice, type EntryTerms, type ListTerms, type PricingCandidate, type VariantTerms,
+  isListApplicable,
+  priceEntry,
+  resolveEffectivePrice,
+  type EntryTerms,
+  type ListTerms,
+  type PricingCandidate,
+  type VariantTerms,
 } from '../../src/pricing/resolve.ts';
 
 const NOW = new Date('2025-06-15T12:00:00.000Z');
 const list = (over: Partial<ListTerms> = {}): ListTerms => ({
-  status: 'ACTIVE', globalPriceFactor: '1', globalCostFactor: '1', startDate: null, endDate: null, ...over,
+  status: 'ACTIVE',
+  globalPriceFactor: '1',
+  globalCostFactor: '1',
+  startDate: null,
+  endDate: null,
+  ...over,
 });
-const entry = (over: Partial<EntryTerms> = {}): EntryTerms => ({ id: 'ile_assigned', overrideFlatPrice: null, currency: null, ...over });
+const entry = (over: Partial<EntryTerms> = {}): EntryTerms => ({
+  id: 'ile_assigned',
+  overrideFlatPrice: null,
+  currency: null,
+  ...over,
+});
 const variant: VariantTerms = { price: '10.00', cost: '4', currency: 'AUD' };
 const defaults: PricingCandidate = { list: list(), entry: entry({ id: 'ile_default' }) };
 const same = (a: string, b: string | Decimal) => new Decimal(a).equals(new Decimal(b));
@@ -18,7 +34,8 @@ const same = (a: string, b: string | Decimal) => new Decimal(a).equals(new Decim
 describe('isListApplicable', () => {
   it('applies only ACTIVE lists', () => {
     assert.equal(isListApplicable(list(), NOW), true);
-    for (const status of ['INACTIVE', 'DRAFT', 'ARCHIVED']) assert.equal(isListApplicable(list({ status }), NOW), false);
+    for (const status of ['INACTIVE', 'DRAFT', 'ARCHIVED'])
+      assert.equal(isListApplicable(list({ status }), NOW), false);
   });
 
   it('covers now with both ends inclusive', () => {
@@ -26,14 +43,20 @@ describe('isListApplicable', () => {
     assert.equal(isListApplicable(list({ startDate: at, endDate: at }), NOW), true);
     assert.equal(isListApplicable(list({ startDate: '2025-06-15T12:00:00.001Z' }), NOW), false);
     assert.equal(isListApplicable(list({ endDate: '2025-06-15T11:59:59.999Z' }), NOW), false);
-    assert.equal(isListApplicable(list({ startDate: '2025-01-01T00:00:00Z', endDate: '2026-01-01T00:00:00+10:00' }), NOW), true);
+    assert.equal(
+      isListApplicable(list({ startDate: '2025-01-01T00:00:00Z', endDate: '2026-01-01T00:00:00+10:00' }), NOW),
+      true,
+    );
   });
 });
 
 describe('priceEntry', () => {
   it('uses the override when set, else price × globalPriceFactor', () => {
     assert.equal(priceEntry(variant, list({ globalPriceFactor: '1.15' }), entry()).price, '11.5');
-    assert.equal(priceEntry(variant, list({ globalPriceFactor: '1.15' }), entry({ overrideFlatPrice: '7.25' })).price, '7.25');
+    assert.equal(
+      priceEntry(variant, list({ globalPriceFactor: '1.15' }), entry({ overrideFlatPrice: '7.25' })).price,
+      '7.25',
+    );
     assert.equal(priceEntry(variant, list(), entry({ overrideFlatPrice: '0' })).price, '0');
   });
 
@@ -55,7 +78,12 @@ describe('priceEntry', () => {
 describe('resolveEffectivePrice', () => {
   it('uses the assigned list when it applies and lists the variant', () => {
     const assigned = { list: list({ globalPriceFactor: '0.9' }), entry: entry() };
-    assert.deepEqual(resolveEffectivePrice(variant, assigned, defaults, NOW), { entryId: 'ile_assigned', price: '9', cost: '4', currency: 'AUD' });
+    assert.deepEqual(resolveEffectivePrice(variant, assigned, defaults, NOW), {
+      entryId: 'ile_assigned',
+      price: '9',
+      cost: '4',
+      currency: 'AUD',
+    });
   });
 
   it('falls back to the default list when the assigned list is inactive, out of dates, or lacks the variant', () => {
@@ -66,7 +94,12 @@ describe('resolveEffectivePrice', () => {
       { list: list({ globalPriceFactor: '2' }), entry: null },
     ];
     for (const assigned of cases) {
-      assert.deepEqual(resolveEffectivePrice(variant, assigned, defaults, NOW), { entryId: 'ile_default', price: '10', cost: '4', currency: 'AUD' });
+      assert.deepEqual(resolveEffectivePrice(variant, assigned, defaults, NOW), {
+        entryId: 'ile_default',
+        price: '10',
+        cost: '4',
+        currency: 'AUD',
+      });
     }
     assert.equal(resolveEffectivePrice(variant, null, defaults, NOW)?.entryId, 'ile_default');
   });
@@ -88,8 +121,14 @@ const arbList = fc.record({
   status: fc.constantFrom('ACTIVE', 'INACTIVE', 'DRAFT', 'ARCHIVED'),
   globalPriceFactor: positiveFactor,
   globalCostFactor: positiveFactor,
-  startDate: fc.option(fc.integer({ min: NOW.getTime() - 1e10, max: NOW.getTime() + 1e10 }).map((t) => new Date(t).toISOString()), { nil: null }),
-  endDate: fc.option(fc.integer({ min: NOW.getTime() - 1e10, max: NOW.getTime() + 1e10 }).map((t) => new Date(t).toISOString()), { nil: null }),
+  startDate: fc.option(
+    fc.integer({ min: NOW.getTime() - 1e10, max: NOW.getTime() + 1e10 }).map((t) => new Date(t).toISOString()),
+    { nil: null },
+  ),
+  endDate: fc.option(
+    fc.integer({ min: NOW.getTime() - 1e10, max: NOW.getTime() + 1e10 }).map((t) => new Date(t).toISOString()),
+    { nil: null },
+  ),
 });
 const arbEntry = fc.record({
   id: fc.constant('ile_assigned'),
@@ -99,35 +138,46 @@ const arbEntry = fc.record({
 
 describe('resolveEffectivePrice properties', () => {
   it('an applicable list prices exactly: override, else price × factor; cost × factor', () => {
-    fc.assert(fc.property(arbVariant, arbList, arbEntry, (v, l, e) => {
-      const result = resolveEffectivePrice(v, { list: l, entry: e }, defaults, NOW)!;
-      if (!isListApplicable(l, NOW)) return result.entryId === 'ile_default';
-      const price = e.overrideFlatPrice ?? new Decimal(v.price).times(l.globalPriceFactor);
-      return result.entryId === 'ile_assigned' && same(result.price, price)
-        && same(result.cost, new Decimal(v.cost ?? 0).times(l.globalCostFactor))
-        && result.currency === (e.currency ?? v.currency);
-    }));
+    fc.assert(
+      fc.property(arbVariant, arbList, arbEntry, (v, l, e) => {
+        const result = resolveEffectivePrice(v, { list: l, entry: e }, defaults, NOW)!;
+        if (!isListApplicable(l, NOW)) return result.entryId === 'ile_default';
+        const price = e.overrideFlatPrice ?? new Decimal(v.price).times(l.globalPriceFactor);
+        return (
+          result.entryId === 'ile_assigned' &&
+          same(result.price, price) &&
+          same(result.cost, new Decimal(v.cost ?? 0).times(l.globalCostFactor)) &&
+          result.currency === (e.currency ?? v.currency)
+        );
+      }),
+    );
   });
 
   it('a list that does not apply never changes the price: the default list decides', () => {
-    fc.assert(fc.property(arbVariant, arbList, arbEntry, (v, l, e) => {
-      fc.pre(!isListApplicable(l, NOW));
-      const withList = resolveEffectivePrice(v, { list: l, entry: e }, defaults, NOW);
-      return JSON.stringify(withList) === JSON.stringify(resolveEffectivePrice(v, null, defaults, NOW));
-    }));
+    fc.assert(
+      fc.property(arbVariant, arbList, arbEntry, (v, l, e) => {
+        fc.pre(!isListApplicable(l, NOW));
+        const withList = resolveEffectivePrice(v, { list: l, entry: e }, defaults, NOW);
+        return JSON.stringify(withList) === JSON.stringify(resolveEffectivePrice(v, null, defaults, NOW));
+      }),
+    );
   });
 
-  it('the default list (factors 1, no override) charges the variant\'s own price and cost', () => {
-    fc.assert(fc.property(arbVariant, (v) => {
-      const result = resolveEffectivePrice(v, null, defaults, NOW)!;
-      return same(result.price, v.price) && same(result.cost, v.cost ?? '0') && result.currency === v.currency;
-    }));
+  it("the default list (factors 1, no override) charges the variant's own price and cost", () => {
+    fc.assert(
+      fc.property(arbVariant, (v) => {
+        const result = resolveEffectivePrice(v, null, defaults, NOW)!;
+        return same(result.price, v.price) && same(result.cost, v.cost ?? '0') && result.currency === v.currency;
+      }),
+    );
   });
 
   it('prices are never negative and are plain decimal text (no exponent, no float artefacts)', () => {
-    fc.assert(fc.property(arbVariant, arbList, arbEntry, (v, l, e) => {
-      const { price, cost } = resolveEffectivePrice(v, { list: l, entry: e }, defaults, NOW)!;
-      return [price, cost].every((x) => /^\d+(\.\d+)?$/.test(x));
-    }));
+    fc.assert(
+      fc.property(arbVariant, arbList, arbEntry, (v, l, e) => {
+        const { price, cost } = resolveEffectivePrice(v, { list: l, entry: e }, defaults, NOW)!;
+        return [price, cost].every((x) => /^\d+(\.\d+)?$/.test(x));
+      }),
+    );
   });
 });

@@ -4,7 +4,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import {
-  call, cliCreateBusiness, createCatalogue, createPgDatabase, missing, orderBody, sleep, startServers, type Server, type Tenant,
+  call,
+  cliCreateBusiness,
+  createCatalogue,
+  createPgDatabase,
+  missing,
+  orderBody,
+  sleep,
+  startServers,
+  type Server,
+  type Tenant,
 } from './helpers.ts';
 
 const ORDERS = 60;
@@ -16,11 +25,21 @@ const SECONDS = Number(process.env.RELIABILITY_COMMIT_ORDER_SECONDS || 8);
  * with `includeDeleted=true`, page until a page is short, keep what comes. Returns how many orders
  * the poll brought.
  */
-async function pollAsTheGuideSays(base: string, as: Tenant, copy: Map<string, any>, cursor: { since: string }): Promise<number> {
+async function pollAsTheGuideSays(
+  base: string,
+  as: Tenant,
+  copy: Map<string, any>,
+  cursor: { since: string },
+): Promise<number> {
   let brought = 0;
   let largest = cursor.since;
   for (let page = 1; ; page++) {
-    const res = await call(base, 'GET', `/api/v1/orders?modifiedSince=${encodeURIComponent(cursor.since)}&includeDeleted=true&limit=100&page=${page}`, { as });
+    const res = await call(
+      base,
+      'GET',
+      `/api/v1/orders?modifiedSince=${encodeURIComponent(cursor.since)}&includeDeleted=true&limit=100&page=${page}`,
+      { as },
+    );
     assert.equal(res.status, 200, JSON.stringify(res.body));
     for (const order of res.body.items) {
       copy.set(order.id, order);
@@ -41,7 +60,10 @@ async function writeWhilePolling(servers: Server[], as: Tenant): Promise<void> {
   const { variantId, buyerId } = await createCatalogue(servers[0].base, as);
   const ids: string[] = [];
   for (let i = 0; i < ORDERS; i++) {
-    const created = await call(servers[i % servers.length].base, 'POST', `/api/v1/buyers/${buyerId}/orders`, { as, body: orderBody(variantId) });
+    const created = await call(servers[i % servers.length].base, 'POST', `/api/v1/buyers/${buyerId}/orders`, {
+      as,
+      body: orderBody(variantId),
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     ids.push(created.body.id);
   }
@@ -53,7 +75,8 @@ async function writeWhilePolling(servers: Server[], as: Tenant): Promise<void> {
     for (let n = 0; writing; n++) {
       const id = ids[(w * 7 + n * 13) % ids.length];
       const res = await call(servers[(w + n) % servers.length].base, 'PATCH', `/api/v1/orders/${id}`, {
-        as, body: { order: { properties: { sync: { [`w${w}`]: n } }, notes: `writer ${w}, write ${n}` } },
+        as,
+        body: { order: { properties: { sync: { [`w${w}`]: n } }, notes: `writer ${w}, write ${n}` } },
       });
       assert.equal(res.status, 200, JSON.stringify(res.body));
       writes++;
@@ -73,7 +96,9 @@ async function writeWhilePolling(servers: Server[], as: Tenant): Promise<void> {
     assert.equal(live.status, 200);
     if (JSON.stringify(copy.get(id)) !== JSON.stringify(live.body)) stale.push(id);
   }
-  console.log(`# commit order: ${servers.length} instance(s), ${WRITERS} writers, ${writes} PATCHes in ${SECONDS} s; stale orders in the poller's copy: ${stale.length} of ${ORDERS}`);
+  console.log(
+    `# commit order: ${servers.length} instance(s), ${WRITERS} writers, ${writes} PATCHes in ${SECONDS} s; stale orders in the poller's copy: ${stale.length} of ${ORDERS}`,
+  );
   assert.ok(writes > ORDERS, `the writers made ${writes} writes`);
   assert.deepEqual(stale, [], 'orders whose final state the poller never saw');
 }
@@ -81,13 +106,17 @@ async function writeWhilePolling(servers: Server[], as: Tenant): Promise<void> {
 describe('A poller that follows the README misses no update while writers race it', () => {
   const skip = missing('postgres');
   const cleanups: Array<() => Promise<void>> = [];
-  after(async () => { for (const cleanup of cleanups.reverse()) await cleanup(); });
+  after(async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+  });
 
   it('[postgres] three instances', { skip: skip ?? false, timeout: 180_000 }, async () => {
     const database = await createPgDatabase();
     cleanups.push(() => database.drop());
     const servers = await startServers(3, { DATABASE_URL: database.url });
-    cleanups.push(async () => { await Promise.all(servers.map((s) => s.stop())); });
+    cleanups.push(async () => {
+      await Promise.all(servers.map((s) => s.stop()));
+    });
     await writeWhilePolling(servers, await cliCreateBusiness(database.url, 'Commit order'));
   });
 
@@ -96,7 +125,9 @@ describe('A poller that follows the README misses no update while writers race i
     cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
     const url = `sqlite:${join(dir, 'db.sqlite')}`;
     const servers = await startServers(1, { DATABASE_URL: url });
-    cleanups.push(async () => { await Promise.all(servers.map((s) => s.stop())); });
+    cleanups.push(async () => {
+      await Promise.all(servers.map((s) => s.stop()));
+    });
     await writeWhilePolling(servers, await cliCreateBusiness(url, 'Commit order'));
   });
 });

@@ -45,10 +45,11 @@ export interface Server {
   stop(): Promise<void>;
 }
 
-const exited = (child: ChildProcess) => new Promise<void>((resolve) => {
-  if (child.exitCode !== null || child.signalCode !== null) return resolve();
-  child.once('exit', () => resolve());
-});
+const exited = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+  });
 
 /**
  * Starts `count` servers at once. If one fails to start, the others are killed before the error is
@@ -66,17 +67,30 @@ export async function startServers(count: number, env: Record<string, string>): 
  * Spawns a server process (`node` with `args`) on a free port and waits for "listening on": the
  * one way every reliability test starts a server, whatever it runs.
  */
-export function spawnServer(args: string[], options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<Server> {
+export function spawnServer(
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<Server> {
   const child = spawn(process.execPath, args, {
-    cwd: options.cwd, env: { ...baseEnv, PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_RPS: '0', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: options.cwd,
+    env: { ...baseEnv, PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_RPS: '0', ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  const append = (d: Buffer) => { out = (out + d).slice(-200_000); };
+  const append = (d: Buffer) => {
+    out = (out + d).slice(-200_000);
+  };
   child.stdout!.on('data', append);
   child.stderr!.on('data', append);
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start:\n${out}`)); }, options.timeoutMs ?? 60_000);
-    const onExit = (code: number | null) => { clearTimeout(timer); reject(new Error(`server exited ${code}:\n${out}`)); };
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start:\n${out}`));
+    }, options.timeoutMs ?? 60_000);
+    const onExit = (code: number | null) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited ${code}:\n${out}`));
+    };
     child.once('exit', onExit);
     child.stdout!.on('data', function check() {
       const m = out.match(/listening on (http:\/\/\S+)/);
@@ -85,8 +99,13 @@ export function spawnServer(args: string[], options: { cwd?: string; env?: Recor
       child.off('exit', onExit);
       child.stdout!.off('data', check);
       resolve({
-        child, base: m[1], output: () => out,
-        kill: async () => { child.kill('SIGKILL'); await exited(child); },
+        child,
+        base: m[1],
+        output: () => out,
+        kill: async () => {
+          child.kill('SIGKILL');
+          await exited(child);
+        },
         stop: async () => {
           // A server that does not drain within 15 s is killed: a hung one must not hold CI.
           const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
@@ -116,7 +135,8 @@ export async function buildBundle(name: string): Promise<{ outdir: string; remov
   assert.match(build, /--outdir=dist\b/);
   const outdir = `.bundle-${name}-${randomBytes(4).toString('hex')}`;
   await run('sh', ['-c', build.replace('--outdir=dist', `--outdir=${outdir}`)], {
-    cwd: root, env: { ...baseEnv, PATH: `${join(root, 'node_modules', '.bin')}:${process.env.PATH}` },
+    cwd: root,
+    env: { ...baseEnv, PATH: `${join(root, 'node_modules', '.bin')}:${process.env.PATH}` },
   });
   return { outdir, remove: () => rmSync(join(root, outdir), { recursive: true, force: true }) };
 }
@@ -127,13 +147,27 @@ export function startBundle(outdir: string, env: Record<string, string>): Promis
   return spawnServer(['--throw-deprecation', ...start.args], { env: { ...start.env, ...env } });
 }
 
-export interface Tenant { businessId: string; apiKey: string; headers: Record<string, string> }
+export interface Tenant {
+  businessId: string;
+  apiKey: string;
+  headers: Record<string, string>;
+}
 
 /** `src/cli.ts business create --json` against DATABASE_URL, as an operator would. */
-export async function cliCreateBusiness(databaseUrl: string, name = 'Reliability Supplier', cwd?: string, env: Record<string, string> = {}): Promise<Tenant> {
-  const { stdout } = await run(process.execPath, [...typescriptIn(cwd), 'src/cli.ts', 'business', 'create', '--name', name, '--json'], {
-    cwd, env: { ...baseEnv, DATABASE_URL: databaseUrl, ...env },
-  });
+export async function cliCreateBusiness(
+  databaseUrl: string,
+  name = 'Reliability Supplier',
+  cwd?: string,
+  env: Record<string, string> = {},
+): Promise<Tenant> {
+  const { stdout } = await run(
+    process.execPath,
+    [...typescriptIn(cwd), 'src/cli.ts', 'business', 'create', '--name', name, '--json'],
+    {
+      cwd,
+      env: { ...baseEnv, DATABASE_URL: databaseUrl, ...env },
+    },
+  );
   const { businessId, apiKey } = JSON.parse(stdout.trim().split('\n').pop()!);
   return { businessId, apiKey, headers: { 'x-business-id': businessId, 'x-api-key': apiKey } };
 }
@@ -158,17 +192,34 @@ export async function createPgDatabase(): Promise<{ url: string; drop(): Promise
   };
 }
 
-export interface Reply { status: number; body: any; headers: Headers }
+export interface Reply {
+  status: number;
+  body: any;
+  headers: Headers;
+}
 
 /** One HTTP call; network errors come back as status 0 so that load loops can count them. */
-export async function call(base: string, method: string, path: string, options: { as?: Tenant; body?: unknown; headers?: Record<string, string> } = {}): Promise<Reply> {
+export async function call(
+  base: string,
+  method: string,
+  path: string,
+  options: { as?: Tenant; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<Reply> {
   const headers: Record<string, string> = { ...options.as?.headers, ...options.headers };
   if (options.body !== undefined) headers['content-type'] ??= 'application/json';
   try {
-    const res = await fetch(base + path, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body) });
+    const res = await fetch(base + path, {
+      method,
+      headers,
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+    });
     const text = await res.text();
     let body: any = text;
-    try { body = text === '' ? undefined : JSON.parse(text); } catch { /* keep text */ }
+    try {
+      body = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      /* keep text */
+    }
     return { status: res.status, body, headers: res.headers };
   } catch (error) {
     return { status: 0, body: String(error), headers: new Headers() };
@@ -180,7 +231,11 @@ export const DELIVERY = '2030-01-15T10:30:00.000Z';
 /** An item with one variant, and a buyer: what an order needs. */
 export async function createCatalogue(base: string, as: Tenant): Promise<{ variantId: string; buyerId: string }> {
   const item = await call(base, 'POST', '/api/v1/items', {
-    as, body: { item: { name: `Widget ${randomBytes(4).toString('hex')}` }, variants: [{ variantName: 'Default', currency: 'AUD', price: 12.5, cost: 4 }] },
+    as,
+    body: {
+      item: { name: `Widget ${randomBytes(4).toString('hex')}` },
+      variants: [{ variantName: 'Default', currency: 'AUD', price: 12.5, cost: 4 }],
+    },
   });
   assert.equal(item.status, 201, JSON.stringify(item.body));
   const buyer = await call(base, 'POST', '/api/v1/buyers', { as, body: { buyer: { name: 'Acme Foods' } } });
@@ -188,19 +243,28 @@ export async function createCatalogue(base: string, as: Tenant): Promise<{ varia
   return { variantId: item.body.variantIds[0], buyerId: buyer.body.id };
 }
 
-export const orderBody = (variantId: string, extra: Record<string, unknown> = {}) =>
-  ({ expectedDeliveryAt: DELIVERY, orderItems: [{ itemVariantId: variantId, quantity: 2 }], ...extra });
+export const orderBody = (variantId: string, extra: Record<string, unknown> = {}) => ({
+  expectedDeliveryAt: DELIVERY,
+  orderItems: [{ itemVariantId: variantId, quantity: 2 }],
+  ...extra,
+});
 
 /** Runs `work` over `items` with at most `limit` at once. */
-export async function pool<T, R>(items: T[], limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function pool<T, R>(
+  items: T[],
+  limit: number,
+  work: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const results: R[] = new Array(items.length);
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await work(items[i], i);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        results[i] = await work(items[i], i);
+      }
+    }),
+  );
   return results;
 }
 
@@ -218,20 +282,34 @@ export async function startPgBouncer(database: string): Promise<{ url: string; s
   const dir = mkdtempSync(join(tmpdir(), 'supplyline-pgbouncer-'));
   chmodSync(dir, 0o755);
   writeFileSync(join(dir, 'users.txt'), `"${decodeURIComponent(target.username) || 'postgres'}" ""\n`);
-  writeFileSync(join(dir, 'pgbouncer.ini'), [
-    '[databases]',
-    `* = host=${target.hostname} port=${target.port || 5432}`,
-    '[pgbouncer]',
-    'listen_addr = 127.0.0.1', `listen_port = ${port}`, 'unix_socket_dir =',
-    'auth_type = trust', `auth_file = ${join(dir, 'users.txt')}`,
-    'pool_mode = transaction', 'default_pool_size = 10', 'max_client_conn = 500',
-    'ignore_startup_parameters = extra_float_digits',
-  ].join('\n'));
+  writeFileSync(
+    join(dir, 'pgbouncer.ini'),
+    [
+      '[databases]',
+      `* = host=${target.hostname} port=${target.port || 5432}`,
+      '[pgbouncer]',
+      'listen_addr = 127.0.0.1',
+      `listen_port = ${port}`,
+      'unix_socket_dir =',
+      'auth_type = trust',
+      `auth_file = ${join(dir, 'users.txt')}`,
+      'pool_mode = transaction',
+      'default_pool_size = 10',
+      'max_client_conn = 500',
+      'ignore_startup_parameters = extra_float_digits',
+    ].join('\n'),
+  );
   // PgBouncer will not run as root; -u drops to the postgres user.
-  const child = spawn(binary, [...(process.getuid?.() === 0 ? ['-u', 'postgres'] : []), join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(binary, [...(process.getuid?.() === 0 ? ['-u', 'postgres'] : []), join(dir, 'pgbouncer.ini')], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
-  child.stdout!.on('data', (d) => { out += d; });
-  child.stderr!.on('data', (d) => { out += d; });
+  child.stdout!.on('data', (d) => {
+    out += d;
+  });
+  child.stderr!.on('data', (d) => {
+    out += d;
+  });
   const url = new URL(database);
   url.port = String(port);
   url.hostname = '127.0.0.1';

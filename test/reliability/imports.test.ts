@@ -4,7 +4,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { createDatabase } from '../../src/db/connection.ts';
-import { call, cliCreateBusiness, createPgDatabase, missing, sleep, startServer, type Server, type Tenant } from './helpers.ts';
+import {
+  call,
+  cliCreateBusiness,
+  createPgDatabase,
+  missing,
+  sleep,
+  startServer,
+  type Server,
+  type Tenant,
+} from './helpers.ts';
 
 /** A short lease, so that the restarted instance resumes the import soon after the kill. */
 const ENV = { IMPORT_LEASE_SECONDS: '2', LOG_LEVEL: 'warn' };
@@ -23,16 +32,26 @@ async function importOf(server: Server, t: Tenant, id: string) {
  */
 async function killAndResume(databaseUrl: string, LINES: number) {
   const t = await cliCreateBusiness(databaseUrl, 'Import crash');
-  const lines = Array.from({ length: LINES }, (_, i) => JSON.stringify({
-    op: 'create', resource: 'item', ref: `i${i}`,
-    data: { item: { name: `Imported ${i}` }, variants: [{ variantName: 'Default', currency: 'AUD', price: (i % 90) + 1 }] },
-  }));
+  const lines = Array.from({ length: LINES }, (_, i) =>
+    JSON.stringify({
+      op: 'create',
+      resource: 'item',
+      ref: `i${i}`,
+      data: {
+        item: { name: `Imported ${i}` },
+        variants: [{ variantName: 'Default', currency: 'AUD', price: (i % 90) + 1 }],
+      },
+    }),
+  );
   const body = `${lines.join('\n')}\n`;
   let server = await startServer({ DATABASE_URL: databaseUrl, ...ENV });
   try {
-    const send = (s: Server) => fetch(`${s.base}/api/v1/imports`, {
-      method: 'POST', body, headers: { ...t.headers, 'content-type': 'application/x-ndjson', 'idempotency-key': 'crash-import' },
-    });
+    const send = (s: Server) =>
+      fetch(`${s.base}/api/v1/imports`, {
+        method: 'POST',
+        body,
+        headers: { ...t.headers, 'content-type': 'application/x-ndjson', 'idempotency-key': 'crash-import' },
+      });
     const posted = await send(server);
     const text = await posted.text();
     assert.equal(posted.status, 202, text);
@@ -40,13 +59,20 @@ async function killAndResume(databaseUrl: string, LINES: number) {
     // Killed while it runs: some lines done, most not.
     for (let i = 0; i < 1000 && (await importOf(server, t, id)).linesDone < 10; i++) await sleep(5);
     const before = await importOf(server, t, id);
-    assert.ok(before.linesDone >= 10 && before.linesDone < LINES, `killed part-way: ${before.linesDone} of ${LINES} done`);
+    assert.ok(
+      before.linesDone >= 10 && before.linesDone < LINES,
+      `killed part-way: ${before.linesDone} of ${LINES} done`,
+    );
     await server.kill();
 
     server = await startServer({ DATABASE_URL: databaseUrl, ...ENV });
     const again = await send(server);
     assert.equal(again.status, 202);
-    assert.equal((await again.json() as { id: string }).id, id, 'the same file under the same key is the same import');
+    assert.equal(
+      ((await again.json()) as { id: string }).id,
+      id,
+      'the same file under the same key is the same import',
+    );
     let done = await importOf(server, t, id);
     for (let i = 0; i < 3000 && done.state !== 'COMPLETED'; i++) {
       await sleep(50);
@@ -56,23 +82,41 @@ async function killAndResume(databaseUrl: string, LINES: number) {
     assert.deepEqual(done.counts, { created: LINES, updated: 0, unchanged: 0, failed: 0 });
 
     const results = await fetch(`${server.base}/api/v1/imports/${id}/results`, { headers: t.headers });
-    const rows = (await results.text()).split('\n').filter(Boolean).map((l) => JSON.parse(l));
-    assert.deepEqual(rows.map((r) => r.line), Array.from({ length: LINES }, (_, i) => i + 1), 'one result per line, in order');
+    const rows = (await results.text())
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+    assert.deepEqual(
+      rows.map((r) => r.line),
+      Array.from({ length: LINES }, (_, i) => i + 1),
+      'one result per line, in order',
+    );
 
     // In the database: each line's item exactly once, and one event each.
     const handle = createDatabase(databaseUrl);
     try {
-      const items = await handle.db.selectFrom('items').select(['id', 'name']).where('business_id', '=', t.businessId).execute();
+      const items = await handle.db
+        .selectFrom('items')
+        .select(['id', 'name'])
+        .where('business_id', '=', t.businessId)
+        .execute();
       assert.equal(items.length, LINES);
       assert.equal(new Set(items.map((r) => r.name)).size, LINES);
       assert.deepEqual(new Set(items.map((r) => r.id)), new Set(rows.map((r) => r.id)));
-      const events = await handle.db.selectFrom('events').select('id').where('business_id', '=', t.businessId)
-        .where('type', '=', 'item.created').where('request_id', '=', id).execute();
+      const events = await handle.db
+        .selectFrom('events')
+        .select('id')
+        .where('business_id', '=', t.businessId)
+        .where('type', '=', 'item.created')
+        .where('request_id', '=', id)
+        .execute();
       assert.equal(events.length, LINES);
     } finally {
       await handle.close();
     }
-    console.log(`# import [${databaseUrl.split(':')[0]}]: killed at ${before.linesDone} of ${LINES} lines; resumed; ${done.linesPerSecond} lines/s`);
+    console.log(
+      `# import [${databaseUrl.split(':')[0]}]: killed at ${before.linesDone} of ${LINES} lines; resumed; ${done.linesPerSecond} lines/s`,
+    );
   } finally {
     await server.stop();
   }

@@ -14,9 +14,14 @@ export interface Operation {
 export function operationsOf(document: any): Operation[] {
   // Schemas are read directly below, so the document's named components are inlined first.
   const doc = dereference(document);
-  return Object.entries<Record<string, any>>(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({
-    method: method.toUpperCase(), path, params: op.parameters ?? [], body: op.requestBody?.content?.['application/json']?.schema,
-  })));
+  return Object.entries<Record<string, any>>(doc.paths).flatMap(([path, ops]) =>
+    Object.entries(ops).map(([method, op]) => ({
+      method: method.toUpperCase(),
+      path,
+      params: op.parameters ?? [],
+      body: op.requestBody?.content?.['application/json']?.schema,
+    })),
+  );
 }
 
 export interface Fixture {
@@ -37,18 +42,49 @@ export async function createResources(ctx: TestContext, as: Tenant): Promise<Fix
     if (r.status >= 300) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
     return r.body;
   };
-  const item = ok(await ctx.request('POST', '/api/v1/items', {
-    as, body: { item: { name: `Widget ${Math.random()}`, properties: { colour: 'blue' } }, variants: [{ variantName: 'V', currency: 'AUD', price: 10, cost: 4 }] },
-  }), 'item');
-  const buyer = ok(await ctx.request('POST', '/api/v1/buyers', {
-    as, body: { buyer: { name: 'Acme' }, emails: [{ email: 'a@example.com' }], phones: [{ phone: '+61 2 5550 1234' }], locations: [{ addressLine1: '1 Main St' }] },
-  }), 'buyer');
-  const list = ok(await ctx.request('POST', '/api/v1/pricing', {
-    as, body: { itemListData: { label: `List ${Math.random()}` }, entries: [{ itemVariantId: item.variantIds[0], overrideFlatPrice: 9 }] },
-  }), 'price list');
-  const order = ok(await ctx.request('POST', `/api/v1/buyers/${buyer.id}/orders`, {
-    as, body: { expectedDeliveryAt: '2030-01-15T10:30:00.000Z', orderItems: [{ itemVariantId: item.variantIds[0], quantity: 2 }], properties: { erp: { no: 1 } } },
-  }), 'order');
+  const item = ok(
+    await ctx.request('POST', '/api/v1/items', {
+      as,
+      body: {
+        item: { name: `Widget ${Math.random()}`, properties: { colour: 'blue' } },
+        variants: [{ variantName: 'V', currency: 'AUD', price: 10, cost: 4 }],
+      },
+    }),
+    'item',
+  );
+  const buyer = ok(
+    await ctx.request('POST', '/api/v1/buyers', {
+      as,
+      body: {
+        buyer: { name: 'Acme' },
+        emails: [{ email: 'a@example.com' }],
+        phones: [{ phone: '+61 2 5550 1234' }],
+        locations: [{ addressLine1: '1 Main St' }],
+      },
+    }),
+    'buyer',
+  );
+  const list = ok(
+    await ctx.request('POST', '/api/v1/pricing', {
+      as,
+      body: {
+        itemListData: { label: `List ${Math.random()}` },
+        entries: [{ itemVariantId: item.variantIds[0], overrideFlatPrice: 9 }],
+      },
+    }),
+    'price list',
+  );
+  const order = ok(
+    await ctx.request('POST', `/api/v1/buyers/${buyer.id}/orders`, {
+      as,
+      body: {
+        expectedDeliveryAt: '2030-01-15T10:30:00.000Z',
+        orderItems: [{ itemVariantId: item.variantIds[0], quantity: 2 }],
+        properties: { erp: { no: 1 } },
+      },
+    }),
+    'order',
+  );
   const doc = (await ctx.request('GET', '/openapi.json')).body;
   let invoiceId: string | undefined;
   if (doc.paths['/api/v1/invoices']?.post) {
@@ -57,18 +93,31 @@ export async function createResources(ctx: TestContext, as: Tenant): Promise<Fix
   let webhookEndpointId: string | undefined;
   if (doc.paths['/api/v1/webhook-endpoints']?.post) {
     // Paused: it never sends anything out of a test.
-    webhookEndpointId = ok(await ctx.request('POST', '/api/v1/webhook-endpoints', {
-      as, body: { url: 'https://hooks.example.com/supplyline', eventTypes: ['order.*'], status: 'paused' },
-    }), 'webhook endpoint').id;
+    webhookEndpointId = ok(
+      await ctx.request('POST', '/api/v1/webhook-endpoints', {
+        as,
+        body: { url: 'https://hooks.example.com/supplyline', eventTypes: ['order.*'], status: 'paused' },
+      }),
+      'webhook endpoint',
+    ).id;
   }
   let importId: string | undefined;
   if (doc.paths['/api/v1/imports']?.post) {
     // Applied in the background: done before anything looks at the business.
-    importId = (await importNow(ctx, as, [{ op: 'patch', resource: 'item', id: item.id, data: { description: 'Imported' } }])).id;
+    importId = (
+      await importNow(ctx, as, [{ op: 'patch', resource: 'item', id: item.id, data: { description: 'Imported' } }])
+    ).id;
   }
   return {
-    itemId: item.id, variantId: item.variantIds[0], buyerId: buyer.id, partnershipId: buyer.partnershipId,
-    listId: list.id, orderId: order.id, invoiceId, webhookEndpointId, importId,
+    itemId: item.id,
+    variantId: item.variantIds[0],
+    buyerId: buyer.id,
+    partnershipId: buyer.partnershipId,
+    listId: list.id,
+    orderId: order.id,
+    invoiceId,
+    webhookEndpointId,
+    importId,
   };
 }
 
@@ -90,13 +139,21 @@ export const urlFor = (op: Operation, id: string | undefined, query = '') =>
 /** Every row of every table that carries the business's id (and its business row), sorted, as text. */
 export async function snapshotBusiness(ctx: TestContext, businessId: string): Promise<string> {
   // Only this database's own tables: other runs create and drop schemas beside it at any time.
-  const tables = ctx.backend === 'postgres'
-    ? Object.values((await sql<{ table_name: string; column_name: string }>`select table_name, column_name from information_schema.columns
-        where table_schema = current_schema()`.execute(ctx.db)).rows.reduce<Record<string, { name: string; columns: Array<{ name: string }> }>>((acc, r) => {
-        (acc[r.table_name] ??= { name: r.table_name, columns: [] }).columns.push({ name: r.column_name });
-        return acc;
-      }, {}))
-    : (await ctx.db.introspection.getTables()).filter((t) => !t.isView);
+  const tables =
+    ctx.backend === 'postgres'
+      ? Object.values(
+          (
+            await sql<{
+              table_name: string;
+              column_name: string;
+            }>`select table_name, column_name from information_schema.columns
+        where table_schema = current_schema()`.execute(ctx.db)
+          ).rows.reduce<Record<string, { name: string; columns: Array<{ name: string }> }>>((acc, r) => {
+            (acc[r.table_name] ??= { name: r.table_name, columns: [] }).columns.push({ name: r.column_name });
+            return acc;
+          }, {}),
+        )
+      : (await ctx.db.introspection.getTables()).filter((t) => !t.isView);
   const out: Record<string, unknown[]> = {};
   for (const table of tables) {
     const columns = table.columns.map((c) => c.name);
@@ -107,14 +164,18 @@ export async function snapshotBusiness(ctx: TestContext, businessId: string): Pr
     if (!column) continue;
     const rows = await (ctx.db as any).selectFrom(table.name).selectAll().where(column, '=', businessId).execute();
     out[table.name] = rows
-      .map((r: Record<string, unknown>) => { const { last_used_at: _ignored, ...rest } = r; return JSON.stringify(rest); })
+      .map((r: Record<string, unknown>) => {
+        const { last_used_at: _ignored, ...rest } = r;
+        return JSON.stringify(rest);
+      })
       .sort();
   }
   return JSON.stringify(out);
 }
 
 const encodeFirst = (segment: string) => `%${segment.charCodeAt(0).toString(16)}${segment.slice(1)}`;
-const encodeAll = (segment: string) => [...segment].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).join('');
+const encodeAll = (segment: string) =>
+  [...segment].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).join('');
 
 /** Every other way of writing the same path: each must reach authentication, or no route at all. */
 export function spellingsOf(path: string): string[] {
@@ -126,7 +187,7 @@ export function spellingsOf(path: string): string[] {
     `/${api.slice(0, 2)}%${api.charCodeAt(2).toString(16)}/${version}/${tail}`,
     `/${api}/${encodeAll(version)}/${tail}`,
     `/${encodeAll(api)}/${encodeAll(version)}/${rest.map(encodeAll).join('/')}`,
-    `/${api}/${version}/${encodeFirst(rest[0])}${rest.length > 1 ? '/' + rest.slice(1).join('/') : ''}`,
+    `/${api}/${version}/${encodeFirst(rest[0])}${rest.length > 1 ? `/${rest.slice(1).join('/')}` : ''}`,
     `/${api}%2F${version}/${tail}`,
     `http://localhost/${api}/${version}/${tail}`,
     `HTTP://LOCALHOST/${api}/${version}/${tail}`,

@@ -21,11 +21,19 @@ const run = promisify(execFile);
 async function appWithLog(backend: (typeof backends)[number]) {
   const database = await createTestDatabase(backend);
   const lines: string[] = [];
-  const stream = new Writable({ write(chunk, _enc, done) { lines.push(...String(chunk).split('\n').filter(Boolean)); done(); } });
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(...String(chunk).split('\n').filter(Boolean));
+      done();
+    },
+  });
   const config = Object.freeze({ ...loadConfig({ RATE_LIMIT_RPS: '1', RATE_LIMIT_BURST: '8' }) });
   const app = await createApp({
-    db: database.handle.db, config, rateLimiter: new MemoryRateLimiter({ ratePerSecond: 1, burst: 8 }),
-    logger: { ...loggerOptions('info'), stream }, poolStats: database.handle.poolStats,
+    db: database.handle.db,
+    config,
+    rateLimiter: new MemoryRateLimiter({ ratePerSecond: 1, burst: 8 }),
+    logger: { ...loggerOptions('info'), stream },
+    poolStats: database.handle.poolStats,
   });
   await app.ready();
   const { openBusiness } = await import('../../src/businesses/service.ts');
@@ -33,8 +41,15 @@ async function appWithLog(backend: (typeof backends)[number]) {
   const business = await openBusiness(createWriteRunner(database.handle.db), 'Metrics Supplier');
   const headers = { 'x-business-id': business.businessId, 'x-api-key': business.apiKey };
   return {
-    app, lines, business, headers,
-    close: async () => { await app.close(); await database.handle.close(); await database.drop(); },
+    app,
+    lines,
+    business,
+    headers,
+    close: async () => {
+      await app.close();
+      await database.handle.close();
+      await database.drop();
+    },
   };
 }
 
@@ -44,11 +59,21 @@ for (const backend of backends) {
       const t = await appWithLog(backend);
       try {
         const item = { item: { name: 'Metered' }, variants: [{ variantName: 'A', currency: 'AUD', price: 1 }] };
-        const post = () => t.app.inject({ method: 'POST', url: '/api/v1/items', headers: { ...t.headers, 'idempotency-key': 'k-1' }, payload: item });
+        const post = () =>
+          t.app.inject({
+            method: 'POST',
+            url: '/api/v1/items',
+            headers: { ...t.headers, 'idempotency-key': 'k-1' },
+            payload: item,
+          });
         assert.equal((await post()).statusCode, 201);
         const replay = await post();
         assert.equal(replay.headers['idempotent-replayed'], 'true');
-        const missing = await t.app.inject({ method: 'GET', url: '/api/v1/orders/ord_doesnotexist123', headers: t.headers });
+        const missing = await t.app.inject({
+          method: 'GET',
+          url: '/api/v1/orders/ord_doesnotexist123',
+          headers: t.headers,
+        });
         assert.equal(missing.statusCode, 404);
         let limited = 0;
         for (let i = 0; i < 12; i++) {
@@ -62,8 +87,14 @@ for (const backend of backends) {
         assert.match(String(res.headers['content-type']), /^text\/plain; version=0\.0\.4/);
         const text = res.body;
         assert.match(text, /supplyline_http_requests_total\{method="POST",route="\/api\/v1\/items",status="201"\} 2/);
-        assert.match(text, /supplyline_http_requests_total\{method="GET",route="\/api\/v1\/orders\/:id",status="404"\} 1/);
-        assert.match(text, /supplyline_http_request_duration_seconds_bucket\{le="\+Inf",method="GET",route="\/api\/v1\/orders\/:id",status="404"\} 1/);
+        assert.match(
+          text,
+          /supplyline_http_requests_total\{method="GET",route="\/api\/v1\/orders\/:id",status="404"\} 1/,
+        );
+        assert.match(
+          text,
+          /supplyline_http_request_duration_seconds_bucket\{le="\+Inf",method="GET",route="\/api\/v1\/orders\/:id",status="404"\} 1/,
+        );
         assert.match(text, new RegExp(`supplyline_rate_limit_rejections_total\\{route="/api/v1/items"\\} ${limited}`));
         assert.match(text, /supplyline_idempotent_replays_total\{route="\/api\/v1\/items"\} 1/);
         assert.ok(!text.includes('ord_doesnotexist123'), 'raw URLs never become labels');
@@ -87,7 +118,9 @@ for (const backend of backends) {
         // Even a handler that logs the request headers gets the key redacted.
         t.app.log.info({ req: { headers: { 'x-api-key': t.business.apiKey } } }, 'headers');
         assert.ok(!t.lines.join('\n').includes(t.business.apiKey));
-        console.log(`# [${backend}] metrics: ${limited} rate-limit rejections, 1 replay counted; ${completed.length} request log lines, key absent`);
+        console.log(
+          `# [${backend}] metrics: ${limited} rate-limit rejections, 1 replay counted; ${completed.length} request log lines, key absent`,
+        );
       } finally {
         await t.close();
       }
@@ -100,7 +133,10 @@ const PG_BIN = '/usr/lib/postgresql/15/bin';
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
     const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address() as { port: number }; s.close(() => resolve(port)); });
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
   });
 }
 
@@ -113,14 +149,28 @@ async function privatePostgres() {
   if (pgUser !== null) chownSync(dir, pgUser, pgUser);
   const data = join(dir, 'data');
   const port = await freePort();
-  const pgRun = (bin: string, args: string[]) => asRoot
-    ? run('runuser', ['-u', 'postgres', '--', join(PG_BIN, bin), ...args])
-    : run(join(PG_BIN, bin), args);
+  const pgRun = (bin: string, args: string[]) =>
+    asRoot ? run('runuser', ['-u', 'postgres', '--', join(PG_BIN, bin), ...args]) : run(join(PG_BIN, bin), args);
   await pgRun('initdb', ['-D', data, '-U', 'postgres', '--auth=trust']);
-  const start = () => pgRun('pg_ctl', ['-D', data, '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`, '-l', join(dir, 'log'), '-w', 'start']);
+  const start = () =>
+    pgRun('pg_ctl', [
+      '-D',
+      data,
+      '-o',
+      `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`,
+      '-l',
+      join(dir, 'log'),
+      '-w',
+      'start',
+    ]);
   const stop = () => pgRun('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
   await start();
-  return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, start, stop, remove: () => rmSync(dir, { recursive: true, force: true }) };
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    start,
+    stop,
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
 }
 
 describe('/readyz when PostgreSQL goes away and comes back', () => {
@@ -130,9 +180,15 @@ describe('/readyz when PostgreSQL goes away and comes back', () => {
     console.log(`# note: skipped: ${PG_BIN}/initdb is missing, so no private PostgreSQL can be started`);
   }
   let cluster: Awaited<ReturnType<typeof privatePostgres>> | undefined;
-  after(async () => { await cluster?.stop().catch(() => {}); cluster?.remove(); });
+  after(async () => {
+    await cluster?.stop().catch(() => {});
+    cluster?.remove();
+  });
 
-  it('answers 503 within 5 s while the database is down, stays up, and recovers by itself', { skip: !available, timeout: 120_000 }, async () => {
+  it('answers 503 within 5 s while the database is down, stays up, and recovers by itself', {
+    skip: !available,
+    timeout: 120_000,
+  }, async () => {
     cluster = await privatePostgres();
     const tenant = await cliCreateBusiness(cluster.url);
     const server = await startServer({ DATABASE_URL: cluster.url });
@@ -146,7 +202,10 @@ describe('/readyz when PostgreSQL goes away and comes back', () => {
       const downMs = Date.now() - t0;
       assert.equal(down.status, 503);
       assert.ok(downMs < 5000, `answered in ${downMs} ms`);
-      const api = await call(server.base, 'GET', '/api/v1/orders', { as: tenant, headers: { 'x-business-id': tenant.businessId } });
+      const api = await call(server.base, 'GET', '/api/v1/orders', {
+        as: tenant,
+        headers: { 'x-business-id': tenant.businessId },
+      });
       assert.ok(api.status >= 500 || api.status === 401, `API during the outage: ${api.status}`);
       assert.equal((await call(server.base, 'GET', '/healthz')).status, 200, 'the process is alive');
       await sleep(1000);
@@ -164,7 +223,9 @@ describe('/readyz when PostgreSQL goes away and comes back', () => {
       // The API works again after the outage (the auth cache may have expired meanwhile).
       await sleep(100);
       assert.equal((await call(server.base, 'GET', '/api/v1/items', { as: tenant })).status, 200);
-      console.log(`# readyz: 503 in ${downMs} ms during the outage; 200 again ${Date.now() - t1} ms after PostgreSQL restarted`);
+      console.log(
+        `# readyz: 503 in ${downMs} ms during the outage; 200 again ${Date.now() - t1} ms after PostgreSQL restarted`,
+      );
     } finally {
       await server.stop();
     }

@@ -1,11 +1,21 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { STOP_FIRST } from '../../src/db/migrate.ts';
-import { call, cliCreateBusiness, createCatalogue, createPgDatabase, missing, orderBody, sleep, startServer, type Server } from './helpers.ts';
+import {
+  call,
+  cliCreateBusiness,
+  createCatalogue,
+  createPgDatabase,
+  missing,
+  orderBody,
+  sleep,
+  startServer,
+  type Server,
+} from './helpers.ts';
 
 /**
  * A rolling upgrade (issue 44): three instances of the previous commit, under load, are replaced one
@@ -30,7 +40,11 @@ function checkoutPrevious(): { dir: string; commit: string; remove(): void } {
   // The servers here run on PostgreSQL, which never loads the SQLite driver: no build scripts needed.
   if (sameLock) symlinkSync(join(process.cwd(), 'node_modules'), join(dir, 'node_modules'));
   else execFileSync('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: dir, stdio: 'ignore' });
-  return { dir, commit, remove: () => execFileSync('git', ['worktree', 'remove', '--force', dir], { stdio: 'ignore' }) };
+  return {
+    dir,
+    commit,
+    remove: () => execFileSync('git', ['worktree', 'remove', '--force', dir], { stdio: 'ignore' }),
+  };
 }
 
 describe('rolling upgrade from the previous commit', { skip: missing('postgres') ?? false }, () => {
@@ -44,7 +58,9 @@ describe('rolling upgrade from the previous commit', { skip: missing('postgres')
       for (let i = 0; i < 3; i++) servers.push(await startServer(env, 60_000, previous.dir));
       const catalogue = await createCatalogue(servers[0].base, tenant);
       const ours = readdirSync('src/db/migrations').map((f) => f.replace(/\.ts$/, ''));
-      const theirs = existsSync(join(previous.dir, 'src/db/migrations')) ? readdirSync(join(previous.dir, 'src/db/migrations')).map((f) => f.replace(/\.ts$/, '')) : [];
+      const theirs = existsSync(join(previous.dir, 'src/db/migrations'))
+        ? readdirSync(join(previous.dir, 'src/db/migrations')).map((f) => f.replace(/\.ts$/, ''))
+        : [];
       const stopFirst = ours.filter((name) => !theirs.includes(name) && STOP_FIRST.has(name));
 
       if (stopFirst.length > 0) {
@@ -67,9 +83,13 @@ describe('rolling upgrade from the previous commit', { skip: missing('postgres')
           const target = created[(n * 7 + i) % Math.max(1, created.length)];
           const res = await (patch
             ? call(base, 'PATCH', `/api/v1/orders/${target}`, { as: tenant, body: { order: { notes: `n${n}-${i}` } } })
-            : call(base, 'POST', `/api/v1/buyers/${catalogue.buyerId}/orders`, { as: tenant, body: orderBody(catalogue.variantId) })
+            : call(base, 'POST', `/api/v1/buyers/${catalogue.buyerId}/orders`, {
+                as: tenant,
+                body: orderBody(catalogue.variantId),
+              })
           ).catch((error: Error) => ({ status: 0, body: { error: error.message } }));
-          if (res.status !== 200 && res.status !== 201) failures.push(`${patch ? 'PATCH' : 'POST'} via ${base}: ${res.status} ${JSON.stringify(res.body)}`);
+          if (res.status !== 200 && res.status !== 201)
+            failures.push(`${patch ? 'PATCH' : 'POST'} via ${base}: ${res.status} ${JSON.stringify(res.body)}`);
           else if (patch) patched.push({ id: res.body.id, version: res.body.version });
           else created.push(res.body.id);
         }
@@ -93,15 +113,18 @@ describe('rolling upgrade from the previous commit', { skip: missing('postgres')
 
       // Every acknowledged write has its event, whichever release made it.
       const events: Array<{ type: string; data: { object: { id: string; version: number } } }> = [];
-      for (let after = 0; ;) {
-        const page = (await call(servers[0].base, 'GET', `/api/v1/events?after=${after}&limit=1000&types=order.*`, { as: tenant })).body;
+      for (let after = 0; ; ) {
+        const page = (
+          await call(servers[0].base, 'GET', `/api/v1/events?after=${after}&limit=1000&types=order.*`, { as: tenant })
+        ).body;
         events.push(...page.items);
         if (!page.hasMore) break;
         after = page.lastSequence;
       }
       const seen = new Set(events.map((e) => `${e.type} ${e.data.object.id} ${e.data.object.version}`));
       for (const id of created) assert.ok(seen.has(`order.created ${id} 1`), `created ${id} has its event`);
-      for (const { id, version } of patched) assert.ok(seen.has(`order.updated ${id} ${version}`), `update ${id} v${version} has its event`);
+      for (const { id, version } of patched)
+        assert.ok(seen.has(`order.updated ${id} ${version}`), `update ${id} v${version} has its event`);
     } finally {
       await Promise.all(servers.map((s) => s.kill()));
       await database.drop();

@@ -2,7 +2,16 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
-import { call, cliCreateBusiness, createCatalogue, createPgDatabase, missing, orderBody, PG_URL, sleep, startServer } from './helpers.ts';
+import {
+  call,
+  cliCreateBusiness,
+  createCatalogue,
+  createPgDatabase,
+  missing,
+  orderBody,
+  sleep,
+  startServer,
+} from './helpers.ts';
 
 /**
  * A SIGTERM while the webhook worker is busy (a pass queueing, deliveries waiting on a slow
@@ -19,15 +28,24 @@ describe('shutdown with the webhook worker busy', { skip: missing('postgres') ??
     try {
       const tenant = await cliCreateBusiness(database.url);
       const server = await startServer({
-        DATABASE_URL: database.url, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_TIMEOUT_MS: '10000', LOG_LEVEL: 'info',
+        DATABASE_URL: database.url,
+        WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+        WEBHOOK_TIMEOUT_MS: '10000',
+        LOG_LEVEL: 'info',
       });
       try {
         const catalogue = await createCatalogue(server.base, tenant);
-        assert.equal((await call(server.base, 'POST', '/api/v1/webhook-endpoints', { as: tenant, body: { url } })).status, 201);
+        assert.equal(
+          (await call(server.base, 'POST', '/api/v1/webhook-endpoints', { as: tenant, body: { url } })).status,
+          201,
+        );
         // Writes keep coming while the signal arrives: passes run, deliveries wait on the receiver.
         const writing = (async () => {
           for (let i = 0; i < 200; i++) {
-            const res = await call(server.base, 'POST', `/api/v1/buyers/${catalogue.buyerId}/orders`, { as: tenant, body: orderBody(catalogue.variantId) }).catch(() => null);
+            const res = await call(server.base, 'POST', `/api/v1/buyers/${catalogue.buyerId}/orders`, {
+              as: tenant,
+              body: orderBody(catalogue.variantId),
+            }).catch(() => null);
             if (!res) return;
           }
         })();
@@ -36,7 +54,11 @@ describe('shutdown with the webhook worker busy', { skip: missing('postgres') ??
         server.child.kill('SIGTERM');
         assert.equal(await exit, 0, server.output());
         await writing;
-        assert.doesNotMatch(server.output(), /destroyed|pass failed|failed to record|shutdown failed|"level":50/, server.output().slice(-4000));
+        assert.doesNotMatch(
+          server.output(),
+          /destroyed|pass failed|failed to record|shutdown failed|"level":50/,
+          server.output().slice(-4000),
+        );
       } finally {
         await server.kill();
       }

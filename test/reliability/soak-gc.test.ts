@@ -17,9 +17,10 @@ const WORKERS = 16;
  * statement outside JavaScript; forcing collections all through the load makes that likely.
  * A data: URL, so that it needs no loader; written without spaces, so that it fits NODE_OPTIONS.
  */
-const FORCE_GC = 'data:text/javascript,'
-  + `globalThis.__gcs=0;setInterval(()=>{gc();globalThis.__gcs++},${GC_EVERY_MS}).unref();`
-  + "process.on('exit',()=>console.error('forced-collections='+globalThis.__gcs))";
+const FORCE_GC =
+  'data:text/javascript,' +
+  `globalThis.__gcs=0;setInterval(()=>{gc();globalThis.__gcs++},${GC_EVERY_MS}).unref();` +
+  "process.on('exit',()=>console.error('forced-collections='+globalThis.__gcs))";
 
 type Op = 'create' | 'patch' | 'get' | 'list' | 'item';
 const MIX: Op[] = ['create', 'create', 'create', 'patch', 'patch', 'get', 'get', 'list', 'list', 'item'];
@@ -27,7 +28,8 @@ const MIX: Op[] = ['create', 'create', 'create', 'patch', 'patch', 'get', 'get',
 async function soak(databaseUrl: string, t: Tenant) {
   assert.ok(!/\s/.test(FORCE_GC));
   const server = await startServer({
-    DATABASE_URL: databaseUrl, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --expose-gc --import ${FORCE_GC}`.trim(),
+    DATABASE_URL: databaseUrl,
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --expose-gc --import ${FORCE_GC}`.trim(),
   });
   const created: string[] = [];
   const patched: Array<{ orderId: string; key: string }> = [];
@@ -45,24 +47,45 @@ async function soak(databaseUrl: string, t: Tenant) {
         const op = created.length < 20 ? 'create' : MIX[i % MIX.length];
         counts[op]++;
         const target = created[(i * 7919) % Math.max(created.length, 1)];
-        const r = op === 'create'
-          ? await call(server.base, 'POST', `/api/v1/buyers/${buyerId}/orders`, { as: t, body: orderBody(variantId, { notes: `soak ${i}` }), headers: { 'idempotency-key': `soak-${i}` } })
-          : op === 'patch'
-            ? await call(server.base, 'PATCH', `/api/v1/orders/${target}`, { as: t, body: { order: { properties: { [`s${i}`]: i } } } })
-            : op === 'get'
-              ? await call(server.base, 'GET', `/api/v1/orders/${target}`, { as: t })
-              : op === 'list'
-                ? await call(server.base, 'GET', '/api/v1/orders?limit=20', { as: t })
-                : await call(server.base, 'POST', '/api/v1/items', { as: t, body: { item: { name: `Soak item ${i}` }, variants: [{ variantName: 'Default', currency: 'AUD', price: i % 100, cost: 1 }] } });
+        const r =
+          op === 'create'
+            ? await call(server.base, 'POST', `/api/v1/buyers/${buyerId}/orders`, {
+                as: t,
+                body: orderBody(variantId, { notes: `soak ${i}` }),
+                headers: { 'idempotency-key': `soak-${i}` },
+              })
+            : op === 'patch'
+              ? await call(server.base, 'PATCH', `/api/v1/orders/${target}`, {
+                  as: t,
+                  body: { order: { properties: { [`s${i}`]: i } } },
+                })
+              : op === 'get'
+                ? await call(server.base, 'GET', `/api/v1/orders/${target}`, { as: t })
+                : op === 'list'
+                  ? await call(server.base, 'GET', '/api/v1/orders?limit=20', { as: t })
+                  : await call(server.base, 'POST', '/api/v1/items', {
+                      as: t,
+                      body: {
+                        item: { name: `Soak item ${i}` },
+                        variants: [{ variantName: 'Default', currency: 'AUD', price: i % 100, cost: 1 }],
+                      },
+                    });
         const ok = r.status === (op === 'create' || op === 'item' ? 201 : 200);
-        if (!ok) { if (failures.length < 5) failures.push(`${op} ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`); continue; }
+        if (!ok) {
+          if (failures.length < 5) failures.push(`${op} ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+          continue;
+        }
         if (op === 'create') created.push(r.body.id);
         if (op === 'patch') patched.push({ orderId: target, key: `s${i}` });
         if (op === 'item') items.push(r.body.id);
       }
     };
     await Promise.all(Array.from({ length: WORKERS }, worker));
-    assert.equal(server.child.exitCode ?? server.child.signalCode, null, `the server kept running under forced collections:\n${server.output().slice(-3000)}`);
+    assert.equal(
+      server.child.exitCode ?? server.child.signalCode,
+      null,
+      `the server kept running under forced collections:\n${server.output().slice(-3000)}`,
+    );
     assert.deepEqual(failures, [], 'every request answered as expected');
 
     // Every acknowledged PATCH, read back through the API while the server still runs.
@@ -91,21 +114,36 @@ async function soak(databaseUrl: string, t: Tenant) {
   try {
     const present = new Set<string>();
     for (let i = 0; i < created.length; i += 500) {
-      const rows = await handle.db.selectFrom('orders').select('id').where('business_id', '=', t.businessId)
-        .where('id', 'in', created.slice(i, i + 500)).execute();
+      const rows = await handle.db
+        .selectFrom('orders')
+        .select('id')
+        .where('business_id', '=', t.businessId)
+        .where('id', 'in', created.slice(i, i + 500))
+        .execute();
       for (const r of rows) present.add(r.id);
     }
-    const itemRows = items.length === 0 ? [] : await handle.db.selectFrom('items').select('id').where('business_id', '=', t.businessId)
-      .where('id', 'in', items).execute();
+    const itemRows =
+      items.length === 0
+        ? []
+        : await handle.db
+            .selectFrom('items')
+            .select('id')
+            .where('business_id', '=', t.businessId)
+            .where('id', 'in', items)
+            .execute();
     assert.equal(created.filter((id) => !present.has(id)).length, 0, 'no acknowledged order lost');
     assert.equal(itemRows.length, items.length, 'no acknowledged item lost');
   } finally {
     await handle.close();
   }
   assert.ok(created.length > 0 && patched.length > 0 && items.length > 0);
-  return `# soak [${describeSqliteDriver()}]: ${SECONDS} s, ${WORKERS} workers, ${n} requests `
-    + `(${Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(', ')}), ${collections} forced collections; `
-    + `acknowledged ${created.length} orders + ${patched.length} patches + ${items.length} items, lost 0; exit code 0`;
+  return (
+    `# soak [${describeSqliteDriver()}]: ${SECONDS} s, ${WORKERS} workers, ${n} requests ` +
+    `(${Object.entries(counts)
+      .map(([k, v]) => `${v} ${k}`)
+      .join(', ')}), ${collections} forced collections; ` +
+    `acknowledged ${created.length} orders + ${patched.length} patches + ${items.length} items, lost 0; exit code 0`
+  );
 }
 
 describe(`Soak: ${SECONDS} s of mixed reads and writes with a forced collection every ${GC_EVERY_MS} ms`, () => {
@@ -113,7 +151,9 @@ describe(`Soak: ${SECONDS} s of mixed reads and writes with a forced collection 
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   // SQLite only: the fault this guards against is in the native SQLite driver; pg is plain JavaScript.
-  it('[sqlite] the server neither aborts nor loses an acknowledged write', { timeout: (SECONDS + 120) * 1000 }, async () => {
+  it('[sqlite] the server neither aborts nor loses an acknowledged write', {
+    timeout: (SECONDS + 120) * 1000,
+  }, async () => {
     const url = `sqlite:${join(dir, 'soak.db')}`;
     const t = await cliCreateBusiness(url, 'Soak');
     console.log(await soak(url, t));

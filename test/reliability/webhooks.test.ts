@@ -5,7 +5,16 @@ import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { startReceiver } from '../helpers/receiver.ts';
 import {
-  call, cliCreateBusiness, createCatalogue, createPgDatabase, missing, orderBody, sleep, startServer, startServers, type Server,
+  call,
+  cliCreateBusiness,
+  createCatalogue,
+  createPgDatabase,
+  missing,
+  orderBody,
+  sleep,
+  startServer,
+  startServers,
+  type Server,
 } from './helpers.ts';
 
 describe('Webhook delivery by three instances on one PostgreSQL, one killed mid-delivery', () => {
@@ -23,11 +32,15 @@ describe('Webhook delivery by three instances on one PostgreSQL, one killed mid-
       res.writeHead(200).end();
     });
     const env = {
-      DATABASE_URL: database.url, SECRET_KEY: randomBytes(32).toString('base64'), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'on',
-      WEBHOOK_TIMEOUT_MS: '2000', WEBHOOK_RETRY_SCHEDULE: '0,1,1,1,1,1,1,1,1,1', WEBHOOK_CONCURRENCY: '8',
+      DATABASE_URL: database.url,
+      SECRET_KEY: randomBytes(32).toString('base64'),
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'on',
+      WEBHOOK_TIMEOUT_MS: '2000',
+      WEBHOOK_RETRY_SCHEDULE: '0,1,1,1,1,1,1,1,1,1',
+      WEBHOOK_CONCURRENCY: '8',
     };
     servers = [await startServer(env)];
-    servers.push(...await startServers(2, env));
+    servers.push(...(await startServers(2, env)));
   });
   after(async () => {
     await Promise.all(servers.map((s) => s.stop()));
@@ -35,9 +48,14 @@ describe('Webhook delivery by three instances on one PostgreSQL, one killed mid-
     await database?.drop();
   });
 
-  it('every event reaches the receiver at least once, each resource in order; duplicates are counted', { skip: skip ?? false }, async () => {
+  it('every event reaches the receiver at least once, each resource in order; duplicates are counted', {
+    skip: skip ?? false,
+  }, async () => {
     const t = await cliCreateBusiness(database!.url, 'Webhook reliability');
-    const endpoint = await call(servers[0].base, 'POST', '/api/v1/webhook-endpoints', { as: t, body: { url: receiver!.url, eventTypes: ['order.*'] } });
+    const endpoint = await call(servers[0].base, 'POST', '/api/v1/webhook-endpoints', {
+      as: t,
+      body: { url: receiver!.url, eventTypes: ['order.*'] },
+    });
     assert.equal(endpoint.status, 201, JSON.stringify(endpoint.body));
     const catalogue = await createCatalogue(servers[1].base, t);
 
@@ -50,9 +68,15 @@ describe('Webhook delivery by three instances on one PostgreSQL, one killed mid-
         const i = n++;
         const base = servers[(w + i) % servers.length].base;
         if (created.length > 0 && i % 2 === 1) {
-          await call(base, 'PATCH', `/api/v1/orders/${created[i % created.length]}`, { as: t, body: { order: { properties: { [`p${i}`]: i } } } });
+          await call(base, 'PATCH', `/api/v1/orders/${created[i % created.length]}`, {
+            as: t,
+            body: { order: { properties: { [`p${i}`]: i } } },
+          });
         } else {
-          const r = await call(base, 'POST', `/api/v1/buyers/${catalogue.buyerId}/orders`, { as: t, body: orderBody(catalogue.variantId) });
+          const r = await call(base, 'POST', `/api/v1/buyers/${catalogue.buyerId}/orders`, {
+            as: t,
+            body: orderBody(catalogue.variantId),
+          });
           if (r.status === 201) created.push(r.body.id);
         }
       }
@@ -67,8 +91,10 @@ describe('Webhook delivery by three instances on one PostgreSQL, one killed mid-
 
     // Every order event of the feed must arrive; the dead instance's claims come back after their lease (9 s).
     const feed: any[] = [];
-    for (let after = 0; ;) {
-      const page = await call(servers[0].base, 'GET', `/api/v1/events?after=${after}&limit=1000&types=order.*`, { as: t });
+    for (let after = 0; ; ) {
+      const page = await call(servers[0].base, 'GET', `/api/v1/events?after=${after}&limit=1000&types=order.*`, {
+        as: t,
+      });
       feed.push(...page.body.items);
       after = page.body.lastSequence;
       if (!page.body.hasMore) break;
@@ -76,16 +102,26 @@ describe('Webhook delivery by three instances on one PostgreSQL, one killed mid-
     assert.ok(feed.length > 50, `only ${feed.length} order events were written`);
     const ids = new Set(feed.map((e) => e.id));
     try {
-      await receiver!.until((r) => new Set(r.map((x) => x.event.id).filter((id) => ids.has(id))).size === ids.size, 60_000);
+      await receiver!.until(
+        (r) => new Set(r.map((x) => x.event.id).filter((id) => ids.has(id))).size === ids.size,
+        60_000,
+      );
     } catch (error) {
       // What the queue looks like, and what the instances said, to tell a stall from a slow run.
       const c = new pg.Client({ connectionString: database!.url });
       await c.connect();
-      const states = await c.query('select status, count(*)::int as n, min(due_at) as due from webhook_deliveries group by status');
-      const cursor = await c.query('select e.cursor_sequence, e.status, c.value from webhook_endpoints e join business_counters c on c.business_id = e.business_id and c.name = $1', ['event']);
+      const states = await c.query(
+        'select status, count(*)::int as n, min(due_at) as due from webhook_deliveries group by status',
+      );
+      const cursor = await c.query(
+        'select e.cursor_sequence, e.status, c.value from webhook_endpoints e join business_counters c on c.business_id = e.business_id and c.name = $1',
+        ['event'],
+      );
       await c.end();
-      throw new Error(`${(error as Error).message.slice(0, 300)}\nqueue: ${JSON.stringify(states.rows)}\nendpoint: ${JSON.stringify(cursor.rows)}\n`
-        + servers.map((s, i) => `instance ${i}:\n${s.output().slice(-3000)}`).join('\n'));
+      throw new Error(
+        `${(error as Error).message.slice(0, 300)}\nqueue: ${JSON.stringify(states.rows)}\nendpoint: ${JSON.stringify(cursor.rows)}\n` +
+          servers.map((s, i) => `instance ${i}:\n${s.output().slice(-3000)}`).join('\n'),
+      );
     }
 
     const verifier = new Webhook(endpoint.body.secret);
@@ -97,11 +133,14 @@ describe('Webhook delivery by three instances on one PostgreSQL, one killed mid-
     }
     // Per resource, never an event before an earlier one: a repeat (redelivery after the crash) only ever repeats the latest.
     for (const [key, sequences] of arrivals) {
-      for (let i = 1; i < sequences.length; i++) assert.ok(sequences[i] >= sequences[i - 1], `${key}: ${sequences.join(',')}`);
+      for (let i = 1; i < sequences.length; i++)
+        assert.ok(sequences[i] >= sequences[i - 1], `${key}: ${sequences.join(',')}`);
     }
     const byId = new Map<string, any>(feed.map((e) => [e.id, e]));
     for (const r of receiver!.received) assert.equal(r.body, JSON.stringify(byId.get(r.event.id)));
     const duplicates = receiver!.received.length - ids.size;
-    console.log(`# webhooks: ${ids.size} events, ${receiver!.received.length} deliveries received, ${duplicates} duplicates after the kill`);
+    console.log(
+      `# webhooks: ${ids.size} events, ${receiver!.received.length} deliveries received, ${duplicates} duplicates after the kill`,
+    );
   });
 });

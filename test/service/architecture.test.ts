@@ -17,36 +17,67 @@ function sourceFiles(dir = SRC): string[] {
   });
 }
 
-const files = sourceFiles().map((path) => ({ path: relative(SRC, path).replaceAll('\\', '/'), text: readFileSync(path, 'utf8') }));
+const files = sourceFiles().map((path) => ({
+  path: relative(SRC, path).replaceAll('\\', '/'),
+  text: readFileSync(path, 'utf8'),
+}));
 
 /** The files (relative to src/) that a file imports from src/. */
 function importsOf(file: { path: string; text: string }): string[] {
-  return [...file.text.matchAll(/(?:from|import\()\s*'(\.[^']+)'/g)]
-    .map((m) => normalize(join(dirname(file.path), m[1])).replaceAll('\\', '/'));
+  return [...file.text.matchAll(/(?:from|import\()\s*'(\.[^']+)'/g)].map((m) =>
+    normalize(join(dirname(file.path), m[1])).replaceAll('\\', '/'),
+  );
 }
 
 describe('architecture', () => {
   it('opens write transactions in one place: the write runner', () => {
     const opening = files.filter((f) => /\.transaction\(\)/.test(f.text) && !f.path.startsWith('db/migrations/'));
-    assert.deepEqual(opening.map((f) => f.path), ['db/dialect.ts', 'write/runner.ts']);
+    assert.deepEqual(
+      opening.map((f) => f.path),
+      ['db/dialect.ts', 'write/runner.ts'],
+    );
     // src/db/dialect.ts opens read-only transactions only (readAtOneMoment).
-    const inDialect = files.find((f) => f.path === 'db/dialect.ts')!.text.split('\n').filter((line) => line.includes('.transaction()'));
-    assert.ok(inDialect.length > 0 && inDialect.every((line) => line.includes(".setAccessMode('read only')")), inDialect.join('\n'));
+    const inDialect = files
+      .find((f) => f.path === 'db/dialect.ts')!
+      .text.split('\n')
+      .filter((line) => line.includes('.transaction()'));
+    assert.ok(
+      inDialect.length > 0 && inDialect.every((line) => line.includes(".setAccessMode('read only')")),
+      inDialect.join('\n'),
+    );
   });
 
   it('imports a database driver only in src/db', () => {
-    const drivers = files.filter((f) => !f.path.startsWith('db/') && /(?:from|import\(|require\()\s*'(?:pg|better-sqlite3(?:-12)?)'/.test(f.text));
-    assert.deepEqual(drivers.map((f) => f.path), []);
+    const drivers = files.filter(
+      (f) => !f.path.startsWith('db/') && /(?:from|import\(|require\()\s*'(?:pg|better-sqlite3(?:-12)?)'/.test(f.text),
+    );
+    assert.deepEqual(
+      drivers.map((f) => f.path),
+      [],
+    );
   });
 
   it('branches on the dialect only in src/db', () => {
-    const branching = files.filter((f) => !f.path.startsWith('db/') && /dialectOf\(|PostgresAdapter|SqliteAdapter|=== 'postgres'|=== 'sqlite'/.test(f.text));
-    assert.deepEqual(branching.map((f) => f.path), []);
+    const branching = files.filter(
+      (f) =>
+        !f.path.startsWith('db/') &&
+        /dialectOf\(|PostgresAdapter|SqliteAdapter|=== 'postgres'|=== 'sqlite'/.test(f.text),
+    );
+    assert.deepEqual(
+      branching.map((f) => f.path),
+      [],
+    );
   });
 
   it('enters the order list through its front door, src/orders/list/index.ts', () => {
     const inside = (path: string) => path.startsWith('orders/list/');
-    const through = files.filter((f) => !inside(f.path)).flatMap((f) => importsOf(f).filter((i) => inside(i) && i !== 'orders/list/index.ts').map((i) => `${f.path} -> ${i}`));
+    const through = files
+      .filter((f) => !inside(f.path))
+      .flatMap((f) =>
+        importsOf(f)
+          .filter((i) => inside(i) && i !== 'orders/list/index.ts')
+          .map((i) => `${f.path} -> ${i}`),
+      );
     assert.deepEqual(through, []);
   });
 
@@ -69,27 +100,47 @@ describe('architecture', () => {
   });
 
   it('keeps services, repositories and mappers free of the HTTP edge', () => {
-    const domain = files.filter((f) => /(service|repository|mapper|render|projections\/[a-z-]+)\.ts$/.test(f.path) || f.path.startsWith('write/'));
+    const domain = files.filter(
+      (f) => /(service|repository|mapper|render|projections\/[a-z-]+)\.ts$/.test(f.path) || f.path.startsWith('write/'),
+    );
     assert.ok(domain.length > 15, 'the domain files are found');
-    const offending = domain.flatMap((f) => importsOf(f).filter((i) => i.startsWith('http/')).map((i) => `${f.path} imports ${i}`));
+    const offending = domain.flatMap((f) =>
+      importsOf(f)
+        .filter((i) => i.startsWith('http/'))
+        .map((i) => `${f.path} imports ${i}`),
+    );
     assert.deepEqual(offending, []);
   });
 
   it('keeps migrations frozen: they import nothing outside src/db', () => {
     const migrations = files.filter((f) => f.path.startsWith('db/migrations/'));
     assert.ok(migrations.length >= 8);
-    const offending = migrations.flatMap((f) => importsOf(f).filter((i) => !i.startsWith('db/')).map((i) => `${f.path} imports ${i}`));
+    const offending = migrations.flatMap((f) =>
+      importsOf(f)
+        .filter((i) => !i.startsWith('db/'))
+        .map((i) => `${f.path} imports ${i}`),
+    );
     assert.deepEqual(offending, []);
   });
 
   it('writes soft-delete conditions through whereLive()', () => {
-    const handWritten = files.filter((f) => !f.path.startsWith('db/migrations/') && f.path !== 'db/live.ts'
-      && /deleted_at', 'is', null|deleted_at is null/.test(f.text));
-    assert.deepEqual(handWritten.map((f) => f.path), []);
+    const handWritten = files.filter(
+      (f) =>
+        !f.path.startsWith('db/migrations/') &&
+        f.path !== 'db/live.ts' &&
+        /deleted_at', 'is', null|deleted_at is null/.test(f.text),
+    );
+    assert.deepEqual(
+      handWritten.map((f) => f.path),
+      [],
+    );
   });
 
-  it('takes every write\'s time from its context, never the machine clock directly', () => {
+  it("takes every write's time from its context, never the machine clock directly", () => {
     const direct = files.filter((f) => /new Date\(\)\.toISOString\(\)|nowIso\(\)/.test(f.text));
-    assert.deepEqual(direct.map((f) => f.path), []);
+    assert.deepEqual(
+      direct.map((f) => f.path),
+      [],
+    );
   });
 });

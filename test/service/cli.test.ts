@@ -26,11 +26,18 @@ interface Result {
 
 /** Runs the CLI as an operator would, in its own process; with `bin`, through bin/supplyline.js from that cwd. */
 function runCli(args: string[], databaseUrl: string, bin?: { cwd: string }): Promise<Result> {
-  const [file, ...prefix] = bin ? [join(root, 'bin', 'supplyline.js')] : [process.execPath, ...TYPESCRIPT, 'src/cli.ts'];
+  const [file, ...prefix] = bin
+    ? [join(root, 'bin', 'supplyline.js')]
+    : [process.execPath, ...TYPESCRIPT, 'src/cli.ts'];
   return new Promise((resolve) => {
-    execFile(file, [...prefix, ...args], { cwd: bin?.cwd ?? root, env: { ...process.env, DATABASE_URL: databaseUrl } }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
-    });
+    execFile(
+      file,
+      [...prefix, ...args],
+      { cwd: bin?.cwd ?? root, env: { ...process.env, DATABASE_URL: databaseUrl } },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -50,7 +57,11 @@ async function createDatabaseUrl(backend: BackendName): Promise<{ url: string; d
   const withAdmin = async (sql: string) => {
     const client = new pg.Client({ connectionString: adminUrl });
     await client.connect();
-    try { await client.query(sql); } finally { await client.end(); }
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
   };
   await withAdmin(`create database ${name}`);
   return { url: url.toString(), drop: () => withAdmin(`drop database if exists ${name} with (force)`) };
@@ -106,8 +117,12 @@ describe('CLI arguments', () => {
 for (const backend of backends) {
   describe(`[${backend}] CLI`, () => {
     let database: { url: string; drop(): Promise<void> };
-    before(async () => { database = await createDatabaseUrl(backend); });
-    after(async () => { await database?.drop(); });
+    before(async () => {
+      database = await createDatabaseUrl(backend);
+    });
+    after(async () => {
+      await database?.drop();
+    });
 
     it('migrate applies the migrations once, then says the database is up to date', async () => {
       const first = await runCli(['migrate'], database.url);
@@ -131,7 +146,10 @@ for (const backend of backends) {
       try {
         assert.equal((await findBusiness(handle.db, created.businessId))?.name, 'Acme Wholesale');
         const keys = await findActiveKeys(handle.db, created.businessId);
-        assert.deepEqual(keys.map((k) => k.key_hash), [hashApiKey(created.apiKey)]);
+        assert.deepEqual(
+          keys.map((k) => k.key_hash),
+          [hashApiKey(created.apiKey)],
+        );
       } finally {
         await handle.close();
       }
@@ -168,30 +186,57 @@ for (const backend of backends) {
 
       assert.equal(table.code, 0, table.stderr);
       assert.match(table.stdout, /^ID\s+PREFIX\s+SCOPES\s+ALLOWED FROM\s+CREATED\s+LAST USED\s+EXPIRES\s+REVOKED/);
-      assert.match(table.stdout, new RegExp(`${key.keyId}\\s+${key.apiKey.slice(0, 12)}\\s+all\\s+anywhere\\s+\\S+\\s+-\\s+-\\s+\\d{4}-`));
+      assert.match(
+        table.stdout,
+        new RegExp(`${key.keyId}\\s+${key.apiKey.slice(0, 12)}\\s+all\\s+anywhere\\s+\\S+\\s+-\\s+-\\s+\\d{4}-`),
+      );
       assert.doesNotMatch(table.stdout, new RegExp(key.apiKey), 'the list never shows a key');
 
       // A key limited to some scopes says so, in the list too; an unknown scope is a usage error.
-      const scoped = await runCli(['key', 'create', '--business', business.businessId, '--scopes', 'orders:write,items:read', '--json'], database.url);
+      const scoped = await runCli(
+        ['key', 'create', '--business', business.businessId, '--scopes', 'orders:write,items:read', '--json'],
+        database.url,
+      );
       assert.equal(scoped.code, 0, scoped.stderr);
       assert.deepEqual(JSON.parse(scoped.stdout).scopes, ['orders:write', 'items:read']);
-      const scopedList = JSON.parse((await runCli(['key', 'list', '--business', business.businessId, '--json'], database.url)).stdout);
-      assert.deepEqual(scopedList.find((k: { id: string }) => k.id === JSON.parse(scoped.stdout).keyId).scopes, ['orders:write', 'items:read']);
-      const unknown = await runCli(['key', 'create', '--business', business.businessId, '--scopes', 'orders:admin'], database.url);
+      const scopedList = JSON.parse(
+        (await runCli(['key', 'list', '--business', business.businessId, '--json'], database.url)).stdout,
+      );
+      assert.deepEqual(scopedList.find((k: { id: string }) => k.id === JSON.parse(scoped.stdout).keyId).scopes, [
+        'orders:write',
+        'items:read',
+      ]);
+      const unknown = await runCli(
+        ['key', 'create', '--business', business.businessId, '--scopes', 'orders:admin'],
+        database.url,
+      );
       assert.equal(unknown.code, 2);
       assert.match(unknown.stderr, /Unknown scope orders:admin/);
 
       // Where from: --allow at creation, key allow afterwards, and a bad CIDR is a usage error.
-      const fenced = await runCli(['key', 'create', '--business', business.businessId, '--allow', '203.0.113.0/24, 2001:DB8::/32', '--json'], database.url);
+      const fenced = await runCli(
+        ['key', 'create', '--business', business.businessId, '--allow', '203.0.113.0/24, 2001:DB8::/32', '--json'],
+        database.url,
+      );
       assert.equal(fenced.code, 0, fenced.stderr);
       const fencedKey = JSON.parse(fenced.stdout);
       assert.deepEqual(fencedKey.allowedCidrs, ['203.0.113.0/24', '2001:db8::/32']);
-      const moved = await runCli(['key', 'allow', '--key-id', fencedKey.keyId, '--cidrs', '198.51.100.7'], database.url);
+      const moved = await runCli(
+        ['key', 'allow', '--key-id', fencedKey.keyId, '--cidrs', '198.51.100.7'],
+        database.url,
+      );
       assert.equal(moved.code, 0, moved.stderr);
       assert.match(moved.stdout, /may be used from 198\.51\.100\.7\/32/);
-      const fencedList = JSON.parse((await runCli(['key', 'list', '--business', business.businessId, '--json'], database.url)).stdout);
-      assert.deepEqual(fencedList.find((k: { id: string }) => k.id === fencedKey.keyId).allowedCidrs, ['198.51.100.7/32']);
-      const badCidr = await runCli(['key', 'allow', '--key-id', fencedKey.keyId, '--cidrs', '10.0.0.0/33'], database.url);
+      const fencedList = JSON.parse(
+        (await runCli(['key', 'list', '--business', business.businessId, '--json'], database.url)).stdout,
+      );
+      assert.deepEqual(fencedList.find((k: { id: string }) => k.id === fencedKey.keyId).allowedCidrs, [
+        '198.51.100.7/32',
+      ]);
+      const badCidr = await runCli(
+        ['key', 'allow', '--key-id', fencedKey.keyId, '--cidrs', '10.0.0.0/33'],
+        database.url,
+      );
       assert.equal(badCidr.code, 2);
       assert.match(badCidr.stderr, /Not an IPv4 or IPv6 address or CIDR: 10\.0\.0\.0\/33/);
       const anywhere = await runCli(['key', 'allow', '--key-id', fencedKey.keyId, '--anywhere'], database.url);
@@ -202,7 +247,22 @@ for (const backend of backends) {
       const handle = createDatabase(database.url);
       const business = await openBusiness(createWriteRunner(handle.db), 'Users Ltd').finally(() => handle.close());
       const email = `ana-${randomBytes(3).toString('hex')}@example.com`;
-      const created = await runCli(['user', 'create', '--business', business.businessId, '--email', email, '--name', 'Ana', '--role', 'admin', '--json'], database.url);
+      const created = await runCli(
+        [
+          'user',
+          'create',
+          '--business',
+          business.businessId,
+          '--email',
+          email,
+          '--name',
+          'Ana',
+          '--role',
+          'admin',
+          '--json',
+        ],
+        database.url,
+      );
       assert.equal(created.code, 0, created.stderr);
       const user = JSON.parse(created.stdout.trim());
       assert.equal(user.email, email);
@@ -211,23 +271,49 @@ for (const backend of backends) {
       const check = createDatabase(database.url);
       try {
         const row = await findUserByEmail(check.db, email);
-        assert.ok(row && row.password_hash.startsWith(`scrypt$${process.env.PASSWORD_HASH_COST ?? 17}$8$1$`) && !row.password_hash.includes(user.password));
+        assert.ok(row);
+        assert.ok(
+          row.password_hash.startsWith(`scrypt$${process.env.PASSWORD_HASH_COST ?? 17}$8$1$`) &&
+            !row.password_hash.includes(user.password),
+        );
         assert.ok(await verifyPassword(user.password, row.password_hash));
       } finally {
         await check.close();
       }
-      const again = await runCli(['user', 'create', '--business', business.businessId, '--email', email, '--name', 'Ana', '--role', 'admin'], database.url);
+      const again = await runCli(
+        ['user', 'create', '--business', business.businessId, '--email', email, '--name', 'Ana', '--role', 'admin'],
+        database.url,
+      );
       assert.equal(again.code, 1);
       assert.match(again.stderr, /already exists/);
       assertNoStack(again);
-      const badRole = await runCli(['user', 'create', '--business', business.businessId, '--email', 'x@example.com', '--name', 'X', '--role', 'god'], database.url);
+      const badRole = await runCli(
+        [
+          'user',
+          'create',
+          '--business',
+          business.businessId,
+          '--email',
+          'x@example.com',
+          '--name',
+          'X',
+          '--role',
+          'god',
+        ],
+        database.url,
+      );
       assert.equal(badRole.code, 1);
       assert.match(badRole.stderr, /role: Must be one of owner, admin, viewer/);
       const list = await runCli(['user', 'list', '--business', business.businessId], database.url);
       assert.match(list.stdout, new RegExp(`${user.id}\\s+${email.replace('.', '\\.')}\\s+Ana\\s+admin\\s+active`));
-      const disabled = await runCli(['user', 'disable', '--business', business.businessId, '--user-id', user.id], database.url);
+      const disabled = await runCli(
+        ['user', 'disable', '--business', business.businessId, '--user-id', user.id],
+        database.url,
+      );
       assert.equal(disabled.code, 0, disabled.stderr);
-      const listed = JSON.parse((await runCli(['user', 'list', '--business', business.businessId, '--json'], database.url)).stdout);
+      const listed = JSON.parse(
+        (await runCli(['user', 'list', '--business', business.businessId, '--json'], database.url)).stdout,
+      );
       assert.equal(listed.find((u: any) => u.id === user.id).status, 'disabled');
     });
 
@@ -236,14 +322,36 @@ for (const backend of backends) {
       try {
         const business = await openBusiness(createWriteRunner(handle.db), 'Rebuilt Ltd');
         // Derived rows that no order supports, as a bad bulk load would leave them.
-        await handle.db.insertInto('order_counts').values({ business_id: business.businessId, phase: 'ACTIVE', status: 'PACKED', shard: 0, n: 5 }).execute();
-        await handle.db.insertInto('order_property_counts').values({ business_id: business.businessId, path: 'ghost', day: '2026-01-01', phase: 'ACTIVE', status: 'PACKED', shard: 0, n: 2 }).execute();
+        await handle.db
+          .insertInto('order_counts')
+          .values({ business_id: business.businessId, phase: 'ACTIVE', status: 'PACKED', shard: 0, n: 5 })
+          .execute();
+        await handle.db
+          .insertInto('order_property_counts')
+          .values({
+            business_id: business.businessId,
+            path: 'ghost',
+            day: '2026-01-01',
+            phase: 'ACTIVE',
+            status: 'PACKED',
+            shard: 0,
+            n: 2,
+          })
+          .execute();
         const rebuilt = await runCli(['projections', 'rebuild', '--business', business.businessId], database.url);
         assert.equal(rebuilt.code, 0, rebuilt.stderr);
         assert.match(rebuilt.stdout, new RegExp(`Rebuilt the order projections of ${business.businessId}`));
-        const left = await handle.db.selectFrom('order_counts').selectAll().where('business_id', '=', business.businessId).execute();
+        const left = await handle.db
+          .selectFrom('order_counts')
+          .selectAll()
+          .where('business_id', '=', business.businessId)
+          .execute();
         assert.deepEqual(left, []);
-        const paths = await handle.db.selectFrom('order_property_counts').selectAll().where('business_id', '=', business.businessId).execute();
+        const paths = await handle.db
+          .selectFrom('order_property_counts')
+          .selectAll()
+          .where('business_id', '=', business.businessId)
+          .execute();
         assert.deepEqual(paths, []);
         const missing = await runCli(['projections', 'rebuild', '--business', 'bus_missing'], database.url);
         assert.equal(missing.code, 1);
@@ -258,19 +366,31 @@ for (const backend of backends) {
       const { businessId } = JSON.parse(created.stdout);
       const once = await runCli(['events', 'tail', '--business', businessId, '--once', '--json'], database.url);
       assert.equal(once.code, 0, once.stderr);
-      const [first] = once.stdout.trim().split('\n').map((line) => JSON.parse(line));
+      const [first] = once.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line));
       assert.equal(first.sequence, 1);
       assert.equal(first.type, 'api_key.created');
       assert.deepEqual(first.actor, { type: 'system', id: 'cli', name: 'Command line' });
 
       // Following: a key made meanwhile shows up as the next line; Ctrl-C ends it cleanly.
-      const tail = spawn(process.execPath, [...TYPESCRIPT, 'src/cli.ts', 'events', 'tail', '--business', businessId, '--after', '1'], {
-        cwd: root, env: { ...process.env, DATABASE_URL: database.url },
-      });
+      const tail = spawn(
+        process.execPath,
+        [...TYPESCRIPT, 'src/cli.ts', 'events', 'tail', '--business', businessId, '--after', '1'],
+        {
+          cwd: root,
+          env: { ...process.env, DATABASE_URL: database.url },
+        },
+      );
       let out = '';
-      tail.stdout.on('data', (d) => { out += d; });
+      tail.stdout.on('data', (d) => {
+        out += d;
+      });
       await new Promise((r) => setTimeout(r, 1500));
-      const key = JSON.parse((await runCli(['key', 'create', '--business', businessId, '--json'], database.url)).stdout);
+      const key = JSON.parse(
+        (await runCli(['key', 'create', '--business', businessId, '--json'], database.url)).stdout,
+      );
       for (let i = 0; i < 50 && !out.includes(key.keyId); i++) await new Promise((r) => setTimeout(r, 100));
       tail.kill('SIGINT');
       const code = await new Promise((resolve) => tail.on('exit', resolve));
@@ -286,9 +406,23 @@ for (const backend of backends) {
       const business = await openBusiness(createWriteRunner(handle.db), 'Import Ltd').finally(() => handle.close());
       const dir = mkdtempSync(join(tmpdir(), 'supplyline-cli-import-'));
       try {
-        const item = (name: string) => ({ op: 'create', resource: 'item', ref: name, data: { item: { name }, variants: [{ variantName: 'x', currency: 'AUD', price: 1 }] } });
+        const item = (name: string) => ({
+          op: 'create',
+          resource: 'item',
+          ref: name,
+          data: { item: { name }, variants: [{ variantName: 'x', currency: 'AUD', price: 1 }] },
+        });
         const good = join(dir, 'good.ndjson');
-        writeFileSync(good, [item('Tea'), item('Coffee'), { op: 'patch', resource: 'item', id: { $ref: 'Tea' }, data: { description: 'Green' } }].map((l) => JSON.stringify(l)).join('\n'));
+        writeFileSync(
+          good,
+          [
+            item('Tea'),
+            item('Coffee'),
+            { op: 'patch', resource: 'item', id: { $ref: 'Tea' }, data: { description: 'Green' } },
+          ]
+            .map((l) => JSON.stringify(l))
+            .join('\n'),
+        );
         const bad = join(dir, 'bad.ndjson');
         writeFileSync(bad, `${JSON.stringify(item('Cocoa'))}\n{oops\n`);
         const [ok, failed, dry] = await Promise.all([
@@ -307,12 +441,19 @@ for (const backend of backends) {
         assert.match(dry.stdout, /a dry run: nothing was written/);
         const check = createDatabase(database.url);
         try {
-          const names = (await check.db.selectFrom('items').select('name').where('business_id', '=', business.businessId).execute()).map((r) => r.name).sort();
+          const names = (
+            await check.db.selectFrom('items').select('name').where('business_id', '=', business.businessId).execute()
+          )
+            .map((r) => r.name)
+            .sort();
           assert.deepEqual(names, ['Cocoa', 'Coffee', 'Tea']);
         } finally {
           await check.close();
         }
-        const missingFile = await runCli(['import', join(dir, 'none.ndjson'), '--business', business.businessId], database.url);
+        const missingFile = await runCli(
+          ['import', join(dir, 'none.ndjson'), '--business', business.businessId],
+          database.url,
+        );
         assert.equal(missingFile.code, 1);
         assert.match(missingFile.stderr, /no such file/);
         assertNoStack(missingFile);

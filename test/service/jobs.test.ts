@@ -14,8 +14,21 @@ describe('the jobs registry', () => {
     const jobs = createJobs({ warn: (details, message) => warnings.push({ job: details.job, message }) });
     let runs = 0;
     let failures = 0;
-    jobs.add({ name: 'counter', everyMs: 20, run: async () => { runs++; } });
-    jobs.add({ name: 'flaky', everyMs: 20, run: async () => { failures++; throw new Error('database away'); } });
+    jobs.add({
+      name: 'counter',
+      everyMs: 20,
+      run: async () => {
+        runs++;
+      },
+    });
+    jobs.add({
+      name: 'flaky',
+      everyMs: 20,
+      run: async () => {
+        failures++;
+        throw new Error('database away');
+      },
+    });
     await sleep(60);
     assert.equal(runs, 0, 'nothing runs before start');
     jobs.start();
@@ -35,7 +48,8 @@ describe('the jobs registry', () => {
     let most = 0;
     let finished = 0;
     jobs.add({
-      name: 'slow', everyMs: 10,
+      name: 'slow',
+      everyMs: 10,
       run: async () => {
         active++;
         most = Math.max(most, active);

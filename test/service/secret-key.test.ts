@@ -13,10 +13,16 @@ import { TYPESCRIPT } from '../helpers/typescript.ts';
 function resolveInProcess(databaseUrl: string): Promise<{ code: number | null; out: string }> {
   const script = `import { loadConfig } from './src/config.ts'; import { resolveSecretBox } from './src/runtime.ts';
     const { box } = resolveSecretBox(loadConfig({ DATABASE_URL: ${JSON.stringify(databaseUrl)} })); console.log(box.seal('shared'));`;
-  const child = spawn(process.execPath, [...TYPESCRIPT, '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...TYPESCRIPT, '--input-type=module', '-e', script], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
-  child.stdout.on('data', (d) => { out += d; });
-  child.stderr.on('data', (d) => { out += d; });
+  child.stdout.on('data', (d) => {
+    out += d;
+  });
+  child.stderr.on('data', (d) => {
+    out += d;
+  });
   return new Promise((resolve) => child.on('exit', (code) => resolve({ code, out })));
 }
 

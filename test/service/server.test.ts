@@ -12,27 +12,45 @@ const { NODE_TEST_CONTEXT: _ignored, ...baseEnv } = process.env;
 const dir = mkdtempSync(join(tmpdir(), 'supplyline-server-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Started { child: ChildProcess; output: () => string; base: string }
+interface Started {
+  child: ChildProcess;
+  output: () => string;
+  base: string;
+}
 
 /** The server from source, or with `npm start`: the newcomer's command, which builds dist/ and runs it. */
 function start(env: Record<string, string>, { npm = false } = {}): Promise<Started> {
   const [command, args] = npm ? ['npm', ['start']] : [process.execPath, [...TYPESCRIPT, 'src/server.ts']];
   const child = spawn(command, args, {
-    env: { ...baseEnv, PORT: '0', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...baseEnv, PORT: '0', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout!.on('data', (d) => { out += d; });
-  child.stderr!.on('data', (d) => { out += d; });
+  child.stdout!.on('data', (d) => {
+    out += d;
+  });
+  child.stderr!.on('data', (d) => {
+    out += d;
+  });
   return new Promise((resolve, reject) => {
     // Generous: on a loaded 2-core machine a first start (build, migrations, demo data) can take a
     // while; a server that never says it listens is still caught, and killed.
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start:\n${out}`)); }, 60_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start:\n${out}`));
+    }, 60_000);
     const check = () => {
       const m = out.match(/listening on (http:\/\/\S+)/);
-      if (m) { clearTimeout(timer); resolve({ child, output: () => out, base: m[1] }); }
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, output: () => out, base: m[1] });
+      }
     };
     child.stdout!.on('data', check);
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited ${code}:\n${out}`)); });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited ${code}:\n${out}`));
+    });
   });
 }
 
@@ -48,7 +66,9 @@ describe('npm start (src/server.ts)', () => {
     assert.ok(businessId && apiKey, first.output());
     assert.match(first.output(), /curl -s http:\/\/127\.0\.0\.1:\d+\/api\/v1\/items/);
     assert.match(first.output(), /\/docs/);
-    const res = await fetch(`${first.base}/api/v1/items`, { headers: { 'x-business-id': businessId, 'x-api-key': apiKey } });
+    const res = await fetch(`${first.base}/api/v1/items`, {
+      headers: { 'x-business-id': businessId, 'x-api-key': apiKey },
+    });
     assert.equal(res.status, 200);
     first.child.kill('SIGTERM');
     assert.equal(await exited(first.child), 0);
@@ -63,11 +83,17 @@ describe('npm start (src/server.ts)', () => {
     const server = await start({ DATABASE_URL: `sqlite:${join(dir, 'inflight.db')}` });
     const body = '{"pending":true}';
     const answered = new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const req = request(`${server.base}/healthz`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(body.length) } }, (res) => {
-        let text = '';
-        res.on('data', (d) => { text += d; });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-      });
+      const req = request(
+        `${server.base}/healthz`,
+        { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(body.length) } },
+        (res) => {
+          let text = '';
+          res.on('data', (d) => {
+            text += d;
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        },
+      );
       req.on('error', reject);
       req.write(body.slice(0, 5));
       // The server holds the request (headers read, body pending) when the signal arrives.
@@ -92,16 +118,25 @@ describe('npm start (src/server.ts)', () => {
     const ready = await fetch(`${server.base}/readyz`);
     assert.equal(ready.status, 503);
     assert.deepEqual(await ready.json(), { status: 'unavailable', reason: 'shutting down' });
-    assert.equal((await fetch(`${server.base}/livez`)).status, 200, 'still alive, and still serving, while the load balancer drains it');
+    assert.equal(
+      (await fetch(`${server.base}/livez`)).status,
+      200,
+      'still alive, and still serving, while the load balancer drains it',
+    );
     assert.equal((await fetch(`${server.base}/api/v1/items`)).status, 401);
     assert.equal(await exit, 0);
     assert.ok(Date.now() - signalled >= 1400, `it served for the drain (${Date.now() - signalled} ms)`);
   });
 
   it('exits 1 with a clear message on bad configuration', async () => {
-    const child = spawn(process.execPath, [...TYPESCRIPT, 'src/server.ts'], { env: { ...baseEnv, PORT: 'abc' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...TYPESCRIPT, 'src/server.ts'], {
+      env: { ...baseEnv, PORT: 'abc' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let err = '';
-    child.stderr.on('data', (d) => { err += d; });
+    child.stderr.on('data', (d) => {
+      err += d;
+    });
     assert.equal(await exited(child), 1);
     assert.match(err, /PORT must be a whole number/);
   });

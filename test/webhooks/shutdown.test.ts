@@ -16,7 +16,7 @@ import { describeEachBackend } from '../helpers/context.ts';
  * destroyed" (issue 44).
  */
 describeEachBackend('webhook worker at shutdown', (ctx) => {
-  it('finishes its pass and claim, and records nothing more, before the app\'s close resolves', async () => {
+  it("finishes its pass and claim, and records nothing more, before the app's close resolves", async () => {
     const t = await ctx().createTenant();
     // Slower than the worker waits for deliveries in flight (3 s): they end after the close.
     const receiver = createServer((_req, res) => setTimeout(() => res.end('ok'), 3_500).unref());
@@ -36,16 +36,30 @@ describeEachBackend('webhook worker at shutdown', (ctx) => {
         if (closed) late.push('a write ended after the close');
       });
     };
-    const writes: WriteRunner = { run: (scope, work) => slow(() => real.run(scope, work)), runIdempotent: (scope, key, work) => slow(() => real.runIdempotent(scope, key, work)) };
-    const config = { ...ctx().config, webhooks: { ...ctx().config.webhooks, workers: true, allowPrivateNetworks: true, concurrency: 4 } };
+    const writes: WriteRunner = {
+      run: (scope, work) => slow(() => real.run(scope, work)),
+      runIdempotent: (scope, key, work) => slow(() => real.runIdempotent(scope, key, work)),
+    };
+    const config = {
+      ...ctx().config,
+      webhooks: { ...ctx().config.webhooks, workers: true, allowPrivateNetworks: true, concurrency: 4 },
+    };
     const app = await createApp({ db: handle.db, config, rateLimiter: null, writes, secretBox: box });
     try {
       await app.ready();
       const send = (method: string, url: string, body: unknown) =>
-        app.inject({ method: method as 'POST', url, headers: { ...t.headers, 'content-type': 'application/json' }, payload: JSON.stringify(body) });
-      const hook = await send('POST', '/api/v1/webhook-endpoints', { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/in` });
+        app.inject({
+          method: method as 'POST',
+          url,
+          headers: { ...t.headers, 'content-type': 'application/json' },
+          payload: JSON.stringify(body),
+        });
+      const hook = await send('POST', '/api/v1/webhook-endpoints', {
+        url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/in`,
+      });
       assert.equal(hook.statusCode, 201, hook.body);
-      for (let i = 0; i < 12; i++) assert.equal((await send('POST', '/api/v1/buyers', { buyer: { name: `B${i}` } })).statusCode, 201);
+      for (let i = 0; i < 12; i++)
+        assert.equal((await send('POST', '/api/v1/buyers', { buyer: { name: `B${i}` } })).statusCode, 201);
       await new Promise((resolve) => setTimeout(resolve, 300));
       // One more write as the close begins: it wakes the worker, whose pass is then under way.
       assert.equal((await send('POST', '/api/v1/buyers', { buyer: { name: 'Last' } })).statusCode, 201);

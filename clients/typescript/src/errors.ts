@@ -63,7 +63,9 @@ export class ResyncRequiredError extends SupplylineError {
   readonly reason: 'gone' | 'gap';
   readonly after: number;
   constructor(reason: 'gone' | 'gap', after: number, detail: string) {
-    super(`Event feed cannot continue after ${after} (${detail}); resynchronise from an export, then follow from its sequence`);
+    super(
+      `Event feed cannot continue after ${after} (${detail}); resynchronise from an export, then follow from its sequence`,
+    );
     this.name = 'ResyncRequiredError';
     this.reason = reason;
     this.after = after;

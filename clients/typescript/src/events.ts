@@ -22,7 +22,11 @@ export type SupplylineEvent =
   | ResourceEvent<'buyer', 'created' | 'updated', Schemas['Buyer']>
   | ResourceEvent<'price_list', 'created' | 'updated', Schemas['PriceList']>
   | ResourceEvent<'invoice', 'created' | 'updated', Schemas['Invoice']>
-  | ResourceEvent<'webhook_endpoint', 'created' | 'updated' | 'paused' | 'disabled' | 'deleted', Schemas['WebhookEndpoint']>
+  | ResourceEvent<
+      'webhook_endpoint',
+      'created' | 'updated' | 'paused' | 'disabled' | 'deleted',
+      Schemas['WebhookEndpoint']
+    >
   | ResourceEvent<'api_key', 'created' | 'updated' | 'revoked', Record<string, unknown>>
   | ResourceEvent<'user', 'created' | 'updated', Record<string, unknown>>;
 
@@ -57,18 +61,29 @@ export async function* followEvents(transport: Transport, opts: FollowOptions): 
     try {
       const query = { after, wait, limit: 1000, types: opts.types?.join(',') };
       // A long poll waits up to `wait` seconds before answering.
-      page = (await transport.json<EventPage>({ method: 'GET', path: '/api/v1/events', query, options: { signal: opts.signal, timeout: (wait + 15) * 1000 } })).data;
+      page = (
+        await transport.json<EventPage>({
+          method: 'GET',
+          path: '/api/v1/events',
+          query,
+          options: { signal: opts.signal, timeout: (wait + 15) * 1000 },
+        })
+      ).data;
     } catch (error) {
       if (opts.signal?.aborted) return;
-      if (error instanceof SupplylineApiError && error.status === 410) throw new ResyncRequiredError('gone', after, error.message);
+      if (error instanceof SupplylineApiError && error.status === 410)
+        throw new ResyncRequiredError('gone', after, error.message);
       if (error instanceof SupplylineApiError && !isRetryableStatus(error.status)) throw error;
       opts.onError?.(error);
-      await sleep(Math.min(10_000, 250 * 2 ** failures++) * (0.5 + Math.random() / 2), opts.signal).catch(() => undefined);
+      await sleep(Math.min(10_000, 250 * 2 ** failures++) * (0.5 + Math.random() / 2), opts.signal).catch(
+        () => undefined,
+      );
       continue;
     }
     failures = 0;
     for (const event of page.items) {
-      if (!opts.types && event.sequence !== after + 1) throw new ResyncRequiredError('gap', after, `next event was ${event.sequence}`);
+      if (!opts.types && event.sequence !== after + 1)
+        throw new ResyncRequiredError('gap', after, `next event was ${event.sequence}`);
       yield event;
       after = event.sequence;
     }

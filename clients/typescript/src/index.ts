@@ -1,11 +1,26 @@
 import createClient, { type Client } from 'openapi-fetch';
-import { followEvents, type EventPage, type FollowOptions, type ListEventsQuery, type SupplylineEvent } from './events.ts';
-import { creatable, deletable, exportable, historied, patchable, readable, type ListQuery, type QueryOf, type Snapshot } from './resources.ts';
+import { followEvents, type EventPage, type FollowOptions, type ListEventsQuery } from './events.ts';
+import {
+  creatable,
+  deletable,
+  exportable,
+  historied,
+  patchable,
+  readable,
+  type ListQuery,
+  type QueryOf,
+  type Snapshot,
+} from './resources.ts';
 import { createTransport, type Hooks, type RequestOptions, type RetryOptions } from './transport.ts';
 import type { components, paths } from './types.ts';
 
 export {
-  ResyncRequiredError, SupplylineApiError, SupplylineConnectionError, SupplylineError, SupplylineTimeoutError, type ErrorBody,
+  ResyncRequiredError,
+  SupplylineApiError,
+  SupplylineConnectionError,
+  SupplylineError,
+  SupplylineTimeoutError,
+  type ErrorBody,
 } from './errors.ts';
 export type { EventPage, EventType, FollowOptions, ListEventsQuery, ResourceEvent, SupplylineEvent } from './events.ts';
 export type { ListQuery, Page, QueryOf, Snapshot } from './resources.ts';
@@ -34,17 +49,34 @@ const WEBHOOKS = '/api/v1/webhook-endpoints';
 
 export function createSupplylineClient(options: ClientOptions) {
   const auth = { 'X-Business-Id': options.businessId, 'X-API-Key': options.apiKey };
-  const t = createTransport({ baseUrl: options.baseUrl, headers: auth, fetch: options.fetch, retry: options.retry, timeout: options.timeout, hooks: options.hooks });
+  const t = createTransport({
+    baseUrl: options.baseUrl,
+    headers: auth,
+    fetch: options.fetch,
+    retry: options.retry,
+    timeout: options.timeout,
+    hooks: options.hooks,
+  });
   // The typed openapi-fetch client, for anything else, through the same retries (it reads bodies itself).
   const raw: Client<paths> = createClient<paths>({
-    baseUrl: options.baseUrl, headers: auth,
+    baseUrl: options.baseUrl,
+    headers: auth,
     fetch: async (request: Request) => {
       const payload = request.body ? await request.text() : undefined;
-      return t.fetch({ method: request.method, path: request.url, headers: Object.fromEntries(request.headers), payload, options: { signal: request.signal } });
+      return t.fetch({
+        method: request.method,
+        path: request.url,
+        headers: Object.fromEntries(request.headers),
+        payload,
+        options: { signal: request.signal },
+      });
     },
   });
-  const send = <T>(method: string, path: string, call: { body?: unknown; query?: object; options?: RequestOptions } = {}) =>
-    t.json<T>({ method, path, ...call }).then((r) => r.data);
+  const send = <T>(
+    method: string,
+    path: string,
+    call: { body?: unknown; query?: object; options?: RequestOptions } = {},
+  ) => t.json<T>({ method, path, ...call }).then((r) => r.data);
 
   const orders = {
     ...readable<Order, ListQuery<'listOrders'>, QueryOf<'listOrders'>>(t, '/api/v1/orders'),
@@ -57,12 +89,22 @@ export function createSupplylineClient(options: ClientOptions) {
       send<Order>('POST', `/api/v1/buyers/${encodeURIComponent(buyerId)}/orders`, { body, options }),
     /** POST /api/v1/orders: announce an order; its Idempotency-Key is the SHA-256 the contract derives from the ids. */
     async ingest(orderId: string, opts?: Omit<RequestOptions, 'idempotencyKey'>) {
-      const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(`${orderId}-${options.businessId}-order-integration`));
+      const digest = await crypto.subtle.digest(
+        'SHA-256',
+        new TextEncoder().encode(`${orderId}-${options.businessId}-order-integration`),
+      );
       const key = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
-      return send<Schemas['Success']>('POST', '/api/v1/orders', { body: { orderId, businessId: options.businessId }, options: { ...opts, idempotencyKey: key } });
+      return send<Schemas['Success']>('POST', '/api/v1/orders', {
+        body: { orderId, businessId: options.businessId },
+        options: { ...opts, idempotencyKey: key },
+      });
     },
     /** Load the export, hand it to onSnapshot (which iterates it), then follow the feed from the export's sequence. */
-    async *exportThenFollow(opts: Omit<FollowOptions, 'after'> & { onSnapshot: (orders: Snapshot<Order>, sequence: number) => void | Promise<void> }) {
+    async *exportThenFollow(
+      opts: Omit<FollowOptions, 'after'> & {
+        onSnapshot: (orders: Snapshot<Order>, sequence: number) => void | Promise<void>;
+      },
+    ) {
       const snapshot = await orders.export({ signal: opts.signal });
       await opts.onSnapshot(snapshot, snapshot.sequence);
       // What onSnapshot left unread is not needed: stop its body.
@@ -101,22 +143,37 @@ export function createSupplylineClient(options: ClientOptions) {
       ...exportable<Schemas['Invoice']>(t, '/api/v1/invoices'),
     },
     webhookEndpoints: {
-      ...readable<Schemas['WebhookEndpoint'], ListQuery<'listWebhookEndpoints'>, QueryOf<'listWebhookEndpoints'>>(t, WEBHOOKS),
+      ...readable<Schemas['WebhookEndpoint'], ListQuery<'listWebhookEndpoints'>, QueryOf<'listWebhookEndpoints'>>(
+        t,
+        WEBHOOKS,
+      ),
       ...creatable<Schemas['CreateWebhookEndpoint'], Schemas['WebhookEndpointWithSecret']>(t, WEBHOOKS),
       ...patchable<Schemas['WebhookEndpoint'], Schemas['UpdateWebhookEndpoint']>(t, WEBHOOKS),
       ...deletable(t, WEBHOOKS),
       /** A new signing secret, shown this once; the old one keeps signing for `gracePeriodSeconds`. */
       rotateSecret: (id: string, body: Schemas['RotateWebhookSecret'] = {}, options?: RequestOptions) =>
-        send<Schemas['WebhookEndpointWithSecret']>('POST', `${WEBHOOKS}/${encodeURIComponent(id)}/rotate-secret`, { body, options }),
+        send<Schemas['WebhookEndpointWithSecret']>('POST', `${WEBHOOKS}/${encodeURIComponent(id)}/rotate-secret`, {
+          body,
+          options,
+        }),
       /** Sends a webhook.test event to this endpoint only. */
-      test: (id: string, options?: RequestOptions) => send<Schemas['WebhookTest']>('POST', `${WEBHOOKS}/${encodeURIComponent(id)}/test`, { options }),
+      test: (id: string, options?: RequestOptions) =>
+        send<Schemas['WebhookTest']>('POST', `${WEBHOOKS}/${encodeURIComponent(id)}/test`, { options }),
       /** Delivers the events after `afterSequence` up to `untilSequence` again, in order. */
       replay: (id: string, body: Schemas['ReplayWebhookEvents'], options?: RequestOptions) =>
         send<Schemas['WebhookReplay']>('POST', `${WEBHOOKS}/${encodeURIComponent(id)}/replay`, { body, options }),
       /** Every delivery of the endpoint, oldest first, with its attempts. */
-      async *deliveries(id: string, query: Omit<QueryOf<'listWebhookDeliveries'>, 'after'> = {}, options?: RequestOptions): AsyncGenerator<Schemas['WebhookDelivery']> {
-        for (let after: string | undefined; ;) {
-          const page = await send<Schemas['WebhookDeliveryPage']>('GET', `${WEBHOOKS}/${encodeURIComponent(id)}/deliveries`, { query: { limit: 100, ...query, after }, options });
+      async *deliveries(
+        id: string,
+        query: Omit<QueryOf<'listWebhookDeliveries'>, 'after'> = {},
+        options?: RequestOptions,
+      ): AsyncGenerator<Schemas['WebhookDelivery']> {
+        for (let after: string | undefined; ; ) {
+          const page = await send<Schemas['WebhookDeliveryPage']>(
+            'GET',
+            `${WEBHOOKS}/${encodeURIComponent(id)}/deliveries`,
+            { query: { limit: 100, ...query, after }, options },
+          );
           yield* page.items;
           if (!page.hasMore || page.items.length === 0) return;
           after = page.items[page.items.length - 1].id;

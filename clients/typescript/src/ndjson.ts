@@ -11,7 +11,7 @@ export async function* readNdjson<T>(body: ReadableStream<Uint8Array>): AsyncGen
       const { done, value } = await reader.read();
       rest += done ? decoder.decode() : decoder.decode(value, { stream: true });
       let start = 0;
-      for (let end; (end = rest.indexOf('\n', start)) >= 0; start = end + 1) {
+      for (let end: number; (end = rest.indexOf('\n', start)) >= 0; start = end + 1) {
         const line = rest.slice(start, end);
         if (line.trim()) yield JSON.parse(line) as T;
       }

@@ -8,7 +8,13 @@ export type QueryOf<Op extends keyof operations> = NonNullable<operations[Op]['p
 /** A list's filters for an iterator, which sets `page` and `cursor` itself; `limit` is the page size. */
 export type ListQuery<Op extends keyof operations> = Omit<QueryOf<Op>, 'page' | 'cursor'>;
 
-export interface Page<T> { items: T[]; total: number; page: number; pageSize: number; nextCursor: string | null }
+export interface Page<T> {
+  items: T[];
+  total: number;
+  page: number;
+  pageSize: number;
+  nextCursor: string | null;
+}
 
 /** An export's snapshot: iterate it once for its records; `sequence` is the last event it holds. */
 export interface Snapshot<T> extends AsyncIterable<T> {
@@ -24,7 +30,7 @@ export function readable<T, Q extends object, P extends object>(t: Transport, pa
    * meanwhile comes exactly once, whatever is created or deleted.
    */
   async function* list(query?: Q, options?: RequestOptions): AsyncGenerator<T> {
-    for (let cursor: string | null | undefined; cursor !== null;) {
+    for (let cursor: string | null | undefined; cursor !== null; ) {
       const { data } = await t.json<Page<T>>({ method: 'GET', path, query: { ...query, cursor }, options });
       yield* data.items;
       cursor = data.nextCursor;
@@ -33,7 +39,8 @@ export function readable<T, Q extends object, P extends object>(t: Transport, pa
   return {
     list,
     /** One page; pass its `nextCursor` as `cursor` for the next. */
-    page: (query?: P, options?: RequestOptions) => t.json<Page<T>>({ method: 'GET', path, query, options }).then((r) => r.data),
+    page: (query?: P, options?: RequestOptions) =>
+      t.json<Page<T>>({ method: 'GET', path, query, options }).then((r) => r.data),
     /** The record and its ETag (pass it as `ifMatch` to a patch). */
     get: (id: string, options?: RequestOptions) => t.json<T>({ method: 'GET', path: at(path, id), options }),
   };
@@ -46,18 +53,30 @@ export const creatable = <C, R>(t: Transport, path: string) => ({
 export const patchable = <T, U>(t: Transport, path: string) => ({
   /** PATCH; pass ifMatch (the ETag of a read) to fail with 412 when someone changed it since. */
   patch: (id: string, body: U, options: RequestOptions & { ifMatch?: string } = {}) =>
-    t.json<T>({ method: 'PATCH', path: at(path, id), body, headers: options.ifMatch ? { 'If-Match': options.ifMatch } : {}, options }),
+    t.json<T>({
+      method: 'PATCH',
+      path: at(path, id),
+      body,
+      headers: options.ifMatch ? { 'If-Match': options.ifMatch } : {},
+      options,
+    }),
 });
 
 export const deletable = (t: Transport, path: string) => ({
-  delete: (id: string, options?: RequestOptions) => t.json<void>({ method: 'DELETE', path: at(path, id), options }).then(() => undefined),
+  delete: (id: string, options?: RequestOptions) =>
+    t.json<void>({ method: 'DELETE', path: at(path, id), options }).then(() => undefined),
 });
 
 /** The resource's history, oldest first (GET {path}/{id}/events), also after it was deleted. */
 export const historied = (t: Transport, path: string) => ({
   async *events(id: string, opts: { after?: number } & RequestOptions = {}): AsyncGenerator<SupplylineEvent> {
-    for (let after = opts.after ?? 0; ;) {
-      const { data } = await t.json<EventPage>({ method: 'GET', path: `${at(path, id)}/events`, query: { after, limit: 1000 }, options: opts });
+    for (let after = opts.after ?? 0; ; ) {
+      const { data } = await t.json<EventPage>({
+        method: 'GET',
+        path: `${at(path, id)}/events`,
+        query: { after, limit: 1000 },
+        options: opts,
+      });
       yield* data.items;
       if (!data.hasMore || data.items.length === 0) return;
       after = data.lastSequence;
@@ -70,6 +89,9 @@ export const exportable = <T>(t: Transport, path: string) => ({
   async export(options?: RequestOptions): Promise<Snapshot<T>> {
     const response = await t.stream({ method: 'GET', path: `${path}/export`, options });
     const records = readNdjson<T>(response.body!);
-    return { sequence: Number(response.headers.get('supplyline-event-sequence')), [Symbol.asyncIterator]: () => records };
+    return {
+      sequence: Number(response.headers.get('supplyline-event-sequence')),
+      [Symbol.asyncIterator]: () => records,
+    };
   },
 });

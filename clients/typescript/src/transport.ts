@@ -27,6 +27,7 @@ export interface RequestOptions {
 
 export interface Hooks {
   /** Called before each attempt; may return a Request to send instead. */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a hook that returns nothing is the common case
   onRequest?: (request: Request) => void | Request | Promise<void | Request>;
   /** Called with each attempt's response (do not read its body: the client does). */
   onResponse?: (response: Response, request: Request) => void | Promise<void>;
@@ -69,22 +70,32 @@ export function retryAfterMs(value: string | null): number | null {
   return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
 }
 
-export const sleep = (ms: number, signal?: AbortSignal) => new Promise<void>((resolve, reject) => {
-  if (signal?.aborted) return reject(signal.reason);
-  const timer = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
-  const onAbort = () => { clearTimeout(timer); reject(signal!.reason); };
-  signal?.addEventListener('abort', onAbort, { once: true });
-});
+export const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 
 async function retryable(response: Response): Promise<boolean> {
   if (RETRYABLE.has(response.status)) return true;
   if (response.status !== 409) return false;
-  const body = await response.clone().json().catch(() => null) as ErrorBody | null;
+  const body = (await response
+    .clone()
+    .json()
+    .catch(() => null)) as ErrorBody | null;
   return body?.errorCode === 'IDEMPOTENCY_KEY_IN_USE';
 }
 
 async function apiError(response: Response): Promise<SupplylineApiError> {
-  const body = await response.json().catch(() => undefined) as ErrorBody | undefined;
+  const body = (await response.json().catch(() => undefined)) as ErrorBody | undefined;
   return new SupplylineApiError(response.status, body, response.headers.get('x-request-id'), response);
 }
 
@@ -107,10 +118,16 @@ export function createTransport(options: TransportOptions) {
   };
 
   function headersOf(call: Call): Headers {
-    const headers = new Headers({ 'User-Agent': `supplyline-node/${VERSION}`, ...options.headers, ...call.headers, ...call.options?.headers });
+    const headers = new Headers({
+      'User-Agent': `supplyline-node/${VERSION}`,
+      ...options.headers,
+      ...call.headers,
+      ...call.options?.headers,
+    });
     if (call.body !== undefined) headers.set('Content-Type', 'application/json');
     if (call.options?.idempotencyKey) headers.set('Idempotency-Key', call.options.idempotencyKey);
-    else if (WRITES.has(call.method) && !headers.has('Idempotency-Key')) headers.set('Idempotency-Key', crypto.randomUUID());
+    else if (WRITES.has(call.method) && !headers.has('Idempotency-Key'))
+      headers.set('Idempotency-Key', crypto.randomUUID());
     return headers;
   }
 
@@ -119,7 +136,11 @@ export function createTransport(options: TransportOptions) {
    * is retried like a dropped connection. With `stream`, the timeout stops once the headers are in;
    * with `anyStatus`, an answer that is not retried is returned whatever its status (the raw client's way).
    */
-  async function execute<T>(call: Call, read: (response: Response) => Promise<T>, mode: { stream?: boolean; anyStatus?: boolean } = {}): Promise<T | Response> {
+  async function execute<T>(
+    call: Call,
+    read: (response: Response) => Promise<T>,
+    mode: { stream?: boolean; anyStatus?: boolean } = {},
+  ): Promise<T | Response> {
     const timeout = call.options?.timeout ?? defaultTimeout;
     const deadline = Date.now() + timeout;
     const userSignal = call.options?.signal;
@@ -139,7 +160,11 @@ export function createTransport(options: TransportOptions) {
       } catch (error) {
         failure = error;
       }
-      if (response) await Promise.resolve(options.hooks?.onResponse?.(response, request)).catch((error) => { clearTimeout(timer); throw error; });
+      if (response)
+        await Promise.resolve(options.hooks?.onResponse?.(response, request)).catch((error) => {
+          clearTimeout(timer);
+          throw error;
+        });
       try {
         if (response?.ok) {
           if (mode.stream) clearTimeout(timer);
@@ -176,13 +201,15 @@ export function createTransport(options: TransportOptions) {
   return {
     url,
     /** Any answer as a Response, its body unread, after the retries (the raw client's fetch). */
-    fetch: (call: Call) => execute(call, async (response) => response, { stream: true, anyStatus: true }) as Promise<Response>,
+    fetch: (call: Call) =>
+      execute(call, async (response) => response, { stream: true, anyStatus: true }) as Promise<Response>,
     /** The answer as JSON (undefined for 204), with its ETag. */
-    json: <T>(call: Call) => execute(call, async (response) => ({
-      data: (response.status === 204 ? undefined : await response.json()) as T,
-      etag: response.headers.get('etag') ?? undefined,
-      response,
-    })) as Promise<{ data: T; etag: string | undefined; response: Response }>,
+    json: <T>(call: Call) =>
+      execute(call, async (response) => ({
+        data: (response.status === 204 ? undefined : await response.json()) as T,
+        etag: response.headers.get('etag') ?? undefined,
+        response,
+      })) as Promise<{ data: T; etag: string | undefined; response: Response }>,
     /** The response once its headers are in; the body is the caller's to read, not cut off by the timeout. */
     stream: (call: Call) => execute(call, async (response) => response, { stream: true }) as Promise<Response>,
   };

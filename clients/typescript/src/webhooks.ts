@@ -7,7 +7,10 @@
 import { SupplylineError } from './errors.ts';
 
 export class WebhookVerificationError extends SupplylineError {
-  constructor(message: string) { super(message); this.name = 'WebhookVerificationError'; }
+  constructor(message: string) {
+    super(message);
+    this.name = 'WebhookVerificationError';
+  }
 }
 
 export interface VerifyOptions {
@@ -18,13 +21,12 @@ export interface VerifyOptions {
 }
 
 /** Fetch `Headers` (or anything with `get`), Node's `IncomingHttpHeaders`, or a plain object in any case. */
-export type WebhookHeaders =
-  | { get(name: string): string | null }
-  | Record<string, string | string[] | undefined>;
+export type WebhookHeaders = { get(name: string): string | null } | Record<string, string | string[] | undefined>;
 
 /** The header's value, its name matched in any case (the last such key wins, as in the reference). */
 function header(headers: WebhookHeaders, name: string): string | undefined {
-  if (typeof headers.get === 'function') return (headers as { get(name: string): string | null }).get(name) ?? undefined;
+  if (typeof headers.get === 'function')
+    return (headers as { get(name: string): string | null }).get(name) ?? undefined;
   let found: string | string[] | undefined;
   for (const [key, value] of Object.entries(headers as Record<string, string | string[] | undefined>)) {
     if (key.toLowerCase() === name) found = value;
@@ -46,7 +48,12 @@ function equal(a: string, b: string): boolean {
  * Returns the parsed JSON body (undefined for an empty one) when a signature matches one of the
  * secrets; throws WebhookVerificationError otherwise. Pass the body exactly as received.
  */
-export async function verifyWebhook(body: string | Uint8Array, headers: WebhookHeaders, secrets: string | string[], options: VerifyOptions = {}): Promise<unknown> {
+export async function verifyWebhook(
+  body: string | Uint8Array,
+  headers: WebhookHeaders,
+  secrets: string | string[],
+  options: VerifyOptions = {},
+): Promise<unknown> {
   const id = header(headers, 'webhook-id');
   const timestampText = header(headers, 'webhook-timestamp');
   const signatures = header(headers, 'webhook-signature');
@@ -60,7 +67,11 @@ export async function verifyWebhook(body: string | Uint8Array, headers: WebhookH
   if (timestamp > now + tolerance) throw new WebhookVerificationError('Message timestamp too new');
   const text = typeof body === 'string' ? body : new TextDecoder().decode(body);
   const payload = new TextEncoder().encode(`${id}.${timestamp}.${text}`);
-  const offered = signatures.split(' ').map((s) => s.split(',')).filter(([version]) => version === 'v1').map(([, signature]) => signature ?? '');
+  const offered = signatures
+    .split(' ')
+    .map((s) => s.split(','))
+    .filter(([version]) => version === 'v1')
+    .map(([, signature]) => signature ?? '');
   for (const secret of Array.isArray(secrets) ? secrets : [secrets]) {
     const raw = fromBase64(secret.startsWith('whsec_') ? secret.slice(6) : secret);
     if (raw.length === 0) throw new Error("Secret can't be empty.");

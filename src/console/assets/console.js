@@ -3,14 +3,25 @@ document.addEventListener('click', (event) => {
   const button = event.target.closest('button[data-copy]');
   if (!button) return;
   const text = document.getElementById(button.dataset.copy)?.textContent ?? '';
-  navigator.clipboard?.writeText(text).then(() => { button.textContent = 'Copied'; }, () => { button.textContent = 'Select and copy'; });
+  navigator.clipboard?.writeText(text).then(
+    () => {
+      button.textContent = 'Copied';
+    },
+    () => {
+      button.textContent = 'Select and copy';
+    },
+  );
 });
 
 // Times: the server writes <time datetime> in UTC (readable without script); here they read in the
 // viewer's time zone, relative when within a day ("3 min ago"), and the exact UTC time stays in the title.
 const local = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 const relative = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto', style: 'short' });
-const STEPS = [[60, 'second', 1], [3600, 'minute', 60], [86400, 'hour', 3600]];
+const STEPS = [
+  [60, 'second', 1],
+  [3600, 'minute', 60],
+  [86400, 'hour', 3600],
+];
 function localTimes(root) {
   const now = Date.now();
   for (const time of root.querySelectorAll('time[datetime]')) {

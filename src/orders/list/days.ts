@@ -1,6 +1,13 @@
 import { countOf, nearerEnd, selectIdsFrom } from '../../db/list.ts';
 import type { Db } from '../../db/types.ts';
-import { filterOrders, filtersForRange, ROW_TESTED, type ListOrdersOptions, type ListScope, type OrdersQuery } from './plan.ts';
+import {
+  filterOrders,
+  filtersForRange,
+  ROW_TESTED,
+  type ListOrdersOptions,
+  type ListScope,
+  type OrdersQuery,
+} from './plan.ts';
 import { listTuning, type ActiveFilters } from './strategies.ts';
 import { createdDays } from '../projections/created-counts.ts';
 
@@ -19,7 +26,9 @@ export const nextDay = (day: string) => new Date(Date.parse(dayStart(day)) + 86_
  * answer do not, so `property` is then null or such a path.
  */
 const pathOf = ({ property }: ListOrdersOptions) =>
-  (property && property.value === undefined ? { path: property.segments.join('.'), exists: property.exists !== false } : undefined);
+  property && property.value === undefined
+    ? { path: property.segments.join('.'), exists: property.exists !== false }
+    : undefined;
 
 /**
  * The list's orders per created day (src/orders/projections/created-counts.ts), of its phase,
@@ -27,15 +36,21 @@ const pathOf = ({ property }: ListOrdersOptions) =>
  * from its own, and its own counted exactly by `query` (the orders created later that day: one day's rows).
  */
 export async function listDays(
-  { db, businessId, query, options }: { db: Db; businessId: string; query: OrdersQuery; options: ListOrdersOptions }, direction: 'asc' | 'desc',
+  { db, businessId, query, options }: { db: Db; businessId: string; query: OrdersQuery; options: ListOrdersOptions },
+  direction: 'asc' | 'desc',
 ): Promise<Array<{ day: string; n: number }>> {
   const fromDay = options.createdSince?.slice(0, 10);
   const days = await createdDays(db, businessId, direction, {
-    phase: options.phase, status: options.status, fromDay, includeDeleted: options.includeDeleted, path: pathOf(options),
+    phase: options.phase,
+    status: options.status,
+    fromDay,
+    includeDeleted: options.includeDeleted,
+    path: pathOf(options),
   });
   if (fromDay === undefined || days.length === 0) return days;
   const first = direction === 'asc' ? 0 : days.length - 1;
-  if (days[first].day === fromDay) days[first] = { day: fromDay, n: await countOf(query.where('created_at', '<', nextDay(fromDay))) };
+  if (days[first].day === fromDay)
+    days[first] = { day: fromDay, n: await countOf(query.where('created_at', '<', nextDay(fromDay))) };
   return days;
 }
 
@@ -76,7 +91,12 @@ const WALKED_COLUMNS = ['id', 'business_id', 'created_at', 'deleted_at', 'phase'
  */
 function nearestRows(db: Db, list: OrdersQuery, backwards: boolean, reach: number): OrdersQuery {
   const direction = backwards ? 'asc' : 'desc';
-  const nearest = list.clearSelect().select(WALKED_COLUMNS).orderBy('created_at', direction).orderBy('id', direction).limit(reach);
+  const nearest = list
+    .clearSelect()
+    .select(WALKED_COLUMNS)
+    .orderBy('created_at', direction)
+    .orderBy('id', direction)
+    .limit(reach);
   return db.selectFrom(nearest.as('orders')) as unknown as OrdersQuery;
 }
 
@@ -84,7 +104,11 @@ function nearestRows(db: Db, list: OrdersQuery, backwards: boolean, reach: numbe
 export function walkOf(scope: ListScope, active: ActiveFilters, rows: OrdersQuery): Walk {
   if (!ROW_TESTED.some((name) => active.has(name))) return { rows };
   const others = filterOrders(scope, { except: [...ROW_TESTED] });
-  return { rows, nearest: (backwards, reach) => filterOrders(scope, { from: nearestRows(scope.db, others, backwards, reach) }, filtersForRange(scope.db)) };
+  return {
+    rows,
+    nearest: (backwards, reach) =>
+      filterOrders(scope, { from: nearestRows(scope.db, others, backwards, reach) }, filtersForRange(scope.db)),
+  };
 }
 
 /**
@@ -95,8 +119,13 @@ export function walkOf(scope: ListScope, active: ActiveFilters, rows: OrdersQuer
  * is the exact count of the list, which its days sum to; `query` has every filter's condition.
  */
 export async function pageByCreatedDay(
-  db: Db, businessId: string, query: OrdersQuery, options: ListOrdersOptions, total: number,
-  daysOf: DaysOf = listDaysOnce({ db, businessId, query, options }), walk: Walk = { rows: query },
+  db: Db,
+  businessId: string,
+  query: OrdersQuery,
+  options: ListOrdersOptions,
+  total: number,
+  daysOf: DaysOf = listDaysOnce({ db, businessId, query, options }),
+  walk: Walk = { rows: query },
 ): Promise<string[]> {
   return idsByDays(walk, daysOf, nearerEnd(total, options));
 }
@@ -118,7 +147,9 @@ const reachOf = (skip: number, take: number) => Math.max(listTuning.shallowRows,
  * row's JSON beat a probe of the side table per row.
  */
 export async function idsByDays(
-  { rows, nearest }: Walk, daysOf: DaysOf, { backwards, skip, take }: { backwards: boolean; skip: number; take: number },
+  { rows, nearest }: Walk,
+  daysOf: DaysOf,
+  { backwards, skip, take }: { backwards: boolean; skip: number; take: number },
 ): Promise<string[]> {
   if (take <= 0) return [];
   if (skip < listTuning.shallowRows) {
@@ -138,6 +169,8 @@ export async function idsByDays(
   }
   // Fewer rows than the counts said a moment ago (an order deleted since): past the end.
   if (start === undefined) return [];
-  const within = backwards ? rows.where('created_at', '>=', dayStart(start)) : rows.where('created_at', '<', nextDay(start));
+  const within = backwards
+    ? rows.where('created_at', '>=', dayStart(start))
+    : rows.where('created_at', '<', nextDay(start));
   return selectIdsFrom(within, backwards, skip - passed, take);
 }

@@ -1,12 +1,43 @@
-import { beforeInListOrder, countOf, nextOf, offsetOf, pastTheEnd, type Position, rangeFromNearerEnd, selectPageIdsFromNearerEnd, type Page } from '../../db/list.ts';
+import {
+  beforeInListOrder,
+  countOf,
+  nextOf,
+  offsetOf,
+  pastTheEnd,
+  type Position,
+  rangeFromNearerEnd,
+  selectPageIdsFromNearerEnd,
+  type Page,
+} from '../../db/list.ts';
 import { sql, type SqlBool } from 'kysely';
 import { notIndexed } from '../../db/dialect.ts';
 import type { Db } from '../../db/types.ts';
-import { activeFilters, changedSinceOf, filterOrders, filtersForRange, type ListOrdersOptions, type ListScope, type OrdersQuery } from './plan.ts';
-import { bySideTableMatches, choosePage, chooseTotal, type ActiveFilters, type PageStrategy, type TotalStrategy } from './strategies.ts';
+import {
+  activeFilters,
+  changedSinceOf,
+  filterOrders,
+  filtersForRange,
+  type ListOrdersOptions,
+  type ListScope,
+  type OrdersQuery,
+} from './plan.ts';
+import {
+  bySideTableMatches,
+  choosePage,
+  chooseTotal,
+  type ActiveFilters,
+  type PageStrategy,
+  type TotalStrategy,
+} from './strategies.ts';
 import { countChangedSince, olderChangedDays } from '../projections/change-counts.ts';
 import { countOrders } from '../projections/counts.ts';
-import { countByProperty, ordersFromSideTable, pathTotals, sumPathTotals, type PathTotal } from '../projections/property-reads.ts';
+import {
+  countByProperty,
+  ordersFromSideTable,
+  pathTotals,
+  sumPathTotals,
+  type PathTotal,
+} from '../projections/property-reads.ts';
 import { findListedOrders } from '../render.ts';
 import type { OrderStub } from '../mapper.ts';
 import { listDaysOnce, pageByCreatedDay, walkOf, type DaysOf } from './days.ts';
@@ -46,7 +77,9 @@ async function propertyCounts({ db, businessId, options }: ListScope, active: Ac
     const totals = await pathTotals(db, businessId, options.property!.segments.join('.'), options.includeDeleted);
     return { pathTotals: totals, candidates: sumPathTotals(totals, {}) };
   }
-  return { candidates: await countByProperty(db, businessId, options.property!, { includeDeleted: options.includeDeleted }) };
+  return {
+    candidates: await countByProperty(db, businessId, options.property!, { includeDeleted: options.includeDeleted }),
+  };
 }
 
 /**
@@ -54,10 +87,15 @@ async function propertyCounts({ db, businessId, options }: ListScope, active: Ac
  * of its matches (it depends on nothing else): the two parts of a changed-since split read it once,
  * as a path's sum is a query of its own.
  */
-async function planList(db: Db, businessId: string, options: ListOrdersOptions, known?: PropertyCounts): Promise<Planned> {
+async function planList(
+  db: Db,
+  businessId: string,
+  options: ListOrdersOptions,
+  known?: PropertyCounts,
+): Promise<Planned> {
   const scope = { db, businessId, options };
   const active = activeFilters(scope);
-  const counts = known ?? await propertyCounts(scope, active);
+  const counts = known ?? (await propertyCounts(scope, active));
   const query = filterOrders(scope);
   const rangeQuery = filterOrders(scope, {}, filtersForRange(db));
   // The days' counts read only their first day's rows by query.
@@ -96,7 +134,7 @@ function changedSplit(plan: Planned): Promise<ChangedSplit> {
     const since = changedSinceOf(plan.options)!;
     // One after the other: the list reads at one moment, on one connection (readAtOneMoment).
     const recentPart = await recentOf(plan, since);
-    return { ...recentPart, ...await olderOf(plan, since) };
+    return { ...recentPart, ...(await olderOf(plan, since)) };
   })();
   return plan.split;
 }
@@ -105,8 +143,12 @@ function changedSplit(plan: Planned): Promise<ChangedSplit> {
 async function recentOf(plan: Planned, since: string): Promise<Pick<ChangedSplit, 'recent' | 'recentTotal'>> {
   // changedSince is active only when createdSince (if any) is earlier, so `since` bounds both.
   // The same property filter and includeDeleted: the same candidates.
-  const recent = await planList(plan.db, plan.businessId, { ...plan.options, createdSince: since, updatedSince: undefined, modifiedSince: undefined },
-    { candidates: plan.candidates, pathTotals: plan.pathTotals });
+  const recent = await planList(
+    plan.db,
+    plan.businessId,
+    { ...plan.options, createdSince: since, updatedSince: undefined, modifiedSince: undefined },
+    { candidates: plan.candidates, pathTotals: plan.pathTotals },
+  );
   return { recent, recentTotal: await totalOf(recent) };
 }
 
@@ -119,19 +161,36 @@ async function olderOf(plan: Planned, since: string): Promise<Omit<ChangedSplit,
   const days = await olderChangedDays(plan.db, plan.businessId, since, plan.options.includeDeleted);
   // Every filter but changedSince's range over updated_at, which must not lead: the runs of created days bound the rows.
   // A short range of rows: the property filter as filtersForRange says.
-  const older = filterOrders(plan, { except: ['changedSince'] }, filtersForRange(plan.db)).where(sql<SqlBool>`${notIndexed(plan.db, 'updated_at')} > ${since}`);
+  const older = filterOrders(plan, { except: ['changedSince'] }, filtersForRange(plan.db)).where(
+    sql<SqlBool>`${notIndexed(plan.db, 'updated_at')} > ${since}`,
+  );
   if ([...plan.active.keys()].every((name) => UNFILTERED_OLDER.has(name))) {
     return { older, olderTotal: days.reduce((sum, d) => sum + d.n, 0), olderRuns: runsOfDays(days, since) };
   }
   // Created at or before u: the last run ends at u, included.
-  const runs = dayRuns(days.map((d) => d.day), { through: since });
+  const runs = dayRuns(
+    days.map((d) => d.day),
+    { through: since },
+  );
   const counts = await countInRanges(plan.db, older, runs);
-  return { older, olderTotal: counts.reduce((sum, n) => sum + n, 0), olderRuns: runs.map((run, i) => ({ ...run, n: counts[i] })) };
+  return {
+    older,
+    olderTotal: counts.reduce((sum, n) => sum + n, 0),
+    olderRuns: runs.map((run, i) => ({ ...run, n: counts[i] })),
+  };
 }
 
 /** The list's orders from the side table's matches of its property filter, with every other filter. */
 const fromSideTable = (plan: Planned) =>
-  filterOrders(plan, { except: ['propertyValue', 'propertyPresent'], from: ordersFromSideTable(plan.db, plan.businessId, plan.options.property!, plan.options.includeDeleted) as unknown as OrdersQuery });
+  filterOrders(plan, {
+    except: ['propertyValue', 'propertyPresent'],
+    from: ordersFromSideTable(
+      plan.db,
+      plan.businessId,
+      plan.options.property!,
+      plan.options.includeDeleted,
+    ) as unknown as OrdersQuery,
+  });
 
 const TOTALS: Record<TotalStrategy | 'count', (plan: Planned) => Promise<number>> = {
   countOrders: ({ db, businessId, options }) => countOrders(db, businessId, options),
@@ -142,7 +201,8 @@ const TOTALS: Record<TotalStrategy | 'count', (plan: Planned) => Promise<number>
     if (candidates !== undefined && !options.phase && !options.status) return Promise.resolve(candidates);
     return countByProperty(db, businessId, options.property!, options);
   },
-  countChangedSince: ({ db, businessId, options }) => countChangedSince(db, businessId, changedSinceOf(options)!, options.includeDeleted),
+  countChangedSince: ({ db, businessId, options }) =>
+    countChangedSince(db, businessId, changedSinceOf(options)!, options.includeDeleted),
   countByCreatedDay: async (plan) => (await plan.days('desc')).reduce((sum, d) => sum + d.n, 0),
   countFromSideTable: (plan) => countOf(fromSideTable(plan)),
   countChangedSplit: async (plan) => {
@@ -156,7 +216,16 @@ const TOTALS: Record<TotalStrategy | 'count', (plan: Planned) => Promise<number>
 const PAGES: Record<PageStrategy | 'sorted', (plan: Planned, total: number) => Promise<string[]>> = {
   pageFromSideTable: (plan, total) => selectPageIdsFromNearerEnd(fromSideTable(plan), plan.options, total),
   pageChangedSince,
-  pageByCreatedDay: (plan, total) => pageByCreatedDay(plan.db, plan.businessId, plan.query, plan.options, total, plan.days, walkOf(plan, plan.active, plan.rangeQuery)),
+  pageByCreatedDay: (plan, total) =>
+    pageByCreatedDay(
+      plan.db,
+      plan.businessId,
+      plan.query,
+      plan.options,
+      total,
+      plan.days,
+      walkOf(plan, plan.active, plan.rangeQuery),
+    ),
   // An index can answer the ids without reading rows, however many rows the filters pass over.
   sorted: ({ query, options }, total) => selectPageIdsFromNearerEnd(query, options, total),
 };
@@ -175,7 +244,10 @@ export async function listOrders(db: Db, businessId: string, options: ListOrders
   return {
     // An order soft-deleted since its id was read is left out, as it would have been a moment later.
     items: options.includeDeleted ? rows : rows.filter((row) => row.deleted_at === null),
-    total, page: options.page, pageSize: options.limit, next: nextOf(rows, options, total),
+    total,
+    page: options.page,
+    pageSize: options.limit,
+    next: nextOf(rows, options, total),
   };
 }
 
@@ -186,8 +258,14 @@ export async function listOrders(db: Db, businessId: string, options: ListOrders
  */
 async function pageIdsOf(plan: Planned, options: ListOrdersOptions, total: number): Promise<string[]> {
   if (!options.after) return pastTheEnd(total, options) ? [] : pageOf(plan, total);
-  if (plan.active.has('changedSince') && choosePage(plan.active, plan.candidates) === 'pageChangedSince') return cursorPageChangedSince(plan, options, options.after);
-  const fromPlace = await planList(plan.db, plan.businessId, { ...options, page: 1 }, { candidates: plan.candidates, pathTotals: plan.pathTotals });
+  if (plan.active.has('changedSince') && choosePage(plan.active, plan.candidates) === 'pageChangedSince')
+    return cursorPageChangedSince(plan, options, options.after);
+  const fromPlace = await planList(
+    plan.db,
+    plan.businessId,
+    { ...options, page: 1 },
+    { candidates: plan.candidates, pathTotals: plan.pathTotals },
+  );
   return pageOf(fromPlace, Infinity);
 }
 
@@ -199,14 +277,26 @@ async function pageIdsOf(plan: Planned, options: ListOrdersOptions, total: numbe
  */
 async function cursorPageChangedSince(plan: Planned, options: ListOrdersOptions, after: Position): Promise<string[]> {
   const since = changedSinceOf(options)!;
-  const recentIds = after.createdAt! > since
-    ? await pageOf(await planList(plan.db, plan.businessId, { ...options, page: 1, createdSince: since, updatedSince: undefined, modifiedSince: undefined },
-      { candidates: plan.candidates, pathTotals: plan.pathTotals }), Infinity)
-    : [];
+  const recentIds =
+    after.createdAt! > since
+      ? await pageOf(
+          await planList(
+            plan.db,
+            plan.businessId,
+            { ...options, page: 1, createdSince: since, updatedSince: undefined, modifiedSince: undefined },
+            { candidates: plan.candidates, pathTotals: plan.pathTotals },
+          ),
+          Infinity,
+        )
+      : [];
   if (recentIds.length >= options.limit) return recentIds;
   const { older, olderRuns } = await changedSplit(plan);
   const runs = olderRuns.filter((run) => run.from <= after.createdAt!);
-  const olderIds = await idsByRuns(older.where(beforeInListOrder(after, 'orders')), runs, { backwards: false, skip: 0, take: options.limit - recentIds.length });
+  const olderIds = await idsByRuns(older.where(beforeInListOrder(after, 'orders')), runs, {
+    backwards: false,
+    skip: 0,
+    take: options.limit - recentIds.length,
+  });
   return [...recentIds, ...olderIds];
 }
 

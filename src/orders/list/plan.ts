@@ -21,7 +21,10 @@ export type { ListFilter, ListOrdersOptions, ListScope, OrdersQuery } from './ty
  * index instead of an OR scan; given both, the later time is the range.
  */
 export const changedSinceOf = (options: ListOrdersOptions): string | undefined =>
-  [options.updatedSince, options.modifiedSince].filter((t) => t !== undefined).sort().at(-1);
+  [options.updatedSince, options.modifiedSince]
+    .filter((t) => t !== undefined)
+    .sort()
+    .at(-1);
 
 /** updatedAt >= createdAt, so createdAt > t already means updatedAt > u when u <= t (both are normalised ISO times). */
 const impliedByCreatedSince = (options: ListOrdersOptions) =>
@@ -32,7 +35,8 @@ const bySideTable = ({ db, options }: ListScope) => options.property !== null &&
 const sideTableWhere = (query: OrdersQuery, { db, businessId, options }: ListScope) =>
   query.where(sideTableCondition(db, businessId, options.property!, options.includeDeleted));
 /** The property filter by the JSON functions on the order's own row. */
-const jsonWhere = (query: OrdersQuery, { db, options }: ListScope) => query.where(propertyCondition(db, sql.ref('properties'), options.property!));
+const jsonWhere = (query: OrdersQuery, { db, options }: ListScope) =>
+  query.where(propertyCondition(db, sql.ref('properties'), options.property!));
 
 /** Every strategy but the side table's page reads whatever query it is given, so it serves every filter. */
 const ANY_PAGE = ['pageChangedSince'] as const;
@@ -75,7 +79,8 @@ export const ORDER_FILTERS = {
   // A present path (propertyPath alone, or with propertyExists=true), through the side table.
   propertyPresent: {
     keys: ['propertyPath', 'propertyExists'],
-    active: (scope) => bySideTable(scope) && scope.options.property!.value === undefined && scope.options.property!.exists !== false,
+    active: (scope) =>
+      bySideTable(scope) && scope.options.property!.value === undefined && scope.options.property!.exists !== false,
     where: sideTableWhere,
     totals: ['countByProperty', 'countByCreatedDay', 'countFromSideTable', ANY],
     pages: ['pageFromSideTable', 'pageByCreatedDay', ...ANY_PAGE],
@@ -143,7 +148,8 @@ const ROW_FILTERS: Record<string, ListFilter> = {
  * filter is tested on the JSON there; SQLite keeps the side table. Both answer alike wherever the
  * side table serves (sideTableServes).
  */
-export const filtersForRange = (db: Db): Record<string, ListFilter> => (jsonOnRowsBeatsProbes(db) ? ROW_FILTERS : ORDER_FILTERS);
+export const filtersForRange = (db: Db): Record<string, ListFilter> =>
+  jsonOnRowsBeatsProbes(db) ? ROW_FILTERS : ORDER_FILTERS;
 /** The filters a request sets. */
 export function activeFilters(scope: ListScope, filters: Record<string, ListFilter> = ORDER_FILTERS): ActiveFilters {
   return new Map(Object.entries(filters).filter(([, filter]) => filter.active(scope)));
@@ -154,7 +160,9 @@ export function activeFilters(scope: ListScope, filters: Record<string, ListFilt
  * when given (orders joined to the rows that already decide a filter), else from `orders`.
  */
 export function filterOrders(
-  scope: ListScope, { except = [], from }: { except?: string[]; from?: OrdersQuery } = {}, filters: Record<string, ListFilter> = ORDER_FILTERS,
+  scope: ListScope,
+  { except = [], from }: { except?: string[]; from?: OrdersQuery } = {},
+  filters: Record<string, ListFilter> = ORDER_FILTERS,
 ): OrdersQuery {
   let query: OrdersQuery = (from ?? scope.db.selectFrom('orders')).where('business_id', '=', scope.businessId);
   for (const [name, filter] of Object.entries(filters)) {

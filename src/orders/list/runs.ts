@@ -38,7 +38,10 @@ const dayNumber = (day: string) => Date.parse(dayStart(day)) / 86_400_000;
  * ends the last run at that time, included: a run is then the only bound on created_at of a read,
  * as SQLite ranges an index by one upper bound only (given `<= u` beside `< to`, it took `<= u`).
  */
-export function dayRuns(days: string[], { gapDays = 7, most = 16, through }: { gapDays?: number; most?: number; through?: string } = {}): CreatedSpan[] {
+export function dayRuns(
+  days: string[],
+  { gapDays = 7, most = 16, through }: { gapDays?: number; most?: number; through?: string } = {},
+): CreatedSpan[] {
   const runs: Array<{ first: number; last: number }> = [];
   for (const day of [...new Set(days)].sort()) {
     const n = dayNumber(day);
@@ -48,13 +51,17 @@ export function dayRuns(days: string[], { gapDays = 7, most = 16, through }: { g
   }
   while (runs.length > most) {
     let closest = 1;
-    for (let i = 2; i < runs.length; i++) if (runs[i].first - runs[i - 1].last < runs[closest].first - runs[closest - 1].last) closest = i;
+    for (let i = 2; i < runs.length; i++)
+      if (runs[i].first - runs[i - 1].last < runs[closest].first - runs[closest - 1].last) closest = i;
     runs[closest - 1].last = runs[closest].last;
     runs.splice(closest, 1);
   }
   const iso = (n: number) => new Date(n * 86_400_000).toISOString();
-  return runs.map(({ first, last }) => (through !== undefined && through < iso(last + 1)
-    ? { from: iso(first), to: through, toIncluded: true } : { from: iso(first), to: iso(last + 1) }));
+  return runs.map(({ first, last }) =>
+    through !== undefined && through < iso(last + 1)
+      ? { from: iso(first), to: through, toIncluded: true }
+      : { from: iso(first), to: iso(last + 1) },
+  );
 }
 
 const inRange = (query: OrdersQuery, { from, to, toIncluded }: CreatedSpan) =>
@@ -63,14 +70,21 @@ const inRange = (query: OrdersQuery, { from, to, toIncluded }: CreatedSpan) =>
 /** How many of `query`'s orders each range holds: one statement, a count per range, each bounded by its range. */
 export async function countInRanges(db: Db, query: OrdersQuery, ranges: CreatedSpan[]): Promise<number[]> {
   if (ranges.length === 0) return [];
-  const counts = ranges.map((range, i) => sql`(${inRange(query, range).clearSelect().select(sql`count(*)`.as('n'))}) as ${sql.ref(`n${i}`)}`);
-  const { rows: [row] } = await sql<Record<string, number | string>>`select ${sql.join(counts)}`.execute(db);
+  const counts = ranges.map(
+    (range, i) => sql`(${inRange(query, range).clearSelect().select(sql`count(*)`.as('n'))}) as ${sql.ref(`n${i}`)}`,
+  );
+  const {
+    rows: [row],
+  } = await sql<Record<string, number | string>>`select ${sql.join(counts)}`.execute(db);
   return ranges.map((_, i) => Number(row[`n${i}`]));
 }
 
 /** The days (oldest first, with their counts) in their runs (dayRuns). */
 export function runsOfDays(days: Array<{ day: string; n: number }>, through?: string): CreatedRun[] {
-  return dayRuns(days.map((d) => d.day), { through }).map((run) => {
+  return dayRuns(
+    days.map((d) => d.day),
+    { through },
+  ).map((run) => {
     const inRun = days.filter(({ day }) => dayStart(day) >= run.from && beforeEnd(dayStart(day), run));
     return { ...run, n: inRun.reduce((sum, d) => sum + d.n, 0), days: inRun };
   });
@@ -83,7 +97,9 @@ export function runsOfDays(days: Array<{ day: string; n: number }>, through?: st
  * rows between runs are never read.
  */
 export async function idsByRuns(
-  query: OrdersQuery, runs: CreatedRun[], { backwards, skip, take }: { backwards: boolean; skip: number; take: number },
+  query: OrdersQuery,
+  runs: CreatedRun[],
+  { backwards, skip, take }: { backwards: boolean; skip: number; take: number },
 ): Promise<string[]> {
   let ids: string[] = [];
   let passed = 0;

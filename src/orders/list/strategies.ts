@@ -16,7 +16,8 @@ export type { ActiveFilters, PageStrategy, TotalStrategy } from './types.ts';
 export const listTuning = { shallowRows: 2_000, fewCandidates: 5_000 };
 
 /** The filters whose matches the side table lists (a value, a present path): the candidates of the side table's strategies. */
-export const bySideTableMatches = (active: ActiveFilters) => active.has('propertyValue') || active.has('propertyPresent');
+export const bySideTableMatches = (active: ActiveFilters) =>
+  active.has('propertyValue') || active.has('propertyPresent');
 
 /**
  * What else a strategy needs, besides every active filter declaring it: the filter whose input it
@@ -26,8 +27,10 @@ export const bySideTableMatches = (active: ActiveFilters) => active.has('propert
 const TOTALS: Record<TotalStrategy, (active: ActiveFilters, candidates: number) => boolean> = {
   countOrders: () => true,
   // Paths are counted per phase and status; values are counted by the side table's index, for all phases.
-  countByProperty: (active) => active.has('propertyPresent') || active.has('propertyAbsent')
-    || (active.has('propertyValue') && !active.has('phase') && !active.has('status')),
+  countByProperty: (active) =>
+    active.has('propertyPresent') ||
+    active.has('propertyAbsent') ||
+    (active.has('propertyValue') && !active.has('phase') && !active.has('status')),
   countChangedSince: (active) => active.has('changedSince'),
   countByCreatedDay: (active) => active.has('createdSince'),
   countFromSideTable: (active, candidates) => bySideTableMatches(active) && candidates <= listTuning.fewCandidates,
@@ -59,4 +62,3 @@ export function choosePage(active: ActiveFilters, candidates = Infinity): PageSt
   const names = Object.keys(PAGES) as PageStrategy[];
   return names.find((s) => PAGES[s](active, candidates) && servedByAll(active, (f) => f.pages, s)) ?? 'sorted';
 }
-

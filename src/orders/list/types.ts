@@ -34,7 +34,13 @@ export interface ListFilter {
 }
 
 /** Totals other than `count(*)`, from maintained counts (src/orders/projections). */
-export type TotalStrategy = 'countOrders' | 'countByProperty' | 'countChangedSince' | 'countByCreatedDay' | 'countFromSideTable' | 'countChangedSplit';
+export type TotalStrategy =
+  | 'countOrders'
+  | 'countByProperty'
+  | 'countChangedSince'
+  | 'countByCreatedDay'
+  | 'countFromSideTable'
+  | 'countChangedSplit';
 /** Pages other than the sorted filtered query. */
 export type PageStrategy = 'pageFromSideTable' | 'pageChangedSince' | 'pageByCreatedDay';
 

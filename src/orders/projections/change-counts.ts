@@ -40,13 +40,21 @@ export const bumpDeletedChangeCounts = (db: Db, businessId: string, changes: Cha
  * index answers. One statement, so one snapshot. Its cost is bounded by one day's changes and the
  * number of days, not by the size of the window.
  */
-export async function countChangedSince(db: Db, businessId: string, since: string, includeDeleted = false): Promise<number> {
+export async function countChangedSince(
+  db: Db,
+  businessId: string,
+  since: string,
+  includeDeleted = false,
+): Promise<number> {
   const day = since.slice(0, 10);
   // Timestamps are stored to the millisecond, so this is "before the next day".
   const endOfDay = `${day}T23:59:59.999Z`;
   const deleted = includeDeleted
-    ? sql`+ (select coalesce(sum(n), 0) from order_deleted_change_counts where business_id = ${businessId} and day > ${day})` : sql``;
-  const { rows: [row] } = await sql<{ n: number | string }>`select
+    ? sql`+ (select coalesce(sum(n), 0) from order_deleted_change_counts where business_id = ${businessId} and day > ${day})`
+    : sql``;
+  const {
+    rows: [row],
+  } = await sql<{ n: number | string }>`select
       (select coalesce(sum(n), 0) from order_change_counts where business_id = ${businessId} and day > ${day}) ${deleted}
       + (select count(*) from orders where business_id = ${businessId} and ${includeDeleted ? sql`true` : whereLive()}
         and updated_at > ${since} and updated_at <= ${endOfDay}) as n`.execute(db);
@@ -61,7 +69,12 @@ export async function countChangedSince(db: Db, businessId: string, since: strin
  * and changed later on it, and orders created on it at or before `since`. Each of those reads part of
  * one day's rows. One statement, so one snapshot; days with no such orders are left out.
  */
-export async function olderChangedDays(db: Db, businessId: string, since: string, includeDeleted = false): Promise<Array<{ day: string; n: number }>> {
+export async function olderChangedDays(
+  db: Db,
+  businessId: string,
+  since: string,
+  includeDeleted = false,
+): Promise<Array<{ day: string; n: number }>> {
   const day = since.slice(0, 10);
   const startOfDay = `${day}T00:00:00.000Z`;
   const endOfDay = `${day}T23:59:59.999Z`;

@@ -16,12 +16,21 @@ export function netChanges<T extends { delta: number }>(changes: T[], keyOf: (ch
     const key = keyOf(c);
     net.set(key, { ...c, delta: (net.get(key)?.delta ?? 0) + c.delta });
   }
-  return [...net.entries()].filter(([, c]) => c.delta !== 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, c]) => c);
+  return [...net.entries()]
+    .filter(([, c]) => c.delta !== 0)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, c]) => c);
 }
 
 /** The maintained count tables: rows of (business_id, key columns, shard, n). */
-type CountTable = 'order_counts' | 'order_change_counts' | 'order_created_counts' | 'order_deleted_counts' | 'order_property_counts'
-  | 'order_deleted_property_counts' | 'order_deleted_change_counts';
+type CountTable =
+  | 'order_counts'
+  | 'order_change_counts'
+  | 'order_created_counts'
+  | 'order_deleted_counts'
+  | 'order_property_counts'
+  | 'order_deleted_property_counts'
+  | 'order_deleted_change_counts';
 
 /**
  * Applies changes to a maintained count table, in the caller's transaction, on one shard of it.
@@ -31,7 +40,11 @@ type CountTable = 'order_counts' | 'order_change_counts' | 'order_created_counts
  * cancel out write nothing. `keys` are the table's key columns besides business_id and shard.
  */
 export async function bumpCounts<C extends { delta: number }>(
-  db: Db, table: CountTable, businessId: string, keys: ReadonlyArray<keyof C & string>, changes: C[],
+  db: Db,
+  table: CountTable,
+  businessId: string,
+  keys: ReadonlyArray<keyof C & string>,
+  changes: C[],
 ): Promise<void> {
   const shard = countShard(db);
   for (const c of netChanges(changes, (c) => keys.map((k) => String(c[k])).join('\u0000'))) {
@@ -44,8 +57,14 @@ export async function bumpCounts<C extends { delta: number }>(
 const countUpsert = statement((db, v: { row: Record<string, unknown> }, table?: CountTable) => {
   const keys = Object.keys(v.row).filter((k) => k !== 'business_id' && k !== 'shard' && k !== 'n');
   // The table is one of seven of the same shape; the builder cannot type a column list chosen at run time.
-  return db.insertInto(table!).values(v.row as never)
-    .onConflict((oc) => oc.columns(['business_id', ...keys, 'shard'] as never).doUpdateSet({ n: sql<number>`${sql.ref(`${table}.n`)} + excluded.n` } as never));
+  return db
+    .insertInto(table!)
+    .values(v.row as never)
+    .onConflict((oc) =>
+      oc
+        .columns(['business_id', ...keys, 'shard'] as never)
+        .doUpdateSet({ n: sql<number>`${sql.ref(`${table}.n`)} + excluded.n` } as never),
+    );
 });
 
 /** Live orders per (phase, status). */
@@ -53,8 +72,16 @@ export const bumpOrderCounts = (db: Db, businessId: string, changes: CountChange
   bumpCounts(db, 'order_counts', businessId, ['phase', 'status'], changes);
 
 /** The sum of a count table's rows of the business, of one phase and/or status when given (a subquery). */
-export function sumOfCounts(db: Db, table: 'order_counts' | 'order_deleted_counts', businessId: string, { phase, status }: { phase?: string; status?: string }) {
-  let query = db.selectFrom(table).select(sql<number | string>`coalesce(sum(n), 0)`.as('n')).where('business_id', '=', businessId);
+export function sumOfCounts(
+  db: Db,
+  table: 'order_counts' | 'order_deleted_counts',
+  businessId: string,
+  { phase, status }: { phase?: string; status?: string },
+) {
+  let query = db
+    .selectFrom(table)
+    .select(sql<number | string>`coalesce(sum(n), 0)`.as('n'))
+    .where('business_id', '=', businessId);
   if (phase) query = query.where('phase', '=', phase);
   if (status) query = query.where('status', '=', status);
   return query;
@@ -65,10 +92,16 @@ export function sumOfCounts(db: Db, table: 'order_counts' | 'order_deleted_count
  * counts: live ones (`order_counts`), and with `includeDeleted` the soft-deleted ones too
  * (`order_deleted_counts`, per created day: far fewer rows than orders). One statement, so one snapshot.
  */
-export async function countOrders(db: Db, businessId: string, of: { phase?: string; status?: string; includeDeleted?: boolean }): Promise<number> {
+export async function countOrders(
+  db: Db,
+  businessId: string,
+  of: { phase?: string; status?: string; includeDeleted?: boolean },
+): Promise<number> {
   const live = sumOfCounts(db, 'order_counts', businessId, of);
   const row = of.includeDeleted
-    ? await db.selectNoFrom((eb) => eb(live, '+', sumOfCounts(db, 'order_deleted_counts', businessId, of)).as('n')).executeTakeFirstOrThrow()
+    ? await db
+        .selectNoFrom((eb) => eb(live, '+', sumOfCounts(db, 'order_deleted_counts', businessId, of)).as('n'))
+        .executeTakeFirstOrThrow()
     : await live.executeTakeFirstOrThrow();
   return Number(row.n);
 }

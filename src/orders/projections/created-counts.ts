@@ -40,7 +40,11 @@ export interface CreatedDaysFilter {
   path?: { path: string; exists: boolean };
 }
 
-type DayCounts = 'order_created_counts' | 'order_deleted_counts' | 'order_property_counts' | 'order_deleted_property_counts';
+type DayCounts =
+  | 'order_created_counts'
+  | 'order_deleted_counts'
+  | 'order_property_counts'
+  | 'order_deleted_property_counts';
 
 /**
  * Orders per created day, of a phase and/or status when given, newest day first (or oldest first);
@@ -50,13 +54,19 @@ type DayCounts = 'order_created_counts' | 'order_deleted_counts' | 'order_proper
  * those with it, per day). One statement, so one snapshot; days with no such orders are left out.
  */
 export async function createdDays(
-  db: Db, businessId: string, direction: 'asc' | 'desc', filter: CreatedDaysFilter = {},
+  db: Db,
+  businessId: string,
+  direction: 'asc' | 'desc',
+  filter: CreatedDaysFilter = {},
 ): Promise<Array<{ day: string; n: number }>> {
   const rowsOf = (table: DayCounts, sign: 1 | -1) => {
     // The four tables share (business_id, day, phase, status, n); the path tables add `path`.
-    let query = db.selectFrom(table as 'order_created_counts').select(['day', sign === 1 ? sql<number>`n`.as('n') : sql<number>`-n`.as('n')])
+    let query = db
+      .selectFrom(table as 'order_created_counts')
+      .select(['day', sign === 1 ? sql<number>`n`.as('n') : sql<number>`-n`.as('n')])
       .where('business_id', '=', businessId);
-    if (table === 'order_property_counts' || table === 'order_deleted_property_counts') query = query.where(sql.ref('path'), '=', filter.path!.path);
+    if (table === 'order_property_counts' || table === 'order_deleted_property_counts')
+      query = query.where(sql.ref('path'), '=', filter.path!.path);
     if (filter.phase) query = query.where('phase', '=', filter.phase);
     if (filter.status) query = query.where('status', '=', filter.status);
     if (filter.fromDay) query = query.where('day', '>=', filter.fromDay);
@@ -67,11 +77,15 @@ export async function createdDays(
     tables.push([live, sign]);
     if (filter.includeDeleted) tables.push([deleted, sign]);
   };
-  if (!filter.path || !filter.path.exists) withDeleted('order_created_counts', 'order_deleted_counts', 1);
+  if (!filter.path?.exists) withDeleted('order_created_counts', 'order_deleted_counts', 1);
   if (filter.path) withDeleted('order_property_counts', 'order_deleted_property_counts', filter.path.exists ? 1 : -1);
   const [first, ...rest] = tables.map(([table, sign]) => rowsOf(table, sign));
   const counts = rest.reduce((all, next) => all.unionAll(next), first);
-  const rows = await db.selectFrom(counts.as('c')).select(['day', sql<number | string>`sum(n)`.as('n')])
-    .groupBy('day').orderBy('day', direction).execute();
+  const rows = await db
+    .selectFrom(counts.as('c'))
+    .select(['day', sql<number | string>`sum(n)`.as('n')])
+    .groupBy('day')
+    .orderBy('day', direction)
+    .execute();
   return rows.map((r) => ({ day: r.day, n: Number(r.n) })).filter((r) => r.n > 0);
 }

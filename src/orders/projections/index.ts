@@ -24,17 +24,25 @@ import { whereLive } from '../../db/live.ts';
  *   totals and their deep pages read;
  *   `order_deleted_properties` and `order_deleted_property_counts`: the same for soft-deleted orders.
  */
-export type ProjectedOrder = Pick<OrderRow, 'id' | 'business_id' | 'phase' | 'status' | 'created_at' | 'updated_at' | 'properties' | 'deleted_at'>;
+export type ProjectedOrder = Pick<
+  OrderRow,
+  'id' | 'business_id' | 'phase' | 'status' | 'created_at' | 'updated_at' | 'properties' | 'deleted_at'
+>;
 
 const isLive = (order: ProjectedOrder | null): order is ProjectedOrder => order !== null && order.deleted_at === null;
-const isDeleted = (order: ProjectedOrder | null): order is ProjectedOrder => order !== null && order.deleted_at !== null;
+const isDeleted = (order: ProjectedOrder | null): order is ProjectedOrder =>
+  order !== null && order.deleted_at !== null;
 
 /**
  * Brings every derived table from `before` to `after` (null: no such order; a deleted_at: not
  * live), in the caller's transaction. The caller holds the order's row lock and read `before`
  * after taking it, so what is taken off the tables is what was put there.
  */
-export async function applyOrderChange(db: Db, before: ProjectedOrder | null, after: ProjectedOrder | null): Promise<void> {
+export async function applyOrderChange(
+  db: Db,
+  before: ProjectedOrder | null,
+  after: ProjectedOrder | null,
+): Promise<void> {
   const order = after ?? before;
   if (!order) return;
   const businessId = order.business_id;
@@ -46,9 +54,15 @@ export async function applyOrderChange(db: Db, before: ProjectedOrder | null, af
   // An order's created day never changes; its updated day moves with a PATCH.
   const dayRows = (o: ProjectedOrder, delta: number) => {
     const day = changeDay(o.created_at);
-    return { created: { day, phase: o.phase, status: o.status, delta }, changed: { day: changeDay(o.updated_at), created_day: day, delta } };
+    return {
+      created: { day, phase: o.phase, status: o.status, delta },
+      changed: { day: changeDay(o.updated_at), created_day: day, delta },
+    };
   };
-  for (const [o, delta] of [[before, -1], [after, 1]] as const) {
+  for (const [o, delta] of [
+    [before, -1],
+    [after, 1],
+  ] as const) {
     if (!o) continue;
     const rows = dayRows(o, delta);
     if (isLive(o)) {
@@ -62,7 +76,13 @@ export async function applyOrderChange(db: Db, before: ProjectedOrder | null, af
   }
   // An order's paths are on the live side or the deleted one; a soft delete moves them across.
   await applyPropertyChange(db, 'live', businessId, isLive(before) ? before : null, isLive(after) ? after : null);
-  await applyPropertyChange(db, 'deleted', businessId, isDeleted(before) ? before : null, isDeleted(after) ? after : null);
+  await applyPropertyChange(
+    db,
+    'deleted',
+    businessId,
+    isDeleted(before) ? before : null,
+    isDeleted(after) ? after : null,
+  );
   // Changes that cancel out (same phase and status, same day) write nothing.
   await bumpOrderCounts(db, businessId, counts);
   await bumpChangeCounts(db, businessId, days);
@@ -75,10 +95,21 @@ export async function applyOrderChange(db: Db, before: ProjectedOrder | null, af
  * Rebuilds every derived table of a business from its orders, in the caller's transaction: for
  * loads that write orders directly. `onProgress` is called with the number of orders indexed.
  */
-export async function rebuildOrderProjections(db: Db, businessId: string, onProgress?: (ordersIndexed: number) => void): Promise<void> {
+export async function rebuildOrderProjections(
+  db: Db,
+  businessId: string,
+  onProgress?: (ordersIndexed: number) => void,
+): Promise<void> {
   const tables = [
-    'order_counts', 'order_change_counts', 'order_created_counts', 'order_deleted_counts', 'order_deleted_change_counts',
-    'order_property_counts', 'order_properties', 'order_deleted_property_counts', 'order_deleted_properties',
+    'order_counts',
+    'order_change_counts',
+    'order_created_counts',
+    'order_deleted_counts',
+    'order_deleted_change_counts',
+    'order_property_counts',
+    'order_properties',
+    'order_deleted_property_counts',
+    'order_deleted_properties',
   ] as const;
   for (const table of tables) {
     await db.deleteFrom(table).where('business_id', '=', businessId).execute();

@@ -83,7 +83,11 @@ function sideTallies() {
 type SideTallies = ReturnType<typeof sideTallies>;
 
 /** Each count table with its key columns (besides business_id and shard) and the tally it is written from. */
-function countTargets(counts: Tally, live: SideTallies, deleted: SideTallies): Array<{ table: string; columns: string[]; tally: Tally }> {
+function countTargets(
+  counts: Tally,
+  live: SideTallies,
+  deleted: SideTallies,
+): Array<{ table: string; columns: string[]; tally: Tally }> {
   return [
     { table: 'order_counts', columns: ['phase', 'status'], tally: counts },
     { table: 'order_change_counts', columns: ['day', 'created_day'], tally: live.changed },
@@ -102,12 +106,24 @@ function countTargets(counts: Tally, live: SideTallies, deleted: SideTallies): A
 export const loadTuning = { heldKeys: 10_000 };
 
 /** Adds the counts of each tally holding at least `least` keys to its table (upserts), and empties it. */
-async function writeCounts(db: Db, businessId: string, targets: ReturnType<typeof countTargets>, least: number): Promise<void> {
+async function writeCounts(
+  db: Db,
+  businessId: string,
+  targets: ReturnType<typeof countTargets>,
+  least: number,
+): Promise<void> {
   for (const { table, columns, tally } of targets) {
     if (tally.size < least) continue;
     const upsert = { key: ['business_id', ...columns, 'shard'], add: 'n' };
     for (const rows of tally.chunks(1_000)) {
-      await insertRows(db, table, [...columns, 'n'], rows, { business_id: businessId, shard: 0 }, { addOnConflict: upsert });
+      await insertRows(
+        db,
+        table,
+        [...columns, 'n'],
+        rows,
+        { business_id: businessId, shard: 0 },
+        { addOnConflict: upsert },
+      );
     }
     tally.clear();
   }
@@ -136,7 +152,9 @@ export function createProjectionLoad(businessId: string): ProjectionLoad {
         },
         async insert(db) {
           for (const side of ['live', 'deleted'] as const) {
-            await insertRows(db, SIDE_TABLES[side].rows, ['order_id', 'path', 'value'], rows[side], { business_id: businessId });
+            await insertRows(db, SIDE_TABLES[side].rows, ['order_id', 'path', 'value'], rows[side], {
+              business_id: businessId,
+            });
           }
           await writeCounts(db, businessId, targets, loadTuning.heldKeys);
         },

@@ -44,20 +44,33 @@ type Counted = { phase: string; status: string; properties: unknown; created_at:
 /** The count changes of an order's paths: -1 at its phase and status before, +1 after, on its created day. */
 export function pathCountChanges(before: Counted | null, after: Counted | null): PathCountChange[] {
   const changes: PathCountChange[] = [];
-  for (const [order, delta] of [[before, -1], [after, 1]] as const) {
+  for (const [order, delta] of [
+    [before, -1],
+    [after, 1],
+  ] as const) {
     if (!order) continue;
     const day = changeDay(order.created_at);
-    for (const p of propertyPaths(order.properties)) changes.push({ path: p.path, day, phase: order.phase, status: order.status, delta });
+    for (const p of propertyPaths(order.properties))
+      changes.push({ path: p.path, day, phase: order.phase, status: order.status, delta });
   }
   return changes;
 }
 
 const ROWS_PER_INSERT = 500;
 
-const pathRowsInsert = statement((db, v: { rows: Array<{ business_id: string; order_id: string; path: string; value: string | null }> }, table?: Rows) =>
-  db.insertInto(table!).values(v.rows));
+const pathRowsInsert = statement(
+  (
+    db,
+    v: { rows: Array<{ business_id: string; order_id: string; path: string; value: string | null }> },
+    table?: Rows,
+  ) => db.insertInto(table!).values(v.rows),
+);
 
-async function insertPathRows(db: Db, table: Rows, rows: Array<{ business_id: string; order_id: string; path: string; value: string | null }>) {
+async function insertPathRows(
+  db: Db,
+  table: Rows,
+  rows: Array<{ business_id: string; order_id: string; path: string; value: string | null }>,
+) {
   for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
     await db.executeQuery(pathRowsInsert(db, { rows: rows.slice(i, i + ROWS_PER_INSERT) }, table));
   }
@@ -68,7 +81,14 @@ async function insertPathRows(db: Db, table: Rows, rows: Array<{ business_id: st
  * the paths that went, came or changed value are written, so a PATCH that sets one key rewrites
  * one row, not the order's whole index.
  */
-async function reindexOrderProperties(db: Db, table: Rows, businessId: string, orderId: string, before: unknown, after: unknown): Promise<void> {
+async function reindexOrderProperties(
+  db: Db,
+  table: Rows,
+  businessId: string,
+  orderId: string,
+  before: unknown,
+  after: unknown,
+): Promise<void> {
   const old = new Map(propertyPaths(before).map((p) => [p.path, p.value]));
   const next = propertyPaths(after);
   const gone = new Set(old.keys());
@@ -80,16 +100,27 @@ async function reindexOrderProperties(db: Db, table: Rows, businessId: string, o
       await db.executeQuery(pathValueUpdate(db, { orderId, path: p.path, value: p.value }, table));
     }
   }
-  if (gone.size > 0) await db.deleteFrom(table).where('order_id', '=', orderId).where('path', 'in', [...gone]).execute();
-  await insertPathRows(db, table, added.map((p) => ({ business_id: businessId, order_id: orderId, ...p })));
+  if (gone.size > 0)
+    await db
+      .deleteFrom(table)
+      .where('order_id', '=', orderId)
+      .where('path', 'in', [...gone])
+      .execute();
+  await insertPathRows(
+    db,
+    table,
+    added.map((p) => ({ business_id: businessId, order_id: orderId, ...p })),
+  );
 }
 
 /** A changed value at one path of an order. */
 const pathValueUpdate = statement((db, v: { orderId: string; path: string; value: string | null }, table?: Rows) =>
-  db.updateTable(table!).set({ value: v.value }).where('order_id', '=', v.orderId).where('path', '=', v.path));
+  db.updateTable(table!).set({ value: v.value }).where('order_id', '=', v.orderId).where('path', '=', v.path),
+);
 
 /** Stored JSON as the driver returns it: text on SQLite, parsed (with normalised key order) on PostgreSQL. */
-const sameJson = (a: unknown, b: unknown) => a === b || (typeof a !== 'string' && JSON.stringify(a) === JSON.stringify(b));
+const sameJson = (a: unknown, b: unknown) =>
+  a === b || (typeof a !== 'string' && JSON.stringify(a) === JSON.stringify(b));
 
 type Indexed = Counted & { id: string };
 
@@ -98,15 +129,26 @@ type Indexed = Counted & { id: string };
  * this side), in the caller's transaction: an order comes (create, or the deleted side at a soft
  * delete), goes, or changes its properties, phase or status. Changes that touch neither write nothing.
  */
-export async function applyPropertyChange(db: Db, side: Side, businessId: string, before: Indexed | null, after: Indexed | null): Promise<void> {
+export async function applyPropertyChange(
+  db: Db,
+  side: Side,
+  businessId: string,
+  before: Indexed | null,
+  after: Indexed | null,
+): Promise<void> {
   if (!before && !after) return;
   const table = SIDE_TABLES[side].rows;
   const sameProperties = before !== null && after !== null && sameJson(before.properties, after.properties);
   if (before && after) {
-    if (!sameProperties) await reindexOrderProperties(db, table, businessId, after.id, before.properties, after.properties);
+    if (!sameProperties)
+      await reindexOrderProperties(db, table, businessId, after.id, before.properties, after.properties);
   } else if (after) {
     const paths = propertyPaths(after.properties);
-    await insertPathRows(db, table, paths.map((p) => ({ business_id: businessId, order_id: after.id, ...p })));
+    await insertPathRows(
+      db,
+      table,
+      paths.map((p) => ({ business_id: businessId, order_id: after.id, ...p })),
+    );
   } else if (before) {
     await db.deleteFrom(table).where('order_id', '=', before.id).execute();
   }
@@ -121,17 +163,29 @@ const BATCH = 5_000;
  * soft-deleted ones), after the caller emptied them: in batches in key order, so that memory stays
  * flat. `onProgress` is called with the number of orders indexed so far on this side.
  */
-export async function rebuildSideTable(db: Db, side: Side, businessId: string, onProgress?: (indexed: number) => void): Promise<void> {
+export async function rebuildSideTable(
+  db: Db,
+  side: Side,
+  businessId: string,
+  onProgress?: (indexed: number) => void,
+): Promise<void> {
   const { rows: table, counts } = SIDE_TABLES[side];
   let after = '';
   let indexed = 0;
   for (;;) {
-    const orders = await db.selectFrom('orders').select(['id', 'properties'])
-      .where('business_id', '=', businessId).where('id', '>', after).where('deleted_at', side === 'live' ? 'is' : 'is not', null)
-      .orderBy('id').limit(BATCH).execute();
+    const orders = await db
+      .selectFrom('orders')
+      .select(['id', 'properties'])
+      .where('business_id', '=', businessId)
+      .where('id', '>', after)
+      .where('deleted_at', side === 'live' ? 'is' : 'is not', null)
+      .orderBy('id')
+      .limit(BATCH)
+      .execute();
     if (orders.length === 0) break;
     const rows: unknown[][] = [];
-    for (const o of orders) if (o.properties !== null) for (const p of propertyPaths(o.properties)) rows.push([o.id, p.path, p.value]);
+    for (const o of orders)
+      if (o.properties !== null) for (const p of propertyPaths(o.properties)) rows.push([o.id, p.path, p.value]);
     await insertRows(db, table, ['order_id', 'path', 'value'], rows, { business_id: businessId });
     after = orders[orders.length - 1].id;
     indexed += orders.length;

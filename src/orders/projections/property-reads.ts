@@ -39,15 +39,28 @@ export function matchingValues(db: Db, value: string): string[] {
  * rows are in one table only (live or deleted), so with includeDeleted a present path is in
  * either, and an absent one in neither.
  */
-export function sideTableCondition(db: Db, businessId: string, filter: PropertyFilter, includeDeleted = false): Expression<SqlBool> {
+export function sideTableCondition(
+  db: Db,
+  businessId: string,
+  filter: PropertyFilter,
+  includeDeleted = false,
+): Expression<SqlBool> {
   const path = filter.segments.join('.');
   const tables = sides(includeDeleted).map((side) => sql.table(SIDE_TABLES[side].rows));
   if (filter.value !== undefined) {
     const values = matchingValues(db, filter.value);
-    return sql<SqlBool>`orders.id in (${sql.join(tables.map((t) => sql`select order_id from ${t}
-      where business_id = ${businessId} and path = ${path} and value in (${sql.join(values)})`), sql` union all `)})`;
+    return sql<SqlBool>`orders.id in (${sql.join(
+      tables.map(
+        (t) => sql`select order_id from ${t}
+      where business_id = ${businessId} and path = ${path} and value in (${sql.join(values)})`,
+      ),
+      sql` union all `,
+    )})`;
   }
-  const present = sql.join(tables.map((t) => sql`exists (select 1 from ${t} p where p.order_id = orders.id and p.path = ${path})`), sql` or `);
+  const present = sql.join(
+    tables.map((t) => sql`exists (select 1 from ${t} p where p.order_id = orders.id and p.path = ${path})`),
+    sql` or `,
+  );
   return filter.exists === false ? sql<SqlBool>`not (${present})` : sql<SqlBool>`(${present})`;
 }
 
@@ -59,8 +72,11 @@ export interface PhaseStatus {
 
 /** The number of orders that have the path, of a phase and/or status when given, from one side's maintained counts. */
 function countWithPath(db: Db, side: Side, businessId: string, path: string, { phase, status }: PhaseStatus) {
-  let query = db.selectFrom(SIDE_TABLES[side].counts).select(sql<number | string | null>`coalesce(sum(n), 0)`.as('n'))
-    .where('business_id', '=', businessId).where('path', '=', path);
+  let query = db
+    .selectFrom(SIDE_TABLES[side].counts)
+    .select(sql<number | string | null>`coalesce(sum(n), 0)`.as('n'))
+    .where('business_id', '=', businessId)
+    .where('path', '=', path);
   if (phase) query = query.where('phase', '=', phase);
   if (status) query = query.where('status', '=', status);
   return query;
@@ -71,13 +87,22 @@ function countWithPath(db: Db, side: Side, businessId: string, path: string, { p
  * `includeDeleted`; of a phase and/or status when given, for a path's presence or absence),
  * without reading orders: one statement, so one snapshot.
  */
-export async function countByProperty(db: Db, businessId: string, filter: PropertyFilter, of: PhaseStatus = {}): Promise<number> {
+export async function countByProperty(
+  db: Db,
+  businessId: string,
+  filter: PropertyFilter,
+  of: PhaseStatus = {},
+): Promise<number> {
   const path = filter.segments.join('.');
   const onSides = sides(of.includeDeleted ?? false);
   const terms = onSides.map((side) => {
     if (filter.value === undefined) return countWithPath(db, side, businessId, path, of);
-    return db.selectFrom(SIDE_TABLES[side].rows).select(sql<number | string>`count(*)`.as('n'))
-      .where('business_id', '=', businessId).where('path', '=', path).where('value', 'in', matchingValues(db, filter.value));
+    return db
+      .selectFrom(SIDE_TABLES[side].rows)
+      .select(sql<number | string>`count(*)`.as('n'))
+      .where('business_id', '=', businessId)
+      .where('path', '=', path)
+      .where('value', 'in', matchingValues(db, filter.value));
   });
   let total = sql<number | string>`(${terms[0]})`;
   for (const term of terms.slice(1)) total = sql`${total} + (${term})`;
@@ -104,17 +129,29 @@ export interface PathTotal {
  * many orders it could match) and often its phase and status's share (its total); it reads them
  * here together instead of by two sums (sumPathTotals).
  */
-export async function pathTotals(db: Db, businessId: string, path: string, includeDeleted = false): Promise<PathTotal[]> {
-  const [first, ...rest] = sides(includeDeleted).map((side) => db.selectFrom(SIDE_TABLES[side].counts)
-    .select(['phase', 'status', sql<number | string>`sum(n)`.as('n')])
-    .where('business_id', '=', businessId).where('path', '=', path).groupBy(['phase', 'status']));
+export async function pathTotals(
+  db: Db,
+  businessId: string,
+  path: string,
+  includeDeleted = false,
+): Promise<PathTotal[]> {
+  const [first, ...rest] = sides(includeDeleted).map((side) =>
+    db
+      .selectFrom(SIDE_TABLES[side].counts)
+      .select(['phase', 'status', sql<number | string>`sum(n)`.as('n')])
+      .where('business_id', '=', businessId)
+      .where('path', '=', path)
+      .groupBy(['phase', 'status']),
+  );
   const rows = await rest.reduce((query, next) => query.unionAll(next), first).execute();
   return rows.map((r) => ({ phase: r.phase, status: r.status, n: Number(r.n) }));
 }
 
 /** The orders of `pathTotals` of a phase and/or status when given: what countByProperty counts for a present path. */
 export const sumPathTotals = (totals: PathTotal[], { phase, status }: PhaseStatus): number =>
-  totals.filter((t) => (!phase || t.phase === phase) && (!status || t.status === status)).reduce((sum, t) => sum + t.n, 0);
+  totals
+    .filter((t) => (!phase || t.phase === phase) && (!status || t.status === status))
+    .reduce((sum, t) => sum + t.n, 0);
 
 /**
  * The orders that match a value or have a path, driven from the side table(s) (their rows are
@@ -128,13 +165,25 @@ export const sumPathTotals = (totals: PathTotal[], { phase, status }: PhaseStatu
 export function ordersFromSideTable(db: Db, businessId: string, filter: PropertyFilter, includeDeleted = false) {
   const path = filter.segments.join('.');
   const matchesOn = (side: Side) => {
-    let matches = db.selectFrom(SIDE_TABLES[side].rows).select('order_id').where('business_id', '=', businessId).where('path', '=', path);
+    let matches = db
+      .selectFrom(SIDE_TABLES[side].rows)
+      .select('order_id')
+      .where('business_id', '=', businessId)
+      .where('path', '=', path);
     if (filter.value !== undefined) matches = matches.where('value', 'in', matchingValues(db, filter.value));
     return matches;
   };
   const matches = includeDeleted ? matchesOn('live').unionAll(matchesOn('deleted')) : matchesOn('live');
-  return db.with((cte) => cte('candidates').materialized(), (qb) => qb.selectFrom(matches.as('p')).crossJoin('orders')
-    .whereRef('orders.id', '=', 'p.order_id').select(CANDIDATE_COLUMNS.map((c) => `orders.${c}` as const)))
+  return db
+    .with(
+      (cte) => cte('candidates').materialized(),
+      (qb) =>
+        qb
+          .selectFrom(matches.as('p'))
+          .crossJoin('orders')
+          .whereRef('orders.id', '=', 'p.order_id')
+          .select(CANDIDATE_COLUMNS.map((c) => `orders.${c}` as const)),
+    )
     .selectFrom('candidates as orders');
 }
 

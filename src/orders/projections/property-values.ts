@@ -40,7 +40,9 @@ export const VALUE_MAX_BYTES = 1000;
  * equal, so matching stays exact.
  */
 export const fittedValue = (encoded: string): string =>
-  (encoded.length * 3 <= VALUE_MAX_BYTES || Buffer.byteLength(encoded) <= VALUE_MAX_BYTES ? encoded : `h:${createHash('sha256').update(encoded).digest('hex')}`);
+  encoded.length * 3 <= VALUE_MAX_BYTES || Buffer.byteLength(encoded) <= VALUE_MAX_BYTES
+    ? encoded
+    : `h:${createHash('sha256').update(encoded).digest('hex')}`;
 
 function scalarOf(value: unknown): string | null {
   if (typeof value === 'string') return fittedValue(`s:${value}`);

@@ -6,7 +6,15 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import autocannon from 'autocannon';
 import { createDatabase } from '../../../src/db/connection.ts';
-import { call, cliCreateBusiness, createCatalogue, createPgDatabase, missing, orderBody, startServer } from '../helpers.ts';
+import {
+  call,
+  cliCreateBusiness,
+  createCatalogue,
+  createPgDatabase,
+  missing,
+  orderBody,
+  startServer,
+} from '../helpers.ts';
 
 const SECONDS = Number(process.env.RELIABILITY_LOAD_SECONDS || 30);
 const CONNECTIONS = 200;
@@ -29,9 +37,15 @@ function probeNewConnections(base: string) {
     const started = performance.now();
     const done = new Promise<void>((resolve) => {
       const socket = connect(Number(port), hostname);
-      socket.setTimeout(30_000, () => { errors.push('no answer in 30 s'); socket.destroy(); });
+      socket.setTimeout(30_000, () => {
+        errors.push('no answer in 30 s');
+        socket.destroy();
+      });
       socket.on('connect', () => socket.write('GET /healthz HTTP/1.1\r\nHost: load\r\nConnection: close\r\n\r\n'));
-      socket.once('data', () => { times.push(performance.now() - started); socket.destroy(); });
+      socket.once('data', () => {
+        times.push(performance.now() - started);
+        socket.destroy();
+      });
       socket.on('error', (error) => errors.push(error.message));
       socket.on('close', () => resolve());
     });
@@ -61,7 +75,10 @@ async function runLoad(label: string, databaseUrl: string) {
     const { variantId, buyerId } = await createCatalogue(server.base, t);
     const seeded: string[] = [];
     for (let i = 0; i < SEED_ORDERS; i++) {
-      const r = await call(server.base, 'POST', `/api/v1/buyers/${buyerId}/orders`, { as: t, body: orderBody(variantId) });
+      const r = await call(server.base, 'POST', `/api/v1/buyers/${buyerId}/orders`, {
+        as: t,
+        body: orderBody(variantId),
+      });
       assert.equal(r.status, 201);
       seeded.push(r.body.id);
     }
@@ -79,30 +96,47 @@ async function runLoad(label: string, databaseUrl: string) {
       connections: CONNECTIONS,
       duration: SECONDS,
       timeout: 30,
-      requests: [{
-        setupRequest(req: any, context: any) {
-          const i = n++;
-          const roll = i % 10;
-          context.write = undefined;
-          if (roll < 3) return { ...req, method: 'GET', path: '/api/v1/orders?limit=20', headers: readHeaders, body: undefined };
-          if (roll < 5) return { ...req, method: 'GET', path: `/api/v1/orders/${seeded[i % SEED_ORDERS]}`, headers: readHeaders, body: undefined };
-          if (roll < 7) return { ...req, method: 'GET', path: '/api/v1/items?limit=20', headers: readHeaders, body: undefined };
-          if (roll < 9) {
-            context.write = { kind: 'create' };
-            return { ...req, method: 'POST', path: `/api/v1/buyers/${buyerId}/orders`, headers, body: createBody };
-          }
-          const orderId = seeded[i % SEED_ORDERS];
-          context.write = { kind: 'patch', orderId, key: `w${i}` };
-          return { ...req, method: 'PATCH', path: `/api/v1/orders/${orderId}`, headers, body: JSON.stringify({ order: { properties: { [`w${i}`]: i } } }) };
+      requests: [
+        {
+          setupRequest(req: any, context: any) {
+            const i = n++;
+            const roll = i % 10;
+            context.write = undefined;
+            if (roll < 3)
+              return { ...req, method: 'GET', path: '/api/v1/orders?limit=20', headers: readHeaders, body: undefined };
+            if (roll < 5)
+              return {
+                ...req,
+                method: 'GET',
+                path: `/api/v1/orders/${seeded[i % SEED_ORDERS]}`,
+                headers: readHeaders,
+                body: undefined,
+              };
+            if (roll < 7)
+              return { ...req, method: 'GET', path: '/api/v1/items?limit=20', headers: readHeaders, body: undefined };
+            if (roll < 9) {
+              context.write = { kind: 'create' };
+              return { ...req, method: 'POST', path: `/api/v1/buyers/${buyerId}/orders`, headers, body: createBody };
+            }
+            const orderId = seeded[i % SEED_ORDERS];
+            context.write = { kind: 'patch', orderId, key: `w${i}` };
+            return {
+              ...req,
+              method: 'PATCH',
+              path: `/api/v1/orders/${orderId}`,
+              headers,
+              body: JSON.stringify({ order: { properties: { [`w${i}`]: i } } }),
+            };
+          },
+          onResponse(status: number, body: string, context: any) {
+            if (status >= 300 && samples.length < 3) samples.push(`${status} ${body.slice(0, 300)}`);
+            const w = context.write;
+            if (!w) return;
+            if (w.kind === 'create' && status === 201) createdIds.push(JSON.parse(body).id);
+            if (w.kind === 'patch' && status === 200) patched.push({ orderId: w.orderId, key: w.key });
+          },
         },
-        onResponse(status: number, body: string, context: any) {
-          if (status >= 300 && samples.length < 3) samples.push(`${status} ${body.slice(0, 300)}`);
-          const w = context.write;
-          if (!w) return;
-          if (w.kind === 'create' && status === 201) createdIds.push(JSON.parse(body).id);
-          if (w.kind === 'patch' && status === 200) patched.push({ orderId: w.orderId, key: w.key });
-        },
-      }] as any,
+      ] as any,
     });
 
     const fresh = await probes.stop();
@@ -112,8 +146,12 @@ async function runLoad(label: string, databaseUrl: string) {
     try {
       const present = new Set<string>();
       for (let i = 0; i < createdIds.length; i += 500) {
-        const rows = await handle.db.selectFrom('orders').select('id').where('business_id', '=', t.businessId)
-          .where('id', 'in', createdIds.slice(i, i + 500)).execute();
+        const rows = await handle.db
+          .selectFrom('orders')
+          .select('id')
+          .where('business_id', '=', t.businessId)
+          .where('id', 'in', createdIds.slice(i, i + 500))
+          .execute();
         for (const r of rows) present.add(r.id);
       }
       const lostCreates = createdIds.filter((id) => !present.has(id)).length;
@@ -123,12 +161,15 @@ async function runLoad(label: string, databaseUrl: string) {
         const props = r.body.properties ?? {};
         lostPatches += patched.filter((p) => p.orderId === id && !(p.key in props)).length;
       }
-      const statusCounts = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([k, v]) => [k, (v as { count?: number }).count ?? 0]));
-      const note = `# load [${label}]: ${SECONDS} s, ${CONNECTIONS} connections: ${result.requests.total} requests, `
-        + `${result.requests.average} req/s average, latency p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, max ${result.latency.max} ms; `
-        + `statuses ${JSON.stringify(statusCounts)}; errors ${result.errors}, timeouts ${result.timeouts}; `
-        + `acknowledged writes ${createdIds.length} creates + ${patched.length} patches, lost ${lostCreates + lostPatches}; `
-        + `${fresh.count} new connections answered in at most ${fresh.maxMs} ms, errors ${fresh.errors.length}`;
+      const statusCounts = Object.fromEntries(
+        Object.entries(result.statusCodeStats ?? {}).map(([k, v]) => [k, (v as { count?: number }).count ?? 0]),
+      );
+      const note =
+        `# load [${label}]: ${SECONDS} s, ${CONNECTIONS} connections: ${result.requests.total} requests, ` +
+        `${result.requests.average} req/s average, latency p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, max ${result.latency.max} ms; ` +
+        `statuses ${JSON.stringify(statusCounts)}; errors ${result.errors}, timeouts ${result.timeouts}; ` +
+        `acknowledged writes ${createdIds.length} creates + ${patched.length} patches, lost ${lostCreates + lostPatches}; ` +
+        `${fresh.count} new connections answered in at most ${fresh.maxMs} ms, errors ${fresh.errors.length}`;
       console.log(note);
       if (samples.length) console.log(`# load [${label}] sample non-2xx answers: ${samples.join(' | ')}`);
       assert.equal(result['5xx'], 0, 'no 5xx');
@@ -139,7 +180,10 @@ async function runLoad(label: string, databaseUrl: string) {
       assert.equal(lostPatches, 0, 'no acknowledged PATCH lost');
       assert.ok(createdIds.length > 0 && patched.length > 0);
       assert.deepEqual(fresh.errors, [], 'every new connection answered');
-      assert.ok(fresh.count > 0 && fresh.maxMs < NEW_CONNECTION_MS, `new connections answered within ${NEW_CONNECTION_MS} ms while 200 are busy: slowest ${fresh.maxMs} ms`);
+      assert.ok(
+        fresh.count > 0 && fresh.maxMs < NEW_CONNECTION_MS,
+        `new connections answered within ${NEW_CONNECTION_MS} ms while 200 are busy: slowest ${fresh.maxMs} ms`,
+      );
     } finally {
       await handle.close();
     }
@@ -157,7 +201,10 @@ describe(`Load: ${SECONDS} s of 70% reads / 30% writes at ${CONNECTIONS} connect
   });
 
   const skip = missing('postgres');
-  it('[postgres] no 5xx and no acknowledged write lost', { skip: skip ?? false, timeout: (SECONDS + 120) * 1000 }, async () => {
+  it('[postgres] no 5xx and no acknowledged write lost', {
+    skip: skip ?? false,
+    timeout: (SECONDS + 120) * 1000,
+  }, async () => {
     const database = await createPgDatabase();
     try {
       await runLoad('postgres', database.url);
