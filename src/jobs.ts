@@ -1,13 +1,21 @@
 /**
- * Background jobs of a server instance: one registry, started when the app is ready and stopped
- * when it closes, so no timer outlives the app (tests open and close many apps in one process).
- * Every instance runs every job; each job is written to be safe when several instances run it at
- * once (a purge deletes what has expired, whoever gets there first).
+ * Background work of a server instance, in one registry: periodic jobs (timers) and workers (the
+ * webhook sender, the importer), started when the app is ready and stopped, awaited, when it closes,
+ * so nothing outlives the app. Every instance runs all of it; each piece is safe when several
+ * instances run it at once.
  */
 export interface Job {
   name: string;
   everyMs: number;
   run(): Promise<unknown>;
+}
+
+/** A long-running piece of background work with its own schedule (a queue's claims, a lease). */
+export interface Worker {
+  name: string;
+  start(): void;
+  /** Stops taking work and waits for the work under way. */
+  stop(): Promise<void>;
 }
 
 export interface JobLog {
@@ -16,13 +24,15 @@ export interface JobLog {
 
 export interface Jobs {
   add(job: Job): void;
+  addWorker(worker: Worker): void;
   start(): void;
-  /** Stops the timers and waits for runs in progress. */
+  /** Stops the timers and the workers, and waits for runs in progress. */
   stop(): Promise<void>;
 }
 
 export function createJobs(log: JobLog): Jobs {
   const jobs: Job[] = [];
+  const workers: Worker[] = [];
   const timers: NodeJS.Timeout[] = [];
   const running = new Map<string, Promise<void>>();
   let started = false;
@@ -46,6 +56,10 @@ export function createJobs(log: JobLog): Jobs {
       if (started) throw new Error('add jobs before start');
       jobs.push(job);
     },
+    addWorker(worker) {
+      if (started) throw new Error('add workers before start');
+      workers.push(worker);
+    },
     start() {
       if (started) return;
       started = true;
@@ -54,10 +68,11 @@ export function createJobs(log: JobLog): Jobs {
         timer.unref();
         timers.push(timer);
       }
+      for (const worker of workers) worker.start();
     },
     async stop() {
       for (const timer of timers.splice(0)) clearInterval(timer);
-      await Promise.all(running.values());
+      await Promise.all([...workers.map((w) => w.stop()), ...running.values()]);
     },
   };
 }

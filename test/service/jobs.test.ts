@@ -67,3 +67,34 @@ describe('the jobs registry', () => {
     assert.ok(finished >= 2);
   });
 });
+
+describe('the jobs registry and its workers', () => {
+  it('starts its workers with the jobs and stops them, awaited, with the jobs', async () => {
+    const jobs = createJobs({ warn: () => {} });
+    const seen: string[] = [];
+    let release = () => {};
+    jobs.addWorker({
+      name: 'queue',
+      start: () => seen.push('start'),
+      stop: () =>
+        new Promise<void>((resolve) => {
+          seen.push('stopping');
+          release = () => {
+            seen.push('stopped');
+            resolve();
+          };
+        }),
+    });
+    assert.deepEqual(seen, [], 'nothing starts before start');
+    jobs.start();
+    jobs.start();
+    assert.deepEqual(seen, ['start'], 'started once');
+    const stopping = jobs.stop();
+    await sleep(5);
+    assert.deepEqual(seen, ['start', 'stopping'], 'stop waits for the worker');
+    release();
+    await stopping;
+    assert.deepEqual(seen, ['start', 'stopping', 'stopped']);
+    assert.throws(() => jobs.addWorker({ name: 'late', start() {}, stop: async () => {} }), /before start/);
+  });
+});
