@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import { createDatabase } from '../src/db/connection.ts';
-import { lastSequence } from '../src/events/log.ts';
+import { lastSequence } from '../src/log/events.ts';
 
 /**
  * Grows a demo business's event log to `--to` events for the feed benchmark (issue 17: a page of

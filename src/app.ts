@@ -28,7 +28,7 @@ import { pricingRoutes } from './pricing/routes.ts';
 import { orderRoutes } from './orders/routes.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
 import { eventRoutes } from './events/routes.ts';
-import { commitHeads } from './events/filter.ts';
+import { commitHeads } from './log/filter.ts';
 import { EventBus } from './events/bus.ts';
 import { RenderCache } from './lib/render-cache.ts';
 import { SecretBox } from './lib/secret-box.ts';
@@ -36,7 +36,7 @@ import { createWriteRunner, type WriteRunner } from './write/runner.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { auditRoutes } from './audit/routes.ts';
 import { importRoutes } from './imports/routes.ts';
-import { recordRefusal, type Refusal } from './audit/repository.ts';
+import { recordRefusal, type Refusal } from './log/audit.ts';
 import { consoleRoutes } from './console/routes.ts';
 import { createBackground } from './background.ts';
 

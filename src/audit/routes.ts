@@ -1,5 +1,5 @@
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
-import { listAuditEvents } from './repository.ts';
+import { listAuditEvents } from '../log/audit.ts';
 import { AuditEventPage, ListAuditEventsQuery } from './schema.ts';
 
 /** The audit trail, for keys with audit:read (the console shows owners the same). */

@@ -1,4 +1,4 @@
-import { createdEvent, namedEvent, updatedEvent } from '../events/log.ts';
+import { createdEvent, namedEvent, updatedEvent } from '../log/events.ts';
 import { newId } from '../lib/ids.ts';
 import { SYSTEM, type Actor, type WriteContext, type WriteRunner } from '../write/runner.ts';
 import {

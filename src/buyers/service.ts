@@ -27,7 +27,7 @@ import {
 } from './repository.ts';
 import type { Buyer, CreateBuyerInput, UpdateBuyerInput } from './schema.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
-import { createdEvent } from '../events/log.ts';
+import { createdEvent } from '../log/events.ts';
 
 export const BUYER_NOT_FOUND = 'Buyer not found';
 

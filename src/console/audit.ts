@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { listAuditEvents } from '../audit/repository.ts';
+import { listAuditEvents } from '../log/audit.ts';
 import { ApiError } from '../lib/errors.ts';
 import type { ConsoleKit } from './kit.ts';
 import { actorNamesOf } from './names.ts';

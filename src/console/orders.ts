@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { lastSequence } from '../events/log.ts';
+import { lastSequence } from '../log/events.ts';
 import { listLatestEvents } from '../events/repository.ts';
 import { RESOURCE_TYPES } from '../events/schema.ts';
 import { readPropertyFilter } from '../http/list-query.ts';

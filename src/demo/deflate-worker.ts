@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads';
-import { DATA_DEFLATE_OPTIONS, reusableDeflateRaw } from '../events/codec.ts';
+import { DATA_DEFLATE_OPTIONS, reusableDeflateRaw } from '../log/codec.ts';
 
 /**
- * Deflates events' data (src/events/codec.ts) on a thread of its own, so that it overlaps the
+ * Deflates events' data (src/log/codec.ts) on a thread of its own, so that it overlaps the
  * inserts: deflating the demo's events took as long as all of its SQL. The texts go over written
  * end to end into one transferred buffer (TextRun), and come back so: one copy each way, not one
  * message per event (joining them into one string first cost as much as the JSON.stringify, to

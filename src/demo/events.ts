@@ -1,7 +1,7 @@
 import { insertRows } from '../db/bulk.ts';
 import type { Db } from '../db/types.ts';
 import { exportBuyers } from '../buyers/repository.ts';
-import { lastSequence } from '../events/log.ts';
+import { lastSequence } from '../log/events.ts';
 import { exportItems } from '../items/repository.ts';
 import { newId } from '../lib/ids.ts';
 import type { Order } from '../orders/schema.ts';

@@ -1,4 +1,4 @@
-import { readCommitPayload, type EventHead } from './filter.ts';
+import { readCommitPayload, type EventHead } from '../log/filter.ts';
 
 interface Waiter {
   wake: () => void;
@@ -53,7 +53,7 @@ export class EventBus {
   }
 
   /**
-   * A notification from PostgreSQL (src/events/filter.ts commitPayload). A writer of this release
+   * A notification from PostgreSQL (src/log/filter.ts commitPayload). A writer of this release
    * sends its detailed one, then the bare business id for earlier releases: that second one is
    * skipped here. A bare one alone comes from an earlier release and wakes every waiter of the business.
    */

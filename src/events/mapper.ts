@@ -3,7 +3,7 @@ import { readJson } from '../lib/json.ts';
 import { toIso } from '../lib/time.ts';
 import type { Event } from './schema.ts';
 import type { EventTable } from './table.ts';
-import { decodeData, decodeDataBytes, decodeDataText } from './codec.ts';
+import { decodeData, decodeDataBytes, decodeDataText } from '../log/codec.ts';
 
 const text = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
 

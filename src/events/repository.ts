@@ -5,7 +5,7 @@ import type { Selectable } from 'kysely';
 import { eventJsonParts, toEvent } from './mapper.ts';
 import type { EventTable } from './table.ts';
 import { RESOURCE_TYPES, type Event } from './schema.ts';
-import type { EventFilterFields } from './filter.ts';
+import type { EventFilterFields } from '../log/filter.ts';
 
 export interface EventFilter extends EventFilterFields {
   after: number;
@@ -42,7 +42,7 @@ export const eventsGone = (oldest: number) =>
 
 /**
  * A page of the business's events after `after`, ascending. The latest sequence is read first and
- * bounds the page: sequences commit in order (src/events/log.ts), so every event up to it is
+ * bounds the page: sequences commit in order (src/log/events.ts), so every event up to it is
  * visible, and `lastSequence` never passes an event the page could not see. When filters skip
  * events, `lastSequence` still moves past them, so a filtered reader does not read them again.
  */

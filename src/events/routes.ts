@@ -3,7 +3,7 @@ import { Id } from '../http/schema.ts';
 import { Type } from 'typebox';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { sendRendered } from '../http/rendered.ts';
-import { filterTakes } from './filter.ts';
+import { filterTakes } from '../log/filter.ts';
 import { eventPageJson, renderEvents, resourceExists, type HistoryResource } from './repository.ts';
 import { EventPageResponse, eventsGoneResponse, ListEventsQuery, ResourceEventsQuery } from './schema.ts';
 

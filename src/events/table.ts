@@ -13,7 +13,7 @@ export interface EventTable {
   actor: Json;
   request_id: string | null;
   idempotency_key: string | null;
-  /** deflate-raw of the JSON `data` (src/events/codec.ts). */
+  /** deflate-raw of the JSON `data` (src/log/codec.ts). */
   data: ColumnType<Buffer | Uint8Array, Buffer, Buffer>;
   /** The W3C traceparent of the span that appended the event, when tracing is on (src/telemetry). */
   trace_parent: ColumnType<string | null, string | null | undefined, never>;

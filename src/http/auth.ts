@@ -12,7 +12,7 @@ import {
 } from '../lib/errors.ts';
 import { displayPrefix, keyFormat } from '../businesses/key-format.ts';
 import type { FastifyRequest } from 'fastify';
-import type { Refusal } from '../audit/repository.ts';
+import type { Refusal } from '../log/audit.ts';
 import { readJson } from '../lib/json.ts';
 import { allows, requiredScope, type Scope } from '../businesses/scopes.ts';
 import { jsonWithoutMargin, marginFieldIn } from '../businesses/margin.ts';

@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import type { Db } from '../db/types.ts';
 import type { OpenSnapshot } from '../db/snapshot.ts';
 import type { ApiInstance } from './types.ts';
-import { lastSequence } from '../events/log.ts';
+import { lastSequence } from '../log/events.ts';
 import { withoutMargin } from '../businesses/margin.ts';
 
 /**

@@ -11,7 +11,7 @@ import { multiply, sum } from '../lib/money.ts';
 import { parseDateTime } from '../lib/time.ts';
 import { checkVersion, type ExpectedVersions } from '../lib/versions.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
-import { createdEvent } from '../events/log.ts';
+import { createdEvent } from '../log/events.ts';
 import { nextCounterValue } from '../businesses/repository.ts';
 import { findOrderRow } from '../orders/repository.ts';
 import { ORDER_NOT_FOUND } from '../orders/service.ts';

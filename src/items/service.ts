@@ -2,7 +2,7 @@ import { endUpdate } from '../write/update.ts';
 import { requireSomethingToUpdate } from '../lib/patch.ts';
 import { badRequest, notFound, validationError } from '../lib/errors.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
-import { createdEvent, namedEvent } from '../events/log.ts';
+import { createdEvent, namedEvent } from '../log/events.ts';
 import { deleteItemRows, findItem, findItemRow, insertItem, updateItem, type ItemChanges } from './repository.ts';
 import { countLiveVariants, findMissingVariants } from './variant-repository.ts';
 import type { CreateItemInput, Item, UpdateItemInput } from './schema.ts';

@@ -1,4 +1,4 @@
-import { deepMerge, PROPERTIES_MAX_BYTES, readJson, type JsonObject } from '../lib/json.ts';
+import { deepMerge, PROPERTIES_MAX_BYTES, readJson, type JsonObject } from './json.ts';
 import { validationError } from './errors.ts';
 
 /**

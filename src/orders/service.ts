@@ -5,7 +5,7 @@ import { multiply, sum, toDecimalString } from '../lib/money.ts';
 import { findEffectiveEntries, type EffectivePrice } from '../pricing/effective-price.ts';
 import { priceEntry } from '../pricing/resolve.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
-import { createdEvent, namedEvent } from '../events/log.ts';
+import { createdEvent, namedEvent } from '../log/events.ts';
 import {
   findEntries,
   findOrder,

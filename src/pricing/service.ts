@@ -1,6 +1,6 @@
 import { validationError, type FieldErrors } from '../lib/errors.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
-import { createdEvent } from '../events/log.ts';
+import { createdEvent } from '../log/events.ts';
 import { findLivePartnershipIds, findLiveVariantIds, findPriceList, insertPriceList } from './repository.ts';
 import type { CreatePriceListInput, PriceList } from './schema.ts';
 

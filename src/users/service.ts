@@ -1,4 +1,4 @@
-import { createdEvent, namedEvent, updatedEvent } from '../events/log.ts';
+import { createdEvent, namedEvent, updatedEvent } from '../log/events.ts';
 import { conflict, notFound, validationError } from '../lib/errors.ts';
 import { newId } from '../lib/ids.ts';
 import type { WriteContext } from '../write/runner.ts';

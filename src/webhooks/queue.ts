@@ -4,7 +4,7 @@ import { analyzeTable, anyOf, forUpdate, forUpdateSkipLocked, skipLockedClause }
 import { whereLive } from '../db/live.ts';
 import type { Db } from '../db/types.ts';
 import { insertRows } from '../db/bulk.ts';
-import { lastSequence } from '../events/log.ts';
+import { lastSequence } from '../log/events.ts';
 import { filteredEvents, pageOf, type Filters } from '../events/repository.ts';
 import { newId } from '../lib/ids.ts';
 import { readJson } from '../lib/json.ts';

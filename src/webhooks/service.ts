@@ -1,4 +1,4 @@
-import { namedEvent, updatedEvent, createdEvent, lastSequence } from '../events/log.ts';
+import { namedEvent, updatedEvent, createdEvent, lastSequence } from '../log/events.ts';
 import { eventsGone, sequenceRange } from '../events/repository.ts';
 import { newId } from '../lib/ids.ts';
 import { notFound, validationError, conflict } from '../lib/errors.ts';

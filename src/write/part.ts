@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { NewEvent } from '../events/log.ts';
+import type { NewEvent } from '../log/events.ts';
 import type { WriteContext } from './runner.ts';
 
 /**

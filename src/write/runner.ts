@@ -4,9 +4,9 @@ import type { Database } from '../db/types.ts';
 import { ApiError, errorBody } from '../lib/errors.ts';
 import { readJson } from '../lib/json.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
-import { appendEvents, type NewEvent } from '../events/log.ts';
+import { appendEvents, type NewEvent } from '../log/events.ts';
 import { activeTraceParent, inChildSpan } from '../telemetry/spans.ts';
-import { recordChanges } from '../audit/repository.ts';
+import { recordChanges } from '../log/audit.ts';
 import { takeWriteTime } from './clock.ts';
 import {
   completeRecord,

@@ -1,4 +1,4 @@
-import { updatedEvent, type ResourceType } from '../events/log.ts';
+import { updatedEvent, type ResourceType } from '../log/events.ts';
 import type { WriteContext, Written } from './runner.ts';
 
 /**

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { AUDIT_RETENTION_DAYS, purgeAuditEventsBefore } from '../../src/audit/repository.ts';
+import { AUDIT_RETENTION_DAYS, purgeAuditEventsBefore } from '../../src/log/audit.ts';
 import { parseCidrs } from '../../src/businesses/allowlist.ts';
 import { newApiKey } from '../../src/businesses/key-format.ts';
 import { createApiKey, revokeApiKey, rotateApiKey, setKeyAllowlist } from '../../src/businesses/service.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
-import { namedEvent, purgeEventsBefore } from '../../src/events/log.ts';
+import { namedEvent, purgeEventsBefore } from '../../src/log/events.ts';
 import { listEvents } from '../../src/events/repository.ts';
 import { createUser } from '../../src/users/service.ts';
 import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';

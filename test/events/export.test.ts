@@ -79,7 +79,7 @@ describeEachBackend('snapshot export', (ctx) => {
     for (let i = 0; i < 3; i++) await createOrder(ctx(), t, f);
     const snapshot = await ctx().database.handle.openSnapshot();
     try {
-      const { lastSequence } = await import('../../src/events/log.ts');
+      const { lastSequence } = await import('../../src/log/events.ts');
       const { exportOrders } = await import('../../src/orders/export-repository.ts');
       const sequence = await lastSequence(snapshot.db, t.businessId);
       const written = await createOrder(ctx(), t, f);

@@ -206,7 +206,7 @@ describeEachBackend('the event log', (ctx) => {
   it("numbers a resource's versions right when two writes of it append at once (the second waits for the first's commit)", async () => {
     const t = await ctx().createTenant();
     const since = await latest(ctx(), t);
-    const { appendEvents } = await import('../../src/events/log.ts');
+    const { appendEvents } = await import('../../src/log/events.ts');
     const meta = {
       businessId: t.businessId,
       actor: { type: 'system', id: 'test', name: null },
@@ -502,7 +502,7 @@ describeEachBackend('events: credentials and tenants', (ctx) => {
 
 describeEachBackend('event retention', (ctx) => {
   it('purges events older than the cutoff in batches, and readers below the oldest kept one get 410', async () => {
-    const { purgeEventsBefore } = await import('../../src/events/log.ts');
+    const { purgeEventsBefore } = await import('../../src/log/events.ts');
     const t = await ctx().createTenant();
     const quiet = await ctx().createTenant();
     const f = await createFixture(ctx(), t);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { EventBus } from '../../src/events/bus.ts';
-import { commitHeads, commitPayload, filterTakes } from '../../src/events/filter.ts';
+import { commitHeads, commitPayload, filterTakes } from '../../src/log/filter.ts';
 import { describeEachBackend, type Tenant } from '../helpers/context.ts';
 import { createFixture, createOrder, patchOrder } from '../helpers/orders.ts';
 

@@ -234,7 +234,7 @@ describe('applyHeapGrowth', () => {
 describe('jsonEqual (the event diff)', () => {
   it('answers as isDeepStrictEqual does for any JSON value (property)', async () => {
     const { isDeepStrictEqual } = await import('node:util');
-    const { jsonEqual } = await import('../../src/events/changes.ts');
+    const { jsonEqual } = await import('../../src/log/changes.ts');
     // -0 is left out: JSON writes it as 0, so the diff counts it equal where isDeepStrictEqual does not.
     const value = fc.jsonValue().map((v) => JSON.parse(JSON.stringify(v)) as unknown);
     fc.assert(fc.property(value, value, (a, b) => jsonEqual(a, b) === isDeepStrictEqual(a, b)));
@@ -250,7 +250,7 @@ describe('jsonEqual (the event diff)', () => {
 
 describe('event data encoding (one reused deflate stream)', () => {
   it('gives the bytes deflateRawSync gives, for any JSON value and for texts larger than its first buffer', async () => {
-    const { encodeData, decodeData, DATA_DEFLATE_OPTIONS } = await import('../../src/events/codec.ts');
+    const { encodeData, decodeData, DATA_DEFLATE_OPTIONS } = await import('../../src/log/codec.ts');
     const { deflateRawSync } = await import('node:zlib');
     const same = (value: unknown) => {
       const encoded = encodeData(value);
@@ -274,7 +274,7 @@ describe('event data encoding (one reused deflate stream)', () => {
 
 describe("diffResource (an update event's data.changes)", () => {
   it('tells a path that came or went from one that held null, and never records a change that is none', async () => {
-    const { diffResource } = await import('../../src/events/changes.ts');
+    const { diffResource } = await import('../../src/log/changes.ts');
     const base = { id: 'x', name: 'a', properties: null as unknown, buyerInfo: null as unknown };
     assert.deepEqual(diffResource(base, { ...base, properties: { erp: { no: 1 } } }), {
       properties: { from: null },

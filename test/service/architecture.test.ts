@@ -29,6 +29,16 @@ function importsOf(file: { path: string; text: string }): string[] {
   );
 }
 
+/** The files a file imports for their values: `import type` and `{ type X }`-only imports are left out. */
+function valueImportsOf(file: { path: string; text: string }): string[] {
+  return [...file.text.matchAll(/^import\s+(type\s+)?([^;]*?)from\s+'(\.[^']+)'/gms)]
+    .filter(([, type, names]) => !type && !/^\{(\s*type\s+[^,}]+,?)+\s*\}\s*$/.test(names.trim()))
+    .map((m) => normalize(join(dirname(file.path), m[3])).replaceAll('\\', '/'));
+}
+
+/** A file's part: its folder under src/, or the file itself at the top. */
+const partOf = (path: string) => path.split('/')[0];
+
 describe('architecture', () => {
   it('opens write transactions in one place: the write runner', () => {
     const opening = files.filter((f) => /\.transaction\(\)/.test(f.text) && !f.path.startsWith('db/migrations/'));
@@ -99,9 +109,37 @@ describe('architecture', () => {
     assert.deepEqual(cycles, []);
   });
 
+  it('stacks its parts in layers: no value import runs from a part back up to one that imports it', () => {
+    const graph = new Map<string, Set<string>>();
+    for (const f of files.filter((f) => !f.path.startsWith('db/migrations/'))) {
+      for (const target of valueImportsOf(f)) {
+        const [from, to] = [partOf(f.path), partOf(target)];
+        if (from !== to) graph.set(from, (graph.get(from) ?? new Set()).add(to));
+      }
+    }
+    assert.ok(graph.get('write')?.has('log'), 'the write runner appends through src/log');
+    const cycles: string[] = [];
+    const state = new Map<string, 'open' | 'done'>();
+    const visit = (part: string, trail: string[]) => {
+      if (state.get(part) === 'done') return;
+      if (state.get(part) === 'open') {
+        cycles.push([...trail.slice(trail.indexOf(part)), part].join(' -> '));
+        return;
+      }
+      state.set(part, 'open');
+      for (const next of graph.get(part) ?? []) visit(next, [...trail, part]);
+      state.set(part, 'done');
+    };
+    for (const part of graph.keys()) visit(part, []);
+    assert.deepEqual(cycles, []);
+  });
+
   it('keeps services, repositories and mappers free of the HTTP edge', () => {
     const domain = files.filter(
-      (f) => /(service|repository|mapper|render|projections\/[a-z-]+)\.ts$/.test(f.path) || f.path.startsWith('write/'),
+      (f) =>
+        /(service|repository|mapper|render|projections\/[a-z-]+)\.ts$/.test(f.path) ||
+        f.path.startsWith('write/') ||
+        f.path.startsWith('log/'),
     );
     assert.ok(domain.length > 15, 'the domain files are found');
     const offending = domain.flatMap((f) =>

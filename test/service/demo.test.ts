@@ -7,7 +7,7 @@ import { createDatabase } from '../../src/db/connection.ts';
 import { generateDemo, type DemoResult } from '../../src/demo/generate.ts';
 import { deflateRawSync } from 'node:zlib';
 import { createDeflater, TextRun } from '../../src/demo/deflate-worker.ts';
-import { DATA_DEFLATE_OPTIONS, decodeDataText } from '../../src/events/codec.ts';
+import { DATA_DEFLATE_OPTIONS, decodeDataText } from '../../src/log/codec.ts';
 import { exportOrders } from '../../src/orders/export-repository.ts';
 import { rebuildOrderProjections } from '../../src/orders/projections/index.ts';
 import { loadTuning } from '../../src/orders/projections/load.ts';

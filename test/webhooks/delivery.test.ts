@@ -3,7 +3,7 @@ import { after, before, it } from 'node:test';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig, type WebhookConfig } from '../../src/config.ts';
-import { purgeEventsBefore } from '../../src/events/log.ts';
+import { purgeEventsBefore } from '../../src/log/events.ts';
 import { refreshStatistics } from '../../src/webhooks/queue.ts';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
 import { createFixture, createOrder, patchOrder } from '../helpers/orders.ts';

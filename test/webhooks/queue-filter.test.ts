@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
-import { lastSequence } from '../../src/events/log.ts';
-import type { NewEvent } from '../../src/events/log.ts';
+import { lastSequence } from '../../src/log/events.ts';
+import type { NewEvent } from '../../src/log/events.ts';
 import { queueFromLog } from '../../src/webhooks/queue.ts';
 import { createWriteRunner } from '../../src/write/runner.ts';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';

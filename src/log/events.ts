@@ -67,7 +67,7 @@ export interface EventMeta {
  * without gaps (a rolled-back write gives its numbers back with its transaction). A resource's
  * version is one more than its last event's: earlier events of this write are visible to the
  * insert, so two events of one resource in one write count 1, 2. On PostgreSQL the other instances
- * are told on `channel` (`pg_notify`, delivered at commit: src/events/filter.ts says in what form);
+ * are told on `channel` (`pg_notify`, delivered at commit: src/log/filter.ts says in what form);
  * SQLite has no other instances to tell. `traceParent` is kept with each event: its webhook
  * attempts join that trace (src/telemetry).
  */

@@ -1,11 +1,11 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/types.ts';
 import { fetchPage, type Page, type Paging } from '../db/list.ts';
-import type { NewEvent } from '../events/log.ts';
+import type { NewEvent } from './events.ts';
 import { newId } from '../lib/ids.ts';
 import { readJson } from '../lib/json.ts';
 import { toIso } from '../lib/time.ts';
-import type { AuditEvent } from './schema.ts';
+import type { AuditEvent } from '../audit/schema.ts';
 
 /** The changes the trail keeps: to keys (and so their scopes and allowlists), users (and their roles) and webhook endpoints. */
 const AUDITED = new Set(['api_key', 'user', 'webhook_endpoint']);
