@@ -19,7 +19,7 @@ import { registerCors } from './http/cors.ts';
 import { registerHealth, type Lifecycle } from './http/health.ts';
 import { memoryBuckets, type BucketSettings, type Buckets, type RateLimiter } from './http/rate-limit.ts';
 import { ErrorResponse } from './http/schema.ts';
-import { validatorCompiler } from './http/validation.ts';
+import { validatorCompiler } from './lib/validation.ts';
 import { answerNotFound, fastifyOptions, registerRequestBasics } from './http/server-options.ts';
 import { Cursors } from './http/cursor.ts';
 import { itemRoutes } from './items/routes.ts';

@@ -9,7 +9,7 @@ import {
   validationError,
 } from '../lib/errors.ts';
 import { requestTraceFields } from '../telemetry/spans.ts';
-import { bodyError, toFieldErrors } from './validation.ts';
+import { bodyError, toFieldErrors } from '../lib/validation.ts';
 
 function partOf(request: FastifyRequest, context: string | undefined): unknown {
   switch (context) {

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { bodyError, compileBody } from '../http/validation.ts';
+import { bodyError, compileBody } from '../lib/validation.ts';
 import { type ApiError, validationError } from '../lib/errors.ts';
 
 /**

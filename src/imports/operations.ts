@@ -4,7 +4,7 @@ import { marginFieldIn } from '../businesses/margin.ts';
 import { findBuyerPartnership, listBuyers } from '../buyers/repository.ts';
 import { CreateBuyerBody, UpdateBuyerBody } from '../buyers/schema.ts';
 import { BUYER_NOT_FOUND, createBuyer, patchBuyer } from '../buyers/service.ts';
-import { bodyError, compileBody } from '../http/validation.ts';
+import { bodyError, compileBody } from '../lib/validation.ts';
 import { CreateInvoiceBody, UpdateInvoiceBody } from '../invoices/schema.ts';
 import { createInvoice, patchInvoice } from '../invoices/service.ts';
 import { listInvoices } from '../invoices/list-repository.ts';

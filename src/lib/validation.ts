@@ -1,9 +1,9 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
-import { checkProperties } from '../lib/json.ts';
-import { badRequest, validationError, type ApiError, type FieldErrors } from '../lib/errors.ts';
-import { NOTHING_TO_UPDATE } from '../lib/patch.ts';
+import { checkProperties } from './json.ts';
+import { badRequest, validationError, type ApiError, type FieldErrors } from './errors.ts';
+import { NOTHING_TO_UPDATE } from './patch.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 const MAX_FIELD_ERRORS = 50;
