@@ -1,4 +1,4 @@
-import { listTuning } from '../src/orders/list/strategies.ts';
+import { DEFAULT_LIST_TUNING } from '../src/orders/read-model/index.ts';
 import type { Fixtures } from './fixtures.ts';
 import { measure, randomIn, timed } from './latency.ts';
 import { changeOldestOrder, LEGACY_PATH, markOldest, spreadIds } from './list-changes.ts';
@@ -155,7 +155,7 @@ export async function measureLists(
     ['legacy absent', 'status'],
   ].filter((combo) => !options.with || options.with.every((name) => combo.includes(name)));
   // More than the plan collects from the side table (fewCandidates), so that the lists are walked.
-  if (legacy.length > 0 && (await markOldest(base, f, listTuning.fewCandidates + 1_000))) {
+  if (legacy.length > 0 && (await markOldest(base, f, DEFAULT_LIST_TUNING.fewCandidates + 1_000))) {
     for (const combo of legacy) await measureCombo(combo);
   }
   // Cache misses: orders spread over the whole list, read by id.

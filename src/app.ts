@@ -26,6 +26,7 @@ import { itemRoutes } from './items/routes.ts';
 import { buyerRoutes } from './buyers/routes.ts';
 import { pricingRoutes } from './pricing/routes.ts';
 import { orderRoutes } from './orders/routes.ts';
+import { DEFAULT_LIST_TUNING, type ListTuning } from './orders/read-model/index.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
 import { eventRoutes } from './events/routes.ts';
 import { commitHeads } from './log/filter.ts';
@@ -65,6 +66,8 @@ export interface AppDeps {
   secretBox?: SecretBox;
   /** Whether the instance is shutting down, for /readyz (src/server.ts). */
   lifecycle?: Lifecycle;
+  /** The order list plan's size thresholds; tests take the plans they test with them. */
+  orderListTuning?: ListTuning;
 }
 
 export type App = FastifyInstance;
@@ -129,6 +132,7 @@ export async function createApp(deps: AppDeps) {
     openSnapshot: deps.openSnapshot ?? (() => snapshotsOf(db)()),
     orderCache,
     cursors: new Cursors(box),
+    orderListTuning: deps.orderListTuning ?? DEFAULT_LIST_TUNING,
   };
   const bucket: BucketSettings = { ratePerSecond: config.rateLimitRps, burst: config.rateLimitBurst };
   const authenticator = createAuthenticator(db, config.authCacheMs, clock);

@@ -11,7 +11,7 @@ import { keyFormat } from './businesses/key-format.ts';
 import { DEMO_OPTIONS, runDemoCommand } from './demo/command.ts';
 import { runImportCommand } from './imports/command.ts';
 import type { Db } from './db/types.ts';
-import { rebuildOrderProjections } from './orders/projections/index.ts';
+import { rebuildOrderProjections } from './orders/read-model/index.ts';
 import { listEvents } from './events/repository.ts';
 import { CLI, createWriteRunner, type WriteRunner } from './write/runner.ts';
 import { createUser, updateUser } from './users/service.ts';

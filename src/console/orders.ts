@@ -5,7 +5,7 @@ import { RESOURCE_TYPES } from '../events/schema.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
 import { ApiError } from '../lib/errors.ts';
 import { startOfDay, toIso } from '../lib/time.ts';
-import { listOrders } from '../orders/list/index.ts';
+import { listOrders } from '../orders/read-model/index.ts';
 import { findOrder, findOrderRows } from '../orders/repository.ts';
 import { ORDER_PHASES, ORDER_STATUSES } from '../orders/schema.ts';
 import type { Role } from '../users/table.ts';

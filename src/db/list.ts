@@ -104,7 +104,7 @@ export function applyListFilters<DB, TB extends keyof DB, O>(
  * id desc` order (stable across pages), by number or after a cursor's place, then `toItems`, which
  * loads the page's children in one query and maps the rows. Three queries whatever the page size.
  * `table` names the table whose createdAt and id order the list, when the query joins others. (The
- * order list plans its own count and page: src/orders/list/plan.ts.)
+ * order list plans its own count and page: src/orders/read-model/plan.ts.)
  */
 export async function fetchPage<DB, TB extends keyof DB, Row extends { created_at: Date | string; id: string }, T>(
   query: SelectQueryBuilder<DB, TB, Row>,

@@ -30,7 +30,7 @@ import type {
   OrderCreatedCountTable,
   OrderPropertyTable,
   OrderPropertyCountTable,
-} from '../orders/projections/table.ts';
+} from '../orders/read-model/table.ts';
 
 /** The schema as Kysely sees it; each table's type lives beside its resource (`<resource>/table.ts`). */
 export interface Database {

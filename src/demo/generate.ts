@@ -5,7 +5,7 @@ import type { Database, Db } from '../db/types.ts';
 import { insertRows } from '../db/bulk.ts';
 import { newId } from '../lib/ids.ts';
 import { createWriteRunner, SYSTEM, type WriteRunner } from '../write/runner.ts';
-import { createProjectionLoad, type ProjectionLoad } from '../orders/projections/load.ts';
+import { createProjectionLoad, type ProjectionLoad } from '../orders/read-model/index.ts';
 import { createDemoEvents, insertCatalogueEvents, type DemoEvents } from './events.ts';
 import { insertBuyers, insertCatalogue, type Buyer } from './catalogue.ts';
 import { insertOrders, makeOrders } from './orders.ts';
@@ -19,6 +19,8 @@ export interface DemoOptions {
   /** The same seed gives the same catalogue, buyers and orders (ids and the key differ). */
   seed?: number;
   onProgress?: (ordersDone: number) => void;
+  /** Keys of the derived counts held before they are written (tests make it small). */
+  countKeysHeld?: number;
 }
 
 export interface DemoResult {
@@ -229,7 +231,7 @@ async function generate(
     options,
     times: { startMs, nowMs },
     rnd,
-    projections: createProjectionLoad(businessId),
+    projections: createProjectionLoad(businessId, options.countKeysHeld),
     events,
   };
   const orderItems = await insertAllOrders(load, bulk).finally(() => events.close());

@@ -4,7 +4,7 @@ import { insertRows } from '../db/bulk.ts';
 import { toOrder, type OrderItemRow, type OrderRow } from '../orders/mapper.ts';
 import { CURRENCY, type Buyer } from './catalogue.ts';
 import type { DemoEventBatch } from './events.ts';
-import type { ProjectionBatch } from '../orders/projections/load.ts';
+import type { ProjectionBatch } from '../orders/read-model/index.ts';
 import { idAt, unitsToDecimal, type Random } from './random.ts';
 
 const DAY = 86_400_000;

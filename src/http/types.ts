@@ -14,6 +14,7 @@ import type { WriteRunner } from '../write/runner.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { OpenSnapshot } from '../db/snapshot.ts';
 import type { RunWrite } from './write.ts';
+import type { ListTuning } from '../orders/read-model/index.ts';
 
 export type ApiInstance = FastifyInstance<
   RawServerDefault,
@@ -38,4 +39,6 @@ export interface RouteDeps {
   orderCache: RenderCache;
   /** Seals and opens list cursors (src/http/cursor.ts). */
   cursors: Cursors;
+  /** The order list plan's size thresholds (src/orders/read-model). */
+  orderListTuning: ListTuning;
 }

@@ -14,7 +14,7 @@ import { findItem, findItemIdByHandle, listItems } from '../items/repository.ts'
 import { conflict, forbidden, notFound, validationError } from '../lib/errors.ts';
 import { CreateOrderBody, UpdateOrderBody } from '../orders/schema.ts';
 import { createOrder } from '../orders/service.ts';
-import { listOrders } from '../orders/list/index.ts';
+import { listOrders } from '../orders/read-model/index.ts';
 import { patchOrder } from '../orders/patch-service.ts';
 import { CreatePriceListBody } from '../pricing/schema.ts';
 import { createPriceList } from '../pricing/service.ts';

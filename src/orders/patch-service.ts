@@ -10,7 +10,7 @@ import { toDecimalString } from '../lib/money.ts';
 import { parseDateTime } from '../lib/time.ts';
 import { writeItemChanges } from './patch-items.ts';
 import { findEntries, findOrderRowForUpdate, updateOrderRow } from './repository.ts';
-import { applyOrderChange } from './projections/index.ts';
+import { applyOrderChange } from './read-model/index.ts';
 import { toOrder } from './mapper.ts';
 import type { Order, UpdateOrderInput } from './schema.ts';
 import { DUPLICATE_ENTRY, MIXED_CURRENCIES, ORDER_NOT_FOUND, totalOf } from './service.ts';

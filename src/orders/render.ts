@@ -1,5 +1,4 @@
 import { sql } from 'kysely';
-import { anyOf } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
 import type { RenderCache } from '../lib/render-cache.ts';
 import { toOrder, type OrderStub } from './mapper.ts';
@@ -25,24 +24,6 @@ function render(serialize: SerializeOrder, order: Order): Buffer {
   const json = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
   json.write(text);
   return json;
-}
-
-const STUB = ['id', 'version', 'business_id', 'deleted_at', 'created_at'] as const;
-
-/**
- * The stubs of `ids`, in that order, by primary key only: the ids were just selected with every
- * filter, and those filters can lead a planner without statistics to scan an index of the whole
- * business instead of looking up 20 keys. Rows soft-deleted since are kept (the list leaves them
- * out, and places its next page after them); other changes show as they are now.
- */
-export async function findListedOrders(db: Db, businessId: string, ids: string[]): Promise<OrderStub[]> {
-  const rows = await db
-    .selectFrom('orders')
-    .select(STUB)
-    .where(anyOf(db, 'id', ids))
-    .execute();
-  const byId = new Map(rows.filter((r) => r.business_id === businessId).map((r) => [r.id, r]));
-  return ids.map((id) => byId.get(id)).filter((r) => r !== undefined);
 }
 
 const keyOf = (businessId: string, orderId: string) => `${businessId}/${orderId}`;

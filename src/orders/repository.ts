@@ -3,7 +3,7 @@ import { nextCounterValue } from '../businesses/repository.ts';
 import { anyOf, forUpdate } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
 import type { OrderItemTable, OrderTable } from './table.ts';
-import { applyOrderChange } from './projections/index.ts';
+import { applyOrderChange } from './read-model/index.ts';
 import { toOrder, type OrderItemRow, type OrderRow } from './mapper.ts';
 import type { Order } from './schema.ts';
 import { groupBy } from '../lib/group.ts';
@@ -200,7 +200,7 @@ export type EntryRow = Awaited<ReturnType<typeof findEntries>> extends Map<strin
 
 /**
  * Soft delete: deletedAt and phase DELETED, version raised, and the derived tables brought up to
- * date (src/orders/projections). The row is read under its lock first (PostgreSQL), so what is
+ * date (src/orders/read-model). The row is read under its lock first (PostgreSQL), so what is
  * taken off them is what the update replaces. Undefined when there is no live order.
  */
 export async function softDeleteOrder(

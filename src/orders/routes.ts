@@ -14,7 +14,7 @@ import { parseDateTime } from '../lib/time.ts';
 import { etagOf, parseIfMatch } from '../http/etag.ts';
 import { writeScopeOf } from '../http/write.ts';
 import { readAtOneMoment } from '../db/dialect.ts';
-import { listOrders } from './list/index.ts';
+import { listOrders } from './read-model/index.ts';
 import { patchOrder } from './patch-service.ts';
 import { renderOrder, renderOrders } from './render.ts';
 import {
@@ -43,7 +43,7 @@ export const ingestionKeyOf = (orderId: string, businessId: string) =>
 
 export async function orderRoutes(
   app: ApiInstance,
-  { db, runWrite, writes, orderCache, cursors, openSnapshot }: RouteDeps,
+  { db, runWrite, writes, orderCache, cursors, openSnapshot, orderListTuning }: RouteDeps,
 ) {
   registerExport(app, openSnapshot, { path: 'orders', tag: 'Orders', noun: 'order', batch: exportOrders });
 
@@ -148,6 +148,7 @@ export async function orderRoutes(
             ? undefined
             : (GUIDE_STATUSES[query.status as keyof typeof GUIDE_STATUSES] ?? query.status),
         property: readPropertyFilter(query),
+        tuning: orderListTuning,
       };
       const read = async (at: typeof db) => {
         const listed = await listOrders(at, businessId, options);

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { sql, type Kysely } from 'kysely';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { COVERED_COUNT_TABLES, countsCoveringKeys } from '../../src/db/migrations/0027-counts-covering-keys.ts';
-import { rebuildOrderProjections } from '../../src/orders/projections/index.ts';
+import { rebuildOrderProjections } from '../../src/orders/read-model/projections.ts';
 import { backends } from '../helpers/context.ts';
 import { NOW, orderRow, seedBusiness, withEmptyDatabase } from '../helpers/migrations.ts';
 

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { Kysely } from 'kysely';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { longPropertyValues } from '../../src/db/migrations/0028-long-property-values.ts';
-import { fittedValue } from '../../src/orders/projections/property-values.ts';
+import { fittedValue } from '../../src/orders/read-model/property-values.ts';
 import { backends } from '../helpers/context.ts';
 import { NOW, orderRow, seedBusiness, withEmptyDatabase } from '../helpers/migrations.ts';
 

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { sql, type Kysely } from 'kysely';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { countsWithoutRowid, WITHOUT_ROWID_TABLES } from '../../src/db/migrations/0025-counts-without-rowid.ts';
-import { rebuildOrderProjections } from '../../src/orders/projections/index.ts';
+import { rebuildOrderProjections } from '../../src/orders/read-model/projections.ts';
 import { backends } from '../helpers/context.ts';
 import { NOW, orderRow, seedBusiness, withEmptyDatabase } from '../helpers/migrations.ts';
 

@@ -17,6 +17,7 @@ import { migrateToLatest } from '../../src/db/migrate.ts';
 import type { Database } from '../../src/db/types.ts';
 import type { RateLimiter } from '../../src/http/rate-limit.ts';
 import { createResponseChecker } from './openapi-check.ts';
+import { testListTuning } from './orders.ts';
 
 export type BackendName = 'sqlite' | 'postgres';
 
@@ -169,6 +170,7 @@ export async function createTestContext(backend: BackendName, options: ContextOp
     rateLimiter,
     clock: options.clock,
     events: options.events?.(),
+    orderListTuning: testListTuning,
   });
   app.addHook('onClose', async () => rateLimiter?.close());
   await app.ready();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import type { ListOrdersOptions } from '../../src/orders/list/plan.ts';
+import type { ListOrdersOptions } from '../../src/orders/read-model/plan.ts';
 import { toIso } from '../../src/lib/time.ts';
-import { rebuildOrderProjections } from '../../src/orders/projections/index.ts';
+import { rebuildOrderProjections } from '../../src/orders/read-model/projections.ts';
 import type { Tenant, TestContext } from './context.ts';
 import { createFixture, createOrder, patchOrder } from './orders.ts';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/types.ts';
 import { toIso } from '../../src/lib/time.ts';
-import { listTuning } from '../../src/orders/list/strategies.ts';
+import { DEFAULT_LIST_TUNING, type ListTuning } from '../../src/orders/read-model/index.ts';
 import type { Tenant, TestContext } from './context.ts';
 
 /** A catalogue and a buyer to order with: variants priced 10, 2.5 and 0.1 (AUD), and their default-list entries. */
@@ -130,14 +130,20 @@ export async function assertChangeCountsExact(db: Kysely<Database>, businessId: 
   return { rows, live };
 }
 
-/** Runs `read` with the list plan's size thresholds changed (src/orders/list/plan.ts), then puts them back. */
-export async function withListTuning<T>(tuning: Partial<typeof listTuning>, read: () => Promise<T>): Promise<T> {
-  const saved = { ...listTuning };
-  Object.assign(listTuning, tuning);
+/**
+ * The list plan's size thresholds of every app the tests make (test/helpers/context.ts), and of
+ * their direct calls of listOrders: a test changes them for a while to take another plan.
+ */
+export const testListTuning: { -readonly [K in keyof ListTuning]: ListTuning[K] } = { ...DEFAULT_LIST_TUNING };
+
+/** Runs `read` with the tests' list plan thresholds changed, then puts them back. */
+export async function withListTuning<T>(tuning: Partial<ListTuning>, read: () => Promise<T>): Promise<T> {
+  const saved = { ...testListTuning };
+  Object.assign(testListTuning, tuning);
   try {
     return await read();
   } finally {
-    Object.assign(listTuning, saved);
+    Object.assign(testListTuning, saved);
   }
 }
 

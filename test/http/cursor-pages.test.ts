@@ -3,7 +3,7 @@ import { it } from 'node:test';
 import fc from 'fast-check';
 import { describeEachBackend, type TestContext, type Tenant } from '../helpers/context.ts';
 import { createFixture, DELIVERY, type OrderFixture } from '../helpers/orders.ts';
-import { listTuning } from '../../src/orders/list/strategies.ts';
+import { testListTuning } from '../helpers/orders.ts';
 
 /** Every list with page, limit and total: its path, and how to add one record to it. */
 const LISTS: Array<{
@@ -192,9 +192,9 @@ describeEachBackend('cursor pages', (ctx) => {
           );
           const touched = new Set<string>();
           let w = 0;
-          const tuning = { ...listTuning };
+          const tuning = { ...testListTuning };
           // Both page plans for a property value: collected from the side table, or the sorted walk.
-          listTuning.fewCandidates = fewCandidates ? 5_000 : 0;
+          testListTuning.fewCandidates = fewCandidates ? 5_000 : 0;
           try {
             const pages = await walk(ctx(), t, 'orders', query, async () => {
               const write = writes[w++];
@@ -227,7 +227,7 @@ describeEachBackend('cursor pages', (ctx) => {
             for (const id of seen)
               assert.ok(before.has(id) || after.has(id) || touched.has(id), `${id} never matched: ${query}`);
           } finally {
-            Object.assign(listTuning, tuning);
+            Object.assign(testListTuning, tuning);
           }
         },
       ),

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
-import { rebuildOrderProjections } from '../../src/orders/projections/index.ts';
+import { rebuildOrderProjections } from '../../src/orders/read-model/projections.ts';
 import { assertChangeTotalsExact, createFixture, createOrder, patchOrder, postOrder } from '../helpers/orders.ts';
 
 const PHASES = ['DRAFT', 'PENDING', 'ACTIVE', 'ARCHIVED', 'REJECTED', 'CANCELLED'];

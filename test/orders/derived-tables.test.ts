@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/types.ts';
-import { rebuildOrderProjections } from '../../src/orders/projections/index.ts';
-import { Tally } from '../../src/orders/projections/load.ts';
+import { rebuildOrderProjections } from '../../src/orders/read-model/projections.ts';
+import { Tally } from '../../src/orders/read-model/load.ts';
 import { describeEachBackend } from '../helpers/context.ts';
 import { createFixture, createOrder, patchOrder } from '../helpers/orders.ts';
 

@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { dayRuns } from '../../src/orders/list/runs.ts';
-import { listOrders, type ListOrdersOptions } from '../../src/orders/list/index.ts';
-import { rebuildOrderProjections } from '../../src/orders/projections/index.ts';
+import { dayRuns } from '../../src/orders/read-model/runs.ts';
+import { listOrders, type ListOrdersOptions } from '../../src/orders/read-model/list.ts';
+import { rebuildOrderProjections } from '../../src/orders/read-model/projections.ts';
 import { describeEachBackend } from '../helpers/context.ts';
 import { recordingStatements } from '../helpers/statements.ts';
 import { expectedIds, NO_FILTER, PATH, UPDATED_SINCE } from '../helpers/list-fixture.ts';
-import { createFixture, createOrder, withListTuning } from '../helpers/orders.ts';
+import { createFixture, createOrder, withListTuning, testListTuning } from '../helpers/orders.ts';
 
 /**
  * The older part of a changed-since list (orders created at or before u and changed after it)
- * reads only the created days that hold such orders (src/orders/list/index.ts olderOf). One
+ * reads only the created days that hold such orders (src/orders/read-model/list.ts olderOf). One
  * old order changed after u once made it read every order created since that order's day.
  */
 
@@ -127,7 +127,10 @@ describeEachBackend('GET /api/v1/orders: the older part of a changed-since list'
             ...extra,
           };
           const { plugin, trees } = recordingStatements();
-          const listed = await listOrders(ctx().db.withPlugin(plugin), t.businessId, options);
+          const listed = await listOrders(ctx().db.withPlugin(plugin), t.businessId, {
+            ...options,
+            tuning: testListTuning,
+          });
           const what = `${JSON.stringify(extra)} page ${page}`;
           assert.equal(listed.total, expected.length, what);
           assert.deepEqual(

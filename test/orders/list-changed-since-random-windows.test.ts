@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { listOrders, type ListOrdersOptions } from '../../src/orders/list/index.ts';
-import { rebuildOrderProjections } from '../../src/orders/projections/index.ts';
+import { listOrders, type ListOrdersOptions } from '../../src/orders/read-model/list.ts';
+import { rebuildOrderProjections } from '../../src/orders/read-model/projections.ts';
 import { describeEachBackend } from '../helpers/context.ts';
 import { expectedIds, NO_FILTER, PATH } from '../helpers/list-fixture.ts';
-import { createFixture, createOrder, withListTuning } from '../helpers/orders.ts';
+import { createFixture, createOrder, withListTuning, testListTuning } from '../helpers/orders.ts';
 
 /**
- * Changed-since lists against brute force over a scattered history (src/orders/list/runs.ts
+ * Changed-since lists against brute force over a scattered history (src/orders/read-model/runs.ts
  * dayRuns, idsByRuns): older orders on 24 days spread over 300 days (more than the 16 runs, so
  * the closest are joined), adjacent days, orders at u, a millisecond either side of it and tied,
  * soft-deleted ones; every page forwards and backwards, at several limits, with the walks forced
@@ -100,7 +100,7 @@ describeEachBackend('GET /api/v1/orders changed since u, over a scattered histor
             } as ListOrdersOptions;
             const expected = await expectedIds(ctx(), t, base);
             for (let page = 1; page <= Math.ceil(expected.length / limit) + 1; page++) {
-              const listed = await listOrders(ctx().db, t.businessId, { ...base, page });
+              const listed = await listOrders(ctx().db, t.businessId, { ...base, page, tuning: testListTuning });
               const what = `${JSON.stringify(tuning)} ${JSON.stringify(extra)} limit ${limit} page ${page}`;
               if (listed.total !== expected.length)
                 failures.push(`${what}: total ${listed.total} vs ${expected.length}`);

@@ -10,9 +10,14 @@ import {
   type ListOrdersOptions,
   type OrderFilterName,
   type OrdersQuery,
-} from '../../src/orders/list/plan.ts';
-import { bySideTableMatches, choosePage, chooseTotal, listTuning } from '../../src/orders/list/strategies.ts';
-import { ordersFromSideTable } from '../../src/orders/projections/property-reads.ts';
+} from '../../src/orders/read-model/plan.ts';
+import {
+  bySideTableMatches,
+  choosePage,
+  chooseTotal,
+  DEFAULT_LIST_TUNING,
+} from '../../src/orders/read-model/strategies.ts';
+import { ordersFromSideTable } from '../../src/orders/read-model/property-reads.ts';
 import { ListOrdersQuery } from '../../src/orders/schema.ts';
 import { createTestContext, describeEachBackend, type TestContext } from '../helpers/context.ts';
 import {
@@ -24,7 +29,7 @@ import {
   PATH,
   UPDATED_SINCE,
 } from '../helpers/list-fixture.ts';
-import { walkingEveryDay, withListTuning } from '../helpers/orders.ts';
+import { testListTuning, walkingEveryDay, withListTuning } from '../helpers/orders.ts';
 
 const PROPERTIES: Array<PropertyFilter | null> = [
   null,
@@ -76,7 +81,7 @@ describeEachBackend('GET /api/v1/orders: every combination of filters against br
     const withDeleted = new Set<string>();
     let checked = 0;
     // Twice: as planned, then with no property filter's matches few enough to collect (the walk instead).
-    for (const fewCandidates of [listTuning.fewCandidates, 0]) {
+    for (const fewCandidates of [DEFAULT_LIST_TUNING.fewCandidates, 0]) {
       await withListTuning({ fewCandidates }, async () => {
         for (const { options, query, refused } of combinations()) {
           if (refused) {
@@ -90,10 +95,12 @@ describeEachBackend('GET /api/v1/orders: every combination of filters against br
           const candidates = bySideTableMatches(active)
             ? (await expectedIds(ctx(), t, { ...options, ...NO_FILTER, property: options.property })).length
             : undefined;
-          totals.add(chooseTotal(active, candidates));
-          pages.add(choosePage(active, candidates));
+          totals.add(chooseTotal(active, candidates, testListTuning));
+          pages.add(choosePage(active, candidates, testListTuning));
           if (options.includeDeleted)
-            withDeleted.add(chooseTotal(active, candidates)).add(choosePage(active, candidates));
+            withDeleted
+              .add(chooseTotal(active, candidates, testListTuning))
+              .add(choosePage(active, candidates, testListTuning));
           const seen: string[] = [];
           // Every page, and one past the last; every page the created-day strategy serves is walked by day, as deep pages are.
           for (let page = 1; page <= Math.ceil(expected.length / 3) + 1; page++) {

@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CompiledQuery, sql } from 'kysely';
-import { filterOrders, filtersForRange, type ListOrdersOptions } from '../../src/orders/list/plan.ts';
-import { rebuildOrderProjections } from '../../src/orders/projections/index.ts';
+import { filterOrders, filtersForRange, type ListOrdersOptions } from '../../src/orders/read-model/plan.ts';
+import { rebuildOrderProjections } from '../../src/orders/read-model/projections.ts';
 import { backends, createTestContext, describeEachBackend, type TestContext } from '../helpers/context.ts';
 import { PATH, UPDATED_SINCE } from '../helpers/list-fixture.ts';
 import { createFixture, createOrder, withListTuning } from '../helpers/orders.ts';
 
 /**
  * Where a list reads a short range of rows, PostgreSQL tests the property filter on each row's JSON
- * and SQLite through the side table (src/orders/list/plan.ts filtersForRange). Each test removes an
+ * and SQLite through the side table (src/orders/read-model/plan.ts filtersForRange). Each test removes an
  * order's side-table row, so the answer says which one a backend read.
  */
 
@@ -18,7 +18,7 @@ describeEachBackend('GET /api/v1/orders: the older part of a changed-since list'
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);
     // Created before the window and changed in it: the older part. Then its side-table row is
-    // removed, so only a read of the order's own JSON still finds the path (src/orders/list/plan.ts, filtersForRange).
+    // removed, so only a read of the order's own JSON still finds the path (src/orders/read-model/plan.ts, filtersForRange).
     const { id } = await createOrder(ctx(), t, f, { properties: { erp: { no: 7 } } });
     await ctx()
       .db.updateTable('orders')

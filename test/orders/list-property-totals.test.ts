@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { listOrders, type ListOrdersOptions } from '../../src/orders/list/index.ts';
-import { listTuning } from '../../src/orders/list/strategies.ts';
+import { listOrders, type ListOrdersOptions } from '../../src/orders/read-model/list.ts';
 import { describeEachBackend } from '../helpers/context.ts';
 import { recordingStatements } from '../helpers/statements.ts';
-import { withListTuning } from '../helpers/orders.ts';
+import { withListTuning, testListTuning } from '../helpers/orders.ts';
+import { DEFAULT_LIST_TUNING } from '../../src/orders/read-model/index.ts';
 import { createOrders, expectedIds, NO_FILTER, PATH, UPDATED_SINCE } from '../helpers/list-fixture.ts';
 
 /**
  * A list by a present path reads the path's counts once, per phase and status, when it has a phase
- * or status (src/orders/list/index.ts propertyCounts): their sum decides the plan, and the
+ * or status (src/orders/read-model/list.ts propertyCounts): their sum decides the plan, and the
  * share of its phase and status is its total. Before, it read them twice, by two sums.
  */
 
@@ -25,7 +25,7 @@ describeEachBackend("GET /api/v1/orders: a present path's counts", (ctx) => {
     ];
     // As shipped (few matches: collected from the side table), and with none few enough (the
     // total from the counts, the page walked): either way the counts are read once.
-    for (const fewCandidates of [listTuning.fewCandidates, -1]) {
+    for (const fewCandidates of [DEFAULT_LIST_TUNING.fewCandidates, -1]) {
       await withListTuning({ fewCandidates }, async () => {
         for (const extra of cases) {
           const options: ListOrdersOptions = {
@@ -36,7 +36,10 @@ describeEachBackend("GET /api/v1/orders: a present path's counts", (ctx) => {
             ...extra,
           };
           const { plugin, trees } = recordingStatements();
-          const page = await listOrders(ctx().db.withPlugin(plugin), t.businessId, options);
+          const page = await listOrders(ctx().db.withPlugin(plugin), t.businessId, {
+            ...options,
+            tuning: testListTuning,
+          });
           const what = `${JSON.stringify(extra)}, fewCandidates ${fewCandidates}`;
           const expected = await expectedIds(ctx(), t, options);
           assert.equal(page.total, expected.length, what);
@@ -68,7 +71,7 @@ describeEachBackend("GET /api/v1/orders: a present path's counts", (ctx) => {
       // No candidates few enough: the list is split at its updatedSince.
       await withListTuning({ fewCandidates: -1 }, async () => {
         for (let page = 1; page <= Math.ceil(expected.length / 2) + 1; page++) {
-          const listed = await listOrders(ctx().db, t.businessId, { ...base, page });
+          const listed = await listOrders(ctx().db, t.businessId, { ...base, page, tuning: testListTuning });
           assert.equal(listed.total, expected.length, `${JSON.stringify(extra)} page ${page}`);
           assert.deepEqual(
             listed.items.map((o) => o.id),

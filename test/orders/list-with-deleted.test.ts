@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import type { ListOrdersOptions } from '../../src/orders/list/plan.ts';
+import type { ListOrdersOptions } from '../../src/orders/read-model/plan.ts';
 import { describeEachBackend } from '../helpers/context.ts';
 import { CREATED_SINCE, createOrders, expectedIds } from '../helpers/list-fixture.ts';
 import { walkingEveryDay } from '../helpers/orders.ts';

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { rebuildOrderProjections } from '../../src/orders/projections/index.ts';
+import { rebuildOrderProjections } from '../../src/orders/read-model/projections.ts';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
 import { createQueryCounter } from '../helpers/queries.ts';
-import { pageByCreatedDay } from '../../src/orders/list/days.ts';
-import { walkingEveryDay, withListTuning } from '../helpers/orders.ts';
+import { pageByCreatedDay } from '../../src/orders/read-model/days.ts';
+import { testListTuning, walkingEveryDay, withListTuning } from '../helpers/orders.ts';
 import { securityCases } from '../helpers/security.ts';
 import { createFixture, createOrder, getOrder, patchOrder } from '../helpers/orders.ts';
 
@@ -263,7 +263,7 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
             ctx().db,
             t.businessId,
             query,
-            { page, limit, includeDeleted: false, property: null },
+            { page, limit, includeDeleted: false, property: null, tuning: testListTuning },
             expected.length,
           ),
         );
@@ -293,7 +293,15 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
           ctx().db,
           t.businessId,
           byPhase,
-          { page, limit: 1, phase: 'ACTIVE', status: 'ACCEPTED', includeDeleted: false, property: null },
+          {
+            page,
+            limit: 1,
+            phase: 'ACTIVE',
+            status: 'ACCEPTED',
+            includeDeleted: false,
+            property: null,
+            tuning: testListTuning,
+          },
           active.length,
         ),
       );

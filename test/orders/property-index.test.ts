@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { it } from 'node:test';
 import { sql } from 'kysely';
 import { propertyCondition } from '../../src/db/list.ts';
-import { canonicalNumber, propertyPaths } from '../../src/orders/projections/property-values.ts';
+import { canonicalNumber, propertyPaths } from '../../src/orders/read-model/property-values.ts';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
 import { createFixture, createOrder, patchOrder } from '../helpers/orders.ts';
 

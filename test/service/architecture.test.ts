@@ -79,13 +79,13 @@ describe('architecture', () => {
     );
   });
 
-  it('enters the order list through its front door, src/orders/list/index.ts', () => {
-    const inside = (path: string) => path.startsWith('orders/list/');
+  it('enters the order read model through its front door, src/orders/read-model/index.ts (its table types aside)', () => {
+    const inside = (path: string) => path.startsWith('orders/read-model/');
     const through = files
       .filter((f) => !inside(f.path))
       .flatMap((f) =>
-        importsOf(f)
-          .filter((i) => inside(i) && i !== 'orders/list/index.ts')
+        valueImportsOf(f)
+          .filter((i) => inside(i) && i !== 'orders/read-model/index.ts')
           .map((i) => `${f.path} -> ${i}`),
       );
     assert.deepEqual(through, []);
@@ -137,7 +137,7 @@ describe('architecture', () => {
   it('keeps services, repositories and mappers free of the HTTP edge', () => {
     const domain = files.filter(
       (f) =>
-        /(service|repository|mapper|render|projections\/[a-z-]+)\.ts$/.test(f.path) ||
+        /(service|repository|mapper|render|read-model\/[a-z-]+)\.ts$/.test(f.path) ||
         f.path.startsWith('write/') ||
         f.path.startsWith('log/'),
     );

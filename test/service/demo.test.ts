@@ -9,8 +9,7 @@ import { deflateRawSync } from 'node:zlib';
 import { createDeflater, TextRun } from '../../src/demo/deflate-worker.ts';
 import { DATA_DEFLATE_OPTIONS, decodeDataText } from '../../src/log/codec.ts';
 import { exportOrders } from '../../src/orders/export-repository.ts';
-import { rebuildOrderProjections } from '../../src/orders/projections/index.ts';
-import { loadTuning } from '../../src/orders/projections/load.ts';
+import { rebuildOrderProjections } from '../../src/orders/read-model/projections.ts';
 import { backends, checkResponsesOf, createTestDatabase, type TestDatabase } from '../helpers/context.ts';
 import { assertChangeCountsExact } from '../helpers/orders.ts';
 
@@ -53,13 +52,7 @@ for (const backend of backends) {
       database = await createTestDatabase(backend);
       // The derived counts are written whenever a tally holds 100 keys, so many times over the
       // load, each adding to rows earlier writes made; the test of the derived tables checks the sums.
-      const held = loadTuning.heldKeys;
-      loadTuning.heldKeys = 100;
-      try {
-        demo = await generateDemo(database.handle.db, { orders: ORDERS, items: 12, buyers: 6 });
-      } finally {
-        loadTuning.heldKeys = held;
-      }
+      demo = await generateDemo(database.handle.db, { orders: ORDERS, items: 12, buyers: 6, countKeysHeld: 100 });
       app = await createApp({
         db: database.handle.db,
         config: Object.freeze(loadConfig({ RATE_LIMIT_RPS: '0' })),

@@ -10,7 +10,7 @@ import {
   type Page,
 } from '../../db/list.ts';
 import { sql, type SqlBool } from 'kysely';
-import { notIndexed } from '../../db/dialect.ts';
+import { anyOf, notIndexed } from '../../db/dialect.ts';
 import type { Db } from '../../db/types.ts';
 import {
   activeFilters,
@@ -29,19 +29,30 @@ import {
   type PageStrategy,
   type TotalStrategy,
 } from './strategies.ts';
-import { countChangedSince, olderChangedDays } from '../projections/change-counts.ts';
-import { countOrders } from '../projections/counts.ts';
-import {
-  countByProperty,
-  ordersFromSideTable,
-  pathTotals,
-  sumPathTotals,
-  type PathTotal,
-} from '../projections/property-reads.ts';
-import { findListedOrders } from '../render.ts';
+import { countChangedSince, olderChangedDays } from './change-counts.ts';
+import { countOrders } from './counts.ts';
+import { countByProperty, ordersFromSideTable, pathTotals, sumPathTotals, type PathTotal } from './property-reads.ts';
 import type { OrderStub } from '../mapper.ts';
 import { listDaysOnce, pageByCreatedDay, walkOf, type DaysOf } from './days.ts';
 import { countInRanges, dayRuns, idsByRuns, runsOfDays, type CreatedRun } from './runs.ts';
+
+const STUB = ['id', 'version', 'business_id', 'deleted_at', 'created_at'] as const;
+
+/**
+ * The stubs of `ids`, in that order, by primary key only: the ids were just selected with every
+ * filter, and those filters can lead a planner without statistics to scan an index of the whole
+ * business instead of looking up 20 keys. Rows soft-deleted since are kept (the list leaves them
+ * out, and places its next page after them); other changes show as they are now.
+ */
+async function findListedOrders(db: Db, businessId: string, ids: string[]): Promise<OrderStub[]> {
+  const rows = await db
+    .selectFrom('orders')
+    .select(STUB)
+    .where(anyOf(db, 'id', ids))
+    .execute();
+  const byId = new Map(rows.filter((r) => r.business_id === businessId).map((r) => [r.id, r]));
+  return ids.map((id) => byId.get(id)).filter((r) => r !== undefined);
+}
 
 export type { ListOrdersOptions } from './plan.ts';
 
@@ -102,8 +113,9 @@ async function planList(
   return { ...scope, active, query, rangeQuery, ...counts, days: listDaysOnce({ ...scope, query: rangeQuery }) };
 }
 
-const totalOf = (plan: Planned) => TOTALS[chooseTotal(plan.active, plan.candidates)](plan);
-const pageOf = (plan: Planned, total: number) => PAGES[choosePage(plan.active, plan.candidates)](plan, total);
+const totalOf = (plan: Planned) => TOTALS[chooseTotal(plan.active, plan.candidates, plan.options.tuning)](plan);
+const pageOf = (plan: Planned, total: number) =>
+  PAGES[choosePage(plan.active, plan.candidates, plan.options.tuning)](plan, total);
 
 interface ChangedSplit {
   recent: Planned;
@@ -233,7 +245,7 @@ const PAGES: Record<PageStrategy | 'sorted', (plan: Planned, total: number) => P
 /**
  * A page of orders: the total, then the page's ids, then those orders' stubs (id, version) by
  * primary key, for src/orders/render.ts to render. The total and the ids are
- * read as src/orders/list/strategies.ts chooses: from maintained counts and the side table
+ * read as src/orders/read-model/strategies.ts chooses: from maintained counts and the side table
  * `order_properties` when the filters allow it, otherwise by the filtered query.
  */
 export async function listOrders(db: Db, businessId: string, options: ListOrdersOptions): Promise<Page<OrderStub>> {
@@ -258,7 +270,10 @@ export async function listOrders(db: Db, businessId: string, options: ListOrders
  */
 async function pageIdsOf(plan: Planned, options: ListOrdersOptions, total: number): Promise<string[]> {
   if (!options.after) return pastTheEnd(total, options) ? [] : pageOf(plan, total);
-  if (plan.active.has('changedSince') && choosePage(plan.active, plan.candidates) === 'pageChangedSince')
+  if (
+    plan.active.has('changedSince') &&
+    choosePage(plan.active, plan.candidates, plan.options.tuning) === 'pageChangedSince'
+  )
     return cursorPageChangedSince(plan, options, options.after);
   const fromPlace = await planList(
     plan.db,

@@ -50,7 +50,7 @@ type DayCounts =
  * Orders per created day, of a phase and/or status when given, newest day first (or oldest first);
  * with `fromDay`, only that day and the days after it. Live orders, and with `includeDeleted` the
  * soft-deleted ones too (the two tables' rows summed per day). With `path`, the orders that have
- * it (the path counts, src/orders/projections/properties.ts), or that lack it (the orders less
+ * it (the path counts, src/orders/read-model/properties.ts), or that lack it (the orders less
  * those with it, per day). One statement, so one snapshot; days with no such orders are left out.
  */
 export async function createdDays(

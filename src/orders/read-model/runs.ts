@@ -6,7 +6,7 @@ import type { OrdersQuery } from './plan.ts';
 
 /**
  * Runs of created days: the older part of a changed-since list is read only within the runs of
- * the days its orders were created on (src/orders/list/index.ts olderOf), so the rows between
+ * the days its orders were created on (src/orders/read-model/list.ts olderOf), so the rows between
  * runs are never read.
  */
 

@@ -8,12 +8,12 @@ import {
   type ListScope,
   type OrdersQuery,
 } from './plan.ts';
-import { listTuning, type ActiveFilters } from './strategies.ts';
-import { createdDays } from '../projections/created-counts.ts';
+import { DEFAULT_LIST_TUNING, type ActiveFilters } from './strategies.ts';
+import { createdDays } from './created-counts.ts';
 
 /**
  * Pages of order lists walked by created day: whole days passed by maintained counts, then one
- * day's rows (src/orders/list/index.ts chooses when, by the plan in plan.ts).
+ * day's rows (src/orders/read-model/list.ts chooses when, by the plan in plan.ts).
  */
 
 /** The first instant of a UTC day (`YYYY-MM-DD`), and of the day after it. */
@@ -31,7 +31,7 @@ const pathOf = ({ property }: ListOrdersOptions) =>
     : undefined;
 
 /**
- * The list's orders per created day (src/orders/projections/created-counts.ts), of its phase,
+ * The list's orders per created day (src/orders/read-model/created-counts.ts), of its phase,
  * status and path filter, live ones or with includeDeleted all. With `createdSince`, only the days
  * from its own, and its own counted exactly by `query` (the orders created later that day: one day's rows).
  */
@@ -127,7 +127,7 @@ export async function pageByCreatedDay(
   daysOf: DaysOf = listDaysOnce({ db, businessId, query, options }),
   walk: Walk = { rows: query },
 ): Promise<string[]> {
-  return idsByDays(walk, daysOf, nearerEnd(total, options));
+  return idsByDays(walk, daysOf, nearerEnd(total, options), (options.tuning ?? DEFAULT_LIST_TUNING).shallowRows);
 }
 
 /**
@@ -136,7 +136,7 @@ export async function pageByCreatedDay(
  * walking without a bound, a first page of a path only the oldest orders have read every row, and
  * reading the days for every list by a path instead made every first page dearer.
  */
-const reachOf = (skip: number, take: number) => Math.max(listTuning.shallowRows, 4 * (skip + take));
+const reachOf = (skip: number, take: number, shallowRows: number) => Math.max(shallowRows, 4 * (skip + take));
 
 /**
  * `take` ids of the walk's rows after `skip`, in list order or backwards from its end, passing
@@ -150,11 +150,12 @@ export async function idsByDays(
   { rows, nearest }: Walk,
   daysOf: DaysOf,
   { backwards, skip, take }: { backwards: boolean; skip: number; take: number },
+  shallowRows: number,
 ): Promise<string[]> {
   if (take <= 0) return [];
-  if (skip < listTuning.shallowRows) {
+  if (skip < shallowRows) {
     if (nearest === undefined) return selectIdsFrom(rows, backwards, skip, take);
-    const ids = await selectIdsFrom(nearest(backwards, reachOf(skip, take)), backwards, skip, take);
+    const ids = await selectIdsFrom(nearest(backwards, reachOf(skip, take, shallowRows)), backwards, skip, take);
     // `take` is what the list holds there (its exact total says so): fewer, and the rest lie past the reach.
     if (ids.length === take) return ids;
   }

@@ -7,7 +7,7 @@ import { SIDE_TABLES, type Side } from './properties.ts';
 import { canonicalNumber, fittedValue } from './property-values.ts';
 
 /**
- * Reads of the flattened property index (src/orders/projections/properties.ts) for order lists:
+ * Reads of the flattened property index (src/orders/read-model/properties.ts) for order lists:
  * live orders' rows and counts, and with `includeDeleted` the soft-deleted orders' as well.
  */
 
@@ -107,7 +107,7 @@ export async function countByProperty(
   let total = sql<number | string>`(${terms[0]})`;
   for (const term of terms.slice(1)) total = sql`${total} + (${term})`;
   if (filter.value === undefined && filter.exists === false) {
-    // Orders (src/orders/projections/counts.ts) less those with the path, all maintained.
+    // Orders (src/orders/read-model/counts.ts) less those with the path, all maintained.
     let orders = sql<number | string>`(${sumOfCounts(db, 'order_counts', businessId, of)})`;
     if (of.includeDeleted) orders = sql`${orders} + (${sumOfCounts(db, 'order_deleted_counts', businessId, of)})`;
     total = sql`${orders} - (${total})`;
@@ -189,6 +189,6 @@ export function ordersFromSideTable(db: Db, businessId: string, filter: Property
 
 /**
  * What a list from the side table reads of its candidates: the columns of every filter but the
- * property filter itself (src/orders/list/plan.ts ORDER_FILTERS), and the page's sort and ids.
+ * property filter itself (src/orders/read-model/plan.ts ORDER_FILTERS), and the page's sort and ids.
  */
 const CANDIDATE_COLUMNS = ['id', 'business_id', 'created_at', 'updated_at', 'deleted_at', 'phase', 'status'] as const;

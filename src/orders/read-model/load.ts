@@ -1,7 +1,7 @@
 import { insertRows } from '../../db/bulk.ts';
 import type { Db } from '../../db/types.ts';
 import { changeDay } from './change-counts.ts';
-import type { ProjectedOrder } from './index.ts';
+import type { ProjectedOrder } from './projections.ts';
 import { SIDE_TABLES, type Side } from './properties.ts';
 import { propertyPaths } from './property-values.ts';
 
@@ -100,10 +100,10 @@ function countTargets(
 }
 
 /**
- * Keys a tally holds before they are written (tests set it low). Orders are made in time order, so
- * a day's keys mostly come together and are seldom written twice, and the tallies stay small.
+ * Keys a tally holds before they are written. Orders are made in time order, so a day's keys
+ * mostly come together and are seldom written twice, and the tallies stay small.
  */
-export const loadTuning = { heldKeys: 10_000 };
+const HELD_KEYS = 10_000;
 
 /** Adds the counts of each tally holding at least `least` keys to its table (upserts), and empties it. */
 async function writeCounts(
@@ -129,7 +129,7 @@ async function writeCounts(
   }
 }
 
-export function createProjectionLoad(businessId: string): ProjectionLoad {
+export function createProjectionLoad(businessId: string, heldKeys = HELD_KEYS): ProjectionLoad {
   const sides = { live: sideTallies(), deleted: sideTallies() };
   // Live orders per (phase, status); soft-deleted ones are counted by day only.
   const counts = new Tally(2);
@@ -156,7 +156,7 @@ export function createProjectionLoad(businessId: string): ProjectionLoad {
               business_id: businessId,
             });
           }
-          await writeCounts(db, businessId, targets, loadTuning.heldKeys);
+          await writeCounts(db, businessId, targets, heldKeys);
         },
       };
     },

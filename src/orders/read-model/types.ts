@@ -12,6 +12,18 @@ export interface ListOrdersOptions extends ListFilters, Paging {
   updatedSince?: string;
   modifiedSince?: string;
   phase?: string;
+  /** The plan's size thresholds; DEFAULT_LIST_TUNING unless given. */
+  tuning?: ListTuning;
+}
+
+/**
+ * Below these sizes a cheaper plan wins: walking fewer than `shallowRows` rows costs less than
+ * reading the day counts; up to `fewCandidates` orders matching a property are collected from the
+ * side table and the other filters tested on them.
+ */
+export interface ListTuning {
+  readonly shallowRows: number;
+  readonly fewCandidates: number;
 }
 
 export type OrdersQuery = SelectQueryBuilder<Database, 'orders', object>;
@@ -33,7 +45,7 @@ export interface ListFilter {
   pages: readonly PageStrategy[];
 }
 
-/** Totals other than `count(*)`, from maintained counts (src/orders/projections). */
+/** Totals other than `count(*)`, from maintained counts (src/orders/read-model). */
 export type TotalStrategy =
   | 'countOrders'
   | 'countByProperty'

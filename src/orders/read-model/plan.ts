@@ -3,7 +3,7 @@ import { beforeInListOrder, propertyCondition } from '../../db/list.ts';
 import type { Db } from '../../db/types.ts';
 import { whereLive } from '../../db/live.ts';
 import { jsonOnRowsBeatsProbes } from '../../db/dialect.ts';
-import { sideTableCondition, sideTableServes } from '../projections/property-reads.ts';
+import { sideTableCondition, sideTableServes } from './property-reads.ts';
 import type { ActiveFilters, ListFilter, ListOrdersOptions, ListScope, OrdersQuery } from './types.ts';
 
 export type { ListFilter, ListOrdersOptions, ListScope, OrdersQuery } from './types.ts';

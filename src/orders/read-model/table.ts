@@ -21,7 +21,7 @@ export interface OrderCountTable {
   n: ColumnType<number | string | bigint, number, number>;
 }
 
-/** One row per property path of a live order (src/orders/projections/properties.ts); the same for soft-deleted ones in `order_deleted_properties`. */
+/** One row per property path of a live order (src/orders/read-model/properties.ts); the same for soft-deleted ones in `order_deleted_properties`. */
 export interface OrderPropertyTable {
   business_id: string;
   order_id: string;

@@ -35,7 +35,7 @@ export const SIDE_TABLES = {
 export type Side = keyof typeof SIDE_TABLES;
 type Rows = (typeof SIDE_TABLES)[Side]['rows'];
 
-/** Adds to the per-path counts (per created day, phase and status), as src/orders/projections/counts.ts bumpCounts does. */
+/** Adds to the per-path counts (per created day, phase and status), as src/orders/read-model/counts.ts bumpCounts does. */
 const bumpPathCounts = (db: Db, side: Side, businessId: string, changes: PathCountChange[]) =>
   bumpCounts(db, SIDE_TABLES[side].counts, businessId, ['path', 'day', 'phase', 'status'], changes);
 

@@ -1,0 +1,9 @@
+/**
+ * The order read model's front door (README.md names its parts): the list of orders, and the
+ * derived tables every order write keeps current (`applyOrderChange`), rebuilds from the orders
+ * (`rebuildOrderProjections`) or loads in bulk for generated data (`createProjectionLoad`).
+ */
+export { listOrders, type ListOrdersOptions } from './list.ts';
+export { DEFAULT_LIST_TUNING, type ListTuning } from './strategies.ts';
+export { applyOrderChange, rebuildOrderProjections, type ProjectedOrder } from './projections.ts';
+export { createProjectionLoad, type ProjectionBatch, type ProjectionLoad } from './load.ts';
