@@ -8,11 +8,10 @@ const MAX_GROUP = 16;
 const run = (connection: CachingConnection, text: string) => connection.executeQuery(CompiledQuery.raw(text));
 
 /**
- * SQLite's one connection, handed over first come, first served (Kysely's lock wakes every waiter
- * at once, and some lose again and again). Group commit: each write transaction is a savepoint of
- * one SQLite transaction that the next waiters join, and one COMMIT ends them all. A write's commit
- * resolves only when the group is durable; a failed write rolls back its own savepoint; a statement
- * outside a write transaction commits the group first, so nothing outside sees an undurable write.
+ * SQLite's one connection, handed over first come, first served. Group commit: each write is a
+ * savepoint of one SQLite transaction the next waiters join, ended by one COMMIT; a write's commit
+ * resolves once the group is durable, a failed write rolls back its own savepoint, and a statement
+ * outside a write commits the group first, so nothing outside sees an undurable write.
  */
 class QueuedSqliteDriver implements Driver, LeaseOwner {
   readonly #connection: CachingConnection;

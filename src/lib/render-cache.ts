@@ -1,8 +1,7 @@
 /**
- * Rendered JSON by key, each entry valid for exactly one stamp (the versions it was rendered from).
- * Callers read the current stamp on every request, so a stale entry is never served, whichever
- * instance changed it. Bounded by what entries keep alive (a slice of a shared slab is copied out
- * first), least recently used first out.
+ * Rendered JSON by key, each entry valid for exactly one stamp (the versions it was rendered from),
+ * read on every request, so a stale entry is never served whichever instance changed it. Bounded by
+ * what entries keep alive (slices of shared slabs are copied out), least recently used out first.
  */
 /** Per-entry overhead in bytes, roughly: Map entry, Buffer, record and stamp. */
 export const ENTRY_OVERHEAD = 256;
