@@ -37,14 +37,11 @@ export interface Authenticator {
   verify(businessId: unknown, apiKey: unknown): Promise<VerifiedKey | null>;
 }
 
-/** Verifies `X-Business-Id` + `X-API-Key`; successes are cached for `cacheMs`, kept short so a revocation reaches every instance soon. */
+/** Verifies `X-Business-Id` + `X-API-Key`; successes are cached for `cacheMs`, short enough for revocations. */
 export function createAuthenticator(db: Db, cacheMs: number, clock: () => number = Date.now): Authenticator {
   const cache = new Map<string, { key: VerifiedKey; until: number }>();
 
-  /**
-   * `last_used_at` is bookkeeping: written at most once a minute per key, so reads need no write
-   * lock or round trip, and never allowed to fail a request (a busy database must not 503 a read).
-   */
+  /** Bookkeeping: written at most once a minute per key, and never allowed to fail a request. */
   const recordUse = async (keyId: string, lastUsedAt: unknown, now: number) => {
     const last = lastUsedAt ? new Date(String(lastUsedAt)).getTime() : 0;
     if (now - last < LAST_USED_RESOLUTION_MS) return;
@@ -104,16 +101,14 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
 
 export interface ApiGuardOptions {
   authenticator: Authenticator;
-  /** Must not throw; not awaited by the answer. */
   refused?: (refusal: Refusal) => void;
   rateLimiter: RateLimiter | null;
   bucket: BucketSettings;
 }
 
 /**
- * API-key authentication and rate limiting, in the encapsulated `/api/v1` scope, so they run for
- * every route under it (and its 404s) however the path was spelled: the router picks the handler,
- * whose hooks decide who may run it. A test on the raw URL would miss `/%61pi/v1/...`.
+ * API-key authentication and rate limiting in the `/api/v1` scope, so they run for every route under
+ * it (and its 404s) however the path was spelled (`/%61pi/v1/...`): the router decides, not the raw URL.
  */
 export const apiKeyAuth = fp<ApiGuardOptions>(
   async (api, options) => {

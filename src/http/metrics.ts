@@ -14,7 +14,6 @@ export interface PoolStats {
 
 export interface MetricsOptions {
   poolStats?: () => PoolStats | null;
-  /** Process and Node.js metrics; off in tests. */
   processMetrics?: boolean;
   /** When set, a scrape needs `Authorization: Bearer <token>`. */
   token?: string | null;
@@ -103,7 +102,6 @@ export function registerMetrics(app: FastifyInstance, options: MetricsOptions = 
   return registry;
 }
 
-/** The service's own meters, beside the HTTP ones. */
 export function registerServiceMetrics(
   registry: Registry,
   sources: { longPolls: () => number; responseCache: { size: number; entries: number } },

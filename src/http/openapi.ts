@@ -8,7 +8,7 @@ import { requiredScope } from '../businesses/scopes.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The route's 2xx answers carry `ETag: "<version>"` (declared as a required response header). */
+    /** 2xx answers carry `ETag: "<version>"`. */
     etag?: boolean;
     /** False for a POST or PATCH that never replays a stored answer. */
     replays?: boolean;
@@ -198,7 +198,6 @@ const LOGO =
   `<svg xmlns="http://www.w3.org/2000/svg" width="220" height="40" viewBox="0 0 220 40">` +
   `<text x="0" y="29" font-family="sans-serif" font-size="26" font-weight="700" fill="#ffffff">Supplyline API</text></svg>`;
 
-/** /docs: the product's name and logo, one Authorize dialog kept across reloads, "Try it out" ready. */
 export function docsUiOptions(): FastifySwaggerUiOptions {
   return {
     routePrefix: '/docs',
@@ -208,7 +207,6 @@ export function docsUiOptions(): FastifySwaggerUiOptions {
   };
 }
 
-/** The document (`/openapi.json`), its UI (`/docs`), and `/`, which sends a browser to the docs. */
 export async function registerDocs(app: FastifyInstance): Promise<void> {
   await app.register(swagger, openapiOptions());
   await app.register(swaggerUi, docsUiOptions());

@@ -2,7 +2,6 @@ import { Redis } from 'ioredis';
 
 export interface RateLimitDecision {
   allowed: boolean;
-  /** Tokens left after this request. */
   remaining: number;
   /** Seconds until the bucket is full again. */
   resetSeconds: number;
@@ -152,10 +151,7 @@ export class RedisRateLimiter implements RateLimiter {
   }
 }
 
-/**
- * Buckets of one kind under a name (the console's sign-in throttles): in Redis when there is one,
- * so a guesser gets one allowance across instances, with local buckets while Redis fails.
- */
+/** Buckets of one kind (the console's throttles): in Redis when there is one, so a guesser gets one allowance everywhere. */
 export type Buckets = (settings: BucketSettings, name: string) => RateLimiter;
 
 export const memoryBuckets =

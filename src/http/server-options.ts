@@ -70,10 +70,7 @@ export function fastifyOptions(
   };
 }
 
-/**
- * Before every route: the request id echoed, the query's encoding checked, unknown query parameters
- * refused. Synchronous hooks take a callback: an async one costs every request two promises.
- */
+/** Before every route. Synchronous hooks take a callback: an async one costs every request two promises. */
 export function registerRequestBasics(app: FastifyInstance): void {
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);

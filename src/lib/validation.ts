@@ -77,10 +77,7 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
   return ajv;
 }
 
-/**
- * Date-times are stored as UTC with ms: one outside the years 0001-9999 in UTC, or with a leap
- * second, is refused here, so a stored value never breaks a read.
- */
+/** Date-times outside the years 0001-9999 in UTC, or with a leap second, cannot be stored: refused here. */
 export function isStorableInstant(value: string): boolean {
   const ms = Date.parse(value);
   if (Number.isNaN(ms)) return false;
@@ -93,10 +90,7 @@ export interface DecimalBounds {
   scale: number;
 }
 
-/**
- * A JSON number is a double, exact to 15 significant digits: amounts and quantities are bounded
- * in digits, so every accepted value reaches the decimal arithmetic as the client wrote it.
- */
+/** A JSON number is a double, exact to 15 digits: bounded decimals reach the arithmetic as the client wrote them. */
 export function fitsDecimal(value: number, bounds: DecimalBounds): boolean {
   if (!Number.isFinite(value)) return false;
   const text = String(Math.abs(value));

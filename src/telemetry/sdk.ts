@@ -20,10 +20,9 @@ function withoutErrorText(span: Span): void {
 }
 
 /**
- * The SDK's context manager, except that an unrecorded span's context (or the root) is not entered
- * while no recorded span is active: unsampled requests and `untraced` work run as if tracing were
- * off, since nothing under them would be recorded and entering costs every request (decision 0047).
- * What an unsampled request passes on it passes explicitly (`requestTraceParent`, `requestTraceFields`).
+ * The SDK's context manager, except that unsampled requests and `untraced` work do not enter a
+ * context: nothing under them is recorded, and entering costs every request (decision 0047). What
+ * such a request passes on it passes explicitly (`requestTraceParent`, `requestTraceFields`).
  */
 export function sampledContextManager(Base: typeof AsyncLocalStorageContextManager, trace: TraceAPI) {
   return class SampledContextManager extends Base {
@@ -43,10 +42,9 @@ export function sampledContextManager(Base: typeof AsyncLocalStorageContextManag
 }
 
 /**
- * Starts the SDK for traces only, configured by the standard OTEL_* variables. What a span may hold
- * is decided here: requests their method, route and path, never headers or query; statements their
- * SQL, never parameters; Redis commands their name. Packages are imported inside, so the bundle
- * loads none of them unless tracing is on.
+ * Starts the SDK for traces, configured by OTEL_*. A span holds a request's method, route and path
+ * (never headers or query), a statement's SQL (never parameters), a Redis command's name. Packages
+ * are imported inside, so the bundle loads none of them unless tracing is on.
  */
 export async function startTracing(): Promise<void> {
   // ES modules are instrumented through a loader hook as they are imported: pg and ioredis only.
