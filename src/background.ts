@@ -1,7 +1,4 @@
-/**
- * What an instance does besides answering requests, registered in one place (src/jobs.ts): the
- * webhook sender and the importer, and the retention jobs that keep tables at their promised size.
- */
+/** What an instance does besides answering requests (registered in src/jobs.ts): webhook sender, importer, retention jobs. */
 import type { Kysely } from 'kysely';
 import type { Counter, Registry } from 'prom-client';
 import type { Config } from './config.ts';
@@ -18,7 +15,7 @@ import { createWebhookWorker, registerWebhookGauges } from './webhooks/worker.ts
 import { purgeExpiredIdempotencyKeys } from './write/idempotency-records.ts';
 import type { WriteRunner } from './write/runner.ts';
 
-/** Finished webhook deliveries and their attempts are kept this long. */
+/** How long finished webhook deliveries and their attempts are kept. */
 const DELIVERY_LOG_DAYS = 30;
 const HOUR = 60 * 60_000;
 const DAY = 86_400_000;
@@ -37,7 +34,7 @@ export interface BackgroundDeps {
 
 export interface Background {
   jobs: Jobs;
-  /** Wake the webhook sender or the importer now, after a write that gave them work. */
+  /** Wakes the webhook sender or importer after a write that gave them work. */
   kickWebhooks(): void;
   kickImports(): void;
 }

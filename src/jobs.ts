@@ -1,8 +1,7 @@
 /**
- * Background work of a server instance, in one registry: periodic jobs (timers) and workers (the
- * webhook sender, the importer), started when the app is ready and stopped, awaited, when it closes,
- * so nothing outlives the app. Every instance runs all of it; each piece is safe when several
- * instances run it at once.
+ * One registry of an instance's background work, periodic jobs and workers, started when the app
+ * is ready and awaited when it closes, so nothing outlives it. Every instance runs all of it; each
+ * piece is safe to run on several at once.
  */
 export interface Job {
   name: string;
@@ -10,7 +9,7 @@ export interface Job {
   run(): Promise<unknown>;
 }
 
-/** A long-running piece of background work with its own schedule (a queue's claims, a lease). */
+/** Long-running work with its own schedule (a queue's claims, a lease). */
 export interface Worker {
   name: string;
   start(): void;

@@ -17,9 +17,8 @@ import {
 } from './http/rate-limit.ts';
 
 /**
- * The stores behind rate limits, on one Redis connection when REDIS_URL is set (shared by every
- * instance), else in memory: the API's buckets (none when RATE_LIMIT_RPS=0) and the console's
- * sign-in and password throttles (always on).
+ * Rate-limit stores: one Redis connection shared by instances when REDIS_URL is set, else memory;
+ * the API's buckets (none when RATE_LIMIT_RPS=0) and the console's throttles (always on).
  */
 export function createRateLimits(
   config: Config,
@@ -42,7 +41,6 @@ export function createRateLimits(
   };
 }
 
-/** Opens the database from config and brings its schema up to date. */
 export async function openDatabase(
   config: Config,
   options: Parameters<typeof createDatabase>[1] = {},
@@ -58,10 +56,9 @@ export async function openDatabase(
 }
 
 /**
- * The SecretBox that encrypts stored secrets (webhook signing secrets). SECRET_KEY when set (every
- * instance must share it); otherwise a key file made on the first start, beside the SQLite file or
- * in ./data for PostgreSQL, readable by the owner only. Several instances started from one
- * directory share the file; instances on several machines need SECRET_KEY.
+ * The SecretBox for stored secrets: SECRET_KEY (shared by every instance) or a key file made at
+ * first start, owner-readable, beside the SQLite file or in ./data. Instances on several machines
+ * need SECRET_KEY.
  */
 export function resolveSecretBox(config: Config): { box: SecretBox; source: string } {
   if (config.secretKeys) return { box: new SecretBox(config.secretKeys), source: 'SECRET_KEY' };
@@ -70,9 +67,8 @@ export function resolveSecretBox(config: Config): { box: SecretBox; source: stri
     : resolve('data');
   const file = join(dir, 'secret.key');
   mkdirSync(dir, { recursive: true });
-  // Written whole to a file of this process's own, then linked into place: `link` fails when the
-  // name exists, so one key wins, and no instance can read the file before its key is in it
-  // (created with `wx` and then written, a second instance read it empty in between).
+  // Written whole to this process's own file, then linked into place: `link` fails when the name
+  // exists, so one key wins and no instance ever reads a half-written file.
   const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
   writeFileSync(draft, `${newSecretKey()}\n`, { flag: 'wx', mode: 0o600 });
   try {
@@ -88,12 +84,9 @@ export function resolveSecretBox(config: Config): { box: SecretBox; source: stri
 }
 
 /**
- * How far V8 lets the old generation grow after a full collection before the next one: by
- * `percent` (V8's own factor, up to 4×, when 0). An export on PostgreSQL promotes short-lived rows,
- * and doubling instead of V8's factor lowered its peak memory markedly at the same speed; growing by
- * half (the default) keeps an instance under the mixed load within its memory budget
- * (docs/decisions/0039-server-process.md, 0048-memory-budget.md). Set before anything large is allocated; V8 reads
- * the flag each time it sets the next limit.
+ * How far V8 lets the old generation grow after a full collection: by `percent` (V8's own factor
+ * when 0). Chosen for the memory budget (docs/decisions/0039-server-process.md, 0048-memory-budget.md).
+ * Set before anything large is allocated; V8 reads it at each new limit.
  */
 export function applyHeapGrowth(percent: number, setFlags: (flags: string) => void = setFlagsFromString): void {
   if (percent > 0) setFlags(`--heap-growing-percent=${percent}`);

@@ -1,13 +1,9 @@
 import { BlockList, isIP } from 'node:net';
 
-/**
- * The addresses a key may be used from (README "Restricted keys"): IPv4 and IPv6 CIDRs, or single
- * addresses. The client's address is the socket's, or, behind a proxy that TRUST_PROXY names,
- * the one that proxy forwarded (Fastify's `request.ip`).
- */
+/** Addresses a key may be used from: IPv4/IPv6 CIDRs or single addresses, matched against `request.ip` (TRUST_PROXY). */
 export const MAX_CIDRS = 50;
 
-/** `10.0.0.0/8, 2001:db8::/32, 203.0.113.7` as normalised CIDRs; throws a message naming what is wrong. */
+/** Parses `10.0.0.0/8, 2001:db8::/32, 203.0.113.7`; throws naming what is wrong. */
 export function parseCidrs(text: string): string[] {
   const entries = text
     .split(',')
@@ -32,7 +28,7 @@ function cidrOf(entry: string): string {
 
 const lists = new Map<string, BlockList>();
 
-/** Whether `ip` lies in one of the CIDRs (an IPv4 address mapped into IPv6 counts as IPv4). */
+/** IPv4-mapped IPv6 counts as IPv4. */
 export function addressAllowed(cidrs: readonly string[], ip: string): boolean {
   const cacheKey = cidrs.join(',');
   let list = lists.get(cacheKey);

@@ -1,19 +1,16 @@
 /**
- * The supplier's margin: the fields a key without `margin:read` never sees, and may not send
- * without `margin:write` (docs/decisions/0043-restricted-keys.md). They are found by name wherever
- * they stand in a body (a variant, an order line, a price list, an event's object or changes),
- * except inside the caller's own free-form objects, whose keys are data, not fields.
+ * The supplier's margin: fields a key without `margin:read` never sees and may not send without
+ * `margin:write` (docs/decisions/0043), found by name anywhere in a body except inside free-form objects.
  */
 const MARGIN_FIELDS = new Set(['cost', 'globalCostFactor']);
 const FREE_FORM = ['properties', 'buyerInfo'];
 
-/** `properties`, `buyerInfo`, and a change's path into them (`properties.erp.cost`). */
+/** Free-form objects, and a change's path into them. */
 const isFreeForm = (key: string) => FREE_FORM.some((f) => key === f || key.startsWith(`${f}.`));
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** A copy of a JSON value without its margin fields. */
 export function withoutMargin<T>(value: T): T {
   if (Array.isArray(value)) return value.map(withoutMargin) as T;
   if (!isRecord(value)) return value;
@@ -25,11 +22,7 @@ export function withoutMargin<T>(value: T): T {
   return out as T;
 }
 
-/**
- * The dotted path of the first margin field a request body sends, if any. It runs before the
- * body's schema (which bounds nesting) is checked, so it walks with a stack of its own, never the
- * call stack: a body nested 100,000 deep is looked through, not a crash.
- */
+/** The first margin field a body sends, if any; runs before the schema bounds nesting, so it walks with its own stack. */
 export function marginFieldIn(body: unknown): string | undefined {
   const pending: Array<[unknown, string]> = [[body, '']];
   while (pending.length > 0) {
@@ -48,10 +41,7 @@ export function marginFieldIn(body: unknown): string | undefined {
   return undefined;
 }
 
-/**
- * A serialised JSON answer without its margin fields. Text that names no margin field is returned
- * as it is, unparsed: most answers (errors, buyers, invoices) have none.
- */
+/** A JSON answer without margin fields; text that names none is returned unparsed. */
 export function jsonWithoutMargin(text: string): string {
   if (!text.includes('"cost"') && !text.includes('"globalCostFactor"')) return text;
   return JSON.stringify(withoutMargin(JSON.parse(text)));

@@ -20,13 +20,13 @@ export interface KeyDetails {
   name?: string | null;
   createdBy?: { type: string; id: string; name: string | null } | null;
   expiresAt?: string | null;
-  /** What it may do; none given: everything. */
+  /** None given: every scope. */
   scopes?: Scope[] | null;
-  /** The CIDRs it may be used from (src/businesses/allowlist.ts); none given: anywhere. */
+  /** None given: anywhere. */
   allowedCidrs?: string[] | null;
 }
 
-/** A key (src/businesses/key-format.ts) is shown once; only its SHA-256 hash is stored. */
+/** A key is shown once; only its SHA-256 hash is stored. */
 export async function insertApiKey(
   db: Db,
   businessId: string,
@@ -53,7 +53,7 @@ export async function insertApiKey(
   return { keyId, apiKey };
 }
 
-/** Sets the CIDRs a key may be used from; null: anywhere. False when the business has no such live key. */
+/** Null: anywhere. False when the business has no such live key. */
 export async function setAllowedCidrs(
   db: Db,
   businessId: string,
@@ -70,7 +70,7 @@ export async function setAllowedCidrs(
   return Number(result.numUpdatedRows) > 0;
 }
 
-/** Sets when a key stops working (a rotation's grace period); an earlier expiry is kept. */
+/** A rotation's grace; an earlier expiry is kept. */
 export async function expireApiKey(db: Db, businessId: string, keyId: string, at: string): Promise<void> {
   await db
     .updateTable('api_keys')
@@ -86,7 +86,7 @@ export interface CreatedBusiness extends CreatedKey {
   defaultItemListId: string;
 }
 
-/** A business comes with its default item list and a first API key. Run inside a transaction. */
+/** With its default item list and a first API key; run inside a transaction. */
 export async function insertBusiness(db: Db, businessId: string, name: string, now: string): Promise<CreatedBusiness> {
   await db.insertInto('businesses').values({ id: businessId, name, created_at: now, updated_at: now }).execute();
   const defaultItemListId = newId('list');
@@ -120,7 +120,7 @@ export async function countBusinesses(db: Db): Promise<number> {
   return Number(row.n);
 }
 
-/** A business's keys as `key list` and the key events show them: never the key, nor its hash. */
+/** Never the key, nor its hash. */
 export async function listApiKeys(db: Db, businessId: string, keyId?: string) {
   const rows = await db
     .selectFrom('api_keys')
@@ -150,20 +150,17 @@ export async function listApiKeys(db: Db, businessId: string, keyId?: string) {
     name: r.name,
     createdBy: readJson<{ type: string; id: string; name: string | null }>(r.created_by),
     expiresAt: toIso(r.expires_at),
-    /** Null: every scope. */
     scopes: readJson<Scope[]>(r.scopes),
-    /** Null: any address. */
     allowedCidrs: readJson<string[]>(r.allowed_cidrs),
   }));
 }
 
-/** The business a key belongs to, if the key exists. */
 export async function findKeyBusiness(db: Db, keyId: string): Promise<string | undefined> {
   return (await db.selectFrom('api_keys').select('business_id').where('id', '=', keyId).executeTakeFirst())
     ?.business_id;
 }
 
-/** Returns false when the business has no such key; revoking twice keeps the first time. */
+/** False when the business has no such key; revoking twice keeps the first time. */
 export async function revokeApiKey(db: Db, businessId: string, keyId: string, now: string): Promise<boolean> {
   const key = await db
     .selectFrom('api_keys')
@@ -187,18 +184,12 @@ export async function findActiveKeys(db: Db, businessId: string, now = new Date(
     .execute();
 }
 
-/**
- * Bookkeeping, not a write of the service: one statement outside any transaction, made by the
- * authenticator at most once a minute per key, and never allowed to fail a request.
- */
+/** Bookkeeping outside any transaction, at most once a minute per key, never failing a request. */
 export async function touchApiKey(db: Db, keyId: string, at: string): Promise<void> {
   await db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', keyId).execute();
 }
 
-/**
- * The next value of a per-business counter. The upsert takes the counter row's lock inside the
- * caller's transaction, so concurrent creators queue on it and never share a number.
- */
+/** The next per-business counter value; the upsert's row lock queues concurrent creators, so none share a number. */
 export async function nextCounterValue(db: Db, businessId: string, name: string): Promise<number> {
   const {
     rows: [row],
@@ -216,7 +207,7 @@ const nextCounterQuery = statement((db, v: { businessId: string; name: string })
     .returning('value'),
 );
 
-/** A counter's current value, 0 before its first use; read-only, so it takes no lock. */
+/** 0 before first use; takes no lock. */
 export async function findCounterValue(db: Db, businessId: string, name: string): Promise<number> {
   const row = await db
     .selectFrom('business_counters')

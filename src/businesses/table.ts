@@ -15,15 +15,15 @@ export interface ApiKeyTable {
   created_at: Timestamp;
   last_used_at: NullableTimestamp;
   revoked_at: NullableTimestamp;
-  /** A name a person gave it (the console), null for keys made before names or by the CLI without one. */
+  /** Null for keys made without a name. */
   name: string | null;
-  /** The actor that made it: `{type, id, name}`. */
+  /** `{type, id, name}`. */
   created_by: Json;
-  /** Refused from this time on (a rotation's grace period, or an expiry chosen at creation). */
+  /** Refused from this time on. */
   expires_at: NullableTimestamp;
-  /** Its scopes as a JSON array (src/businesses/scopes.ts); null: every scope. */
+  /** JSON array; null: every scope. */
   scopes: string | null;
-  /** The CIDRs it may be used from, as a JSON array (src/businesses/allowlist.ts); null: anywhere. */
+  /** JSON array of CIDRs; null: anywhere. */
   allowed_cidrs: string | null;
 }
 

@@ -22,10 +22,10 @@ export interface ContactRows {
   locations: LocationRow[];
 }
 
-/** One query per contact table for any number of buyers, so a page of buyers costs three queries, not 3n. */
+/** One query per contact table for any number of buyers: three for a page, not 3n. */
 export async function loadContacts(db: Db, businessId: string, phantomIds: string[]): Promise<ContactRows> {
   if (phantomIds.length === 0) return { emails: [], phones: [], locations: [] };
-  // One after another: `db` may be a transaction or an export's snapshot, one connection that runs one query at a time.
+  // One after another: a transaction or snapshot is one connection, one query at a time.
   const emails = await db
     .selectFrom('phantom_emails')
     .selectAll()

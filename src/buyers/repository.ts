@@ -70,7 +70,7 @@ function selectBuyers(db: Db, businessId: string) {
     .where('phantoms.business_id', '=', businessId);
 }
 
-/** A live buyer of this business (phantom with its partnership), or undefined: missing, deleted or foreign. */
+/** A live buyer (phantom with its partnership), or undefined: missing, deleted or foreign. */
 export async function findBuyerRow(db: Db, businessId: string, id: string): Promise<BuyerRow | undefined> {
   return selectBuyers(db, businessId)
     .selectAll('phantoms')
@@ -84,7 +84,7 @@ export async function findBuyerRow(db: Db, businessId: string, id: string): Prom
     .executeTakeFirst();
 }
 
-/** The partnership of a live buyer of this business and its assigned item list: what ordering for the buyer needs. */
+/** A live buyer's partnership and assigned item list: what ordering needs. */
 export async function findBuyerPartnership(
   db: Db,
   businessId: string,
@@ -199,7 +199,7 @@ export async function updatePartnershipStatus(
     .execute();
 }
 
-/** Live buyers of the business after `afterId`, in id order, with their contacts: one page of an export. */
+/** One export page: live buyers after `afterId`, in id order, with contacts. */
 export async function exportBuyers(db: Db, businessId: string, afterId: string, limit: number): Promise<Buyer[]> {
   const rows = await selectBuyers(db, businessId)
     .selectAll('phantoms')

@@ -50,9 +50,8 @@ export interface PrimaryOutcome {
 const sameContact = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
 /**
- * Settles the one primary contact of a kind, so that the buyer's primary field always equals the
- * contact marked primary (or both are empty). An explicit `isPrimary` wins; otherwise the buyer's
- * field picks (or adds) the matching contact; otherwise whatever is still marked primary stays.
+ * Keeps the buyer's primary field equal to the contact marked primary (or both empty): an explicit
+ * `isPrimary` wins, else the buyer's field picks (or adds) the matching contact, else nothing changes.
  */
 export function choosePrimary(contacts: PrimaryCandidate[], request: PrimaryRequest): PrimaryOutcome {
   const chosen = request.chosenId === undefined ? undefined : contacts.find((c) => c.id === request.chosenId);
@@ -115,7 +114,6 @@ async function settlePrimary(
   return outcome.value;
 }
 
-/** Creates the whole buyer bundle. */
 export async function createBuyer(
   ctx: WriteContext,
   input: CreateBuyerInput,
@@ -169,7 +167,6 @@ async function checkContactIds(db: Db, businessId: string, phantomId: string, in
   }
 }
 
-/** Checks a buyer PATCH against the stored buyer, then applies it. */
 export async function patchBuyer(ctx: WriteContext, id: string, input: UpdateBuyerInput): Promise<Written<Buyer>> {
   const { trx: db, businessId, now } = ctx;
   requireSomethingToUpdate(input);

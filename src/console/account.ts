@@ -6,11 +6,11 @@ import { setPassword } from '../users/service.ts';
 import type { ConsoleKit, Form } from './kit.ts';
 import { sessionIdOf } from './session.ts';
 
-/** Your account (every role): who you are, and changing your own password, which ends your other sessions. */
+/** Your account (every role): who you are, and your password, whose change ends your other sessions. */
 export function registerAccountPages(app: FastifyInstance, kit: ConsoleKit): void {
   const { page, signedIn, actorOf, act } = kit;
   const { db, writes } = kit.deps;
-  // The current password is checked as at sign-in: 5 tries a minute per user, across all instances when they share Redis.
+  // Throttled as at sign-in, across instances when they share Redis.
   const tries = kit.deps.buckets({ ratePerSecond: 5 / 60, burst: 5 }, 'password-change');
 
   app.get('/console/account', async (request, reply) => {

@@ -2,22 +2,22 @@ import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:
 import { cookieValue } from './session.ts';
 
 export const FLASH_COOKIE = 'sl_flash';
-/** A flash not shown within this long is dropped (a redirect is followed at once). */
+/** A flash not shown within this long is dropped (redirects are followed at once). */
 export const FLASH_SECONDS = 300;
 
-/** What an action says once, on the page it redirects to; `secret` is a key, signing secret or password shown once. */
+/** What an action says once, on the page it redirects to; `secret` is shown once. */
 export interface Flash {
-  /** The path of the page that shows it; other pages (another tab, htmx's polling) leave it. */
+  /** Other pages (another tab, htmx polling) leave it. */
   at: string;
   notice?: string;
   error?: string;
   secret?: { id: string; title: string; value: string; note?: string };
 }
 
-/** The flash's key: derived from the session's secret, which the server never stores, so only that browser's cookie opens it. */
+/** Derived from the session's secret, which the server never stores: only that browser's cookie opens it. */
 const keyOf = (token: string) => createHmac('sha256', token).update('supplyline-console-flash').digest();
 
-/** The flash as a cookie value: AES-256-GCM under the session's key, bound to the session and to the cookie's name. */
+/** AES-256-GCM under the session's key, bound to the session and the cookie's name. */
 export function sealFlash(token: string, flash: Flash): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', keyOf(token), iv).setAAD(Buffer.from(FLASH_COOKIE));
@@ -25,7 +25,7 @@ export function sealFlash(token: string, flash: Flash): string {
   return Buffer.concat([iv, sealed, cipher.getAuthTag()]).toString('base64url');
 }
 
-/** The request's flash, if its cookie opens under this session's key; anything else (tampered, another session's) is none. */
+/** Anything that does not open (tampered, another session's) is none. */
 export function openFlash(token: string, cookieHeader: string | undefined): Flash | null {
   const raw = cookieValue(cookieHeader, FLASH_COOKIE);
   if (!raw || raw.length > 6000) return null;

@@ -5,10 +5,7 @@ const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.char
 const UTC = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
 const EXACT = (iso: string) => `${iso.slice(0, 19).replace('T', ' ')} UTC`;
 
-/**
- * A `<time>` that reads well without script ("24 Nov 2026, 10:03 UTC"); console.js rewrites it in
- * the viewer's time zone, relative when recent, and the exact UTC time stays in its title.
- */
+/** A `<time>` readable without script; console.js rewrites it in the viewer's zone, exact UTC in its title. */
 export function when(iso: string | null | undefined, empty = '-'): string {
   if (!iso) return escapeHtml(empty);
   const at = new Date(iso);
@@ -17,7 +14,7 @@ export function when(iso: string | null | undefined, empty = '-'): string {
 }
 
 const digitsCache = new Map<string, number>();
-/** The currency's minor digits (JPY 0, AUD 2, BHD 3); 2 for a code Intl does not know. */
+/** Minor digits (JPY 0, BHD 3); 2 when Intl does not know the code. */
 function minorDigits(currency: string): number {
   let digits = digitsCache.get(currency);
   if (digits === undefined) {
@@ -32,11 +29,7 @@ function minorDigits(currency: string): number {
   return digits;
 }
 
-/**
- * An exact decimal amount as "1,234.50 AUD": at least the currency's digits, and any further digit
- * the amount holds (a unit price of 0.1234), never rounded. The amount is formatted as a string,
- * so no float is involved.
- */
+/** "1,234.50 AUD": at least the currency's digits plus any the amount holds, never rounded, no float. */
 export function money(amount: string | number | null | undefined, currency: string): string {
   if (amount === null || amount === undefined || amount === '') return '-';
   const text = String(amount);
@@ -49,7 +42,6 @@ export function money(amount: string | number | null | undefined, currency: stri
   return `${match[1]}${whole}${shown ? `.${shown}` : ''} ${currency}`;
 }
 
-/** "1 order", "3 orders". */
 export const count = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString('en')} ${n === 1 ? one : many}`;
 
 const TONES: Record<string, string> = {
@@ -84,7 +76,7 @@ const TONES: Record<string, string> = {
 /** A state as a badge: its word, on a tone (ok, warn, bad, or plain) that is never the only sign. */
 export const badge = (state: string) => `<span class="badge ${TONES[state] ?? 'plain'}">${escapeHtml(state)}</span>`;
 
-/** Who did something: the user's or key's name where it has one, else its kind and id. */
+/** The user's or key's name, else its kind and id. */
 export function actorName(
   actor: { type: string; id: string | null; name?: string | null } | null | undefined,
   names: Map<string, string>,
@@ -96,7 +88,7 @@ export function actorName(
   return actor.id ? `${kind} ${actor.id}` : kind;
 }
 
-/** A properties object as nested lists: each key in bold code, scalars as their JSON, arrays of scalars joined. */
+/** Nested lists: keys in bold code, scalars as JSON, arrays of scalars joined. */
 export function tree(value: unknown): string {
   if (
     value === null ||

@@ -9,14 +9,14 @@ import type { SessionUser } from './session.ts';
 
 const EXPIRY_DAYS = new Set([30, 90, 365]);
 
-/** The rows of the scope matrix: each area, the margin (cost fields) and the audit trail, with the levels each offers. */
+/** The scope matrix's rows: each area, the margin and the audit trail, with their levels. */
 const MATRIX: Array<{ name: string; levels: string[] }> = [
   ...AREAS.map((name) => ({ name, levels: ['write', 'read', 'none'] })),
   { name: 'margin', levels: ['write', 'read', 'none'] },
   { name: 'audit', levels: ['read', 'none'] },
 ];
 
-/** API keys (owners only, as the CLI): list, create (shown once) with scopes and an allowlist, rotate with a grace period, revoke. */
+/** API keys (owners only): list, create (shown once) with scopes and allowlist, rotate with grace, revoke. */
 export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
   const { page, signedIn, actorOf, act, idOf } = kit;
   const { db, writes, clock } = kit.deps;
@@ -94,7 +94,6 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
     });
   });
 
-  // Revoking asks first: this page, then its form.
   app.get('/console/keys/:id/revoke', async (request, reply) => {
     const user = signedIn(request, reply, ['owner']);
     if (!user) return reply;
@@ -124,7 +123,7 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
   });
 }
 
-/** The scope matrix of the create form: null (every scope) when every row holds its highest level. */
+/** Null (every scope) when each row holds its highest level. */
 function scopesOf(form: Form): Scope[] | null {
   const levels = MATRIX.map(({ name, levels: offered }) => {
     const level = String(form[`scope.${name}`] ?? offered[0]);

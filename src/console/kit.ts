@@ -14,29 +14,25 @@ export interface ConsoleDeps {
   db: Kysely<Database>;
   writes: WriteRunner;
   clock: () => number;
-  /** Makes the sign-in and password throttles: shared by every instance when the service has Redis. */
+  /** Sign-in and password throttles, shared by instances when there is Redis. */
   buckets: Buckets;
-  /** CONSOLE_COOKIE_SECURE: the session cookie is sent over https only. */
+  /** Session cookie over https only. */
   secureCookie: boolean;
-  /** The webhook services' settings, and the worker's nudge after a test event or replay. */
+  /** Webhook settings, and the worker's nudge after a test event or replay. */
   webhooks: WebhookSettings;
   kickWebhooks: () => void;
 }
 
-/** A page asked for by a role that may not open it: the error handler answers 403. */
+/** The error handler answers 403. */
 export class Forbidden extends Error {}
 
 export type Form = Record<string, string>;
 
-/** The grace periods offered when rotating a key or a signing secret: now, 1 h, 24 h, 7 days. */
 export const GRACE_CHOICES = new Set([0, 3600, 86_400, 604_800]);
 
 const EVENT_TYPE = /^(?:\*|[a-z_]{1,32}\.(?:\*|[a-z_]{1,32}))$/;
 
-/**
- * Where to go after signing in: a console page of this host, given as a path (never `//host`, a
- * backslash, a scheme or a control character), else the console's start.
- */
+/** After sign-in: a console path of this host (never `//host`, a backslash, a scheme or a control character), else the start. */
 export function localNext(raw: unknown): string {
   if (
     typeof raw !== 'string' ||
@@ -60,7 +56,6 @@ export function localNext(raw: unknown): string {
   }
 }
 
-/** A refusal's text for a page: field by field. */
 const problemText = (error: ApiError) =>
   (error.fieldErrors
     ? Object.entries(error.fieldErrors)
@@ -69,9 +64,9 @@ const problemText = (error: ApiError) =>
     : error.message
   ).slice(0, 500);
 
-/** What every page of the console uses: the dependencies, rendering, the role check and form helpers. */
+/** What every console page uses: dependencies, rendering, the role check and form helpers. */
 export function createKit(deps: ConsoleDeps) {
-  /** Post, redirect, get: the action's outcome goes in a one-time flash, and the browser to `location`. */
+  /** Post, redirect, get: the outcome goes in a one-time flash. */
   const done = (reply: FastifyReply, user: SessionUser, location: string, flash: Omit<Flash, 'at'>) => {
     reply.header(
       'set-cookie',
@@ -81,7 +76,7 @@ export function createKit(deps: ConsoleDeps) {
   };
   return {
     deps,
-    /** A page, with the flash meant for it (shown once: its cookie is cleared as it is shown) and the formatters. */
+    /** A page, with the flash meant for it (cleared as shown) and the formatters. */
     page: (reply: FastifyReply, template: string, user: SessionUser | null, data: Record<string, unknown>) => {
       let flash: Flash | null = null;
       if (user) {
@@ -96,10 +91,7 @@ export function createKit(deps: ConsoleDeps) {
         .view(template, { user, csrf: user ? csrfTokenOf(user.token) : '', flash, ...FORMAT, ...data });
     },
     done,
-    /**
-     * Runs an action and redirects with what it says; a refusal (a 4xx other than 403 and 404,
-     * which the error handler answers) goes back to `back` as an error.
-     */
+    /** Runs an action and redirects; a refusal (4xx other than 403 and 404) goes back to `back` as an error. */
     act: async (
       reply: FastifyReply,
       user: SessionUser,
@@ -118,7 +110,7 @@ export function createKit(deps: ConsoleDeps) {
       return done(reply, user, to ?? back, flash);
     },
 
-    /** The signed-in user when their role may open the page; else a redirect to sign in, back here after (null), or Forbidden. */
+    /** The user when their role may open the page; else a redirect to sign in (null), or Forbidden. */
     signedIn: (
       request: FastifyRequest,
       reply: FastifyReply,
@@ -136,13 +128,13 @@ export function createKit(deps: ConsoleDeps) {
       if (!roles.includes(user.role)) throw new Forbidden();
       return user;
     },
-    /** The write runner's scope for an action of this user: their business, themselves as actor. */
+    /** Their business, themselves as actor. */
     actorOf: (user: SessionUser) => ({
       businessId: user.businessId,
       actor: { type: 'user' as const, id: user.id, name: user.name },
     }),
     idOf: (request: FastifyRequest) => (request.params as { id: string }).id,
-    /** The query's string values; a repeated parameter (an array) is dropped, not passed on to a page. */
+    /** A repeated parameter (an array) is dropped. */
     queryOf: (request: FastifyRequest): Record<string, string | undefined> =>
       Object.fromEntries(
         Object.entries((request.query ?? {}) as Record<string, unknown>).filter(([, v]) => typeof v === 'string'),
@@ -152,7 +144,7 @@ export function createKit(deps: ConsoleDeps) {
         .split(',')
         .map((t) => t.trim())
         .filter(Boolean),
-    /** A refusal's text for the page (field by field); anything else is rethrown to the error handler. */
+    /** Field by field; anything else is rethrown to the error handler. */
     problem: (error: unknown): string => {
       if (!(error instanceof ApiError) || error.status >= 500) throw error;
       return problemText(error);

@@ -32,7 +32,7 @@ export async function itemNamesOf(db: Db, businessId: string, itemIds: string[])
   return new Map(rows.map((r) => [r.id, r.name]));
 }
 
-/** Every key's and user's name in the business (a few dozen rows), for actors recorded without one. */
+/** Every key's and user's name in the business, for actors recorded without one. */
 export async function actorNamesOf(db: Db, businessId: string): Promise<Map<string, string>> {
   const [keys, users] = await Promise.all([
     db.selectFrom('api_keys').select(['id', 'name']).where('business_id', '=', businessId).execute(),

@@ -12,11 +12,7 @@ import type { Role } from '../users/table.ts';
 import type { ConsoleKit } from './kit.ts';
 import { actorNamesOf, buyerNamesOf, itemNamesOf } from './names.ts';
 
-/**
- * `data.changes` as lines: each field or property path with from and to; child lists as counts.
- * A path that was empty before and after (an empty `properties` that gained its first leaves, which
- * are listed themselves) says nothing and is left out.
- */
+/** `data.changes` as lines: each path with from and to, child lists as counts; paths empty before and after are left out. */
 export function flattenChanges(
   changes: Record<string, unknown>,
   prefix = '',
@@ -46,7 +42,7 @@ export function flattenChanges(
   return out;
 }
 
-/** The events feed shows only the resources of pages a role may open: viewers never see keys, webhooks or the team. */
+/** Only resources of pages the role may open: viewers never see keys, webhooks or the team. */
 const HIDDEN_FROM: Record<Role, string[]> = {
   owner: [],
   admin: ['user'],
@@ -57,7 +53,6 @@ const HIDDEN_FROM: Record<Role, string[]> = {
 export function registerOrderPages(app: FastifyInstance, kit: ConsoleKit): void {
   const { page, signedIn, idOf, queryOf, typesOf, problem, checkTypes } = kit;
   const { db } = kit.deps;
-  // Orders: the API's list with its filters, and an order with its history.
   app.get('/console/orders', async (request, reply) => {
     const user = signedIn(request, reply);
     if (!user) return reply;
@@ -137,7 +132,7 @@ export function registerOrderPages(app: FastifyInstance, kit: ConsoleKit): void 
     if (!user) return reply;
     const order = await findOrder(db, user.businessId, idOf(request));
     if (!order) throw new ApiError('NOT_FOUND', 'No such order.');
-    // The latest 200 of its events (all that retention kept), shown oldest first.
+    // The latest 200 events (all retention kept), oldest first.
     const history = await listLatestEvents(db, user.businessId, {
       limit: 200,
       resourceType: 'order',
@@ -165,7 +160,7 @@ export function registerOrderPages(app: FastifyInstance, kit: ConsoleKit): void 
     });
   });
 
-  // Events: the latest of the feed, newest first, filtered; the page refreshes itself (htmx).
+  // The feed's latest, newest first, filtered; the page refreshes itself (htmx).
   app.get('/console/events', async (request, reply) => {
     const user = signedIn(request, reply);
     if (!user) return reply;

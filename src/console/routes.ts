@@ -37,7 +37,7 @@ declare module 'fastify' {
   }
 }
 
-/** Where the console's files are: beside this module (tsx), or in src/ beside dist/ (the bundle `npm start` runs). */
+/** Beside this module (tsx), or in src/ beside dist/ (the bundle). */
 function consoleDir(name: string): string {
   const here = join(import.meta.dirname, name);
   return existsSync(here) ? here : join(import.meta.dirname, '..', 'src', 'console', name);
@@ -64,7 +64,7 @@ const CSP =
 
 const FORM_LIMIT = 16 * 1024;
 
-/** A request a browser says came from another site (Sec-Fetch-Site), or whose Origin is not this host. */
+/** Sec-Fetch-Site says another site, or Origin is not this host. */
 function isCrossSite(request: FastifyRequest): boolean {
   const site = request.headers['sec-fetch-site'];
   if (site === 'cross-site' || site === 'same-site') return true;
@@ -79,17 +79,16 @@ function isCrossSite(request: FastifyRequest): boolean {
 
 /**
  * The supplier console at /console: server-rendered pages, forms that work without script, htmx
- * where present. Its own scope: session-cookie authentication (the API's key check never runs
- * here, and a session never opens the API), a form-body parser, and security headers. Handlers
- * call the same services as the API through the write runner, as the signed-in user.
+ * where present. Its own scope with session-cookie authentication (a session never opens the API,
+ * a key never opens the console); handlers call the API's services through the write runner.
  */
 export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   const { db, clock } = deps;
-  // Sign-in attempts: 5 a minute per account and 20 a minute per address, across all instances when they share Redis.
+  // Sign-in attempts are throttled per account and per address, across instances when they share Redis.
   const perAccount = deps.buckets({ ratePerSecond: 5 / 60, burst: 5 }, 'sign-in-account');
   const perAddress = deps.buckets({ ratePerSecond: 20 / 60, burst: 20 }, 'sign-in-address');
 
-  // Pages, not API operations: none of them is in /openapi.json.
+  // Pages, not API operations: none is in /openapi.json.
   app.addHook('onRoute', (route) => {
     route.schema = { ...route.schema, hide: true };
   });
@@ -107,7 +106,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     (_request, body, done) => {
       const form: Form = {};
       for (const [key, value] of new URLSearchParams(String(body))) {
-        // PostgreSQL's text cannot hold NUL: refused here, as the API's JSON parser does.
+        // PostgreSQL text cannot hold NUL: refused, as the API's parser does.
         if (key.includes('\u0000') || value.includes('\u0000'))
           return done(new ApiError('VALIDATION_ERROR', 'A form field cannot hold a NUL character.'));
         form[key] = value;
@@ -127,9 +126,8 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     if (/%00/.test(request.url)) throw new ApiError('VALIDATION_ERROR', 'The address cannot hold a NUL character.');
     request.consoleUser = await readSession(db, cookieValue(request.headers.cookie, SESSION_COOKIE), clock());
   });
-  // Every state-changing form carries the session's CSRF token; and no form is taken from another
-  // site, which also covers sign-in (no session yet, so no token): a page elsewhere cannot sign a
-  // visitor into an account of its choosing.
+  // State-changing forms carry the CSRF token, and no form is taken from another site, which also
+  // covers sign-in: a page elsewhere cannot sign a visitor into an account of its choosing.
   app.addHook('preHandler', async (request, reply) => {
     if (request.method !== 'POST') return;
     const user = request.consoleUser;
@@ -180,7 +178,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     `${SESSION_COOKIE}=${value}; Path=/console; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${deps.secureCookie ? '; Secure' : ''}`;
 
   app.get('/console/assets/:name', async (request, reply) => {
-    // Own names only: `valueOf` or `constructor` would find Object.prototype's (and answered 500).
+    // Own names only: `valueOf` or `constructor` would find Object.prototype's.
     const name = (request.params as { name: string }).name;
     const asset = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
     if (!asset) return reply.code(404).type('text/plain').send('Not found');
@@ -196,7 +194,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     );
   });
 
-  // After signing out, the sign-in page says so (there is no session left to carry a flash).
+  // The sign-in page says so (no session is left to carry a flash).
   const SIGNED_OUT: Record<string, string> = {
     out: 'You are signed out.',
     everywhere: 'You are signed out on every device and browser.',
@@ -216,8 +214,8 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
       .trim()
       .toLowerCase()
       .slice(0, 320);
-    // The account's budget is spent only by attempts the address's budget let through, so that a
-    // stranger refused by address cannot keep charging someone else's account.
+    // Only attempts the address's budget let through charge the account's, so a stranger refused
+    // by address cannot lock someone else's account.
     const address = await perAddress.take(request.ip);
     const account = address.allowed ? await perAccount.take(email) : address;
     if (!account.allowed || !address.allowed) {
@@ -230,7 +228,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
       });
     }
     const user = email ? await findUserByEmail(db, email) : undefined;
-    // A missing user costs a hash too, so the answer's timing does not say which emails exist.
+    // A missing user costs a hash too, so timing does not tell which emails exist.
     const ok = await verifyPassword(String(form.password ?? '').slice(0, 200), user?.password_hash ?? DUMMY_HASH);
     if (!user || !ok || user.status !== 'active') {
       return page(reply.code(401), 'sign-in.eta', null, {
@@ -242,7 +240,6 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     }
     const token = await createSession(db, user, clock());
     reply.header('set-cookie', cookie(token, ABSOLUTE_MS / 1000));
-    // Back to the page that was asked for, if it is one of the console's.
     return reply.redirect(localNext(form.next), 303);
   });
 

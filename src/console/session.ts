@@ -4,14 +4,14 @@ import type { Db } from '../db/types.ts';
 export const SESSION_COOKIE = 'sl_session';
 export const IDLE_MS = 12 * 3_600_000;
 export const ABSOLUTE_MS = 7 * 86_400_000;
-/** last_seen_at is written at most this often (a session's idle expiry counts from it). */
+/** The idle expiry counts from last_seen_at, written at most this often. */
 const TOUCH_MS = 60_000;
 
-/** A session as stored: the SHA-256 of its cookie's secret. */
+/** Stored as the SHA-256 of the cookie's secret. */
 export const sessionIdOf = (token: string) => createHash('sha256').update(token).digest('hex');
 const hashOf = sessionIdOf;
 
-/** A new session for a user: 32 random bytes in the cookie, only their hash in the database. */
+/** 32 random bytes in the cookie, only their hash stored. */
 export async function createSession(db: Db, user: { id: string; business_id: string }, now: number): Promise<string> {
   const token = randomBytes(32).toString('base64url');
   const at = new Date(now).toISOString();
@@ -39,7 +39,7 @@ export interface SessionUser {
   token: string;
 }
 
-/** The signed-in user of a cookie's session, if it is live: not revoked, not past 7 days, used in the last 12 hours, its user active. */
+/** The user of a live session: not revoked, not past 7 days, used in the last 12 hours, user active. */
 export async function readSession(db: Db, token: string | undefined, now: number): Promise<SessionUser | null> {
   if (!token || token.length > 100) return null;
   const row = await db
@@ -80,7 +80,6 @@ export async function endSession(db: Db, token: string, now: number): Promise<vo
     .execute();
 }
 
-/** Sign out everywhere: every session of the user ends. */
 export async function endAllSessions(db: Db, userId: string, now: number): Promise<void> {
   await db
     .updateTable('sessions')
@@ -90,7 +89,7 @@ export async function endAllSessions(db: Db, userId: string, now: number): Promi
     .execute();
 }
 
-/** The session's CSRF token: derived from the session's secret, so nothing more is stored, and useless without the cookie. */
+/** Derived from the session's secret: nothing more stored, useless without the cookie. */
 export const csrfTokenOf = (token: string) =>
   createHmac('sha256', token).update('supplyline-console-csrf').digest('base64url');
 
@@ -101,7 +100,6 @@ export function checkCsrf(token: string, presented: unknown): boolean {
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 
-/** The value of one cookie from a Cookie header. */
 export function cookieValue(header: string | undefined, name: string): string | undefined {
   if (!header) return undefined;
   for (const part of header.split(';')) {

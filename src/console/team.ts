@@ -11,7 +11,7 @@ import type { SessionUser } from './session.ts';
 export function registerTeamPages(app: FastifyInstance, kit: ConsoleKit): void {
   const { page, signedIn, actorOf, act, done, idOf } = kit;
   const { db, writes } = kit.deps;
-  /** Another user of the owner's business: yourself is changed on your account page, never here. */
+  /** Another user: yourself is changed on your account page. */
   const otherUser = async (user: SessionUser, id: string) => {
     const row = await findUser(db, user.businessId, id);
     if (!row) throw new ApiError('NOT_FOUND', 'No such user.');
@@ -71,7 +71,6 @@ export function registerTeamPages(app: FastifyInstance, kit: ConsoleKit): void {
     });
   });
 
-  // Disabling and resetting a password ask first: a page, then its form.
   app.get('/console/team/:id/disable', async (request, reply) => {
     const user = signedIn(request, reply, ['owner']);
     if (!user) return reply;

@@ -106,7 +106,7 @@ export function registerWebhookPages(app: FastifyInstance, kit: ConsoleKit): voi
     const form = request.body as Form;
     const id = idOf(request);
     return act(reply, user, `/console/webhooks/${id}`, async () => {
-      // Disabling drops the backlog: it has a button of its own, which asks first.
+      // Disabling drops the backlog, so it has its own button, which asks first.
       const status = ['enabled', 'paused'].includes(form.status) ? (form.status as 'enabled' | 'paused') : undefined;
       await writes.run(actorOf(user), (ctx) =>
         updateEndpoint(
@@ -167,7 +167,6 @@ export function registerWebhookPages(app: FastifyInstance, kit: ConsoleKit): voi
     });
   });
 
-  // Disabling and deleting ask first: a page, then its form.
   app.get('/console/webhooks/:id/disable', async (request, reply) => {
     const user = editor(request, reply);
     if (!user) return reply;

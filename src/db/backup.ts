@@ -3,9 +3,8 @@ import { resolve } from 'node:path';
 import { openSqliteDatabase } from './sqlite-driver.ts';
 
 /**
- * An online backup of a SQLite database to `file`, with SQLite's backup API: the servers keep
- * reading and writing meanwhile, and the copy is one consistent moment of the database, WAL
- * included. `onProgress` hears how many pages are copied of how many. Refuses to overwrite a file.
+ * An online backup of a SQLite database to `file` with SQLite's backup API: one consistent moment,
+ * WAL included, while servers keep writing. Refuses to overwrite a file.
  */
 export async function backupSqlite(
   databasePath: string,
@@ -20,7 +19,7 @@ export async function backupSqlite(
     const { totalPages } = await source.backup(file, {
       progress: ({ totalPages: total, remainingPages }) => {
         onProgress(total - remainingPages, total);
-        // Pages per step: a step holds the database's read lock only briefly, so writers go on.
+        // Pages per step: each step holds the read lock only briefly.
         return 1000;
       },
     });

@@ -4,17 +4,11 @@ import type { Database, Db } from './types.ts';
 
 /** What a bulk load may do on this connection, besides inserting. */
 export interface BulkLoad {
-  /**
-   * Whether one transaction may hold the whole load: always on PostgreSQL; on SQLite only in a
-   * rollback journal (a WAL would grow by everything loaded before its first checkpoint).
-   */
+  /** Whether one transaction may hold the whole load: on SQLite only in a rollback journal, as a WAL would grow unchecked. */
   oneTransaction: boolean;
 }
 
-/**
- * Runs a bulk load (the demo generator) with what suits it on each backend: SQLite's load
- * settings for its duration; on PostgreSQL, `vacuum (analyze)` of the loaded tables afterwards.
- */
+/** Runs a bulk load with SQLite's load settings, or on PostgreSQL a `vacuum (analyze)` afterwards. */
 export async function withBulkLoad<T>(
   db: Kysely<Database>,
   tables: readonly string[],
@@ -26,17 +20,12 @@ export async function withBulkLoad<T>(
   return result;
 }
 
-/** Something a bulk load can do without and make again afterwards: a statement each way. */
 interface Deferred {
   drop: string;
   create: string;
 }
 
-/**
- * The non-unique indexes of the tables as the database holds them (so as the migrations made
- * them), with the statements that make them again. Unique ones and those of keys and constraints
- * stay: they are what the load's own rows are checked against.
- */
+/** The tables' non-unique indexes, with their DDL; unique ones stay to check the load's rows. */
 async function secondaryIndexes(db: Db, tables: readonly string[]): Promise<Deferred[]> {
   if (dialectOf(db) === 'postgres') {
     const { rows } = await sql<{
@@ -60,10 +49,8 @@ async function secondaryIndexes(db: Db, tables: readonly string[]): Promise<Defe
 }
 
 /**
- * PostgreSQL: the tables' foreign keys, as they are defined now. Each row inserted checks each of
- * its keys with a query of its own (15 per order, most of the server's time in a load); adding
- * the key back checks the whole table with one join. SQLite's are off for the load instead
- * (withSqliteLoadSettings), and part of its tables' definitions.
+ * PostgreSQL: the tables' foreign keys. Each inserted row checks each key with its own query;
+ * adding the key back checks the table with one join. SQLite's are off for the load instead.
  */
 async function foreignKeys(db: Db, tables: readonly string[]): Promise<Deferred[]> {
   if (dialectOf(db) !== 'postgres') return [];
@@ -79,12 +66,9 @@ async function foreignKeys(db: Db, tables: readonly string[]): Promise<Deferred[
 }
 
 /**
- * Runs `load` with the tables' secondary indexes (and on PostgreSQL their foreign keys) dropped,
- * and makes them again afterwards as they were defined: building an index from a whole table sorts
- * once, where loading into it inserts every row at its place, and the load slowed as they grew.
- * Call it in a transaction holding the whole load: DDL is transactional on both backends, so a
- * load that fails or dies rolls back with the indexes in place. Only for tables that hold nothing
- * else of worth: while it runs, their readers have no indexes.
+ * Runs `load` with secondary indexes (and PostgreSQL foreign keys) dropped, then rebuilds them:
+ * one sort beats inserting each row in place. Call inside the load's transaction so a failed load
+ * rolls back with the indexes in place, and only for tables whose readers can do without them.
  */
 export async function withIndexesDeferred<T>(trx: Db, tables: readonly string[], load: () => Promise<T>): Promise<T> {
   const deferred = [...(await secondaryIndexes(trx, tables)), ...(await foreignKeys(trx, tables))];
@@ -96,12 +80,7 @@ export async function withIndexesDeferred<T>(trx: Db, tables: readonly string[],
   });
 }
 
-/**
- * SQLite: a 16 MB page cache while the indexes are deferred. What is left to maintain during the
- * load (keys that grow at their end) needs little, and CREATE INDEX sorts in runs of the cache's
- * size: a larger cache, or sorting on a second thread (`pragma threads`), made the indexes no
- * faster and cost memory (docs/performance.md).
- */
+/** SQLite: a small page cache while indexes are deferred; a larger one made them no faster (docs/performance.md). */
 async function withSmallSqliteCache<T>(trx: Db, work: () => Promise<T>): Promise<T> {
   if (dialectOf(trx) !== 'sqlite') return work();
   const saved = Object.values((await sql.raw('pragma cache_size').execute(trx)).rows[0] as object)[0] as number;
@@ -114,15 +93,10 @@ async function withSmallSqliteCache<T>(trx: Db, work: () => Promise<T>): Promise
 }
 
 /**
- * SQLite settings for a bulk load, each restored afterwards:
- * - a 64 MB page cache: in the default 2 MB the growing indexes spill out and are written again and
- *   again; the load writes near their ends, which 64 MB holds, and more was no faster and took
- *   much of the 300 MB the demo may use;
- * - foreign keys off: three primary-key lookups per order item, for rows consistent by construction
- *   (the test runs `pragma foreign_key_check`);
- * - a rollback journal instead of WAL when no other connection has the file open (else it stays
- *   WAL, slower but the same): WAL writes every page twice, while a load mostly adds new pages, which
- *   a rollback journal does not copy. With synchronous=FULL: on NORMAL a power cut can corrupt it.
+ * SQLite load settings, each restored afterwards: a larger page cache so the growing indexes stay
+ * in memory; foreign keys off (rows are consistent by construction, and the test checks them);
+ * and, when no other connection has the file open, a rollback journal, which does not copy new
+ * pages as WAL does, with synchronous=FULL, since on NORMAL a power cut can corrupt it.
  */
 async function withSqliteLoadSettings<T>(db: Kysely<Database>, load: (switched: boolean) => Promise<T>): Promise<T> {
   const read = async (name: string) =>
@@ -152,11 +126,7 @@ async function withSqliteLoadSettings<T>(db: Kysely<Database>, load: (switched: 
   }
 }
 
-/**
- * PostgreSQL: freshly bulk-loaded tables have no planner statistics and no visibility map yet, so
- * plans are guesses and index-only scans still visit the table (list queries were far slower
- * until autovacuum caught up). What an operator runs after a bulk load; outside any transaction.
- */
+/** PostgreSQL: freshly loaded tables have no statistics or visibility map until this runs; outside a transaction. */
 async function vacuumAnalyze(db: Kysely<Database>, tables: readonly string[]): Promise<void> {
   for (const table of tables) await sql`vacuum (analyze) ${sql.table(table)}`.execute(db);
 }

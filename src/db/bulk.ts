@@ -2,14 +2,14 @@ import { CompiledQuery } from 'kysely';
 import { dialectOf } from './dialect.ts';
 import type { Db } from './types.ts';
 
-/** Bound parameters per statement: under SQLite's 32,766 and PostgreSQL's 65,535. */
+/** Under SQLite's and PostgreSQL's bound-parameter limits. */
 const MAX_PARAMETERS = 30_000;
-/** Very long statements cost more to parse than they save in round trips. */
+/** Longer statements cost more to parse than they save in round trips. */
 const MAX_ROWS = 1_000;
 
 type Constant = string | number | null;
 
-/** Constants are the generator's own values (ids, codes), never user input; quotes are doubled regardless. */
+/** Constants are the generator's own values, never user input; quotes are doubled regardless. */
 function literal(value: Constant): string {
   if (value === null) return 'null';
   if (typeof value === 'number') {
@@ -20,9 +20,8 @@ function literal(value: Constant): string {
 }
 
 /**
- * Multi-row INSERTs of positional rows, chunked to stay under both backends' parameter limits.
- * Raw SQL rather than the query builder: building and compiling a 1,000-row Kysely query costs
- * more than running it, and the demo inserts millions of rows.
+ * Multi-row INSERTs, chunked under both backends' parameter limits. Raw SQL: building a large
+ * Kysely query costs more than running it.
  */
 export async function insertRows(
   db: Db,
@@ -37,7 +36,6 @@ export async function insertRows(
   const perStatement = Math.max(1, Math.min(MAX_ROWS, Math.floor(MAX_PARAMETERS / columns.length)));
   const fixed = Object.keys(constants);
   const head = `insert into ${table} (${[...columns, ...fixed].join(', ')}) values `;
-  // Values shared by every row are written once as literals: fewer parameters to bind per row.
   const tail = fixed.map((c) => `,${literal(constants[c])}`).join('');
   const upsert = options.addOnConflict;
   const end = upsert
@@ -54,19 +52,15 @@ export async function insertRows(
   }
 }
 
-/**
- * A row whose `key` exists already adds its `add` column to the existing row's (counts). The rows
- * of one call must not repeat a key: PostgreSQL refuses to update a row twice in one statement.
- */
+/** On a `key` conflict, adds `add` to the existing row's. One call must not repeat a key (PostgreSQL refuses). */
 export interface Upsert {
   key: readonly string[];
   add: string;
 }
 
 /**
- * Full statements, then what is left in powers of two. The connection keeps every statement it
- * prepared, and one of a few hundred rows holds about a megabyte: a statement per remainder size
- * (one per batch of the demo's order items and events) grew the demo's memory by hundreds of MB.
+ * Full statements, then the rest in powers of two: the connection keeps every statement it
+ * prepared, and one per remainder size grew the demo's memory a lot.
  */
 function chunkSize(left: number, max: number): number {
   return left >= max ? max : 2 ** Math.floor(Math.log2(left));
@@ -74,7 +68,7 @@ function chunkSize(left: number, max: number): number {
 
 const texts = new Map<string, string>();
 
-/** The SQL of a multi-row insert; full chunks repeat, so the text is built once (and prepared once). */
+/** Full chunks repeat, so each text is built (and prepared) once. */
 function statementText(head: string, tail: string, width: number, rows: number, postgres: boolean): string {
   const key = `${head}|${tail}|${width}|${rows}|${postgres}`;
   let text = texts.get(key);

@@ -2,13 +2,9 @@ import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
 import { dialectOf } from './dialect.ts';
 import type { Db } from './types.ts';
 
-/**
- * Property filters on a JSON column, as each backend writes them: PostgreSQL's jsonb operators,
- * SQLite's JSON functions on text. Both answer alike wherever a path can be answered on both
- * (jsonPathStepsIntoArrays says where PostgreSQL reads further).
- */
+/** Property filters on a JSON column: PostgreSQL's jsonb operators, SQLite's JSON functions on text. */
 
-/** A path segment we accept: plain identifiers only, so a path is never more than data. */
+/** Plain identifiers only, so a path is never more than data. */
 export const PROPERTY_SEGMENT = /^[A-Za-z0-9_$-]{1,64}$/;
 export const PROPERTY_PATH_MAX_SEGMENTS = 16;
 
@@ -17,12 +13,9 @@ function sqlitePath(segments: string[]): string {
 }
 
 /**
- * True when the key at the path is present in the JSON column, even when its value is null. On
- * PostgreSQL the test is wrapped in `coalesce(…, false)`, which never changes its value (IS NOT
- * NULL is never null) but makes the planner estimate it as a boolean it knows nothing of, half the
- * rows. Bare, and negated for an absent path, it is `… IS NULL`, which the planner's default puts at
- * almost no rows: a page walk for an absent path (a common case) then sorted a scan of the whole
- * table instead of walking the created index, far slower.
+ * Whether the key at the path is present, even with a null value. On PostgreSQL `coalesce(…, false)`
+ * keeps the value but makes the planner estimate half the rows instead of almost none, which for an
+ * absent path chose a full scan and sort over walking the created index.
  */
 export function jsonPathExists(db: Db, column: Expression<unknown>, segments: string[]): RawBuilder<SqlBool> {
   return dialectOf(db) === 'postgres'
@@ -34,10 +27,8 @@ const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
 const ZERO = /^-?0(\.0+)?([eE][+-]?\d+)?$/;
 
 /**
- * The text a property filter compares numerically, or null when it names no number a stored
- * property can hold. Stored numbers are doubles written by JSON.stringify: zero, or between about
- * 5e-324 and 1.8e308 in size. `1e-20000` is none of them (and is out of PostgreSQL numeric's
- * range), so it matches nothing rather than failing the query.
+ * The text a filter compares numerically, or null when no stored double (JSON.stringify output)
+ * can equal it; `1e-20000` matches nothing rather than failing PostgreSQL's numeric.
  */
 export function comparableNumber(value: string): string | null {
   if (!JSON_NUMBER.test(value)) return null;
@@ -47,27 +38,19 @@ export function comparableNumber(value: string): string | null {
   return value;
 }
 
-/**
- * Whether a path can step into an array on this backend: PostgreSQL's `#>` takes an integer
- * segment (`tags.0`) as an array index; SQLite's `$."0"` paths never do.
- */
+/** PostgreSQL's `#>` takes an integer segment as an array index; SQLite's `$."0"` never does. */
 export function jsonPathStepsIntoArrays(db: Db, segments: string[]): boolean {
   return dialectOf(db) === 'postgres' && segments.some((s) => /^[+-]?\d+$/.test(s.trim()));
 }
 
-/**
- * The number (from comparableNumber) as this backend's JSON comparison sees it: PostgreSQL
- * compares numeric exactly; SQLite compares json_extract's value with the filter as a double, so
- * there the filter is rounded to a double first.
- */
+/** SQLite compares json_extract's value as a double, so the filter is rounded to one there. */
 export function numberAsCompared(db: Db, number: string): string {
   return dialectOf(db) === 'postgres' ? number : String(Number(number));
 }
 
 /**
- * True when the scalar at the path equals the value given as text: a string or boolean by its
- * text ("true"), a number by numeric value ("456", "456.0" and "4.56e2" all match 456; "456"
- * also matches the string "456"). Objects, arrays and null never match.
+ * The scalar at the path equals the text: strings and booleans by text, numbers by numeric value
+ * ("456", "4.56e2" match 456; "456" also matches the string). Objects, arrays and null never match.
  */
 export function jsonPathEquals(
   db: Db,

@@ -1,7 +1,6 @@
 /**
- * Whether an error means the database cannot be reached or cannot take the query now (it is down,
- * restarting, out of connections, or locked), as opposed to a query that is wrong. The first kind
- * is the service's outage, answered 503 with Retry-After so that clients retry; the second is a bug.
+ * Whether the database cannot take the query now (down, restarting, out of connections, locked):
+ * an outage, answered 503 with Retry-After, rather than a bug.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (error === null || typeof error !== 'object') return false;
@@ -10,7 +9,6 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   if (typeof code === 'string') {
     // PostgreSQL: connection exceptions (08), shutdown or start-up (57P01-57P03), out of connections (53300).
     if (/^08[0-9A-Z]{3}$/.test(code) || ['57P01', '57P02', '57P03', '53300'].includes(code)) return true;
-    // The network between us and PostgreSQL.
     if (
       [
         'ECONNREFUSED',
@@ -27,8 +25,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     // SQLite: another process holds the lock past busy_timeout, or the file cannot be read or written.
     if (/^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|FULL|PROTOCOL)/.test(code)) return true;
   }
-  // node-postgres reports a lost or unobtainable connection with these texts and no code; a
-  // closed SQLite handle or Kysely driver (a shutdown under way) says so in its message.
+  // node-postgres reports lost connections by text without a code; so does a closed SQLite handle or Kysely driver.
   return /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Cannot use a pool after calling end|The database connection is not open|database is locked|driver has already been destroyed)/i.test(
     text,
   );

@@ -3,20 +3,17 @@ import { newId } from '../lib/ids.ts';
 import type { Database } from './types.ts';
 
 /**
- * The server instances running on a database (migration 0031): each registers with its release
- * (the newest migration it knows), says it is alive every HEARTBEAT_MS, and leaves when it stops.
- * The migrator asks it whether an instance of an earlier release is running (src/db/migrate.ts).
+ * The server instances running on a database: each registers with its release, heartbeats, and
+ * leaves when it stops. The migrator asks whether an earlier release is running (src/db/migrate.ts).
  */
 
 export const HEARTBEAT_MS = 10_000;
-/** An instance not seen for this long has stopped (a crash leaves its row behind). */
+/** A crash leaves its row behind: unseen this long means stopped. */
 export const GONE_AFTER_MS = 3 * HEARTBEAT_MS;
 
 export interface Registration {
   readonly id: string;
-  /** Says the instance is alive (a job every HEARTBEAT_MS). */
   heartbeat(): Promise<void>;
-  /** Removes the instance, as it stops. */
   leave(): Promise<void>;
 }
 
@@ -42,7 +39,6 @@ export async function registerInstance(
   };
 }
 
-/** Instances seen lately that run a release earlier than `release`: their release and how many. */
 export async function earlierInstances(
   db: Kysely<any>,
   release: string,

@@ -10,7 +10,6 @@ export interface PropertyFilter {
   exists?: boolean;
 }
 
-/** The WHERE condition for a property filter on a JSON column, on either backend. */
 export function propertyCondition(db: Db, column: Expression<unknown>, filter: PropertyFilter): Expression<SqlBool> {
   if (filter.value !== undefined) return jsonPathEquals(db, column, filter.segments, filter.value);
   const present = jsonPathExists(db, column, filter.segments);
@@ -22,14 +21,13 @@ export interface Page<T> {
   total: number;
   page: number;
   pageSize: number;
-  /** Where the next page starts (the last row of this one), or null when this page ends the list. */
+  /** The last row of this page, or null when it ends the list. */
   next: Position | null;
 }
 
 /**
- * A row's place in a list's order: its createdAt and id, which never change, so a walk from a
- * place (a cursor, src/http/cursor.ts) yields every row that stays in the list exactly once, however
- * rows are created, changed or deleted around it. `createdAt` is null in lists ordered by id alone.
+ * A row's place in list order: createdAt and id never change, so a cursor walk yields each row
+ * that stays in the list exactly once. `createdAt` is null in lists ordered by id alone.
  */
 export interface Position {
   createdAt: string | null;
@@ -41,7 +39,7 @@ export const positionOf = (row: { created_at: Date | string; id: string }): Posi
   id: row.id,
 });
 
-/** The rows after `after` in the list order `createdAt desc, id desc`: a range of the index in that order. */
+/** Rows after `after` in `createdAt desc, id desc` order: an index range. */
 export const beforeInListOrder = (after: Position, table?: string): Expression<SqlBool> => {
   const column = (name: string) => sql.ref(table ? `${table}.${name}` : name);
   return sql<SqlBool>`(${column('created_at')}, ${column('id')}) < (${after.createdAt}, ${after.id})`;
@@ -49,10 +47,8 @@ export const beforeInListOrder = (after: Position, table?: string): Expression<S
 
 export const offsetOf = (page: number, limit: number) => (page - 1) * limit;
 
-/** Whether a page starts at or after the last row: its answer is empty, known from the (exact) total without reading rows. */
 export const pastTheEnd = (total: number, paging: Paging) => offsetOf(paging.page, paging.limit) >= total;
 
-/** The filters every resource list shares: soft-deleted rows, a strict `createdSince`, status, one property filter. */
 export interface ListFilters {
   includeDeleted: boolean;
   createdSince?: string;
@@ -63,15 +59,11 @@ export interface ListFilters {
 export interface Paging {
   page: number;
   limit: number;
-  /** A cursor's place: the page holds the rows after it, and `page` is the cursor's page number. */
+  /** A cursor's place: the page holds the rows after it. */
   after?: Position;
 }
 
-/**
- * Where the page after this one starts: its last row, when the page is full and (for a page by
- * number) does not reach the total. A full last page of a cursor walk still gives one: the next,
- * empty page ends the walk.
- */
+/** The next page's start, or null; a full last page of a cursor walk still gives one, and the empty next page ends it. */
 export function nextOf(
   rows: Array<{ created_at: Date | string; id: string }>,
   paging: Paging,
@@ -82,10 +74,7 @@ export function nextOf(
   return positionOf(rows.at(-1)!);
 }
 
-/**
- * Adds the shared filters to a single-table list query. Columns are named with `sql.ref`, so any
- * table with `deleted_at`, `created_at`, `status` and `properties` columns can use it.
- */
+/** Adds the shared filters to a single-table list query, by column name. */
 export function applyListFilters<DB, TB extends keyof DB, O>(
   db: Db,
   query: SelectQueryBuilder<DB, TB, O>,
@@ -100,11 +89,9 @@ export function applyListFilters<DB, TB extends keyof DB, O>(
 }
 
 /**
- * One page of a filtered list in the standard envelope: the count, the page in `createdAt desc,
- * id desc` order (stable across pages), by number or after a cursor's place, then `toItems`, which
- * loads the page's children in one query and maps the rows. Three queries whatever the page size.
- * `table` names the table whose createdAt and id order the list, when the query joins others. (The
- * order list plans its own count and page: src/orders/read-model/plan.ts.)
+ * One page of a filtered list in the standard envelope, in `createdAt desc, id desc` order, by
+ * number or after a cursor. `toItems` loads the page's children in one query. `table` names the
+ * ordering table when the query joins others.
  */
 export async function fetchPage<DB, TB extends keyof DB, Row extends { created_at: Date | string; id: string }, T>(
   query: SelectQueryBuilder<DB, TB, Row>,
@@ -133,7 +120,6 @@ export async function fetchPage<DB, TB extends keyof DB, Row extends { created_a
   };
 }
 
-/** The ids of `limit` rows from `offset` in the list order (`createdAt desc, id desc`), which an index can answer without reading rows. */
 export async function selectPageIds<DB, TB extends keyof DB, O>(
   query: SelectQueryBuilder<DB, TB, O>,
   limit: number,
@@ -151,16 +137,11 @@ export async function selectPageIds<DB, TB extends keyof DB, O>(
   return rows.map((r) => r.id);
 }
 
-/**
- * Where a page of `total` rows is read from: a page past the middle is read backwards
- * (`createdAt asc, id asc`) from the last row and reversed, since an offset is walked row by row.
- * `skip` rows are passed over from that end, and `take` read.
- */
+/** A page past the middle is read backwards from the last row and reversed, since an offset is walked row by row. */
 export function nearerEnd(total: number, paging: Paging): { backwards: boolean; skip: number; take: number } {
   return rangeFromNearerEnd(total, offsetOf(paging.page, paging.limit), paging.limit);
 }
 
-/** The same for `limit` rows from `offset` (the rows of a list that a page covers). */
 export function rangeFromNearerEnd(
   total: number,
   offset: number,
@@ -172,7 +153,6 @@ export function rangeFromNearerEnd(
     : { backwards: true, skip: Math.max(0, after), take: Math.max(0, Math.min(limit, total - offset)) };
 }
 
-/** `take` ids after `skip` in list order, or backwards from the end (then reversed into list order). */
 export async function selectIdsFrom<DB, TB extends keyof DB, O>(
   query: SelectQueryBuilder<DB, TB, O>,
   backwards: boolean,
@@ -193,11 +173,7 @@ export async function selectIdsFrom<DB, TB extends keyof DB, O>(
   return backwards ? ids.reverse() : ids;
 }
 
-/**
- * The ids of a page of `total` rows, read from the nearer end: the last pages cost what the first
- * do, and no page walks more than half the list (from the start, a deep page walked nearly all of
- * it). `total` must be the exact count of `query`.
- */
+/** A page's ids, read from the nearer end; `total` must be the exact count of `query`. */
 export async function selectPageIdsFromNearerEnd<DB, TB extends keyof DB, O>(
   query: SelectQueryBuilder<DB, TB, O>,
   paging: Paging,
@@ -207,9 +183,8 @@ export async function selectPageIdsFromNearerEnd<DB, TB extends keyof DB, O>(
   return selectIdsFrom(query, backwards, skip, take);
 }
 
-/** `count(*)` of the rows a list query selects. */
 export async function countOf<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): Promise<number> {
-  // The row type is generic here, so TypeScript cannot see the alias; the cast only names it.
+  // The generic row type hides the alias; the cast only names it.
   const counted = (await query.clearSelect().select(sql`count(*)`.as('total')).executeTakeFirstOrThrow()) as {
     total: number | string | bigint;
   };

@@ -2,11 +2,7 @@ import { sql, type RawBuilder, type SqlBool } from 'kysely';
 
 const conditions = new Map<string, RawBuilder<SqlBool>>();
 
-/**
- * The condition every read of live rows shares: soft-deleted rows keep their row and get
- * `deleted_at`. `table` qualifies the column in a join (`whereLive('item_variants')`). Built once
- * per table (raw builders are immutable), since hot reads use it on every request.
- */
+/** Live rows: soft-deleted rows keep their row with `deleted_at`. Built once per table, as hot reads use it per request. */
 export function whereLive(table = ''): RawBuilder<SqlBool> {
   let condition = conditions.get(table);
   if (condition === undefined) {

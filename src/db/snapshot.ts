@@ -5,9 +5,8 @@ import { openSqliteDatabase } from './sqlite-driver.ts';
 import type { Database } from './types.ts';
 
 /**
- * A read-only view of the database as it was at one moment, for as long as a long read (an
- * export) takes, on a connection of its own: the writes of the rest of the service go on meanwhile
- * and are not seen. Release it when done; a snapshot pins old row versions until then.
+ * A read-only view of the database at one moment, on its own connection, for a long read (an
+ * export). Release it when done: a snapshot pins old row versions.
  */
 export interface Snapshot {
   db: Kysely<Database>;
@@ -16,11 +15,7 @@ export interface Snapshot {
 
 export type OpenSnapshot = () => Promise<Snapshot>;
 
-/**
- * SQLite: a second, read-only connection to the file in a read transaction. In WAL mode its first
- * read fixes what it sees, and it never blocks the writer. (An in-memory database has no second
- * connection; it shares the main one, without isolation.)
- */
+/** SQLite: a read-only connection in a read transaction (WAL: fixed at its first read). `:memory:` shares the main one, unisolated. */
 export function sqliteSnapshots(file: string, main: Kysely<Database>): OpenSnapshot {
   return async () => {
     if (file === ':memory:') return { db: main, release: async () => {} };
@@ -29,7 +24,7 @@ export function sqliteSnapshots(file: string, main: Kysely<Database>): OpenSnaps
     const db = new Kysely<Database>({ dialect: new QueuedSqliteDialect(reader) });
     try {
       await sql`begin`.execute(db);
-      // The snapshot starts at the first read, so make it now, before the caller's first query.
+      // The snapshot starts at the first read: take it now.
       await sql`select 1 from sqlite_master limit 1`.execute(db);
     } catch (error) {
       await db.destroy();
@@ -45,10 +40,7 @@ export function sqliteSnapshots(file: string, main: Kysely<Database>): OpenSnaps
   };
 }
 
-/**
- * PostgreSQL: one connection from the pool in a `repeatable read, read only` transaction, whose
- * snapshot is taken at its first statement (made here), as a Kysely instance of its own.
- */
+/** PostgreSQL: one pooled client in a `repeatable read, read only` transaction. */
 export function postgresSnapshots(pool: pg.Pool): OpenSnapshot {
   return async () => {
     const client = await pool.connect();
@@ -59,7 +51,7 @@ export function postgresSnapshots(pool: pg.Pool): OpenSnapshot {
       client.release(error as Error);
       throw error;
     }
-    // Kysely asks its "pool" for a connection per query; this one always lends the same client.
+    // Kysely asks its "pool" per query; this one always lends the same client.
     const lender = {
       connect: async () => ({ query: client.query.bind(client), release: () => {} }),
       end: async () => {},

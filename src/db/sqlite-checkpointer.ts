@@ -6,9 +6,9 @@ import { chooseSqliteDriver, type SqliteDatabase } from './sqlite-driver.ts';
 export const AUTOCHECKPOINT_PAGES = 1000;
 
 export interface CheckpointerOptions {
-  /** How often the thread checkpoints while the WAL is growing (default 100 ms). */
+  /** How often the thread checkpoints while the WAL grows. */
   intervalMs?: number;
-  /** The WAL size, in pages, from which the WAL is started again (default 4096: 16 MB of 4 kB pages). */
+  /** The WAL size, in pages, from which the WAL is started again. */
   restartPages?: number;
   /** Told when the thread fails and the main connection checkpoints by itself again. */
   onError?: (error: Error) => void;
@@ -17,23 +17,17 @@ export interface CheckpointerOptions {
 export interface Checkpointer {
   /** Resolves once the thread has its connection and the main one has stopped checkpointing. */
   readonly ready: Promise<boolean>;
-  /**
-   * Called by the main connection's driver right after a commit: when the thread asked for it,
-   * copies the few pages written since its last pass, so that the next transaction starts the WAL
-   * again from its beginning.
-   */
+  /** After a commit, when the thread asked: copies the pages left, so the next transaction restarts the WAL. */
   afterCommit(): void;
   /** Stops the thread; the main connection checkpoints on its own again. */
   close(): Promise<void>;
 }
 
 /*
- * Plain script text, so that it runs the same from the bundle and from sources (as the demo's
- * deflate worker). A PASSIVE checkpoint copies what it can and syncs the file, holding up neither
- * the writer nor any reader. The WAL restarts from its beginning only when a write transaction
- * begins with every page copied, which another thread can hardly time: under steady writes the WAL
- * grew by all that was written. So once it holds `restartPages`, the thread asks the main
- * connection to finish the job between two of its transactions (afterCommit).
+ * Plain script text, so it runs the same from the bundle and from sources. A PASSIVE checkpoint
+ * holds up neither writer nor readers, but the WAL only restarts when a write begins with every
+ * page copied, which another thread can hardly time; so past `restartPages` the thread asks the
+ * main connection to finish between two transactions (afterCommit).
  */
 const SCRIPT = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -49,11 +43,11 @@ const pass = () => {
     const [{ log, checkpointed }] = db.pragma('wal_checkpoint(PASSIVE)');
     failures = 0;
     if (log >= workerData.restartPages) parentPort.postMessage('restart');
-    // Pages arrived while this pass copied: come back soon rather than let the WAL grow.
+    // Pages arrived during this pass: come back soon.
     if (checkpointed < log) next = Math.max(5, next / 10);
   } catch (error) {
-    // Busy is not an error here (it is the result's busy flag); an I/O error is. Ten in a row and
-    // the thread stops, so that the main connection checkpoints (and reports) by itself again.
+    // Busy is a result flag, not an error; after ten I/O errors in a row the thread stops and the
+    // main connection checkpoints (and reports) by itself again.
     if (++failures >= 10) throw error;
   }
   timer = setTimeout(pass, next);
@@ -68,12 +62,8 @@ parentPort.postMessage('ready');
 pass();`;
 
 /**
- * Checkpoints a SQLite file's WAL on a thread of its own. By default the connection that commits
- * checkpoints, in that commit, once the WAL holds 1000 pages: on a server, a write every few dozen
- * paid for copying the pages of all of them to the database file and syncing it, which dominated
- * the average commit (docs/performance.md). Here the main connection never
- * checkpoints while the thread runs, except for the short finishing pass; if the thread cannot
- * start, or stops, it checkpoints as before.
+ * Checkpoints a SQLite file's WAL on its own thread, so commits do not pay for copying and syncing
+ * (docs/performance.md). If the thread cannot start, or stops, the main connection checkpoints again.
  */
 export function startCheckpointer(main: SqliteDatabase, file: string, options: CheckpointerOptions = {}): Checkpointer {
   const driver = createRequire(import.meta.url).resolve(chooseSqliteDriver());
@@ -105,10 +95,9 @@ export function startCheckpointer(main: SqliteDatabase, file: string, options: C
   });
   const ready = new Promise<boolean>((resolve) => {
     worker.once('message', () => {
-      // Closed before the thread was ready: close() is waiting for it to exit, so keep it referenced.
+      // Closed before ready: close() waits for the exit, so keep the thread referenced.
       if (stopped || !main.open) return resolve(false);
       main.pragma('wal_autocheckpoint = 0');
-      // From here on the thread does not keep the process alive.
       worker.unref();
       resolve(true);
     });
@@ -130,8 +119,7 @@ export function startCheckpointer(main: SqliteDatabase, file: string, options: C
       try {
         main.pragma('wal_checkpoint(PASSIVE)');
       } catch {
-        // The write has committed: a checkpoint that fails (a full disk, an I/O error) must not
-        // report it as failed, as SQLite's own autocheckpoint never did. The next commit tries again.
+        // The write has committed: a failed checkpoint must not fail it. The next commit tries again.
         restartDue = true;
       }
     },

@@ -1,14 +1,12 @@
 import { type CompiledQuery, SelectQueryNode, type DatabaseConnection, type QueryResult } from 'kysely';
 import type { SqliteDatabase, SqliteStatement as Statement } from './sqlite-driver.ts';
 
-/** Distinct statements kept prepared; far more than the application's queries, so eviction is rare. */
+/** Far more than the application's distinct statements, so eviction is rare. */
 const STATEMENT_CACHE_SIZE = 1000;
 
 /**
- * The one SQLite connection (better-sqlite3, chosen in sqlite-driver.ts), with its prepared
- * statements cached by SQL text. Kysely's own driver prepares every query afresh, which cost a
- * fifth of the server's CPU on a get-order load; the application issues a few hundred distinct
- * statements, so a bounded cache holds them all.
+ * The one SQLite connection, with its prepared statements cached by SQL text: Kysely's own driver
+ * prepares every query afresh, a large share of the server's CPU (docs/performance.md).
  */
 export class CachingConnection implements DatabaseConnection {
   readonly #db: SqliteDatabase;
@@ -21,7 +19,7 @@ export class CachingConnection implements DatabaseConnection {
   #prepare(sql: string): Statement {
     let statement = this.#statements.get(sql);
     if (statement) {
-      // Most recently used last, so the first key is the one to evict.
+      // Most recently used last, so the first key is evicted.
       this.#statements.delete(sql);
     } else {
       statement = this.#db.prepare(sql);
@@ -48,27 +46,22 @@ export class CachingConnection implements DatabaseConnection {
   }
 }
 
-/** One write transaction's part in a group: a savepoint of the shared SQLite transaction. */
+/** One write transaction's savepoint in the shared SQLite transaction. */
 export type Member = {
   state: 'open' | 'released' | 'ended';
   settle?: { resolve: () => void; reject: (error: Error) => void };
 };
 
-/** What a lease asks of the driver that gave it (src/db/sqlite-dialect.ts). */
 export interface LeaseOwner {
-  /** The lease gave the connection away with its write, and goes on using it: it queues again. */
+  /** The lease handed the connection on with its write and still uses it: queue again. */
   reacquire(lease: Lease): Promise<void>;
-  /** Called before each statement: a statement outside a write commits the open group first. */
   beforeStatement(lease: Lease): void;
 }
 
-/**
- * What each acquirer gets: the one connection, with the write transaction it runs, if any. Kysely
- * hands it back to the driver at begin, commit and rollback, which is how the driver tells members apart.
- */
+/** One acquirer's hold on the connection; Kysely passes it back at begin, commit and rollback, which tells members apart. */
 export class Lease implements DatabaseConnection {
   member: Member | null = null;
-  /** Its write went on into the group, and the connection to the next waiter with it. */
+  /** Its write went on into the group, and the connection to the next waiter. */
   handedOver = false;
   readonly connection: CachingConnection;
   readonly driver: LeaseOwner;
@@ -82,7 +75,6 @@ export class Lease implements DatabaseConnection {
   }
 
   executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
-    // Given away with its write (a transaction inside db.connection()): it waits for a turn again.
     if (this.handedOver) return this.driver.reacquire(this).then(() => this.executeQuery(compiledQuery));
     this.driver.beforeStatement(this);
     return this.connection.executeQuery(compiledQuery);

@@ -2,25 +2,16 @@ import { CompiledQuery, SqliteDialect, type DatabaseConnection, type Driver } fr
 import { CachingConnection, Lease, type LeaseOwner, type Member } from './sqlite-connection.ts';
 import type { SqliteDatabase } from './sqlite-driver.ts';
 
-/**
- * Write transactions that follow one another commit together: at most this many share one SQLite
- * transaction (and so one commit), which bounds how long the first of them waits for its answer.
- */
+/** At most this many writes share one SQLite transaction, which bounds the first one's wait. */
 const MAX_GROUP = 16;
 
 const run = (connection: CachingConnection, text: string) => connection.executeQuery(CompiledQuery.raw(text));
 
 /**
- * SQLite has one connection. Kysely's driver guards it with a lock that wakes every waiter at
- * once, so under many concurrent requests some lost the race again and again and waited far
- * longer than the rest; this driver hands the connection over first come, first served.
- *
- * Group commit: a write transaction is a savepoint of a SQLite transaction that the next waiting
- * acquirers join, up to MAX_GROUP, and one COMMIT ends them all, so the pages the writes touch go
- * to the WAL once per group, not once per write. Each write's commit resolves only then, so nothing
- * is answered before it is durable; a write that fails rolls back its own savepoint only; members
- * read earlier members' writes and commit with them or not at all; and a statement outside a write
- * transaction commits the group before it runs, so nothing outside sees a write before it is durable.
+ * SQLite's one connection, handed over first come, first served. Group commit: each write is a
+ * savepoint of one SQLite transaction the next waiters join, ended by one COMMIT; a write's commit
+ * resolves once the group is durable, a failed write rolls back its own savepoint, and a statement
+ * outside a write commits the group first, so nothing outside sees an undurable write.
  */
 class QueuedSqliteDriver implements Driver, LeaseOwner {
   readonly #connection: CachingConnection;
@@ -29,7 +20,7 @@ class QueuedSqliteDriver implements Driver, LeaseOwner {
   #held = false;
   /** The open SQLite transaction's members, when one is open. */
   #group: Member[] | null = null;
-  /** Acquirers that ran inside the open transaction: how many more may join it. */
+  /** How many acquirers joined the open transaction. */
   #joined = 0;
 
   readonly #afterCommit: () => void;
@@ -59,14 +50,12 @@ class QueuedSqliteDriver implements Driver, LeaseOwner {
       if (!this.#database.inTransaction) throw new Error('the database rolled back the transaction');
       return;
     }
-    // A statement outside a write transaction commits the open group first: it never reads a write
-    // that could still fail, nor becomes part of one.
+    // Commit the open group first: never read a write that could still fail, nor join it.
     if (this.#group) this.#commitGroup();
   }
 
   async releaseConnection(connection: DatabaseConnection): Promise<void> {
     if ((connection as Lease).handedOver) return;
-    // An open group goes on with the next waiter while it may; otherwise it commits first.
     try {
       if (this.#group && !this.#mayGoOn()) this.#commitGroup();
     } finally {
@@ -75,23 +64,19 @@ class QueuedSqliteDriver implements Driver, LeaseOwner {
   }
 
   #mayGoOn(): boolean {
-    // The first write and MAX_GROUP - 1 that it was handed over to.
     return this.#waiting.length > 0 && this.#joined < MAX_GROUP - 1;
   }
 
   #handOver(): void {
     const next = this.#waiting.shift();
     if (this.#group) this.#joined++;
-    // Hand the connection straight to the longest waiter; it stays held in between.
     if (next) next();
     else this.#held = false;
   }
 
   /*
-   * `immediate`: a transaction takes the write lock when it begins, where SQLite waits for another
-   * writer (busy_timeout). A deferred one that read first and asked for the lock at its first write
-   * got SQLITE_BUSY at once while another connection held it (the CLI beside a server, or the
-   * background checkpointer for an instant), since waiting there could deadlock.
+   * `immediate` takes the write lock at begin, where SQLite waits out busy_timeout; a deferred
+   * transaction asking at its first write gets SQLITE_BUSY at once while another connection writes.
    */
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
     const lease = connection as Lease;
@@ -119,7 +104,7 @@ class QueuedSqliteDriver implements Driver, LeaseOwner {
       if (failed) throw failed;
       return;
     }
-    // The group goes on with the next waiter; this write's answer waits for the group's commit.
+    // The group goes on; this write's answer waits for the group's commit.
     const committed = new Promise<void>((resolve, reject) => {
       member.settle = { resolve, reject };
     });
@@ -130,7 +115,7 @@ class QueuedSqliteDriver implements Driver, LeaseOwner {
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
     const member = (connection as Lease).member;
-    // Ended: its group's commit failed, and the group is rolled back already.
+    // Ended: the group's commit failed and rolled it back already.
     if (!member || member.state === 'ended') return;
     if (this.#database.inTransaction) {
       try {
@@ -143,12 +128,11 @@ class QueuedSqliteDriver implements Driver, LeaseOwner {
       }
       member.state = 'ended';
       this.#group = this.#group!.filter((m) => m !== member);
-      // Its failure may rest on what it read of the group's earlier writes: it is answered once
-      // they are durable, and with the group's failure if they never will be.
+      // Its failure may rest on the group's earlier writes: answer once they are durable.
       const failed = this.#group.length > 0 ? this.#commitGroup() : null;
       if (failed) throw failed;
     } else {
-      // SQLite rolled the whole transaction back (an I/O error, a full disk): every member goes with it.
+      // SQLite rolled the whole transaction back (I/O error, full disk): every member goes with it.
       this.#failGroup(new Error('the database rolled back the transaction'));
     }
   }

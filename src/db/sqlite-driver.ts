@@ -5,14 +5,10 @@ export type SqliteDatabase = BetterSqlite3.Database;
 export type SqliteStatement = BetterSqlite3.Statement;
 
 /**
- * The one place that picks the SQLite driver for the running Node.js. better-sqlite3 13 is
- * Node-API 10 with prebuilt binaries in its npm package; it is the only choice on Node 24.19 and
- * later, where better-sqlite3 12's `node::ObjectWrap` destructor aborts the process when a garbage
- * collection finalises a statement. Node 20 has no Node-API 10, and there better-sqlite3 13
- * segfaults on load, so it gets better-sqlite3 12, built from source at install. Both have the same
- * API and bundle a recent SQLite, so nothing else in the application knows which one it runs on.
- * Both are optional dependencies: npm skips 13 on Node 20 (its engines say >=22), and a failed
- * source build of 12 on a newer Node (which never loads it) does not fail `npm install`.
+ * Picks the SQLite driver for the running Node.js: better-sqlite3 13 (Node-API 10, prebuilt) where
+ * Node has Node-API 10, since 12 can abort the process on newer Node; better-sqlite3 12, built
+ * from source, on Node 20, where 13 does not load. Same API, so nothing else knows which runs.
+ * Both are optional dependencies, so the one a Node cannot use does not fail `npm install`.
  */
 const DRIVERS = {
   'better-sqlite3': 'better-sqlite3 13 (Node-API 10)',
@@ -23,7 +19,7 @@ type DriverPackage = keyof typeof DRIVERS;
 
 let loaded: { name: DriverPackage; Database: typeof BetterSqlite3 } | undefined;
 
-/** Node-API 10 first shipped in Node 22.14; the decision is by capability, not by version number. */
+/** By capability, not by version number. */
 export function chooseSqliteDriver(napiVersion = Number(process.versions.napi)): DriverPackage {
   return napiVersion >= 10 ? 'better-sqlite3' : 'better-sqlite3-12';
 }
@@ -32,7 +28,7 @@ function loadDriver(): NonNullable<typeof loaded> {
   if (loaded) return loaded;
   const name = chooseSqliteDriver();
   try {
-    // Loaded on first use, so a PostgreSQL-only process never needs a SQLite binary.
+    // Loaded on first use: a PostgreSQL-only process needs no SQLite binary.
     const Database = createRequire(import.meta.url)(name) as typeof BetterSqlite3;
     loaded = { name, Database };
     return loaded;
@@ -45,13 +41,12 @@ function loadDriver(): NonNullable<typeof loaded> {
   }
 }
 
-/** Opens a SQLite file (or `:memory:`) with the driver this Node.js can run. */
 export function openSqliteDatabase(path: string, options: { readonly?: boolean } = {}): SqliteDatabase {
   const { Database } = loadDriver();
   return new Database(path, options);
 }
 
-/** Which driver this process uses, and its SQLite version: for logs and benchmarks. */
+/** The driver and SQLite version, for logs and benchmarks. */
 export function describeSqliteDriver(): string {
   const { name } = loadDriver();
   const db = openSqliteDatabase(':memory:');

@@ -69,7 +69,7 @@ export interface Variant {
   unitOfMeasure: string | null;
   sku: string;
 }
-/** What one buyer pays for one variant: the entry its order items reference, and the variant an order item shows. */
+/** What one buyer pays for one variant. */
 export interface MenuEntry {
   entryId: string;
   priceUnits: number;

@@ -2,11 +2,9 @@ import { Worker } from 'node:worker_threads';
 import { DATA_DEFLATE_OPTIONS, reusableDeflateRaw } from '../log/codec.ts';
 
 /**
- * Deflates events' data (src/log/codec.ts) on a thread of its own, so that it overlaps the
- * inserts: deflating the demo's events took as long as all of its SQL. The texts go over written
- * end to end into one transferred buffer (TextRun), and come back so: one copy each way, not one
- * message per event (joining them into one string first cost as much as the JSON.stringify, to
- * flatten it). The worker is plain script text, so it runs the same from the bundle and sources.
+ * Deflates events' data (src/log/codec.ts) on its own thread, overlapping the inserts. Texts go
+ * over end to end in one transferred buffer (TextRun) and come back so: one copy each way. Plain
+ * script text, so it runs the same from the bundle and sources.
  */
 const SCRIPT = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -26,17 +24,14 @@ parentPort.on('message', ({ id, bytes, ends }) => {
 });`;
 
 /**
- * JSON texts written end to end as UTF-8 into one buffer as they are made, with where each ends:
- * what the worker is sent. Written at once, a text dies young. Kept as strings until the batch was
- * sent, they outlived two scavenges, were promoted, and were flattened again in the old generation
- * to be measured: the largest item of a PostgreSQL load's old-generation garbage (docs/performance.md).
+ * JSON texts written as UTF-8 end to end into one buffer as they are made, with their ends: a text
+ * written at once dies young, instead of being promoted and flattened again (docs/performance.md).
  */
 export class TextRun {
   #bytes = Buffer.allocUnsafeSlow(1 << 20);
   #ends: number[] = [];
   #length = 0;
 
-  /** How many texts the run holds. */
   get count(): number {
     return this.#ends.length;
   }
@@ -52,20 +47,19 @@ export class TextRun {
     this.#ends.push(this.#length);
   }
 
-  /** The bytes and the ends, to hand over (transfer): the run is done with after it. */
+  /** The bytes and ends to transfer; the run is done with after. */
   take(): { bytes: Buffer; ends: Uint32Array } {
     return { bytes: this.#bytes.subarray(0, this.#length), ends: Uint32Array.from(this.#ends) };
   }
 }
 
 export interface Deflater {
-  /** Each text of the run as stored data, in order. */
   deflate(texts: TextRun): Promise<Buffer[]>;
   close(): Promise<void>;
 }
 
 export function createDeflater(): Deflater {
-  // A small heap: the worker holds one batch's texts at a time, and its garbage counts towards the load's memory.
+  // A small heap: one batch's texts at a time, and its garbage counts toward the load's memory.
   const worker = new Worker(SCRIPT, {
     eval: true,
     workerData: DATA_DEFLATE_OPTIONS,

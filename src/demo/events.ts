@@ -22,33 +22,24 @@ const COLUMNS = [
 const DATA = COLUMNS.indexOf('data');
 
 /**
- * The events a demo business's data implies, written beside it, as it is loaded around the write
- * path: each item and buyer created; each order created, then updated when its updatedAt is later,
- * then deleted when it is. Every event's object is the record as it is now (the demo has no
- * history to tell), so a copy rebuilt from the feed equals the data. Sequences follow the
- * business's counter: items and buyers in id order, then orders in the order they are made
- * (their SO numbers). occurredAt rises per resource, not across the log. Price lists are left out
- * (the demo's are made with its catalogue and shown by GET /pricing).
+ * The events a demo business's data implies, written beside it: each item and buyer created; each
+ * order created, then updated and deleted as its timestamps say. Each event's object is the
+ * record as it is now, so a copy rebuilt from the feed equals the data. Sequences follow the
+ * business's counter; price lists are left out.
  */
 export interface DemoEvents {
-  /** A batch of events, numbered after those of the batches before it. */
   batch(): DemoEventBatch;
-  /** Events in the business's log so far. */
   readonly sequence: number;
   close(): Promise<void>;
 }
 
 export interface DemoEventBatch {
-  /** A record's `created` event, from the record as its GET shows it. */
+  /** From the record as its GET shows it. */
   addCreated(resourceType: 'item' | 'buyer', record: { id: string; createdAt: string }): void;
-  /** An order's events, from the order as GET shows it. */
   addOrder(order: Order): void;
-  /** Starts deflating the batch's data, so that it overlaps what the caller does next. */
+  /** Starts deflating, overlapping what the caller does next. */
   encode(): void;
-  /**
-   * Inserts the batch and moves the business's counter to its last sequence, in the caller's
-   * transaction: batches are inserted in the order they were made.
-   */
+  /** Inserts the batch and moves the counter, in the caller's transaction, in the order batches were made. */
   insert(db: Db): Promise<void>;
 }
 
@@ -57,7 +48,6 @@ export async function createDemoEvents(db: Db, businessId: string): Promise<Demo
   const deflater = createDeflater();
   const constants = { business_id: businessId, actor: JSON.stringify(SYSTEM), request_id: null, idempotency_key: null };
   const batch = (): DemoEventBatch => {
-    // Rows wait for their data: row i gets the deflated texts[dataOf[i]].
     const rows: unknown[][] = [];
     const dataOf: number[] = [];
     const texts = new TextRun();
@@ -78,7 +68,7 @@ export async function createDemoEvents(db: Db, businessId: string): Promise<Demo
         add(`${resourceType}.created`, resourceType, record.id, 1, record.createdAt);
       },
       addOrder(order) {
-        // Every event of the order carries the same data: written and deflated once.
+        // The order's events share one data: written and deflated once.
         texts.push(JSON.stringify({ object: order }));
         add('order.created', 'order', order.id, 1, order.createdAt);
         if (order.deletedAt !== null) add('order.deleted', 'order', order.id, 2, order.deletedAt);
@@ -111,7 +101,7 @@ export async function createDemoEvents(db: Db, businessId: string): Promise<Demo
   };
 }
 
-/** Each item and buyer created, read back as their GETs show them: a catalogue is small beside its orders. */
+/** Each item and buyer created, read back as their GETs show them. */
 export async function insertCatalogueEvents(db: Db, businessId: string, events: DemoEvents): Promise<void> {
   for (const [resourceType, read] of [
     ['item', exportItems],

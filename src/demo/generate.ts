@@ -16,10 +16,10 @@ export interface DemoOptions {
   items: number;
   buyers: number;
   name?: string;
-  /** The same seed gives the same catalogue, buyers and orders (ids and the key differ). */
+  /** The same seed gives the same data (ids and the key differ). */
   seed?: number;
   onProgress?: (ordersDone: number) => void;
-  /** Keys of the derived counts held before they are written (tests make it small). */
+  /** Derived-count keys held before writing (tests make it small). */
   countKeysHeld?: number;
 }
 
@@ -28,43 +28,36 @@ export interface DemoResult {
   apiKey: string;
   orders: number;
   orderItems: number;
-  /** Events in the business's log afterwards. */
   events: number;
   items: number;
   variants: number;
   buyers: number;
-  /** Order generation (orders, their items and their events), the part that scales. */
+  /** Order generation, the part that scales. */
   orderSeconds: number;
   ordersPerSecond: number;
-  /** CPU time of this process for the orders: steadier than wall time on a busy machine. */
+  /** CPU time: steadier than wall time on a busy machine. */
   orderCpuSeconds: number;
   totalSeconds: number;
 }
 
 export const DEMO_DEFAULTS = { orders: 300, items: 40, buyers: 20 } as const;
 
-/** Orders per batch: their rows, objects and event texts are most of what the load holds in memory. */
+/** Orders per batch: most of what the load holds in memory. */
 const BATCH = 500;
-/**
- * One transaction per this many orders when the indexes are kept up as they go: large enough to
- * amortise commits, small enough to keep the WAL in check.
- */
+/** Orders per transaction while indexes are kept up: amortises commits, keeps the WAL in check. */
 const PER_TRANSACTION = 50_000;
 const TWO_YEARS = 730 * 86_400_000;
 
 /**
- * A new business with a realistic catalogue, buyers, price lists and orders spread over the last
- * two years. Rows go in with multi-row INSERTs in large transactions; the order counter ends equal
- * to the number of orders, so the next order created through the API gets the next SO number.
+ * A new business with a realistic catalogue, buyers, price lists and two years of orders, in large
+ * multi-row transactions; the order counter ends at the order count, so the API's next SO follows.
  */
 export async function generateDemo(db: Kysely<Database>, options: DemoOptions): Promise<DemoResult> {
   const started = performance.now();
   const result = await withBulkLoad(db, LOADED_TABLES, (bulk) => generate(db, options, started, bulk));
-  // In all: with PostgreSQL's vacuum after the load.
   return { ...result, totalSeconds: (performance.now() - started) / 1000 };
 }
 
-/** The tables generation fills, and the ones the catalogue and buyers went into. */
 const LOADED_TABLES = [
   'orders',
   'order_items',
@@ -86,13 +79,10 @@ const LOADED_TABLES = [
   'partnerships',
 ];
 
-/**
- * The tables most of the load goes into, whose secondary indexes are made after it when they hold
- * no other business's rows (src/db/bulk-load.ts withIndexesDeferred).
- */
+/** The bulk of the load: their secondary indexes are made afterwards when no other business has rows there. */
 const BULK_TABLES = ['orders', 'order_items', 'order_properties', 'order_deleted_properties', 'events'] as const;
 
-/** Whether the bulk tables hold no rows of any other business: a new database, the benchmark's. */
+/** True on a new database (the benchmark's). */
 async function holdsOnlyThisBusiness(trx: Db, businessId: string): Promise<boolean> {
   for (const table of BULK_TABLES) {
     const other = await sql`select 1 from ${sql.table(table)} where business_id <> ${businessId} limit 1`.execute(trx);
@@ -113,9 +103,8 @@ interface OrderLoad {
 }
 
 /**
- * Every order; returns the number of order items. Into tables holding no other business's rows,
- * when one transaction may hold the load, all go in one transaction with the secondary indexes
- * made afterwards; otherwise PER_TRANSACTION to a transaction, with the indexes kept up as they go.
+ * Every order; returns the number of order items. Into empty tables, when one transaction may hold
+ * the load, with indexes made afterwards; otherwise PER_TRANSACTION per transaction.
  */
 async function insertAllOrders(load: OrderLoad, bulk: BulkLoad): Promise<number> {
   const { writes, businessId, options } = load;
@@ -138,14 +127,12 @@ async function insertAllOrders(load: OrderLoad, bulk: BulkLoad): Promise<number>
 }
 
 /**
- * Orders first+1 to end, in the caller's transaction; returns the number of order items. Each
- * batch is made while the one before it is being written: on PostgreSQL the server stores one
- * while this process makes the next (on SQLite, whose calls return when done, they simply
- * alternate). The last range also sets the order counter and the derived tables.
+ * Orders first+1 to end in the caller's transaction; returns the item count. Each batch is made
+ * while the previous is written. The last range also sets the order counter and derived tables.
  */
 async function insertOrderRange(trx: Db, load: OrderLoad, from: number, end: number): Promise<number> {
   const { businessId, buyers, options, times, rnd, projections, events } = load;
-  // Orders end a minute before now, so that everything the benchmark creates sorts after them.
+  // Orders end a minute before now, so everything the benchmark creates sorts after them.
   const stepMs = options.orders === 0 ? 0 : (TWO_YEARS - 60_000) / options.orders;
   let orderItems = 0;
   let writing: Promise<void> = Promise.resolve();
@@ -175,7 +162,7 @@ async function insertOrderRange(trx: Db, load: OrderLoad, from: number, end: num
       ['business_id', 'name', 'value'],
       [[businessId, 'order', options.orders]],
     );
-    // The counts the API keeps in every write, from the orders as they were made (their property rows went in with them).
+    // The counts every API write keeps, from the orders as made.
     await projections.finish(trx);
   }
   return orderItems;
@@ -214,8 +201,7 @@ async function generate(
     return { business, variants, buyers };
   });
   const { businessId } = setup.business;
-  // The events the data implies, so that the feed and exports are measured at realistic sizes:
-  // after the business's own (appended as its write committed), then beside the orders.
+  // The events the data implies, so the feed and exports are measured at realistic sizes.
   const events = await writes.run({ businessId, actor: SYSTEM }, async ({ trx }) => {
     const log = await createDemoEvents(trx, businessId);
     await insertCatalogueEvents(trx, businessId, log);

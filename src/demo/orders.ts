@@ -43,7 +43,7 @@ const ITEM_COLUMNS = [
   'created_at',
   'updated_at',
 ] as const;
-/** What every generated order and item shares: written once per statement, as constants. */
+/** Written once per statement, as constants. */
 const ORDER_CONSTANTS = { membership_id: null, integration_id: null, shipped_by: null, currency: CURRENCY, version: 1 };
 const ITEM_CONSTANTS = { currency: CURRENCY, properties: null };
 
@@ -88,11 +88,7 @@ const STATUS: Record<Phase, Array<[string, number]>> = {
   ],
 };
 
-/**
- * An object with its keys (at every depth) in the order PostgreSQL's jsonb keeps them: shorter
- * keys first, then by their bytes. Stored so, the properties read back the same on both backends,
- * key for key, and so does the order's event object made from them here.
- */
+/** Keys ordered as PostgreSQL's jsonb keeps them (shorter first, then bytes), so both backends read back the same. */
 export function inJsonbOrder(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(inJsonbOrder);
   if (value === null || typeof value !== 'object') return value;
@@ -100,7 +96,6 @@ export function inJsonbOrder(value: unknown): unknown {
   return Object.fromEntries(keys.map((k) => [k, inJsonbOrder((value as Record<string, unknown>)[k])]));
 }
 
-/** The shapes integrations leave on orders: ERP numbers, GUIDs, nested objects and explicit nulls. */
 function propertiesOf(rnd: Random, sequence: number, createdMs: number): Record<string, unknown> | null {
   if (rnd.chance(0.5)) return null;
   const salesOrderNo = rnd.chance(0.1) ? String(100_000 + sequence) : 100_000 + sequence;
@@ -133,16 +128,15 @@ function propertiesOf(rnd: Random, sequence: number, createdMs: number): Record<
 }
 
 export interface OrderBatch {
-  /** The SO number of the batch's first order, counting from 1. */
+  /** The batch's first SO number, from 1. */
   firstSequence: number;
   count: number;
-  /** createdAt of order n is start + n * step (plus jitter), so numbers and times rise together. */
+  /** Order n's createdAt is start + n * step (plus jitter), so numbers and times rise together. */
   startMs: number;
   stepMs: number;
   nowMs: number;
 }
 
-/** A batch of orders made and not yet written: their rows, their property index rows and their events. */
 export interface MadeOrders {
   orders: unknown[][];
   items: unknown[][];
@@ -150,11 +144,7 @@ export interface MadeOrders {
   events: DemoEventBatch;
 }
 
-/**
- * Makes one batch of orders and their items, their property index rows, and their events (from the
- * rows as they will be stored, with the mapper GET uses, so without reading them back), and starts
- * deflating those.
- */
+/** Makes a batch of orders with items, property rows and events (mapped as GET maps them), and starts deflating. */
 export function makeOrders(
   businessId: string,
   buyers: Buyer[],
@@ -178,7 +168,6 @@ export function makeOrders(
   return { orders, items, projections, events };
 }
 
-/** Inserts a batch made by makeOrders, in the caller's transaction. */
 export async function insertOrders(db: Db, businessId: string, made: MadeOrders): Promise<void> {
   await insertRows(db, 'orders', ORDER_COLUMNS, made.orders, { business_id: businessId, ...ORDER_CONSTANTS });
   await insertRows(db, 'order_items', ITEM_COLUMNS, made.items, { business_id: businessId, ...ITEM_CONSTANTS });
@@ -186,7 +175,7 @@ export async function insertOrders(db: Db, businessId: string, made: MadeOrders)
   await made.events.insert(db);
 }
 
-/** One order and its items as their rows will read back; `picks` is scratch space, reused. */
+/** One order and its items as their rows read back; `picks` is reused scratch space. */
 function generateOrder(
   businessId: string,
   buyers: Buyer[],
@@ -207,7 +196,7 @@ function generateOrder(
   const status = rnd.weighted(STATUS[phase]);
   const orderId = idAt('ord', createdMs);
 
-  // Distinct entries: a partial Fisher-Yates shuffle of the menu's indexes. Small orders are common.
+  // Distinct entries by a partial Fisher-Yates shuffle.
   const count = Math.min(menu.length, 1 + Math.floor(19 * rnd.next() ** 3));
   while (picks.length < menu.length) picks.push(picks.length);
   let totalUnits = 0;
@@ -246,7 +235,7 @@ function generateOrder(
   }
   const expectedMs = createdMs + rnd.int(2, 14) * DAY;
   const shipped = status === 'IN_TRANSIT' || status === 'DELIVERED' || status === 'RETURNED';
-  // The fields in the order of their draws, to keep the seed's sequence of random numbers.
+  // Draw order keeps the seed's sequence of random numbers.
   const order: OrderRow = {
     id: orderId,
     business_id: businessId,

@@ -5,10 +5,7 @@ export interface Progress {
 
 const WIDTH = 30;
 
-/**
- * A progress bar redrawn in place on a terminal; plain lines at most every few seconds
- * otherwise, so that logs and CI output stay readable.
- */
+/** A progress bar redrawn in place on a terminal; elsewhere plain lines every few seconds. */
 export function createProgress(label: string, total: number, stream: NodeJS.WriteStream = process.stderr): Progress {
   const started = performance.now();
   const tty = Boolean(stream.isTTY);

@@ -12,7 +12,6 @@ export function createRandom(seed: number) {
   };
   const int = (min: number, max: number) => min + Math.floor(next() * (max - min + 1));
   const pick = <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)];
-  /** Picks from `[value, weight]` pairs. */
   const weighted = <T>(pairs: ReadonlyArray<readonly [T, number]>): T => {
     const total = pairs.reduce((s, [, w]) => s + w, 0);
     let r = next() * total;
@@ -27,11 +26,7 @@ const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 let pool = randomBytes(0);
 let at = 0;
 
-/**
- * An id in the shape of src/lib/ids.ts (prefix, 10 time characters, 16 random ones) for a given
- * time, so that historic orders get ids that sort with their createdAt. The random part comes
- * from the crypto pool, so ids never collide between runs.
- */
+/** An id shaped as src/lib/ids.ts makes for a given time, so historic ids sort with createdAt; random part from the crypto pool. */
 export function idAt(prefix: string, ms: number): string {
   if (at + 16 > pool.length) {
     pool = randomBytes(64 * 1024);
@@ -44,10 +39,10 @@ export function idAt(prefix: string, ms: number): string {
   return `${prefix}_${time}${rand}`;
 }
 
-/** Amounts are integers of 1/10,000 so that prices times factors stay exact. */
+/** Integers of 1/10,000, so prices times factors stay exact. */
 export const UNIT = 10_000;
 
-/** An amount in 1/10,000 as canonical decimal text, as toDecimalString writes it: 125000 -> "12.5". */
+/** Canonical decimal text: 125000 -> "12.5". */
 export function unitsToDecimal(units: number): string {
   const whole = Math.trunc(units / UNIT);
   const frac = Math.abs(units % UNIT);

@@ -2,19 +2,18 @@ import { readCommitPayload, type EventHead } from '../log/filter.ts';
 
 interface Waiter {
   wake: () => void;
-  /** Whether a commit with this event answers the waiter (a filtered long poll); absent: any commit does. */
+  /** Whether an event answers a filtered long poll; absent: any commit does. */
   takes?: (event: EventHead) => boolean;
 }
 
 /**
- * Wakes long polls of the feed when a business's events commit. Each instance has one; the write
- * runner notifies it after a commit with events, and on PostgreSQL every instance also hears every
- * other's commits (src/db/listen.ts), so a long poll wakes whichever instance wrote. A waiter holds
- * no database connection: it is a promise until the next notification, its time limit, or close.
+ * Wakes the feed's long polls when a business's events commit: the write runner notifies its
+ * instance, and on PostgreSQL every instance hears every commit (src/db/listen.ts). A waiter holds
+ * no database connection.
  */
 export class EventBus {
   readonly #waiters = new Map<string, Set<Waiter>>();
-  /** The business of the last detailed notification heard: the bare one that follows it is its twin. */
+  /** The business of the last detailed notification: the bare one that follows is its twin. */
   #heard: string | null = null;
   #count = 0;
   #closed = false;
@@ -26,12 +25,11 @@ export class EventBus {
     this.maxWaiters = maxWaiters;
   }
 
-  /** Long polls now waiting on this instance. */
   get waiting(): number {
     return this.#count;
   }
 
-  /** Hears every notification (the webhook worker); returns the function that stops it. */
+  /** Hears every notification (the webhook worker); returns the unsubscribe. */
   onNotify(listener: (businessId: string | null) => void): () => void {
     this.#listeners.add(listener);
     return () => {
@@ -39,10 +37,7 @@ export class EventBus {
     };
   }
 
-  /**
-   * A commit of the business's events: wakes its waiters whose filters take one of `heads`, or all
-   * of them when the heads are not known (null).
-   */
+  /** Wakes the business's waiters whose filters take one of `heads`, or all when heads are null. */
   notify(businessId: string, heads: EventHead[] | null = null): void {
     for (const listener of this.#listeners) listener(businessId);
     const waiters = this.#waiters.get(businessId);
@@ -53,9 +48,8 @@ export class EventBus {
   }
 
   /**
-   * A notification from PostgreSQL (src/log/filter.ts commitPayload). A writer of this release
-   * sends its detailed one, then the bare business id for earlier releases: that second one is
-   * skipped here. A bare one alone comes from an earlier release and wakes every waiter of the business.
+   * A PostgreSQL notification (see commitPayload). Writers send a detailed one, then the bare id
+   * for earlier releases, skipped here; a bare one alone wakes every waiter of the business.
    */
   hear(payload: string): void {
     const message = readCommitPayload(payload);
@@ -66,11 +60,9 @@ export class EventBus {
   }
 
   /**
-   * Subscribes before the caller reads, so that a commit between its read and its wait still
-   * wakes it. The promise resolves on the business's next notification (with `takes`, the next one
-   * of an event it takes), after `ms`, on `signal`'s
-   * abort, `cancel()`, or when the bus closes; `ready` is false when waiting is not possible (closed,
-   * or too many waiters).
+   * Subscribe before reading, so a commit in between still wakes the caller. Resolves on the next
+   * matching notification, after `ms`, on abort, `cancel()` or close; `ready` is false when
+   * waiting is not possible (closed, or too many waiters).
    */
   subscribe(
     businessId: string,
@@ -106,13 +98,13 @@ export class EventBus {
     return { ready: true, woken, cancel };
   }
 
-  /** Wakes every waiter, to read again: notifications may have been lost (a listener reconnected). */
+  /** Wakes every waiter to read again: notifications may have been lost (a listener reconnected). */
   wakeAll(): void {
     for (const listener of this.#listeners) listener(null);
     for (const businessId of [...this.#waiters.keys()]) this.notify(businessId);
   }
 
-  /** Wakes every waiter and takes no more: the server is shutting down, and long polls answer now. */
+  /** Wakes every waiter and takes no more: shutdown answers long polls now. */
   close(): void {
     this.#closed = true;
     this.wakeAll();

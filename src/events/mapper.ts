@@ -7,7 +7,7 @@ import { decodeData, decodeDataBytes, decodeDataText } from '../log/codec.ts';
 
 const text = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
 
-/** The event's JSON up to its data: every field but `data`, in `toEvent`'s order, then `"data":`. */
+/** The event's JSON up to `"data":`, in `toEvent`'s field order. */
 function eventHead(row: Selectable<EventTable>): string {
   return (
     `{"id":${JSON.stringify(row.id)},"sequence":${Number(row.sequence)},"type":${JSON.stringify(row.type)},` +
@@ -19,19 +19,14 @@ function eventHead(row: Selectable<EventTable>): string {
 }
 
 /**
- * An event's JSON, made from the stored row without parsing its data: the stored bytes are
- * already the JSON of `data`, so a feed page is text put together, not objects built and
- * serialised again (parsing and re-serialising a page of 100 order events cost most of its time).
- * The same fields, in the same order, as `toEvent`.
+ * An event's JSON from the stored row without parsing its data (already JSON), so a feed page is
+ * text assembled rather than objects rebuilt. Same fields and order as `toEvent`.
  */
 export const eventJson = (row: Selectable<EventTable>): string => `${eventHead(row)}${decodeDataText(row.data)}}`;
 
 const CLOSE = Buffer.from('}');
 
-/**
- * The same JSON as bytes, in parts: the data stays the bytes it inflates to, never a string
- * decoded and encoded again.
- */
+/** The same JSON as byte parts: the data stays the bytes it inflates to. */
 export const eventJsonParts = (row: Selectable<EventTable>): Buffer[] => [
   Buffer.from(eventHead(row)),
   decodeDataBytes(row.data),

@@ -18,10 +18,7 @@ export interface EventPage<T = Event> {
   hasMore: boolean;
 }
 
-/**
- * The latest sequence (the business's event counter, as committed) and the oldest retained one
- * (after the latest when retention has purged them all); one statement.
- */
+/** The latest committed sequence and the oldest retained one (past the latest when all are purged). */
 export async function sequenceRange(db: Db, businessId: string): Promise<{ oldest: number; latest: number }> {
   const {
     rows: [row],
@@ -41,10 +38,9 @@ export const eventsGone = (oldest: number) =>
   );
 
 /**
- * A page of the business's events after `after`, ascending. The latest sequence is read first and
- * bounds the page: sequences commit in order (src/log/events.ts), so every event up to it is
- * visible, and `lastSequence` never passes an event the page could not see. When filters skip
- * events, `lastSequence` still moves past them, so a filtered reader does not read them again.
+ * A page of events after `after`, ascending, bounded by the latest sequence read first: sequences
+ * commit in order (src/log/events.ts), so all up to it are visible. `lastSequence` moves past
+ * events the filters skip, so a filtered reader does not read them again.
  */
 export async function readEvents(
   db: Db,
@@ -67,7 +63,7 @@ export async function readEvents(
   return pageOf(rows, filter.limit, latest);
 }
 
-/** The first `limit` of `rows` (read with one more), and the sequence a reader has seen up to: its last row's, or `bound`. */
+/** The first `limit` of `rows` (read with one more), and the sequence seen up to: the last row's, or `bound`. */
 export function pageOf<T extends { sequence: number | string }>(rows: T[], limit: number, bound: number): EventPage<T> {
   const hasMore = rows.length > limit;
   const items = rows.slice(0, limit);
@@ -76,7 +72,7 @@ export function pageOf<T extends { sequence: number | string }>(rows: T[], limit
 
 export type Filters = Omit<EventFilter, 'after' | 'limit'> & { hiddenResourceTypes?: string[] };
 
-/** The business's events that the filters take (types with `order.*` wildcards, resource type and id), unordered. */
+/** Events the filters take (types with `order.*` wildcards, resource type and id), unordered. */
 function matching(db: Db, businessId: string, filter: Filters) {
   let query = db.selectFrom('events').where('business_id', '=', businessId);
   if (filter.resourceType) query = query.where('resource_type', '=', filter.resourceType);
@@ -96,16 +92,12 @@ function matching(db: Db, businessId: string, filter: Filters) {
   return query;
 }
 
-/**
- * An index range that holds events in sequence order (src/db/migrations/0009 and 0036): one type,
- * one kind of resource, or one resource.
- */
+/** An index range holding events in sequence order: one type, one kind of resource, or one resource. */
 type Range = { type: string } | { resourceType: string; resourceId?: string };
 
 /**
- * The ranges whose union holds every event the filters take, so that a filtered page reads only
- * its own events (and at most a page from each range), never the ones it skips; null without filters
- * (the log's own key). A resource id without its type is looked for under every type.
+ * Ranges whose union holds every event the filters take, so a filtered page reads only its own
+ * events; null without filters. A resource id without its type is looked for under every type.
  */
 function rangesOf(filter: Filters): Range[] | null {
   if (filter.resourceId) {
@@ -121,10 +113,9 @@ function rangesOf(filter: Filters): Range[] | null {
 }
 
 /**
- * Up to `limit` events the filters take, in `direction` of sequence, within (after, bound]. Each
- * range is read in its index's order and stops at `limit`; the ranges' sequences are merged, and
- * then only those rows are read. The filters a range does not stand for apply within it. The
- * caller selects the columns.
+ * Up to `limit` events the filters take, in `direction`, within (after, bound]: each range is read
+ * in index order up to `limit`, their sequences merged, then only those rows read. The caller
+ * selects the columns.
  */
 export function filteredEvents(
   db: Db,
@@ -153,11 +144,8 @@ export function filteredEvents(
     return query.orderBy('sequence', direction).limit(limit);
   };
   if (ranges === null) return read();
-  /*
-   * Each range reads sequences only, which its index holds (so the index answers on its own: asked
-   * for whole rows, SQLite without statistics walked the log's key by sequence and tested each event
-   * instead); the page's rows are then read by key.
-   */
+  // Ranges read sequences only, so the index answers alone (asked for whole rows, SQLite walked
+  // the log's key instead); the page's rows are then read by key.
   const picks = ranges.map((range, i) => db.selectFrom(read(range).select('sequence').as(`r${i}`)).select('sequence'));
   const sequences = db
     .selectFrom(picks.reduce((all, pick) => all.union(pick)).as('u'))
@@ -171,10 +159,7 @@ export function filteredEvents(
     .orderBy('sequence', direction);
 }
 
-/**
- * The newest `limit` events the filters take, newest first (the console's feed and timelines):
- * whatever retention removed is simply not there, never a 410.
- */
+/** The newest events the filters take (the console): what retention removed is simply absent, never a 410. */
 export async function listLatestEvents(
   db: Db,
   businessId: string,
@@ -184,13 +169,12 @@ export async function listLatestEvents(
   return rows.map(toEvent);
 }
 
-/** A page of events as objects (the CLI, tests). */
 export async function listEvents(db: Db, businessId: string, filter: EventFilter): Promise<EventPage> {
   const page = await readEvents(db, businessId, filter);
   return { ...page, items: page.items.map(toEvent) };
 }
 
-/** A page of events as the JSON the feed answers, put together from the stored rows (each event's JSON in parts). */
+/** A page as the feed's JSON, assembled from the stored parts. */
 export async function renderEvents(db: Db, businessId: string, filter: EventFilter): Promise<EventPage<Buffer[]>> {
   const page = await readEvents(db, businessId, filter);
   return { ...page, items: page.items.map(eventJsonParts) };
@@ -199,7 +183,6 @@ export async function renderEvents(db: Db, businessId: string, filter: EventFilt
 const ITEMS = Buffer.from('{"items":[');
 const COMMA = Buffer.from(',');
 
-/** The page's JSON: its events' parts copied once into one buffer. */
 export function eventPageJson(page: EventPage<Buffer[]>): Buffer {
   const parts: Buffer[] = [ITEMS];
   page.items.forEach((event, i) => {
@@ -213,7 +196,7 @@ export function eventPageJson(page: EventPage<Buffer[]>): Buffer {
 const RESOURCE_TABLES = { order: 'orders', item: 'items', buyer: 'phantoms', invoice: 'invoices' } as const;
 export type HistoryResource = keyof typeof RESOURCE_TABLES;
 
-/** Whether the business has (or had: soft-deleted rows count) this resource. */
+/** Soft-deleted rows count. */
 export async function resourceExists(db: Db, businessId: string, type: HistoryResource, id: string): Promise<boolean> {
   const row = await db
     .selectFrom(RESOURCE_TABLES[type])

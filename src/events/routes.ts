@@ -46,8 +46,7 @@ export async function eventRoutes(app: ApiInstance, { db, events }: RouteDeps) {
       const filter = { after, limit, types: types?.split(','), resourceType, resourceId };
       const send = (page: Awaited<ReturnType<typeof renderEvents>>) => sendRendered(reply, eventPageJson(page));
       if (wait === 0) return send(await renderEvents(db, request.businessId, filter));
-      // A long poll: subscribe, then read, so that a commit in between still wakes it; it holds no
-      // database connection while it waits, and ends early when the client goes or the server stops.
+      // Subscribe, then read, so a commit in between still wakes it; ends early when the client goes or the server stops.
       const deadline = Date.now() + wait * 1000;
       const gone = new AbortController();
       const onClose = () => gone.abort();

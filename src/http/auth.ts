@@ -25,7 +25,7 @@ const MAX_HEADER_LENGTH = 256;
 /** How precisely a key's `last_used_at` is kept. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
-/** A valid, live key: its id, its display prefix, its scopes (null: every scope) and the CIDRs it may be used from (null: any). */
+/** A valid, live key: id, display prefix, scopes (null: all) and CIDRs it may be used from (null: any). */
 export interface VerifiedKey {
   id: string;
   prefix: string;
@@ -34,22 +34,14 @@ export interface VerifiedKey {
 }
 
 export interface Authenticator {
-  /** The key when the pair is valid and live, otherwise null. */
   verify(businessId: unknown, apiKey: unknown): Promise<VerifiedKey | null>;
 }
 
-/**
- * Verifies `X-Business-Id` + `X-API-Key`. Successful checks are cached for `cacheMs`, which is
- * kept under 5 s so that a revocation reaches every instance within 5 s.
- */
+/** Verifies `X-Business-Id` + `X-API-Key`; successes are cached for `cacheMs`, short enough for revocations. */
 export function createAuthenticator(db: Db, cacheMs: number, clock: () => number = Date.now): Authenticator {
   const cache = new Map<string, { key: VerifiedKey; until: number }>();
 
-  /**
-   * `last_used_at` is bookkeeping: written at most once a minute per key, so that reads do not
-   * need the write lock (SQLite) or a write round trip on every cache miss, and never allowed to
-   * fail a request, since a locked or busy database must not turn a read into a 503.
-   */
+  /** Bookkeeping: written at most once a minute per key, and never allowed to fail a request. */
   const recordUse = async (keyId: string, lastUsedAt: unknown, now: number) => {
     const last = lastUsedAt ? new Date(String(lastUsedAt)).getTime() : 0;
     if (now - last < LAST_USED_RESOLUTION_MS) return;
@@ -66,7 +58,7 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
         apiKey.length > MAX_HEADER_LENGTH
       )
         return null;
-      // A key that cannot be one (a typo breaks its checksum) costs no database lookup.
+      // A key that cannot be one (bad checksum) costs no lookup.
       if (keyFormat(apiKey) === 'malformed') return null;
       const presented = hashApiKey(apiKey);
       const slot = `${businessId}\u0000${presented}`;
@@ -84,7 +76,7 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
         allowed_cidrs: string | null;
       } | null = null;
       for (const key of await findActiveKeys(db, businessId, new Date(now).toISOString())) {
-        // Every live key is compared, in constant time, so timing tells nothing about which one matched.
+        // Every live key is compared in constant time, so timing does not tell which matched.
         if (timingSafeEqual(Buffer.from(key.key_hash, 'hex'), expected)) match = key;
       }
       if (match === null) {
@@ -109,26 +101,19 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
 
 export interface ApiGuardOptions {
   authenticator: Authenticator;
-  /** Records a refusal; must not throw, and is not awaited by the answer. */
   refused?: (refusal: Refusal) => void;
-  /** Null when RATE_LIMIT_RPS=0. */
   rateLimiter: RateLimiter | null;
   bucket: BucketSettings;
 }
 
 /**
- * API-key authentication and rate limiting as a plugin, registered in the encapsulated `/api/v1`
- * scope (fastify-plugin lets its hooks reach the scope it is registered in, and no further), so
- * they run for every route under it (and its 404s) however the client spelled the path: the
- * router decides which handler runs, and that handler's own hooks decide who may run it. A test
- * on the raw URL text would miss `/%61pi/v1/...` and absolute-form targets. Another scope (the
- * console) registers its own session authentication beside it.
+ * API-key authentication and rate limiting in the `/api/v1` scope, so they run for every route under
+ * it (and its 404s) however the path was spelled (`/%61pi/v1/...`): the router decides, not the raw URL.
  */
 export const apiKeyAuth = fp<ApiGuardOptions>(
   async (api, options) => {
     const { authenticator, rateLimiter, bucket, refused } = options;
 
-    /** The error, after noting who was refused and why. */
     const refuse = (
       request: FastifyRequest,
       error: ApiError,
@@ -181,12 +166,12 @@ export const apiKeyAuth = fp<ApiGuardOptions>(
       }
       request.businessId = businessId as string;
       request.apiKeyId = key.id;
-      // Where it may be used from: the socket's address, or a trusted proxy's X-Forwarded-For (TRUST_PROXY).
+      // The socket's address, or a trusted proxy's X-Forwarded-For (TRUST_PROXY).
       if (key.allowedCidrs && !addressAllowed(key.allowedCidrs, request.ip)) {
         const message = `This API key may not be used from ${request.ip}`;
         throw refuse(request, forbidden(message), message, key.id);
       }
-      // What the key may do: the scope the route needs (an unknown path is a 404 whatever the key).
+      // An unknown path is a 404 whatever the key.
       const needed = requiredScope(request.method, request.routeOptions.url);
       if (needed && !allows(key.scopes, needed)) {
         const message = `This API key lacks the scope ${needed}`;
@@ -199,7 +184,7 @@ export const apiKeyAuth = fp<ApiGuardOptions>(
       checkQueryEncoding(request.url);
     });
 
-    // The margin (src/businesses/margin.ts): sent only with margin:write, shown only with margin:read.
+    // Margin (src/businesses/margin.ts): sent only with margin:write, shown only with margin:read.
     api.addHook('preValidation', (request, _reply, done) => {
       const field = allows(request.apiKeyScopes, 'margin:write') ? undefined : marginFieldIn(request.body);
       if (field) {
@@ -211,7 +196,6 @@ export const apiKeyAuth = fp<ApiGuardOptions>(
     api.addHook('onSend', (request, reply, payload, done) => {
       if (!request.hidesMargin || !String(reply.getHeader('content-type') ?? '').startsWith('application/json'))
         return done(null, payload);
-      // Rendered orders and pages are sent as bytes; everything else as text.
       if (typeof payload === 'string') return done(null, jsonWithoutMargin(payload));
       done(null, Buffer.isBuffer(payload) ? jsonWithoutMargin(payload.toString('utf8')) : payload);
     });

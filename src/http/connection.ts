@@ -11,18 +11,16 @@ export interface ConnectionSettings {
 }
 
 /**
- * Fastify's options for the HTTP server's timeouts. A client that trickles its headers is closed
- * after `headersTimeoutMs` (checked every second, not Node's default 30 s), one that trickles its
- * body after `requestTimeoutMs`; an idle keep-alive connection is kept for `keepAliveTimeoutMs`,
- * longer than the idle timeout of the load balancers in front (60 s), so they never reuse a
- * connection we are closing.
+ * Server timeouts: trickled headers close after `headersTimeoutMs`, trickled bodies after
+ * `requestTimeoutMs`; idle keep-alive lasts `keepAliveTimeoutMs`, longer than the load balancers'
+ * idle timeout, so they never reuse a connection we are closing.
  */
 export function connectionOptions(settings: ConnectionSettings) {
   return {
     requestTimeout: settings.requestTimeoutMs,
     keepAliveTimeout: settings.keepAliveTimeoutMs,
     http: { headersTimeout: settings.headersTimeoutMs, connectionsCheckingInterval: 1000 },
-    // In-flight requests finish normally during a shutdown (see registerGracefulClose), never 503.
+    // In-flight requests finish normally during shutdown (registerGracefulClose), never 503.
     return503OnClosing: false,
     clientErrorHandler,
   };
@@ -42,17 +40,10 @@ function rawErrorResponse(status: number, code: ErrorCode, message: string): str
   ].join('\r\n');
 }
 
-/**
- * Connections whose current request was answered before its body had arrived (a 401 or 413 on a
- * body still being sent). If that body then times out, the request already has its answer: the
- * connection is closed without a second, unsolicited one.
- */
+/** Connections answered before their body arrived (401, 413): a later body timeout closes them without a second answer. */
 const answeredEarly = new WeakSet<Socket>();
 
-/**
- * Errors Node's HTTP parser meets before any route runs (headers too large, a malformed request
- * line or an unknown method, a request that took too long) get the same error body as the rest.
- */
+/** Errors of Node's HTTP parser, before any route, get the same error body as the rest. */
 function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   if (socket.writable && !answeredEarly.has(socket)) {
@@ -68,12 +59,9 @@ function clientErrorHandler(error: Error & { code?: string }, socket: Socket): v
 }
 
 /**
- * How the server treats its connections:
- * - a graceful close: every request already received finishes with its normal answer, and every
- *   answer written from then on carries `Connection: close`, so that keep-alive connections end
- *   with their current request instead of holding the process open until their idle timeout;
- * - one answer per request, even when its body arrives after the answer (see answeredEarly);
- * - an `Expect` header other than 100-continue gets a 417 with the standard error body.
+ * Graceful close: requests already received finish normally, and answers carry `Connection: close`
+ * so keep-alive connections end with their request. One answer per request (answeredEarly). An
+ * `Expect` other than 100-continue gets a 417.
  */
 export function registerConnectionHandling(app: FastifyInstance): void {
   let closing = false;

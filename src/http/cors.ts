@@ -2,17 +2,14 @@ import cors from '@fastify/cors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
 /**
- * CORS for the API alone, and only for the exact origins of CORS_ORIGINS (docs/decisions/0045):
- * browsers on those origins may call /api/* and read /openapi.json with an API key in headers.
- * Never a wildcard, never credentials (the API takes no cookies), never the console, whose
- * cookie sessions must stay same-origin. Unset, nothing is registered.
+ * CORS for the API alone, for the exact origins of CORS_ORIGINS (docs/decisions/0045). Never a
+ * wildcard, never credentials, never the console, whose cookie sessions stay same-origin.
  */
 export async function registerCors(app: FastifyInstance, origins: readonly string[] | null): Promise<void> {
   if (!origins) return;
   const allowed = new Set(origins);
   await app.register(cors, {
-    // Per request: the API's paths from an allowed origin get the headers; anything else none, and a
-    // preflight anywhere else is answered as an unknown route.
+    // API paths from an allowed origin get the headers; a preflight elsewhere is an unknown route.
     delegator: (request, callback) => {
       const origin = request.headers.origin;
       callback(null, {
@@ -25,9 +22,8 @@ export async function registerCors(app: FastifyInstance, origins: readonly strin
 
 const OPTIONS = {
   methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
-  // allowedHeaders is left unset: the headers a preflight asks for are allowed (X-API-Key,
-  // Idempotency-Key, If-Match and the caller's own); with exact origins and no credentials they give
-  // a page nothing it lacks.
+  // allowedHeaders unset: a preflight's requested headers are allowed; with exact origins and no
+  // credentials they give a page nothing it lacks.
   exposedHeaders: [
     'ETag',
     'X-Request-Id',
@@ -45,7 +41,7 @@ const OPTIONS = {
   maxAge: 600,
 };
 
-/** The matched route when there is one (not the preflight's catch-all), else the path as sent. */
+/** The matched route (not the preflight's catch-all), else the path as sent. */
 function isApiPath(request: FastifyRequest): boolean {
   const route = request.routeOptions.url;
   const path = route && route !== '*' ? route : request.url.split('?')[0];

@@ -4,14 +4,12 @@ import type { SecretBox } from '../lib/secret-box.ts';
 import type { Page, Paging, Position } from '../db/list.ts';
 
 /**
- * Cursors of list pages (docs/decisions/0006). A cursor is a place in a list (the createdAt and id
- * of the last row a page gave) and the next page's number, sealed with the service's SecretBox
- * (AES-256-GCM), together with the list, the business and the filters it was issued for: it is
- * opaque, a forged or altered one fails to open, and one issued for another business, list or
- * filters is refused. Instances that share SECRET_KEY (or the key file) read each other's cursors.
+ * List cursors (docs/decisions/0006): a place in a list and the next page's number, sealed with the
+ * SecretBox together with the list, business and filters it was issued for. Opaque; a forged one
+ * fails to open and one for another business, list or filters is refused.
  */
 
-/** The query parameters of a list request, as validated; a cursor is bound to every one but these. */
+/** A cursor is bound to every query parameter but these. */
 type ListQuery = Record<string, unknown> & { page?: number; cursor?: string };
 const PAGING = new Set(['page', 'limit', 'cursor']);
 
@@ -26,7 +24,7 @@ interface Sealed {
 
 const NOT_OURS = 'Not a cursor of this list: pass nextCursor exactly as a page of this list gave it';
 
-/** The filters a request sets, in a fixed order, hashed: the same filters give the same text. */
+/** The request's filters, in a fixed order, hashed. */
 function filtersKey(query: ListQuery): string {
   const filters = Object.keys(query)
     .filter((k) => !PAGING.has(k) && query[k] !== undefined)
@@ -42,10 +40,7 @@ export class Cursors {
     this.#box = box;
   }
 
-  /**
-   * The paging of a list request: `page` and `limit`, or a cursor's place and page number. `rawQuery`
-   * is the query string as sent, to tell a `page` sent from its default: a cursor carries its page.
-   */
+  /** `page` and `limit`, or a cursor's place and page; `rawQuery` tells a sent `page` from its default. */
   paging(
     list: string,
     businessId: string,
@@ -70,7 +65,6 @@ export class Cursors {
     return { page: sealed.p, limit: query.limit, after: { createdAt: sealed.c, id: sealed.i } };
   }
 
-  /** The cursor of the page after `page`, or null when `page` ends the list. */
   next(list: string, businessId: string, query: ListQuery, page: Pick<Page<unknown>, 'next' | 'page'>): string | null {
     if (!page.next) return null;
     const { createdAt, id }: Position = page.next;
@@ -78,13 +72,12 @@ export class Cursors {
     return this.#box.seal(JSON.stringify(sealed));
   }
 
-  /** A page as a list answers it: the envelope with `nextCursor` in place of the repository's `next`. */
+  /** The envelope with `nextCursor` in place of the repository's `next`. */
   answer<T>(list: string, businessId: string, query: ListQuery, page: Page<T>) {
     const { next: _, ...envelope } = page;
     return { ...envelope, nextCursor: this.next(list, businessId, query, page) };
   }
 
-  /** A list route's answer: the request's paging (by number or cursor), the page `read` gives for it, and its envelope. */
   async list<T>(request: ListRequest, list: string, read: (paging: Paging) => Promise<Page<T>>) {
     const query = request.query as ListQuery & { page: number; limit: number };
     const page = await read(this.paging(list, request.businessId, query, rawQueryOf(request)));
@@ -92,7 +85,6 @@ export class Cursors {
   }
 }
 
-/** What a list route's request gives the cursor: the business, the validated query, and the URL as sent. */
 export interface ListRequest {
   businessId: string;
   query: unknown;

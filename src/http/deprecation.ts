@@ -1,14 +1,10 @@
 import type { FastifyReply } from 'fastify';
 
-/**
- * Marks an answer as using something due to go (RFC 9745 `Deprecation`, RFC 8594 `Sunset`).
- * CHANGELOG.md lists every deprecation with what to use instead. It is still answered as before
- * until the sunset, at least one release later.
- */
+/** RFC 9745 `Deprecation` and RFC 8594 `Sunset` headers; CHANGELOG.md lists each with its replacement. */
 export interface Deprecated {
-  /** When it was deprecated (an ISO date). */
+  /** ISO date. */
   since: string;
-  /** After this date it may be gone (an ISO date). */
+  /** ISO date after which it may be gone. */
   sunset: string;
 }
 

@@ -1,9 +1,8 @@
 import type { ExpectedVersions } from '../lib/versions.ts';
 
-/** A resource's ETag: its version, quoted. */
 export const etagOf = (version: number) => `"${version}"`;
 
-/** `If-Match: "3"`, `W/"3"`, a list of them, or `*`, as the versions it accepts; undefined when not sent. */
+/** `If-Match` (`"3"`, `W/"3"`, a list, or `*`) as accepted versions; undefined when not sent. */
 export function parseIfMatch(header: string | undefined): ExpectedVersions | undefined {
   if (header === undefined) return undefined;
   const versions: number[] = [];

@@ -7,14 +7,10 @@ import type { ApiInstance } from './types.ts';
 import { lastSequence } from '../log/events.ts';
 import { withoutMargin } from '../businesses/margin.ts';
 
-/**
- * Records per query while streaming: enough to amortise the round trip, few enough to keep memory
- * flat. Larger batches raised the server's peak memory, smaller ones slowed the export
- * (docs/performance.md).
- */
+/** Records per query: amortises round trips while keeping memory flat (docs/performance.md). */
 export const streamTuning = { batch: 200 };
 
-/** A resource's export reader: its records of the business after `afterId`, in id order, as GET shows them. */
+/** A resource's records after `afterId`, in id order, as GET shows them. */
 export type ExportBatch = (
   db: Db,
   businessId: string,
@@ -22,7 +18,6 @@ export type ExportBatch = (
   limit: number,
 ) => Promise<Array<{ id: string }>>;
 
-/** One resource's export: its path (`orders`), its OpenAPI tag, its noun, and its reader. */
 export interface Export {
   path: string;
   tag: string;
@@ -31,11 +26,9 @@ export interface Export {
 }
 
 /**
- * One NDJSON chunk per batch, in id order, until the snapshot has no more. The next batch is asked
- * for before this one is written out: on PostgreSQL the database reads it while this process turns
- * the batch into JSON, instead of each waiting for the other. The event loop gets a turn for each
- * batch: on SQLite a batch's read resolves at once and a fast client never pushes back, so
- * without it one export held every other request of the process until it ended.
+ * One NDJSON chunk per batch until the snapshot is done. The next batch is asked for before this
+ * one is written, so the database reads while this process serialises. Each batch yields the event
+ * loop: on SQLite reads resolve at once, and one export would hold every other request.
  */
 async function* ndjson(
   db: Db,
@@ -45,7 +38,7 @@ async function* ndjson(
 ): AsyncGenerator<Buffer> {
   const ask = (after: string) => {
     const asked = batch(db, businessId, after, streamTuning.batch);
-    // Handled now (it fails where it is awaited): it may fail before then, while a chunk is written.
+    // Handled now: it may fail while a chunk is being written, before it is awaited.
     asked.catch(() => {});
     return asked;
   };
@@ -55,20 +48,17 @@ async function* ndjson(
       const records = await next;
       if (records.length === 0) return;
       next = ask(records[records.length - 1].id);
-      // Also lets the next batch's query reach the database before this batch is written out.
+      // Also lets the next batch's query reach the database first.
       await nextTurn();
       yield ndjsonChunk(shown(records));
     }
   } finally {
-    // An export ended early (the client left) lets its last read finish before the snapshot goes.
+    // An export the client left lets its last read finish before the snapshot goes.
     await next.catch(() => {});
   }
 }
 
-/**
- * Records as NDJSON bytes, each line written straight into one buffer: joining the lines into one
- * string first made a rope that cost three times the JSON.stringify to flatten and encode.
- */
+/** Records as NDJSON bytes, written into one buffer: joined strings made a rope costly to flatten. */
 function ndjsonChunk(records: unknown[]): Buffer {
   const lines = records.map((r) => JSON.stringify(r));
   let size = 0;
@@ -82,10 +72,7 @@ function ndjsonChunk(records: unknown[]): Buffer {
   return chunk;
 }
 
-/**
- * Registers `GET /{path}/export` for a resource (its routes.ts calls it): every live record as
- * NDJSON from one snapshot, with the event sequence it holds.
- */
+/** `GET /{path}/export`: every live record as NDJSON from one snapshot, with the event sequence it holds. */
 export function registerExport(app: ApiInstance, openSnapshot: OpenSnapshot, { path, tag, noun, batch }: Export): void {
   app.get(
     `/${path}/export`,
@@ -127,7 +114,7 @@ export function registerExport(app: ApiInstance, openSnapshot: OpenSnapshot, { p
         const sequence = await lastSequence(snapshot.db, request.businessId);
         const shown = request.hidesMargin ? withoutMargin : (records: unknown[]) => records;
         const stream = Readable.from(ndjson(snapshot.db, request.businessId, batch, shown), { objectMode: false });
-        // Ended, failed or abandoned by the client: the snapshot's connection goes back either way.
+        // Ended, failed or abandoned: the snapshot's connection goes back.
         stream.once('close', release);
         return reply
           .header('supplyline-event-sequence', String(sequence))

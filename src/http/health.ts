@@ -3,19 +3,16 @@ import type { FastifyInstance } from 'fastify';
 import { pendingMigrations } from '../db/migrate.ts';
 import type { Database } from '../db/types.ts';
 
-/** How long readiness waits for the database before it says no. */
 const READY_TIMEOUT_MS = 2000;
 
 export interface Lifecycle {
-  /** The instance is shutting down (SIGTERM): readiness fails first, so the load balancer drains it. */
+  /** Shutting down: readiness fails first, so the load balancer drains the instance. */
   draining(): boolean;
 }
 
 /**
- * Kubernetes-style probes, outside the API (no key, not in the OpenAPI document):
- * - `/livez` (and `/healthz`, kept as its alias): the process answers;
- * - `/readyz`: the database answers within 2 s, every migration this release knows is applied, and
- *   the instance is not shutting down. 503 with the reason otherwise.
+ * Probes outside the API: `/livez` (alias `/healthz`), the process answers; `/readyz`, the database
+ * answers in time, this release's migrations are applied, and no shutdown is under way (else 503).
  */
 export function registerHealth(
   app: FastifyInstance,
@@ -32,7 +29,7 @@ export function registerHealth(
     try {
       await sql`select 1`.execute(db);
       if (!migrated) {
-        // Once every migration is there it stays there: a later release only adds to them.
+        // Once applied, migrations stay applied: a later release only adds.
         migrated = (await pendingMigrations(db)).length === 0;
         if (!migrated) return 'migrations pending';
       }

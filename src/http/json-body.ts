@@ -7,22 +7,21 @@ export const UNSUPPORTED_MEDIA_TYPE_MESSAGE = 'Content-Type must be application/
 const SURROGATE_MESSAGE = 'Must be valid Unicode text: a lone UTF-16 surrogate was sent';
 const NUL_FIELD_MESSAGE = 'Must not contain the NUL character (\\u0000)';
 
-// `application/json`, any letter case, with at most one parameter: charset=utf-8 (quoted or not).
+// `application/json`, any case, with at most charset=utf-8 (quoted or not).
 const JSON_MEDIA_TYPE = /^\s*application\/json\s*(;\s*charset\s*=\s*(utf-8|"utf-8")\s*)?$/i;
 
-/** True for the only media type a body may have; anything else, malformed or another charset, is a 415. */
+/** Anything else, malformed or another charset, is a 415. */
 export function isJsonMediaType(header: unknown): boolean {
   return typeof header === 'string' && JSON_MEDIA_TYPE.test(header);
 }
 
-// A lone surrogate or a NUL can only arrive as a JSON escape (raw surrogate bytes are not UTF-8, raw
-// control characters not JSON), so only a body whose text has such an escape needs the walk.
+// A lone surrogate or NUL can only arrive as a JSON escape, so only a body with such an escape needs the walk.
 const SUSPECT_ESCAPE = /\\u(0000|[dD][89a-fA-F])/;
 
 const textProblem = (text: string): string | null =>
   text.includes('\u0000') ? NUL_FIELD_MESSAGE : text.isWellFormed() ? null : SURROGATE_MESSAGE;
 
-/** The dotted path and problem of the first string (or key) that cannot be stored as sent, or null. Iterative: bodies may be deep. */
+/** The path and problem of the first string or key that cannot be stored as sent, or null; iterative, as bodies may be deep. */
 export function findUnstorableText(root: unknown): { path: string; problem: string } | null {
   const stack: Array<{ value: unknown; path: string[] }> = [{ value: root, path: [] }];
   while (stack.length > 0) {
@@ -53,9 +52,8 @@ export function findUnstorableText(root: unknown): { path: string; problem: stri
 }
 
 /**
- * The one body parser. Every body must be UTF-8 JSON: bytes that are not UTF-8, a NUL (which
- * PostgreSQL text cannot hold) and lone surrogates (which would be stored as U+FFFD) are refused,
- * never changed, because a write must store exactly what it acknowledges.
+ * The one body parser: UTF-8 JSON only. Invalid UTF-8, NUL (PostgreSQL text cannot hold it) and
+ * lone surrogates (stored as U+FFFD) are refused, never changed: a write stores what it acknowledges.
  */
 export function registerJsonBody(app: FastifyInstance, bodyLimit: number): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
@@ -65,7 +63,7 @@ export function registerJsonBody(app: FastifyInstance, bodyLimit: number): void 
     { parseAs: 'buffer', bodyLimit },
     (request: FastifyRequest, body: Buffer | string, done) => {
       const bytes = typeof body === 'string' ? Buffer.from(body) : body;
-      // Many clients send Content-Type: application/json on a GET or DELETE without a body.
+      // Many clients send Content-Type: application/json on a body-less GET or DELETE.
       if (bytes.length === 0 && (request.method === 'GET' || request.method === 'DELETE' || request.method === 'HEAD'))
         return done(null, undefined);
       if (!isJsonMediaType(request.headers['content-type']))
@@ -76,7 +74,7 @@ export function registerJsonBody(app: FastifyInstance, bodyLimit: number): void 
         if (error) return done(error, undefined);
         const bad = SUSPECT_ESCAPE.test(text) ? findUnstorableText(value) : null;
         if (bad === null) return done(null, value);
-        // PostgreSQL text cannot hold NUL; it is refused on both backends rather than fail deep inside.
+        // Refused on both backends rather than failing deep inside PostgreSQL.
         return done(
           validationError({ [bad.path]: bad.problem }, bad.problem === NUL_FIELD_MESSAGE ? NUL_MESSAGE : undefined),
           undefined,

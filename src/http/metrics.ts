@@ -4,7 +4,7 @@ import { ApiError } from '../lib/errors.ts';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { requestTraceFields } from '../telemetry/spans.ts';
 
-/** Connection pool use; PostgreSQL only (SQLite has one connection and nothing to report). */
+/** PostgreSQL only: SQLite has one connection. */
 export interface PoolStats {
   total: number;
   idle: number;
@@ -14,29 +14,25 @@ export interface PoolStats {
 
 export interface MetricsOptions {
   poolStats?: () => PoolStats | null;
-  /** Process and Node.js metrics (memory, CPU, event-loop lag); on for the server, off in tests. */
   processMetrics?: boolean;
-  /** METRICS_TOKEN: when set, a scrape needs `Authorization: Bearer <token>`. */
+  /** When set, a scrape needs `Authorization: Bearer <token>`. */
   token?: string | null;
 }
 
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
-/** Whether the request carries the bearer token; compared in constant time. */
+/** Compared in constant time. */
 function bearerMatches(header: string | undefined, token: string): boolean {
   const given = /^Bearer (\S+)$/i.exec(header ?? '')?.[1] ?? '';
   return timingSafeEqual(digest(given), digest(token));
 }
 
-/** Requests that matched no route share one label, so that scanners cannot blow up the series count. */
+/** Unmatched requests share one label, so scanners cannot multiply the series. */
 const UNMATCHED = 'unmatched';
 
 const routeOf = (request: { routeOptions: { url?: string } }) => request.routeOptions.url ?? UNMATCHED;
 
-/**
- * Serves `GET /metrics` (Prometheus text format) from a registry of this app's own, so several
- * apps in one process (tests) never share or clash over series.
- */
+/** `GET /metrics` from the app's own registry, so apps in one process (tests) never clash. */
 export function registerMetrics(app: FastifyInstance, options: MetricsOptions = {}): Registry {
   const registry = new Registry();
   if (options.processMetrics) collectDefaultMetrics({ register: registry });
@@ -81,7 +77,7 @@ export function registerMetrics(app: FastifyInstance, options: MetricsOptions = 
     },
   });
 
-  // onSend sees the headers the handler set, including a replay's `idempotent-replayed`.
+  // onSend sees the handler's headers, including a replay's `idempotent-replayed`.
   app.addHook('onSend', (request, reply, payload, done) => {
     if (reply.getHeader('idempotent-replayed') === 'true') replays.inc({ route: routeOf(request) });
     done(null, payload);
@@ -106,7 +102,6 @@ export function registerMetrics(app: FastifyInstance, options: MetricsOptions = 
   return registry;
 }
 
-/** The service's own meters, beside the HTTP ones: what the app's parts record into. */
 export function registerServiceMetrics(
   registry: Registry,
   sources: { longPolls: () => number; responseCache: { size: number; entries: number } },
@@ -156,11 +151,7 @@ export function registerServiceMetrics(
   };
 }
 
-/**
- * One log line per request, written when the response is sent: request id (pino's `reqId`),
- * business, method, route pattern, URL path, status and latency. Headers are never logged, so
- * neither is a key.
- */
+/** One log line per request, at send: request id, business, method, route, path, status, latency; never headers, so never a key. */
 export function registerRequestLog(app: FastifyInstance): void {
   app.addHook('onResponse', (request, reply, done) => {
     request.log.info(

@@ -1,11 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 
 /**
- * Route schemas stay inline for validation and serialisation; in the document, every schema
- * with a `title` becomes `components.schemas[title]` and a `$ref`, so the docs and generated
- * types have names. Where a use adds annotations of its own (a default, a description), they
- * stay beside the `$ref`, as JSON Schema 2020-12 allows. Two different shapes under one title
- * are a mistake, and building the document fails.
+ * Route schemas stay inline; in the document every schema with a `title` becomes a component and a
+ * `$ref`, with a use's own annotations beside it. Two shapes under one title fail the build.
  */
 const ANNOTATIONS = new Set([
   'title',
@@ -55,7 +52,7 @@ export function nameComponents(doc: Record<string, any>): void {
 
 const words = (title: string) => title.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
 
-/** "Default Response" is what the framework writes when a 2xx has no description; say what it is. */
+/** Replaces the framework's "Default Response" for an undescribed 2xx. */
 function describeSuccess(doc: Record<string, any>) {
   for (const operations of Object.values<Record<string, any>>(doc.paths ?? {})) {
     for (const [method, operation] of Object.entries<any>(operations)) {

@@ -8,11 +8,11 @@ import { requiredScope } from '../businesses/scopes.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The route's 2xx answers carry `ETag: "<version>"` (declared as a required response header). */
+    /** 2xx answers carry `ETag: "<version>"`. */
     etag?: boolean;
-    /** False for a POST or PATCH that never replays a stored answer (no Idempotent-Replayed header). */
+    /** False for a POST or PATCH that never replays a stored answer. */
     replays?: boolean;
-    /** The body names another resource, which may be missing (404): an order to announce or invoice. */
+    /** The body names another resource, which may be missing (404). */
     namesOther?: boolean;
   }
 }
@@ -41,7 +41,6 @@ function errorResponses(method: string, url: string, namesOther: boolean) {
     ),
     ...(canMiss ? { 404: errorRef('Not found, or owned by another business') } : {}),
     ...(writes ? { 409: errorRef('Conflict, or the Idempotency-Key is in use by a request still running') } : {}),
-    // Any request may carry a body, even where none is expected.
     413: errorRef('Body larger than the limit'),
     415: errorRef('Body is not application/json'),
     ...(writes ? { 422: errorRef('The Idempotency-Key was used with a different request') } : {}),
@@ -53,10 +52,7 @@ function errorResponses(method: string, url: string, namesOther: boolean) {
 
 type JsonObject = { type?: string; properties?: Record<string, any>; required?: string[] };
 
-/**
- * A query parameter with a default is optional: the server fills the default in. Examples are
- * dropped from query parameters, because the docs UI pre-fills them and sends them as filters.
- */
+/** Query defaults make a parameter optional; query examples are dropped, as the docs UI would send them as filters. */
 function documentQuery(querystring: unknown): unknown {
   const schema = querystring as JsonObject | undefined;
   if (!schema?.properties) return querystring;
@@ -77,11 +73,7 @@ const PROPERTY_RULES =
   'with propertyExists=false, the key must be absent. propertyValue and propertyExists cannot be used together, ' +
   'and each requires propertyPath (400 otherwise).';
 
-/**
- * Adds what every operation shares (auth, Idempotency-Key, error responses, response headers)
- * to the document only, names the shapes as components, and marks Supplyline's own operations
- * with `x-supplyline-extension`.
- */
+/** Adds the shared parts (auth, Idempotency-Key, errors, headers) to the document only, and names shapes as components. */
 export function openapiOptions(): FastifyDynamicSwaggerOptions {
   const extensions = new Set<string>();
   const etags = new Set<string>();
@@ -153,7 +145,7 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
       for (const [path, operations] of Object.entries(doc.paths ?? {})) {
         for (const [method, operation] of Object.entries(operations as Record<string, any>)) {
           if (extensions.has(`${method} ${path}`)) operation['x-supplyline-extension'] = true;
-          // The scope the operation needs, as the security requirement's scope of the key (OpenAPI 3.1 allows roles for any scheme).
+          // OpenAPI 3.1 allows scopes (roles) for any scheme.
           const scope = requiredScope(method.toUpperCase(), path.replace(/\{(\w+)\}/g, ':$1'));
           if (scope) operation.security = [{ BusinessId: [], ApiKey: [scope] }];
           decorateResponses(
@@ -173,7 +165,6 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
 
 const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
-/** Response headers, 2xx descriptions and per-status error examples. */
 function decorateResponses(
   operation: Record<string, any>,
   method: string,
@@ -207,7 +198,6 @@ const LOGO =
   `<svg xmlns="http://www.w3.org/2000/svg" width="220" height="40" viewBox="0 0 220 40">` +
   `<text x="0" y="29" font-family="sans-serif" font-size="26" font-weight="700" fill="#ffffff">Supplyline API</text></svg>`;
 
-/** /docs: the product's name and logo, one Authorize dialog kept across reloads, "Try it out" ready. */
 export function docsUiOptions(): FastifySwaggerUiOptions {
   return {
     routePrefix: '/docs',
@@ -217,12 +207,10 @@ export function docsUiOptions(): FastifySwaggerUiOptions {
   };
 }
 
-/** The document (`/openapi.json`), its UI (`/docs`), and `/`, which sends a browser to the docs. */
 export async function registerDocs(app: FastifyInstance): Promise<void> {
   await app.register(swagger, openapiOptions());
   await app.register(swaggerUi, docsUiOptions());
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  // curl sees where things are.
   app.get('/', { schema: { hide: true } }, async (_request, reply) =>
     reply
       .code(302)

@@ -1,9 +1,8 @@
 import { validationError } from '../lib/errors.ts';
 
 /**
- * Refuses a query string whose percent-encoding is not UTF-8 (`%ED%A0%80` is an encoded lone
- * surrogate, `%FF` no character at all). The query parser would pass such text on undecoded, so a
- * filter would silently compare against the raw escapes; a 400 naming the parameter is clearer.
+ * Refuses a query string whose percent-encoding is not UTF-8: the parser would pass it on
+ * undecoded and a filter would compare raw escapes; a 400 naming the parameter is clearer.
  */
 export function checkQueryEncoding(url: string): void {
   const start = url.indexOf('?');

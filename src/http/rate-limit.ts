@@ -2,7 +2,6 @@ import { Redis } from 'ioredis';
 
 export interface RateLimitDecision {
   allowed: boolean;
-  /** Tokens left after this request. */
   remaining: number;
   /** Seconds until the bucket is full again. */
   resetSeconds: number;
@@ -20,7 +19,7 @@ export interface BucketSettings {
   burst: number;
 }
 
-/** Pure token-bucket arithmetic, shared by the memory store and mirrored by the Redis script. */
+/** Token-bucket arithmetic, mirrored by the Redis script. */
 export function refill(tokens: number, elapsedMs: number, settings: BucketSettings): number {
   return Math.min(settings.burst, tokens + (Math.max(0, elapsedMs) * settings.ratePerSecond) / 1000);
 }
@@ -63,7 +62,7 @@ export class MemoryRateLimiter implements RateLimiter {
     return decision;
   }
 
-  /** Keeps memory bounded under many client addresses: a full bucket carries no information. */
+  /** A full bucket carries no information, so it is dropped: memory stays bounded. */
   private evictFull(now: number): void {
     for (const [key, b] of this.buckets) {
       if (refill(b.tokens, now - b.at, this.settings) >= this.settings.burst) this.buckets.delete(key);
@@ -73,7 +72,7 @@ export class MemoryRateLimiter implements RateLimiter {
   async close(): Promise<void> {}
 }
 
-// One round trip, atomic on the server, timed by the Redis clock so instances need not agree on time.
+// One round trip, atomic, on the Redis clock, so instances need not agree on time.
 const TAKE_SCRIPT = `
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
@@ -91,26 +90,22 @@ return {allowed, tostring(tokens)}
 `;
 
 export interface RedisLimiterOptions {
-  /** Put before every key, so that kinds of bucket sharing one Redis never meet. */
+  /** Prefix, so kinds of bucket sharing one Redis never meet. */
   prefix?: string;
   onError?: (error: unknown) => void;
-  /** Asked while Redis fails. Without it every request is allowed then: a rate limit must not become the outage. */
+  /** Asked while Redis fails; without it requests are allowed: a rate limit must not become the outage. */
   whenDown?: RateLimiter;
 }
 
-/** A Redis connection for buckets: bounded waits, and the take script defined. */
 export function bucketConnection(url: string, onError: (error: unknown) => void = () => {}): Redis {
-  // Bounded waits: a slow or absent Redis may delay a request by at most a second, never hold it.
+  // A slow or absent Redis may delay a request by at most a second.
   const redis = new Redis(url, { maxRetriesPerRequest: 1, commandTimeout: 1000, connectTimeout: 2000 });
   redis.on('error', onError);
   redis.defineCommand('supplylineTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
   return redis;
 }
 
-/**
- * Token buckets in Redis, shared by every instance. Given a URL it opens (and closes) a connection
- * of its own; given a connection (`bucketConnection`), it uses that one and leaves it open.
- */
+/** Token buckets in Redis, shared by instances; a connection it opened it closes, one given it leaves open. */
 export class RedisRateLimiter implements RateLimiter {
   private readonly redis: Redis;
   private readonly owned: boolean;
@@ -139,7 +134,6 @@ export class RedisRateLimiter implements RateLimiter {
       const { decision } = decide(allowed === 1 ? after + 1 : after, this.settings);
       return decision;
     } catch (error) {
-      // Loudly, then the fallback's answer, or allowed.
       this.onError(error);
       return (
         this.whenDown?.take(key) ?? {
@@ -157,20 +151,14 @@ export class RedisRateLimiter implements RateLimiter {
   }
 }
 
-/**
- * Makes the buckets of one kind (`settings`) under a name: the console's sign-in and password
- * throttles. In Redis when the service has one, so that a password guesser gets one allowance
- * whichever instance it reaches, with this process's buckets while Redis fails; else in memory.
- */
+/** Buckets of one kind (the console's throttles): in Redis when there is one, so a guesser gets one allowance everywhere. */
 export type Buckets = (settings: BucketSettings, name: string) => RateLimiter;
 
-/** Buckets in this process's memory, on `clock`. */
 export const memoryBuckets =
   (clock: () => number = Date.now): Buckets =>
   (settings) =>
     new MemoryRateLimiter(settings, clock);
 
-/** Buckets on one Redis connection, each kind under `supplyline:rl:<name>:`. */
 export function redisBuckets(redis: Redis, onError?: (error: unknown) => void): Buckets {
   return (settings, name) =>
     new RedisRateLimiter(redis, settings, {

@@ -4,24 +4,22 @@ import type { Page } from '../db/list.ts';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-// The type provider types a reply's body by the route's response schema; JSON text that was
-// rendered with that schema's own serializer is the same body, already serialised.
+// JSON rendered with the route's own serializer is the body the type provider expects, already serialised.
 type AnyReply = Pick<FastifyReply, 'serializeInput' | 'type' | 'send'>;
 
-/** The route's compiled serializer for `schema`: the exact text Fastify would send for the value. */
+/** The exact text Fastify would send for the value. */
 export function serializerOf<T>(reply: unknown, schema: TSchema): (value: T) => string {
   return (value) =>
     (reply as AnyReply).serializeInput(value as Record<string, unknown>, schema as unknown as Record<string, unknown>);
 }
 
-/** Sends rendered JSON bytes as they are. */
 export function sendRendered(reply: unknown, json: Buffer): FastifyReply {
   return (reply as AnyReply).type(JSON_TYPE).send(json);
 }
 
 const COMMA = Buffer.from(',');
 
-/** The list envelope around items already rendered, in the order of the ListEnvelope schema. */
+/** The list envelope around rendered items, in ListEnvelope's order. */
 export function pageJson(page: Omit<Page<Buffer>, 'next'>, nextCursor: string | null): Buffer {
   const parts: Buffer[] = [Buffer.from('{"items":[')];
   page.items.forEach((item, i) => {

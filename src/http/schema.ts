@@ -2,7 +2,7 @@ import { Type, type TSchema } from 'typebox';
 import { ID_PATTERN } from '../lib/ids.ts';
 import { ERROR_STATUS } from '../lib/errors.ts';
 
-/** Shared schema pieces. Field documentation lives here, in descriptions and examples. */
+/** Shared schema pieces; field documentation lives in descriptions and examples. */
 
 export const CURRENCIES = [
   'USD',
@@ -42,7 +42,7 @@ export const MARGIN_NOTE = "The supplier's margin: left out of answers to a key 
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
-/** A free-form JSON object: at most 64 KiB and 32 levels, no `__proto__`, `constructor` or `prototype` keys. */
+/** A free-form JSON object: bounded size and depth, no `__proto__`, `constructor` or `prototype` keys. */
 export const Properties = Type.Record(Type.String(), Type.Unknown(), {
   title: 'Properties',
   'x-properties': true,
@@ -54,11 +54,7 @@ export const Properties = Type.Record(Type.String(), Type.Unknown(), {
 export const Text = (maxLength: number, description: string, minLength = 0) =>
   Type.String({ minLength, maxLength, description });
 
-/**
- * Numbers that become decimals: bounded in digits before and after the point, at most 15 together,
- * so that the JSON double carries exactly what the client wrote and both backends store it exactly
- * (docs/decisions/).
- */
+/** Decimals bounded in digits (15 together), so the JSON double carries exactly what the client wrote (docs/decisions/). */
 export const Decimal = (
   description: string,
   integerDigits: number,
@@ -73,17 +69,16 @@ export const Decimal = (
     ...(options.examples ? { examples: options.examples } : {}),
   });
 
-/** A unit price or cost: 0 to 999999999.999999. */
 export const Money = (description: string) => Decimal(description, 9, 6, { examples: [12.5] });
 
 export const IdParams = Type.Object({ id: Id('Resource id', 'itm_01jd5x8m2k3n4p5q6r7s8t9v0w') });
 
-/** The query of an operation that takes no query parameters: any parameter is refused. */
+/** Any query parameter is refused. */
 export const NoQuery = Type.Object({}, { additionalProperties: false });
 
 export const SuccessResponse = Type.Object({ success: Type.Literal(true) }, { title: 'Success' });
 
-/** page and limit have defaults, so the document shows them optional (src/http/openapi.ts). */
+/** Defaults make page and limit optional in the document. */
 export const PageQuery = {
   page: Type.Integer({
     minimum: 1,
@@ -130,7 +125,7 @@ export const NextCursor = Type.Union([Type.String(), Type.Null()], {
     'Pass it as cursor, with the same filters, for the next page; null when this page ends the list. Opaque: do not parse it',
 });
 
-/** A page of a list; `title` names it in the document (e.g. OrderPage). */
+/** `title` names the page in the document (e.g. OrderPage). */
 export const ListEnvelope = <T extends TSchema>(item: T, title: string) =>
   Type.Object(
     {

@@ -12,23 +12,19 @@ import { NoQuery } from './schema.ts';
 declare module 'fastify' {
   interface FastifyRequest {
     businessId: string;
-    /** The API key that authenticated the request: the actor of its writes. */
+    /** The actor of its writes. */
     apiKeyId: string;
-    /** Its scopes (null: every scope); src/businesses/scopes.ts. */
+    /** Null: every scope. */
     apiKeyScopes: Scope[] | null;
-    /** The key lacks `margin:read`: its answers leave out cost fields (src/businesses/margin.ts). */
+    /** Without `margin:read`, answers leave out cost fields. */
     hidesMargin: boolean;
   }
   interface FastifyContextConfig {
-    /** Supplyline's own operation, marked `x-supplyline-extension` in the OpenAPI document. */
     extension?: boolean;
   }
 }
 
-/**
- * pino options for the server: JSON lines at `level`, each with the trace and span it was written in
- * when tracing is on, and keys never written even if a header is logged.
- */
+/** pino options: JSON lines at `level`, with trace and span when tracing is on, and keys always redacted. */
 export function loggerOptions(level: string) {
   return {
     level,
@@ -46,7 +42,6 @@ export async function answerNotFound(request: FastifyRequest): Promise<never> {
   throw notFound(`Route ${request.method} ${request.url.split('?')[0]} not found`);
 }
 
-/** The HTTP server's options: logging, limits and timeouts, request ids, and errors from the router answered like the rest. */
 export function fastifyOptions(
   config: Config,
   logger: FastifyServerOptions['logger'],
@@ -54,11 +49,10 @@ export function fastifyOptions(
 ): FastifyServerOptions {
   return {
     logger: logger ?? false,
-    // registerRequestLog writes one line per request instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.bodyLimitBytes,
     ...connectionOptions(config),
-    // request.ip: the socket's address, or X-Forwarded-For's as far as the proxies TRUST_PROXY names.
+    // The socket's address, or X-Forwarded-For as far as TRUST_PROXY's proxies go.
     trustProxy: config.trustProxy ?? false,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
@@ -68,7 +62,7 @@ export function fastifyOptions(
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId('req');
     },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
-    // Errors raised by the router itself (bad URL encoding, overlong ids) get the same body as the rest.
+    // Router errors (bad URL encoding, overlong ids) get the same body as the rest.
     frameworkErrors: (error, request, reply) => {
       reply.header('x-request-id', request.id);
       return errorHandler(error, request, reply);
@@ -76,11 +70,7 @@ export function fastifyOptions(
   };
 }
 
-/**
- * What every request gets before its route: its id echoed, its query checked for encoding, the
- * request fields authentication fills, and unknown query parameters refused on every API operation.
- * Hooks whose work is synchronous take a callback: an async one costs every request two promises.
- */
+/** Before every route. Synchronous hooks take a callback: an async one costs every request two promises. */
 export function registerRequestBasics(app: FastifyInstance): void {
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);

@@ -6,9 +6,8 @@ import { requestTraceParent } from '../telemetry/spans.ts';
 import type { WriteContext, WriteResponse, WriteRunner, WriteScope } from '../write/runner.ts';
 
 /**
- * Runs a route's write through the write runner and sends its response, honouring
- * `Idempotency-Key`. It resolves once the answer is sent (it awaits the reply, as Fastify asks of a
- * handler that calls send), so that Fastify never tries to send a second one.
+ * Runs a route's write through the write runner and sends the response, honouring
+ * `Idempotency-Key`. Resolves once sent, so Fastify never tries a second answer.
  */
 export type RunWrite = (
   request: FastifyRequest,
@@ -16,13 +15,13 @@ export type RunWrite = (
   work: (ctx: WriteContext) => Promise<WriteResponse>,
 ) => Promise<void>;
 
-/** What an Idempotency-Key may be: 1 to 255 printable ASCII characters. */
+/** 1 to 255 printable ASCII characters. */
 export const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 function fingerprintOf(request: FastifyRequest): string {
   return (
     createHash('sha256')
-      // The route's path without a trailing slash, so /items and /items/ are one request.
+      // No trailing slash, so /items and /items/ are one request.
       .update(`${request.method} ${request.url.replace(/\/+(?=\?|$)/, '')}\n${canonicalJson(request.body ?? null)}`)
       .digest('hex')
   );
@@ -35,7 +34,6 @@ async function send(reply: FastifyReply, response: WriteResponse, replayed = fal
   await reply.send(response.body === undefined ? null : response.body);
 }
 
-/** Whose write a request is: its business, its API key, its request id and trace. */
 export const writeScopeOf = (request: FastifyRequest): WriteScope => ({
   businessId: request.businessId,
   actor: { type: 'api_key', id: request.apiKeyId, name: null },
@@ -54,7 +52,7 @@ export function createRunWrite(runner: WriteRunner): RunWrite {
       { key, fingerprint: fingerprintOf(request) },
       work,
     );
-    // A replayed error names this request, so its requestId matches the X-Request-Id header.
+    // A replayed error names this request, matching its X-Request-Id.
     const body = response.body as { requestId?: string } | undefined;
     if (replayed && response.status >= 400 && body && typeof body === 'object') body.requestId = request.id;
     return send(reply, response, replayed);

@@ -12,7 +12,7 @@ import { insertVariants, liveVariantsOf, variantValues } from './variant-reposit
 import { groupBy } from '../lib/group.ts';
 import { whereLive } from '../db/live.ts';
 
-/** A handle made from a name: lower case, words joined by hyphens. */
+/** Lower case, words joined by hyphens. */
 export function handleFromName(name: string): string {
   const slug = name
     .normalize('NFKD')
@@ -24,7 +24,7 @@ export function handleFromName(name: string): string {
   return slug || 'item';
 }
 
-/** The live item with this handle (handles are unique among live items), if any. */
+/** Handles are unique among live items. */
 export async function findItemIdByHandle(db: Db, businessId: string, handle: string): Promise<string | undefined> {
   const row = await db
     .selectFrom('items')
@@ -40,7 +40,7 @@ async function isHandleTaken(db: Db, businessId: string, handle: string): Promis
   return (await findItemIdByHandle(db, businessId, handle)) !== undefined;
 }
 
-/** A derived handle never conflicts: "blue-widget", then "blue-widget-2", and so on. */
+/** "blue-widget", then "blue-widget-2", and so on. */
 async function freeHandle(db: Db, businessId: string, base: string): Promise<string> {
   const taken = new Set(
     (
@@ -49,7 +49,7 @@ async function freeHandle(db: Db, businessId: string, base: string): Promise<str
         .select('handle')
         .where('business_id', '=', businessId)
         .where(whereLive())
-        // Every handle with the base as its prefix (one index range on SQLite); only base and base-N matter below.
+        // One index range for every handle with the base as prefix; only base and base-N matter below.
         .where(startsWith(db, 'handle', base))
         .execute()
     ).map((r) => r.handle),
@@ -112,10 +112,7 @@ export async function findItemRow(
     .executeTakeFirst();
 }
 
-/**
- * A live item of this business with its live variants, or undefined (missing, deleted or foreign).
- * With `includeDeleted`, a deleted item too, with all its variants, as a list with includeDeleted shows it.
- */
+/** A live item with its live variants, or undefined (missing, deleted or foreign); with `includeDeleted`, a deleted one with all its variants. */
 export async function findItem(
   db: Db,
   businessId: string,
@@ -150,7 +147,6 @@ export async function listItems(db: Db, businessId: string, options: ListItemsOp
   if (options.status) query = query.where('status', '=', options.status);
   if (options.property) query = query.where(propertyCondition(db, sql.ref('properties'), options.property));
   return fetchPage(query.selectAll(), options, async (rows) => {
-    // One query for all variants of the page, never one per item.
     const variants = await db
       .selectFrom('item_variants')
       .selectAll()
@@ -175,7 +171,7 @@ export interface ItemChanges {
   deleteVariants: string[];
 }
 
-/** Applies an item PATCH; the caller has checked the item and the variant ids and runs this in a transaction. */
+/** The caller has checked the item and variant ids and runs this in a transaction. */
 export async function updateItem(
   db: Db,
   businessId: string,
@@ -227,7 +223,7 @@ export async function updateItem(
   await insertVariants(db, businessId, item.id, changes.createVariants, Number(last?.max ?? 0) + 1, now);
 }
 
-/** Soft delete: the item and its variants keep their rows and get `deletedAt`. False when not found. */
+/** Soft delete: rows stay with `deletedAt`. False when not found. */
 export async function deleteItemRows(db: Db, businessId: string, id: string, now: string): Promise<boolean> {
   const result = await db
     .updateTable('items')
@@ -247,7 +243,7 @@ export async function deleteItemRows(db: Db, businessId: string, id: string, now
   return true;
 }
 
-/** Live items of the business after `afterId`, in id order, with their live variants: one page of an export. */
+/** One export page: live items after `afterId`, in id order, with live variants. */
 export async function exportItems(db: Db, businessId: string, afterId: string, limit: number): Promise<Item[]> {
   const rows = await db
     .selectFrom('items')

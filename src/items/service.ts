@@ -9,7 +9,7 @@ import type { CreateItemInput, Item, UpdateItemInput } from './schema.ts';
 
 export const ITEM_NOT_FOUND = 'Item not found';
 
-/** Creates an item with its variants; `variantIds` in the order the variants were given. */
+/** `variantIds` in the order the variants were given. */
 export async function createItem(
   ctx: WriteContext,
   input: CreateItemInput,
@@ -20,7 +20,6 @@ export async function createItem(
   return { resource, before: null, variantIds };
 }
 
-/** Checks an item PATCH against the stored item, then applies it. */
 export async function patchItem(ctx: WriteContext, id: string, input: UpdateItemInput): Promise<Written<Item>> {
   const { trx: db, businessId, now } = ctx;
   requireSomethingToUpdate(input);
@@ -64,7 +63,7 @@ export async function patchItem(ctx: WriteContext, id: string, input: UpdateItem
   return endUpdate(ctx, 'item', before, resource);
 }
 
-/** Soft-deletes an item and its variants; 404 when there is no live item. */
+/** 404 when there is no live item. */
 export async function deleteItem(ctx: WriteContext, id: string): Promise<Written<Item>> {
   const { trx: db, businessId, now } = ctx;
   const before = await findItem(db, businessId, id);

@@ -21,12 +21,12 @@ export const ERROR_STATUS = {
 export type ErrorCode = keyof typeof ERROR_STATUS;
 export type FieldErrors = Record<string, string>;
 
-/** The one error type: thrown anywhere, turned into HTTP once, by the error handler. */
+/** The one error type, turned into HTTP once, by the error handler. */
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly fieldErrors?: FieldErrors;
-  /** What to do about it, where the message alone would leave a newcomer guessing. */
+  /** What to do about it, where the message alone leaves a newcomer guessing. */
   readonly hint?: string;
 
   constructor(code: ErrorCode, message: string, fieldErrors?: FieldErrors, hint?: string) {
@@ -42,7 +42,7 @@ export const VALIDATION_MESSAGE = 'Validation failed. Please review the highligh
 
 const MAX_FIELD_ERRORS = 50;
 
-/** At most 50 field errors: enough to fix a request, never a response larger than the request. */
+/** Enough to fix a request, never a response larger than the request. */
 export const validationError = (fieldErrors: FieldErrors, message = VALIDATION_MESSAGE) =>
   new ApiError('VALIDATION_ERROR', message, Object.fromEntries(Object.entries(fieldErrors).slice(0, MAX_FIELD_ERRORS)));
 export const badRequest = (message: string) => new ApiError('VALIDATION_ERROR', message);
@@ -52,10 +52,9 @@ export const UNAUTHORIZED_HINT = 'Send the X-Business-Id and X-API-Key headers o
 export const unauthorized = (hint = UNAUTHORIZED_HINT) => new ApiError('UNAUTHORIZED', 'Unauthorized', undefined, hint);
 export const MALFORMED_KEY_HINT =
   'The X-API-Key is malformed (a typo?): a key is sl_live_ and 36 letters and digits, or 32 hex characters for keys made before 2026-11-28';
-/** The key is valid but may not do this: the message names the scope it lacks. */
+/** The message names the scope the key lacks. */
 export const forbidden = (message: string) => new ApiError('FORBIDDEN', message);
 export const SERVICE_UNAVAILABLE_MESSAGE = 'The service is briefly unavailable. Please retry shortly.';
-/** Whole seconds a client should wait before retrying a 503. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
 export const preconditionFailed = (message: string) => new ApiError('PRECONDITION_FAILED', message);
 

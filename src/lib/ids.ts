@@ -28,16 +28,10 @@ export type IdPrefix =
   | 'aud'
   | 'imp';
 
-/**
- * A ULID-shaped id: 48 bits of milliseconds then 80 random bits, base32.
- * Sorting ids as text sorts them by creation time, which keeps btree inserts local.
- */
+/** A ULID-shaped id (48 bits of ms, 80 random, base32): text order is creation order, keeping btree inserts local. */
 let lastTime = -1;
 const lastRandom = new Uint8Array(16);
-/**
- * Random bytes drawn 4 kB at a time, 16 per id: a call into the CSPRNG per id was a visible share
- * of the server's CPU on patch order (one event id a write, each in a new millisecond).
- */
+/** Random bytes drawn in blocks: a CSPRNG call per id costs CPU (docs/performance.md). */
 const pool = Buffer.alloc(4096);
 let poolAt = pool.length;
 
@@ -51,7 +45,7 @@ export function newId(prefix: IdPrefix, now = Date.now()): string {
     for (let i = 0; i < 16; i++) lastRandom[i] = pool[poolAt + i] & 31;
     poolAt += 16;
   } else {
-    // Same millisecond (or a clock step back): increment, so ids made in one process stay ordered.
+    // Same millisecond (or the clock stepped back): increment, so a process's ids stay ordered.
     for (let i = 15; i >= 0 && ++lastRandom[i] === 32; i--) lastRandom[i] = 0;
   }
   let time = '';
@@ -65,5 +59,5 @@ export function newId(prefix: IdPrefix, now = Date.now()): string {
   return `${prefix}_${time}${rand}`;
 }
 
-/** Ids arriving from clients are bounded and plain, so they can never surprise a query or a log line. */
+/** Client ids are bounded and plain, so they never surprise a query or a log line. */
 export const ID_PATTERN = '^[A-Za-z0-9_-]{1,64}$';

@@ -4,7 +4,7 @@ const D = Decimal.clone({ precision: 40, rounding: Decimal.ROUND_HALF_EVEN });
 
 export type DecimalInput = string | number;
 
-/** Canonical decimal text: JSON numbers become their shortest exact decimal, never a float artefact. */
+/** Canonical decimal text: a JSON number's shortest exact decimal, never a float artefact. */
 export function toDecimalString(value: DecimalInput): string {
   return new D(typeof value === 'number' ? String(value) : value).toFixed();
 }
@@ -23,12 +23,11 @@ export function sum(values: DecimalInput[]): string {
   return values.reduce<Decimal>((acc, v) => acc.plus(new D(String(v))), new D(0)).toFixed();
 }
 
-/** Text that decimal.js's toFixed() gives back unchanged: no exponent, no leading zeros, no trailing fractional zeros, no -0. */
+/** Text decimal.js's toFixed() gives back unchanged: no exponent, no leading or trailing zeros, no -0. */
 const PLAIN_DECIMAL = /^(-?(0|[1-9]\d*)\.\d*[1-9]|-?[1-9]\d*|0)$/;
 
-/** Renders an amount with at least two decimals ("12.5" -> "12.50"), keeping any extra precision. */
+/** At least two decimals ("12.5" -> "12.50"), keeping extra precision. */
 export function formatAmount(value: DecimalInput): string {
-  // Stored amounts are canonical decimal text already; only the padding is left to do.
   if (typeof value === 'string' && PLAIN_DECIMAL.test(value)) {
     const point = value.indexOf('.');
     if (point === -1) return `${value}.00`;

@@ -2,11 +2,9 @@ import { deepMerge, PROPERTIES_MAX_BYTES, readJson, type JsonObject } from './js
 import { validationError } from './errors.ts';
 
 /**
- * Deep-merges a PATCH into stored properties and returns the JSON to store. The PATCH's own values
- * were checked with the request (numbers, keys, depth: a merge keeps every key at its depth). Of the
- * merged result only its size is checked, and only when the PATCH grows it past the limit, or many
- * small PATCHes could grow it without bound. What an earlier release stored, within or beyond
- * today's checks, stays as it is and never blocks a PATCH (docs/decisions/0007).
+ * Deep-merges a PATCH into stored properties and returns the JSON to store. The PATCH's values were
+ * checked with the request; the merged size only when the PATCH grows it past the limit. What is
+ * stored already never blocks a PATCH (docs/decisions/0007).
  */
 export function mergeStoredProperties(stored: unknown, patch: JsonObject, field: string): string {
   const before = readJson(stored);

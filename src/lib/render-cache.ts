@@ -1,21 +1,13 @@
 /**
- * Rendered JSON by key, each entry valid for exactly one stamp: the versions of everything it was
- * rendered from. Callers read the current stamp from the database on every request and get an
- * entry only when its stamp is the same, so a stale entry is never served, whichever instance
- * made the change. Entries are UTF-8 bytes, written to the socket as they are; the total is
- * bounded, and the least recently used entries go first.
- *
- * The bound counts what an entry keeps alive: a Buffer that is a slice of a larger allocation
- * (`Buffer.from` of a short text takes a slice of a shared 8 kB slab) would keep all of it, so such
- * an entry is copied into an allocation of its own first, and each entry is charged its key and
- * a fixed overhead besides its bytes.
+ * Rendered JSON by key, each entry valid for exactly one stamp (the versions it was rendered from),
+ * read on every request, so a stale entry is never served whichever instance changed it. Bounded by
+ * what entries keep alive (slices of shared slabs are copied out), least recently used out first.
  */
-/** The Map entry, the Buffer and its ArrayBuffer, the record and the stamp, roughly, in bytes. */
+/** Per-entry overhead in bytes, roughly: Map entry, Buffer, record and stamp. */
 export const ENTRY_OVERHEAD = 256;
 
 const chargeOf = (key: string, json: Buffer) => json.length + key.length + ENTRY_OVERHEAD;
 
-/** The bytes in an allocation of their own, unless they are one already. */
 function own(json: Buffer): Buffer {
   if (json.byteOffset === 0 && json.buffer.byteLength === json.length) return json;
   const copy = Buffer.allocUnsafeSlow(json.length);
@@ -38,7 +30,7 @@ export class RenderCache {
     return this.maxSize > 0;
   }
 
-  /** What the entries keep alive, in bytes: their JSON, keys and an estimate of each entry's overhead. */
+  /** Bytes kept alive: JSON, keys and each entry's overhead. */
   get size(): number {
     return this.#size;
   }
@@ -50,7 +42,7 @@ export class RenderCache {
   get(key: string, stamp: string): Buffer | undefined {
     const entry = this.#entries.get(key);
     if (entry === undefined || entry.stamp !== stamp) return undefined;
-    // Most recently used last, so the first key is the one to evict.
+    // Most recently used last, so the first key is evicted.
     this.#entries.delete(key);
     this.#entries.set(key, entry);
     return entry.json;

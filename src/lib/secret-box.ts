@@ -1,10 +1,9 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
 /**
- * Encrypts secrets the service must read again (webhook signing secrets, and answers that show one
- * under an Idempotency-Key) with AES-256-GCM. Keys come from SECRET_KEY (base64 of 32 bytes; a
- * comma-separated list to rotate: the first encrypts, every one decrypts) or a key file made on the
- * first start (src/runtime.ts). Stored form: `v1.<key index>.<iv>.<tag>.<ciphertext>`, base64url.
+ * AES-256-GCM for secrets the service must read again (webhook secrets, replayed answers). Keys
+ * from SECRET_KEY (comma-separated: the first encrypts, all decrypt) or a key file made at first
+ * start. Stored as `v1.<key index>.<iv>.<tag>.<ciphertext>`, base64url.
  */
 export class SecretBox {
   readonly #keys: Buffer[];
@@ -31,21 +30,18 @@ export class SecretBox {
   open(sealed: string): string {
     const [version, , iv, tag, data] = sealed.split('.');
     if (version !== 'v1' || data === undefined) throw new Error('Not a sealed secret');
-    // Any key may have sealed it: after a rotation the new key is first and the old ones follow.
+    // After a rotation the old keys follow the new one.
     for (const key of this.#keys) {
       try {
         const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
         decipher.setAuthTag(Buffer.from(tag, 'base64url'));
         return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8');
-      } catch {
-        // the next key
-      }
+      } catch {}
     }
     throw new Error('No configured SECRET_KEY opens this secret');
   }
 }
 
-/** SECRET_KEY's value: base64 keys of 32 bytes, comma-separated. */
 export function parseSecretKeys(raw: string): Buffer[] | null {
   const keys = raw.split(',').map((k) => Buffer.from(k.trim(), 'base64'));
   return keys.length > 0 && keys.every((k) => k.length === 32) ? keys : null;

@@ -77,11 +77,7 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
   return ajv;
 }
 
-/**
- * A date-time is stored and answered as UTC with milliseconds (`0001-01-01T00:00:00.000Z`). One
- * whose UTC form falls outside the years 0001-9999 cannot be written that way, and one with a
- * leap second (:60) is stored by no backend: refused here, so a stored value never breaks a read.
- */
+/** Date-times outside the years 0001-9999 in UTC, or with a leap second, cannot be stored: refused here. */
 export function isStorableInstant(value: string): boolean {
   const ms = Date.parse(value);
   if (Number.isNaN(ms)) return false;
@@ -94,11 +90,7 @@ export interface DecimalBounds {
   scale: number;
 }
 
-/**
- * A JSON number arrives as a double: it is exact only up to 15 significant digits, so amounts and
- * quantities are bounded in digits before and after the point (at most 15 together), and every
- * value within the bounds reaches the decimal arithmetic as the text the client wrote.
- */
+/** A JSON number is a double, exact to 15 digits: bounded decimals reach the arithmetic as the client wrote them. */
 export function fitsDecimal(value: number, bounds: DecimalBounds): boolean {
   if (!Number.isFinite(value)) return false;
   const text = String(Math.abs(value));
@@ -111,15 +103,11 @@ export function fitsDecimal(value: number, bounds: DecimalBounds): boolean {
 const bodyAjv = makeAjv(false);
 const textAjv = makeAjv('array');
 
-/**
- * A body validator outside a route, for bodies that arrive some other way (a bulk import's lines):
- * the same checks and defaults as the route's, with the same errors (`bodyError`).
- */
+/** A body validator outside a route (an import's lines): the route's checks, defaults and errors. */
 export const compileBody = (schema: object): ValidateFunction => bodyAjv.compile(schema);
 
-/** A body's validation errors as the API answers them: a PATCH with nothing to change, or fieldErrors. */
 export function bodyError(errors: ErrorObject[], body: unknown): ApiError {
-  // An update body without a single field (minProperties: 1): the contract's answer to a PATCH with nothing to change.
+  // An update body without a single field (minProperties: 1).
   if (errors.some((e) => e.keyword === 'minProperties' && !e.instancePath)) return badRequest(NOTHING_TO_UPDATE);
   return validationError(toFieldErrors(errors, body));
 }
@@ -133,14 +121,9 @@ export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, http
 
 type TextSchema = { properties?: Record<string, { type?: unknown }> };
 
-/** An integer in a query string, path or header: decimal digits, with a minus sign at most. */
 const PLAIN_INTEGER = /^-?[0-9]+$/;
 
-/**
- * Text is coerced to numbers as JavaScript reads them, which takes `0x14`, `0b11`, `1e1` and `+1`
- * for integers. An integer given as text must be plain decimal digits: anything else is refused
- * as not an integer, before the coercion sees it.
- */
+/** Coercion would take `0x14`, `1e1` or `+1` as integers: plain decimal digits only, checked first. */
 function withPlainIntegers(schema: TextSchema, validate: ValidateFunction): ValidateFunction {
   const integers = Object.entries(schema.properties ?? {})
     .filter(([, p]) => p.type === 'integer')

@@ -52,11 +52,9 @@ const effectiveEntriesQuery = statement(
 );
 
 /**
- * What a buyer pays right now for each of several variants: the entry of its assigned list
- * (`assignedListId`, the partnership's) when that list applies and lists the variant, else the
- * default list's entry. A variant is missing from the map when it is not a live one of this
- * business, or no list has an entry for it. One query whatever the number of variants; safe
- * inside the caller's transaction.
+ * What a buyer pays now for each variant: its assigned list's entry when that list applies and has
+ * one, else the default list's. Missing from the map: not a live variant here, or no entry. One
+ * query for any number of variants; safe inside the caller's transaction.
  */
 export async function findEffectiveEntries(
   db: Db,

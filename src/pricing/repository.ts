@@ -17,7 +17,6 @@ export async function findDefaultListId(db: Db, businessId: string): Promise<str
   return row.id;
 }
 
-/** Ids among `ids` that are live variants of this business. */
 export async function findLiveVariantIds(db: Db, businessId: string, ids: string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const rows = await db
@@ -30,7 +29,6 @@ export async function findLiveVariantIds(db: Db, businessId: string, ids: string
   return new Set(rows.map((r) => r.id));
 }
 
-/** Ids among `ids` that are live partnerships of this business. */
 export async function findLivePartnershipIds(db: Db, businessId: string, ids: string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const rows = await db
@@ -45,7 +43,7 @@ export async function findLivePartnershipIds(db: Db, businessId: string, ids: st
 
 const ENTRY_CHUNK = 500;
 
-/** Always a new, non-default list; the references were checked by the caller, inside the same transaction. */
+/** Always a new, non-default list; the caller checked the references in the same transaction. */
 export async function insertPriceList(
   db: Db,
   businessId: string,
@@ -71,7 +69,7 @@ export async function insertPriceList(
     })
     .execute();
   const entries = input.entries ?? [];
-  // Chunked so that 10,000 entries stay under both backends' bound-parameter limits.
+  // Chunked under both backends' bound-parameter limits.
   for (let start = 0; start < entries.length; start += ENTRY_CHUNK) {
     await db
       .insertInto('item_list_entries')
@@ -93,10 +91,7 @@ export async function insertPriceList(
   return id;
 }
 
-/**
- * Points each partnership at the list, replacing the list it had. The lists they leave and the
- * buyers they belong to get a new updatedAt, so mirrors polling with updatedSince see the move.
- */
+/** Points each partnership at the list; the lists left and the buyers get a new updatedAt, so `updatedSince` sees the move. */
 export async function assignPriceList(
   db: Db,
   businessId: string,
@@ -140,11 +135,11 @@ export async function assignPriceList(
     .execute();
 }
 
-/** Entries (of live variants) and partnership ids for a set of lists: two queries for any number of lists. */
+/** Entries (of live variants) and partnership ids for any number of lists, in two queries. */
 async function loadListDetails(db: Db, businessId: string, listIds: string[]) {
   if (listIds.length === 0)
     return { entries: [] as EntryRow[], partnerships: [] as Array<{ id: string; item_list_id: string | null }> };
-  // One after another: `db` may be a transaction, one connection that runs one query at a time.
+  // One after another: a transaction's one connection runs one query at a time.
   const entries = await db
     .selectFrom('item_list_entries')
     .innerJoin('item_variants', 'item_variants.id', 'item_list_entries.item_variant_id')

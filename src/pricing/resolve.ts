@@ -1,11 +1,11 @@
 import { multiply } from '../lib/money.ts';
 
-/** The terms of a price list that decide whether, and how, it prices a variant. Decimals as text. */
+/** The terms of a price list that decide whether and how it prices a variant; decimals as text. */
 export interface ListTerms {
   status: string;
   globalPriceFactor: string;
   globalCostFactor: string;
-  /** ISO 8601; null means open-ended. */
+  /** Null: open-ended. */
   startDate: string | null;
   endDate: string | null;
 }
@@ -22,7 +22,6 @@ export interface VariantTerms {
   currency: string;
 }
 
-/** A list with its entry for the variant (null when the list has none). */
 export interface PricingCandidate {
   list: ListTerms;
   entry: EntryTerms | null;
@@ -35,7 +34,7 @@ export interface EffectivePrice {
   currency: string;
 }
 
-/** A list applies when it is ACTIVE and `now` lies within its dates, both ends inclusive. */
+/** ACTIVE, and `now` within its dates, both ends inclusive. */
 export function isListApplicable(list: ListTerms, now: Date): boolean {
   if (list.status !== 'ACTIVE') return false;
   const t = now.getTime();
@@ -44,10 +43,7 @@ export function isListApplicable(list: ListTerms, now: Date): boolean {
   return true;
 }
 
-/**
- * Prices one entry: the override when set, else the variant's price times the price factor;
- * cost is the variant's cost (0 when it has none) times the cost factor. Decimal arithmetic only.
- */
+/** The override when set, else price times the price factor; cost (0 when none) times the cost factor. Decimal only. */
 export function priceEntry(variant: VariantTerms, list: ListTerms, entry: EntryTerms): EffectivePrice {
   return {
     entryId: entry.id,
@@ -57,10 +53,7 @@ export function priceEntry(variant: VariantTerms, list: ListTerms, entry: EntryT
   };
 }
 
-/**
- * The price a buyer pays: its assigned list when that list applies now and has an entry for the
- * variant, otherwise the default list (which always applies). Null when neither has an entry.
- */
+/** The assigned list when it applies now and has an entry, else the default list (always applies); null when neither has one. */
 export function resolveEffectivePrice(
   variant: VariantTerms,
   assigned: PricingCandidate | null,

@@ -6,10 +6,7 @@ import type { CreatePriceListInput, PriceList } from './schema.ts';
 
 export const PRICE_LIST_NOT_FOUND = 'Price list not found';
 
-/**
- * Checks every reference of a new price list (one fieldErrors entry per bad one), then writes it.
- * Foreign ids read exactly like unknown ones, so nothing about other businesses leaks.
- */
+/** Checks every reference of a new price list (one fieldErrors entry each); foreign ids read as unknown, so nothing leaks. */
 export async function createPriceList(ctx: WriteContext, input: CreatePriceListInput): Promise<Written<PriceList>> {
   const { trx: db, businessId, now } = ctx;
   const errors: FieldErrors = {};

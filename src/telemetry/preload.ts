@@ -1,7 +1,6 @@
 /**
- * Loaded before the application with `node --import` (npm start does; see docs/operations.md):
- * starts OpenTelemetry when the OTEL_* variables ask for it, and otherwise does nothing, so that
- * no part of the SDK is loaded. It must come first: an ES module is instrumented as it is imported.
+ * Loaded first with `node --import` (docs/operations.md): starts OpenTelemetry when OTEL_* asks
+ * for it, else loads nothing. It must come first: an ES module is instrumented as it is imported.
  */
 import { tracingWanted } from './settings.ts';
 

@@ -4,7 +4,7 @@ import type { AsyncLocalStorageContextManager } from '@opentelemetry/context-asy
 import type { FastifyRequest } from 'fastify';
 import { REQUEST_TRACE } from './settings.ts';
 
-/** Paths that get no span: probes and scrapes, which load balancers and Prometheus call every few seconds. */
+/** Probes and scrapes get no span. */
 const UNTRACED = new Set(['/livez', '/healthz', '/readyz', '/metrics']);
 
 const pathOf = (url: string) => {
@@ -12,11 +12,7 @@ const pathOf = (url: string) => {
   return query === -1 ? url : url.slice(0, query);
 };
 
-/**
- * A span that keeps its error status but not the error's words: instrumentations set the status
- * message and record exceptions from raw errors (a PostgreSQL error can quote a value), which stay
- * in the log instead.
- */
+/** Keeps a span's error status but not the error's words (a PostgreSQL error can quote a value): those stay in the log. */
 function withoutErrorText(span: Span): void {
   const setStatus = span.setStatus.bind(span);
   span.setStatus = (status) => setStatus({ code: status.code });
@@ -24,16 +20,9 @@ function withoutErrorText(span: Span): void {
 }
 
 /**
- * The SDK's context manager, but a context whose span is not recorded, or the root context, is not
- * entered while no recorded span is active either: the requests that are not sampled run outside
- * any trace, as if tracing were off, and so does background work leaving a trace it is not in
- * (`untraced`). Nothing under such a span would be recorded (statements, Redis commands, `write`
- * and `append events` need a recorded parent), while entering a context costs every request, and
- * on Node 20 turns on a hook for every promise the process makes from then on (decision 0047,
- * "Measured cost"). What an unsampled request passes on, its `traceparent` for the events it
- * writes and the trace of its log lines, it passes explicitly (`requestTraceParent`,
- * `requestTraceFields` in src/telemetry/spans.ts). Made from the classes given, which are imported
- * only when tracing starts.
+ * The SDK's context manager, except that unsampled requests and `untraced` work do not enter a
+ * context: nothing under them is recorded, and entering costs every request (decision 0047). What
+ * such a request passes on it passes explicitly (`requestTraceParent`, `requestTraceFields`).
  */
 export function sampledContextManager(Base: typeof AsyncLocalStorageContextManager, trace: TraceAPI) {
   return class SampledContextManager extends Base {
@@ -53,15 +42,12 @@ export function sampledContextManager(Base: typeof AsyncLocalStorageContextManag
 }
 
 /**
- * Starts the OpenTelemetry SDK for traces only, configured by the standard OTEL_* variables
- * (endpoint, protocol, service name, sampler, resource attributes). What a span may hold is decided
- * here, by construction: requests record their method, route and path, never headers or the query
- * string; PostgreSQL statements their SQL text, never parameter values; Redis commands their name
- * alone. Packages are imported here, not at the top, so that the bundle loads none of them unless
- * tracing is on (an import at the top of a bundled file is hoisted).
+ * Starts the SDK for traces, configured by OTEL_*. A span holds a request's method, route and path
+ * (never headers or query), a statement's SQL (never parameters), a Redis command's name. Packages
+ * are imported inside, so the bundle loads none of them unless tracing is on.
  */
 export async function startTracing(): Promise<void> {
-  // ES modules are instrumented as they are imported, through a loader hook: pg and ioredis only.
+  // ES modules are instrumented through a loader hook as they are imported: pg and ioredis only.
   register('@opentelemetry/instrumentation/hook.mjs', import.meta.url, { data: { include: ['pg', 'ioredis'] } });
   const [
     { trace },
@@ -80,26 +66,22 @@ export async function startTracing(): Promise<void> {
   ]);
   const sdk = new NodeSDK({
     contextManager: new (sampledContextManager(AsyncLocalStorageContextManager, trace))(),
-    // Traces only: metrics are Prometheus's (/metrics), and logs go to stdout.
     metricReaders: [],
     logRecordProcessors: [],
     instrumentations: [
       new FastifyOtelInstrumentation({
         registerOnInitialization: true,
-        // One span per request. Hooks get none (each would cost more than it tells), and neither does the
-        // handler: its span would start and end with the request's work, and every request, sampled or
-        // not, would pay for it (decision 0047, "Measured cost").
+        // One span per request: hooks and handler get none, as every request would pay for them (decision 0047).
         instrumentHooks: false,
         instrumentHandler: false,
-        // An exception's stack and message stay in the log; the span gets its status (withoutErrorText).
+        // Stack and message stay in the log; the span gets its status.
         recordExceptions: false,
         ignorePaths: (route: { url: string }) => UNTRACED.has(pathOf(route.url)),
         requestHook: (span: Span, request: FastifyRequest) => {
-          // Every request's log line names its trace; only a sampled one's span needs the rest.
           (request as unknown as Record<symbol, unknown>)[REQUEST_TRACE] = span.spanContext();
           if (!span.isRecording()) return;
           withoutErrorText(span);
-          // The plugin records the URL as sent; the query string is left out (cursors, filters).
+          // The query string is left out (cursors, filters).
           span.setAttribute('url.path', pathOf(request.url));
           span.setAttribute('supplyline.request_id', request.id);
           span.updateName(request.routeOptions.url ? `${request.method} ${request.routeOptions.url}` : request.method);
@@ -109,9 +91,9 @@ export async function startTracing(): Promise<void> {
         enhancedDatabaseReporting: false,
         addSqlCommenterCommentToQueries: false,
         enableTraceContextPropagation: false,
-        // A span per pool checkout doubled the spans for little: pool waits are in /metrics.
+        // Pool checkouts get no span: their waits are in /metrics.
         ignoreConnectSpans: true,
-        // Statements outside a request or a webhook attempt (the worker's polling, jobs) make no traces.
+        // Statements outside a request or webhook attempt (polling, jobs) make no traces.
         requireParentSpan: true,
         requestHook: withoutErrorText,
       }),

@@ -1,7 +1,6 @@
 /**
- * Whether the OTEL_* variables ask for traces: an OTLP endpoint is named, and neither
- * OTEL_SDK_DISABLED=true nor OTEL_TRACES_EXPORTER=none says otherwise. Read by the preload, before
- * the application, so that without them no part of the SDK is loaded.
+ * Whether OTEL_* asks for traces: an OTLP endpoint is named and neither OTEL_SDK_DISABLED=true nor
+ * OTEL_TRACES_EXPORTER=none says otherwise. Read by the preload, so without them no SDK is loaded.
  */
 export function tracingWanted(env: NodeJS.ProcessEnv): boolean {
   const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT;
@@ -13,5 +12,5 @@ export function tracingWanted(env: NodeJS.ProcessEnv): boolean {
     .includes('none');
 }
 
-/** Where the request span's context is kept on a Fastify request, for its log line (set in sdk.ts, read in spans.ts). */
+/** Where a Fastify request keeps its span's context, for its log line. */
 export const REQUEST_TRACE = Symbol.for('supplyline.trace');

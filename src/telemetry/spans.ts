@@ -11,20 +11,17 @@ import {
 } from '@opentelemetry/api';
 import { REQUEST_TRACE } from './settings.ts';
 
-/**
- * The application's side of tracing, through `@opentelemetry/api` alone: without the SDK (the
- * preload did not start it) every call here finds no span and does next to nothing.
- */
+/** The application's side of tracing, through `@opentelemetry/api` alone: without the SDK every call is nearly free. */
 const tracer = trace.getTracer('supplyline');
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
-/** A span context as a W3C `traceparent` header: version 00, trace id, span id, flags. */
+/** W3C `traceparent`: version 00, trace id, span id, flags. */
 export function toTraceParent(context: SpanContext): string {
   return `00-${context.traceId}-${context.spanId}-${context.traceFlags & TraceFlags.SAMPLED ? '01' : '00'}`;
 }
 
-/** The active span as a `traceparent`, or null when there is none (no SDK, or work outside any request). */
+/** The active span as a `traceparent`, or null. */
 export function activeTraceParent(): string | null {
   const span = trace.getActiveSpan();
   if (!span) return null;
@@ -32,11 +29,7 @@ export function activeTraceParent(): string | null {
   return trace.isSpanContextValid(context) ? toTraceParent(context) : null;
 }
 
-/**
- * Runs `work` in a child span of the active span, when there is one and it is sampled; otherwise
- * just runs it (no SDK, an unsampled request, a job, the CLI). A failure marks the span, without its
- * message: what an error says stays in the log.
- */
+/** Runs `work` in a child span when the active span is sampled; a failure marks it, without the message. */
 export async function inChildSpan<T>(name: string, attributes: Attributes, work: () => Promise<T>): Promise<T> {
   if (!trace.getActiveSpan()?.isRecording()) return work();
   return tracer.startActiveSpan(name, { attributes }, (span) => settle(span, work()));
@@ -54,9 +47,8 @@ async function settle<T>(span: Span, outcome: Promise<T>): Promise<T> {
 }
 
 /**
- * Runs one webhook attempt in a span of its own, a child of the span that appended its event
- * (`traceParent`, stored with the event), so that the trace goes from the request to the delivery.
- * `work` gets the attempt's own `traceparent` to send, or null when there is nothing to join.
+ * One webhook attempt in a child of the span that appended its event, so the trace runs from
+ * request to delivery. `work` gets the `traceparent` to send, or null.
  */
 export async function inAttemptSpan<T>(
   traceParent: string | null,
@@ -78,36 +70,27 @@ export async function inAttemptSpan<T>(
   });
 }
 
-/**
- * Runs `work` outside any trace: background work that a request merely woke (the webhook worker's
- * pass, an import) must not be counted in that request's trace.
- */
+/** Background work a request merely woke (webhook pass, import) stays out of that request's trace. */
 export function untraced<T>(work: () => T): T {
   return contexts.with(ROOT_CONTEXT, work);
 }
 
-/*
- * A request that is not sampled runs outside any trace (src/telemetry/sdk.ts), so what it passes on
- * is taken from the request itself, where the request span's context is kept.
- */
+// An unsampled request runs outside any trace (sdk.ts), so what it passes on comes from the request.
 const requestTrace = (request: object) => (request as Record<symbol, SpanContext | undefined>)[REQUEST_TRACE];
 
-/** The trace a Fastify request belongs to, for its log lines: `trace_id`, `span_id`, or nothing. */
+/** `trace_id` and `span_id` of a Fastify request, for its log lines. */
 export function requestTraceFields(request: object): { trace_id?: string; span_id?: string } {
   const context = requestTrace(request);
   return context ? { trace_id: context.traceId, span_id: context.spanId } : {};
 }
 
-/** The request span as a `traceparent`, sampled or not, for the events its writes append; null without tracing. */
+/** The request span as a `traceparent`, sampled or not, for its events; null without tracing. */
 export function requestTraceParent(request: object): string | null {
   const context = requestTrace(request);
   return context ? toTraceParent(context) : null;
 }
 
-/**
- * pino's mixin: every log line written while a span is active carries its `trace_id` and `span_id`
- * (a line that names them itself keeps its own).
- */
+/** pino's mixin: log lines carry the active span's `trace_id` and `span_id` unless they name their own. */
 export function activeTraceFields(merged: object): { trace_id?: string; span_id?: string } {
   if ('trace_id' in merged) return {};
   const span = trace.getActiveSpan();
@@ -116,7 +99,7 @@ export function activeTraceFields(merged: object): { trace_id?: string; span_id?
   return trace.isSpanContextValid(context) ? { trace_id: context.traceId, span_id: context.spanId } : {};
 }
 
-/** Sends the spans still buffered, before the process exits (src/server.ts); nothing without the SDK. */
+/** Flushes buffered spans before exit; nothing without the SDK. */
 export async function flushTraces(): Promise<void> {
   const provider = trace.getTracerProvider() as { getDelegate?: () => { forceFlush?: () => Promise<void> } };
   await provider.getDelegate?.().forceFlush?.();

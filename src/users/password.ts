@@ -1,10 +1,8 @@
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 
 /**
- * scrypt with N=2^17, r=8, p=1: 128 MiB and a few hundred milliseconds per hash, by design.
- * PASSWORD_HASH_COST (log2 N, 14 to 20) changes N for new hashes; the test scripts lower it, as a
- * suite that signs in hundreds of times would otherwise spend minutes hashing. A stored hash names
- * its own N, so hashes of any cost keep verifying.
+ * scrypt with N=2^17, r=8, p=1 (128 MiB per hash, slow by design). PASSWORD_HASH_COST (log2 N,
+ * 14 to 20) sets N for new hashes (test scripts lower it); a stored hash names its own N.
  */
 const N_LOG2 = costOf(process.env.PASSWORD_HASH_COST);
 const R = 8;
@@ -12,7 +10,7 @@ const P = 1;
 const KEY_LENGTH = 32;
 const MAXMEM = 256 * 1024 * 1024;
 
-/** PASSWORD_HASH_COST as log2 N: 17 when unset; throws a message naming the range otherwise. */
+/** log2 N: 17 when unset; throws naming the range otherwise. */
 export function costOf(raw: string | undefined): number {
   if (raw === undefined || raw === '') return 17;
   const cost = Number(raw);
@@ -45,8 +43,8 @@ export async function verifyPassword(password: string, stored: string): Promise<
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 
-/** What a missing user's sign-in is checked against: the same work as a real one, and never a match. */
+/** A missing user's sign-in is checked against this: the same work, never a match. */
 export const DUMMY_HASH = `scrypt$${N_LOG2}$${R}$${P}$c3VwcGx5bGluZS1kdW1teQ==$3Sk5lh4o5l0wF5mMZk5jD9m8Qd7a0cYh0r3xg8uQm1Q=`;
 
-/** A password the CLI makes for a new user: 20 characters from 120 random bits. */
+/** For a new user made by the CLI: 20 characters from 120 random bits. */
 export const generatePassword = (): string => randomBytes(15).toString('base64url');

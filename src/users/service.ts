@@ -17,7 +17,7 @@ export interface NewUser {
   password?: string;
 }
 
-/** Adds a user to the context's business; the password (given or generated) is returned once and stored only as its scrypt hash. */
+/** The password (given or generated) is returned once and stored only as its scrypt hash. */
 export async function createUser(ctx: WriteContext, input: NewUser) {
   const email = input.email.trim().toLowerCase();
   const name = input.name.trim();
@@ -79,10 +79,8 @@ export async function updateUser(
 }
 
 /**
- * Sets a user's password (stored only as its scrypt hash) and ends their sessions: every one, or
- * every one but `keepSession` (a session's id hash: the user changing their own). The event
- * (`user.password_changed`, or `user.password_reset` when another user set it) carries the user
- * as lists show them, never a password or hash; the audit trail keeps it.
+ * Sets a password (stored as its scrypt hash) and ends the user's sessions, all or all but
+ * `keepSession` (the user changing their own). The event names the user, never a password or hash.
  */
 export async function setPassword(ctx: WriteContext, id: string, password: string, keepSession?: string) {
   const row = await findUser(ctx.trx, ctx.businessId, id);

@@ -15,7 +15,7 @@ export type Outcome = 'succeeded' | 'failed' | 'gone';
 export interface Attempted {
   claim: Claim;
   result: SendResult;
-  /** No attempt is left whatever the answer (the event is no longer retained). */
+  /** No attempt is left whatever the answer. */
   final: boolean;
 }
 
@@ -29,17 +29,15 @@ export interface OutcomeRecorderDeps {
   config: WebhookConfig;
   log: FastifyBaseLogger;
   attempts?: Counter<'outcome'>;
-  /** Deliveries that ended (no retry left to make), by how: succeeded, failed, gone. */
+  /** Deliveries that ended, by outcome. */
   deliveries?: Counter<'outcome'>;
   /** After a batch is recorded; `failures` when one of them has a retry to time. */
   recorded(failures: boolean): void;
 }
 
 /**
- * Records attempts' outcomes in batches: up to 64 at once, or 5 ms after the first, one transaction
- * per business, one batch after another. Successes (most outcomes) are one statement per claim
- * batch and releases one per endpoint, so a batch of 64 costs a handful of round trips rather
- * than two per delivery.
+ * Records attempts' outcomes in batches, one transaction per business, one batch at a time:
+ * successes take one statement per batch and releases one per endpoint, not two per delivery.
  */
 export function createOutcomeRecorder(deps: OutcomeRecorderDeps) {
   const { writes, config, log } = deps;
@@ -47,8 +45,7 @@ export function createOutcomeRecorder(deps: OutcomeRecorderDeps) {
   let unrecorded = 0;
   let timer: NodeJS.Timeout | undefined;
   let flushing: Promise<void> = Promise.resolve();
-  // Closed when the worker stops: the database may close next, so an attempt that ends later is
-  // not recorded (its claim's lease brings the delivery back to any instance).
+  // Closed when the worker stops, as the database may close next; later outcomes are left to the leases.
   let closed = false;
 
   function add(attempted: Attempted): void {
@@ -87,10 +84,7 @@ export function createOutcomeRecorder(deps: OutcomeRecorderDeps) {
     });
   }
 
-  /**
-   * Writes each attempt, its delivery's next state, the next delivery of its resource, and the
-   * endpoints' health; answers the outcomes of the deliveries that ended.
-   */
+  /** Writes each attempt, its delivery's next state, its resource's next delivery and endpoint health. */
   async function record(ctx: WriteContext, batch: Attempted[]): Promise<Outcome[]> {
     const ended: Outcome[] = [];
     const { trx, now } = ctx;
@@ -98,8 +92,7 @@ export function createOutcomeRecorder(deps: OutcomeRecorderDeps) {
     const attemptRows: unknown[][] = [];
     await lockEndpoints(trx, [...new Set(batch.map((o) => o.claim.endpoint_id))]);
     const decided = batch.map((o) => ({ ...o, outcome: outcomeOf(o.result) }));
-    // Only while the lease token still matches: a delivery another instance took over (this one
-    // outlived its lease) keeps that instance's outcome.
+    // Only while the lease token matches: a delivery another instance took over keeps its outcome.
     const succeeded = new Set<string>();
     for (const [token, group] of groupBy(
       decided.filter((o) => o.outcome === 'succeeded'),
@@ -221,18 +214,18 @@ export function createOutcomeRecorder(deps: OutcomeRecorderDeps) {
 
   return {
     add,
-    /** Attempts sent but not yet recorded (the worker bounds them, so a slow database slows claiming). */
+    /** Sent but not yet recorded; the worker bounds them, so a slow database slows claiming. */
     get unrecorded(): number {
       return unrecorded;
     },
-    /** Records what waits now, and resolves when every batch so far is recorded. */
+    /** Resolves when every batch so far is recorded. */
     drain(): Promise<void> {
       clearTimeout(timer);
       timer = undefined;
       flush();
       return flushing;
     },
-    /** Records nothing more, and resolves when what was being recorded is. */
+    /** Records nothing more; resolves when what was under way is recorded. */
     close(): Promise<void> {
       closed = true;
       clearTimeout(timer);

@@ -16,9 +16,8 @@ export interface ClaimedEndpoint {
 }
 
 /**
- * What a batch of claims needs before it is sent: each event's body, exactly as the feed shows it
- * (one read per business), and each endpoint with its secrets (one read, so a rotation or a new URL
- * applies to the next claim; secrets are decrypted once and kept).
+ * What a batch of claims needs: each event's body as the feed shows it, and each endpoint with its
+ * secrets (read per batch, so a rotation applies to the next claim; decrypted once and kept).
  */
 export function createPayloadLoader(
   db: Kysely<Database>,
@@ -37,7 +36,7 @@ export function createPayloadLoader(
     return plain;
   }
 
-  /** Each claim's body, and the `traceparent` its event was appended under (src/telemetry), where there is one. */
+  /** Each claim's body, and its event's `traceparent` where there is one. */
   async function bodies(claims: Claim[], traceParents: Map<string, string>): Promise<Map<string, string>> {
     const found = new Map<string, string>();
     for (const [businessId, group] of groupBy(
@@ -82,7 +81,7 @@ export function createPayloadLoader(
           secrets: [openSecret(row.secret), ...(row.previous_secret ? [openSecret(row.previous_secret)] : [])],
         });
       } catch (error) {
-        // A secret no key of SECRET_KEY opens: this endpoint's deliveries wait (their leases lapse), the batch's others go.
+        // A secret SECRET_KEY cannot open: this endpoint's deliveries wait (leases lapse), the others go.
         onUnreadable(row.id, error);
       }
     }
@@ -93,7 +92,6 @@ export function createPayloadLoader(
     async load(claims: Claim[]) {
       const traceParents = new Map<string, string>();
       const [found, byId] = await Promise.all([bodies(claims, traceParents), endpoints(claims)]);
-      // An endpoint a key without margin:read set up gets its events without cost fields.
       for (const claim of claims) {
         const body = found.get(claim.id);
         if (body !== undefined && byId.get(claim.endpoint_id)?.row.hides_margin)
@@ -104,7 +102,7 @@ export function createPayloadLoader(
   };
 }
 
-/** Standard Webhooks headers for one attempt: both secrets sign while a rotation's grace period runs. */
+/** Standard Webhooks headers: both secrets sign during a rotation's grace period. */
 export function signedHeaders(
   endpoint: ClaimedEndpoint,
   eventId: string,

@@ -11,11 +11,10 @@ import { readJson } from '../lib/json.ts';
 import type { WriteContext } from '../write/runner.ts';
 import type { DeliveryStatus } from './table.ts';
 
-/** Events read from the log per endpoint and pass. */
 const QUEUE_BATCH = 500;
 const ACTIVE: DeliveryStatus[] = ['queued', 'pending', 'delivering'];
 
-/** An endpoint's types as the feed's filter: empty or `*` takes all, `order.*` every order event. */
+/** Empty or `*` takes all types. */
 function endpointFilter(eventTypes: unknown): Filters {
   const types = readJson<string[]>(eventTypes) ?? [];
   return types.length === 0 || types.includes('*') ? {} : { types };
@@ -30,11 +29,9 @@ interface EventHead {
 }
 
 /**
- * Queues deliveries of `heads` to an endpoint. A resource's deliveries go one at a time: one
- * whose resource already has a delivery queued, pending or in flight waits as `queued`, and is
- * made pending when the one before it succeeds or runs out of attempts (`finishDelivery`), so an
- * endpoint never receives an event of a resource before the earlier ones, and other resources do
- * not wait.
+ * Queues deliveries of `heads` to an endpoint. A resource's deliveries go one at a time: one whose
+ * resource has an active delivery waits as `queued` until that one finishes (`finishDelivery`), so
+ * an endpoint gets a resource's events in order while other resources do not wait.
  */
 async function queueDeliveries(
   ctx: WriteContext,
@@ -83,11 +80,7 @@ async function queueDeliveries(
   return rows.length;
 }
 
-/**
- * The next events after `after` (up to `bound`) that the endpoint takes, at most a batch, through
- * the feed's own filtered read (src/events/repository.ts), and the sequence they take it to: the
- * last one's when the batch is full, else `bound`, past the events the types skip.
- */
+/** The endpoint's next events after `after`, at most a batch, and the sequence they reach (past skipped types). */
 async function eventHeads(
   db: Db,
   businessId: string,
@@ -103,11 +96,9 @@ async function eventHeads(
 }
 
 /**
- * Locks endpoints' rows until the transaction ends, waiting for them, in id order (so that two
- * batches never wait on each other in a circle). Whatever changes an endpoint's deliveries after
- * they were queued (an outcome that releases the next delivery of a resource, a status change)
- * takes its endpoint's row first: queueing holds that row too, so a delivery is never queued
- * behind one that finishes, unseen, in a concurrent transaction (it would wait forever).
+ * Locks endpoints' rows, in id order so batches never wait in a circle. Whatever changes an
+ * endpoint's deliveries takes its row first, and so does queueing, so a delivery is never queued
+ * behind one that finishes unseen in a concurrent transaction (it would wait forever).
  */
 export async function lockEndpoints(db: Db, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
@@ -121,13 +112,9 @@ export async function lockEndpoints(db: Db, ids: string[]): Promise<void> {
   ).execute();
 }
 
-/**
- * What queueing answers when the endpoint's row is held by another transaction (another instance
- * queueing it, or an outcome batch, on PostgreSQL): not "nothing to do", but "look again shortly".
- */
+/** Queueing's answer when another transaction holds the endpoint's row: "look again shortly". */
 export const ENDPOINT_HELD = -1;
 
-/** Takes the endpoint's row for this transaction; on PostgreSQL, skips it when another instance holds it. */
 async function lockEndpoint(db: Db, id: string) {
   return forUpdateSkipLocked(
     db,
@@ -136,10 +123,9 @@ async function lockEndpoint(db: Db, id: string) {
 }
 
 /**
- * Queues the deliveries of the next events of the log for an endpoint, up to 500, and moves its
- * cursor past them. Only one instance does this for an endpoint at a time (the row is locked,
- * and skipped by others), and sequences become visible in order, so no event is queued twice or
- * passed over. Returns how many events it looked at (0: nothing more to do now).
+ * Queues deliveries of the log's next events for an endpoint and moves its cursor past them. One
+ * instance at a time holds the endpoint's row, and sequences become visible in order, so no event
+ * is queued twice or passed over. Returns how many events it looked at (0: nothing to do now).
  */
 export async function queueFromLog(ctx: WriteContext, endpointId: string): Promise<number> {
   const endpoint = await lockEndpoint(ctx.trx, endpointId);
@@ -160,7 +146,7 @@ export async function queueFromLog(ctx: WriteContext, endpointId: string): Promi
   return until - cursor;
 }
 
-/** As `queueFromLog`, for a replay: its range's events again, 500 per pass, in order. */
+/** As `queueFromLog`, for a replay's range. */
 export async function queueFromReplay(ctx: WriteContext, replayId: string): Promise<number> {
   const replay = await ctx.trx
     .selectFrom('webhook_replays')
@@ -189,10 +175,7 @@ export async function queueFromReplay(ctx: WriteContext, replayId: string): Prom
   return Math.max(1, until - cursor);
 }
 
-/**
- * The worker's list of work across businesses: endpoints with events to queue, open replays, and
- * every business with an enabled endpoint (`watched`: only their commits need to wake the worker).
- */
+/** The worker's work across businesses; `watched`: businesses whose commits should wake it. */
 export async function queueWork(db: Db) {
   const enabled = await db
     .selectFrom('webhook_endpoints as e')
@@ -216,16 +199,14 @@ export async function queueWork(db: Db) {
 }
 
 /**
- * Brings the planner's statistics of the deliveries table up to date. A replay or a burst of writes
- * can queue thousands of deliveries in a second, and autovacuum looks at a table only once a
- * minute: until then PostgreSQL takes the table for as small as it was and picks plans that read
- * every queued delivery per statement, which slowed a replay down severalfold.
+ * A replay can queue many deliveries faster than autovacuum looks, and PostgreSQL then plans for the
+ * small table it saw, reading every queued delivery per statement.
  */
 export async function refreshStatistics(db: Db): Promise<void> {
   await analyzeTable(db, 'webhook_deliveries');
 }
 
-/** A test event's delivery: its body is kept with it, and it waits for nothing. */
+/** A test event's delivery: its body kept with it, waiting for nothing. */
 export async function queueTestDelivery(
   ctx: WriteContext,
   endpointId: string,
@@ -269,9 +250,8 @@ export interface Claim {
 }
 
 /**
- * Claims up to `limit` due deliveries of enabled endpoints, with a lease until `leaseUntil`: one
- * statement, in which PostgreSQL skips rows another instance is claiming (`for update skip
- * locked`). A delivery whose lease ran out (its instance died) is due again.
+ * Claims due deliveries of enabled endpoints under a lease, in one statement (PostgreSQL skips
+ * rows others are claiming). A delivery whose lease ran out (its instance died) is due again.
  */
 export async function claimDeliveries(db: Db, now: string, leaseUntil: string, limit: number): Promise<Claim[]> {
   const token = newId('whd');
@@ -287,11 +267,7 @@ export async function claimDeliveries(db: Db, now: string, leaseUntil: string, l
   return rows;
 }
 
-/**
- * When the next delivery of an enabled endpoint falls due (a retry, or a lease running out), if
- * any. A paused endpoint's backlog is not due: counting it kept the worker waking at its shortest
- * interval with nothing to send.
- */
+/** When the next delivery of an enabled endpoint falls due; a paused endpoint's backlog is not due. */
 export async function nextDue(db: Db): Promise<string | null> {
   const { rows } = await sql<{ due: Date | string }>`select d.due_at as due from webhook_deliveries d
     join webhook_endpoints e on e.id = d.endpoint_id
@@ -300,11 +276,7 @@ export async function nextDue(db: Db): Promise<string | null> {
   return rows.length === 0 ? null : new Date(rows[0].due).toISOString();
 }
 
-/**
- * The next delivery of each of these resources may go now that the one before it finished: one
- * statement for all of an endpoint's resources. A resource's next is its queued delivery with no
- * queued one before it (lowest sequence, then id).
- */
+/** Makes each resource's next queued delivery (lowest sequence, then id) pending, once the one before finished. */
 export async function releaseNext(db: Db, endpointId: string, resourceKeys: string[], now: string): Promise<void> {
   if (resourceKeys.length === 0) return;
   await sql`update webhook_deliveries set status = 'pending', due_at = ${now}
@@ -315,7 +287,7 @@ export async function releaseNext(db: Db, endpointId: string, resourceKeys: stri
             and (e.sequence < d.sequence or (e.sequence = d.sequence and e.id < d.id))))`.execute(db);
 }
 
-/** Drops an endpoint's backlog: what is queued or pending is cancelled (deliveries in flight finish). */
+/** Cancels what is queued or pending; deliveries in flight finish. */
 export async function cancelBacklog(db: Db, endpointId: string, now: string): Promise<void> {
   await db
     .updateTable('webhook_deliveries')
@@ -325,7 +297,6 @@ export async function cancelBacklog(db: Db, endpointId: string, now: string): Pr
     .execute();
 }
 
-/** Finished deliveries older than `before` go, with their attempts, in batches. */
 export async function purgeDeliveriesBefore(db: Db, before: string, batch = 5_000): Promise<number> {
   let total = 0;
   for (;;) {

@@ -6,7 +6,7 @@ import { forUpdate } from '../db/dialect.ts';
 import { toDelivery, toEndpoint } from './mapper.ts';
 import type { DeliveryStatus } from './table.ts';
 
-/** A live endpoint's row (deleted ones are gone to every reader), or undefined; with `lock`, locked until the transaction ends. */
+/** A live endpoint's row; with `lock`, locked until the transaction ends. */
 export async function findEndpointRow(db: Db, businessId: string, id: string, lock = false) {
   const query = db
     .selectFrom('webhook_endpoints')
@@ -19,7 +19,7 @@ export async function findEndpointRow(db: Db, businessId: string, id: string, lo
 
 export type EndpointRow = NonNullable<Awaited<ReturnType<typeof findEndpointRow>>>;
 
-/** A page of the business's live endpoints, oldest first (by id, which grows with time), by number or after a cursor's place. */
+/** Live endpoints, oldest first (ids grow with time). */
 export async function listEndpoints(
   db: Db,
   businessId: string,
@@ -53,7 +53,6 @@ export interface DeliveryFilter {
   limit: number;
 }
 
-/** An endpoint's deliveries, oldest first (or newest first), each with its attempts. */
 export async function listDeliveries(db: Db, businessId: string, endpointId: string, filter: DeliveryFilter) {
   let query = db
     .selectFrom('webhook_deliveries')

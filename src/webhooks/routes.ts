@@ -39,10 +39,8 @@ export async function webhookRoutes(
   deps: RouteDeps & { webhooks: WebhookSettings; clock: () => number; kick: () => void },
 ) {
   const { db, runWrite, writes, cursors, webhooks: settings, clock, kick } = deps;
-  // Test events and replays are queued without an event of their own, and a new or re-enabled
-  // endpoint is not yet among the businesses the worker watches: after any successful change the
-  // worker is told at once.
-  // The hook is the whole /api/v1 scope's, so it looks at the route.
+  // Test events, replays and newly enabled endpoints raise no event the worker would see: tell it
+  // after any successful change. The hook is the whole /api/v1 scope's, so it checks the route.
   app.addHook('onResponse', (request, reply, done) => {
     if (
       request.method !== 'GET' &&
@@ -142,7 +140,7 @@ export async function webhookRoutes(
       },
     },
     async (request, reply) => {
-      // DELETE takes no Idempotency-Key (a repeat is a 404): the runner without the replay store.
+      // DELETE takes no Idempotency-Key (a repeat is a 404).
       await writes.run(writeScopeOf(request), (ctx) => deleteEndpoint(ctx, request.params.id));
       return reply.code(204).send(null);
     },
@@ -177,7 +175,6 @@ export async function webhookRoutes(
     '/webhook-endpoints/:id/test',
     {
       config,
-      // It takes no body: none, or `{}`; anything else is a mistake worth saying.
       preValidation: async (request) => {
         const { body } = request as { body: unknown };
         if (

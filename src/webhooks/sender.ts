@@ -2,10 +2,9 @@ import http from 'node:http';
 import https from 'node:https';
 import { BlockedAddressError, checkLiteralHost, guardedLookup } from './address.ts';
 
-/** What one attempt came to: the receiver's status (null when none came), the start of its body, and why not, if it failed. */
+/** One attempt's result: status (null when none came), the start of the body, and the error, if any. */
 export interface SendResult {
   status: number | null;
-  /** The first 1 KiB of the response body. */
   body: string | null;
   latencyMs: number;
   /** Seconds from a 429's or 503's Retry-After. */
@@ -22,7 +21,7 @@ const BODY_KEPT = 1024;
 /** Read at most this much of a response, so the connection can be kept; beyond, it is closed. */
 const BODY_READ = 64 * 1024;
 
-/** Retry-After as seconds: a number of seconds or an HTTP date; null when absent or unreadable. */
+/** Seconds or an HTTP date; null when absent or unreadable. */
 export function retryAfterSeconds(value: string | undefined, now = Date.now()): number | null {
   if (value === undefined) return null;
   if (/^\s*\d{1,9}\s*$/.test(value)) return Number(value);
@@ -31,9 +30,8 @@ export function retryAfterSeconds(value: string | undefined, now = Date.now()): 
 }
 
 /**
- * Posts deliveries. Redirects are never followed (node:http does not), the whole attempt has one
- * time limit, and unless private networks are allowed, only https to public addresses: IP
- * literals are checked here, names when the socket resolves them (src/webhooks/address.ts).
+ * Posts deliveries: no redirects, one time limit per attempt, and unless private networks are
+ * allowed only https to public addresses (literals checked here, names at resolve, address.ts).
  */
 export function createSender(options: SenderOptions) {
   const lookup = options.allowPrivateNetworks ? undefined : guardedLookup;

@@ -19,9 +19,8 @@ export interface WebhookSettings {
 }
 
 /**
- * Refuses, when the endpoint is saved, what can never be delivered: another scheme than https
- * (http too with private networks allowed), credentials in the URL, a fragment, or an IP literal
- * that is private or reserved. Names are checked on every delivery, on the address connected to.
+ * Refuses at save what can never be delivered: a scheme other than https (or http with private
+ * networks allowed), credentials, a fragment, or a non-public IP literal. Names are checked at delivery.
  */
 function checkUrl(raw: string, settings: WebhookSettings): void {
   let url: URL;
@@ -43,7 +42,7 @@ function checkUrl(raw: string, settings: WebhookSettings): void {
   }
 }
 
-/** The endpoint, its row locked for the write first (src/webhooks/queue.ts, lockEndpoints, says why). */
+/** The endpoint, its row locked first (see lockEndpoints in queue.ts). */
 async function liveEndpoint(ctx: WriteContext, id: string): Promise<EndpointRow> {
   const row = await findEndpointRow(ctx.trx, ctx.businessId, id, true);
   if (!row) throw notFound(ENDPOINT_NOT_FOUND);
@@ -52,10 +51,7 @@ async function liveEndpoint(ctx: WriteContext, id: string): Promise<EndpointRow>
 
 const reload = async (ctx: WriteContext, id: string) => toEndpoint(await liveEndpoint(ctx, id), ctx.now);
 
-/**
- * Creates an endpoint and its secret; deliveries start with the events after this write. A key
- * without margin:read makes an endpoint whose deliveries leave out cost fields (`hidesMargin`).
- */
+/** Deliveries start after this write; a key without margin:read makes an endpoint without cost fields. */
 export async function createEndpoint(
   ctx: WriteContext,
   input: CreateWebhookEndpointInput,
@@ -90,7 +86,6 @@ export async function createEndpoint(
   return { endpoint, secret };
 }
 
-/** The event of a status change: `.paused` and `.disabled` by name, anything else `.updated`. */
 function changeEvent(before: WebhookEndpoint, after: WebhookEndpoint) {
   if (after.status !== before.status && (after.status === 'paused' || after.status === 'disabled')) {
     return { ...updatedEvent('webhook_endpoint', before, after), type: `webhook_endpoint.${after.status}` };
@@ -99,10 +94,8 @@ function changeEvent(before: WebhookEndpoint, after: WebhookEndpoint) {
 }
 
 /**
- * Sets an endpoint's status, as a user or the service does: disabling drops its backlog;
- * enabling a disabled endpoint starts from the next event (older ones can be replayed), enabling a
- * paused one goes on from where it stopped; either way its failure window starts again. Pausing
- * or disabling keeps `failing_since`, which says why.
+ * Disabling drops the backlog; enabling a disabled endpoint starts from the next event, a paused one
+ * goes on where it stopped; either way its failure window restarts. `failing_since` stays, as the reason.
  */
 export async function setStatus(
   ctx: WriteContext,
@@ -117,7 +110,7 @@ export async function setStatus(
   return status === 'enabled' ? { status, failing_since: null } : { status };
 }
 
-/** Changes an endpoint; a key without margin:read hides the margin from its deliveries from now on (never the reverse). */
+/** A key without margin:read hides the margin from now on (never the reverse). */
 export async function updateEndpoint(
   ctx: WriteContext,
   id: string,
@@ -145,7 +138,7 @@ export async function updateEndpoint(
   return after;
 }
 
-/** The service pauses (failures for too long) or disables (410 Gone) an endpoint, as its own write. */
+/** The service pauses (failing too long) or disables (410 Gone) an endpoint, as its own write. */
 export async function changeStatusBySystem(
   ctx: WriteContext,
   id: string,
@@ -174,7 +167,7 @@ export async function deleteEndpoint(ctx: WriteContext, id: string): Promise<voi
   ctx.emit(namedEvent('webhook_endpoint', 'deleted', object));
 }
 
-/** A new secret; the previous one keeps signing beside it for `graceSeconds`. */
+/** The previous secret keeps signing beside the new one for `graceSeconds`. */
 export async function rotateSecret(ctx: WriteContext, id: string, graceSeconds: number, settings: WebhookSettings) {
   const row = await liveEndpoint(ctx, id);
   const before = toEndpoint(row, ctx.now);
@@ -195,7 +188,7 @@ export async function rotateSecret(ctx: WriteContext, id: string, graceSeconds: 
   return { endpoint, secret };
 }
 
-/** Queues a `webhook.test` event to this endpoint only; it is not part of the log. */
+/** Queues a `webhook.test` event to this endpoint only, outside the log. */
 export async function sendTestEvent(ctx: WriteContext, id: string) {
   const row = await liveEndpoint(ctx, id);
   const endpoint = toEndpoint(row, ctx.now);
@@ -217,7 +210,7 @@ export async function sendTestEvent(ctx: WriteContext, id: string) {
   return { deliveryId, eventId, endpointStatus: row.status };
 }
 
-/** Queues the events after `after` up to `until` again, in order; the worker reads them from the log 500 at a time. */
+/** Queues the events after `after` up to `until` again, in order. */
 export async function replayRange(ctx: WriteContext, id: string, after: number, until: number) {
   const endpoint = await liveEndpoint(ctx, id);
   const { oldest, latest } = await sequenceRange(ctx.trx, ctx.businessId);

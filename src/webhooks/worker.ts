@@ -35,20 +35,18 @@ export interface WorkerDeps {
   registry?: Registry;
 }
 
-/** Longest wait between two looks at the queue: retries and other instances' leases are found so. */
+/** Longest wait between looks at the queue: retries and other instances' lapsed leases are found so. */
 const IDLE_MS = 1000;
-/** When an endpoint's row was held by another transaction: how soon to look again. */
 const HELD_RETRY_MS = 20;
 /** Events queued after which the deliveries table's statistics are refreshed, at most every STATISTICS_MS. */
 const STATISTICS_AFTER = 1000;
 const STATISTICS_MS = 30_000;
 
 /**
- * Webhook delivery, inside every server instance. One loop queues deliveries from the event log
- * (woken by commits on any instance, through the EventBus), claims due deliveries with a lease,
- * and sends up to `concurrency` at a time; outcomes are recorded in batches (src/webhooks/outcomes.ts)
- * through the write runner. Several instances share the queue: claims skip each other's rows, and a
- * dead instance's claims fall due again when their lease ends (so delivery is at least once).
+ * Webhook delivery, in every server instance: one loop queues deliveries from the event log (woken
+ * by commits through the EventBus), claims due ones under a lease, sends up to `concurrency` at a
+ * time, and records outcomes in batches (outcomes.ts). Instances share the queue; a dead
+ * instance's claims fall due again when their lease ends, so delivery is at least once.
  */
 export function createWebhookWorker(deps: WorkerDeps) {
   const { db, writes, config, clock, log } = deps;
@@ -59,7 +57,7 @@ export function createWebhookWorker(deps: WorkerDeps) {
       "webhook worker: an endpoint's signing secret cannot be opened with SECRET_KEY; its deliveries wait",
     ),
   );
-  // Longer than an attempt can take, with room for recording it; then a dead instance's claim falls due again.
+  // Longer than an attempt plus recording it; then a dead instance's claim falls due again.
   const leaseMs = 2 * config.timeoutMs + 5_000;
   const passes =
     deps.registry &&
@@ -88,29 +86,26 @@ export function createWebhookWorker(deps: WorkerDeps) {
         labelNames: ['outcome'],
         registers: [deps.registry],
       }),
-    // A failure has a retry to time: a full pass sets the timer; otherwise just fill the free slots.
+    // A failure has a retry to time, which a full pass does.
     recorded: (failures) => (failures ? kick() : refill()),
   });
-  // Attempts being sent (at most `concurrency`).
   let sending = 0;
   let running = false;
   let again = false;
   let claiming = false;
   let stopped = true;
   let timer: NodeJS.Timeout | undefined;
-  // The pass and the claim under way, which stop() waits for: both use the database.
+  // stop() waits for both: they use the database.
   let pumping: Promise<void> = Promise.resolve();
   let claimingNow: Promise<void> = Promise.resolve();
   let analysedAt = -Infinity;
   let queuedSinceAnalysed = 0;
   const flights = new Set<Promise<void>>();
-  // Businesses with an enabled endpoint, as of the last pass: only their commits wake the worker.
-  // Without this every write of every business cost a pass (four statements), which under load
-  // on SQLite's one connection delayed API requests. An endpoint made through another instance is
-  // found by the next idle pass (at most IDLE_MS); one made here kicks the worker itself.
+  // Businesses with an enabled endpoint: only their commits wake the worker, so other writes cost
+  // no pass. An endpoint made on another instance is found by the next idle pass.
   let watched = new Set<string>();
 
-  /** A full pass: queue from the log and replays, claim, and set the timer for the next due delivery. */
+  /** A full pass: queue from the log and replays, claim, and time the next due delivery. */
   function kick(): void {
     if (stopped) return;
     if (running) {
@@ -118,7 +113,7 @@ export function createWebhookWorker(deps: WorkerDeps) {
       return;
     }
     running = true;
-    // Often woken by a request's commit: the pass is not part of that request's trace.
+    // Not part of the trace of the request whose commit woke it.
     pumping = untraced(pump);
   }
 
@@ -138,10 +133,8 @@ export function createWebhookWorker(deps: WorkerDeps) {
           await claimAndSend();
         } while (again && !stopped);
         const due = await nextDue(db);
-        // Woken while the next due time was read: look again, rather than sleep through a commit
-        // until the idle pass (a lost wake-up, up to IDLE_MS late).
+        // Woken while reading the next due time: look again rather than lose the wake-up.
         if (again && !stopped) continue;
-        // An endpoint held by another transaction (held only for a moment) is looked at again soon.
         wakeAt(Math.min(held ? HELD_RETRY_MS : Infinity, due === null ? IDLE_MS : new Date(due).getTime() - clock()));
         return;
       }
@@ -154,7 +147,7 @@ export function createWebhookWorker(deps: WorkerDeps) {
     }
   }
 
-  /** Queues what the log and replays hold; true when an endpoint's row was held, so the pass must look again soon. */
+  /** True when an endpoint's row was held, so the pass must look again soon. */
   async function queueAll(): Promise<boolean> {
     const work = await queueWork(db);
     watched = work.watched;
@@ -171,7 +164,7 @@ export function createWebhookWorker(deps: WorkerDeps) {
     return held;
   }
 
-  /** Runs a queueing step, 500 events at a time, until it has nothing more; true when the endpoint was held. */
+  /** Runs a queueing step until it has nothing more; true when the endpoint was held. */
   async function drain(businessId: string, step: (ctx: WriteContext) => Promise<number>): Promise<boolean> {
     while (!stopped) {
       const looked = await writes.run({ businessId, actor: SYSTEM }, step);
@@ -182,7 +175,7 @@ export function createWebhookWorker(deps: WorkerDeps) {
     return false;
   }
 
-  /** Claims what fits in the free slots, in one statement, and sends it; stop() waits for it. */
+  /** stop() waits for the claim under way. */
   function claimAndSend(): Promise<void> {
     const claim = claimAndSendNow();
     claimingNow = claim.catch(() => undefined);
@@ -206,7 +199,7 @@ export function createWebhookWorker(deps: WorkerDeps) {
       try {
         loaded = await payloads.load(claims);
       } catch (error) {
-        // Nothing was sent: the slots stay free, and the claims come back when their lease ends.
+        // Nothing was sent: the claims come back when their lease ends.
         log.warn(
           { err: error, deliveries: claims.length },
           "webhook worker: could not load a claim's events or endpoints; its lease will bring it back",
@@ -240,17 +233,16 @@ export function createWebhookWorker(deps: WorkerDeps) {
     }
   }
 
-  /** More work when half the slots are free, without a full pass (deliveries finishing call this). */
+  /** Claims more without a full pass once half the slots are free. */
   function refill(): void {
     if (!stopped && sending <= config.concurrency / 2)
       void claimAndSend().catch((error) => log.warn({ err: error }, 'webhook worker: claim failed'));
   }
 
   /**
-   * Sends one claimed delivery and hands its outcome to the recorder (an endpoint deleted meanwhile:
-   * its lease lapses). The attempt is a span in the trace of the request that appended the event,
-   * and sends that trace on as `traceparent`. The span names the endpoint by id, never by its URL,
-   * which may hold a token.
+   * Sends one claimed delivery (endpoint deleted meanwhile: its lease lapses) in a span of the
+   * appending request's trace, sent on as `traceparent`. The span names the endpoint by id, never
+   * by URL, which may hold a token.
    */
   async function deliver(
     claim: Claim,
@@ -294,7 +286,6 @@ export function createWebhookWorker(deps: WorkerDeps) {
       if (outcome !== 'succeeded') span.setStatus({ code: SpanStatusCode.ERROR });
       return answer;
     });
-    // Recorded in batches of many attempts, outside this one's span.
     outcomes.add({ claim, result, final: false });
   }
 
@@ -305,15 +296,14 @@ export function createWebhookWorker(deps: WorkerDeps) {
       if (!stopped) return;
       stopped = false;
       unlisten.off = deps.events.onNotify((businessId) => {
-        // While a pass runs, `watched` may be about to gain this business: look again after it.
+        // While a pass runs, `watched` may be about to gain this business.
         if (businessId === null || running || watched.has(businessId)) kick();
       });
       kick();
     },
     /**
-     * Stops taking work: waits for the pass and the claim under way, then (up to `waitMs`) for
-     * deliveries in flight to be recorded. Attempts that end later are not recorded: the database
-     * closes next, and their leases bring the deliveries back.
+     * Waits for the pass and claim under way, then up to `waitMs` for in-flight outcomes; later
+     * ones are not recorded, and their leases bring the deliveries back.
      */
     async stop(waitMs = 3000): Promise<void> {
       stopped = true;
@@ -327,7 +317,6 @@ export function createWebhookWorker(deps: WorkerDeps) {
       await outcomes.close();
       sender.close();
     },
-    /** Looks at the queue now (tests, and after a write that queued something). */
     kick,
   };
 }
