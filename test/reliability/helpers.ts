@@ -52,11 +52,15 @@ const exited = (child: ChildProcess) =>
   });
 
 /**
- * Starts `count` servers at once. If one fails to start, the others are killed before the error is
+ * Starts `count` servers at once (with `start`: bundles, say). If one fails to start, the others are killed before the error is
  * thrown: a server left running would hold the test process open, and CI with it.
  */
-export async function startServers(count: number, env: Record<string, string>): Promise<Server[]> {
-  const results = await Promise.allSettled(Array.from({ length: count }, () => startServer(env)));
+export async function startServers(
+  count: number,
+  env: Record<string, string>,
+  start: (env: Record<string, string>) => Promise<Server> = startServer,
+): Promise<Server[]> {
+  const results = await Promise.allSettled(Array.from({ length: count }, () => start(env)));
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (!failed) return results.map((r) => (r as PromiseFulfilledResult<Server>).value);
   await Promise.all(results.map((r) => (r.status === 'fulfilled' ? r.value.kill() : undefined)));

@@ -23,14 +23,15 @@ import {
  * Many operators put PgBouncer in transaction mode in front of PostgreSQL (issue 50). There a
  * session's named statements and LISTEN outlive the transaction that made them, on a server
  * connection the next client may get: every entry point must honour PG_PREPARED_STATEMENTS=off, and
- * the events listener connects past the pooler (LISTEN_DATABASE_URL).
+ * the events listener connects past the pooler (DATABASE_DIRECT_URL). The three instances start
+ * at the same moment, each running the migrations.
  */
 describe('The CLI and three instances through PgBouncer in transaction mode', () => {
   const skip = missing('postgres');
   let database: Awaited<ReturnType<typeof createPgDatabase>> | undefined;
   let bouncer: Awaited<ReturnType<typeof startPgBouncer>> | undefined;
   const servers: Server[] = [];
-  const pooled = () => ({ PG_PREPARED_STATEMENTS: 'off', LISTEN_DATABASE_URL: database!.url });
+  const pooled = () => ({ PG_PREPARED_STATEMENTS: 'off', DATABASE_DIRECT_URL: database!.url });
 
   before(async () => {
     if (skip) return;
