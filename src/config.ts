@@ -18,11 +18,13 @@ export interface Config {
   /** PostgreSQL: name statements (off for a pooler in transaction mode that cannot keep them). */
   readonly pgPreparedStatements: boolean;
   /**
-   * PostgreSQL: where the events listener (LISTEN, one session of its own) connects: straight to
-   * PostgreSQL when DATABASE_URL goes through a pooler in transaction mode, which cannot keep a
-   * LISTEN (LISTEN_DATABASE_URL); DATABASE_URL by default.
+   * PostgreSQL: where the events listener (LISTEN, one session of its own) connects:
+   * LISTEN_DATABASE_URL, else DATABASE_DIRECT_URL (PostgreSQL itself when DATABASE_URL goes through
+   * a pooler in transaction mode, which cannot keep a LISTEN), else DATABASE_URL.
    */
   readonly listenDatabaseUrl: string;
+  /** PostgreSQL: how long a start or a CLI command waits for another instance's migrations (MIGRATION_LOCK_WAIT_SECONDS). */
+  readonly migrationLockWaitMs: number;
   /** Memory for rendered orders (src/orders/render.ts), in MB; 0 turns the cache off. */
   readonly responseCacheMb: number;
   /** How much V8's old generation may grow after a full collection, in percent (0: V8's own factor). */
@@ -177,6 +179,12 @@ function databaseUrl(raw: string | undefined): string {
   return url;
 }
 
+function directUrl(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^postgres(ql)?:\/\/.+/.test(raw)) throw new ConfigError('DATABASE_DIRECT_URL must be a postgres:// URL');
+  return raw;
+}
+
 function metricsToken(raw: string | undefined): string | null {
   if (raw === undefined || raw === '') return null;
   if (raw.length < 16 || !/^[\x21-\x7e]+$/.test(raw))
@@ -214,7 +222,8 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 100 * 1024 * 1024),
     authCacheMs: 4000,
     pgPreparedStatements: flag(env, 'PG_PREPARED_STATEMENTS', true),
-    listenDatabaseUrl: databaseUrl(env.LISTEN_DATABASE_URL || env.DATABASE_URL),
+    listenDatabaseUrl: databaseUrl(env.LISTEN_DATABASE_URL || directUrl(env.DATABASE_DIRECT_URL) || env.DATABASE_URL),
+    migrationLockWaitMs: integer(env, 'MIGRATION_LOCK_WAIT_SECONDS', 60, 1, 86_400) * 1000,
     responseCacheMb: integer(env, 'RESPONSE_CACHE_MB', 32, 0, 4096),
     heapGrowingPercent: integer(env, 'HEAP_GROWING_PERCENT', 50, 0, 1000),
     headersTimeoutMs,

@@ -47,7 +47,7 @@ export async function openDatabase(
 ): Promise<DatabaseHandle> {
   const handle = createDatabase(config.databaseUrl, { prepare: config.pgPreparedStatements, ...options });
   try {
-    await migrateToLatest(handle.db, handle.dialect);
+    await migrateToLatest(handle.db, handle.dialect, undefined, { waitMs: config.migrationLockWaitMs });
   } catch (error) {
     await handle.close();
     throw error;

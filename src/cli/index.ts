@@ -73,13 +73,13 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     }
     // The same two steps as runtime.ts's openDatabase, without importing the HTTP stack it sits
     // next to (a large part of each invocation's start-up), and keeping the list of what ran.
-    const { databaseUrl, pgPreparedStatements } = loadConfig(env);
+    const { databaseUrl, pgPreparedStatements, migrationLockWaitMs } = loadConfig(env);
     if (parsed.command.alone) {
       await parsed.command.alone(databaseUrl, parsed.positionals);
       return 0;
     }
     handle = createDatabase(databaseUrl, { prepare: pgPreparedStatements });
-    const applied = await migrateToLatest(handle.db, handle.dialect);
+    const applied = await migrateToLatest(handle.db, handle.dialect, undefined, { waitMs: migrationLockWaitMs });
     const code = await parsed.command.run!(
       { ...handle, writes: createWriteRunner(handle.db) },
       parsed.values,

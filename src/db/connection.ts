@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely } from 'kysely';
+import { PoolerSafePostgresDialect } from './migration-lock.ts';
 import pg from 'pg';
 import { preparingPool } from './pg-prepared.ts';
 import { postgresSnapshots, sqliteSnapshots, type OpenSnapshot } from './snapshot.ts';
@@ -78,7 +79,7 @@ function openPostgres(url: string, options: DatabaseOptions): { db: Kysely<Datab
   // and the pool drops the broken client when it is released.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const dialect = new PostgresDialect({ pool: preparingPool(pool, { naming: options.prepare !== false }) });
+  const dialect = new PoolerSafePostgresDialect({ pool: preparingPool(pool, { naming: options.prepare !== false }) });
   return { db: new Kysely<Database>({ dialect }), pool };
 }
 

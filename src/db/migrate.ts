@@ -39,6 +39,7 @@ import { apiKeyScopes } from './migrations/0032-api-key-scopes.ts';
 import type { Database, Dialect } from './types.ts';
 import { executedMigrations, hasTable, migratedByNewerRelease, takeBackRenamed } from './migration-history.ts';
 import { earlierInstances } from './instances.ts';
+import { type LockWait, takeMigrationLock, TransactionLockAdapter } from './migration-lock.ts';
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   return {
@@ -105,8 +106,8 @@ export const STOP_FIRST = new Set(['0029-write-clocks', '0030-order-lines-record
 
 /**
  * Losing a start-up race on SQLite shows as a busy database, or as "already exists" when the
- * winner's tables appear under a read that began before its commit. Either way, trying again
- * finds the work done.
+ * winner's tables appear under a read that began before its commit; on PostgreSQL, a deadlock
+ * with another instance's writes. Either way, trying again finds the work done, or does it.
  */
 function isStartupRace(error: unknown): boolean {
   const { code = '', message = '' } = (error ?? {}) as { code?: string; message?: string };
@@ -114,12 +115,48 @@ function isStartupRace(error: unknown): boolean {
 }
 
 /**
- * Brings the schema up to date. On PostgreSQL, Kysely's migrator holds an advisory lock, so
- * instances starting together run each migration once; on SQLite a writer that loses the race
- * retries, and then finds nothing left to do. A migration renamed after databases ran it is taken
- * back first, and a database a newer release migrated is left as it is (src/db/migration-history.ts).
+ * Brings the schema up to date. On PostgreSQL everything runs in one transaction that first takes
+ * the migration lock (src/db/migration-lock.ts), so instances starting together run each migration
+ * once, through a pooler too; on SQLite a writer that loses the race retries, and then finds
+ * nothing left to do. A migration renamed after databases ran it is taken back first, and a
+ * database a newer release migrated is left as it is (src/db/migration-history.ts).
  */
-export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect, upTo?: string): Promise<string[]> {
+export async function migrateToLatest(
+  db: Kysely<Database>,
+  dialect: Dialect,
+  upTo?: string,
+  lock: LockWait = {},
+): Promise<string[]> {
+  if (dialect === 'postgres' && !(db.getExecutor().adapter instanceof TransactionLockAdapter))
+    throw new Error('migrateToLatest needs a PostgreSQL database opened by createDatabase');
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return dialect === 'sqlite' ? await migrate(db, dialect, upTo) : await migrateLocked(db, upTo, lock);
+    } catch (error) {
+      if (attempt >= 5 || !isStartupRace(error)) throw error;
+      await new Promise((r) => setTimeout(r, 100 * attempt));
+    }
+  }
+}
+
+/** PostgreSQL: the migrations in one transaction on one connection, under the migration lock. */
+function migrateLocked(db: Kysely<Database>, upTo: string | undefined, lock: LockWait): Promise<string[]> {
+  return db.connection().execute(async (conn) => {
+    // Read committed: each statement sees what the instance that held the lock before committed.
+    await sql`begin isolation level read committed`.execute(conn);
+    try {
+      await takeMigrationLock(conn, lock);
+      const applied = await migrate(conn, 'postgres', upTo);
+      await sql`commit`.execute(conn);
+      return applied;
+    } catch (error) {
+      await sql`rollback`.execute(conn).catch(() => {});
+      throw error;
+    }
+  });
+}
+
+async function migrate(db: Kysely<Database>, dialect: Dialect, upTo: string | undefined): Promise<string[]> {
   // Kysely looks for its bookkeeping tables in every schema unless told which one; name ours, so
   // that another schema in the same database (another deployment, a test run) is never mistaken for it.
   const migrationTableSchema =
@@ -137,15 +174,18 @@ export async function migrateToLatest(db: Kysely<Database>, dialect: Dialect, up
     migrationTableSchema,
     Object.keys(known).filter((name) => !executed.includes(name) && (upTo === undefined || name <= upTo)),
   );
-  const migrator = new Migrator({ db, migrationTableSchema, provider: { getMigrations: async () => known } });
-  for (let attempt = 1; ; attempt++) {
-    // `upTo` stops after that migration: tests use it to write rows in an older schema.
-    const result: MigrationResultSet =
-      upTo === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(upTo);
-    if (!result.error) return (result.results ?? []).map((r) => r.migrationName);
-    if (attempt >= 5 || !isStartupRace(result.error)) throw result.error;
-    await new Promise((r) => setTimeout(r, 100 * attempt));
-  }
+  const migrator = new Migrator({
+    db,
+    migrationTableSchema,
+    provider: { getMigrations: async () => known },
+    // On PostgreSQL the caller's transaction holds them all.
+    disableTransactions: dialect === 'postgres',
+  });
+  // `upTo` stops after that migration: tests use it to write rows in an older schema.
+  const result: MigrationResultSet =
+    upTo === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(upTo);
+  if (result.error) throw result.error;
+  return (result.results ?? []).map((r) => r.migrationName);
 }
 
 /**

@@ -186,6 +186,15 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({ HEAP_GROWING_PERCENT: '0' }).heapGrowingPercent, 0);
     assert.equal(c.pgPreparedStatements, true);
     assert.equal(loadConfig({ PG_PREPARED_STATEMENTS: 'off' }).pgPreparedStatements, false);
+    assert.equal(c.migrationLockWaitMs, 60_000);
+    assert.equal(loadConfig({ MIGRATION_LOCK_WAIT_SECONDS: '5' }).migrationLockWaitMs, 5000);
+    const [pooled, direct, listen] = ['postgres://h:6432/d', 'postgres://h:5432/d', 'postgres://l:5432/d'];
+    assert.equal(loadConfig({ DATABASE_URL: pooled }).listenDatabaseUrl, pooled);
+    assert.equal(loadConfig({ DATABASE_URL: pooled, DATABASE_DIRECT_URL: direct }).listenDatabaseUrl, direct);
+    assert.equal(
+      loadConfig({ DATABASE_URL: pooled, DATABASE_DIRECT_URL: direct, LISTEN_DATABASE_URL: listen }).listenDatabaseUrl,
+      listen,
+    );
     assert.ok(Object.isFrozen(c));
   });
 
@@ -204,6 +213,8 @@ describe('loadConfig', () => {
       { PG_PREPARED_STATEMENTS: 'maybe' },
       { HEAP_GROWING_PERCENT: '-5' },
       { HEAP_GROWING_PERCENT: '2000' },
+      { MIGRATION_LOCK_WAIT_SECONDS: '0' },
+      { DATABASE_DIRECT_URL: 'sqlite:./x.db' },
     ];
     for (const env of bad) {
       const name = Object.keys(env)[0];

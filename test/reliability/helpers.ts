@@ -52,11 +52,15 @@ const exited = (child: ChildProcess) =>
   });
 
 /**
- * Starts `count` servers at once. If one fails to start, the others are killed before the error is
+ * Starts `count` servers at once (with `start`: bundles, say). If one fails to start, the others are killed before the error is
  * thrown: a server left running would hold the test process open, and CI with it.
  */
-export async function startServers(count: number, env: Record<string, string>): Promise<Server[]> {
-  const results = await Promise.allSettled(Array.from({ length: count }, () => startServer(env)));
+export async function startServers(
+  count: number,
+  env: Record<string, string>,
+  start: (env: Record<string, string>) => Promise<Server> = startServer,
+): Promise<Server[]> {
+  const results = await Promise.allSettled(Array.from({ length: count }, () => start(env)));
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (!failed) return results.map((r) => (r as PromiseFulfilledResult<Server>).value);
   await Promise.all(results.map((r) => (r.status === 'fulfilled' ? r.value.kill() : undefined)));
@@ -274,7 +278,10 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * Debian's PgBouncer (`apt-get install pgbouncer`; .ci/run installs it) in transaction mode in front
  * of PG_URL's server, on a free port, as operators run it: the URL of `database` through it.
  */
-export async function startPgBouncer(database: string): Promise<{ url: string; stop(): Promise<void> }> {
+export async function startPgBouncer(
+  database: string,
+  settings: Record<string, string | number> = {},
+): Promise<{ url: string; stop(): Promise<void> }> {
   const binary = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find((path) => existsSync(path));
   if (!binary) throw new Error('No pgbouncer: apt-get install -y pgbouncer');
   const target = new URL(database);
@@ -297,6 +304,7 @@ export async function startPgBouncer(database: string): Promise<{ url: string; s
       'default_pool_size = 10',
       'max_client_conn = 500',
       'ignore_startup_parameters = extra_float_digits',
+      ...Object.entries(settings).map(([name, value]) => `${name} = ${value}`),
     ].join('\n'),
   );
   // PgBouncer will not run as root; -u drops to the postgres user.
@@ -333,6 +341,26 @@ export async function startPgBouncer(database: string): Promise<{ url: string; s
       }
       await sleep(100);
     }
+  }
+}
+
+/**
+ * The advisory locks granted in `database` (a URL; asked over PG_URL, not through a pooler), with
+ * the state of the connection holding each: one granted to an `idle` connection was left behind.
+ */
+export async function advisoryLocks(database: string): Promise<Array<{ pid: number; state: string }>> {
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  try {
+    const { rows } = await admin.query(
+      `select l.pid, a.state from pg_locks l join pg_stat_activity a on a.pid = l.pid
+        where l.locktype = 'advisory' and l.granted
+          and l.database = (select oid from pg_database where datname = $1)`,
+      [decodeURIComponent(new URL(database).pathname.slice(1))],
+    );
+    return rows;
+  } finally {
+    await admin.end();
   }
 }
 

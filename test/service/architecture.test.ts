@@ -181,4 +181,22 @@ describe('architecture', () => {
       [],
     );
   });
+
+  it('sends nothing through the pool that outlives its transaction (docs/operations.md, "Behind a pooler")', () => {
+    // The transaction-level forms (pg_advisory_xact_lock, SET LOCAL, set_config(…, true)) end with it.
+    const sessionState = [
+      /pg_(?:try_)?advisory_(?:un)?lock(?:_shared)?\(/,
+      /set_config\([^)]*,\s*false\s*\)/i,
+      /create\s+temp(?:orary)?\s+table/i,
+      /[`'"]\s*(?:set|reset)\s+(?!local\b)(?:session\s+)?[a-z_.]+\s*(?:=|to\b)/i,
+      /[`'"]\s*(?:listen|prepare|declare)\s/i,
+    ];
+    // The listener's LISTEN runs on a connection of its own, not from the pool.
+    const offending = files.filter((f) => f.path !== 'db/listen.ts' && sessionState.some((p) => p.test(f.text)));
+    assert.deepEqual(
+      offending.map((f) => f.path),
+      [],
+    );
+    assert.ok(sessionState.at(-1)!.test(files.find((f) => f.path === 'db/listen.ts')!.text));
+  });
 });
