@@ -61,7 +61,7 @@ export function commitPayload(businessId: string, events: Written): string | nul
   return typesOnly.length <= MAX_PAYLOAD ? typesOnly : null;
 }
 
-/** A notification's business and heads; heads are null for an earlier release's bare business id (any event). */
+/** A notification's business and heads; heads are null for an older instance's bare business id (any event). */
 export function readCommitPayload(payload: string): { businessId: string; heads: EventHead[] | null } | null {
   if (!payload.startsWith('{')) return { businessId: payload, heads: null };
   try {
