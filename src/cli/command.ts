@@ -26,7 +26,6 @@ export async function asCliError<T>(work: () => Promise<T>): Promise<T> {
 /** The caller got the invocation wrong: exit code 2 and a pointer to the usage text. */
 export class UsageError extends Error {}
 
-/** A parser's complaint about an option's value, as a usage error. */
 export function usage<T>(parse: () => T): T {
   try {
     return parse();
@@ -46,8 +45,7 @@ export interface Command {
   required: string[];
   /** The one positional argument the command takes (backup's FILE), named for usage errors. */
   positional?: string;
-  /** `applied` lists the migrations that ran just before this command. */
-  /** Resolves to the exit code when it is not 0 (an import with failed lines). */
+  /** `applied`: the migrations that just ran. Resolves to the exit code when not 0 (an import with failed lines). */
   run?(
     handle: DatabaseHandle & { writes: WriteRunner },
     values: Values,
@@ -55,10 +53,7 @@ export interface Command {
     positionals: string[],
     // biome-ignore lint/suspicious/noConfusingVoidType: most commands return nothing; a number is an exit code
   ): Promise<void | number>;
-  /**
-   * A command that must see the database as it is, without opening or migrating it (a backup taken
-   * before an upgrade): given DATABASE_URL and the positional argument.
-   */
+  /** Sees the database as it is, neither opened nor migrated (a backup taken before an upgrade). */
   alone?(databaseUrl: string, positionals: string[]): Promise<void>;
 }
 

@@ -62,7 +62,6 @@ function parseCommand(argv: string[]): { command: Command; values: Values; posit
   return { command, values, positionals };
 }
 
-/** Returns the exit code: 0 on success, 1 for failures, 2 for usage errors. */
 export async function runCli(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
   let handle: DatabaseHandle | undefined;
   try {
@@ -71,8 +70,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       printLines(formatUsage());
       return 0;
     }
-    // The same two steps as runtime.ts's openDatabase, without importing the HTTP stack it sits
-    // next to (a large part of each invocation's start-up), and keeping the list of what ran.
+    // runtime.ts's openDatabase without importing the HTTP stack beside it, and keeping the list of what ran.
     const { databaseUrl, pgPreparedStatements, migrationLockWaitMs } = loadConfig(env);
     if (parsed.command.alone) {
       await parsed.command.alone(databaseUrl, parsed.positionals);
@@ -93,8 +91,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       return 2;
     }
     const prefix = error instanceof ConfigError ? 'Configuration error' : 'Error';
-    // Unexpected errors (an unreachable database, say) are reported the same way: operators need
-    // the message, and a stack trace would only bury it.
+    // Unexpected errors too (an unreachable database): operators need the message, not a stack trace.
     const message = error instanceof Error ? error.message || error.name : String(error);
     process.stderr.write(
       `${prefix}: ${message}${error instanceof CliError || error instanceof ConfigError ? '' : formatCause(error)}\n`,

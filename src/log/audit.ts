@@ -13,10 +13,7 @@ const AUDITED = new Set(['api_key', 'user', 'webhook_endpoint']);
 /** Kept this long, then purged by the jobs registry. */
 export const AUDIT_RETENTION_DAYS = 400;
 
-/**
- * Records a write's audited changes in its own transaction (the write runner calls it beside
- * appending the write's events), so a change and its record commit together or not at all.
- */
+/** In the write's own transaction, so a change and its record commit together or not at all. */
 export async function recordChanges(
   trx: Db,
   write: { businessId: string; actor: { type: string; id: string }; requestId: string | null; now: string },
@@ -60,10 +57,7 @@ export interface Refusal {
   reason: string;
 }
 
-/**
- * Records a refused request: one statement, outside any write, and only for a business that
- * exists (a stranger's made-up X-Business-Id leaves no row).
- */
+/** One statement, outside any write; a made-up X-Business-Id leaves no row. */
 export async function recordRefusal(db: Db, r: Refusal, now: string): Promise<void> {
   const row = {
     id: newId('aud'),
@@ -135,7 +129,6 @@ export async function listAuditEvents(
   );
 }
 
-/** Deletes the trail older than `before`. */
 export async function purgeAuditEventsBefore(db: Db, before: string): Promise<void> {
   await db.deleteFrom('audit_events').where('created_at', '<', before).execute();
 }

@@ -1,13 +1,9 @@
-/**
- * A field or property path that changed. A path that came has no `from`; one that went has no
- * `to`; `null` is a value a path held.
- */
+/** A path that came has no `from`; one that went has no `to`; `null` is a value a path held. */
 export interface FieldChange {
   from?: unknown;
   to?: unknown;
 }
 
-/** `{from, to}`, leaving out the side where the path was absent (undefined). */
 const fieldChange = (from: unknown, to: unknown): FieldChange => ({
   ...(from !== undefined && { from }),
   ...(to !== undefined && { to }),
@@ -25,10 +21,7 @@ export type Changes = Record<string, FieldChange | ChildChanges>;
 /** Fields every change moves; the event's resourceVersion and occurredAt already say so. */
 const IMPLIED = new Set(['updatedAt', 'version']);
 
-/**
- * Whether two JSON values (what a GET shows: plain objects, arrays, strings, numbers, booleans,
- * null) are equal. `isDeepStrictEqual` answers for any JS value and cost most of an order diff.
- */
+/** Equality of JSON values only (what a GET shows), cheaper than `isDeepStrictEqual`, which takes any value. */
 export function jsonEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
@@ -89,10 +82,8 @@ function childChanges(before: Array<{ id: string }>, after: Array<{ id: string }
 }
 
 /**
- * What an update changed, from the resource as the API showed it before and after: each changed
- * field with `from` and `to`; `properties` (and other free-form objects) by leaf path, as
- * `properties.erp.no`; lists of child records by id, as created, updated (with their own
- * changes) and deleted.
+ * From the resource as the API showed it before and after: free-form objects by leaf path
+ * (`properties.erp.no`), lists of child records by id as created, updated and deleted.
  */
 export function diffResource(before: object, after: object): Changes {
   const changes: Changes = {};

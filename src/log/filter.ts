@@ -1,10 +1,8 @@
 /**
- * The feed's filters (`types` with `order.*` wildcards, `resourceType`, `resourceId`) as one
- * predicate, and what a commit tells other instances about its events, so that a filtered long
- * poll wakes only for a commit it would answer (src/events/bus.ts).
+ * The feed's filters as one predicate, and what a commit tells other instances about its events,
+ * so that a filtered long poll wakes only for a commit it would answer.
  */
 export interface EventFilterFields {
-  /** Exact types, and `order.*` wildcards. */
   types?: string[];
   resourceType?: string;
   resourceId?: string;
@@ -33,7 +31,6 @@ const MAX_PAYLOAD = 7_000;
 
 type Written = Array<{ type: string; resourceType: string; resourceId: string }>;
 
-/** The distinct heads of a commit's events, ids left out when there are many. */
 export function commitHeads(
   events: Written,
   withIds = events.length <= MAX_HEADS || distinctIds(events) <= MAX_HEADS,
@@ -51,11 +48,9 @@ export function commitHeads(
 const distinctIds = (events: Written) => new Set(events.map((e) => `${e.type}\u0000${e.resourceId}`)).size;
 
 /**
- * A commit's notification on PostgreSQL: `{"businessId":…,"events":[[type, resourceType, id|null], …]}`,
- * without ids when they would make it long, and null when even its types would (then only the
- * bare business id goes, which wakes every waiter). It is sent just before the bare business id
- * that earlier releases listen for (one transaction's notifications arrive together and in
- * order), so a listener of this release knows to skip that one.
+ * Without ids when they would make it long; null when even its types would (the bare business id
+ * then wakes every waiter). Sent just before the bare business id that older instances listen for
+ * (a transaction's notifications arrive together and in order), so that a listener skips that one.
  */
 export function commitPayload(businessId: string, events: Written): string | null {
   const text = (heads: EventHead[]) =>
@@ -66,7 +61,7 @@ export function commitPayload(businessId: string, events: Written): string | nul
   return typesOnly.length <= MAX_PAYLOAD ? typesOnly : null;
 }
 
-/** A notification's business and heads; heads are null for an earlier release's bare business id (any event). */
+/** A notification's business and heads; heads are null for an older instance's bare business id (any event). */
 export function readCommitPayload(payload: string): { businessId: string; heads: EventHead[] | null } | null {
   if (!payload.startsWith('{')) return { businessId: payload, heads: null };
   try {

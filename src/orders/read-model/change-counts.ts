@@ -5,40 +5,26 @@ import { bumpCounts } from './counts.ts';
 import { whereLive } from '../../db/live.ts';
 import { notIndexed, utcDay } from '../../db/dialect.ts';
 
-/**
- * `order_change_counts`: live orders per UTC day of their updatedAt, the totals of changed-since
- * lists; `order_deleted_change_counts`: the soft-deleted ones, which lists with includeDeleted add.
- */
+/** Orders per UTC day of updatedAt and of createdAt: changed-since totals and the runs of older orders. */
 
-/** The UTC day (`YYYY-MM-DD`) of an order's updatedAt: its row in `order_change_counts`. */
 export const changeDay = (updatedAt: Date | string): string => toIso(updatedAt).slice(0, 10);
 
 export interface ChangeCountChange {
-  /** The UTC day of the order's updatedAt. */
   day: string;
   /** The UTC day of its createdAt, which never changes. */
   created_day: string;
   delta: number;
 }
 
-/**
- * Moves live orders between the days of `order_change_counts`, in the caller's transaction and as
- * `bumpOrderCounts` does: +1 on a new order's day, -1 on a soft-deleted order's, and -1/+1 when a
- * PATCH moves an order's updatedAt to another day (nothing when it stays on the same day).
- */
 export const bumpChangeCounts = (db: Db, businessId: string, changes: ChangeCountChange[]) =>
   bumpCounts(db, 'order_change_counts', businessId, ['day', 'created_day'], changes);
 
-/** The same for soft-deleted orders: +1 on the day of a soft delete (its updatedAt). */
 export const bumpDeletedChangeCounts = (db: Db, businessId: string, changes: ChangeCountChange[]) =>
   bumpCounts(db, 'order_deleted_change_counts', businessId, ['day', 'created_day'], changes);
 
 /**
- * The exact number of live orders (or with `includeDeleted` all) changed after `since`
- * (updatedAt > since, which is also modifiedSince): the maintained counts of the whole days after
- * it, plus a count of the orders changed later on its own day, which the (business_id, updated_at)
- * index answers. One statement, so one snapshot. Its cost is bounded by one day's changes and the
- * number of days, not by the size of the window.
+ * The counts of the whole days after `since`, plus its own day's later changes by index: bounded by
+ * one day's rows, not by the window. One statement, so one snapshot.
  */
 export async function countChangedSince(
   db: Db,
@@ -62,12 +48,9 @@ export async function countChangedSince(
 }
 
 /**
- * The older part of a list changed after `since`: the orders created at or before it and changed
- * after it, per UTC day of their createdAt, oldest day first (live ones, or with `includeDeleted`
- * all). Whole days from the maintained counts (changed after since's day, created before it), and
- * by query the two parts of since's own day the counts cannot split: orders created before that day
- * and changed later on it, and orders created on it at or before `since`. Each of those reads part of
- * one day's rows. One statement, so one snapshot; days with no such orders are left out.
+ * The older part per created day, oldest first: whole days from the counts, and by query the two
+ * parts of since's own day the counts cannot split (created before it and changed later on it;
+ * created on it at or before `since`). One statement, so one snapshot.
  */
 export async function olderChangedDays(
   db: Db,

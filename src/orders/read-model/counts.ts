@@ -9,7 +9,7 @@ export interface CountChange {
   delta: number;
 }
 
-/** Changes with the same key summed, those that cancel out dropped, in key order. */
+/** In key order: see bumpCounts. */
 export function netChanges<T extends { delta: number }>(changes: T[], keyOf: (change: T) => string): T[] {
   const net = new Map<string, T>();
   for (const c of changes) {
@@ -22,7 +22,6 @@ export function netChanges<T extends { delta: number }>(changes: T[], keyOf: (ch
     .map(([, c]) => c);
 }
 
-/** The maintained count tables: rows of (business_id, key columns, shard, n). */
 type CountTable =
   | 'order_counts'
   | 'order_change_counts'
@@ -33,11 +32,9 @@ type CountTable =
   | 'order_deleted_change_counts';
 
 /**
- * Applies changes to a maintained count table, in the caller's transaction, on one shard of it.
- * Each change is an atomic upsert (`n = n + excluded.n`), so concurrent writers never lose an
- * increment; rows are touched in key order so that two transactions moving orders in opposite
- * directions take the row locks in the same order and cannot deadlock on PostgreSQL. Changes that
- * cancel out write nothing. `keys` are the table's key columns besides business_id and shard.
+ * Atomic upserts (`n = n + excluded.n`), so concurrent writers never lose an increment, in key order,
+ * so that two transactions take the row locks in the same order and cannot deadlock on PostgreSQL.
+ * `keys`: the key columns besides business_id and shard.
  */
 export async function bumpCounts<C extends { delta: number }>(
   db: Db,
@@ -53,7 +50,7 @@ export async function bumpCounts<C extends { delta: number }>(
   }
 }
 
-/** One count row's upsert; its text depends only on the table (and so its key columns). */
+/** Its text depends only on the table. */
 const countUpsert = statement((db, v: { row: Record<string, unknown> }, table?: CountTable) => {
   const keys = Object.keys(v.row).filter((k) => k !== 'business_id' && k !== 'shard' && k !== 'n');
   // The table is one of seven of the same shape; the builder cannot type a column list chosen at run time.
@@ -67,11 +64,9 @@ const countUpsert = statement((db, v: { row: Record<string, unknown> }, table?: 
     );
 });
 
-/** Live orders per (phase, status). */
 export const bumpOrderCounts = (db: Db, businessId: string, changes: CountChange[]) =>
   bumpCounts(db, 'order_counts', businessId, ['phase', 'status'], changes);
 
-/** The sum of a count table's rows of the business, of one phase and/or status when given (a subquery). */
 export function sumOfCounts(
   db: Db,
   table: 'order_counts' | 'order_deleted_counts',
@@ -87,11 +82,7 @@ export function sumOfCounts(
   return query;
 }
 
-/**
- * The number of orders of the business, optionally of one phase and/or status, from the maintained
- * counts: live ones (`order_counts`), and with `includeDeleted` the soft-deleted ones too
- * (`order_deleted_counts`, per created day: far fewer rows than orders). One statement, so one snapshot.
- */
+/** One statement, so one snapshot. */
 export async function countOrders(
   db: Db,
   businessId: string,

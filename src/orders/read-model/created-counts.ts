@@ -2,10 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../../db/types.ts';
 import { bumpCounts } from './counts.ts';
 
-/**
- * `order_created_counts`: live orders per UTC day of their createdAt, phase and status, which deep
- * pages skip by; `order_deleted_counts`: the soft-deleted ones, which lists with includeDeleted add.
- */
+/** Orders per UTC day of createdAt, phase and status, which deep pages skip by. */
 
 export interface CreatedCountChange {
   day: string;
@@ -14,20 +11,10 @@ export interface CreatedCountChange {
   delta: number;
 }
 
-/**
- * Moves live orders between the rows of `order_created_counts`, in the caller's transaction and as
- * `bumpOrderCounts` does: +1 for a new order, -1 for a soft-deleted one, -1/+1 when a PATCH changes
- * its phase or status (its day never changes).
- */
 export const bumpCreatedCounts = (db: Db, businessId: string, changes: CreatedCountChange[]) =>
   bumpCounts(db, 'order_created_counts', businessId, ['day', 'phase', 'status'], changes);
 
-/**
- * Moves soft-deleted orders between the rows of `order_deleted_counts`: +1 when an order is
- * deleted (at its phase and status as deleted, DELETED when through the API), and the same -1/+1
- * as live orders if a deleted order's phase or status were ever changed. A live order PATCHed to
- * phase DELETED is live, and counted in `order_created_counts`.
- */
+/** A live order PATCHed to phase DELETED is live, and counted in `order_created_counts`. */
 export const bumpDeletedCounts = (db: Db, businessId: string, changes: CreatedCountChange[]) =>
   bumpCounts(db, 'order_deleted_counts', businessId, ['day', 'phase', 'status'], changes);
 
@@ -36,7 +23,6 @@ export interface CreatedDaysFilter {
   status?: string;
   fromDay?: string;
   includeDeleted?: boolean;
-  /** Only the orders that have this property path, or with `exists: false` those that do not. */
   path?: { path: string; exists: boolean };
 }
 
@@ -46,13 +32,7 @@ type DayCounts =
   | 'order_property_counts'
   | 'order_deleted_property_counts';
 
-/**
- * Orders per created day, of a phase and/or status when given, newest day first (or oldest first);
- * with `fromDay`, only that day and the days after it. Live orders, and with `includeDeleted` the
- * soft-deleted ones too (the two tables' rows summed per day). With `path`, the orders that have
- * it (the path counts, src/orders/read-model/properties.ts), or that lack it (the orders less
- * those with it, per day). One statement, so one snapshot; days with no such orders are left out.
- */
+/** A path's absence is the orders less those with it, per day. One statement, so one snapshot. */
 export async function createdDays(
   db: Db,
   businessId: string,

@@ -1,8 +1,4 @@
-/**
- * The order read model's front door (README.md names its parts): the list of orders, and the
- * derived tables every order write keeps current (`applyOrderChange`), rebuilds from the orders
- * (`rebuildOrderProjections`) or loads in bulk for generated data (`createProjectionLoad`).
- */
+/** The order read model's front door; README.md names its parts. */
 export { listOrders, type ListOrdersOptions } from './list.ts';
 export { DEFAULT_LIST_TUNING, type ListTuning } from './strategies.ts';
 export { applyOrderChange, rebuildOrderProjections, type ProjectedOrder } from './projections.ts';

@@ -39,10 +39,8 @@ import { countInRanges, dayRuns, idsByRuns, runsOfDays, type CreatedRun } from '
 const STUB = ['id', 'version', 'business_id', 'deleted_at', 'created_at'] as const;
 
 /**
- * The stubs of `ids`, in that order, by primary key only: the ids were just selected with every
- * filter, and those filters can lead a planner without statistics to scan an index of the whole
- * business instead of looking up 20 keys. Rows soft-deleted since are kept (the list leaves them
- * out, and places its next page after them); other changes show as they are now.
+ * By primary key only: with the filters repeated, a planner without statistics may scan the whole
+ * business's index. Rows soft-deleted since are kept: the next page is placed after them.
  */
 async function findListedOrders(db: Db, businessId: string, ids: string[]): Promise<OrderStub[]> {
   const rows = await db
@@ -56,34 +54,27 @@ async function findListedOrders(db: Db, businessId: string, ids: string[]): Prom
 
 export type { ListOrdersOptions } from './plan.ts';
 
-/** A planned list: its scope, its active filters and its query with every filter. */
 interface Planned extends ListScope {
   active: ActiveFilters;
   query: OrdersQuery;
-  /** The same orders, filtered for reads over a short range: from a given day, or near an end (plan.ts `filtersForRange`). */
+  /** The same orders, filtered for reads over a short range of rows (filtersForRange). */
   rangeQuery: OrdersQuery;
-  /** The orders matching the property filter alone, when the side table answers it. */
   candidates?: number;
-  /** A present path's orders per phase and status, which `candidates` sums (propertyCounts). */
   pathTotals?: PathTotal[];
-  /** The list split at its changedSince, read once for its total and its page. */
+  /** Read once, for both the total and the page. */
   split?: Promise<ChangedSplit>;
-  /** Its orders per created day, read once for its total and its page. */
   days: DaysOf;
 }
 
-/** What a plan knows of its property filter's matches: read once, and passed on to the plans of its parts. */
+/** Read once, and passed on to the plans of the list's parts. */
 type PropertyCounts = Pick<Planned, 'candidates' | 'pathTotals'>;
 
 /**
- * How many orders match the property filter alone, when the side table lists its matches (a value,
- * a present path): whether collecting them beats walking the list depends on it. A present path's
- * counts are read per phase and status when the list has either, which also gives its total of that
- * phase and status (TOTALS.countByProperty) without a second sum.
+ * The candidates decide whether collecting them beats walking the list. Grouped by phase and status
+ * only when the list has one: that also gives its total (TOTALS.countByProperty) without a second sum.
  */
 async function propertyCounts({ db, businessId, options }: ListScope, active: ActiveFilters): Promise<PropertyCounts> {
   if (!bySideTableMatches(active)) return {};
-  // Grouped only when a phase or status will take its share: a plain sum is cheaper by a little.
   if (active.has('propertyPresent') && (options.phase || options.status)) {
     const totals = await pathTotals(db, businessId, options.property!.segments.join('.'), options.includeDeleted);
     return { pathTotals: totals, candidates: sumPathTotals(totals, {}) };
@@ -93,11 +84,7 @@ async function propertyCounts({ db, businessId, options }: ListScope, active: Ac
   };
 }
 
-/**
- * `known`, when given, is what a list with the same property filter and includeDeleted already read
- * of its matches (it depends on nothing else): the two parts of a changed-since split read it once,
- * as a path's sum is a query of its own.
- */
+/** `known`: the property counts a list with the same property filter and includeDeleted already read. */
 async function planList(
   db: Db,
   businessId: string,
@@ -123,23 +110,16 @@ interface ChangedSplit {
   /** The older orders changed after u, with every filter; created before u only within `olderRuns`. */
   older: OrdersQuery;
   olderTotal: number;
-  /**
-   * The runs of created days (oldest first) that hold them, with how many each holds, and without
-   * other filters how many each day holds. Their pages read only these.
-   */
+  /** The runs of created days holding them, oldest first, with counts (per day too when unfiltered). */
   olderRuns: CreatedRun[];
 }
 
-/** The filters the older part's day counts take: none but changedSince itself, live or with deleted orders. */
+/** The only filters under which the older part's counts come straight from order_change_counts. */
 const UNFILTERED_OLDER = new Set(['changedSince', 'includeDeleted']);
 
 /**
- * A list changed after u, split in two. The orders created after u all changed after it
- * (updatedAt >= createdAt) and come first in list order: a createdSince list with the other filters
- * (day counts, path counts, the side table). Then those created at or before u and changed after it:
- * `order_change_counts` names their created days (olderChangedDays), whose rows alone are read, and
- * without other filters gives their count and pages by day. They are few among a long window's
- * changes, all of which the updated_at index would walk, the last page backwards from the oldest.
+ * Exact because updatedAt >= createdAt: every order created after u changed after it and comes
+ * first in list order. The older part is read only within the created days order_change_counts names.
  */
 function changedSplit(plan: Planned): Promise<ChangedSplit> {
   plan.split ??= (async () => {
@@ -151,10 +131,8 @@ function changedSplit(plan: Planned): Promise<ChangedSplit> {
   return plan.split;
 }
 
-/** The orders created after u, planned as a createdSince list with the other filters. */
 async function recentOf(plan: Planned, since: string): Promise<Pick<ChangedSplit, 'recent' | 'recentTotal'>> {
   // changedSince is active only when createdSince (if any) is earlier, so `since` bounds both.
-  // The same property filter and includeDeleted: the same candidates.
   const recent = await planList(
     plan.db,
     plan.businessId,
@@ -164,15 +142,9 @@ async function recentOf(plan: Planned, since: string): Promise<Pick<ChangedSplit
   return { recent, recentTotal: await totalOf(recent) };
 }
 
-/**
- * The orders created at or before u and changed after it, and where they were created. Only the
- * days `order_change_counts` names are read (dayRuns): one old order changed after u once made the
- * count read every order created since that order's day.
- */
 async function olderOf(plan: Planned, since: string): Promise<Omit<ChangedSplit, 'recent' | 'recentTotal'>> {
   const days = await olderChangedDays(plan.db, plan.businessId, since, plan.options.includeDeleted);
-  // Every filter but changedSince's range over updated_at, which must not lead: the runs of created days bound the rows.
-  // A short range of rows: the property filter as filtersForRange says.
+  // updated_at must not lead the plan: the runs of created days bound the rows.
   const older = filterOrders(plan, { except: ['changedSince'] }, filtersForRange(plan.db)).where(
     sql<SqlBool>`${notIndexed(plan.db, 'updated_at')} > ${since}`,
   );
@@ -192,7 +164,6 @@ async function olderOf(plan: Planned, since: string): Promise<Omit<ChangedSplit,
   };
 }
 
-/** The list's orders from the side table's matches of its property filter, with every other filter. */
 const fromSideTable = (plan: Planned) =>
   filterOrders(plan, {
     except: ['propertyValue', 'propertyPresent'],
@@ -206,8 +177,7 @@ const fromSideTable = (plan: Planned) =>
 
 const TOTALS: Record<TotalStrategy | 'count', (plan: Planned) => Promise<number>> = {
   countOrders: ({ db, businessId, options }) => countOrders(db, businessId, options),
-  // Of the list's phase and status: from a present path's totals, or the candidates when no phase or status narrows them.
-  // Both count every created day: no filter that bounds the days (createdSince) declares this total.
+  // Path totals and candidates span every created day, so createdSince does not declare this total.
   countByProperty: ({ db, businessId, options, candidates, pathTotals: totals }) => {
     if (totals) return Promise.resolve(sumPathTotals(totals, options));
     if (candidates !== undefined && !options.phase && !options.status) return Promise.resolve(candidates);
@@ -221,7 +191,6 @@ const TOTALS: Record<TotalStrategy | 'count', (plan: Planned) => Promise<number>
     const { recentTotal, olderTotal } = await changedSplit(plan);
     return recentTotal + olderTotal;
   },
-  // Exact for any filter; the indexes answer it.
   count: ({ query }) => countOf(query),
 };
 
@@ -238,16 +207,10 @@ const PAGES: Record<PageStrategy | 'sorted', (plan: Planned, total: number) => P
       plan.days,
       walkOf(plan, plan.active, plan.rangeQuery),
     ),
-  // An index can answer the ids without reading rows, however many rows the filters pass over.
   sorted: ({ query, options }, total) => selectPageIdsFromNearerEnd(query, options, total),
 };
 
-/**
- * A page of orders: the total, then the page's ids, then those orders' stubs (id, version) by
- * primary key, for src/orders/render.ts to render. The total and the ids are
- * read as src/orders/read-model/strategies.ts chooses: from maintained counts and the side table
- * `order_properties` when the filters allow it, otherwise by the filtered query.
- */
+/** A page of order stubs and the exact total, read as strategies.ts chooses (README.md). */
 export async function listOrders(db: Db, businessId: string, options: ListOrdersOptions): Promise<Page<OrderStub>> {
   const plan = await planList(db, businessId, { ...options, after: undefined });
   const total = await totalOf(plan);
@@ -264,9 +227,8 @@ export async function listOrders(db: Db, businessId: string, options: ListOrders
 }
 
 /**
- * The page's ids. By number: as the plan chooses, none past the end (reading one would walk the
- * whole offset to find nothing). After a cursor's place: the first `limit` ids of the list
- * from there, read forward (an unbounded total: nothing is read from the far end).
+ * None past the end: reading one would walk the whole offset to find nothing. After a cursor's
+ * place, the first `limit` ids read forward (an unbounded total: nothing is read from the far end).
  */
 async function pageIdsOf(plan: Planned, options: ListOrdersOptions, total: number): Promise<string[]> {
   if (!options.after) return pastTheEnd(total, options) ? [] : pageOf(plan, total);
@@ -284,12 +246,7 @@ async function pageIdsOf(plan: Planned, options: ListOrdersOptions, total: numbe
   return pageOf(fromPlace, Infinity);
 }
 
-/**
- * A cursor page of a list changed after u, split as its pages by number are (changedSplit): the
- * orders created after u from the place, then the older ones changed after u, from the place, in
- * the runs of created days that hold them and are not newer than the place. Walking from the place
- * through every created day instead read days that hold none of them.
- */
+/** Split as changedSplit: the recent part from the place, then the older part's runs not newer than it. */
 async function cursorPageChangedSince(plan: Planned, options: ListOrdersOptions, after: Position): Promise<string[]> {
   const since = changedSinceOf(options)!;
   const recentIds =
@@ -315,12 +272,7 @@ async function cursorPageChangedSince(plan: Planned, options: ListOrdersOptions,
   return [...recentIds, ...olderIds];
 }
 
-/**
- * The page's ids of a list changed after u (changedSplit): the page of the orders created after u,
- * read as that list's plan reads it, and where it runs short, the older orders changed after u,
- * from the nearer end of theirs, within the runs of created days that hold them (olderOf). Sorting the
- * whole window instead made every poll of the first page sort every change in it.
- */
+/** The recent part's page, and where it runs short, the older part's from its nearer end, run by run. */
 async function pageChangedSince(plan: Planned, total: number): Promise<string[]> {
   const { recent, recentTotal, older, olderRuns } = await changedSplit(plan);
   const { page, limit } = plan.options;

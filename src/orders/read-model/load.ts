@@ -7,40 +7,29 @@ import { propertyPaths } from './property-values.ts';
 
 /**
  * The derived tables of a new business's orders, made while a load writes the orders directly (the
- * demo generator): reading them back, parsing and grouping them afterwards was a large share of a
- * load. The same rows `rebuildOrderProjections` makes, from the functions the upkeep uses
- * (`propertyPaths`, `changeDay`). The property rows go in with each batch of orders; the counts are
- * added to their tables whenever a tally grows large, and the rest after the last batch.
+ * demo generator), instead of reading them back: the same rows `rebuildOrderProjections` makes.
  */
 export interface ProjectionLoad {
-  /** The property rows of a batch of orders, counted as they are added. */
   batch(): ProjectionBatch;
-  /** Writes the count tables, in the caller's transaction, after the last batch is inserted. */
+  /** After the last batch, in the caller's transaction. */
   finish(db: Db): Promise<void>;
 }
 
 export interface ProjectionBatch {
-  /** An order as stored; `properties` its properties parsed, when the caller has them so. */
+  /** `properties`: the order's properties already parsed, when the caller has them. */
   add(order: ProjectedOrder, properties?: unknown): void;
-  /** Inserts the batch's property rows, in the caller's transaction, after its orders. */
+  /** After the batch's orders, in the caller's transaction. */
   insert(db: Db): Promise<void>;
 }
 
-/**
- * Counts by key, each key its parts joined in one string, and nothing else kept per key. Since the
- * path and change counts are by day (migrations 0022 and 0023) a large load has many keys: held to
- * the end, each with an array of its parts and a record, they grew the load's peak memory
- * (docs/performance.md). Now a tally is also written out whenever it grows large.
- */
+/** Counts by key, each key its parts joined in one string and nothing else kept: a large load has many keys. */
 export class Tally {
   readonly #counts = new Map<string, number>();
-  /** How many parts a key has. */
   private readonly arity: number;
   constructor(arity: number) {
     this.arity = arity;
   }
 
-  /** How many keys it holds. */
   get size(): number {
     return this.#counts.size;
   }
@@ -54,10 +43,7 @@ export class Tally {
     this.#counts.set(key, (this.#counts.get(key) ?? 0) + 1);
   }
 
-  /**
-   * Each key's parts and its count, as rows, `size` at a time: all of them at once were the load's
-   * peak. The first part (a property path) may hold the separator, the others never.
-   */
+  /** `size` rows at a time. The first part (a property path) may hold the separator, the others never. */
   *chunks(size: number): Generator<unknown[][]> {
     let rows: unknown[][] = [];
     for (const [key, n] of this.#counts) {
@@ -75,14 +61,13 @@ export class Tally {
 
 const SEPARATOR = '\u0000';
 
-/** What each side (live or soft-deleted orders) counts by day, table by table, as the rebuild groups them. */
 function sideTallies() {
   return { changed: new Tally(2), created: new Tally(3), paths: new Tally(4) };
 }
 
 type SideTallies = ReturnType<typeof sideTallies>;
 
-/** Each count table with its key columns (besides business_id and shard) and the tally it is written from. */
+/** Key columns besides business_id and shard. */
 function countTargets(
   counts: Tally,
   live: SideTallies,
@@ -99,13 +84,9 @@ function countTargets(
   ];
 }
 
-/**
- * Keys a tally holds before they are written. Orders are made in time order, so a day's keys
- * mostly come together and are seldom written twice, and the tallies stay small.
- */
+/** Orders are made in time order, so a day's keys mostly come together and are seldom written twice. */
 const HELD_KEYS = 10_000;
 
-/** Adds the counts of each tally holding at least `least` keys to its table (upserts), and empties it. */
 async function writeCounts(
   db: Db,
   businessId: string,

@@ -8,22 +8,7 @@ import { bumpCreatedCounts, bumpDeletedCounts, type CreatedCountChange } from '.
 import { applyPropertyChange, rebuildSideTable } from './properties.ts';
 import { whereLive } from '../../db/live.ts';
 
-/**
- * The derived order tables, and their one owner. Every write that changes an order calls
- * `applyOrderChange` in its transaction with the row before and after; loads that write orders
- * directly (the demo generator, `cli rebuild-projections`) call `rebuildOrderProjections`.
- *
- * - `order_counts`: live orders per (phase, status), the total of an unfiltered or phase/status list;
- * - `order_change_counts`: live orders per UTC day of updatedAt and of createdAt, the total of a
- *   changed-since list and the days its older orders were created on (`order_deleted_change_counts`:
- *   soft-deleted ones);
- * - `order_created_counts`: live orders per UTC day of createdAt, phase and status, which deep pages skip by;
- * - `order_deleted_counts`: the same for soft-deleted orders, which lists with includeDeleted add;
- * - `order_properties` and `order_property_counts`: the flattened properties of live orders and the
- *   number of live orders per path, created day, phase and status, which property filters, their
- *   totals and their deep pages read;
- *   `order_deleted_properties` and `order_deleted_property_counts`: the same for soft-deleted orders.
- */
+/** The derived order tables' one owner (README.md lists them); nothing else writes them. */
 export type ProjectedOrder = Pick<
   OrderRow,
   'id' | 'business_id' | 'phase' | 'status' | 'created_at' | 'updated_at' | 'properties' | 'deleted_at'
@@ -34,9 +19,8 @@ const isDeleted = (order: ProjectedOrder | null): order is ProjectedOrder =>
   order !== null && order.deleted_at !== null;
 
 /**
- * Brings every derived table from `before` to `after` (null: no such order; a deleted_at: not
- * live), in the caller's transaction. The caller holds the order's row lock and read `before`
- * after taking it, so what is taken off the tables is what was put there.
+ * In the caller's transaction. The caller holds the order's row lock and read `before` after taking
+ * it, so what is taken off the tables is what was put there.
  */
 export async function applyOrderChange(
   db: Db,
@@ -51,7 +35,6 @@ export async function applyOrderChange(
   const created: CreatedCountChange[] = [];
   const deleted: CreatedCountChange[] = [];
   const deletedDays: ChangeCountChange[] = [];
-  // An order's created day never changes; its updated day moves with a PATCH.
   const dayRows = (o: ProjectedOrder, delta: number) => {
     const day = changeDay(o.created_at);
     return {
@@ -91,10 +74,7 @@ export async function applyOrderChange(
   await bumpDeletedChangeCounts(db, businessId, deletedDays);
 }
 
-/**
- * Rebuilds every derived table of a business from its orders, in the caller's transaction: for
- * loads that write orders directly. `onProgress` is called with the number of orders indexed.
- */
+/** In the caller's transaction. */
 export async function rebuildOrderProjections(
   db: Db,
   businessId: string,

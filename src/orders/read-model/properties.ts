@@ -8,26 +8,19 @@ import { bumpCounts } from './counts.ts';
 import { propertyPaths } from './property-values.ts';
 
 /**
- * The flattened property index: one `order_properties` row per path present in a live order's
- * properties (every prefix: `a` and `a.b` for {"a":{"b":1}}), and `order_property_counts` with
- * the number of live orders that have each path, per phase and status. Soft-deleted orders have
- * the same in `order_deleted_properties` and `order_deleted_property_counts` (an order's rows move
- * there at its soft delete), so that lists with includeDeleted read the same indexes. All are
- * written in the transaction of every write that sets an order's properties, phase or status, or
- * soft-deletes it, so a filter on properties reads an index instead of parsing JSON. Each row's
- * path and value are made by propertyPaths (property-values.ts).
+ * The side tables and path counts: one row per path present in an order's properties, every prefix
+ * included (`a` and `a.b` for {"a":{"b":1}}). A soft delete moves an order's rows to the deleted side.
  */
 
 export interface PathCountChange {
   path: string;
-  /** The UTC day of the order's createdAt, which never changes. */
+  /** Of the order's createdAt, which never changes. */
   day: string;
   phase: string;
   status: string;
   delta: number;
 }
 
-/** The side table and the path counts of live orders, and of soft-deleted ones. */
 export const SIDE_TABLES = {
   live: { rows: 'order_properties', counts: 'order_property_counts' },
   deleted: { rows: 'order_deleted_properties', counts: 'order_deleted_property_counts' },
@@ -35,13 +28,11 @@ export const SIDE_TABLES = {
 export type Side = keyof typeof SIDE_TABLES;
 type Rows = (typeof SIDE_TABLES)[Side]['rows'];
 
-/** Adds to the per-path counts (per created day, phase and status), as src/orders/read-model/counts.ts bumpCounts does. */
 const bumpPathCounts = (db: Db, side: Side, businessId: string, changes: PathCountChange[]) =>
   bumpCounts(db, SIDE_TABLES[side].counts, businessId, ['path', 'day', 'phase', 'status'], changes);
 
 type Counted = { phase: string; status: string; properties: unknown; created_at: Date | string };
 
-/** The count changes of an order's paths: -1 at its phase and status before, +1 after, on its created day. */
 export function pathCountChanges(before: Counted | null, after: Counted | null): PathCountChange[] {
   const changes: PathCountChange[] = [];
   for (const [order, delta] of [
@@ -76,11 +67,7 @@ async function insertPathRows(
   }
 }
 
-/**
- * Re-indexes an order whose properties changed (the order row is locked by the caller): only
- * the paths that went, came or changed value are written, so a PATCH that sets one key rewrites
- * one row, not the order's whole index.
- */
+/** The caller holds the order's row lock. Only the paths that went, came or changed value are written. */
 async function reindexOrderProperties(
   db: Db,
   table: Rows,
@@ -113,7 +100,6 @@ async function reindexOrderProperties(
   );
 }
 
-/** A changed value at one path of an order. */
 const pathValueUpdate = statement((db, v: { orderId: string; path: string; value: string | null }, table?: Rows) =>
   db.updateTable(table!).set({ value: v.value }).where('order_id', '=', v.orderId).where('path', '=', v.path),
 );
@@ -124,11 +110,7 @@ const sameJson = (a: unknown, b: unknown) =>
 
 type Indexed = Counted & { id: string };
 
-/**
- * Brings one side's table and path counts from `before` to `after` (null: the order is not on
- * this side), in the caller's transaction: an order comes (create, or the deleted side at a soft
- * delete), goes, or changes its properties, phase or status. Changes that touch neither write nothing.
- */
+/** `before` or `after` null: the order is not on this side. In the caller's transaction. */
 export async function applyPropertyChange(
   db: Db,
   side: Side,
@@ -158,11 +140,7 @@ export async function applyPropertyChange(
 
 const BATCH = 5_000;
 
-/**
- * Fills one side's table and path counts for a business from its orders (live ones, or
- * soft-deleted ones), after the caller emptied them: in batches in key order, so that memory stays
- * flat. `onProgress` is called with the number of orders indexed so far on this side.
- */
+/** After the caller emptied them; in batches in key order, so that memory stays flat. */
 export async function rebuildSideTable(
   db: Db,
   side: Side,

@@ -6,18 +6,11 @@ import { sumOfCounts } from './counts.ts';
 import { SIDE_TABLES, type Side } from './properties.ts';
 import { canonicalNumber, fittedValue } from './property-values.ts';
 
-/**
- * Reads of the flattened property index (src/orders/read-model/properties.ts) for order lists:
- * live orders' rows and counts, and with `includeDeleted` the soft-deleted orders' as well.
- */
+/** Reads of the side tables and path counts for order lists, with `includeDeleted` both sides. */
 
 const sides = (includeDeleted: boolean): Side[] => (includeDeleted ? ['live', 'deleted'] : ['live']);
 
-/**
- * Whether the side table answers this filter. On PostgreSQL `#>` also steps into arrays by
- * integer segments (`tags.0`), which the side table does not index; such paths keep the JSON
- * functions, so every answer stays what it was.
- */
+/** PostgreSQL's `#>` also steps into arrays (`tags.0`), which the side table does not index. */
 export function sideTableServes(db: Db, filter: PropertyFilter): boolean {
   return !jsonPathStepsIntoArrays(db, filter.segments);
 }
@@ -34,11 +27,7 @@ export function matchingValues(db: Db, value: string): string[] {
   return values;
 }
 
-/**
- * The WHERE condition on `orders` for a property filter, through the side table(s). An order's
- * rows are in one table only (live or deleted), so with includeDeleted a present path is in
- * either, and an absent one in neither.
- */
+/** An order's rows are on one side only, so a present path is in either table and an absent one in neither. */
 export function sideTableCondition(
   db: Db,
   businessId: string,
@@ -70,7 +59,6 @@ export interface PhaseStatus {
   includeDeleted?: boolean;
 }
 
-/** The number of orders that have the path, of a phase and/or status when given, from one side's maintained counts. */
 function countWithPath(db: Db, side: Side, businessId: string, path: string, { phase, status }: PhaseStatus) {
   let query = db
     .selectFrom(SIDE_TABLES[side].counts)
@@ -82,11 +70,7 @@ function countWithPath(db: Db, side: Side, businessId: string, path: string, { p
   return query;
 }
 
-/**
- * The exact number of orders matching this property filter (live ones, or all with
- * `includeDeleted`; of a phase and/or status when given, for a path's presence or absence),
- * without reading orders: one statement, so one snapshot.
- */
+/** Exact, without reading orders; one statement, so one snapshot. */
 export async function countByProperty(
   db: Db,
   businessId: string,
@@ -107,7 +91,7 @@ export async function countByProperty(
   let total = sql<number | string>`(${terms[0]})`;
   for (const term of terms.slice(1)) total = sql`${total} + (${term})`;
   if (filter.value === undefined && filter.exists === false) {
-    // Orders (src/orders/read-model/counts.ts) less those with the path, all maintained.
+    // Orders less those with the path.
     let orders = sql<number | string>`(${sumOfCounts(db, 'order_counts', businessId, of)})`;
     if (of.includeDeleted) orders = sql`${orders} + (${sumOfCounts(db, 'order_deleted_counts', businessId, of)})`;
     total = sql`${orders} - (${total})`;
@@ -116,19 +100,13 @@ export async function countByProperty(
   return Number(row.n);
 }
 
-/** A path's orders of one phase and status (live ones, or with includeDeleted all), summed over their created days. */
 export interface PathTotal {
   phase: string;
   status: string;
   n: number;
 }
 
-/**
- * How many orders have the path, per phase and status: one statement, which reads the path's
- * counts (a row per day, phase and status) once. A list by a present path needs their sum (how
- * many orders it could match) and often its phase and status's share (its total); it reads them
- * here together instead of by two sums (sumPathTotals).
- */
+/** Per phase and status, so one read gives both the candidates and a phase or status's total. */
 export async function pathTotals(
   db: Db,
   businessId: string,
@@ -147,20 +125,15 @@ export async function pathTotals(
   return rows.map((r) => ({ phase: r.phase, status: r.status, n: Number(r.n) }));
 }
 
-/** The orders of `pathTotals` of a phase and/or status when given: what countByProperty counts for a present path. */
 export const sumPathTotals = (totals: PathTotal[], { phase, status }: PhaseStatus): number =>
   totals
     .filter((t) => (!phase || t.phase === phase) && (!status || t.status === status))
     .reduce((sum, t) => sum + t.n, 0);
 
 /**
- * The orders that match a value or have a path, driven from the side table(s) (their rows are
- * orders of the business only), each read by primary key, for the other filters and the sort to be
- * added: a materialised CTE named `candidates`, read as `orders`. Materialised, so that the planner
- * cannot see the other filters while it joins: SQLite, without statistics, then joined each match
- * to an index covering their columns (the whole business's entries per match) instead of looking
- * its key up. Only the columns the other filters and the page read (CANDIDATE_COLUMNS) are copied
- * in: whole rows, with their properties and addresses, made counting slower.
+ * The candidates as a materialised CTE read as `orders`, each looked up by primary key. Materialised
+ * so that SQLite, without statistics, cannot join each match through an index of the whole business.
+ * Only CANDIDATE_COLUMNS are copied: whole rows make counting slower.
  */
 export function ordersFromSideTable(db: Db, businessId: string, filter: PropertyFilter, includeDeleted = false) {
   const path = filter.segments.join('.');
@@ -187,8 +160,5 @@ export function ordersFromSideTable(db: Db, businessId: string, filter: Property
     .selectFrom('candidates as orders');
 }
 
-/**
- * What a list from the side table reads of its candidates: the columns of every filter but the
- * property filter itself (src/orders/read-model/plan.ts ORDER_FILTERS), and the page's sort and ids.
- */
+/** The columns of every filter but the property filter, and the page's sort and ids. */
 const CANDIDATE_COLUMNS = ['id', 'business_id', 'created_at', 'updated_at', 'deleted_at', 'phase', 'status'] as const;

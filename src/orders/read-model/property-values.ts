@@ -3,13 +3,10 @@ import { PROPERTY_PATH_MAX_SEGMENTS, PROPERTY_SEGMENT } from '../../db/dialect-j
 import { readJson } from '../../lib/json.ts';
 
 /**
- * The paths and values of an order's properties, as the side tables (properties.ts) hold them.
- *
- * `value` encodes the scalar with its JSON type, so that matching keeps the JSON-function rules
- * (src/db/dialect-json.ts jsonPathEquals): `s:<text>` for strings, `b:true`/`b:false`, `n:<canonical>`
- * for numbers (an exact decimal form: 456, 456.0 and 4.56e2 are all `n:456e0`), and NULL for null,
- * objects and arrays, which are present but never match a value. A long string is stored as its
- * hash (fittedValue).
+ * The paths and values of an order's properties, as the side tables hold them. A value keeps its
+ * JSON type so that matching follows the JSON functions (jsonPathEquals): `s:<text>`, `b:true`,
+ * `n:<canonical>` (456, 456.0 and 4.56e2 are all `n:456e0`); NULL for null, objects and arrays,
+ * which are present but never match a value.
  */
 
 const ANY_NUMBER = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
@@ -27,18 +24,10 @@ export function canonicalNumber(text: string): string | null {
   return `${m[1]}${digits}e${exponent}`;
 }
 
-/**
- * The longest encoded value kept as it is, in UTF-8 bytes. PostgreSQL's b-tree entries hold about
- * 2.7 kB, and the lookup index holds the business, the path (up to about 1 kB) and the order beside
- * the value: a longer string made the write fail. Filters take at most 1,024 characters.
- */
+/** UTF-8 bytes: PostgreSQL's b-tree entries hold about 2.7 kB, and the index holds the path too. */
 export const VALUE_MAX_BYTES = 1000;
 
-/**
- * An encoded value as the side table stores it and a filter looks it up: as it is, or past
- * VALUE_MAX_BYTES as `h:` and its SHA-256, which no other encoding starts with. Equal values stay
- * equal, so matching stays exact.
- */
+/** Past VALUE_MAX_BYTES, `h:` and its SHA-256, which no other encoding starts with: equal values stay equal. */
 export const fittedValue = (encoded: string): string =>
   encoded.length * 3 <= VALUE_MAX_BYTES || Buffer.byteLength(encoded) <= VALUE_MAX_BYTES
     ? encoded
@@ -55,11 +44,7 @@ function scalarOf(value: unknown): string | null {
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/**
- * Every path a filter can name, with its encoded value. Keys a filter cannot name (other
- * characters, over 64 characters, deeper than the path limit) are left out with everything under
- * them; arrays are leaves, as in SQLite's `$."key"` paths.
- */
+/** Keys a filter cannot name are left out with everything under them; arrays are leaves, as in SQLite's paths. */
 export function propertyPaths(properties: unknown): Array<{ path: string; value: string | null }> {
   const out: Array<{ path: string; value: string | null }> = [];
   const walk = (object: Record<string, unknown>, prefix: string, depth: number) => {

@@ -4,26 +4,17 @@ import type { Db } from '../../db/types.ts';
 import { dayStart, nextDay } from './days.ts';
 import type { OrdersQuery } from './plan.ts';
 
-/**
- * Runs of created days: the older part of a changed-since list is read only within the runs of
- * the days its orders were created on (src/orders/read-model/list.ts olderOf), so the rows between
- * runs are never read.
- */
+/** Runs of created days: the older part of a changed-since list is read only within them. */
 
-/** Created times from `from` to before `to`, or to `to` itself when `toIncluded`. */
 export interface CreatedSpan {
   from: string;
   to: string;
   toIncluded?: boolean;
 }
 
-/** Whether a time is before the span's end. */
 const beforeEnd = (time: string, { to, toIncluded }: CreatedSpan) => (toIncluded ? time <= to : time < to);
 
-/**
- * A run of created days, [from, to), and how many of a list's orders it holds; with `days`, how
- * many each of its days holds (oldest first), by which a page passes whole days within the run.
- */
+/** `days`, oldest first, let a page pass whole days within the run. */
 export interface CreatedRun extends CreatedSpan {
   n: number;
   days?: Array<{ day: string; n: number }>;
@@ -32,11 +23,8 @@ export interface CreatedRun extends CreatedSpan {
 const dayNumber = (day: string) => Date.parse(dayStart(day)) / 86_400_000;
 
 /**
- * Days joined into runs, oldest first: days at most `gapDays` apart share a run, and past `most`
- * runs the closest are joined. A list's rows between two runs are never read: one old order
- * changed today must not make a changed-since list read every order created since it. `through`
- * ends the last run at that time, included: a run is then the only bound on created_at of a read,
- * as SQLite ranges an index by one upper bound only (given `<= u` beside `< to`, it took `<= u`).
+ * Past `most` runs the closest are joined. `through` ends the last run at that time, included, so
+ * that the run is a read's only bound on created_at: SQLite ranges an index by one upper bound only.
  */
 export function dayRuns(
   days: string[],
@@ -67,7 +55,7 @@ export function dayRuns(
 const inRange = (query: OrdersQuery, { from, to, toIncluded }: CreatedSpan) =>
   query.where('created_at', '>=', from).where('created_at', toIncluded ? '<=' : '<', to);
 
-/** How many of `query`'s orders each range holds: one statement, a count per range, each bounded by its range. */
+/** One statement, a count per range. */
 export async function countInRanges(db: Db, query: OrdersQuery, ranges: CreatedSpan[]): Promise<number[]> {
   if (ranges.length === 0) return [];
   const counts = ranges.map(
@@ -79,7 +67,6 @@ export async function countInRanges(db: Db, query: OrdersQuery, ranges: CreatedS
   return ranges.map((_, i) => Number(row[`n${i}`]));
 }
 
-/** The days (oldest first, with their counts) in their runs (dayRuns). */
 export function runsOfDays(days: Array<{ day: string; n: number }>, through?: string): CreatedRun[] {
   return dayRuns(
     days.map((d) => d.day),
@@ -90,12 +77,7 @@ export function runsOfDays(days: Array<{ day: string; n: number }>, through?: st
   });
 }
 
-/**
- * `take` ids of `query` after `skip`, in list order or backwards from its end, from the runs
- * (oldest first) that hold all its orders: whole runs are passed by their counts, and whole days
- * within the run the range starts in when it has them; each read is bounded by its run, so the
- * rows between runs are never read.
- */
+/** Whole runs, then whole days, are passed by their counts; each read is bounded by its run. */
 export async function idsByRuns(
   query: OrdersQuery,
   runs: CreatedRun[],
@@ -108,7 +90,6 @@ export async function idsByRuns(
     if (passed + run.n > skip) {
       const span: CreatedSpan = { ...run };
       let within = passed;
-      // Whole days before the one the range starts in, in the direction walked.
       for (const { day, n } of (backwards ? run.days : run.days && [...run.days].reverse()) ?? []) {
         if (within + n > skip) {
           if (backwards) span.from = dayStart(day);
@@ -118,7 +99,7 @@ export async function idsByRuns(
         within += n;
       }
       const found = await selectIdsFrom(inRange(query, span), backwards, Math.max(0, skip - within), take - ids.length);
-      // Walking backwards, runs are read oldest first, so each run's ids go before the ids already found (newer runs').
+      // Backwards, runs are read oldest first, so each run's ids go before newer runs'.
       ids = backwards ? [...found, ...ids] : [...ids, ...found];
     }
     passed += run.n;

@@ -2,12 +2,8 @@ import type { SelectQueryBuilder } from 'kysely';
 import type { ListFilters, Paging } from '../../db/list.ts';
 import type { Database, Db } from '../../db/types.ts';
 
-/**
- * The shapes the order list's plan (plan.ts) and strategies (strategies.ts) share. The words are
- * the list's own; README.md in this folder says what each means.
- */
+/** The shapes the list's plan and strategies share; README.md defines the words. */
 
-/** A list request: its filters and its paging (a page number, or a cursor's place). */
 export interface ListOrdersOptions extends ListFilters, Paging {
   updatedSince?: string;
   modifiedSince?: string;
@@ -16,11 +12,7 @@ export interface ListOrdersOptions extends ListFilters, Paging {
   tuning?: ListTuning;
 }
 
-/**
- * Below these sizes a cheaper plan wins: walking fewer than `shallowRows` rows costs less than
- * reading the day counts; up to `fewCandidates` orders matching a property are collected from the
- * side table and the other filters tested on them.
- */
+/** Below these sizes a cheaper plan wins: a walk instead of the day counts; collecting the candidates. */
 export interface ListTuning {
   readonly shallowRows: number;
   readonly fewCandidates: number;
@@ -45,7 +37,6 @@ export interface ListFilter {
   pages: readonly PageStrategy[];
 }
 
-/** Totals other than `count(*)`, from maintained counts (src/orders/read-model). */
 export type TotalStrategy =
   | 'countOrders'
   | 'countByProperty'
@@ -53,8 +44,6 @@ export type TotalStrategy =
   | 'countByCreatedDay'
   | 'countFromSideTable'
   | 'countChangedSplit';
-/** Pages other than the sorted filtered query. */
 export type PageStrategy = 'pageFromSideTable' | 'pageChangedSince' | 'pageByCreatedDay';
 
-/** The filters a request sets, by name (plan.ts `ORDER_FILTERS`). */
 export type ActiveFilters = ReadonlyMap<string, ListFilter>;
