@@ -16,6 +16,7 @@ import { writeScopeOf } from '../http/write.ts';
 import { readAtOneMoment } from '../db/dialect.ts';
 import { listOrders } from './list/index.ts';
 import { patchOrder } from './patch-service.ts';
+import { findOrderRowWithItems } from './repository.ts';
 import { renderOrder, renderOrders } from './render.ts';
 import {
   BuyerOrderParams,
@@ -215,16 +216,20 @@ export async function orderRoutes(
         response: { 200: OrderResponse, 412: preconditionFailed },
       },
     },
-    (request, reply) =>
-      runWrite(request, reply, async (ctx) => {
+    async (request, reply) => {
+      // Read before the write takes its business's lock; patchOrder writes only at the version seen.
+      const seen = await findOrderRowWithItems(db, request.businessId, request.params.id);
+      return runWrite(request, reply, async (ctx) => {
         const { resource } = await patchOrder(
           ctx,
           request.params.id,
           request.body,
           parseIfMatch(request.headers['if-match']),
+          seen,
         );
         return { status: 200, body: resource, headers: { etag: etagOf(resource.version) } };
-      }),
+      });
+    },
   );
 
   app.delete(

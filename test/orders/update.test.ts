@@ -3,6 +3,9 @@ import { it } from 'node:test';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
 import { securityCases } from '../helpers/security.ts';
 import { createFixture, createOrder, getOrder, patchOrder, type OrderFixture } from '../helpers/orders.ts';
+import { patchOrder as patchOrderInWrite } from '../../src/orders/patch-service.ts';
+import { findOrderRowWithItems } from '../../src/orders/repository.ts';
+import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
 
 const DUPLICATE = 'one or more order items already exist; an order can only have one item per item list entry';
 const newItem = (entryId: string, extra: Record<string, unknown> = {}) => ({
@@ -362,5 +365,20 @@ describeEachBackend('PATCH /api/v1/orders/:id', (ctx) => {
     assert.equal(again.headers['idempotent-replayed'], 'true');
     assert.deepEqual(again.body, first.body);
     assert.equal((await getOrder(ctx(), t, order.id)).body.version, 2);
+  });
+
+  it('a PATCH whose order changed after it was read, before the write lock, starts again from the order under the lock', async () => {
+    const { t, order } = await setup(ctx());
+    const seen = await findOrderRowWithItems(ctx().db, t.businessId, order.id);
+    assert.equal((await patchOrder(ctx(), t, order.id, { order: { properties: { a: 1 } } })).status, 200);
+    const { resource, before } = await createWriteRunner(ctx().db).run(
+      { businessId: t.businessId, actor: SYSTEM },
+      (write) => patchOrderInWrite(write, order.id, { order: { properties: { b: 2 } } }, undefined, seen),
+    );
+    assert.equal(before?.version, 2);
+    assert.deepEqual(before?.properties, { a: 1 });
+    assert.equal(resource.version, 3);
+    assert.deepEqual(resource.properties, { a: 1, b: 2 });
+    assert.deepEqual((await getOrder(ctx(), t, order.id)).body.properties, { a: 1, b: 2 });
   });
 });
