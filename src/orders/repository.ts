@@ -234,15 +234,15 @@ export async function softDeleteOrder(
   return { before, after };
 }
 
-/** Records the first announcement only; later ones match no row and change nothing. */
-export async function markIngested(db: Db, businessId: string, id: string, now: string): Promise<boolean> {
-  const result = await db
+/** Records the first announcement only and returns the row as stored; later ones match no row and change nothing. */
+export async function markIngested(db: Db, businessId: string, id: string, now: string): Promise<OrderRow | undefined> {
+  return db
     .updateTable('orders')
     .set({ ingested_at: now })
     .where('business_id', '=', businessId)
     .where('id', '=', id)
     .where('ingested_at', 'is', null)
     .where(whereLive())
+    .returningAll()
     .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
 }

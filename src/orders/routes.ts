@@ -16,7 +16,7 @@ import { writeScopeOf } from '../http/write.ts';
 import { readAtOneMoment } from '../db/dialect.ts';
 import { listOrders } from './list/index.ts';
 import { patchOrder } from './patch-service.ts';
-import { findOrderRowWithItems } from './repository.ts';
+import { findOrderRow, findOrderRowWithItems, loadOneOrderItems } from './repository.ts';
 import { renderOrder, renderOrders } from './render.ts';
 import {
   BuyerOrderParams,
@@ -110,7 +110,13 @@ export async function orderRoutes(
       if (key !== undefined && (typeof key !== 'string' || key.toLowerCase() !== ingestionKeyOf(orderId, businessId))) {
         throw badRequest('Invalid idempotency key format');
       }
-      await writes.run(writeScopeOf(request), (ctx) => ingestOrder(ctx, orderId));
+      // Read before the write takes its business's lock: a repeat changes nothing and needs no write.
+      const row = await findOrderRow(db, businessId, orderId);
+      if (!row) throw notFound(ORDER_NOT_FOUND);
+      if (row.ingested_at === null) {
+        const seen = { row, items: await loadOneOrderItems(db, businessId, orderId) };
+        await writes.run(writeScopeOf(request), (ctx) => ingestOrder(ctx, orderId, seen));
+      }
       return reply.code(202).send({ success: true });
     },
   );
