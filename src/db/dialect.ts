@@ -113,6 +113,14 @@ export function jsonOnRowsBeatsProbes(db: Db): boolean {
   return dialectOf(db) === 'postgres';
 }
 
+/**
+ * Whether each statement is a round trip to a server (PostgreSQL), rather than a call inside this
+ * process (SQLite): where it is, statements run under a business's write lock are worth joining.
+ */
+export function statementsAreRoundTrips(db: Db): boolean {
+  return dialectOf(db) === 'postgres';
+}
+
 /** The UTC day (`YYYY-MM-DD`) of a timestamp column, as text. */
 export function utcDay(db: Db, column: Expression<unknown>): RawBuilder<string> {
   return dialectOf(db) === 'postgres'

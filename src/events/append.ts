@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { dialectOf, notifyAtCommit } from '../db/dialect.ts';
+import { notifyAtCommit, statementsAreRoundTrips } from '../db/dialect.ts';
 import { statement } from '../db/statement.ts';
 import type { Db } from '../db/types.ts';
 import { newId } from '../lib/ids.ts';
@@ -52,7 +52,7 @@ export async function appendEvents(
   // What the commit holds first, for filtered long polls; then the bare business id earlier releases hear.
   const detailed = commitPayload(meta.businessId, events);
   const notices = detailed === null ? [meta.businessId] : [detailed, meta.businessId];
-  if (dialectOf(db) === 'postgres') {
+  if (statementsAreRoundTrips(db)) {
     await db.executeQuery(
       appendQuery(db, {
         ...common,
