@@ -12,6 +12,8 @@ export interface Row extends LoadResult {
   /** The machine's 1-minute load average when the scenario started: the machine is shared. */
   loadAverage: number;
   ratioToCeiling?: number;
+  /** PostgreSQL writes: against the three-statement plain-SQL floor (bench/floor.ts). */
+  ratioToFloor?: number;
 }
 
 export interface Report {
@@ -25,6 +27,8 @@ export interface Report {
   ceiling: LoadResult;
   /** A bare node:http server echoing the patch scenario's bodies: what write ratios are taken against. */
   echoCeiling?: LoadResult;
+  /** PostgreSQL: one business's serialized write in plain SQL through pgbench, transactions/s. */
+  floor?: import('./floor.ts').Floor;
   rows: Row[];
   /** The event log's readers (bench/events.ts), when measured. */
   events?: import('./events.ts').EventMeasures;
@@ -73,9 +77,14 @@ export function formatTable(report: Report): string {
       fmt(r.rssMb),
       cpu(r),
       r.loadAverage.toFixed(1),
-      r.ratioToCeiling === undefined
-        ? ''
-        : `${r.ratioToCeiling.toFixed(3)} × ${r.kind === 'write' ? 'echo ceiling' : 'ceiling'}`,
+      [
+        r.ratioToCeiling === undefined
+          ? ''
+          : `${r.ratioToCeiling.toFixed(3)} × ${r.kind === 'write' ? 'echo ceiling' : 'ceiling'}`,
+        r.ratioToFloor === undefined ? '' : `${r.ratioToFloor.toFixed(2)} × floor`,
+      ]
+        .filter(Boolean)
+        .join(', '),
     ]),
     [
       'ceiling (bare node:http, same bytes)',
@@ -102,6 +111,12 @@ export function formatTable(report: Report): string {
             '',
           ],
         ]
+      : []),
+    ...(report.floor
+      ? [
+          ['floor: pgbench lock, UPDATE, INSERT (3 statements)', fmt(report.floor.threeStatements)],
+          ['floor: the same as one statement (CTE)', fmt(report.floor.oneStatement)],
+        ].map((r) => [...r, '', '', '', '', '', '', ''])
       : []),
   ];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));

@@ -1,6 +1,7 @@
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { startCeiling, startEchoCeiling, type Ceiling } from './ceiling.ts';
+import { measureFloor } from './floor.ts';
 import { createBenchDatabase } from './database.ts';
 import { loadFixtures } from './fixtures.ts';
 import { runLoad, warmUp } from './load.ts';
@@ -163,6 +164,9 @@ try {
           buildScenarios(fixtures).find((s) => s.name === 'patch order')!.requests,
         );
   for (const row of writes) row.ratioToCeiling = row.requestsPerSecond / echoCeiling!.requestsPerSecond;
+  // PostgreSQL: the same serialized write in plain SQL through pgbench, on this database (bench/floor.ts).
+  const floor = backend === 'postgres' && writes.length > 0 ? await measureFloor(database.url, options) : undefined;
+  for (const row of writes) if (floor) row.ratioToFloor = row.requestsPerSecond / floor.threeStatements;
 
   // The list cases an integration hits, one request at a time (bench/lists.ts).
   const lists =
@@ -236,6 +240,7 @@ try {
     startedAt,
     ceiling,
     echoCeiling,
+    floor,
     rows,
     events,
     webhooks,

@@ -91,6 +91,14 @@ export function jsonOnRowsBeatsProbes(db: Db): boolean {
   return dialectOf(db) === 'postgres';
 }
 
+/**
+ * Whether each statement is a round trip to a server (PostgreSQL), rather than a call inside this
+ * process (SQLite): where it is, statements run under a business's write lock are worth joining.
+ */
+export function statementsAreRoundTrips(db: Db): boolean {
+  return dialectOf(db) === 'postgres';
+}
+
 export function utcDay(db: Db, column: Expression<unknown>): RawBuilder<string> {
   return dialectOf(db) === 'postgres'
     ? sql<string>`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD')`

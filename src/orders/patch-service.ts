@@ -9,7 +9,7 @@ import { mergeStoredProperties } from '../lib/properties.ts';
 import { toDecimalString } from '../lib/money.ts';
 import { parseDateTime } from '../lib/time.ts';
 import { writeItemChanges } from './patch-items.ts';
-import { findEntries, findOrderRowForUpdate, updateOrderRow } from './repository.ts';
+import { findEntries, findOrderRowWithItems, updateOrderRow, type OrderRowWithItems } from './repository.ts';
 import { applyOrderChange } from './read-model/index.ts';
 import { toOrder } from './mapper.ts';
 import type { Order, UpdateOrderInput } from './schema.ts';
@@ -33,18 +33,21 @@ function orderFields(order: NonNullable<UpdateOrderInput['order']>): Updateable<
 
 /**
  * Applies a PATCH in the caller's transaction and returns the order as the API shows it, read back
- * after the writes, and as it was before. The order row is locked and read with its items first,
- * so concurrent PATCHes of one order queue there and none is lost.
+ * after the writes, and as it was before. `seen` is the order with its items as read before the
+ * write took its business's lock (src/orders/routes.ts), so that the lock is held for the writes
+ * only: the order's update applies only at the version seen (its items change only with it), and
+ * when that has moved the PATCH starts again from the order read under its row lock.
  */
 export async function patchOrder(
   ctx: WriteContext,
   id: string,
   input: UpdateOrderInput,
   expected: ExpectedVersions | undefined,
+  seen?: OrderRowWithItems,
 ): Promise<Written<Order>> {
   const { trx: db, businessId, now } = ctx;
   requireSomethingToUpdate(input);
-  const found = await findOrderRowForUpdate(db, businessId, id);
+  const found = seen ?? (await findOrderRowWithItems(db, businessId, id, true));
   if (!found) throw notFound(ORDER_NOT_FOUND);
   const { row, items: stored } = found;
   checkVersion(expected, Number(row.version), 'order');
@@ -101,12 +104,11 @@ export async function patchOrder(
   }
 
   const itemsChanged = updates.length + deletes.size + creates.length > 0;
-  const items = itemsChanged ? await writeItemChanges(db, businessId, id, stored, input, entries, now) : stored;
   const properties =
     order.properties === undefined
       ? undefined
       : mergeStoredProperties(row.properties, order.properties, 'order.properties');
-  const updated = await updateOrderRow(db, businessId, id, {
+  const updated = await updateOrderRow(db, businessId, id, Number(row.version), {
     ...orderFields(order),
     ...(properties !== undefined && { properties }),
     ...(order.currency !== undefined
@@ -118,6 +120,8 @@ export async function patchOrder(
     version: Number(row.version) + 1,
     updated_at: now,
   });
+  if (!updated) return patchOrder(ctx, id, input, expected);
+  const items = itemsChanged ? await writeItemChanges(db, businessId, id, stored, input, entries, now) : stored;
   await applyOrderChange(db, row, updated);
   const resource = toOrder(updated, items);
   return endUpdate(ctx, 'order', toOrder(row, stored), resource);

@@ -101,16 +101,23 @@ const oneOrderItemsQuery = statement((db, v: { businessId: string; orderId: stri
   orderItemsBase(db).where('order_items.business_id', '=', v.businessId).where('order_items.order_id', '=', v.orderId),
 );
 
+/** A live order row of this business with its items. */
+export interface OrderRowWithItems {
+  row: OrderRow;
+  items: OrderItemRow[];
+}
+
 /**
- * A live order of this business, locked until the transaction ends, with its items read after
- * the lock. No row: undefined.
+ * A live order of this business with its items read after the row; with `lock`, the row stays
+ * locked until the transaction ends. No row: undefined.
  */
-export async function findOrderRowForUpdate(
+export async function findOrderRowWithItems(
   db: Db,
   businessId: string,
   id: string,
-): Promise<{ row: OrderRow; items: OrderItemRow[] } | undefined> {
-  const row = await findOrderRow(db, businessId, id, true);
+  lock = false,
+): Promise<OrderRowWithItems | undefined> {
+  const row = await findOrderRow(db, businessId, id, lock);
   return row && { row, items: await loadOneOrderItems(db, businessId, id) };
 }
 
@@ -130,20 +137,23 @@ export async function findOrder(db: Db, businessId: string, id: string): Promise
   return row && withItems(db, row);
 }
 
-/** Updates an order row and returns it as stored. */
+/** Updates a live order row at `version` and returns it as stored; undefined when its version has moved. */
 export async function updateOrderRow(
   db: Db,
   businessId: string,
   id: string,
+  version: number,
   set: Updateable<OrderTable>,
-): Promise<OrderRow> {
+): Promise<OrderRow | undefined> {
   return db
     .updateTable('orders')
     .set(set)
     .where('business_id', '=', businessId)
     .where('id', '=', id)
+    .where('version', '=', version)
+    .where(whereLive())
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
 }
 
 /** The update of an order item, answering the row as stored. */
@@ -224,15 +234,15 @@ export async function softDeleteOrder(
   return { before, after };
 }
 
-/** Records the first announcement only; later ones match no row and change nothing. */
-export async function markIngested(db: Db, businessId: string, id: string, now: string): Promise<boolean> {
-  const result = await db
+/** Records the first announcement only and returns the row as stored; later ones match no row and change nothing. */
+export async function markIngested(db: Db, businessId: string, id: string, now: string): Promise<OrderRow | undefined> {
+  return db
     .updateTable('orders')
     .set({ ingested_at: now })
     .where('business_id', '=', businessId)
     .where('id', '=', id)
     .where('ingested_at', 'is', null)
     .where(whereLive())
+    .returningAll()
     .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
 }

@@ -16,6 +16,7 @@ import { writeScopeOf } from '../http/write.ts';
 import { readAtOneMoment } from '../db/dialect.ts';
 import { listOrders } from './read-model/index.ts';
 import { patchOrder } from './patch-service.ts';
+import { findOrderRow, findOrderRowWithItems, loadOneOrderItems } from './repository.ts';
 import { renderOrder, renderOrders } from './render.ts';
 import {
   BuyerOrderParams,
@@ -109,7 +110,13 @@ export async function orderRoutes(
       if (key !== undefined && (typeof key !== 'string' || key.toLowerCase() !== ingestionKeyOf(orderId, businessId))) {
         throw badRequest('Invalid idempotency key format');
       }
-      await writes.run(writeScopeOf(request), (ctx) => ingestOrder(ctx, orderId));
+      // Read before the write takes its business's lock: a repeat changes nothing and needs no write.
+      const row = await findOrderRow(db, businessId, orderId);
+      if (!row) throw notFound(ORDER_NOT_FOUND);
+      if (row.ingested_at === null) {
+        const seen = { row, items: await loadOneOrderItems(db, businessId, orderId) };
+        await writes.run(writeScopeOf(request), (ctx) => ingestOrder(ctx, orderId, seen));
+      }
       return reply.code(202).send({ success: true });
     },
   );
@@ -216,16 +223,20 @@ export async function orderRoutes(
         response: { 200: OrderResponse, 412: preconditionFailed },
       },
     },
-    (request, reply) =>
-      runWrite(request, reply, async (ctx) => {
+    async (request, reply) => {
+      // Read before the write takes its business's lock; patchOrder writes only at the version seen.
+      const seen = await findOrderRowWithItems(db, request.businessId, request.params.id);
+      return runWrite(request, reply, async (ctx) => {
         const { resource } = await patchOrder(
           ctx,
           request.params.id,
           request.body,
           parseIfMatch(request.headers['if-match']),
+          seen,
         );
         return { status: 200, body: resource, headers: { etag: etagOf(resource.version) } };
-      }),
+      });
+    },
   );
 
   app.delete(

@@ -8,16 +8,17 @@ import type { Written, WriteContext } from '../write/runner.ts';
 import { createdEvent, namedEvent } from '../log/events.ts';
 import {
   findEntries,
-  findOrder,
+  findOrderRow,
   insertOrder,
+  loadOneOrderItems,
   loadOrderItems,
   markIngested,
   softDeleteOrder,
   type EntryRow,
+  type OrderRowWithItems,
 } from './repository.ts';
 import { toOrder, variantOf, type VariantFields } from './mapper.ts';
 import type { CreateOrderInput, Order } from './schema.ts';
-import { whereLive } from '../db/live.ts';
 
 export const ORDER_NOT_FOUND = 'Order not found';
 export const DUPLICATE_ENTRY =
@@ -166,20 +167,23 @@ export async function createOrder(
 /**
  * Records the announcement of a live order of this business; repeats change nothing. The update
  * only ever sets a missing time, so concurrent first announcements record one time. True for the
- * first announcement. Nothing an order shows changes, so there is no resource to return.
+ * first announcement. Nothing an order shows changes, so there is no resource to return. `seen` is
+ * the order as read before the write took its business's lock: its items serve the event when the
+ * order's version has not moved since.
  */
-export async function ingestOrder(ctx: WriteContext, orderId: string): Promise<boolean> {
-  const order = await ctx.trx
-    .selectFrom('orders')
-    .select('ingested_at')
-    .where('business_id', '=', ctx.businessId)
-    .where('id', '=', orderId)
-    .where(whereLive())
-    .executeTakeFirst();
-  if (!order) throw notFound(ORDER_NOT_FOUND);
-  const first = order.ingested_at === null && (await markIngested(ctx.trx, ctx.businessId, orderId, ctx.now));
-  if (first) ctx.emit(namedEvent('order', 'ingested', (await findOrder(ctx.trx, ctx.businessId, orderId))!));
-  return first;
+export async function ingestOrder(ctx: WriteContext, orderId: string, seen?: OrderRowWithItems): Promise<boolean> {
+  const { trx, businessId } = ctx;
+  const ingested = await markIngested(trx, businessId, orderId, ctx.now);
+  if (!ingested) {
+    if (!(await findOrderRow(trx, businessId, orderId))) throw notFound(ORDER_NOT_FOUND);
+    return false;
+  }
+  const items =
+    seen && Number(seen.row.version) === Number(ingested.version)
+      ? seen.items
+      : await loadOneOrderItems(trx, businessId, orderId);
+  ctx.emit(namedEvent('order', 'ingested', toOrder(ingested, items)));
+  return true;
 }
 
 /** Soft-deletes a live order (src/orders/repository.ts softDeleteOrder); 404 when there is none. */

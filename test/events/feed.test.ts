@@ -203,10 +203,11 @@ describeEachBackend('the event log', (ctx) => {
     assert.deepEqual(woken, [t.businessId]);
   });
 
-  it("numbers a resource's versions right when two writes of it append at once (the second waits for the first's commit)", async () => {
+  it("numbers a resource's versions right when two writes of it append at once (the second waits for the first's commit under the write lock)", async () => {
     const t = await ctx().createTenant();
     const since = await latest(ctx(), t);
-    const { appendEvents } = await import('../../src/log/events.ts');
+    const { appendEvents } = await import('../../src/log/append.ts');
+    const { takeWriteTime } = await import('../../src/write/clock.ts');
     const meta = {
       businessId: t.businessId,
       actor: { type: 'system', id: 'test', name: null },
@@ -232,6 +233,7 @@ describeEachBackend('the event log', (ctx) => {
     const first = ctx()
       .db.transaction()
       .execute(async (trx) => {
+        await takeWriteTime(trx, t.businessId, Date.now());
         await appendEvents(trx, meta, [event], 'test_channel');
         firstAppended();
         await held;
@@ -239,7 +241,10 @@ describeEachBackend('the event log', (ctx) => {
     await appended;
     const second = ctx()
       .db.transaction()
-      .execute((trx) => appendEvents(trx, meta, [event], 'test_channel'));
+      .execute(async (trx) => {
+        await takeWriteTime(trx, t.businessId, Date.now());
+        await appendEvents(trx, meta, [event], 'test_channel');
+      });
     await new Promise((resolve) => setTimeout(resolve, 50));
     release();
     await Promise.all([first, second]);

@@ -3,7 +3,10 @@ import { createHash } from 'node:crypto';
 import { it } from 'node:test';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
 import { securityCases } from '../helpers/security.ts';
-import { createFixture, createOrder, getOrder } from '../helpers/orders.ts';
+import { createFixture, createOrder, getOrder, patchOrder } from '../helpers/orders.ts';
+import { findOrderRowWithItems } from '../../src/orders/repository.ts';
+import { ingestOrder } from '../../src/orders/service.ts';
+import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
 
 const keyOf = (orderId: string, businessId: string) =>
   createHash('sha256').update(`${orderId}-${businessId}-order-integration`).digest('hex');
@@ -103,5 +106,25 @@ describeEachBackend('POST /api/v1/orders (ingestion)', (ctx) => {
     assert.equal(res.status, 400);
     assert.equal(res.body.fieldErrors.businessId, 'Required');
     assert.equal(res.body.fieldErrors.extra, 'Unrecognized key');
+  });
+
+  it('an order changed after it was read, before the write lock, is announced with the items it has under the lock', async () => {
+    const t = await ctx().createTenant();
+    const order = await createOrder(ctx(), t, await createFixture(ctx(), t));
+    const seen = await findOrderRowWithItems(ctx().db, t.businessId, order.id);
+    const removed = order.orderItems[0].id;
+    assert.equal((await patchOrder(ctx(), t, order.id, { deleteOrderItems: [removed] })).status, 200);
+    let announced: any;
+    const runner = createWriteRunner(ctx().db, {
+      onEvents: (_, events) => {
+        announced = events[0].object;
+      },
+    });
+    const first = await runner.run({ businessId: t.businessId, actor: SYSTEM }, (write) =>
+      ingestOrder(write, order.id, seen),
+    );
+    assert.equal(first, true);
+    assert.deepEqual(announced, (await getOrder(ctx(), t, order.id)).body);
+    assert.ok(!announced.orderItems.some((i: { id: string }) => i.id === removed));
   });
 });

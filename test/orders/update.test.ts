@@ -3,6 +3,10 @@ import { it } from 'node:test';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
 import { securityCases } from '../helpers/security.ts';
 import { createFixture, createOrder, getOrder, patchOrder, type OrderFixture } from '../helpers/orders.ts';
+import { patchOrder as patchOrderInWrite } from '../../src/orders/patch-service.ts';
+import { findOrderRowWithItems } from '../../src/orders/repository.ts';
+import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
+import { createApp } from '../../src/app.ts';
 
 const DUPLICATE = 'one or more order items already exist; an order can only have one item per item list entry';
 const newItem = (entryId: string, extra: Record<string, unknown> = {}) => ({
@@ -362,5 +366,62 @@ describeEachBackend('PATCH /api/v1/orders/:id', (ctx) => {
     assert.equal(again.headers['idempotent-replayed'], 'true');
     assert.deepEqual(again.body, first.body);
     assert.equal((await getOrder(ctx(), t, order.id)).body.version, 2);
+  });
+
+  it('a PATCH whose order changed after it was read, before the write lock, starts again from the order under the lock', async () => {
+    const { t, order } = await setup(ctx());
+    const seen = await findOrderRowWithItems(ctx().db, t.businessId, order.id);
+    assert.equal((await patchOrder(ctx(), t, order.id, { order: { properties: { a: 1 } } })).status, 200);
+    const { resource, before } = await createWriteRunner(ctx().db).run(
+      { businessId: t.businessId, actor: SYSTEM },
+      (write) => patchOrderInWrite(write, order.id, { order: { properties: { b: 2 } } }, undefined, seen),
+    );
+    assert.equal(before?.version, 2);
+    assert.deepEqual(before?.properties, { a: 1 });
+    assert.equal(resource.version, 3);
+    assert.deepEqual(resource.properties, { a: 1, b: 2 });
+    assert.deepEqual((await getOrder(ctx(), t, order.id)).body.properties, { a: 1, b: 2 });
+  });
+
+  it("reads the order and its items before the write takes its business's lock, and neither again under it", async () => {
+    const { t, order } = await setup(ctx());
+    let queries: string[] = [];
+    const counting = ctx().db.withPlugin({
+      transformQuery: (args) => {
+        queries.push(JSON.stringify(args.node));
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    });
+    const config = ctx().config;
+    const app = await createApp({
+      db: counting,
+      rateLimiter: null,
+      config: {
+        ...config,
+        webhooks: { ...config.webhooks, workers: false },
+        imports: { ...config.imports, concurrency: 0 },
+      },
+    });
+    try {
+      const patch = (n: number) =>
+        app.inject({
+          method: 'PATCH',
+          url: `/api/v1/orders/${order.id}`,
+          headers: t.headers,
+          payload: { order: { notes: `n${n}` }, updateOrderItems: [{ id: order.orderItems[0].id, quantity: n }] },
+        });
+      assert.equal((await patch(2)).statusCode, 200);
+      queries = [];
+      assert.equal((await patch(3)).statusCode, 200);
+      const lock = queries.findIndex((q) => q.includes('"name":"write_clocks"'));
+      const readsOrder = (q: string) =>
+        q.startsWith('{"kind":"SelectQueryNode"') && /"name":"(orders|order_items)"/.test(q);
+      assert.ok(lock > 0, 'the write takes the lock');
+      assert.equal(queries.slice(0, lock).filter(readsOrder).length, 2, 'the order and its items, before the lock');
+      assert.deepEqual(queries.slice(lock).filter(readsOrder), [], 'no read of them under the lock');
+    } finally {
+      await app.close();
+    }
   });
 });

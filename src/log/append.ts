@@ -1,0 +1,180 @@
+import { sql } from 'kysely';
+import { notifyAtCommit, statementsAreRoundTrips } from '../db/dialect.ts';
+import { statement } from '../db/statement.ts';
+import type { Db } from '../db/types.ts';
+import { newId } from '../lib/ids.ts';
+import { encodeData } from './codec.ts';
+import { commitPayload } from './filter.ts';
+import type { NewEvent } from './events.ts';
+
+export interface EventMeta {
+  businessId: string;
+  actor: { type: string; id: string; name: string | null };
+  requestId: string | null;
+  idempotencyKey: string | null;
+  now: string;
+}
+
+/**
+ * Appends a write's events with its context, in the write's transaction: takes the business's next
+ * sequence numbers from its `event` counter, then inserts the events. The write holds its
+ * business's write lock (src/write/clock.ts), so sequences are handed out in commit order and
+ * without gaps (a rolled-back write gives its numbers back with its transaction). A resource's
+ * version is one more than its last event's, and two events of one resource in one write count 1, 2.
+ * On PostgreSQL the other instances are told on `channel` (`pg_notify`, delivered at commit:
+ * src/events/filter.ts says in what form), all of it in one statement, since the business's lock
+ * is held for every round trip; SQLite has no other instances to tell and no round trips to save.
+ * `traceParent` is kept with each event: its webhook attempts join that trace (src/telemetry).
+ */
+export async function appendEvents(
+  db: Db,
+  meta: EventMeta,
+  events: NewEvent[],
+  channel: string,
+  traceParent: string | null = null,
+): Promise<void> {
+  if (events.length === 0) return;
+  const rows = events.map((e) => ({
+    id: newId('evt'),
+    type: e.type,
+    resourceType: e.resourceType,
+    resourceId: e.resourceId,
+    data: encodeData(e.changes === undefined ? { object: e.object } : { object: e.object, changes: e.changes }),
+  }));
+  const common = {
+    businessId: meta.businessId,
+    occurredAt: meta.now,
+    actor: JSON.stringify(meta.actor),
+    requestId: meta.requestId,
+    idempotencyKey: meta.idempotencyKey,
+    traceParent,
+  };
+  // What the commit holds first, for filtered long polls; then the bare business id earlier releases hear.
+  const detailed = commitPayload(meta.businessId, events);
+  const notices = detailed === null ? [meta.businessId] : [detailed, meta.businessId];
+  if (statementsAreRoundTrips(db)) {
+    await db.executeQuery(
+      appendQuery(db, {
+        ...common,
+        count: events.length,
+        ids: rows.map((r) => r.id),
+        types: rows.map((r) => r.type),
+        resourceTypes: rows.map((r) => r.resourceType),
+        resourceIds: rows.map((r) => r.resourceId),
+        data: rows.map((r) => r.data),
+        channel,
+        notices,
+      }),
+    );
+    return;
+  }
+  const {
+    rows: [taken],
+  } = await db.executeQuery(takeSequencesQuery(db, { businessId: meta.businessId, count: events.length }));
+  const first = Number(taken.value) - events.length + 1;
+  for (const [i, row] of rows.entries()) {
+    await db.executeQuery(insertEventQuery(db, { ...common, ...row, sequence: first + i }));
+  }
+  for (const notice of notices) await notifyAtCommit(db, channel, notice);
+}
+
+/** The business's next `count` sequence numbers: answers the last of them. */
+const takeSequencesQuery = statement((db, v: { businessId: string; count: number }) =>
+  db
+    .insertInto('business_counters')
+    .values({ business_id: v.businessId, name: 'event', value: v.count })
+    .onConflict((oc) =>
+      oc.columns(['business_id', 'name']).doUpdateSet({ value: sql`business_counters.value + excluded.value` }),
+    )
+    .returning('value'),
+);
+
+/** The last version of a resource among its stored events (the end of its index range: one row). */
+const lastVersion = (db: Db, businessId: unknown, resourceType: unknown, resourceId: unknown) =>
+  db
+    .selectFrom('events')
+    .select('resource_version')
+    .where('business_id', '=', businessId as string)
+    .where('resource_type', '=', resourceType as string)
+    .where('resource_id', '=', resourceId as string)
+    .orderBy('sequence', 'desc')
+    .limit(1);
+
+/** One event; earlier events of the write are visible to it, so its version counts after theirs. */
+const insertEventQuery = statement(
+  (
+    db,
+    v: {
+      businessId: string;
+      sequence: number;
+      id: string;
+      type: string;
+      resourceType: string;
+      resourceId: string;
+      occurredAt: string;
+      actor: string;
+      requestId: string | null;
+      idempotencyKey: string | null;
+      traceParent: string | null;
+      data: Buffer;
+    },
+  ) =>
+    db.insertInto('events').values({
+      business_id: v.businessId,
+      sequence: v.sequence,
+      id: v.id,
+      type: v.type,
+      resource_type: v.resourceType,
+      resource_id: v.resourceId,
+      resource_version: sql<number>`coalesce((${lastVersion(db, v.businessId, v.resourceType, v.resourceId)}), 0) + 1`,
+      occurred_at: v.occurredAt,
+      actor: v.actor,
+      request_id: v.requestId,
+      idempotency_key: v.idempotencyKey,
+      data: v.data,
+      trace_parent: v.traceParent,
+    }),
+);
+
+/**
+ * PostgreSQL: the counter, every event and the notifications as one statement, with one shape for
+ * any number of events (arrays, one per column). One statement sees none of its own inserts, so a
+ * resource's events in this write count on from its stored last version by their order in the write.
+ */
+const appendQuery = statement(
+  (
+    db,
+    v: {
+      businessId: string;
+      count: number;
+      occurredAt: string;
+      actor: string;
+      requestId: string | null;
+      idempotencyKey: string | null;
+      traceParent: string | null;
+      ids: string[];
+      types: string[];
+      resourceTypes: string[];
+      resourceIds: string[];
+      data: Buffer[];
+      channel: string;
+      notices: string[];
+    },
+  ) => sql`with taken as (
+      insert into business_counters (business_id, name, value) values (${v.businessId}, 'event', ${v.count})
+      on conflict (business_id, name) do update set value = business_counters.value + excluded.value
+      returning value
+    ), written as (
+      select * from unnest(${v.ids}::text[], ${v.types}::text[], ${v.resourceTypes}::text[],
+        ${v.resourceIds}::text[], ${v.data}::bytea[]) with ordinality as e(id, type, resource_type, resource_id, data, n)
+    ), inserted as (
+      insert into events (business_id, sequence, id, type, resource_type, resource_id, resource_version,
+        occurred_at, actor, request_id, idempotency_key, data, trace_parent)
+      select ${v.businessId}, taken.value - ${v.count} + e.n, e.id, e.type, e.resource_type, e.resource_id,
+        coalesce((${lastVersion(db, v.businessId, sql.ref('e.resource_type'), sql.ref('e.resource_id'))}), 0)
+          + row_number() over (partition by e.resource_type, e.resource_id order by e.n),
+        ${v.occurredAt}, ${v.actor}, ${v.requestId}, ${v.idempotencyKey}, e.data, ${v.traceParent}
+      from taken, written as e
+    )
+    select pg_notify(${v.channel}, notice) from unnest(${v.notices}::text[]) as notice`,
+);
