@@ -26,7 +26,9 @@ export type IdPrefix =
   | 'usr'
   | 'ins'
   | 'aud'
-  | 'imp';
+  | 'imp'
+  | 'ack'
+  | 'shp';
 
 /**
  * A ULID-shaped id: 48 bits of milliseconds then 80 random bits, base32.
