@@ -1638,6 +1638,11 @@ export interface components {
              * @example ord_01jd5x8m2k3n4p5q6r7s8t9v0w
              */
             orderId: string;
+            /**
+             * @description A shipment of the order, not voided: the invoice bills its quantities at the order's prices. One live invoice per shipment; none beside a live invoice of the whole order
+             * @example shp_01jd5x8m2k3n4p5q6r7s8t9v0w
+             */
+            shipmentId?: string;
             reference?: string | null;
             notes?: string | null;
             dueAt?: string | null;
@@ -1692,6 +1697,7 @@ export interface components {
             invoiceNumber: string;
             partnershipId: string;
             orderId: string;
+            shipmentId: string | null;
             status: components["schemas"]["InvoiceStatus"];
             reference: string | null;
             notes: string | null;
