@@ -33,7 +33,7 @@ const Lines = (description: string) => Type.Array(ShipmentLine, { minItems: 1, m
 const Sscc = Type.String({
   pattern: '^[0-9]{18}$',
   description: 'GS1 Serial Shipping Container Code: 18 digits, the last a GS1 mod-10 check digit',
-  examples: ['000123456000000017'],
+  examples: ['000123456000000012'],
 });
 const Weight = Type.Object(
   { value: Positive('Gross weight'), unit: Type.Enum(['kg', 'g', 'lb', 'oz']) },
@@ -96,7 +96,7 @@ export const CreateShipmentBody = Type.Object(
         trackingNumbers: ['1Z999AA10123456784'],
         packages: [
           {
-            sscc: '000123456000000017',
+            sscc: '000123456000000012',
             weight: { value: 12.5, unit: 'kg' },
             lines: [{ orderItemId: 'oi_01jd5x8m2k3n4p5q6r7s8t9v0w', quantity: 20 }],
           },

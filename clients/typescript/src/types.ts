@@ -9335,7 +9335,7 @@ export interface operations {
                  *       ],
                  *       "packages": [
                  *         {
-                 *           "sscc": "000123456000000017",
+                 *           "sscc": "000123456000000012",
                  *           "weight": {
                  *             "value": 12.5,
                  *             "unit": "kg"
