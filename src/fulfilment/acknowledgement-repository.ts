@@ -1,5 +1,6 @@
 import type { Insertable, Selectable } from 'kysely';
 import type { Db } from '../db/types.ts';
+import { whereLive } from '../db/live.ts';
 import { readJson } from '../lib/json.ts';
 import { toIso } from '../lib/time.ts';
 import type { Acknowledgement, AcknowledgementLine } from './acknowledgement-schema.ts';
@@ -58,7 +59,7 @@ export async function findVariantIds(db: Db, businessId: string, ids: string[]):
     .select('id')
     .where('business_id', '=', businessId)
     .where('id', 'in', ids)
-    .where('deleted_at', 'is', null)
+    .where(whereLive())
     .execute();
   return new Set(rows.map((r) => r.id));
 }
