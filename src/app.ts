@@ -28,6 +28,8 @@ import { pricingRoutes } from './pricing/routes.ts';
 import { orderRoutes } from './orders/routes.ts';
 import { DEFAULT_LIST_TUNING, type ListTuning } from './orders/read-model/index.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
+import { acknowledgementRoutes } from './fulfilment/acknowledgement-routes.ts';
+import { shipmentRoutes } from './fulfilment/shipment-routes.ts';
 import { eventRoutes } from './events/routes.ts';
 import { commitHeads } from './log/filter.ts';
 import { EventBus } from './events/bus.ts';
@@ -152,6 +154,8 @@ export async function createApp(deps: AppDeps) {
       await pricingRoutes(api, routeDeps);
       await orderRoutes(api, routeDeps);
       await invoiceRoutes(api, routeDeps);
+      await acknowledgementRoutes(api, routeDeps);
+      await shipmentRoutes(api, routeDeps);
       await eventRoutes(api, routeDeps);
       await auditRoutes(api, routeDeps);
       // In a scope of its own: the NDJSON body parser is the import route's alone.

@@ -4,7 +4,17 @@
  * send them (src/businesses/margin.ts); `audit:read` for the audit trail. A key without scopes
  * (every key made before them, and keys made without `--scopes`) may do everything.
  */
-export const AREAS = ['items', 'buyers', 'pricing', 'orders', 'invoices', 'events', 'webhooks', 'imports'] as const;
+export const AREAS = [
+  'items',
+  'buyers',
+  'pricing',
+  'orders',
+  'invoices',
+  'events',
+  'webhooks',
+  'imports',
+  'fulfilment',
+] as const;
 export type Area = (typeof AREAS)[number];
 /** Scopes of no route's area: what a key sees of the others' records, and the audit trail. */
 export const EXTRA_SCOPES = ['margin:read', 'margin:write', 'audit:read'] as const;
@@ -53,12 +63,14 @@ export function requiredScope(method: string, route: string | undefined): Scope 
   if (parts[0] === 'audit-events') return reading ? 'audit:read' : undefined;
   const area: Area | undefined = streams
     ? 'events'
-    : parts[0] === 'buyers' && parts[2] === 'orders'
-      ? 'orders'
-      : parts[0] === 'webhook-endpoints'
-        ? 'webhooks'
-        : (AREAS as readonly string[]).includes(parts[0])
-          ? (parts[0] as Area)
-          : undefined;
+    : parts[0] === 'shipments' || (parts[0] === 'orders' && ['acknowledgements', 'shipments'].includes(parts[2]))
+      ? 'fulfilment'
+      : parts[0] === 'buyers' && parts[2] === 'orders'
+        ? 'orders'
+        : parts[0] === 'webhook-endpoints'
+          ? 'webhooks'
+          : (AREAS as readonly string[]).includes(parts[0])
+            ? (parts[0] as Area)
+            : undefined;
   return area && `${area}:${level}`;
 }

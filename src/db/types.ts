@@ -24,6 +24,7 @@ import type {
 import type { OrderTable, OrderItemTable } from '../orders/table.ts';
 import type { InstanceTable } from './table.ts';
 import type { InvoiceTable, InvoiceLineItemTable } from '../invoices/table.ts';
+import type { AcknowledgementTable, ShipmentTable } from '../fulfilment/table.ts';
 import type {
   OrderChangeCountTable,
   OrderCountTable,
@@ -69,6 +70,8 @@ export interface Database {
   order_deleted_property_counts: OrderPropertyCountTable;
   invoices: InvoiceTable;
   invoice_line_items: InvoiceLineItemTable;
+  acknowledgements: AcknowledgementTable;
+  shipments: ShipmentTable;
   webhook_endpoints: WebhookEndpointTable;
   webhook_deliveries: WebhookDeliveryTable;
   webhook_attempts: WebhookAttemptTable;

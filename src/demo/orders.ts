@@ -44,7 +44,16 @@ const ITEM_COLUMNS = [
   'updated_at',
 ] as const;
 /** Written once per statement, as constants. */
-const ORDER_CONSTANTS = { membership_id: null, integration_id: null, shipped_by: null, currency: CURRENCY, version: 1 };
+const ORDER_CONSTANTS = {
+  membership_id: null,
+  integration_id: null,
+  shipped_by: null,
+  acknowledgement_id: null,
+  acknowledged_at: null,
+  acknowledgement_summary: null,
+  currency: CURRENCY,
+  version: 1,
+};
 const ITEM_CONSTANTS = { currency: CURRENCY, properties: null };
 
 type Phase = 'DRAFT' | 'PENDING' | 'ACTIVE' | 'ARCHIVED' | 'REJECTED' | 'CANCELLED';

@@ -193,7 +193,13 @@ export function eventPageJson(page: EventPage<Buffer[]>): Buffer {
   return Buffer.concat(parts);
 }
 
-const RESOURCE_TABLES = { order: 'orders', item: 'items', buyer: 'phantoms', invoice: 'invoices' } as const;
+const RESOURCE_TABLES = {
+  order: 'orders',
+  item: 'items',
+  buyer: 'phantoms',
+  invoice: 'invoices',
+  shipment: 'shipments',
+} as const;
 export type HistoryResource = keyof typeof RESOURCE_TABLES;
 
 /** Soft-deleted rows count. */

@@ -16,6 +16,7 @@ const HISTORIES: Array<{ resource: HistoryResource; path: string; tag: string; n
   { resource: 'item', path: 'items', tag: 'Items', notFound: 'Item not found', id: 'itm' },
   { resource: 'buyer', path: 'buyers', tag: 'Buyers', notFound: 'Buyer not found', id: 'phm' },
   { resource: 'invoice', path: 'invoices', tag: 'Invoices', notFound: 'Invoice not found', id: 'inv' },
+  { resource: 'shipment', path: 'shipments', tag: 'Shipments', notFound: 'Shipment not found', id: 'shp' },
 ];
 
 /** A history's path parameter, with an id of its own resource as the example. */

@@ -75,6 +75,8 @@ const NOT_FOUND: Record<string, string> = {
   Buyers: 'Buyer not found',
   Pricing: 'Price list not found',
   Invoices: 'Invoice not found',
+  Acknowledgements: 'Order not found',
+  Shipments: 'Shipment not found',
 };
 
 /** An example error body for a status: what this operation really answers, never a validation error on a 404. */
@@ -112,7 +114,7 @@ export function errorExample(
     case 412:
       return body(
         'PRECONDITION_FAILED',
-        `The ${tag === 'Invoices' ? 'invoice' : 'order'} has changed: its current version is 4`,
+        `The ${tag === 'Invoices' ? 'invoice' : tag === 'Shipments' ? 'shipment' : 'order'} has changed: its current version is 4`,
       );
     case 413:
       return body('PAYLOAD_TOO_LARGE', 'Request body is larger than 1048576 bytes');

@@ -102,6 +102,8 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
         { name: 'Pricing', description: 'Price lists (item lists), their entries and assignments' },
         { name: 'Orders', description: 'Orders, their items and properties, and the ingestion call' },
         { name: 'Invoices', description: 'Invoices made from orders, and their line items' },
+        { name: 'Acknowledgements', description: 'What the supplier accepts of an order, line by line (X12 855)' },
+        { name: 'Shipments', description: 'What left the warehouse: packages, lines and tracking (X12 856)' },
         {
           name: 'Events',
           description:

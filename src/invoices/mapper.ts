@@ -31,6 +31,7 @@ export function toInvoice(row: InvoiceRow, lines: InvoiceLineItemRow[]): Invoice
     invoiceNumber: row.invoice_number,
     partnershipId: row.partnership_id,
     orderId: row.order_id,
+    shipmentId: row.shipment_id ?? null,
     status: row.status as Invoice['status'],
     reference: row.reference,
     notes: row.notes,

@@ -31,17 +31,29 @@ export async function findInvoiceRow(
   return (lock ? forUpdate(db, query) : query).executeTakeFirst();
 }
 
-/** The order's live invoice other than `exceptId`: one that is neither deleted nor VOIDED. */
-export async function findLiveInvoiceForOrder(db: Db, businessId: string, orderId: string, exceptId = '') {
-  return db
+/**
+ * The order's live invoice other than `exceptId` (neither deleted nor VOIDED) that an invoice of
+ * `shipmentId` would double: any, for an invoice of the whole order (null); for one of a shipment,
+ * the whole order's or that shipment's.
+ */
+export async function findLiveInvoiceForOrder(
+  db: Db,
+  businessId: string,
+  orderId: string,
+  exceptId = '',
+  shipmentId: string | null = null,
+) {
+  let query = db
     .selectFrom('invoices')
     .select(['id', 'invoice_number'])
     .where('business_id', '=', businessId)
     .where('order_id', '=', orderId)
     .where('id', '<>', exceptId)
     .where(whereLive())
-    .where('status', '<>', 'VOIDED')
-    .executeTakeFirst();
+    .where('status', '<>', 'VOIDED');
+  if (shipmentId !== null)
+    query = query.where((eb) => eb.or([eb('shipment_id', 'is', null), eb('shipment_id', '=', shipmentId)]));
+  return query.executeTakeFirst();
 }
 
 /** The line items of several invoices: one query, whatever the count. */

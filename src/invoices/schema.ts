@@ -42,6 +42,12 @@ export const InvoiceParams = Type.Object({ id: InvoiceId });
 export const CreateInvoiceBody = Type.Object(
   {
     orderId: Id('The live order to invoice; its items become the line items', 'ord_01jd5x8m2k3n4p5q6r7s8t9v0w'),
+    shipmentId: Type.Optional(
+      Id(
+        "A shipment of the order, not voided: the invoice bills its quantities at the order's prices. One live invoice per shipment; none beside a live invoice of the whole order",
+        'shp_01jd5x8m2k3n4p5q6r7s8t9v0w',
+      ),
+    ),
     reference: Type.Optional(Nullable(Reference)),
     notes: Type.Optional(Nullable(Notes)),
     dueAt: Type.Optional(Nullable(DateTime('When payment is due'))),
@@ -105,6 +111,7 @@ export const InvoiceResponse = Type.Object(
     invoiceNumber: Type.String({ description: 'Per-business sequence', examples: ['INV-000001'] }),
     partnershipId: Type.String(),
     orderId: Type.String(),
+    shipmentId: Nullable(Type.String({ description: 'The shipment it bills, or null for the whole order' })),
     status: InvoiceStatus,
     reference: Nullable(Type.String()),
     notes: Nullable(Type.String()),

@@ -15,6 +15,7 @@ import { createdEvent } from '../log/events.ts';
 import { nextCounterValue } from '../businesses/repository.ts';
 import { findOrderRow } from '../orders/repository.ts';
 import { ORDER_NOT_FOUND } from '../orders/service.ts';
+import { findShippedItemsToInvoice } from './shipped-items.ts';
 import {
   findInvoice,
   findInvoiceRow,
@@ -49,16 +50,21 @@ async function guardUnique<T>(write: () => Promise<T>, onViolation: () => Error)
 }
 
 /**
- * Invoices a live order: its items become line items priced as ordered. The order row is locked
+ * Invoices a live order: its items become line items priced as ordered; with `shipmentId`, that
+ * shipment's quantities at the order's prices (src/invoices/shipped-items.ts). The order row is locked
  * first, so concurrent requests for one order queue and the second finds the first's invoice.
  */
 export async function createInvoice(ctx: WriteContext, input: CreateInvoiceInput): Promise<Written<Invoice>> {
   const { trx: db, businessId, now } = ctx;
   const order = await findOrderRow(db, businessId, input.orderId, true);
   if (!order) throw notFound(ORDER_NOT_FOUND);
-  const live = await findLiveInvoiceForOrder(db, businessId, order.id);
+  const shipmentId = input.shipmentId ?? null;
+  const live = await findLiveInvoiceForOrder(db, businessId, order.id, '', shipmentId);
   if (live) throw alreadyInvoiced(live.invoice_number);
-  const items = await findOrderItemsToInvoice(db, businessId, order.id);
+  const items =
+    shipmentId === null
+      ? await findOrderItemsToInvoice(db, businessId, order.id)
+      : await findShippedItemsToInvoice(db, businessId, order.id, shipmentId);
   if (items.length === 0) throw validationError({ orderId: 'The order has no items to invoice' });
 
   const invoiceId = newId('inv');
@@ -85,6 +91,7 @@ export async function createInvoice(ctx: WriteContext, input: CreateInvoiceInput
         business_id: businessId,
         partnership_id: order.partnership_id,
         order_id: order.id,
+        shipment_id: shipmentId,
         invoice_number: invoiceNumber,
         status: 'DRAFT',
         reference: input.reference ?? null,
@@ -135,7 +142,9 @@ export async function patchInvoice(
   checkVersion(expected, Number(row.version), 'invoice');
   const before = (await findInvoice(db, businessId, id))!;
   const revived = row.status === 'VOIDED' && input.status !== undefined && input.status !== 'VOIDED';
-  const other = revived ? await findLiveInvoiceForOrder(db, businessId, row.order_id, id) : undefined;
+  const other = revived
+    ? await findLiveInvoiceForOrder(db, businessId, row.order_id, id, row.shipment_id ?? null)
+    : undefined;
   if (other)
     throw conflict(`The order already has another live invoice (${other.invoice_number}); this one stays VOIDED`);
 

@@ -5,6 +5,7 @@ export interface InvoiceTable {
   business_id: string;
   partnership_id: string;
   order_id: string;
+  shipment_id: string | null;
   invoice_number: string;
   status: string;
   reference: string | null;

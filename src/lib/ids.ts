@@ -26,7 +26,9 @@ export type IdPrefix =
   | 'usr'
   | 'ins'
   | 'aud'
-  | 'imp';
+  | 'imp'
+  | 'ack'
+  | 'shp';
 
 /** A ULID-shaped id (48 bits of ms, 80 random, base32): text order is creation order, keeping btree inserts local. */
 let lastTime = -1;

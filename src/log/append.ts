@@ -22,7 +22,7 @@ export interface EventMeta {
  * without gaps (a rolled-back write gives its numbers back with its transaction). A resource's
  * version is one more than its last event's, and two events of one resource in one write count 1, 2.
  * On PostgreSQL the other instances are told on `channel` (`pg_notify`, delivered at commit:
- * src/events/filter.ts says in what form), all of it in one statement, since the business's lock
+ * src/log/filter.ts says in what form), all of it in one statement, since the business's lock
  * is held for every round trip; SQLite has no other instances to tell and no round trips to save.
  * `traceParent` is kept with each event: its webhook attempts join that trace (src/telemetry).
  */

@@ -11,7 +11,8 @@ export type ResourceType =
   | 'invoice'
   | 'api_key'
   | 'webhook_endpoint'
-  | 'user';
+  | 'user'
+  | 'shipment';
 
 /** An event a write asks for; the write runner appends it with the write's own context. */
 export interface NewEvent {

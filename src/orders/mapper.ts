@@ -3,7 +3,7 @@ import type { OrderItemTable, OrderTable } from './table.ts';
 import { readJson } from '../lib/json.ts';
 import { formatAmount, toNumber } from '../lib/money.ts';
 import { toIso } from '../lib/time.ts';
-import type { Order, OrderItem } from './schema.ts';
+import type { AcknowledgementSummary, Order, OrderItem } from './schema.ts';
 
 export type OrderRow = Selectable<OrderTable>;
 /** What a list page reads of each order first: enough to find its rendering, and to drop one deleted since. */
@@ -69,6 +69,14 @@ export function toOrder(row: OrderRow, items: OrderItemRow[]): Order {
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
     deletedAt: toIso(row.deleted_at),
+    acknowledgement:
+      row.acknowledgement_id == null
+        ? null
+        : {
+            id: row.acknowledgement_id,
+            decidedAt: toIso(row.acknowledged_at!),
+            summary: row.acknowledgement_summary as AcknowledgementSummary,
+          },
     orderItems: items.map(toOrderItem),
   };
 }

@@ -52,6 +52,14 @@ const UnitOfMeasure = Text(32, 'Unit of measure, e.g. "EA" or "kg"', 1);
 const EntryId = Id('An item list entry of this business', 'ile_01jd5x8m2k3n4p5q6r7s8t9v0w');
 const OrderItemId = Id('Order item id', 'oi_01jd5x8m2k3n4p5q6r7s8t9v0w');
 
+/** An acknowledgement's header decision, derived from its lines (src/fulfilment). */
+export const ACKNOWLEDGEMENT_DECISIONS = ['ACCEPTED', 'ACCEPTED_WITH_CHANGES', 'REJECTED'] as const;
+export const AcknowledgementDecision = Type.Enum([...ACKNOWLEDGEMENT_DECISIONS], {
+  title: 'AcknowledgementDecision',
+  description: 'ACCEPTED: every line as ordered; REJECTED: every line rejected; ACCEPTED_WITH_CHANGES otherwise',
+});
+export type AcknowledgementSummary = (typeof ACKNOWLEDGEMENT_DECISIONS)[number];
+
 export const OrderParams = Type.Object({ id: Id('Order id', 'ord_01jd5x8m2k3n4p5q6r7s8t9v0w') });
 export const BuyerOrderParams = Type.Object({ id: Id('Buyer id (the phantom id)', 'phm_01jd5x8m2k3n4p5q6r7s8t9v0w') });
 
@@ -265,6 +273,20 @@ export const OrderResponse = Type.Object(
     createdAt: DateTimeOut,
     updatedAt: DateTimeOut,
     deletedAt: Nullable(DateTimeOut),
+    acknowledgement: Nullable(
+      Type.Object(
+        {
+          id: Type.String({ examples: ['ack_01jd5x8m2k3n4p5q6r7s8t9v0w'] }),
+          decidedAt: DateTimeOut,
+          summary: AcknowledgementDecision,
+        },
+        {
+          title: 'OrderAcknowledgement',
+          description:
+            'The current acknowledgement (the latest): its header decision. Null until the supplier acknowledges',
+        },
+      ),
+    ),
     orderItems: Type.Array(OrderItemResponse),
   },
   { title: 'Order' },

@@ -21,6 +21,10 @@ export interface OrderTable {
   properties: Json;
   version: number;
   ingested_at: NullableTimestamp;
+  /** The current acknowledgement's summary (src/fulfilment), shown in the order's JSON. */
+  acknowledgement_id: string | null;
+  acknowledged_at: NullableTimestamp;
+  acknowledgement_summary: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
   deleted_at: NullableTimestamp;

@@ -305,6 +305,38 @@ for (const backend of backendList) {
       }
     });
 
+    it('acknowledges, ships, voids and iterates shipments', async () => {
+      const order = await client.orders.create(buyerId, {
+        expectedDeliveryAt: DELIVERY,
+        orderItems: [{ itemVariantId: variantId, quantity: 3 }],
+      } as never);
+      const line = order.orderItems[0].id;
+      const ack = await client.acknowledgements.create(order.id, {
+        lines: [{ orderItemId: line, decision: 'QUANTITY_CHANGED', quantity: 2 }],
+      });
+      assert.equal(ack.decision, 'ACCEPTED_WITH_CHANGES');
+      assert.deepEqual(
+        (await client.acknowledgements.list(order.id)).map((a) => a.id),
+        [ack.id],
+      );
+      const made = [];
+      for (let i = 0; i < 2; i++)
+        made.push(await client.shipments.create(order.id, { lines: [{ orderItemId: line, quantity: 1 }] }));
+      await assert.rejects(
+        client.shipments.create(order.id, { lines: [{ orderItemId: line, quantity: 1 }] }),
+        (error: unknown) => error instanceof SupplylineApiError && error.status === 409,
+      );
+      assert.equal((await client.shipments.void(made[0].id)).status, 'VOIDED');
+      const seen = [];
+      for await (const s of client.shipments.list({ orderId: order.id, limit: 1 })) seen.push(s.id);
+      assert.deepEqual(seen, made.map((s) => s.id).reverse());
+      const history = [];
+      for await (const e of client.shipments.events(made[0].id)) history.push(e.type);
+      assert.deepEqual(history, ['shipment.created', 'shipment.voided']);
+      // The later tests count the orders.
+      await client.orders.delete(order.id);
+    });
+
     it('iterates by cursor: items created and deleted meanwhile neither repeat nor hide the others', async () => {
       // Items of this test's own, found by a property, so that the others' stay.
       const make = (name: string) =>

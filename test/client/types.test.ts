@@ -50,10 +50,15 @@ client.items.create({ item: { name: 'Widget', colour: 'red' }, variants: [] });
 client.buyers.create({ buyer: { name: 'Acme' } }, { idempotencyKey: 'k', timeout: 1000, signal: AbortSignal.timeout(1), headers: { a: 'b' } });
 // @ts-expect-error: buyers have no DELETE
 client.buyers.delete('phm_1');
+client.shipments.create('ord_1', { packages: [{ sscc: '000123456000000012', lines: [{ orderItemId: 'oi_1', quantity: 1 }] }] });
+// @ts-expect-error: not a shipment status a PATCH sets
+client.shipments.patch('shp_1', { status: 'VOIDED' });
+client.acknowledgements.create('ord_1', { lines: [{ orderItemId: 'oi_1', decision: 'BACKORDERED' }] });
 export function apply(event: SupplylineEvent): string {
   switch (event.type) {
     case 'order.created': return event.data.object.totalAmount;
     case 'item.updated': return event.data.object.name;
+    case 'shipment.voided': return event.data.object.status;
     // @ts-expect-error: an item has no totalAmount
     case 'item.created': return event.data.object.totalAmount;
     // @ts-expect-error: not an event type

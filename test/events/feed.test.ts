@@ -407,7 +407,7 @@ describeEachBackend('the event log', (ctx) => {
       'after=-1',
       'types=order',
       'types=ORDER.created',
-      'resourceType=shipment',
+      'resourceType=parcel',
       'resourceId=a%20b',
       'wait=x',
     ]) {

@@ -111,6 +111,12 @@ describeEachBackend(
         invoices: invoice.body.id,
         'webhook-endpoints': endpoint.body.id,
         imports: imported.id,
+        shipments: (
+          await c.request('POST', `/api/v1/orders/${order.id}/shipments`, {
+            as: owner,
+            body: { lines: [{ orderItemId: order.orderItems[0].id, quantity: 1 }] },
+          })
+        ).body.id,
       };
       return { owner, fixture, ids };
     }

@@ -43,6 +43,11 @@ async function createOneOfEach(ctx: TestContext, as: Tenant) {
   });
   assert.equal(order.status, 201);
   assert.equal((await ctx.request('POST', '/api/v1/invoices', { as, body: { orderId: order.body.id } })).status, 201);
+  const shipment = await ctx.request('POST', `/api/v1/orders/${order.body.id}/shipments`, {
+    as,
+    body: { lines: [{ orderItemId: order.body.orderItems[0].id, quantity: 1 }] },
+  });
+  assert.equal(shipment.status, 201);
   const hook = await ctx.request('POST', '/api/v1/webhook-endpoints', {
     as,
     body: { url: 'https://hooks.example.com/in', status: 'paused' },

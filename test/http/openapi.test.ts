@@ -33,6 +33,16 @@ const EXTENSIONS = [
   'get /api/v1/imports',
   'get /api/v1/imports/{id}',
   'get /api/v1/imports/{id}/results',
+  'post /api/v1/orders/{id}/acknowledgements',
+  'get /api/v1/orders/{id}/acknowledgements',
+  'post /api/v1/orders/{id}/shipments',
+  'get /api/v1/orders/{id}/shipments',
+  'get /api/v1/shipments',
+  'get /api/v1/shipments/export',
+  'get /api/v1/shipments/{id}',
+  'patch /api/v1/shipments/{id}',
+  'delete /api/v1/shipments/{id}',
+  'get /api/v1/shipments/{id}/events',
 ];
 
 describeEachBackend('GET /openapi.json', (ctx) => {

@@ -17,6 +17,7 @@ const INVOICE_KEYS = [
   'partnershipId',
   'properties',
   'reference',
+  'shipmentId',
   'status',
   'totalAmount',
   'updatedAt',

@@ -5,6 +5,7 @@ import { securityCases } from '../helpers/security.ts';
 import { createFixture, createOrder, DELIVERY, getOrder, ISO_MS, postOrder } from '../helpers/orders.ts';
 
 const ORDER_KEYS = [
+  'acknowledgement',
   'createdAt',
   'currency',
   'deletedAt',

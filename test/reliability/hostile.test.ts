@@ -681,9 +681,15 @@ function sendRaw(port: number, method: string, target: string, body?: string) {
 
 /** The read-back check: after an accepted write, the resource's GET and its collection's list both answer 200. */
 async function readBack(ctx: TestContext, tenant: Tenant, r: Req, body: any): Promise<number> {
-  const m = /^\/api\/v1\/(items|buyers|pricing|orders|invoices)(?:\/([^/?]+))?(\/orders)?/.exec(r.url);
+  const m =
+    /^\/api\/v1\/(items|buyers|pricing|orders|invoices|shipments)(?:\/([^/?]+))?(?:\/(orders|acknowledgements|shipments))?/.exec(
+      r.url,
+    );
   if (!m) return 0;
-  const collection = m[3] ? 'orders' : m[1];
+  const [, resource, pathId, sub] = m;
+  // An order's acknowledgement is read back as the order; its shipment as a shipment.
+  const acknowledged = sub === 'acknowledgements';
+  const collection = acknowledged ? 'orders' : (sub ?? resource);
   const urls = [`/api/v1/${collection}`];
   let payload: any;
   try {
@@ -691,7 +697,7 @@ async function readBack(ctx: TestContext, tenant: Tenant, r: Req, body: any): Pr
   } catch {
     payload = undefined;
   }
-  const id = body?.id ?? (m[3] ? undefined : m[2]) ?? payload?.orderId;
+  const id = acknowledged ? pathId : (body?.id ?? (sub ? undefined : pathId) ?? payload?.orderId);
   if (id && r.method !== 'DELETE') urls.push(`/api/v1/${collection}/${id}`);
   for (const url of urls) {
     const res = await ctx.request('GET', url, { as: tenant });

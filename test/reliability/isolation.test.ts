@@ -38,6 +38,12 @@ function bodyFor(method: string, path: string, own: Fixture, foreign: Fixture): 
         ['foreign variant', { itemListData: { label: 'Stolen' }, entries: [{ itemVariantId: foreign.variantId }] }],
         ['foreign partnership', { itemListData: { label: 'Stolen 2' }, partnerships: [foreign.partnershipId] }],
       ];
+    case 'POST /api/v1/orders/{id}/acknowledgements':
+      return [['own body', { lines: [{ orderItemId: own.orderItemId, decision: 'REJECTED' }] }]];
+    case 'POST /api/v1/orders/{id}/shipments':
+      return [['own body', { lines: [{ orderItemId: own.orderItemId, quantity: 1 }] }]];
+    case 'PATCH /api/v1/shipments/{id}':
+      return [['own body', { properties: { stolen: true } }]];
     case 'PATCH /api/v1/webhook-endpoints/{id}':
       return [['own body', { description: 'stolen' }]];
     case 'POST /api/v1/webhook-endpoints/{id}/rotate-secret':
@@ -102,6 +108,7 @@ for (const backend of backends) {
                 id === fa.orderId ||
                 id === fa.listId ||
                 id === fa.invoiceId ||
+                id === fa.shipmentId ||
                 id === fa.webhookEndpointId
               ) {
                 assert.ok(res.status === 404 || res.status === 401, what);

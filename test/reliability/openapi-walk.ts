@@ -34,6 +34,8 @@ export interface Fixture {
   invoiceId?: string;
   webhookEndpointId?: string;
   importId?: string;
+  orderItemId: string;
+  shipmentId?: string;
 }
 
 /** One of each resource: an item, a buyer, a price list, an order and (when the build has them) an invoice. */
@@ -101,6 +103,14 @@ export async function createResources(ctx: TestContext, as: Tenant): Promise<Fix
       'webhook endpoint',
     ).id;
   }
+  let shipmentId: string | undefined;
+  if (doc.paths['/api/v1/orders/{id}/shipments']?.post) {
+    const lines = [{ orderItemId: order.orderItems[0].id, quantity: 1 }];
+    shipmentId = ok(
+      await ctx.request('POST', `/api/v1/orders/${order.id}/shipments`, { as, body: { lines } }),
+      'shipment',
+    ).id;
+  }
   let importId: string | undefined;
   if (doc.paths['/api/v1/imports']?.post) {
     // Applied in the background: done before anything looks at the business.
@@ -118,6 +128,8 @@ export async function createResources(ctx: TestContext, as: Tenant): Promise<Fix
     invoiceId,
     webhookEndpointId,
     importId,
+    orderItemId: order.orderItems[0].id,
+    shipmentId,
   };
 }
 
@@ -130,6 +142,7 @@ export function idFor(path: string, f: Fixture): string | undefined {
   if (path.startsWith('/api/v1/invoices/')) return f.invoiceId;
   if (path.startsWith('/api/v1/webhook-endpoints/')) return f.webhookEndpointId;
   if (path.startsWith('/api/v1/imports/')) return f.importId;
+  if (path.startsWith('/api/v1/shipments/')) return f.shipmentId;
   return undefined;
 }
 

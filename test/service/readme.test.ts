@@ -1,55 +1,10 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { baseEnv, startServer, type Server } from '../reliability/helpers.ts';
-
-/** The fenced block of README.md whose info string is `sh readme-walkthrough`. */
-export function walkthroughOf(readme: string): string {
-  const match = readme.match(/^```sh readme-walkthrough\n([\s\S]*?)^```$/m);
-  if (!match) throw new Error('README.md has no ```sh readme-walkthrough block');
-  return match[1];
-}
-
-/** The status each curl command should get: the last "→ NNN" in the comments just before it. */
-export function expectedStatuses(block: string): number[] {
-  const expected: number[] = [];
-  let pending: number | null = null;
-  for (const line of block.split('\n')) {
-    const trimmed = line.trim();
-    if (trimmed.startsWith('#')) {
-      const marks = [...trimmed.matchAll(/→ (\d{3})/g)];
-      if (marks.length > 0) pending = Number(marks[marks.length - 1][1]);
-      continue;
-    }
-    if (/(^|[\s(|])curl\s/.test(trimmed)) {
-      if (pending === null) throw new Error(`README walk-through: no "→ status" comment before: ${trimmed}`);
-      expected.push(pending);
-      pending = null;
-    }
-  }
-  return expected;
-}
-
-function run(
-  script: string,
-  env: Record<string, string>,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn('bash', ['-c', script], { env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+import { startServer, type Server } from '../reliability/helpers.ts';
+import { expectedStatuses, runScript as run, walkthroughOf } from '../helpers/walkthrough.ts';
 
 describe('README.md: the first-hour walk-through', () => {
   let dir: string;

@@ -17,7 +17,8 @@ export type ResourceEvent<R extends string, Change extends string, T> = EventBas
  * managed in the console and have no schema in the API document, so their objects are records.
  */
 export type SupplylineEvent =
-  | ResourceEvent<'order', 'created' | 'updated' | 'deleted' | 'ingested', Schemas['Order']>
+  | ResourceEvent<'order', 'created' | 'updated' | 'deleted' | 'ingested' | 'acknowledged', Schemas['Order']>
+  | ResourceEvent<'shipment', 'created' | 'updated' | 'voided', Schemas['Shipment']>
   | ResourceEvent<'item', 'created' | 'updated' | 'deleted', Schemas['Item']>
   | ResourceEvent<'buyer', 'created' | 'updated', Schemas['Buyer']>
   | ResourceEvent<'price_list', 'created' | 'updated', Schemas['PriceList']>

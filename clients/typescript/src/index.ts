@@ -47,6 +47,8 @@ export interface ClientOptions {
 
 const WEBHOOKS = '/api/v1/webhook-endpoints';
 
+const SHIPMENTS = '/api/v1/shipments';
+
 export function createSupplylineClient(options: ClientOptions) {
   const auth = { 'X-Business-Id': options.businessId, 'X-API-Key': options.apiKey };
   const t = createTransport({
@@ -141,6 +143,31 @@ export function createSupplylineClient(options: ClientOptions) {
       ...patchable<Schemas['Invoice'], Schemas['UpdateInvoiceBody']>(t, '/api/v1/invoices'),
       ...historied(t, '/api/v1/invoices'),
       ...exportable<Schemas['Invoice']>(t, '/api/v1/invoices'),
+    },
+    acknowledgements: {
+      /** POST /api/v1/orders/{orderId}/acknowledgements: line decisions; lines not named are accepted as ordered. */
+      create: (orderId: string, body: Schemas['CreateAcknowledgementBody'], options?: RequestOptions) =>
+        send<Schemas['Acknowledgement']>('POST', `/api/v1/orders/${encodeURIComponent(orderId)}/acknowledgements`, {
+          body,
+          options,
+        }),
+      /** The order's acknowledgements, newest first: the first is the current one. */
+      list: (orderId: string, options?: RequestOptions) =>
+        send<Schemas['AcknowledgementList']>('GET', `/api/v1/orders/${encodeURIComponent(orderId)}/acknowledgements`, {
+          options,
+        }).then((list) => list.items),
+    },
+    shipments: {
+      ...readable<Schemas['Shipment'], ListQuery<'listShipments'>, QueryOf<'listShipments'>>(t, SHIPMENTS),
+      ...patchable<Schemas['Shipment'], Schemas['UpdateShipmentBody']>(t, SHIPMENTS),
+      ...historied(t, SHIPMENTS),
+      ...exportable<Schemas['Shipment']>(t, SHIPMENTS),
+      /** POST /api/v1/orders/{orderId}/shipments: packages or lines; 409 when a line has less left to ship. */
+      create: (orderId: string, body: Schemas['CreateShipmentBody'], options?: RequestOptions) =>
+        send<Schemas['Shipment']>('POST', `/api/v1/orders/${encodeURIComponent(orderId)}/shipments`, { body, options }),
+      /** DELETE: voids the shipment, which stays with status VOIDED; answers it. */
+      void: (id: string, options?: RequestOptions) =>
+        send<Schemas['Shipment']>('DELETE', `${SHIPMENTS}/${encodeURIComponent(id)}`, { options }),
     },
     webhookEndpoints: {
       ...readable<Schemas['WebhookEndpoint'], ListQuery<'listWebhookEndpoints'>, QueryOf<'listWebhookEndpoints'>>(

@@ -384,6 +384,136 @@ export interface paths {
         patch: operations["updateInvoice"];
         trace?: never;
     };
+    "/api/v1/orders/{id}/acknowledgements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An order's acknowledgements, newest first (the first is the current one)
+         * @description Every query parameter is optional; an unknown one is refused with 400.
+         */
+        get: operations["listOrderAcknowledgements"];
+        put?: never;
+        /**
+         * Acknowledge an order line by line (what an X12 855 carries)
+         * @description Lines not named are accepted as ordered; the header decision is derived from the lines. The acknowledgement becomes the order's current one: the order shows its summary, takes `phase` if given, gets a new version and an order.acknowledged event, all in one write. A line may not accept less than its shipments hold (409).
+         *
+         *     Every query parameter is optional; an unknown one is refused with 400.
+         */
+        post: operations["acknowledgeOrder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/shipments/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every live shipment as NDJSON, from one snapshot, with the event sequence it holds
+         * @description Streams one JSON shipment per line, exactly as GET /api/v1/shipments/{id} shows it, in id order, all read from one consistent snapshot. The Supplyline-Event-Sequence header names N: the snapshot is the business as it was after event N, so load it, then follow GET /api/v1/events?after=N, and nothing is missed or counted twice. Records from before the feed began (written by a release without it, before the upgrade) are in every export, and in no event: start a copy with the export, not with the feed from 0.
+         *
+         *     Every query parameter is optional; an unknown one is refused with 400.
+         */
+        get: operations["exportShipments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/orders/{id}/shipments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An order's shipments, newest first, voided ones included
+         * @description Every query parameter is optional; an unknown one is refused with 400.
+         */
+        get: operations["listOrderShipments"];
+        put?: never;
+        /**
+         * Record a shipment of an order: packages, lines and tracking (what an X12 856 carries)
+         * @description Checked under the business’s write lock: what shipments not voided hold of a line never exceeds its ordered quantity less what the current acknowledgement rejected (409 names the line and what is left). When every line that may ship has shipped, the order becomes IN_TRANSIT with the latest shippedAt, in the same write.
+         *
+         *     Every query parameter is optional; an unknown one is refused with 400.
+         */
+        post: operations["createShipment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/shipments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List shipments, newest first, voided ones included
+         * @description A mirror follows changes with `modifiedSince` (the largest updatedAt seen) and cursor pages.
+         *
+         *     Every query parameter is optional; an unknown one is refused with 400.
+         *
+         *     Property filters: propertyPath alone matches records where the key is present (even when null); with propertyValue, the JSON scalar at the path must equal it as text ("456" matches 456 and "456"); with propertyExists=false, the key must be absent. propertyValue and propertyExists cannot be used together, and each requires propertyPath (400 otherwise).
+         */
+        get: operations["listShipments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/shipments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a shipment with its packages and lines
+         * @description Every query parameter is optional; an unknown one is refused with 400.
+         */
+        get: operations["getShipment"];
+        put?: never;
+        post?: never;
+        /**
+         * Void a shipment: its quantities may ship again
+         * @description The shipment stays, with status VOIDED. The order keeps its status (set it with a PATCH of the order). Voiding a voided shipment answers it unchanged.
+         *
+         *     Every query parameter is optional; an unknown one is refused with 400.
+         */
+        delete: operations["voidShipment"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a shipment's tracking, carrier, status, delivery or properties
+         * @description When every shipment of a fully shipped order is DELIVERED, the order becomes DELIVERED in the same write.
+         *
+         *     Every query parameter is optional; an unknown one is refused with 400.
+         */
+        patch: operations["updateShipment"];
+        trace?: never;
+    };
     "/api/v1/events": {
         parameters: {
             query?: never;
@@ -486,6 +616,28 @@ export interface paths {
          *     Every query parameter is optional; an unknown one is refused with 400.
          */
         get: operations["listInvoiceEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/shipments/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One shipment's history: its events, oldest first
+         * @description Every event of the shipment, also after it was deleted, paged like GET /api/v1/events.
+         *
+         *     Every query parameter is optional; an unknown one is refused with 400.
+         */
+        get: operations["listShipmentEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1283,6 +1435,19 @@ export interface components {
             /** @description At least one item, one per item list entry */
             orderItems: components["schemas"]["CreateOrderItem"][];
         };
+        /**
+         * @description ACCEPTED: every line as ordered; REJECTED: every line rejected; ACCEPTED_WITH_CHANGES otherwise
+         * @enum {unknown}
+         */
+        AcknowledgementDecision: "ACCEPTED" | "ACCEPTED_WITH_CHANGES" | "REJECTED";
+        /** @description The current acknowledgement (the latest): its header decision. Null until the supplier acknowledges */
+        OrderAcknowledgement: {
+            /** @example ack_01jd5x8m2k3n4p5q6r7s8t9v0w */
+            id: string;
+            /** Format: date-time */
+            decidedAt: string;
+            summary: components["schemas"]["AcknowledgementDecision"];
+        };
         OrderItem: {
             id: string;
             orderId: string;
@@ -1353,6 +1518,7 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
             deletedAt: string | null;
+            acknowledgement: components["schemas"]["OrderAcknowledgement"] | null;
             orderItems: components["schemas"]["OrderItem"][];
         };
         IngestOrderBody: {
@@ -1472,6 +1638,11 @@ export interface components {
              * @example ord_01jd5x8m2k3n4p5q6r7s8t9v0w
              */
             orderId: string;
+            /**
+             * @description A shipment of the order, not voided: the invoice bills its quantities at the order's prices. One live invoice per shipment; none beside a live invoice of the whole order
+             * @example shp_01jd5x8m2k3n4p5q6r7s8t9v0w
+             */
+            shipmentId?: string;
             reference?: string | null;
             notes?: string | null;
             dueAt?: string | null;
@@ -1526,6 +1697,7 @@ export interface components {
             invoiceNumber: string;
             partnershipId: string;
             orderId: string;
+            shipmentId: string | null;
             status: components["schemas"]["InvoiceStatus"];
             reference: string | null;
             notes: string | null;
@@ -1573,6 +1745,226 @@ export interface components {
              */
             properties?: components["schemas"]["Properties"];
         };
+        /**
+         * @description ACCEPTED (X12 IA), REJECTED (IR), QUANTITY_CHANGED (IQ), BACKORDERED (IB), SUBSTITUTED (IS), PRICE_CHANGED (IP), RESCHEDULED (DR), HELD (IH)
+         * @enum {unknown}
+         */
+        AcknowledgementLineDecision: "ACCEPTED" | "REJECTED" | "QUANTITY_CHANGED" | "BACKORDERED" | "SUBSTITUTED" | "PRICE_CHANGED" | "RESCHEDULED" | "HELD";
+        AcknowledgementLineInput: {
+            /**
+             * @description An item of this order
+             * @example oi_01jd5x8m2k3n4p5q6r7s8t9v0w
+             */
+            orderItemId: string;
+            decision: components["schemas"]["AcknowledgementLineDecision"];
+            /**
+             * @description The quantity accepted: required for QUANTITY_CHANGED (above 0 and below the ordered quantity), 0 for REJECTED, otherwise the ordered quantity, which is also the default
+             * @example 40
+             */
+            quantity?: number;
+            /**
+             * @description The new unit price: required for PRICE_CHANGED. At most 9 digits before the decimal point and 6 after it.
+             * @example 12.5
+             */
+            price?: number;
+            /**
+             * @description The variant shipped instead: required for SUBSTITUTED
+             * @example var_01jd5x8m2k3n4p5q6r7s8t9v0w
+             */
+            substituteVariantId?: string;
+            /**
+             * Format: date-time
+             * @description When the line will ship: required for RESCHEDULED (RFC 3339)
+             * @example 2025-01-15T10:30:00.000Z
+             */
+            expectedAt?: string;
+            reason?: string | null;
+            reasonCode?: string | null;
+        };
+        /** @description An acknowledgement of the whole order; `phase` sets the order’s phase in the same write */
+        CreateAcknowledgementBody: {
+            /** @description Decisions for some lines; each line not named is accepted as ordered */
+            lines?: components["schemas"]["AcknowledgementLineInput"][];
+            phase?: components["schemas"]["OrderPhase"];
+            notes?: string | null;
+        };
+        AcknowledgementLine: {
+            orderItemId: string;
+            lineNumber: number;
+            decision: components["schemas"]["AcknowledgementLineDecision"];
+            orderedQuantity: number;
+            /** @description The quantity accepted */
+            quantity: number;
+            price: string | null;
+            substituteVariantId: string | null;
+            expectedAt: string | null;
+            reason: string | null;
+            reasonCode: string | null;
+        };
+        Acknowledgement: {
+            /** @example ack_01jd5x8m2k3n4p5q6r7s8t9v0w */
+            id: string;
+            orderId: string;
+            decision: components["schemas"]["AcknowledgementDecision"];
+            phase: components["schemas"]["OrderPhase"] | null;
+            notes: string | null;
+            /** Format: date-time */
+            decidedAt: string;
+            /** @description Every line of the order when decided, in line order */
+            lines: components["schemas"]["AcknowledgementLine"][];
+        };
+        /** @description Newest first; the first is the current one */
+        AcknowledgementList: {
+            items: components["schemas"]["Acknowledgement"][];
+        };
+        Carrier: {
+            /** @description The carrier’s name */
+            name: string;
+            scac?: string | null;
+        };
+        PackageWeight: {
+            /**
+             * @description Gross weight. At most 9 digits before the decimal point and 6 after it.
+             * @example 20
+             */
+            value: number;
+            /** @enum {unknown} */
+            unit: "kg" | "g" | "lb" | "oz";
+        };
+        PackageDimensions: {
+            /**
+             * @description A side. At most 9 digits before the decimal point and 6 after it.
+             * @example 20
+             */
+            length: number;
+            /**
+             * @description A side. At most 9 digits before the decimal point and 6 after it.
+             * @example 20
+             */
+            width: number;
+            /**
+             * @description A side. At most 9 digits before the decimal point and 6 after it.
+             * @example 20
+             */
+            height: number;
+            /** @enum {unknown} */
+            unit: "mm" | "cm" | "m" | "in" | "ft";
+        };
+        ShipmentLine: {
+            /**
+             * @description An item of the shipment’s order
+             * @example oi_01jd5x8m2k3n4p5q6r7s8t9v0w
+             */
+            orderItemId: string;
+            /**
+             * @description Quantity shipped; a fraction only where the line was ordered with one. At most 9 digits before the decimal point and 6 after it.
+             * @example 20
+             */
+            quantity: number;
+        };
+        ShipmentPackageInput: {
+            sscc?: string | null;
+            trackingNumber?: string | null;
+            weight?: components["schemas"]["PackageWeight"] | null;
+            dimensions?: components["schemas"]["PackageDimensions"] | null;
+            /** @description What the package holds */
+            lines: components["schemas"]["ShipmentLine"][];
+        };
+        /** @description Either packages (each with its lines) or lines. For each order line, what shipments not voided hold may not exceed the ordered quantity less what the current acknowledgement rejected (409 otherwise) */
+        CreateShipmentBody: {
+            /**
+             * Format: date-time
+             * @description When it left; default now (RFC 3339)
+             * @example 2025-01-15T10:30:00.000Z
+             */
+            shippedAt?: string;
+            carrier?: components["schemas"]["Carrier"] | null;
+            service?: string | null;
+            trackingNumbers?: string[];
+            expectedDeliveryAt?: string | null;
+            externalReference?: string | null;
+            properties?: components["schemas"]["Properties"] | null;
+            packages?: components["schemas"]["ShipmentPackageInput"][];
+            /** @description What shipped, for a shipment without packages; not with packages */
+            lines?: components["schemas"]["ShipmentLine"][];
+        };
+        /**
+         * @description IN_TRANSIT when recorded; PATCH sets IN_TRANSIT, DELIVERED or RETURNED; DELETE voids (VOIDED)
+         * @enum {unknown}
+         */
+        ShipmentStatus: "IN_TRANSIT" | "DELIVERED" | "RETURNED" | "VOIDED";
+        ShipmentLineOut: {
+            orderItemId: string;
+            quantity: number;
+        };
+        ShipmentPackage: {
+            sscc: string | null;
+            trackingNumber: string | null;
+            weight: {
+                value: number;
+                unit: string;
+            } | null;
+            dimensions: {
+                length: number;
+                width: number;
+                height: number;
+                unit: string;
+            } | null;
+            lines: components["schemas"]["ShipmentLineOut"][];
+        };
+        Shipment: {
+            /** @example shp_01jd5x8m2k3n4p5q6r7s8t9v0w */
+            id: string;
+            orderId: string;
+            status: components["schemas"]["ShipmentStatus"];
+            /** Format: date-time */
+            shippedAt: string;
+            deliveredAt: string | null;
+            expectedDeliveryAt: string | null;
+            carrier: {
+                name: string;
+                scac: string | null;
+            } | null;
+            service: string | null;
+            trackingNumbers: string[];
+            externalReference: string | null;
+            properties: {
+                [key: string]: unknown;
+            } | null;
+            packages: components["schemas"]["ShipmentPackage"][];
+            /** @description What the shipment holds per order item: its packages’ lines added up */
+            lines: components["schemas"]["ShipmentLineOut"][];
+            /** @description Raised by every change; the ETag carries it */
+            version: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            voidedAt: string | null;
+        };
+        ShipmentPage: {
+            items: components["schemas"]["Shipment"][];
+            /** @description Number of matching records across all pages */
+            total: number;
+            page: number;
+            /** @description The limit used for this page */
+            pageSize: number;
+            /** @description Pass it as cursor, with the same filters, for the next page; null when this page ends the list. Opaque: do not parse it */
+            nextCursor: string | null;
+        };
+        /** @enum {unknown} */
+        ShipmentPatchStatus: "IN_TRANSIT" | "DELIVERED" | "RETURNED";
+        /** @description A missing key leaves the field unchanged; null clears it; properties are deep-merged. Contents do not change: void and record again */
+        UpdateShipmentBody: {
+            carrier?: components["schemas"]["Carrier"] | null;
+            service?: string | null;
+            trackingNumbers?: string[];
+            expectedDeliveryAt?: string | null;
+            externalReference?: string | null;
+            status?: components["schemas"]["ShipmentPatchStatus"];
+            deliveredAt?: string | null;
+            properties?: components["schemas"]["Properties"];
+        };
         EventActor: {
             /**
              * @description Who made the change
@@ -1596,12 +1988,12 @@ export interface components {
             /** @description Per business, from 1, without gaps: holding N events means holding 1..N */
             sequence: number;
             /**
-             * @description order.created, order.updated, order.deleted, order.ingested, item.*, buyer.*, price_list.created, invoice.*, api_key.created, api_key.revoked, webhook_endpoint.created, .updated, .paused, .disabled, .deleted, user.created, user.updated, user.password_changed, user.password_reset, api_key.updated
+             * @description order.created, order.updated, order.deleted, order.ingested, order.acknowledged, shipment.created, shipment.updated, shipment.voided, item.*, buyer.*, price_list.created, invoice.*, api_key.created, api_key.revoked, webhook_endpoint.created, .updated, .paused, .disabled, .deleted, user.created, user.updated, user.password_changed, user.password_reset, api_key.updated
              * @example order.updated
              */
             type: string;
             /** @enum {unknown} */
-            resourceType: "order" | "item" | "buyer" | "price_list" | "invoice" | "api_key" | "webhook_endpoint" | "user";
+            resourceType: "order" | "item" | "buyer" | "price_list" | "invoice" | "api_key" | "webhook_endpoint" | "user" | "shipment";
             /** @example ord_01jd5x8m2k3n4p5q6r7s8t9v0w */
             resourceId: string;
             /** @description Counts the resource's events from 1: an event with a lower one than already applied is stale */
@@ -8001,6 +8393,2160 @@ export interface operations {
             };
         };
     };
+    listOrderAcknowledgements: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Order id
+                 * @example ord_01jd5x8m2k3n4p5q6r7s8t9v0w
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Newest first; the first is the current one */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AcknowledgementList"];
+                };
+            };
+            /** @description Validation failed (fieldErrors keyed by path), or a malformed request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "VALIDATION_ERROR",
+                     *       "message": "Validation failed. Please review the highlighted fields.",
+                     *       "error": "Validation failed. Please review the highlighted fields.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "fieldErrors": {
+                     *         "limit": "Must be <= 100"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credentials (X-Business-Id and X-API-Key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNAUTHORIZED",
+                     *       "message": "Unauthorized",
+                     *       "error": "Unauthorized",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope fulfilment:read",
+                     *       "error": "This API key lacks the scope fulfilment:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or owned by another business */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "NOT_FOUND",
+                     *       "message": "Order not found",
+                     *       "error": "Order not found",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body larger than the limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "PAYLOAD_TOO_LARGE",
+                     *       "message": "Request body is larger than 1048576 bytes",
+                     *       "error": "Request body is larger than 1048576 bytes",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "Content-Type must be application/json",
+                     *       "error": "Content-Type must be application/json",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; wait Retry-After seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "RATE_LIMITED",
+                     *       "message": "You're sending requests too quickly. Please try again shortly.",
+                     *       "error": "You're sending requests too quickly. Please try again shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected error; quote the requestId to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "INTERNAL_ERROR",
+                     *       "message": "Internal server error",
+                     *       "error": "Internal server error",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The database is unavailable for now; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is briefly unavailable. Please retry shortly.",
+                     *       "error": "The service is briefly unavailable. Please retry shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    acknowledgeOrder: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a repeat replays the first answer with Idempotent-Replayed: true */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /**
+                 * @description Order id
+                 * @example ord_01jd5x8m2k3n4p5q6r7s8t9v0w
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description An acknowledgement of the whole order; `phase` sets the order’s phase in the same write */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "phase": "ACTIVE",
+                 *       "lines": [
+                 *         {
+                 *           "orderItemId": "oi_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                 *           "decision": "QUANTITY_CHANGED",
+                 *           "quantity": 40
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateAcknowledgementBody"];
+            };
+        };
+        responses: {
+            /** @description Created: the acknowledgement */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Acknowledgement"];
+                };
+            };
+            /** @description Validation failed (fieldErrors keyed by path), or a malformed request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "VALIDATION_ERROR",
+                     *       "message": "Validation failed. Please review the highlighted fields.",
+                     *       "error": "Validation failed. Please review the highlighted fields.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "fieldErrors": {
+                     *         "(root)": "Must NOT have additional properties"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credentials (X-Business-Id and X-API-Key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNAUTHORIZED",
+                     *       "message": "Unauthorized",
+                     *       "error": "Unauthorized",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope fulfilment:write",
+                     *       "error": "This API key lacks the scope fulfilment:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or owned by another business */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "NOT_FOUND",
+                     *       "message": "Order not found",
+                     *       "error": "Order not found",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A line would accept less than its shipments hold, or the Idempotency-Key is in use */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "IDEMPOTENCY_KEY_IN_USE",
+                     *       "message": "A request with this Idempotency-Key is still being processed",
+                     *       "error": "A request with this Idempotency-Key is still being processed",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body larger than the limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "PAYLOAD_TOO_LARGE",
+                     *       "message": "Request body is larger than 1048576 bytes",
+                     *       "error": "Request body is larger than 1048576 bytes",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "Content-Type must be application/json",
+                     *       "error": "Content-Type must be application/json",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "IDEMPOTENCY_KEY_REUSED",
+                     *       "message": "This Idempotency-Key was already used with a different request",
+                     *       "error": "This Idempotency-Key was already used with a different request",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; wait Retry-After seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "RATE_LIMITED",
+                     *       "message": "You're sending requests too quickly. Please try again shortly.",
+                     *       "error": "You're sending requests too quickly. Please try again shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected error; quote the requestId to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "INTERNAL_ERROR",
+                     *       "message": "Internal server error",
+                     *       "error": "Internal server error",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The database is unavailable for now; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is briefly unavailable. Please retry shortly.",
+                     *       "error": "The service is briefly unavailable. Please retry shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    exportShipments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One shipment per line (application/x-ndjson) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    /** @description The last event whose effects the export holds */
+                    "Supplyline-Event-Sequence"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description Validation failed (fieldErrors keyed by path), or a malformed request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "VALIDATION_ERROR",
+                     *       "message": "Validation failed. Please review the highlighted fields.",
+                     *       "error": "Validation failed. Please review the highlighted fields.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "fieldErrors": {
+                     *         "limit": "Must be <= 100"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credentials (X-Business-Id and X-API-Key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNAUTHORIZED",
+                     *       "message": "Unauthorized",
+                     *       "error": "Unauthorized",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope events:read",
+                     *       "error": "This API key lacks the scope events:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body larger than the limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "PAYLOAD_TOO_LARGE",
+                     *       "message": "Request body is larger than 1048576 bytes",
+                     *       "error": "Request body is larger than 1048576 bytes",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "Content-Type must be application/json",
+                     *       "error": "Content-Type must be application/json",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; wait Retry-After seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "RATE_LIMITED",
+                     *       "message": "You're sending requests too quickly. Please try again shortly.",
+                     *       "error": "You're sending requests too quickly. Please try again shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected error; quote the requestId to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "INTERNAL_ERROR",
+                     *       "message": "Internal server error",
+                     *       "error": "Internal server error",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The database is unavailable for now; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is briefly unavailable. Please retry shortly.",
+                     *       "error": "The service is briefly unavailable. Please retry shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    listOrderShipments: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. Not with cursor, which carries its page */
+                page?: number;
+                /** @description Page size, 1 to 100 */
+                limit?: Ints1To100;
+                /** @description Continues a list from a page's nextCursor: the next page holds the records after that page's last one, so a walk yields every record that stays in the list exactly once, whatever is created, changed or deleted meanwhile. Send it with the same filters (limit may change); a cursor of another list, business or filters, or an altered one, is refused (400) */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Order id
+                 * @example ord_01jd5x8m2k3n4p5q6r7s8t9v0w
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of shipments, newest first, with the total across all pages */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShipmentPage"];
+                };
+            };
+            /** @description Validation failed (fieldErrors keyed by path), or a malformed request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "VALIDATION_ERROR",
+                     *       "message": "Validation failed. Please review the highlighted fields.",
+                     *       "error": "Validation failed. Please review the highlighted fields.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "fieldErrors": {
+                     *         "limit": "Must be <= 100"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credentials (X-Business-Id and X-API-Key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNAUTHORIZED",
+                     *       "message": "Unauthorized",
+                     *       "error": "Unauthorized",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope fulfilment:read",
+                     *       "error": "This API key lacks the scope fulfilment:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or owned by another business */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "NOT_FOUND",
+                     *       "message": "Shipment not found",
+                     *       "error": "Shipment not found",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body larger than the limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "PAYLOAD_TOO_LARGE",
+                     *       "message": "Request body is larger than 1048576 bytes",
+                     *       "error": "Request body is larger than 1048576 bytes",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "Content-Type must be application/json",
+                     *       "error": "Content-Type must be application/json",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; wait Retry-After seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "RATE_LIMITED",
+                     *       "message": "You're sending requests too quickly. Please try again shortly.",
+                     *       "error": "You're sending requests too quickly. Please try again shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected error; quote the requestId to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "INTERNAL_ERROR",
+                     *       "message": "Internal server error",
+                     *       "error": "Internal server error",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The database is unavailable for now; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is briefly unavailable. Please retry shortly.",
+                     *       "error": "The service is briefly unavailable. Please retry shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    createShipment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a repeat replays the first answer with Idempotent-Replayed: true */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /**
+                 * @description Order id
+                 * @example ord_01jd5x8m2k3n4p5q6r7s8t9v0w
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Either packages (each with its lines) or lines. For each order line, what shipments not voided hold may not exceed the ordered quantity less what the current acknowledgement rejected (409 otherwise) */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "carrier": {
+                 *         "name": "UPS",
+                 *         "scac": "UPSN"
+                 *       },
+                 *       "trackingNumbers": [
+                 *         "1Z999AA10123456784"
+                 *       ],
+                 *       "packages": [
+                 *         {
+                 *           "sscc": "000123456000000012",
+                 *           "weight": {
+                 *             "value": 12.5,
+                 *             "unit": "kg"
+                 *           },
+                 *           "lines": [
+                 *             {
+                 *               "orderItemId": "oi_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                 *               "quantity": 20
+                 *             }
+                 *           ]
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateShipmentBody"];
+            };
+        };
+        responses: {
+            /** @description Created: the shipment */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Shipment"];
+                };
+            };
+            /** @description Validation failed (fieldErrors keyed by path), or a malformed request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "VALIDATION_ERROR",
+                     *       "message": "Validation failed. Please review the highlighted fields.",
+                     *       "error": "Validation failed. Please review the highlighted fields.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "fieldErrors": {
+                     *         "(root)": "Must NOT have additional properties"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credentials (X-Business-Id and X-API-Key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNAUTHORIZED",
+                     *       "message": "Unauthorized",
+                     *       "error": "Unauthorized",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope fulfilment:write",
+                     *       "error": "This API key lacks the scope fulfilment:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or owned by another business */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "NOT_FOUND",
+                     *       "message": "Shipment not found",
+                     *       "error": "Shipment not found",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A line would ship more than is left of it, or the Idempotency-Key is in use */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "IDEMPOTENCY_KEY_IN_USE",
+                     *       "message": "A request with this Idempotency-Key is still being processed",
+                     *       "error": "A request with this Idempotency-Key is still being processed",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body larger than the limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "PAYLOAD_TOO_LARGE",
+                     *       "message": "Request body is larger than 1048576 bytes",
+                     *       "error": "Request body is larger than 1048576 bytes",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "Content-Type must be application/json",
+                     *       "error": "Content-Type must be application/json",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "IDEMPOTENCY_KEY_REUSED",
+                     *       "message": "This Idempotency-Key was already used with a different request",
+                     *       "error": "This Idempotency-Key was already used with a different request",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; wait Retry-After seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "RATE_LIMITED",
+                     *       "message": "You're sending requests too quickly. Please try again shortly.",
+                     *       "error": "You're sending requests too quickly. Please try again shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected error; quote the requestId to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "INTERNAL_ERROR",
+                     *       "message": "Internal server error",
+                     *       "error": "Internal server error",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The database is unavailable for now; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is briefly unavailable. Please retry shortly.",
+                     *       "error": "The service is briefly unavailable. Please retry shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    listShipments: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. Not with cursor, which carries its page */
+                page?: number;
+                /** @description Page size, 1 to 100 */
+                limit?: Ints1To100;
+                /** @description Continues a list from a page's nextCursor: the next page holds the records after that page's last one, so a walk yields every record that stays in the list exactly once, whatever is created, changed or deleted meanwhile. Send it with the same filters (limit may change); a cursor of another list, business or filters, or an altered one, is refused (400) */
+                cursor?: string;
+                /** @description Only shipments of this order */
+                orderId?: string;
+                /** @description Only shipments with this status */
+                status?: components["schemas"]["ShipmentStatus"];
+                /** @description Only shipments created strictly after this time (RFC 3339) */
+                createdSince?: string;
+                /** @description Only shipments created or updated strictly after this time (RFC 3339) */
+                modifiedSince?: string;
+                /** @description Dot path into properties, e.g. sage200Evo.salesOrderNo */
+                propertyPath?: string;
+                /** @description Matches the JSON scalar at propertyPath as text: "456" matches 456 and "456" */
+                propertyValue?: string;
+                /** @description true: the key is present (even when null); false: it is absent */
+                propertyExists?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of shipments, newest first, with the total across all pages */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShipmentPage"];
+                };
+            };
+            /** @description Validation failed (fieldErrors keyed by path), or a malformed request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "VALIDATION_ERROR",
+                     *       "message": "Validation failed. Please review the highlighted fields.",
+                     *       "error": "Validation failed. Please review the highlighted fields.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "fieldErrors": {
+                     *         "limit": "Must be <= 100"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credentials (X-Business-Id and X-API-Key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNAUTHORIZED",
+                     *       "message": "Unauthorized",
+                     *       "error": "Unauthorized",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope fulfilment:read",
+                     *       "error": "This API key lacks the scope fulfilment:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body larger than the limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "PAYLOAD_TOO_LARGE",
+                     *       "message": "Request body is larger than 1048576 bytes",
+                     *       "error": "Request body is larger than 1048576 bytes",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "Content-Type must be application/json",
+                     *       "error": "Content-Type must be application/json",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; wait Retry-After seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "RATE_LIMITED",
+                     *       "message": "You're sending requests too quickly. Please try again shortly.",
+                     *       "error": "You're sending requests too quickly. Please try again shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected error; quote the requestId to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "INTERNAL_ERROR",
+                     *       "message": "Internal server error",
+                     *       "error": "Internal server error",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The database is unavailable for now; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is briefly unavailable. Please retry shortly.",
+                     *       "error": "The service is briefly unavailable. Please retry shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    getShipment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Shipment id
+                 * @example shp_01jd5x8m2k3n4p5q6r7s8t9v0w
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The shipment */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Shipment"];
+                };
+            };
+            /** @description Validation failed (fieldErrors keyed by path), or a malformed request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "VALIDATION_ERROR",
+                     *       "message": "Validation failed. Please review the highlighted fields.",
+                     *       "error": "Validation failed. Please review the highlighted fields.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "fieldErrors": {
+                     *         "limit": "Must be <= 100"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credentials (X-Business-Id and X-API-Key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNAUTHORIZED",
+                     *       "message": "Unauthorized",
+                     *       "error": "Unauthorized",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope fulfilment:read",
+                     *       "error": "This API key lacks the scope fulfilment:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or owned by another business */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "NOT_FOUND",
+                     *       "message": "Shipment not found",
+                     *       "error": "Shipment not found",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body larger than the limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "PAYLOAD_TOO_LARGE",
+                     *       "message": "Request body is larger than 1048576 bytes",
+                     *       "error": "Request body is larger than 1048576 bytes",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "Content-Type must be application/json",
+                     *       "error": "Content-Type must be application/json",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; wait Retry-After seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "RATE_LIMITED",
+                     *       "message": "You're sending requests too quickly. Please try again shortly.",
+                     *       "error": "You're sending requests too quickly. Please try again shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected error; quote the requestId to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "INTERNAL_ERROR",
+                     *       "message": "Internal server error",
+                     *       "error": "Internal server error",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The database is unavailable for now; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is briefly unavailable. Please retry shortly.",
+                     *       "error": "The service is briefly unavailable. Please retry shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    voidShipment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Shipment id
+                 * @example shp_01jd5x8m2k3n4p5q6r7s8t9v0w
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The shipment */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Shipment"];
+                };
+            };
+            /** @description Validation failed (fieldErrors keyed by path), or a malformed request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "VALIDATION_ERROR",
+                     *       "message": "Validation failed. Please review the highlighted fields.",
+                     *       "error": "Validation failed. Please review the highlighted fields.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "fieldErrors": {
+                     *         "(root)": "Must NOT have additional properties"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credentials (X-Business-Id and X-API-Key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNAUTHORIZED",
+                     *       "message": "Unauthorized",
+                     *       "error": "Unauthorized",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope fulfilment:write",
+                     *       "error": "This API key lacks the scope fulfilment:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or owned by another business */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "NOT_FOUND",
+                     *       "message": "Shipment not found",
+                     *       "error": "Shipment not found",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body larger than the limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "PAYLOAD_TOO_LARGE",
+                     *       "message": "Request body is larger than 1048576 bytes",
+                     *       "error": "Request body is larger than 1048576 bytes",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "Content-Type must be application/json",
+                     *       "error": "Content-Type must be application/json",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; wait Retry-After seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "RATE_LIMITED",
+                     *       "message": "You're sending requests too quickly. Please try again shortly.",
+                     *       "error": "You're sending requests too quickly. Please try again shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected error; quote the requestId to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "INTERNAL_ERROR",
+                     *       "message": "Internal server error",
+                     *       "error": "Internal server error",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The database is unavailable for now; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is briefly unavailable. Please retry shortly.",
+                     *       "error": "The service is briefly unavailable. Please retry shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    updateShipment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a repeat replays the first answer with Idempotent-Replayed: true */
+                "idempotency-key"?: string;
+                /** @description The ETag last read ("<version>"); a stale one gives 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description Shipment id
+                 * @example shp_01jd5x8m2k3n4p5q6r7s8t9v0w
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A missing key leaves the field unchanged; null clears it; properties are deep-merged. Contents do not change: void and record again */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "status": "DELIVERED",
+                 *       "deliveredAt": "2030-01-16T09:00:00.000Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateShipmentBody"];
+            };
+        };
+        responses: {
+            /** @description The updated shipment */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Shipment"];
+                };
+            };
+            /** @description Validation failed (fieldErrors keyed by path), or a malformed request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "VALIDATION_ERROR",
+                     *       "message": "Validation failed. Please review the highlighted fields.",
+                     *       "error": "Validation failed. Please review the highlighted fields.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "fieldErrors": {
+                     *         "(root)": "Must NOT have additional properties"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credentials (X-Business-Id and X-API-Key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNAUTHORIZED",
+                     *       "message": "Unauthorized",
+                     *       "error": "Unauthorized",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope fulfilment:write",
+                     *       "error": "This API key lacks the scope fulfilment:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or owned by another business */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "NOT_FOUND",
+                     *       "message": "Shipment not found",
+                     *       "error": "Shipment not found",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The shipment is voided, or the Idempotency-Key is in use */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "IDEMPOTENCY_KEY_IN_USE",
+                     *       "message": "A request with this Idempotency-Key is still being processed",
+                     *       "error": "A request with this Idempotency-Key is still being processed",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description If-Match named a version that is no longer current; nothing was changed */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "PRECONDITION_FAILED",
+                     *       "message": "The shipment has changed: its current version is 4",
+                     *       "error": "The shipment has changed: its current version is 4",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body larger than the limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "PAYLOAD_TOO_LARGE",
+                     *       "message": "Request body is larger than 1048576 bytes",
+                     *       "error": "Request body is larger than 1048576 bytes",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "Content-Type must be application/json",
+                     *       "error": "Content-Type must be application/json",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "IDEMPOTENCY_KEY_REUSED",
+                     *       "message": "This Idempotency-Key was already used with a different request",
+                     *       "error": "This Idempotency-Key was already used with a different request",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; wait Retry-After seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "RATE_LIMITED",
+                     *       "message": "You're sending requests too quickly. Please try again shortly.",
+                     *       "error": "You're sending requests too quickly. Please try again shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected error; quote the requestId to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "INTERNAL_ERROR",
+                     *       "message": "Internal server error",
+                     *       "error": "Internal server error",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The database is unavailable for now; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is briefly unavailable. Please retry shortly.",
+                     *       "error": "The service is briefly unavailable. Please retry shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     listEvents: {
         parameters: {
             query?: {
@@ -8011,7 +10557,7 @@ export interface operations {
                 /** @description Comma-separated event types; `order.*` matches every order event */
                 types?: string;
                 /** @description Only events of this kind of resource */
-                resourceType?: "order" | "item" | "buyer" | "price_list" | "invoice" | "api_key" | "webhook_endpoint" | "user";
+                resourceType?: "order" | "item" | "buyer" | "price_list" | "invoice" | "api_key" | "webhook_endpoint" | "user" | "shipment";
                 /** @description Only events of this resource */
                 resourceId?: string;
                 /** @description Long poll: when no event matches yet, hold the request up to this many seconds and answer as soon as one is committed (through any instance); an empty page when the time is up */
@@ -9053,6 +11599,246 @@ export interface operations {
                      *       "errorCode": "NOT_FOUND",
                      *       "message": "Invoice not found",
                      *       "error": "Invoice not found",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description `after` is below the retained events; the message names the oldest retained sequence */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "GONE",
+                     *       "message": "Events up to 1200 are no longer retained; the oldest is 1201",
+                     *       "error": "Events up to 1200 are no longer retained; the oldest is 1201",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body larger than the limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "PAYLOAD_TOO_LARGE",
+                     *       "message": "Request body is larger than 1048576 bytes",
+                     *       "error": "Request body is larger than 1048576 bytes",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "Content-Type must be application/json",
+                     *       "error": "Content-Type must be application/json",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; wait Retry-After seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "RATE_LIMITED",
+                     *       "message": "You're sending requests too quickly. Please try again shortly.",
+                     *       "error": "You're sending requests too quickly. Please try again shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected error; quote the requestId to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "INTERNAL_ERROR",
+                     *       "message": "Internal server error",
+                     *       "error": "Internal server error",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The database is unavailable for now; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is briefly unavailable. Please retry shortly.",
+                     *       "error": "The service is briefly unavailable. Please retry shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    listShipmentEvents: {
+        parameters: {
+            query?: {
+                /** @description Answer events with a sequence above this one: the lastSequence of the previous page (0 from the start) */
+                after?: number;
+                /** @description Page size, 1 to 1000 */
+                limit?: Ints1To1000;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Shipment id
+                 * @example shp_01jd5x8m2k3n4p5q6r7s8t9v0w
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events, newest first, with the total across all pages */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            /** @description Validation failed (fieldErrors keyed by path), or a malformed request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "VALIDATION_ERROR",
+                     *       "message": "Validation failed. Please review the highlighted fields.",
+                     *       "error": "Validation failed. Please review the highlighted fields.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "fieldErrors": {
+                     *         "limit": "Must be <= 100"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credentials (X-Business-Id and X-API-Key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNAUTHORIZED",
+                     *       "message": "Unauthorized",
+                     *       "error": "Unauthorized",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The API key lacks the scope this operation needs (the message names it; see the operation's security) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope events:read",
+                     *       "error": "This API key lacks the scope events:read",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or owned by another business */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "NOT_FOUND",
+                     *       "message": "Shipment not found",
+                     *       "error": "Shipment not found",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */

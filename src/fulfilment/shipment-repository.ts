@@ -1,0 +1,105 @@
+import { sql, type Insertable, type Selectable, type SqlBool, type Updateable } from 'kysely';
+import { forUpdate } from '../db/dialect.ts';
+import { applyListFilters, fetchPage, type Page, type Paging, type PropertyFilter } from '../db/list.ts';
+import type { Db } from '../db/types.ts';
+import { readJson } from '../lib/json.ts';
+import { toIso } from '../lib/time.ts';
+import type { Shipment } from './shipment-schema.ts';
+import type { ShipmentTable } from './table.ts';
+
+export type ShipmentRow = Selectable<ShipmentTable>;
+
+export function toShipment(row: ShipmentRow): Shipment {
+  return {
+    id: row.id,
+    orderId: row.order_id,
+    status: row.status as Shipment['status'],
+    shippedAt: toIso(row.shipped_at),
+    deliveredAt: toIso(row.delivered_at),
+    expectedDeliveryAt: toIso(row.expected_delivery_at),
+    carrier: readJson<Shipment['carrier']>(row.carrier),
+    service: row.service,
+    trackingNumbers: readJson<string[]>(row.tracking_numbers) ?? [],
+    externalReference: row.external_reference,
+    properties: readJson(row.properties),
+    packages: readJson<Shipment['packages']>(row.packages) ?? [],
+    lines: readJson<Shipment['lines']>(row.lines) ?? [],
+    version: Number(row.version),
+    createdAt: toIso(row.created_at),
+    updatedAt: toIso(row.updated_at),
+    voidedAt: toIso(row.voided_at),
+  };
+}
+
+export async function insertShipment(db: Db, row: Insertable<ShipmentTable>): Promise<ShipmentRow> {
+  return db.insertInto('shipments').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function updateShipmentRow(
+  db: Db,
+  businessId: string,
+  id: string,
+  set: Updateable<ShipmentTable>,
+): Promise<ShipmentRow> {
+  return db
+    .updateTable('shipments')
+    .set(set)
+    .where('business_id', '=', businessId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** A shipment of this business; with `lock`, its row stays locked until the transaction ends. */
+export async function findShipmentRow(db: Db, businessId: string, id: string, lock = false) {
+  const query = db.selectFrom('shipments').selectAll().where('business_id', '=', businessId).where('id', '=', id);
+  return (lock ? forUpdate(db, query) : query).executeTakeFirst();
+}
+
+/** The order's shipments, oldest first. */
+export async function findOrderShipmentRows(db: Db, businessId: string, orderId: string): Promise<ShipmentRow[]> {
+  return db
+    .selectFrom('shipments')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('order_id', '=', orderId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+export interface ListShipmentsOptions extends Paging {
+  orderId?: string;
+  status?: string;
+  createdSince?: string;
+  modifiedSince?: string;
+  property: PropertyFilter | null;
+}
+
+/** A page of shipments, newest first; `modifiedSince` is `updated_at >` (a create sets updated_at = created_at). */
+export async function listShipments(
+  db: Db,
+  businessId: string,
+  options: ListShipmentsOptions,
+): Promise<Page<Shipment>> {
+  let query = applyListFilters(db, db.selectFrom('shipments').where('business_id', '=', businessId), {
+    ...options,
+    includeDeleted: true,
+  });
+  if (options.orderId) query = query.where('order_id', '=', options.orderId);
+  if (options.modifiedSince) query = query.where(sql<SqlBool>`${sql.ref('updated_at')} > ${options.modifiedSince}`);
+  return fetchPage(query.selectAll(), options, async (rows) => rows.map(toShipment));
+}
+
+/** Shipments of the business after `afterId`, in id order: one page of an export. */
+export async function exportShipments(db: Db, businessId: string, afterId: string, limit: number): Promise<Shipment[]> {
+  const rows = await db
+    .selectFrom('shipments')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('id', '>', afterId)
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  return rows.map(toShipment);
+}

@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { describeEachBackend } from '../helpers/context.ts';
+import { orderOfThree, shipOk } from './helpers.ts';
+
+describeEachBackend('POST /api/v1/invoices with a shipmentId', (ctx) => {
+  it("bills each shipment's quantities at the order's prices, once per shipment, never beside a whole-order invoice", async () => {
+    const t = await ctx().createTenant();
+    const other = await ctx().createTenant();
+    const { order, lines } = await orderOfThree(ctx(), t);
+    const second = await orderOfThree(ctx(), t);
+    const first = await shipOk(ctx(), t, order.id, {
+      packages: [
+        { lines: [{ orderItemId: lines.a, quantity: 20 }] },
+        {
+          lines: [
+            { orderItemId: lines.a, quantity: 5 },
+            { orderItemId: lines.c, quantity: 4 },
+          ],
+        },
+      ],
+    });
+    const next = await shipOk(ctx(), t, order.id, { lines: [{ orderItemId: lines.b, quantity: 10 }] });
+    const invoice = (body: unknown) => ctx().request('POST', '/api/v1/invoices', { as: t, body });
+
+    const one = await invoice({ orderId: order.id, shipmentId: first.id });
+    assert.equal(one.status, 201, JSON.stringify(one.body));
+    assert.equal(one.body.shipmentId, first.id);
+    assert.deepEqual(
+      one.body.invoiceLineItems.map((l: any) => [l.orderItemId, l.quantity, l.unitAmount, l.lineAmount]),
+      [
+        [lines.a, 25, '10.00', '250.00'],
+        [lines.c, 4, '0.10', '0.40'],
+      ],
+    );
+    assert.equal(one.body.totalAmount, '250.40');
+    const two = await invoice({ orderId: order.id, shipmentId: next.id });
+    assert.equal(two.status, 201);
+    assert.equal(two.body.totalAmount, '25.00');
+
+    assert.equal((await invoice({ orderId: order.id, shipmentId: first.id })).status, 409);
+    assert.equal((await invoice({ orderId: order.id })).status, 409);
+    const wrongOrder = await invoice({ orderId: second.order.id, shipmentId: first.id });
+    assert.equal(wrongOrder.status, 400);
+    assert.ok(wrongOrder.body.fieldErrors.shipmentId);
+    const foreign = await ctx().request('POST', '/api/v1/invoices', {
+      as: other,
+      body: { orderId: order.id, shipmentId: first.id },
+    });
+    assert.equal(foreign.status, 404);
+
+    await ctx().request('PATCH', `/api/v1/invoices/${one.body.id}`, { as: t, body: { status: 'VOIDED' } });
+    await ctx().request('DELETE', `/api/v1/shipments/${first.id}`, { as: t });
+    const voided = await invoice({ orderId: order.id, shipmentId: first.id });
+    assert.equal(voided.status, 409);
+    assert.match(voided.body.message, /voided/);
+    // Reviving the voided invoice beside the other shipment's invoice is allowed; beside a whole-order one it is not.
+    const revived = await ctx().request('PATCH', `/api/v1/invoices/${one.body.id}`, {
+      as: t,
+      body: { status: 'DRAFT' },
+    });
+    assert.equal(revived.status, 200);
+
+    const whole = await invoice({ orderId: second.order.id });
+    assert.equal(whole.status, 201);
+    assert.equal(whole.body.shipmentId, null);
+    const s = await shipOk(ctx(), t, second.order.id, { lines: [{ orderItemId: second.lines.a, quantity: 1 }] });
+    assert.equal((await invoice({ orderId: second.order.id, shipmentId: s.id })).status, 409);
+  });
+});
