@@ -117,11 +117,9 @@ function isStartupRace(error: unknown): boolean {
 }
 
 /**
- * Brings the schema up to date. On PostgreSQL everything runs in one transaction that first takes
- * the migration lock (src/db/migration-lock.ts), so instances starting together run each migration
- * once, through a pooler too; on SQLite a writer that loses the race retries, and then finds
- * nothing left to do. A migration renamed after databases ran it is taken back first, and a
- * database a newer release migrated is left as it is (src/db/migration-history.ts).
+ * Brings the schema up to date. On PostgreSQL it runs in one transaction that first takes the
+ * migration lock (src/db/migration-lock.ts), so instances starting together, through a pooler too,
+ * run each migration once; on SQLite a writer that loses the race retries and finds nothing to do.
  */
 export async function migrateToLatest(
   db: Kysely<Database>,

@@ -2,18 +2,10 @@ import { sql, type Kysely } from 'kysely';
 import type { Dialect } from './types.ts';
 
 /**
- * The migrations a database has run, read before Kysely's migrator runs, to settle two cases it
- * cannot (docs/decisions/0007):
- *
- * - **Renamed migrations.** Two migrations were renamed, and changed, after some databases ran
- *   them under the old name; the migrator would refuse those databases ("previously executed
- *   migration … is missing"). Each old name is taken back: what its version did is undone where
- *   the new version does it differently, and its record removed, so that the new version runs.
- *   Both only built derived data (counts, indexes, a function), which the new version builds again.
- * - **A newer release's migrations.** After a rollback, the database holds migrations this release
- *   does not know. When they all come after every migration it knows, and it knows no migration
- *   still to run, it starts without migrating: a release's migrations only add what its
- *   predecessor can run beside (CHANGELOG.md says when a release cannot be rolled back).
+ * The migrations a database has run, read before Kysely's migrator, for two cases it cannot settle
+ * (decision 0007): a migration renamed after databases ran it is taken back so its new version runs
+ * (both built only derived data), and a database a newer release migrated, whose unknown migrations
+ * all come after every known one, is started without migrating (a rollback).
  */
 
 interface Renamed {

@@ -15,16 +15,10 @@ function isStalePlan(error: unknown): boolean {
 }
 
 /**
- * node-postgres sends a query with parameters as an unnamed statement, which PostgreSQL parses
- * and plans again every time. This pool names each statement the application sends (Kysely
- * compiles a query to the same text every time), so every connection parses it once and
- * PostgreSQL's plan cache can reuse a plan (its own rule: a generic plan once it costs no more
- * than the custom ones). The values are always bound parameters.
- *
- * A named `select *` fails with "cached plan must not change result type" when another instance
- * has since added a column (a rolling deploy that migrates): the statement then gets a fresh
- * name, so every connection prepares it again, and the query is retried once when it was not
- * inside a transaction (an aborted transaction must be retried by its caller).
+ * Names each statement the application sends, so every connection parses it once and PostgreSQL's
+ * plan cache can reuse a plan (node-postgres sends parameterised queries unnamed). A named
+ * `select *` fails with "cached plan must not change result type" after a rolling deploy adds a
+ * column: the statement then gets a fresh name, and is retried once outside a transaction.
  */
 export function preparingPool(
   pool: pg.Pool,

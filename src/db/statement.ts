@@ -10,23 +10,10 @@ export const compiledOf = (db: Db, q: Runnable): CompiledQuery =>
   !('compile' in q) ? q : 'isRawBuilder' in q ? q.compile(db) : q.compile();
 
 /**
- * Statements whose text is built once per shape, not once per request: building and compiling a
- * query with Kysely was a large share of the server's busy time in a PATCH (issue 21's profile),
- * and the text of the hot statements never changes, only their values.
- *
- * `statement(build)` returns a function of `(db, values, variant?)` giving the compiled query. The
- * first call of a shape builds it with a stand-in for each value and keeps where each landed among
- * the parameters; later calls put the values there. A shape is the backend, the `variant` (the
- * caller's string for what changes the text, such as a table name) and the values' names one level
- * into records: `{ set: { phase, status } }` and `{ set: { phase } }` are two shapes, as their update
- * statements are, and so are two and three rows to insert. A database with plugins skips the cache:
- * their `transformQuery` must see each query, and one database's text must not serve another's.
- *
- * `build` must use each value only as a parameter, never look into it (it would see the stand-in,
- * not the caller's value), and every stand-in must land among the parameters (checked when the
- * shape is built). Top-level records are records of values (`set(v.set)`, `values(v.row)`),
- * top-level arrays of records rows of values (`values(v.rows)`), and anything below them one value,
- * whatever it holds; `build` may read the names of a record's members, which are part of the shape.
+ * Statements built once per shape (decision 0038): the first call of a shape builds it with a
+ * stand-in per value and notes where each landed among the parameters; later calls put the values
+ * there. A shape is the backend, the `variant` and the values' names one level into records and
+ * rows; `build` must use each value only as a parameter (checked). Plugins skip the cache.
  */
 const STAND_IN = Symbol('stand-in');
 /** Where a value is: its name, then a member's name, or a row's index and a member's name. */

@@ -53,11 +53,10 @@ const BATCH_LINES = 200;
 const BATCH_MS = 5;
 
 /**
- * Runs imports, in every instance. A batch of lines applies in one write transaction together with
- * their results and the import's progress (`advance`), which succeeds only while this instance
- * holds the import's lease and the lines are not done yet: a line is done exactly once, whichever
- * instance resumes the import after a crash. Each line runs as a part of the batch's write
- * (src/write/part.ts): a line that fails is undone alone, and its failure is its result.
+ * Runs imports, in every instance. A batch of lines applies in one write with their results and
+ * the import's progress, which succeeds only while this instance holds the lease and the lines are
+ * not done yet: each line is done exactly once, whoever resumes after a crash. A failing line is
+ * undone alone (src/write/part.ts), and its failure is its result.
  */
 export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
   const { db, writes, clock } = deps;

@@ -16,15 +16,10 @@ export interface EventMeta {
 }
 
 /**
- * Appends a write's events with its context, in the write's transaction: takes the business's next
- * sequence numbers from its `event` counter, then inserts the events. The write holds its
- * business's write lock (src/write/clock.ts), so sequences are handed out in commit order and
- * without gaps (a rolled-back write gives its numbers back with its transaction). A resource's
- * version is one more than its last event's, and two events of one resource in one write count 1, 2.
- * On PostgreSQL the other instances are told on `channel` (`pg_notify`, delivered at commit:
- * src/log/filter.ts says in what form), all of it in one statement, since the business's lock
- * is held for every round trip; SQLite has no other instances to tell and no round trips to save.
- * `traceParent` is kept with each event: its webhook attempts join that trace (src/telemetry).
+ * Appends a write's events in its transaction, under its business's write lock (src/write/clock.ts):
+ * sequences from the business's `event` counter, in commit order and without gaps. A resource's
+ * version is one more than its last event's. On PostgreSQL the counter, the rows and the other
+ * instances' notifications (src/log/filter.ts) are one statement, as the lock is held meanwhile.
  */
 export async function appendEvents(
   db: Db,

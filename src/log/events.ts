@@ -65,12 +65,10 @@ export async function lastSequence(db: Db, businessId: string): Promise<number> 
 const PURGE_BATCH = 5_000;
 
 /**
- * Deletes each business's oldest events, up to its first event that occurred at or after `before`,
- * at most `batch` per statement, by key: a business keeps one unbroken run of sequences, oldest to
- * latest, so the feed never has a hole inside what it keeps. (Sequences follow commits, and the
- * time an event carries is its write's start, so times are not strictly in sequence order; the
- * demo's events carry their records' own times. An old event behind a newer one stays until the
- * newer one goes.) Between statements the event loop gets a turn. Returns how many.
+ * Deletes each business's oldest events up to its first one at or after `before`, `batch` per
+ * statement, by key, so what a business keeps is one unbroken run of sequences. Times are not
+ * strictly in sequence order, so an old event behind a newer one stays until the newer one goes.
+ * Returns how many.
  */
 export async function purgeEventsBefore(db: Db, before: string, batch = PURGE_BATCH): Promise<number> {
   const businesses = await db

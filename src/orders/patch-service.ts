@@ -32,11 +32,9 @@ function orderFields(order: NonNullable<UpdateOrderInput['order']>): Updateable<
 }
 
 /**
- * Applies a PATCH in the caller's transaction and returns the order as the API shows it, read back
- * after the writes, and as it was before. `seen` is the order with its items as read before the
- * write took its business's lock (src/orders/routes.ts), so that the lock is held for the writes
- * only: the order's update applies only at the version seen (its items change only with it), and
- * when that has moved the PATCH starts again from the order read under its row lock.
+ * Applies a PATCH and returns the order before and after. `seen` was read before the business's
+ * lock (src/orders/routes.ts), so the lock is held for the writes only: the update applies at the
+ * version seen, and when that has moved the PATCH starts again from the order under its row lock.
  */
 export async function patchOrder(
   ctx: WriteContext,

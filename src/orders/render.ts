@@ -7,11 +7,9 @@ import type { Order } from './schema.ts';
 import { whereLive } from '../db/live.ts';
 
 /**
- * Rendered orders are cached (src/lib/render-cache.ts) under their `version`: an order's JSON is
- * made of its row and its items' rows only (each line records the variant it sold), and every
- * change to them raises it. The version is read no later than the rows, so data newer than its
- * version can be cached under an older one, never the reverse; versions only grow, so such an
- * entry is simply never matched again.
+ * Rendered orders are cached under their `version`, which every change to the order's row or items
+ * raises. The version is read no later than the rows, so newer data can be cached under an older
+ * version, never the reverse, and such an entry is never matched again.
  */
 export type SerializeOrder = (order: Order) => string;
 

@@ -165,11 +165,9 @@ export async function createOrder(
 }
 
 /**
- * Records the announcement of a live order of this business; repeats change nothing. The update
- * only ever sets a missing time, so concurrent first announcements record one time. True for the
- * first announcement. Nothing an order shows changes, so there is no resource to return. `seen` is
- * the order as read before the write took its business's lock: its items serve the event when the
- * order's version has not moved since.
+ * Records the first announcement of a live order (true); repeats change nothing, as the update only
+ * sets a missing time. `seen`, the order read before the business's lock, gives the event its items
+ * when the order's version has not moved since.
  */
 export async function ingestOrder(ctx: WriteContext, orderId: string, seen?: OrderRowWithItems): Promise<boolean> {
   const { trx, businessId } = ctx;

@@ -4,14 +4,10 @@ import { statement } from '../db/statement.ts';
 import type { Db } from '../db/types.ts';
 
 /**
- * Takes the business's write lock and the write's time: the first statement of every write
- * (src/write/runner.ts). The business's row of `write_clocks` stays locked until the write's
- * transaction ends, so the business's writes run one at a time, in the order they commit; the time
- * is the later of the clock and one millisecond after the previous write's. So a write's
- * `updatedAt` is later than that of every write of the business that committed before it, on any
- * backend and with any number of instances, and a poller that asks for "later than the latest I
- * saw" misses nothing. Under a burst of more than a thousand writes a second the times run ahead
- * of the clock by up to the burst's length, and catch up when it ends.
+ * Takes the business's write lock (its `write_clocks` row, held until commit) and the write's time:
+ * the later of the clock and 1 ms after the previous write's. So a write's `updatedAt` is later than
+ * that of every write of the business committed before it, with any number of instances, and a
+ * poller asking for "later than the latest I saw" misses nothing (decision 0002).
  */
 export async function takeWriteTime(db: Db, businessId: string, clockMs: number): Promise<string> {
   const {

@@ -14,10 +14,9 @@ export class WriteBroken extends Error {
 
 /**
  * Runs `work` as a part of the write `ctx` that fails, or is discarded, on its own: in a savepoint,
- * with events of its own that join the write's only when the part keeps its changes. A part that
- * throws is undone and the error passes on; the write goes on. One that calls `discard` (a patch
- * that changes nothing, src/write/update.ts), or runs with `keep: false` (a dry run), is undone and
- * answers what it returned. Bulk import applies each line of a batch this way (src/imports/worker.ts).
+ * with events that join the write's only when the part keeps its changes. A part that throws, calls
+ * `discard` or runs with `keep: false` (a dry run) is undone; the write goes on. Bulk import applies
+ * each line of a batch this way.
  */
 export async function runPart<T>(
   ctx: WriteContext,
