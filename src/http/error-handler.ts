@@ -76,11 +76,13 @@ const DISCARD_MS = 5000;
 function discardRestOfBody(request: FastifyRequest, reply: FastifyReply, bodyLimit: number): void {
   reply.removeHeader('connection');
   const raw = request.raw;
-  if (raw.complete) return;
+  const socket = raw.socket;
+  // An injected request (app.inject) has a stand-in socket: no connection to keep open or close.
+  if (raw.complete || typeof socket?.destroy !== 'function') return;
   let discarded = 0;
   const stop = () => {
     clearTimeout(timer);
-    raw.socket?.destroy();
+    socket.destroy();
   };
   const timer = setTimeout(stop, DISCARD_MS);
   timer.unref();

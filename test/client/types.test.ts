@@ -68,14 +68,12 @@ export function apply(event: SupplylineEvent): string {
 }
 `;
 
-it("the READMEs' TypeScript snippets compile, and wrong queries and event fields do not", () => {
-  const files = [...snippets('clients/typescript/README.md'), ...snippets('README.md', 'Use from TypeScript')].map(
-    (code, i) => {
-      const file = join(dir, `snippet-${i}.mts`);
-      writeFileSync(file, `${code}\nexport {};\n`);
-      return file;
-    },
-  );
+it("the client's README's and guide's TypeScript snippets compile, and wrong queries and event fields do not", () => {
+  const files = [...snippets('clients/typescript/README.md'), ...snippets('docs/client.md')].map((code, i) => {
+    const file = join(dir, `snippet-${i}.mts`);
+    writeFileSync(file, `${code}\nexport {};\n`);
+    return file;
+  });
   assert.ok(files.length >= 6, `found ${files.length} snippets`);
   writeFileSync(join(dir, 'givens.d.ts'), givens);
   writeFileSync(join(dir, 'mistakes.mts'), mistakes);

@@ -79,6 +79,16 @@ describeEachBackend('HTTP error model', (ctx) => {
     assertErrorBody(res.body, 'PAYLOAD_TOO_LARGE', res.headers['x-request-id']);
   });
 
+  it('leaves no timer behind an injected 413, whose socket cannot be closed', async (t) => {
+    const tenant = await ctx().createTenant();
+    const big = { ...item, item: { name: 'X', description: 'x'.repeat(ctx().config.bodyLimitBytes) } };
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const res = await ctx().request('POST', '/api/v1/items', { as: tenant, body: big });
+    assert.equal(res.status, 413);
+    // Past the discard time of a real connection: a timer left behind would fire here.
+    t.mock.timers.tick(60_000);
+  });
+
   it('serves health and readiness without credentials', async () => {
     assert.equal((await ctx().request('GET', '/healthz')).status, 200);
     const ready = await ctx().request('GET', '/readyz');
