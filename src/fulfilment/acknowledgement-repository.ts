@@ -1,6 +1,5 @@
 import type { Insertable, Selectable } from 'kysely';
 import type { Db } from '../db/types.ts';
-import { whereLive } from '../db/live.ts';
 import { readJson } from '../lib/json.ts';
 import { toIso } from '../lib/time.ts';
 import type { Acknowledgement, AcknowledgementLine } from './acknowledgement-schema.ts';
@@ -49,17 +48,4 @@ export async function findAcknowledgement(
     .where('id', '=', id)
     .executeTakeFirst();
   return row && toAcknowledgement(row);
-}
-
-/** Which of `ids` are live variants of the business. */
-export async function findVariantIds(db: Db, businessId: string, ids: string[]): Promise<Set<string>> {
-  if (ids.length === 0) return new Set();
-  const rows = await db
-    .selectFrom('item_variants')
-    .select('id')
-    .where('business_id', '=', businessId)
-    .where('id', 'in', ids)
-    .where(whereLive())
-    .execute();
-  return new Set(rows.map((r) => r.id));
 }

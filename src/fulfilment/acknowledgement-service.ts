@@ -11,7 +11,8 @@ import type {
   AcknowledgementLineInputT,
   CreateAcknowledgementInput,
 } from './acknowledgement-schema.ts';
-import { findVariantIds, insertAcknowledgement } from './acknowledgement-repository.ts';
+import { insertAcknowledgement } from './acknowledgement-repository.ts';
+import { findLiveVariantIds } from '../pricing/repository.ts';
 import { changeOrder, lockOrder } from './order-effects.ts';
 import { checkItemIds, checkQuantity, dec, plain, shippableOf, shippedOf } from './quantities.ts';
 import { findOrderShipmentRows, toShipment } from './shipment-repository.ts';
@@ -52,7 +53,7 @@ async function checkLines(ctx: WriteContext, inputs: AcknowledgementLineInputT[]
     inputs.map((l) => l.orderItemId),
     items,
   );
-  const variants = await findVariantIds(
+  const variants = await findLiveVariantIds(
     ctx.trx,
     ctx.businessId,
     inputs.flatMap((l) => (l.substituteVariantId ? [l.substituteVariantId] : [])),
