@@ -4,23 +4,35 @@ import { ApiError, validationError } from '../lib/errors.ts';
 import { runPart, WriteBroken } from '../write/part.ts';
 import type { WriteContext } from '../write/runner.ts';
 import { parseLine, resolveReferences, type ParsedLine, type Referenced } from './lines.ts';
-import { applyLine, checkOperation, type Applied } from './operations.ts';
+import { applyLine, checkOperation, createsMany, type Applied } from './operations.ts';
 import { findResultByRef } from './repository.ts';
 
 export type Outcome = { applied: Applied } | { error: ApiError };
 
+/** A line done: what it read as, what it did, and its result as a reference to it reads it. */
+export interface LineDone {
+  parsed: ParsedLine | null;
+  outcome: Outcome;
+  result: Referenced;
+}
+
 /** Earlier lines' results a run keeps by ref (about 200 bytes each). */
 const KNOWN_REFS = 10_000;
+/** Create lines of one kind stored together, at most: one multi-row statement per table. */
+const GROUP_LINES = 50;
 
 /**
- * Applies one import's lines, one at a time, each in the write of its batch (src/imports/worker.ts):
- * read, references resolved, checked, and applied as a part of the write (src/write/part.ts), so a
- * line that fails is undone alone and its failure is its result.
+ * Applies one import's lines in the write of their batch (src/imports/worker.ts): read, references
+ * resolved, checked, and applied as a part of the write (src/write/part.ts), so a line that fails
+ * is undone alone and its failure is its result. A run of create lines whose operation takes many
+ * at once (items) is held, then stored together in one part; if that part fails, its lines are
+ * applied one at a time as any other line.
  */
 export function createLineApplier(run: {
   importId: string;
   scopes: Scope[] | null;
   dryRun: boolean;
+  stopOnError: boolean;
   log: { warn(details: object, message: string): void };
 }) {
   /**
@@ -33,56 +45,116 @@ export function createLineApplier(run: {
     if (known.size >= KNOWN_REFS) known.delete(known.keys().next().value!);
     known.set(ref, result);
   };
+  /** Lines checked and held to be created together, and the refs they carry. */
+  let held: { line: number; parsed: ParsedLine; first: boolean; resolved: ParsedLine }[] = [];
+  const heldRefs = new Map<string, number>();
 
-  /** Line `line`, in the batch's write: what it did, or the error it failed with; `first` when it is the first with its ref. */
-  async function apply(
-    ctx: WriteContext,
-    line: number,
-    text: string,
-  ): Promise<{ parsed: ParsedLine | null; first: boolean; outcome: Outcome }> {
+  /**
+   * Line `line`, in the batch's write: the lines this finished, in order. That is this line, or
+   * none while it is held, and before it any held lines it had to wait for.
+   */
+  async function apply(ctx: WriteContext, line: number, text: string): Promise<LineDone[]> {
     let parsed: ParsedLine | null = null;
     let first = false;
+    let done: LineDone[] = [];
     try {
       parsed = parseLine(text);
+      // A line that names another's ref reads the results of the lines before it: they are stored first.
+      if (held.length > 0 && text.includes('"$ref"')) done = await flush(ctx);
       const find = async (ref: string) => {
         const found = known.get(ref) ?? (await findResultByRef(ctx.trx, run.importId, ref));
         if (found) remember(ref, found);
         return found;
       };
       if (parsed.ref !== undefined && parsed.ref !== null) {
-        const earlier = await find(parsed.ref);
-        if (earlier) throw validationError({ ref: `Line ${earlier.line} already has the ref '${parsed.ref}'` });
+        const earlier = heldRefs.get(parsed.ref) ?? (await find(parsed.ref))?.line;
+        if (earlier !== undefined)
+          throw validationError({ ref: `Line ${earlier} already has the ref '${parsed.ref}'` });
         // The first line with this ref: the one that references to it name.
         first = true;
       }
       const { line: resolved, unresolved } = await resolveReferences(parsed, find);
       checkOperation(resolved, run.scopes);
+      if (!run.dryRun && !run.stopOnError && createsMany(resolved)) {
+        if (held.length > 0 && held[0].resolved.resource !== resolved.resource) done.push(...(await flush(ctx)));
+        held.push({ line, parsed, first, resolved });
+        if (parsed.ref) heldRefs.set(parsed.ref, line);
+        if (held.length >= GROUP_LINES) done.push(...(await flush(ctx)));
+        return done;
+      }
+      if (held.length > 0) done.push(...(await flush(ctx)));
       // A dry run's line that names a record an earlier line of the dry run would have made: checked as far as it can be without it.
       if (unresolved)
-        return {
-          parsed,
-          first,
-          outcome: { applied: { outcome: resolved.op === 'create' ? 'created' : 'updated', id: '' } },
-        };
-      const { result, kept } = await runPart(ctx, (part) => applyLine(part, resolved), { keep: !run.dryRun });
-      if (kept) return { parsed, first, outcome: { applied: result } };
-      // A dry run made nothing: a create's result has no record to name.
-      if (run.dryRun)
-        return {
-          parsed,
-          first,
-          outcome: { applied: result.outcome === 'created' ? { outcome: 'created', id: '' } : result },
-        };
-      // A patch that changed nothing (src/write/update.ts).
-      return { parsed, first, outcome: { applied: { ...result, outcome: 'unchanged' } } };
+        return [
+          ...done,
+          finish(line, parsed, first, {
+            applied: { outcome: resolved.op === 'create' ? 'created' : 'updated', id: '' },
+          }),
+        ];
+      return [...done, finish(line, parsed, first, await applyOne(ctx, line, resolved))];
     } catch (caught) {
-      if (caught instanceof WriteBroken || isDatabaseUnavailable(caught)) throw caught;
-      if (caught instanceof ApiError) return { parsed, first, outcome: { error: caught } };
-      // Not the line's fault as far as anyone can tell: logged, and the line fails rather than the import sticking on it.
-      run.log.warn({ err: caught, importId: run.importId, line }, 'import: a line failed unexpectedly');
-      return { parsed, first, outcome: { error: new ApiError('INTERNAL_ERROR', 'The line could not be applied') } };
+      return [...done, finish(line, parsed, first, failure(caught, line))];
     }
   }
 
-  return { apply, remember };
+  /** One checked line as a part of the write. */
+  async function applyOne(ctx: WriteContext, line: number, resolved: ParsedLine): Promise<Outcome> {
+    try {
+      const { result, kept } = await runPart(ctx, (part) => applyLine(part, resolved), { keep: !run.dryRun });
+      if (kept) return { applied: result };
+      // A dry run made nothing: a create's result has no record to name.
+      if (run.dryRun) return { applied: result.outcome === 'created' ? { outcome: 'created', id: '' } : result };
+      // A patch that changed nothing (src/write/update.ts).
+      return { applied: { ...result, outcome: 'unchanged' } };
+    } catch (caught) {
+      return failure(caught, line);
+    }
+  }
+
+  /** The held lines, stored together: each one's outcome. */
+  async function flush(ctx: WriteContext): Promise<LineDone[]> {
+    const lines = held;
+    held = [];
+    heldRefs.clear();
+    if (lines.length === 0) return [];
+    let outcomes: Outcome[];
+    try {
+      const { result } = await runPart(ctx, (part) =>
+        createsMany(lines[0].resolved)!(
+          part,
+          lines.map((l) => l.resolved.data),
+        ),
+      );
+      outcomes = result.map((r) => (r instanceof ApiError ? { error: r } : { applied: r }));
+    } catch (caught) {
+      if (caught instanceof WriteBroken || isDatabaseUnavailable(caught)) throw caught;
+      outcomes = [];
+      for (const l of lines) outcomes.push(await applyOne(ctx, l.line, l.resolved));
+    }
+    return lines.map(({ line, parsed, first }, i) => finish(line, parsed, first, outcomes[i]));
+  }
+
+  /** A line's result; the first line with a ref is remembered by it, for the lines after it. */
+  function finish(line: number, parsed: ParsedLine | null, first: boolean, outcome: Outcome): LineDone {
+    const failed = 'error' in outcome;
+    const result: Referenced = {
+      line,
+      outcome: failed ? 'failed' : outcome.applied.outcome,
+      recordId: failed ? null : outcome.applied.id || null,
+      variantIds: failed ? undefined : outcome.applied.variantIds,
+    };
+    if (first) remember(parsed!.ref!, result);
+    return { parsed, outcome, result };
+  }
+
+  /** A line's failure as its result; a broken write or an unreachable database fails the batch instead. */
+  function failure(caught: unknown, line: number): Outcome {
+    if (caught instanceof WriteBroken || isDatabaseUnavailable(caught)) throw caught;
+    if (caught instanceof ApiError) return { error: caught };
+    // Not the line's fault as far as anyone can tell: logged, and the line fails rather than the import sticking on it.
+    run.log.warn({ err: caught, importId: run.importId, line }, 'import: a line failed unexpectedly');
+    return { error: new ApiError('INTERNAL_ERROR', 'The line could not be applied') };
+  }
+
+  return { apply, flush };
 }

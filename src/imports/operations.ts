@@ -9,9 +9,9 @@ import { CreateInvoiceBody, UpdateInvoiceBody } from '../invoices/schema.ts';
 import { createInvoice, patchInvoice } from '../invoices/service.ts';
 import { listInvoices } from '../invoices/list-repository.ts';
 import { CreateItemBody, UpdateItemBody } from '../items/schema.ts';
-import { createItem, patchItem } from '../items/service.ts';
+import { createItem, createItems, patchItem } from '../items/service.ts';
 import { findItem, findItemIdByHandle, listItems } from '../items/repository.ts';
-import { conflict, forbidden, notFound, validationError } from '../lib/errors.ts';
+import { ApiError, conflict, forbidden, notFound, validationError } from '../lib/errors.ts';
 import { CreateOrderBody, UpdateOrderBody } from '../orders/schema.ts';
 import { createOrder } from '../orders/service.ts';
 import { listOrders } from '../orders/read-model/index.ts';
@@ -37,7 +37,12 @@ export interface Applied {
 
 interface Operation {
   area: Area;
-  create?: { check: ValidateFunction; apply(ctx: WriteContext, data: any, line: ParsedLine): Promise<Applied> };
+  create?: {
+    check: ValidateFunction;
+    apply(ctx: WriteContext, data: any, line: ParsedLine): Promise<Applied>;
+    /** Creates several at once as `apply` each would: each line's result, or the error it alone fails with. */
+    applyMany?(ctx: WriteContext, data: any[]): Promise<(Applied | ApiError)[]>;
+  };
   patch?: { check: ValidateFunction; apply(ctx: WriteContext, id: string, data: any): Promise<Applied> };
   /**
    * Upsert by a property: where the create body keeps the record's properties, and the first two
@@ -64,6 +69,10 @@ const OPERATIONS: Record<ResourceName, Operation> = {
         const { resource, variantIds } = await createItem(ctx, data);
         return { outcome: 'created', id: resource.id, variantIds };
       },
+      applyMany: async (ctx, data) =>
+        (await createItems(ctx, data)).map((r) =>
+          r instanceof ApiError ? r : { outcome: 'created', id: r.resource.id, variantIds: r.variantIds },
+        ),
     },
     patch: {
       check: compileBody(UpdateItemBody),
@@ -202,6 +211,13 @@ function keyOf(line: ParsedLine): { handle: string } | { property: PropertyFilte
     });
   }
   return { property: { segments, value: String(value) } };
+}
+
+/** The operation that applies checked create lines of the line's kind several at once, if there is one. */
+export function createsMany(
+  line: ParsedLine,
+): ((ctx: WriteContext, data: any[]) => Promise<(Applied | ApiError)[]>) | undefined {
+  return line.op === 'create' ? OPERATIONS[line.resource].create?.applyMany : undefined;
 }
 
 /** Applies a checked line in the write's transaction. */

@@ -3,6 +3,7 @@ import type { Db } from '../db/types.ts';
 import { fetchPage, type Page, type Paging } from '../db/list.ts';
 import { toIso } from '../lib/time.ts';
 import type { ImportChunkTable, ImportResultTable, ImportTable } from './table.ts';
+import { insertRows } from '../db/bulk.ts';
 import type { Referenced } from './lines.ts';
 
 export type ImportRow = Selectable<ImportTable>;
@@ -171,9 +172,17 @@ export async function chunkAt(
     .executeTakeFirst();
 }
 
-export async function insertResult(trx: Db, row: ImportResultTable): Promise<void> {
-  await trx.insertInto('import_results').values(row).execute();
+/** A batch's line results, in one statement per thousand. */
+export async function insertResults(trx: Db, rows: ImportResultTable[]): Promise<void> {
+  await insertRows(
+    trx,
+    'import_results',
+    RESULT_COLUMNS,
+    rows.map((r) => RESULT_COLUMNS.map((c) => r[c])),
+  );
 }
+
+const RESULT_COLUMNS = ['import_id', 'line', 'ref', 'outcome', 'record_id', 'detail'] as const;
 
 export async function findResultByRef(db: Db, importId: string, ref: string): Promise<Referenced | undefined> {
   const row = await db

@@ -3,7 +3,8 @@ import { setImmediate } from 'node:timers/promises';
 import type { Scope } from '../businesses/scopes.ts';
 import type { Db } from '../db/types.ts';
 import { CLI, type Actor, type WriteRunner } from '../write/runner.ts';
-import { createLineApplier } from './apply.ts';
+import { createLineApplier, type LineDone } from './apply.ts';
+import type { ImportResultTable } from './table.ts';
 import { lineError } from './lines.ts';
 import { untraced } from '../telemetry/spans.ts';
 import {
@@ -11,7 +12,7 @@ import {
   chunkAt,
   claimImport,
   deleteChunks,
-  insertResult,
+  insertResults,
   releaseLeases,
   type Counts,
   type ImportRow,
@@ -76,7 +77,13 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
     const scope = { businessId: imp.business_id, actor, requestId: imp.id };
     const held = { id: imp.id, owner };
 
-    const applier = createLineApplier({ importId: imp.id, scopes, dryRun: options.dryRun, log: deps.log });
+    const applier = createLineApplier({
+      importId: imp.id,
+      scopes,
+      dryRun: options.dryRun,
+      stopOnError: options.onError === 'stop',
+      log: deps.log,
+    });
 
     /**
      * Applies lines from `texts[from]` (line `first`) on, in one write, until the batch is full or the
@@ -88,37 +95,36 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
         .run(scope, async (ctx) => {
           const next = { ...counts };
           const began = performance.now();
+          const results: ImportResultTable[] = [];
           let line = first - 1;
           let stopped = false;
+          const record = (done: LineDone[]) => {
+            for (const { parsed, outcome, result } of done) {
+              next[result.outcome as keyof Counts]++;
+              results.push({
+                import_id: imp.id,
+                line: result.line,
+                ref: parsed?.ref ?? null,
+                outcome: result.outcome,
+                record_id: result.recordId,
+                detail:
+                  'error' in outcome
+                    ? JSON.stringify({ error: lineError(outcome.error) })
+                    : result.variantIds
+                      ? JSON.stringify({ variantIds: result.variantIds })
+                      : null,
+              });
+              stopped ||= 'error' in outcome && options.onError === 'stop';
+            }
+          };
           for (let i = from; i < to && !stopped; i++) {
             if (i > from && (i - from >= BATCH_LINES || performance.now() - began >= BATCH_MS)) break;
             line = first + (i - from);
             if (texts[i].trim() === '') continue;
-            const { parsed, first: firstWithRef, outcome } = await applier.apply(ctx, line, texts[i]);
-            const failed = 'error' in outcome;
-            const variantIds = failed ? undefined : outcome.applied.variantIds;
-            const result = {
-              line,
-              outcome: failed ? ('failed' as const) : outcome.applied.outcome,
-              recordId: failed ? null : outcome.applied.id || null,
-              variantIds,
-            };
-            next[result.outcome]++;
-            await insertResult(ctx.trx, {
-              import_id: imp.id,
-              line,
-              ref: parsed?.ref ?? null,
-              outcome: result.outcome,
-              record_id: result.recordId,
-              detail: failed
-                ? JSON.stringify({ error: lineError(outcome.error) })
-                : variantIds
-                  ? JSON.stringify({ variantIds })
-                  : null,
-            });
-            if (firstWithRef) applier.remember(parsed!.ref!, result);
-            stopped = failed && options.onError === 'stop';
+            record(await applier.apply(ctx, line, texts[i]));
           }
+          record(await applier.flush(ctx));
+          await insertResults(ctx.trx, results);
           // Past the last run of lines (`from === to`): nothing but the count is left.
           if (from === to) line = imp.total_lines;
           const finished =

@@ -2,13 +2,14 @@ import { sql } from 'kysely';
 import { isUniqueViolation, startsWith } from '../db/dialect.ts';
 import { fetchPage, propertyCondition, type Page, type Paging, type PropertyFilter } from '../db/list.ts';
 import type { Db } from '../db/types.ts';
-import { conflict } from '../lib/errors.ts';
+import { ApiError, conflict } from '../lib/errors.ts';
+import { insertRows } from '../db/bulk.ts';
 import { mergeStoredProperties } from '../lib/properties.ts';
 import { newId } from '../lib/ids.ts';
 import { writeJson, type JsonObject } from '../lib/json.ts';
 import { toItem, type ItemRow } from './mapper.ts';
 import type { CreateItemInput, CreateVariantInput, Item, UpdateVariantInput } from './schema.ts';
-import { insertVariants, liveVariantsOf, variantValues } from './variant-repository.ts';
+import { insertVariants, insertVariantsOf, liveVariantsOf, variantValues } from './variant-repository.ts';
 import { groupBy } from '../lib/group.ts';
 import { whereLive } from '../db/live.ts';
 
@@ -36,12 +37,14 @@ export async function findItemIdByHandle(db: Db, businessId: string, handle: str
   return row?.id;
 }
 
-async function isHandleTaken(db: Db, businessId: string, handle: string): Promise<boolean> {
-  return (await findItemIdByHandle(db, businessId, handle)) !== undefined;
-}
-
-/** "blue-widget", then "blue-widget-2", and so on. */
-async function freeHandle(db: Db, businessId: string, base: string): Promise<string> {
+/**
+ * The handles each input gets, in order: its own unless a live item or an earlier input has it (a
+ * 409 for that input), else the name's slug, then "-2", "-3", and so on. One query for all of them.
+ */
+async function chooseHandles(db: Db, businessId: string, inputs: CreateItemInput[]): Promise<(string | ApiError)[]> {
+  const bases = inputs.map(({ item }) => item.handle ?? handleFromName(item.name));
+  const named = inputs.flatMap(({ item }) => (item.handle === undefined ? [] : [item.handle]));
+  const prefixes = [...new Set(inputs.flatMap(({ item }, i) => (item.handle === undefined ? [bases[i]] : [])))];
   const taken = new Set(
     (
       await db
@@ -49,50 +52,105 @@ async function freeHandle(db: Db, businessId: string, base: string): Promise<str
         .select('handle')
         .where('business_id', '=', businessId)
         .where(whereLive())
-        // One index range for every handle with the base as prefix; only base and base-N matter below.
-        .where(startsWith(db, 'handle', base))
+        // One index range per slug; only slug and slug-N matter below.
+        .where((eb) =>
+          eb.or([
+            ...(named.length > 0 ? [eb('handle', 'in', named)] : []),
+            ...prefixes.map((base) => startsWith(db, 'handle', base)),
+          ]),
+        )
         .execute()
     ).map((r) => r.handle),
   );
-  let handle = base;
-  for (let n = 2; taken.has(handle); n++) handle = `${base}-${n}`;
-  return handle;
+  return inputs.map(({ item }, i) => {
+    let handle = bases[i];
+    if (item.handle !== undefined) {
+      if (taken.has(handle)) return handleConflict(handle);
+    } else {
+      for (let n = 2; taken.has(handle); n++) handle = `${bases[i]}-${n}`;
+    }
+    taken.add(handle);
+    return handle;
+  });
 }
 
-/** Item, then its platform (ownership) record with the same id, then the variants. */
-export async function insertItem(db: Db, businessId: string, input: CreateItemInput, now: string) {
-  const { item } = input;
-  const handle = item.handle ?? (await freeHandle(db, businessId, handleFromName(item.name)));
-  if (item.handle !== undefined && (await isHandleTaken(db, businessId, handle))) throw handleConflict(handle);
-  const id = newId('itm');
+const ITEM_COLUMNS = [
+  'id',
+  'business_id',
+  'name',
+  'handle',
+  'description',
+  'img_url',
+  'custom_type',
+  'brand',
+  'vendor_name',
+  'type',
+  'status',
+  'properties',
+  'created_at',
+  'updated_at',
+] as const;
+
+/**
+ * Items, their platform (ownership) records with the same ids, then their variants: one multi-row
+ * statement per table for all of `inputs`. An input whose handle is taken gets its 409 in its
+ * place and stores nothing; the others' ids and variant ids are in theirs.
+ */
+export async function insertItems(
+  db: Db,
+  businessId: string,
+  inputs: CreateItemInput[],
+  now: string,
+): Promise<({ id: string; variantIds: string[] } | ApiError)[]> {
+  const handles = await chooseHandles(db, businessId, inputs);
+  const stored: { id: string; input: CreateItemInput }[] = [];
+  const rows: unknown[][] = [];
+  const results = inputs.map((input, i) => {
+    const handle = handles[i];
+    if (handle instanceof ApiError) return handle;
+    const { item } = input;
+    const id = newId('itm');
+    stored.push({ id, input });
+    rows.push([
+      id,
+      businessId,
+      item.name,
+      handle,
+      item.description ?? null,
+      item.imgUrl ?? null,
+      item.customType ?? null,
+      item.brand ?? null,
+      item.vendorName ?? null,
+      item.type ?? 'OTHER',
+      item.status ?? 'ACTIVE',
+      writeJson(item.properties),
+      now,
+      now,
+    ]);
+    return id;
+  });
+  if (stored.length === 0) return results as ApiError[];
   try {
-    await db
-      .insertInto('items')
-      .values({
-        id,
-        business_id: businessId,
-        name: item.name,
-        handle,
-        description: item.description ?? null,
-        img_url: item.imgUrl ?? null,
-        custom_type: item.customType ?? null,
-        brand: item.brand ?? null,
-        vendor_name: item.vendorName ?? null,
-        type: item.type ?? 'OTHER',
-        status: item.status ?? 'ACTIVE',
-        properties: writeJson(item.properties),
-        created_at: now,
-        updated_at: now,
-      })
-      .execute();
+    await insertRows(db, 'items', ITEM_COLUMNS, rows);
   } catch (error) {
-    // Two creates racing for one handle: the database's unique index decides.
-    if (isUniqueViolation(error)) throw handleConflict(handle);
+    // Another write took a handle between the read and the insert: the database's unique index decides.
+    if (isUniqueViolation(error) && stored.length === 1) throw handleConflict(rows[0][3] as string);
     throw error;
   }
-  await db.insertInto('platform_items').values({ id, business_id: businessId, created_at: now }).execute();
-  const variantIds = await insertVariants(db, businessId, id, input.variants, 1, now);
-  return { id, variantIds };
+  await insertRows(
+    db,
+    'platform_items',
+    ['id', 'business_id', 'created_at'],
+    stored.map(({ id }) => [id, businessId, now]),
+  );
+  const variantIds = await insertVariantsOf(
+    db,
+    businessId,
+    stored.map(({ id, input }) => ({ itemId: id, variants: input.variants, firstSequence: 1 })),
+    now,
+  );
+  let next = 0;
+  return results.map((r) => (r instanceof ApiError ? r : { id: r, variantIds: variantIds[next++] }));
 }
 
 const handleConflict = (handle: string) => conflict(`An item with handle '${handle}' already exists`);
@@ -131,6 +189,25 @@ export async function findItem(
     .orderBy('id')
     .execute();
   return toItem(row, variants);
+}
+
+/** Live items with their live variants, in the order of `ids`; missing ones are left out. */
+export async function findItems(db: Db, businessId: string, ids: string[]): Promise<Item[]> {
+  if (ids.length === 0) return [];
+  if (ids.length === 1) {
+    const item = await findItem(db, businessId, ids[0]);
+    return item ? [item] : [];
+  }
+  const rows = await db
+    .selectFrom('items')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .where('id', 'in', ids)
+    .where(whereLive())
+    .execute();
+  const variants = groupBy(await liveVariantsOf(db, businessId, ids), (v) => v.item_id);
+  const byId = new Map(rows.map((row) => [row.id, toItem(row, variants.get(row.id) ?? [])]));
+  return ids.flatMap((id) => byId.get(id) ?? []);
 }
 
 export interface ListItemsOptions extends Paging {

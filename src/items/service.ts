@@ -1,9 +1,17 @@
 import { endUpdate } from '../write/update.ts';
 import { requireSomethingToUpdate } from '../lib/patch.ts';
-import { badRequest, notFound, validationError } from '../lib/errors.ts';
+import { ApiError, badRequest, notFound, validationError } from '../lib/errors.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
 import { createdEvent, namedEvent } from '../log/events.ts';
-import { deleteItemRows, findItem, findItemRow, insertItem, updateItem, type ItemChanges } from './repository.ts';
+import {
+  deleteItemRows,
+  findItem,
+  findItemRow,
+  findItems,
+  insertItems,
+  updateItem,
+  type ItemChanges,
+} from './repository.ts';
 import { countLiveVariants, findMissingVariants } from './variant-repository.ts';
 import type { CreateItemInput, Item, UpdateItemInput } from './schema.ts';
 
@@ -14,10 +22,28 @@ export async function createItem(
   ctx: WriteContext,
   input: CreateItemInput,
 ): Promise<Written<Item> & { variantIds: string[] }> {
-  const { id, variantIds } = await insertItem(ctx.trx, ctx.businessId, input, ctx.now);
-  const resource = (await findItem(ctx.trx, ctx.businessId, id))!;
-  ctx.emit(createdEvent('item', resource));
-  return { resource, before: null, variantIds };
+  const [created] = await createItems(ctx, [input]);
+  if (created instanceof ApiError) throw created;
+  return { ...created, before: null };
+}
+
+/**
+ * Creates items in one go, as `createItem` each (bulk import applies a run of item lines this way):
+ * each input's item, or the error that input alone fails with.
+ */
+export async function createItems(
+  ctx: WriteContext,
+  inputs: CreateItemInput[],
+): Promise<({ resource: Item; variantIds: string[] } | ApiError)[]> {
+  const inserted = await insertItems(ctx.trx, ctx.businessId, inputs, ctx.now);
+  const ids = inserted.flatMap((r) => (r instanceof ApiError ? [] : [r.id]));
+  const items = new Map((await findItems(ctx.trx, ctx.businessId, ids)).map((item) => [item.id, item]));
+  return inserted.map((r) => {
+    if (r instanceof ApiError) return r;
+    const resource = items.get(r.id)!;
+    ctx.emit(createdEvent('item', resource));
+    return { resource, variantIds: r.variantIds };
+  });
 }
 
 export async function patchItem(ctx: WriteContext, id: string, input: UpdateItemInput): Promise<Written<Item>> {

@@ -6,6 +6,7 @@ import { findDefaultListId } from '../pricing/repository.ts';
 import type { VariantRow } from './mapper.ts';
 import type { CreateVariantInput, UpdateVariantInput } from './schema.ts';
 import { whereLive } from '../db/live.ts';
+import { insertRows } from '../db/bulk.ts';
 
 export function variantValues(input: UpdateVariantInput | CreateVariantInput) {
   return {
@@ -21,6 +22,24 @@ export function variantValues(input: UpdateVariantInput | CreateVariantInput) {
   };
 }
 
+const VARIANT_COLUMNS = [
+  'id',
+  'business_id',
+  'item_id',
+  'variant_name',
+  'sku',
+  'barcode',
+  'currency',
+  'price',
+  'cost',
+  'weight',
+  'unit_of_measure',
+  'sequence',
+  'properties',
+  'created_at',
+  'updated_at',
+] as const;
+
 /** Inserts variants and gives each one an entry, without price override, on the default item list. */
 export async function insertVariants(
   db: Db,
@@ -30,36 +49,49 @@ export async function insertVariants(
   firstSequence: number,
   now: string,
 ): Promise<string[]> {
-  if (variants.length === 0) return [];
-  const rows = variants.map((v, i) => ({
-    id: newId('var'),
-    business_id: businessId,
-    item_id: itemId,
-    variant_name: v.variantName ?? 'Default',
-    currency: v.currency,
-    price: toDecimalString(v.price),
-    sequence: firstSequence + i,
-    ...variantValues(v),
-    properties: writeJson(v.properties),
-    created_at: now,
-    updated_at: now,
-  }));
-  await db.insertInto('item_variants').values(rows).execute();
+  return (await insertVariantsOf(db, businessId, [{ itemId, variants, firstSequence }], now))[0];
+}
+
+/** `insertVariants` for several items at once, one statement per table: each item's variant ids. */
+export async function insertVariantsOf(
+  db: Db,
+  businessId: string,
+  items: { itemId: string; variants: CreateVariantInput[]; firstSequence: number }[],
+  now: string,
+): Promise<string[][]> {
+  const ids = items.map(({ variants }) => variants.map(() => newId('var')));
+  const rows = items.flatMap(({ itemId, variants, firstSequence }, i) =>
+    variants.map((v, j) => {
+      const values = { sequence: firstSequence + j, ...variantValues(v) };
+      return [
+        ids[i][j],
+        businessId,
+        itemId,
+        v.variantName ?? 'Default',
+        values.sku ?? null,
+        values.barcode ?? null,
+        v.currency,
+        toDecimalString(v.price),
+        values.cost ?? null,
+        values.weight ?? null,
+        values.unit_of_measure ?? null,
+        values.sequence,
+        writeJson(v.properties),
+        now,
+        now,
+      ];
+    }),
+  );
+  if (rows.length === 0) return ids;
+  await insertRows(db, 'item_variants', VARIANT_COLUMNS, rows);
   const listId = await findDefaultListId(db, businessId);
-  await db
-    .insertInto('item_list_entries')
-    .values(
-      rows.map((r) => ({
-        id: newId('ile'),
-        business_id: businessId,
-        item_list_id: listId,
-        item_variant_id: r.id,
-        created_at: now,
-        updated_at: now,
-      })),
-    )
-    .execute();
-  return rows.map((r) => r.id);
+  await insertRows(
+    db,
+    'item_list_entries',
+    ['id', 'business_id', 'item_list_id', 'item_variant_id', 'created_at', 'updated_at'],
+    rows.map((r) => [newId('ile'), businessId, listId, r[0], now, now]),
+  );
+  return ids;
 }
 
 export async function liveVariantsOf(db: Db, businessId: string, itemIds: string[]): Promise<VariantRow[]> {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import fc from 'fast-check';
+import { sql } from 'kysely';
 import { IMPORT_RETENTION_DAYS, purgeImportsBefore } from '../../src/imports/repository.ts';
 import { MAX_LINE_BYTES } from '../../src/imports/lines.ts';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
@@ -244,6 +245,147 @@ describeEachBackend('bulk import', (ctx) => {
         ['order.updated', results[2].id],
       ],
     );
+  });
+
+  it('stores a run of item lines together, each failing alone as the single call would, and a run the store refuses line by line', async () => {
+    const t = await ctx().createTenant();
+    const existing = await ctx().request('POST', '/api/v1/items', {
+      as: t,
+      body: { item: { name: 'Old', handle: 'taken' }, variants: [{ currency: 'AUD', price: 1 }] },
+    });
+    assert.equal(existing.status, 201);
+    const named = (name: string, ref: string, handle?: string) => {
+      const line = item(name, ref);
+      return handle === undefined ? line : { ...line, data: { ...line.data, item: { name, handle } } };
+    };
+    // A trigger refuses one item: the run it is stored with fails as a whole, and is applied line by line.
+    if (ctx().backend === 'sqlite') {
+      await sql`create trigger refuse_boom before insert on items when new.name = 'Boom'
+        begin select raise(abort, 'refused'); end`.execute(ctx().db);
+    } else {
+      await sql`create function refuse_boom() returns trigger language plpgsql as $$
+        begin if new.name = 'Boom' then raise exception 'refused'; end if; return new; end $$`.execute(ctx().db);
+      await sql`create trigger refuse_boom before insert on items for each row execute function refuse_boom()`.execute(
+        ctx().db,
+      );
+    }
+    try {
+      const lines = [
+        named('Alpha', 'a'),
+        named('Beta', 'b', 'taken'),
+        named('Gamma', 'c', 'fresh'),
+        named('Delta', 'd', 'fresh'),
+        named('Alpha', 'e'),
+        named('Epsilon', 'a'),
+        { op: 'create', resource: 'buyer', ref: 'buyer', data: { buyer: { name: 'Buyer' } } },
+        named('Zeta', 'z'),
+        named('Boom', 'boom'),
+        named('Eta', 'h'),
+        {
+          op: 'create',
+          resource: 'order',
+          buyerId: { $ref: 'buyer' },
+          data: {
+            expectedDeliveryAt: '2030-01-01T00:00:00.000Z',
+            orderItems: [
+              { itemVariantId: { $ref: 'e', variant: 1 }, quantity: 1 },
+              { itemVariantId: { $ref: 'h', variant: 0 }, quantity: 2 },
+            ],
+          },
+        },
+      ];
+      const posted = await send(ctx(), t, file(lines));
+      const { imp, results } = await finished(ctx(), t, posted.body.id);
+      assert.deepEqual(
+        results.map((r) => [r.outcome, r.error?.errorCode ?? null]),
+        [
+          ['created', null],
+          ['failed', 'CONFLICT'],
+          ['created', null],
+          ['failed', 'CONFLICT'],
+          ['created', null],
+          ['failed', 'VALIDATION_ERROR'],
+          ['created', null],
+          ['created', null],
+          ['failed', 'INTERNAL_ERROR'],
+          ['created', null],
+          ['created', null],
+        ],
+        JSON.stringify(results),
+      );
+      assert.equal(results[1].error.message, "An item with handle 'taken' already exists");
+      assert.equal(results[3].error.message, "An item with handle 'fresh' already exists");
+      assert.deepEqual(results[5].error.fieldErrors, { ref: "Line 1 already has the ref 'a'" });
+      assert.deepEqual(imp.counts, { created: 7, updated: 0, unchanged: 0, failed: 4 });
+
+      const created = [0, 2, 4, 7, 9].map((i) => results[i]);
+      const items = await Promise.all(
+        created.map(async (r) => (await ctx().request('GET', `/api/v1/items/${r.id}`, { as: t })).body),
+      );
+      assert.deepEqual(
+        items.map((i) => [i.name, i.handle, i.variants.map((v: any) => [v.variantName, v.price, v.sequence])]),
+        [
+          [
+            'Alpha',
+            'alpha',
+            [
+              ['500g', 10, 1],
+              ['1kg', 18, 2],
+            ],
+          ],
+          [
+            'Gamma',
+            'fresh',
+            [
+              ['500g', 10, 1],
+              ['1kg', 18, 2],
+            ],
+          ],
+          [
+            'Alpha',
+            'alpha-2',
+            [
+              ['500g', 10, 1],
+              ['1kg', 18, 2],
+            ],
+          ],
+          [
+            'Zeta',
+            'zeta',
+            [
+              ['500g', 10, 1],
+              ['1kg', 18, 2],
+            ],
+          ],
+          [
+            'Eta',
+            'eta',
+            [
+              ['500g', 10, 1],
+              ['1kg', 18, 2],
+            ],
+          ],
+        ],
+      );
+      const order = await ctx().request('GET', `/api/v1/orders/${results[10].id}`, { as: t });
+      assert.deepEqual(
+        order.body.orderItems.map((l: any) => [l.itemListEntry.itemVariantId, l.quantity]),
+        [
+          [items[2].variants[1].id, 1],
+          [items[4].variants[0].id, 2],
+        ],
+      );
+      // Each created item has its event, in line order, as the single call writes it.
+      const feed = await ctx().request('GET', '/api/v1/events?after=0&limit=100&types=item.created', { as: t });
+      const mine = feed.body.items.filter((e: any) => e.requestId === imp.id);
+      assert.deepEqual(
+        mine.map((e: any) => e.data.object),
+        items,
+      );
+    } finally {
+      await sql`drop trigger refuse_boom${sql.raw(ctx().backend === 'sqlite' ? '' : ' on items')}`.execute(ctx().db);
+      if (ctx().backend === 'postgres') await sql`drop function refuse_boom()`.execute(ctx().db);
+    }
   });
 
   it('upserts: creates unless a record matches the handle or property path, else patches it (or leaves it, without a patch)', async () => {
