@@ -5,7 +5,7 @@ import { runPart, WriteBroken } from '../write/part.ts';
 import type { WriteContext } from '../write/runner.ts';
 import { parseLine, resolveReferences, type ParsedLine, type Referenced } from './lines.ts';
 import { applyLine, checkOperation, createsMany, type Applied } from './operations.ts';
-import { findResultByRef } from './repository.ts';
+import { findLinesByRef, findResultByRef } from './repository.ts';
 
 export type Outcome = { applied: Applied } | { error: ApiError };
 
@@ -66,19 +66,32 @@ export function createLineApplier(run: {
         if (found) remember(ref, found);
         return found;
       };
-      if (parsed.ref !== undefined && parsed.ref !== null) {
-        const earlier = heldRefs.get(parsed.ref) ?? (await find(parsed.ref))?.line;
-        if (earlier !== undefined)
-          throw validationError({ ref: `Line ${earlier} already has the ref '${parsed.ref}'` });
+      const ref = parsed.ref ?? undefined;
+      // A line that may be held has its ref checked against earlier batches' results with the rest it is held with.
+      const holdable = !run.dryRun && !run.stopOnError && !text.includes('"$ref"') && createsMany(parsed) !== undefined;
+      if (ref !== undefined) {
+        // A second line with a held line's ref: which of them is first is known once those are stored.
+        if (heldRefs.has(ref)) done.push(...(await flush(ctx)));
+        const earlier = known.get(ref)?.line ?? (holdable ? undefined : (await find(ref))?.line);
+        if (earlier !== undefined) throw duplicateRef(earlier, ref);
         // The first line with this ref: the one that references to it name.
         first = true;
       }
-      const { line: resolved, unresolved } = await resolveReferences(parsed, find);
-      checkOperation(resolved, run.scopes);
-      if (!run.dryRun && !run.stopOnError && createsMany(resolved)) {
+      let resolved: ParsedLine;
+      let unresolved: boolean;
+      try {
+        ({ line: resolved, unresolved } = await resolveReferences(parsed, find));
+        checkOperation(resolved, run.scopes);
+      } catch (caught) {
+        const earlier = holdable && ref !== undefined ? (await find(ref))?.line : undefined;
+        if (earlier === undefined) throw caught;
+        first = false;
+        throw duplicateRef(earlier, ref!);
+      }
+      if (holdable) {
         if (held.length > 0 && held[0].resolved.resource !== resolved.resource) done.push(...(await flush(ctx)));
         held.push({ line, parsed, first, resolved });
-        if (parsed.ref) heldRefs.set(parsed.ref, line);
+        if (ref !== undefined) heldRefs.set(ref, line);
         if (held.length >= GROUP_LINES) done.push(...(await flush(ctx)));
         return done;
       }
@@ -113,25 +126,39 @@ export function createLineApplier(run: {
 
   /** The held lines, stored together: each one's outcome. */
   async function flush(ctx: WriteContext): Promise<LineDone[]> {
-    const lines = held;
+    const all = held;
     held = [];
     heldRefs.clear();
-    if (lines.length === 0) return [];
-    let outcomes: Outcome[];
-    try {
-      const { result } = await runPart(ctx, (part) =>
-        createsMany(lines[0].resolved)!(
-          part,
-          lines.map((l) => l.resolved.data),
-        ),
-      );
-      outcomes = result.map((r) => (r instanceof ApiError ? { error: r } : { applied: r }));
-    } catch (caught) {
-      if (caught instanceof WriteBroken || isDatabaseUnavailable(caught)) throw caught;
-      outcomes = [];
-      for (const l of lines) outcomes.push(await applyOne(ctx, l.line, l.resolved));
+    if (all.length === 0) return [];
+    // Their refs, against the results of earlier batches: a line whose ref an earlier line has fails.
+    const refs = all.flatMap(({ parsed }) => (parsed.ref ? [parsed.ref] : []));
+    const earlier = refs.length > 0 ? await findLinesByRef(ctx.trx, run.importId, refs) : new Map<string, number>();
+    const dropped = new Map<(typeof all)[number], Outcome>();
+    for (const l of all) {
+      const at = l.parsed.ref ? earlier.get(l.parsed.ref) : undefined;
+      if (at !== undefined) dropped.set(l, { error: duplicateRef(at, l.parsed.ref!) });
     }
-    return lines.map(({ line, parsed, first }, i) => finish(line, parsed, first, outcomes[i]));
+    const lines = all.filter((l) => !dropped.has(l));
+    let outcomes: Outcome[] = [];
+    if (lines.length > 0) {
+      try {
+        const { result } = await runPart(ctx, (part) =>
+          createsMany(lines[0].resolved)!(
+            part,
+            lines.map((l) => l.resolved.data),
+          ),
+        );
+        outcomes = result.map((r) => (r instanceof ApiError ? { error: r } : { applied: r }));
+      } catch (caught) {
+        if (caught instanceof WriteBroken || isDatabaseUnavailable(caught)) throw caught;
+        for (const l of lines) outcomes.push(await applyOne(ctx, l.line, l.resolved));
+      }
+    }
+    const stored = new Map(lines.map((l, i) => [l, outcomes[i]]));
+    return all.map((l) => {
+      const outcome = dropped.get(l);
+      return outcome ? finish(l.line, l.parsed, false, outcome) : finish(l.line, l.parsed, l.first, stored.get(l)!);
+    });
   }
 
   /** A line's result; the first line with a ref is remembered by it, for the lines after it. */
@@ -145,6 +172,10 @@ export function createLineApplier(run: {
     };
     if (first) remember(parsed!.ref!, result);
     return { parsed, outcome, result };
+  }
+
+  function duplicateRef(line: number, ref: string): ApiError {
+    return validationError({ ref: `Line ${line} already has the ref '${ref}'` });
   }
 
   /** A line's failure as its result; a broken write or an unreachable database fails the batch instead. */

@@ -184,6 +184,18 @@ export async function insertResults(trx: Db, rows: ImportResultTable[]): Promise
 
 const RESULT_COLUMNS = ['import_id', 'line', 'ref', 'outcome', 'record_id', 'detail'] as const;
 
+/** The first line with each of `refs` among the import's results. */
+export async function findLinesByRef(db: Db, importId: string, refs: string[]): Promise<Map<string, number>> {
+  const rows = await db
+    .selectFrom('import_results')
+    .select(['ref', (eb) => eb.fn.min<number>('line').as('line')])
+    .where('import_id', '=', importId)
+    .where('ref', 'in', refs)
+    .groupBy('ref')
+    .execute();
+  return new Map(rows.map((r) => [r.ref!, Number(r.line)]));
+}
+
 export async function findResultByRef(db: Db, importId: string, ref: string): Promise<Referenced | undefined> {
   const row = await db
     .selectFrom('import_results')
