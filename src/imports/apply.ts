@@ -19,7 +19,7 @@ export interface LineDone {
 /** Earlier lines' results a run keeps by ref (about 200 bytes each). */
 const KNOWN_REFS = 10_000;
 /** Create lines of one kind stored together, at most: one multi-row statement per table. */
-const GROUP_LINES = 50;
+const GROUP_LINES = 100;
 
 /**
  * Applies one import's lines in the write of their batch (src/imports/worker.ts): read, references
@@ -33,6 +33,8 @@ export function createLineApplier(run: {
   scopes: Scope[] | null;
   dryRun: boolean;
   stopOnError: boolean;
+  /** How long one store of held lines should take: the batch's time. */
+  storeMs: number;
   log: { warn(details: object, message: string): void };
 }) {
   /**
@@ -48,6 +50,8 @@ export function createLineApplier(run: {
   /** Lines checked and held to be created together, and the refs they carry. */
   let held: { line: number; parsed: ParsedLine; first: boolean; resolved: ParsedLine }[] = [];
   const heldRefs = new Map<string, number>();
+  /** How many lines a store takes: as many as the last store's pace fits in `run.storeMs`. */
+  let groupLines = 8;
 
   /**
    * Line `line`, in the batch's write: the lines this finished, in order. That is this line, or
@@ -92,7 +96,7 @@ export function createLineApplier(run: {
         if (held.length > 0 && held[0].resolved.resource !== resolved.resource) done.push(...(await flush(ctx)));
         held.push({ line, parsed, first, resolved });
         if (ref !== undefined) heldRefs.set(ref, line);
-        if (held.length >= GROUP_LINES) done.push(...(await flush(ctx)));
+        if (held.length >= groupLines) done.push(...(await flush(ctx)));
         return done;
       }
       if (held.length > 0) done.push(...(await flush(ctx)));
@@ -141,6 +145,7 @@ export function createLineApplier(run: {
     const lines = all.filter((l) => !dropped.has(l));
     let outcomes: Outcome[] = [];
     if (lines.length > 0) {
+      const began = performance.now();
       try {
         const { result } = await runPart(ctx, (part) =>
           createsMany(lines[0].resolved)!(
@@ -149,6 +154,8 @@ export function createLineApplier(run: {
           ),
         );
         outcomes = result.map((r) => (r instanceof ApiError ? { error: r } : { applied: r }));
+        const perLine = (performance.now() - began) / lines.length;
+        groupLines = Math.max(1, Math.min(GROUP_LINES, Math.floor(run.storeMs / perLine)));
       } catch (caught) {
         if (caught instanceof WriteBroken || isDatabaseUnavailable(caught)) throw caught;
         for (const l of lines) outcomes.push(await applyOne(ctx, l.line, l.resolved));
