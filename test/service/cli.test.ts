@@ -37,9 +37,7 @@ interface Result {
 
 /** Runs the CLI as an operator would, in its own process; with `bin`, through bin/supplyline.js from that cwd. */
 function runCli(args: string[], databaseUrl: string, bin?: { cwd: string }): Promise<Result> {
-  const [file, ...prefix] = bin
-    ? [join(root, 'bin', 'supplyline.js')]
-    : [process.execPath, ...cliArgs()];
+  const [file, ...prefix] = bin ? [join(root, 'bin', 'supplyline.js')] : [process.execPath, ...cliArgs()];
   return new Promise((resolve) => {
     execFile(
       file,
@@ -386,14 +384,10 @@ for (const backend of backends) {
       assert.deepEqual(first.actor, { type: 'system', id: 'cli', name: 'Command line' });
 
       // Following: a key made meanwhile shows up as the next line; Ctrl-C ends it cleanly.
-      const tail = spawn(
-        process.execPath,
-        [...cliArgs(), 'events', 'tail', '--business', businessId, '--after', '1'],
-        {
-          cwd: root,
-          env: { ...process.env, DATABASE_URL: database.url },
-        },
-      );
+      const tail = spawn(process.execPath, [...cliArgs(), 'events', 'tail', '--business', businessId, '--after', '1'], {
+        cwd: root,
+        env: { ...process.env, DATABASE_URL: database.url },
+      });
       let out = '';
       tail.stdout.on('data', (d) => {
         out += d;
