@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
 import type { Scope } from '../businesses/scopes.ts';
 import type { Db } from '../db/types.ts';
-import { dialectOf } from '../db/dialect.ts';
 import { CLI, type Actor, type WriteRunner } from '../write/runner.ts';
 import { createLineApplier, type LineDone } from './apply.ts';
 import type { ImportResultTable } from './table.ts';
@@ -52,8 +51,7 @@ export interface ImportWorker {
  * measurements behind the numbers.
  */
 const BATCH_LINES = 200;
-/** On SQLite a batch holds up every request; on PostgreSQL only the business's other writes. */
-const BATCH_MS = { sqlite: 5, postgres: 10 };
+const BATCH_MS = 5;
 
 /**
  * Runs imports, in every instance. A batch of lines applies in one write with their results and
@@ -70,7 +68,6 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
   let timer: NodeJS.Timeout | undefined;
 
   const iso = (ms: number) => new Date(ms).toISOString();
-  const batchMs = BATCH_MS[dialectOf(db)];
 
   async function runImport(imp: ImportRow): Promise<void> {
     const options = JSON.parse(imp.options) as { dryRun: boolean; onError: 'continue' | 'stop' };
@@ -85,7 +82,7 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
       scopes,
       dryRun: options.dryRun,
       stopOnError: options.onError === 'stop',
-      storeMs: batchMs,
+      storeMs: BATCH_MS,
       log: deps.log,
     });
 
@@ -122,7 +119,7 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
             }
           };
           for (let i = from; i < to && !stopped; i++) {
-            if (i > from && (i - from >= BATCH_LINES || performance.now() - began >= batchMs)) break;
+            if (i > from && (i - from >= BATCH_LINES || performance.now() - began >= BATCH_MS)) break;
             line = first + (i - from);
             if (texts[i].trim() === '') continue;
             record(await applier.apply(ctx, line, texts[i]));
