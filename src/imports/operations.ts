@@ -216,7 +216,8 @@ export async function applyLine(ctx: WriteContext, line: ParsedLine): Promise<Ap
       : await operation.keyed!.matching(ctx.trx, ctx.businessId, key.property);
   if (found.length > 1)
     throw conflict(
-      `More than one ${line.resource.replace('_', ' ')} has ${line.match} ${JSON.stringify('handle' in key ? key.handle : key.property.value)}`,
+      `More than one ${line.resource.replace('_', ' ')} has ${line.match} ` +
+        JSON.stringify('handle' in key ? key.handle : key.property.value),
     );
   if (found.length === 0) return operation.create!.apply(ctx, line.data, line);
   if (line.patch === undefined) {

@@ -161,6 +161,13 @@ describe('architecture', () => {
     assert.deepEqual(offending, []);
   });
 
+  it('keeps lines to 140 characters (STYLE.md); released migrations stay as they were', () => {
+    const long = files
+      .filter((f) => !f.path.startsWith('db/migrations/'))
+      .flatMap((f) => f.text.split('\n').flatMap((line, i) => (line.length > 140 ? [`${f.path}:${i + 1}`] : [])));
+    assert.deepEqual(long, []);
+  });
+
   it('writes soft-delete conditions through whereLive()', () => {
     const handWritten = files.filter(
       (f) =>
