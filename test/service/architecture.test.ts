@@ -57,6 +57,16 @@ describe('architecture', () => {
     );
   });
 
+  it('lets API routes write one way: runWrite (src/http/write.ts), never the runner itself', () => {
+    const routes = files.filter((f) => /import type \{[^}]*\bRouteDeps\b/.test(f.text) && f.path.includes('/'));
+    assert.ok(routes.length >= 8);
+    const offending = routes.filter((f) => /\bwrites\.|\.runIdempotent\(|createWriteRunner/.test(f.text));
+    assert.deepEqual(
+      offending.map((f) => f.path),
+      [],
+    );
+  });
+
   it('imports a database driver only in src/db', () => {
     const drivers = files.filter(
       (f) => !f.path.startsWith('db/') && /(?:from|import\(|require\()\s*'(?:pg|better-sqlite3(?:-12)?)'/.test(f.text),
