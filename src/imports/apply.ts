@@ -67,14 +67,11 @@ export function createLineApplier(run: {
       const { result, kept } = await runPart(ctx, (part) => applyLine(part, resolved), { keep: !run.dryRun });
       if (kept) return { parsed, first, outcome: { applied: result } };
       // A dry run made nothing: a create's result has no record to name.
-      if (run.dryRun)
-        return {
-          parsed,
-          first,
-          outcome: { applied: result.outcome === 'created' ? { outcome: 'created', id: '' } : result },
-        };
-      // A patch that changed nothing (src/write/update.ts).
-      return { parsed, first, outcome: { applied: { ...result, outcome: 'unchanged' } } };
+      return {
+        parsed,
+        first,
+        outcome: { applied: result.outcome === 'created' ? { outcome: 'created', id: '' } : result },
+      };
     } catch (caught) {
       if (caught instanceof WriteBroken || isDatabaseUnavailable(caught)) throw caught;
       if (caught instanceof ApiError) return { parsed, first, outcome: { error: caught } };

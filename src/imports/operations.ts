@@ -52,8 +52,11 @@ interface Operation {
 const firstTwo = { page: 1, limit: 2, includeDeleted: false } as const;
 const ids = (page: { items: { id: string }[] }) => page.items.map((r) => r.id);
 
-/** A patch's result; one that changed nothing discards its write (src/write/update.ts), and the worker reports it unchanged. */
-const patched = (written: { resource: { id: string } }): Applied => ({ outcome: 'updated', id: written.resource.id });
+/** A patch's result; one that would change nothing writes nothing (src/write/update.ts). */
+const patched = (written: { resource: { id: string }; unchanged?: true }): Applied => ({
+  outcome: written.unchanged ? 'unchanged' : 'updated',
+  id: written.resource.id,
+});
 
 const OPERATIONS: Record<ResourceName, Operation> = {
   item: {
