@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { isDeepStrictEqual } from 'node:util';
 import { it } from 'node:test';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
 import { createFixture, createOrder } from '../helpers/orders.ts';
@@ -192,5 +193,110 @@ describeEachBackend('an update decided before writing', (ctx) => {
     // The spy sees writes: a real change writes.
     await runner.run(scope, (c) => patchInvoice(c, invoice.id, { notes: 'changed' }, undefined));
     assert.ok(writes.includes('UpdateQueryNode invoices'), JSON.stringify(writes));
+  });
+
+  it('of random PATCHes: the version stays exactly when a GET shows no difference, and a change has one event with changes', async () => {
+    const t = await ctx().createTenant();
+    const { f, order, line } = await setUp(ctx(), t);
+    let seed = 62;
+    const random = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const pick = <T>(values: T[]): T => values[Math.floor(random() * values.length)];
+    const some = (parts: Record<string, () => unknown>) => {
+      const chosen = Object.entries(parts).filter(() => random() < 0.4);
+      const [name, make] = chosen[0] ?? pick(Object.entries(parts));
+      return Object.fromEntries([[name, make()], ...chosen.slice(1).map(([n, m]) => [n, m()])]);
+    };
+    const orderBody = () =>
+      some({
+        order: () =>
+          some({
+            notes: () => pick(['same', 'other']),
+            expectedDeliveryAt: () =>
+              pick(['2030-01-15T10:30:00.000Z', '2030-01-15T10:30:00Z', '2030-01-16T00:00:00Z']),
+            properties: () => pick([{ erp: { no: 1 } }, { erp: { no: 2 } }, { erp: { tags: ['a'] } }, { x: null }]),
+            totalAmount: () => pick([20, 999]),
+          }),
+        updateOrderItems: () =>
+          [some({ quantity: () => pick([2, 3]), price: () => pick([10, 10.5]) })].map((u) => ({ id: line.id, ...u })),
+      });
+    const buyer = (await ctx().request('GET', `/api/v1/buyers/${f.buyerId}`, { as: t })).body;
+    const [first, second] = buyer.emails.map((e: { id: string }) => e.id);
+    const buyerBody = () =>
+      some({
+        buyer: () =>
+          some({
+            name: () => pick(['Acme Foods', 'Acme Two']),
+            primaryEmail: () => pick(['orders@acme.test', 'Orders@Acme.test', 'ap@acme.test']),
+            properties: () => pick([{ tier: 1 }, { tier: 2 }]),
+          }),
+        updateEmails: () => [
+          { id: pick([first, second]), ...some({ contactName: () => pick(['Ann', 'Bo']), isPrimary: () => true }) },
+        ],
+        partnershipStatus: () => pick(['ACTIVE', 'PAUSED']),
+      });
+    type Json = Record<string, any>;
+    const child = (list: Json[], id: string) => list.find((c) => c.id === id);
+    // Where each part of a body shows in the resource: a PATCH answered unchanged must already show it.
+    const resources = [
+      {
+        path: `/api/v1/orders/${order.id}`,
+        body: orderBody,
+        parts: (shown: Json, sent: Json) => [
+          [shown, sent.order],
+          ...(sent.updateOrderItems ?? []).map((u: Json) => [child(shown.orderItems, u.id), u]),
+        ],
+      },
+      {
+        path: `/api/v1/buyers/${f.buyerId}`,
+        body: buyerBody,
+        parts: (shown: Json, sent: Json) => [
+          [shown, sent.buyer],
+          [shown, { partnershipStatus: sent.partnershipStatus }],
+          ...(sent.updateEmails ?? []).map((u: Json) => [child(shown.emails, u.id), u]),
+        ],
+      },
+    ];
+    // Equal as the API means it: the same instant, the same amount, an email in any case.
+    const shows = (shown: unknown, sent: unknown): boolean => {
+      if (sent === undefined) return true;
+      if (sent !== null && typeof sent === 'object' && !Array.isArray(sent))
+        return Object.entries(sent).every(([key, value]) => shows((shown as Json | null)?.[key], value));
+      if (typeof sent === 'number') return Number(shown) === sent;
+      if (typeof sent === 'string' && /^\d{4}-\d\d-\d\dT/.test(sent))
+        return Date.parse(String(shown)) === Date.parse(sent);
+      if (typeof sent === 'string') return String(shown).toLowerCase() === sent.toLowerCase();
+      return isDeepStrictEqual(shown, sent);
+    };
+    const withoutTime = ({ updatedAt, version, ...rest }: Record<string, unknown>) => rest;
+    let unchangedSeen = 0;
+    for (let i = 0; i < 40; i++) {
+      const { path, body, parts } = pick(resources);
+      const sent = body();
+      const was = (await ctx().request('GET', path, { as: t })).body;
+      const since = await lastSequence(ctx(), t);
+      const res = await ctx().request('PATCH', path, { as: t, body: sent });
+      const what = `${path} ${JSON.stringify(sent)}: ${JSON.stringify(res.body)}`;
+      if (res.status !== 200) {
+        assert.equal(res.status, 422, what);
+        continue;
+      }
+      const now = (await ctx().request('GET', path, { as: t })).body;
+      for (const [shown, part] of parts(now, sent))
+        assert.ok(shows(shown, part), `${JSON.stringify(part)} not shown: ${what}`);
+      const events = (await ctx().request('GET', `/api/v1/events?after=${since}&limit=1000`, { as: t })).body.items;
+      if (isDeepStrictEqual(withoutTime(now), withoutTime(was))) {
+        unchangedSeen++;
+        assert.deepEqual(now, was, `unchanged, so nothing moves: ${what}`);
+        assert.deepEqual(events, [], what);
+      } else {
+        assert.equal(events.length, 1, what);
+        assert.ok(Object.keys(events[0].data.changes).length > 0, what);
+        assert.notEqual(now.updatedAt, was.updatedAt, what);
+      }
+    }
+    assert.ok(unchangedSeen >= 3, `only ${unchangedSeen} unchanged PATCHes`);
   });
 });
