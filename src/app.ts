@@ -129,7 +129,6 @@ export async function createApp(deps: AppDeps) {
   const routeDeps: RouteDeps = {
     db,
     runWrite: createRunWrite(writes),
-    writes,
     events,
     openSnapshot: deps.openSnapshot ?? (() => snapshotsOf(db)()),
     orderCache,

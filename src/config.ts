@@ -118,7 +118,8 @@ function corsOrigins(raw: string | undefined): readonly string[] | null {
       parsed.hostname.includes('*')
     ) {
       throw new ConfigError(
-        `CORS_ORIGINS must list exact origins such as https://app.example.com, comma-separated (no *, path or trailing slash): got '${origin}'`,
+        'CORS_ORIGINS must list exact origins such as https://app.example.com, comma-separated ' +
+          `(no *, path or trailing slash): got '${origin}'`,
       );
     }
   }
@@ -141,7 +142,8 @@ function secretKeys(raw: string | undefined): Buffer[] | null {
   const keys = parseSecretKeys(raw);
   if (!keys)
     throw new ConfigError(
-      'SECRET_KEY must be base64 of 32 random bytes (several comma-separated to rotate; the first encrypts), for example the output of: openssl rand -base64 32',
+      'SECRET_KEY must be base64 of 32 random bytes (several comma-separated to rotate; the first encrypts), ' +
+        'for example the output of: openssl rand -base64 32',
     );
   return keys;
 }

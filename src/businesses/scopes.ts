@@ -35,7 +35,8 @@ export function parseScopes(text: string): Scope[] {
   const unknown = scopes.filter((s) => !SCOPES.includes(s as Scope));
   if (unknown.length > 0) {
     throw new Error(
-      `Unknown scope ${unknown.join(', ')}: scopes are ${[...AREAS.map((a) => `${a}:read|write`), 'margin:read|write', 'audit:read'].join(', ')}`,
+      `Unknown scope ${unknown.join(', ')}: scopes are ` +
+        [...AREAS.map((a) => `${a}:read|write`), 'margin:read|write', 'audit:read'].join(', '),
     );
   }
   if (scopes.length === 0) throw new Error('Give at least one scope, for example orders:write,items:read');

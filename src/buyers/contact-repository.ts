@@ -161,7 +161,7 @@ export async function insertPhones(
   return rows;
 }
 
-function locationValues(input: UpdateLocationInput | CreateLocationInput) {
+export function locationValues(input: UpdateLocationInput | CreateLocationInput) {
   return {
     ...(input.label !== undefined && { label: input.label }),
     ...(input.type !== undefined && { type: input.type }),

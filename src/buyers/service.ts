@@ -1,4 +1,4 @@
-import { endUpdate } from '../write/update.ts';
+import { changesNothing, endUpdate, unchanged } from '../write/update.ts';
 import { requireSomethingToUpdate } from '../lib/patch.ts';
 import type { Db } from '../db/types.ts';
 import { notFound, validationError } from '../lib/errors.ts';
@@ -9,11 +9,14 @@ import {
   insertLocations,
   insertPhones,
   listPrimaryCandidates,
+  loadContacts,
+  locationValues,
   nextSequence,
   setPrimaryContact,
   updateEmail,
   updateLocation,
   updatePhone,
+  type ContactRows,
   type PrimaryCandidate,
   type PrimaryKind,
 } from './contact-repository.ts';
@@ -28,6 +31,8 @@ import {
 import type { Buyer, CreateBuyerInput, UpdateBuyerInput } from './schema.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
 import { createdEvent } from '../log/events.ts';
+import { mergeStoredProperties } from '../lib/properties.ts';
+import { toBuyer, type BuyerRow } from './mapper.ts';
 
 export const BUYER_NOT_FOUND = 'Buyer not found';
 
@@ -167,12 +172,80 @@ async function checkContactIds(db: Db, businessId: string, phantomId: string, in
   }
 }
 
+/** One kind's primary as the PATCH leaves it, where it creates no contact: undefined when it would add one. */
+function plannedPrimary<T extends { id: string; is_primary: number | boolean }>(
+  rows: T[],
+  contactOf: (row: T) => string,
+  request: PrimaryRequest,
+): { rows: T[]; value: string | null } | undefined {
+  const candidates = rows.map((r) => ({ id: r.id, value: contactOf(r), isPrimary: Boolean(r.is_primary) }));
+  const outcome = choosePrimary(candidates, request);
+  if (outcome.createValue !== undefined) return undefined;
+  return { rows: rows.map((r) => ({ ...r, is_primary: r.id === outcome.primaryId ? 1 : 0 })), value: outcome.value };
+}
+
+/** Contact rows with a PATCH's updates of them applied, several of one contact in the order sent. */
+function withUpdates<R extends { id: string }, U extends { id: string }>(
+  rows: R[],
+  updates: U[] | undefined,
+  set: (update: U) => Partial<R>,
+): R[] {
+  return rows.map((row) => {
+    let next = row;
+    for (const u of updates ?? []) if (u.id === row.id) next = { ...next, ...set(u) };
+    return next;
+  });
+}
+
+/** The buyer as a PATCH that creates and deletes nothing would leave it (patchBuyer's writes), or undefined. */
+function planned(row: BuyerRow, contacts: ContactRows, input: UpdateBuyerInput): Buyer | undefined {
+  const buyer = input.buyer ?? {};
+  const emails = withUpdates(contacts.emails, input.updateEmails, (u) => ({
+    ...(u.email !== undefined && { email: u.email }),
+    ...(u.contactName !== undefined && { contact_name: u.contactName }),
+    ...(u.isPrimary === false && { is_primary: 0 }),
+  }));
+  const phones = withUpdates(contacts.phones, input.updatePhones, (u) => ({
+    ...(u.phone !== undefined && { phone: u.phone }),
+    ...(u.contactName !== undefined && { contact_name: u.contactName }),
+    ...(u.isPrimary === false && { is_primary: 0 }),
+  }));
+  const locations = withUpdates(contacts.locations, input.updateLocations, locationValues);
+  // In the order of the writes: the buyer's own fields, then its primaries.
+  const fields = {
+    ...(buyer.name !== undefined && { name: buyer.name }),
+    ...(buyer.legalName !== undefined && { legal_name: buyer.legalName }),
+    ...(buyer.buyerInfo !== undefined && {
+      buyer_info:
+        buyer.buyerInfo === null ? null : mergeStoredProperties(row.buyer_info, buyer.buyerInfo, 'buyer.buyerInfo'),
+    }),
+    ...(buyer.properties !== undefined && {
+      properties: mergeStoredProperties(row.properties, buyer.properties, 'buyer.properties'),
+    }),
+    ...(input.partnershipStatus !== undefined && { partnership_status: input.partnershipStatus }),
+  };
+  const email = plannedPrimary(emails, (r) => r.email, {
+    chosenId: input.updateEmails?.find((e) => e.isPrimary)?.id,
+    requested: buyer.primaryEmail,
+    field: 'buyer.primaryEmail',
+  });
+  const phone = plannedPrimary(phones, (r) => r.phone, {
+    chosenId: input.updatePhones?.find((p) => p.isPrimary)?.id,
+    requested: buyer.primaryPhone,
+    field: 'buyer.primaryPhone',
+  });
+  if (!email || !phone) return undefined;
+  const phantom: BuyerRow = { ...row, ...fields, primary_email: email.value, primary_phone: phone.value };
+  return toBuyer(phantom, { emails: email.rows, phones: phone.rows, locations });
+}
+
 export async function patchBuyer(ctx: WriteContext, id: string, input: UpdateBuyerInput): Promise<Written<Buyer>> {
   const { trx: db, businessId, now } = ctx;
   requireSomethingToUpdate(input);
   const row = await findBuyerRow(db, businessId, id);
   if (!row) throw notFound(BUYER_NOT_FOUND);
-  const before = (await findBuyer(db, businessId, id))!;
+  const contacts = await loadContacts(db, businessId, [id]);
+  const before = toBuyer(row, contacts);
   await checkContactIds(db, businessId, id, input);
   checkOnePrimary([
     ['createEmails', input.createEmails],
@@ -184,6 +257,12 @@ export async function patchBuyer(ctx: WriteContext, id: string, input: UpdateBuy
   ]);
 
   const buyer = input.buyer ?? {};
+  const creates = [input.createEmails, input.createPhones, input.createLocations];
+  const deletes = [input.deleteEmails, input.deletePhones, input.deleteLocations];
+  if ([...creates, ...deletes].every((list) => !list?.length)) {
+    const after = planned(row, contacts, input);
+    if (after && changesNothing(before, after)) return unchanged(before);
+  }
   await updatePhantom(db, businessId, row, buyer, now);
   if (input.partnershipStatus !== undefined)
     await updatePartnershipStatus(db, businessId, row.partnership_id, input.partnershipStatus, now);

@@ -10,7 +10,8 @@ export function when(iso: string | null | undefined, empty = '-'): string {
   if (!iso) return escapeHtml(empty);
   const at = new Date(iso);
   if (Number.isNaN(at.getTime())) return escapeHtml(iso);
-  return `<time datetime="${escapeHtml(at.toISOString())}" title="${escapeHtml(EXACT(at.toISOString()))}">${escapeHtml(`${UTC.format(at)} UTC`)}</time>`;
+  const exact = at.toISOString();
+  return `<time datetime="${escapeHtml(exact)}" title="${escapeHtml(EXACT(exact))}">${escapeHtml(`${UTC.format(at)} UTC`)}</time>`;
 }
 
 const digitsCache = new Map<string, number>();

@@ -106,7 +106,9 @@ export function registerKeyPages(app: FastifyInstance, kit: ConsoleKit): void {
       action: `/console/keys/${key.id}/revoke`,
       button: 'Revoke',
       cancel: '/console/keys',
-      message: `Every request made with ${key.prefix}… is refused within 5 seconds, on every instance. This cannot be undone: an integration using it needs a new key.`,
+      message:
+        `Every request made with ${key.prefix}… is refused within 5 seconds, on every instance. ` +
+        'This cannot be undone: an integration using it needs a new key.',
     });
   });
 

@@ -69,8 +69,8 @@ export function registerOrderPages(app: FastifyInstance, kit: ConsoleKit): void 
       page: pageNumber,
       pages: 0,
     };
-    const link = (n: number) =>
-      `/console/orders?${new URLSearchParams({ ...(Object.fromEntries(Object.entries(q).filter(([k, v]) => v && k !== 'page')) as Record<string, string>), page: String(n) })}`;
+    const kept = Object.fromEntries(Object.entries(q).filter(([k, v]) => v && k !== 'page')) as Record<string, string>;
+    const link = (n: number) => `/console/orders?${new URLSearchParams({ ...kept, page: String(n) })}`;
     try {
       const property = readPropertyFilter({
         propertyPath: q.propertyPath || undefined,

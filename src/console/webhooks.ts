@@ -179,7 +179,8 @@ export function registerWebhookPages(app: FastifyInstance, kit: ConsoleKit): voi
       button: 'Disable',
       cancel: `/console/webhooks/${endpoint.id}`,
       message:
-        'Nothing more is sent to it, and deliveries waiting for it are cancelled. Enabling it again starts from the next event; older ones can be replayed.',
+        'Nothing more is sent to it, and deliveries waiting for it are cancelled. ' +
+        'Enabling it again starts from the next event; older ones can be replayed.',
     });
   });
 

@@ -55,7 +55,8 @@ async function secondaryIndexes(db: Db, tables: readonly string[]): Promise<Defe
 async function foreignKeys(db: Db, tables: readonly string[]): Promise<Deferred[]> {
   if (dialectOf(db) !== 'postgres') return [];
   const { rows } = await sql<{ table: string; name: string; definition: string }>`select
-      quote_ident(n.nspname) || '.' || quote_ident(c.relname) as table, quote_ident(k.conname) as name, pg_get_constraintdef(k.oid) as definition
+      quote_ident(n.nspname) || '.' || quote_ident(c.relname) as table, quote_ident(k.conname) as name,
+      pg_get_constraintdef(k.oid) as definition
     from pg_constraint k join pg_class c on c.oid = k.conrelid join pg_namespace n on n.oid = c.relnamespace
     where k.contype = 'f' and n.nspname = current_schema() and c.relname in (${sql.join(tables)})
     order by c.relname, k.conname`.execute(db);

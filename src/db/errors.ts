@@ -1,3 +1,11 @@
+/** Lost connections as node-postgres, a closed SQLite handle or Kysely's driver word them. */
+const LOST_CONNECTION = new RegExp(
+  '^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|' +
+    'Cannot use a pool after calling end|The database connection is not open|database is locked|' +
+    'driver has already been destroyed)',
+  'i',
+);
+
 /**
  * Whether the database cannot take the query now (down, restarting, out of connections, locked):
  * an outage, answered 503 with Retry-After, rather than a bug.
@@ -26,7 +34,5 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     if (/^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|FULL|PROTOCOL)/.test(code)) return true;
   }
   // node-postgres reports lost connections by text without a code; so does a closed SQLite handle or Kysely driver.
-  return /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Cannot use a pool after calling end|The database connection is not open|database is locked|driver has already been destroyed)/i.test(
-    text,
-  );
+  return LOST_CONNECTION.test(text);
 }

@@ -206,6 +206,7 @@ export async function refuseBesideEarlierInstances(
   if (running.length === 0) return;
   throw new Error(
     `Migration ${stopFirst.join(', ')} cannot run while instances of an earlier release use the database ` +
-      `(${running.map((r) => `${r.n} of release ${r.release}`).join(', ')}). Stop them, then start this release (docs/operations.md, "Upgrading").`,
+      `(${running.map((r) => `${r.n} of release ${r.release}`).join(', ')}). ` +
+      'Stop them, then start this release (docs/operations.md, "Upgrading").',
   );
 }

@@ -25,9 +25,8 @@ export const RENAMED: Renamed[] = [
       for (const index of ['orders_all_phase_status_idx', 'orders_all_phase_idx', 'orders_all_status_idx']) {
         await sql`drop index if exists ${sql.raw(index)}`.execute(db);
       }
-      await sql`create index if not exists orders_business_phase_status_idx on orders (business_id, phase, status, created_at desc)`.execute(
-        db,
-      );
+      await sql`create index if not exists orders_business_phase_status_idx
+        on orders (business_id, phase, status, created_at desc)`.execute(db);
     },
   },
   // Made deflate_stored_block(), which 0026-commit-values makes again (create or replace) beside commit_value().

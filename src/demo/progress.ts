@@ -18,9 +18,8 @@ export function createProgress(label: string, total: number, stream: NodeJS.Writ
     const counts = `${done.toLocaleString('en')}/${total.toLocaleString('en')} ${label}  ${rate.toLocaleString('en')}/s`;
     if (tty) {
       const filled = Math.round(share * WIDTH);
-      stream.write(
-        `\r[${'#'.repeat(filled)}${'.'.repeat(WIDTH - filled)}] ${String(Math.floor(share * 100)).padStart(3)}%  ${counts}\x1b[K${final ? '\n' : ''}`,
-      );
+      const bar = `${'#'.repeat(filled)}${'.'.repeat(WIDTH - filled)}`;
+      stream.write(`\r[${bar}] ${String(Math.floor(share * 100)).padStart(3)}%  ${counts}\x1b[K${final ? '\n' : ''}`);
     } else {
       stream.write(`${Math.floor(share * 100)}%  ${counts}\n`);
     }

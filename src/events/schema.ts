@@ -81,7 +81,10 @@ export const EventResponse = Type.Object(
     sequence: Sequence('Per business, from 1, without gaps: holding N events means holding 1..N'),
     type: Type.String({
       description:
-        'order.created, order.updated, order.deleted, order.ingested, order.acknowledged, shipment.created, shipment.updated, shipment.voided, item.*, buyer.*, price_list.created, invoice.*, api_key.created, api_key.revoked, webhook_endpoint.created, .updated, .paused, .disabled, .deleted, user.created, user.updated, user.password_changed, user.password_reset, api_key.updated',
+        'order.created, order.updated, order.deleted, order.ingested, order.acknowledged, ' +
+        'shipment.created, shipment.updated, shipment.voided, item.*, buyer.*, price_list.created, invoice.*, ' +
+        'api_key.created, api_key.revoked, webhook_endpoint.created, .updated, .paused, .disabled, .deleted, ' +
+        'user.created, user.updated, user.password_changed, user.password_reset, api_key.updated',
       examples: ['order.updated'],
     }),
     resourceType: Type.Enum([...RESOURCE_TYPES]),

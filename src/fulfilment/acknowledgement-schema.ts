@@ -18,7 +18,8 @@ export type LineDecision = (typeof LINE_DECISIONS)[number];
 const LineDecisionSchema = Type.Enum([...LINE_DECISIONS], {
   title: 'AcknowledgementLineDecision',
   description:
-    'ACCEPTED (X12 IA), REJECTED (IR), QUANTITY_CHANGED (IQ), BACKORDERED (IB), SUBSTITUTED (IS), PRICE_CHANGED (IP), RESCHEDULED (DR), HELD (IH)',
+    'ACCEPTED (X12 IA), REJECTED (IR), QUANTITY_CHANGED (IQ), BACKORDERED (IB), SUBSTITUTED (IS), ' +
+    'PRICE_CHANGED (IP), RESCHEDULED (DR), HELD (IH)',
 });
 
 export const FulfilmentQuantity = Decimal(

@@ -4,7 +4,6 @@ import { etagOf, parseIfMatch } from '../http/etag.ts';
 import { registerExport } from '../http/export.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
-import { writeScopeOf } from '../http/write.ts';
 import { parseDateTime } from '../lib/time.ts';
 import { findOrderRow } from '../orders/repository.ts';
 import { OrderParams } from '../orders/schema.ts';
@@ -25,7 +24,7 @@ const tags = ['Shipments'];
 const ref = (description: string) => Type.Unsafe<unknown>({ $ref: 'ErrorResponse#', description });
 const since = (value: string | undefined) => (value === undefined ? undefined : parseDateTime(value));
 
-export async function shipmentRoutes(app: ApiInstance, { db, runWrite, writes, cursors, openSnapshot }: RouteDeps) {
+export async function shipmentRoutes(app: ApiInstance, { db, runWrite, cursors, openSnapshot }: RouteDeps) {
   registerExport(app, openSnapshot, { path: 'shipments', tag: 'Shipments', noun: 'shipment', batch: exportShipments });
 
   app.post(
@@ -175,9 +174,10 @@ export async function shipmentRoutes(app: ApiInstance, { db, runWrite, writes, c
         response: { 200: ShipmentResponse },
       },
     },
-    async (request, reply) => {
-      const shipment = await writes.run(writeScopeOf(request), (ctx) => voidShipment(ctx, request.params.id));
-      return reply.header('etag', etagOf(shipment.version)).send(shipment);
-    },
+    (request, reply) =>
+      runWrite(request, reply, async (ctx) => {
+        const shipment = await voidShipment(ctx, request.params.id);
+        return { status: 200, body: shipment, headers: { etag: etagOf(shipment.version) } };
+      }),
   );
 }

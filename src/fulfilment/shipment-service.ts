@@ -8,7 +8,7 @@ import { requireSomethingToUpdate } from '../lib/patch.ts';
 import { mergeStoredProperties } from '../lib/properties.ts';
 import { parseDateTime } from '../lib/time.ts';
 import { checkVersion, type ExpectedVersions } from '../lib/versions.ts';
-import { endUpdate } from '../write/update.ts';
+import { changesNothing, endUpdate, unchanged } from '../write/update.ts';
 import type { WriteContext, Written } from '../write/runner.ts';
 import { findAcknowledgement } from './acknowledgement-repository.ts';
 import { followShipments } from './order-status.ts';
@@ -22,6 +22,7 @@ import {
   insertShipment,
   toShipment,
   updateShipmentRow,
+  type ShipmentRow,
 } from './shipment-repository.ts';
 import type { CreateShipmentInput, Shipment, UpdateShipmentInput } from './shipment-schema.ts';
 import type { ShipmentTable } from './table.ts';
@@ -122,13 +123,15 @@ export async function patchShipment(
   checkVersion(expected, Number(row.version), 'shipment');
   if (row.status === 'VOIDED') throw conflict('The shipment is voided; record a new one instead');
   const before = toShipment(row);
+  const fields = shipmentFields(input, row.properties, ctx.now);
+  if (changesNothing(before, toShipment({ ...row, ...fields } as ShipmentRow))) return unchanged(before);
   const updated = await updateShipmentRow(ctx.trx, ctx.businessId, id, {
-    ...shipmentFields(input, row.properties, ctx.now),
+    ...fields,
     version: Number(row.version) + 1,
     updated_at: ctx.now,
   });
   const written = endUpdate(ctx, 'shipment', before, toShipment(updated));
-  if (written.resource !== before) await followChange(ctx, order, before, written.resource);
+  await followChange(ctx, order, before, written.resource);
   return written;
 }
 
@@ -136,10 +139,7 @@ export async function patchShipment(
 export async function voidShipment(ctx: WriteContext, id: string): Promise<Shipment> {
   const { order, row } = await lockShipment(ctx, id);
   const before = toShipment(row);
-  if (row.status === 'VOIDED') {
-    ctx.discard();
-    return before;
-  }
+  if (row.status === 'VOIDED') return before;
   const updated = toShipment(
     await updateShipmentRow(ctx.trx, ctx.businessId, id, {
       status: 'VOIDED',

@@ -116,7 +116,9 @@ export function registerServiceMetrics(
   });
   new Gauge({
     name: 'supplyline_response_cache_bytes',
-    help: "Bytes the response cache keeps alive: rendered orders, their keys and an estimate of each entry's overhead (at most RESPONSE_CACHE_MB)",
+    help:
+      'Bytes the response cache keeps alive: rendered orders, their keys ' +
+      "and an estimate of each entry's overhead (at most RESPONSE_CACHE_MB)",
     registers: [registry],
     collect() {
       this.set(sources.responseCache.size);

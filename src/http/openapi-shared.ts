@@ -23,7 +23,8 @@ export const SECURITY_SCHEMES = {
       'A restricted key holds scopes: each operation names the one it needs (`orders:read`, `items:write`, ...; write includes read), ' +
       "and a key without it is answered 403 FORBIDDEN naming it. Cost fields (`cost`, `globalCostFactor`) are the supplier's margin: " +
       'a key without `margin:read` never sees them (answers, exports, events, replays, and deliveries to webhook endpoints it set up), ' +
-      'and one without `margin:write` is answered 403 when it sends one. `audit:read` reads the audit trail. A key made without scopes may do everything.',
+      'and one without `margin:write` is answered 403 when it sends one. `audit:read` reads the audit trail. ' +
+      'A key made without scopes may do everything.',
   },
 };
 
@@ -37,7 +38,8 @@ export const HEADERS = {
   },
   RateLimit: {
     description:
-      'The business\'s remaining requests and seconds until the bucket is full (IETF draft), e.g. `"burst";r=99;t=1`. Absent when rate limiting is off.',
+      'The business\'s remaining requests and seconds until the bucket is full (IETF draft), e.g. `"burst";r=99;t=1`. ' +
+      'Absent when rate limiting is off.',
     schema: { type: 'string' },
   },
   'RateLimit-Policy': {

@@ -10,7 +10,6 @@ import type {
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/types.ts';
 import type { RenderCache } from '../lib/render-cache.ts';
-import type { WriteRunner } from '../write/runner.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { OpenSnapshot } from '../db/snapshot.ts';
 import type { RunWrite } from './write.ts';
@@ -27,10 +26,8 @@ export type ApiInstance = FastifyInstance<
 /** What route modules receive: dependencies as parameters, built once. */
 export interface RouteDeps {
   db: Kysely<Database>;
-  /** A route's write, with Idempotency-Key and the response sent (src/http/write.ts). */
+  /** The one way a route writes: the write runner, Idempotency-Key and the response sent (src/http/write.ts). */
   runWrite: RunWrite;
-  /** The write runner itself, for a write that answers on its own terms (order ingestion). */
-  writes: WriteRunner;
   /** Wakes long polls of the feed when events commit. */
   events: EventBus;
   /** Read-only snapshots for exports (src/db/snapshot.ts). */

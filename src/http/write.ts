@@ -6,8 +6,10 @@ import { requestTraceParent } from '../telemetry/spans.ts';
 import type { WriteContext, WriteResponse, WriteRunner, WriteScope } from '../write/runner.ts';
 
 /**
- * Runs a route's write through the write runner and sends the response, honouring
- * `Idempotency-Key`. Resolves once sent, so Fastify never tries a second answer.
+ * The one way a route writes: runs `work` through the write runner and sends what it returns.
+ * A POST or PATCH honours `Idempotency-Key` with the replay store, unless its route says
+ * `config: { replays: false }` (order ingestion); a DELETE takes no key, its repeat being a 404.
+ * Resolves once sent, so Fastify never tries a second answer.
  */
 export type RunWrite = (
   request: FastifyRequest,
@@ -34,18 +36,21 @@ async function send(reply: FastifyReply, response: WriteResponse, replayed = fal
   await reply.send(response.body === undefined ? null : response.body);
 }
 
-export const writeScopeOf = (request: FastifyRequest): WriteScope => ({
+const writeScopeOf = (request: FastifyRequest): WriteScope => ({
   businessId: request.businessId,
   actor: { type: 'api_key', id: request.apiKeyId, name: null },
   requestId: request.id,
   traceParent: requestTraceParent(request),
 });
 
+const replays = (request: FastifyRequest) =>
+  (request.method === 'POST' || request.method === 'PATCH') && request.routeOptions.config.replays !== false;
+
 export function createRunWrite(runner: WriteRunner): RunWrite {
   return async (request, reply, work) => {
     const scope = writeScopeOf(request);
     const key = request.headers['idempotency-key'];
-    if (key === undefined) return send(reply, await runner.run(scope, work));
+    if (key === undefined || !replays(request)) return send(reply, await runner.run(scope, work));
     if (typeof key !== 'string' || !KEY_PATTERN.test(key)) throw badRequest('Invalid idempotency key format');
     const { response, replayed } = await runner.runIdempotent(
       scope,

@@ -120,9 +120,7 @@ export function createLineApplier(run: {
       const { result, kept } = await runPart(ctx, (part) => applyLine(part, resolved), { keep: !run.dryRun });
       if (kept) return { applied: result };
       // A dry run made nothing: a create's result has no record to name.
-      if (run.dryRun) return { applied: result.outcome === 'created' ? { outcome: 'created', id: '' } : result };
-      // A patch that changed nothing (src/write/update.ts).
-      return { applied: { ...result, outcome: 'unchanged' } };
+      return { applied: result.outcome === 'created' ? { outcome: 'created', id: '' } : result };
     } catch (caught) {
       return failure(caught, line);
     }

@@ -70,8 +70,10 @@ export async function runImportCommand(
   const counts = JSON.parse(row.counts) as Counts;
   const failed = counts.failed > 0 ? await failedLines(db, imp.id) : [];
   out(
-    `Import ${imp.id} ${row.state === 'STOPPED' ? 'stopped at its first failed line' : 'completed'}${command.dryRun ? ' (a dry run: nothing was written)' : ''}: ` +
-      `${counts.created} created, ${counts.updated} updated, ${counts.unchanged} unchanged, ${counts.failed} failed, of ${row.total_lines} lines.`,
+    `Import ${imp.id} ${row.state === 'STOPPED' ? 'stopped at its first failed line' : 'completed'}` +
+      `${command.dryRun ? ' (a dry run: nothing was written)' : ''}: ` +
+      `${counts.created} created, ${counts.updated} updated, ${counts.unchanged} unchanged, ` +
+      `${counts.failed} failed, of ${row.total_lines} lines.`,
     ...failed,
     ...(counts.failed > failed.length ? [`  … and ${counts.failed - failed.length} more`] : []),
     `Each line's result: GET /api/v1/imports/${imp.id}/results (kept 30 days).`,

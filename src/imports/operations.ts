@@ -57,8 +57,11 @@ interface Operation {
 const firstTwo = { page: 1, limit: 2, includeDeleted: false } as const;
 const ids = (page: { items: { id: string }[] }) => page.items.map((r) => r.id);
 
-/** A patch's result; one that changed nothing discards its write (src/write/update.ts), and the worker reports it unchanged. */
-const patched = (written: { resource: { id: string } }): Applied => ({ outcome: 'updated', id: written.resource.id });
+/** A patch's result; one that would change nothing writes nothing (src/write/update.ts). */
+const patched = (written: { resource: { id: string }; unchanged?: true }): Applied => ({
+  outcome: written.unchanged ? 'unchanged' : 'updated',
+  id: written.resource.id,
+});
 
 const OPERATIONS: Record<ResourceName, Operation> = {
   item: {
@@ -232,7 +235,8 @@ export async function applyLine(ctx: WriteContext, line: ParsedLine): Promise<Ap
       : await operation.keyed!.matching(ctx.trx, ctx.businessId, key.property);
   if (found.length > 1)
     throw conflict(
-      `More than one ${line.resource.replace('_', ' ')} has ${line.match} ${JSON.stringify('handle' in key ? key.handle : key.property.value)}`,
+      `More than one ${line.resource.replace('_', ' ')} has ${line.match} ` +
+        JSON.stringify('handle' in key ? key.handle : key.property.value),
     );
   if (found.length === 0) return operation.create!.apply(ctx, line.data, line);
   if (line.patch === undefined) {

@@ -44,7 +44,8 @@ export const CreateInvoiceBody = Type.Object(
     orderId: Id('The live order to invoice; its items become the line items', 'ord_01jd5x8m2k3n4p5q6r7s8t9v0w'),
     shipmentId: Type.Optional(
       Id(
-        "A shipment of the order, not voided: the invoice bills its quantities at the order's prices. One live invoice per shipment; none beside a live invoice of the whole order",
+        "A shipment of the order, not voided: the invoice bills its quantities at the order's prices. " +
+          'One live invoice per shipment; none beside a live invoice of the whole order',
         'shp_01jd5x8m2k3n4p5q6r7s8t9v0w',
       ),
     ),

@@ -1,4 +1,4 @@
-import { endUpdate } from '../write/update.ts';
+import { changesNothing, endUpdate, unchanged } from '../write/update.ts';
 import { requireSomethingToUpdate } from '../lib/patch.ts';
 import type { Insertable, Updateable } from 'kysely';
 import { isUniqueViolation } from '../db/dialect.ts';
@@ -26,6 +26,7 @@ import {
   updateInvoiceRow,
 } from './repository.ts';
 import type { CreateInvoiceInput, Invoice, UpdateInvoiceInput } from './schema.ts';
+import { toInvoice, type InvoiceRow } from './mapper.ts';
 
 export const INVOICE_NOT_FOUND = 'Invoice not found';
 
@@ -148,9 +149,11 @@ export async function patchInvoice(
   if (other)
     throw conflict(`The order already has another live invoice (${other.invoice_number}); this one stays VOIDED`);
 
+  const fields = invoiceFields(input, row.properties);
+  if (changesNothing(toInvoice(row, []), toInvoice({ ...row, ...fields } as InvoiceRow, []))) return unchanged(before);
   const version = Number(row.version) + 1;
   await guardUnique(
-    () => updateInvoiceRow(db, businessId, id, { ...invoiceFields(input, row.properties), version, updated_at: now }),
+    () => updateInvoiceRow(db, businessId, id, { ...fields, version, updated_at: now }),
     () => conflict('The order already has another live invoice; this one stays VOIDED'),
   );
   const resource = (await findInvoice(db, businessId, id))!;

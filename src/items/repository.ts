@@ -170,7 +170,7 @@ export async function findItemRow(
     .executeTakeFirst();
 }
 
-/** A live item with its live variants, or undefined (missing, deleted or foreign); with `includeDeleted`, a deleted one with all its variants. */
+/** A live item with its live variants, or undefined (missing, deleted or foreign); `includeDeleted` adds deleted ones, all variants. */
 export async function findItem(
   db: Db,
   businessId: string,

@@ -6,7 +6,6 @@ import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { registerExport } from '../http/export.ts';
 import { exportItems } from './repository.ts';
 import { parseDateTime } from '../lib/time.ts';
-import { writeScopeOf } from '../http/write.ts';
 import { findItem, listItems } from './repository.ts';
 import {
   CreateItemBody,
@@ -20,7 +19,7 @@ import { createItem, deleteItem, ITEM_NOT_FOUND, patchItem } from './service.ts'
 
 const tags = ['Items'];
 
-export async function itemRoutes(app: ApiInstance, { db, runWrite, writes, cursors, openSnapshot }: RouteDeps) {
+export async function itemRoutes(app: ApiInstance, { db, runWrite, cursors, openSnapshot }: RouteDeps) {
   registerExport(app, openSnapshot, { path: 'items', tag: 'Items', noun: 'item', batch: exportItems });
 
   app.post(
@@ -116,10 +115,10 @@ export async function itemRoutes(app: ApiInstance, { db, runWrite, writes, curso
         response: { 204: Type.Null({ description: 'Deleted; no body' }) },
       },
     },
-    async (request, reply) => {
-      // DELETE takes no Idempotency-Key (a repeat is a 404): the runner without the replay store.
-      await writes.run(writeScopeOf(request), (ctx) => deleteItem(ctx, request.params.id));
-      return reply.code(204).send(null);
-    },
+    (request, reply) =>
+      runWrite(request, reply, async (ctx) => {
+        await deleteItem(ctx, request.params.id);
+        return { status: 204 };
+      }),
   );
 }

@@ -1,4 +1,4 @@
-import { endUpdate } from '../write/update.ts';
+import { changesNothing, endUpdate, unchanged } from '../write/update.ts';
 import { requireSomethingToUpdate } from '../lib/patch.ts';
 import { ApiError, badRequest, notFound, validationError } from '../lib/errors.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
@@ -12,7 +12,9 @@ import {
   updateItem,
   type ItemChanges,
 } from './repository.ts';
-import { countLiveVariants, findMissingVariants } from './variant-repository.ts';
+import { countLiveVariants, findMissingVariants, liveVariantsOf, variantValues } from './variant-repository.ts';
+import { mergeStoredProperties } from '../lib/properties.ts';
+import { toItem, type ItemRow, type VariantRow } from './mapper.ts';
 import type { CreateItemInput, Item, UpdateItemInput } from './schema.ts';
 
 export const ITEM_NOT_FOUND = 'Item not found';
@@ -46,12 +48,34 @@ export async function createItems(
   });
 }
 
+/** The item as `changes` would leave it, where they create and delete no variant (updateItem's writes). */
+function planned(item: ItemRow, variants: VariantRow[], changes: ItemChanges): Item {
+  const properties =
+    changes.properties === undefined
+      ? {}
+      : { properties: mergeStoredProperties(item.properties, changes.properties, 'properties') };
+  const rows = variants.map((variant) => {
+    let row = variant;
+    for (const u of changes.updateVariants.filter((update) => update.id === variant.id)) {
+      const properties =
+        u.properties === undefined
+          ? {}
+          : { properties: mergeStoredProperties(row.properties, u.properties, 'updateVariants.properties') };
+      row = { ...row, ...variantValues(u), ...properties };
+    }
+    return row;
+  });
+  rows.sort((a, b) => Number(a.sequence) - Number(b.sequence) || (a.id < b.id ? -1 : 1));
+  return toItem({ ...item, ...changes.fields, ...properties }, rows);
+}
+
 export async function patchItem(ctx: WriteContext, id: string, input: UpdateItemInput): Promise<Written<Item>> {
   const { trx: db, businessId, now } = ctx;
   requireSomethingToUpdate(input);
   const item = await findItemRow(db, businessId, id);
   if (!item) throw notFound(ITEM_NOT_FOUND);
-  const before = (await findItem(db, businessId, id))!;
+  const variants = await liveVariantsOf(db, businessId, [id]);
+  const before = toItem(item, variants);
 
   const updates = input.updateVariants ?? [];
   const empty = updates.flatMap((v, i) => (Object.keys(v).length === 1 ? [`updateVariants.${i}`] : []));
@@ -84,6 +108,8 @@ export async function patchItem(ctx: WriteContext, id: string, input: UpdateItem
     updateVariants: updates,
     deleteVariants: deletes,
   };
+  if (creates.length + deletes.length === 0 && changesNothing(before, planned(item, variants, changes)))
+    return unchanged(before);
   await updateItem(db, businessId, item, changes, now);
   const resource = (await findItem(db, businessId, id))!;
   return endUpdate(ctx, 'item', before, resource);

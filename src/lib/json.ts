@@ -64,7 +64,10 @@ export function checkProperties(value: unknown): string | null {
       if (!Number.isFinite(node))
         return 'must not contain numbers beyond ±1.7976931348623157e308; send them as strings';
       if (losesDigits(node)) {
-        return `must not contain whole numbers beyond ±${Number.MAX_SAFE_INTEGER} with more than 15 significant digits, which lose digits; send them as strings`;
+        return (
+          `must not contain whole numbers beyond ±${Number.MAX_SAFE_INTEGER} with more than 15 significant digits, ` +
+          'which lose digits; send them as strings'
+        );
       }
       continue;
     }

@@ -11,6 +11,36 @@ import type { UpdateOrderInput } from './schema.ts';
 
 type ItemChanges = Pick<UpdateOrderInput, 'createOrderItems' | 'updateOrderItems' | 'deleteOrderItems'>;
 
+/** What a PATCH's updates of one item set, several updates applying in the order sent; undefined when none. */
+export function itemUpdate(
+  stored: OrderItemRow,
+  changes: ItemChanges,
+  now: string,
+): (Updateable<OrderItemTable> & { updated_at: string }) | undefined {
+  let values: (Updateable<OrderItemTable> & { updated_at: string }) | undefined;
+  for (const u of changes.updateOrderItems ?? []) {
+    if (u.id !== stored.id) continue;
+    values = {
+      ...values,
+      ...(u.quantity !== undefined && { quantity: toDecimalString(u.quantity) }),
+      ...(u.unitOfMeasure !== undefined && { unit_of_measure: u.unitOfMeasure }),
+      ...(u.currency !== undefined && { currency: u.currency }),
+      ...(u.price !== undefined && { price: toDecimalString(u.price) }),
+      ...(u.cost !== undefined && { cost: toDecimalString(u.cost) }),
+      ...(u.lineNumber !== undefined && { line_number: u.lineNumber }),
+      ...(u.properties !== undefined && {
+        properties: mergeStoredProperties(
+          values?.properties ?? stored.properties,
+          u.properties,
+          'updateOrderItems.properties',
+        ),
+      }),
+      updated_at: now,
+    };
+  }
+  return values;
+}
+
 /**
  * Writes a PATCH's item changes (checked by the caller) to the order's `current` items, in the
  * caller's transaction: deletes, then updates (several updates of one item apply in the order
@@ -31,27 +61,7 @@ export async function writeItemChanges(
   if (deletes.size > 0) await deleteOrderItemsQuery(db, businessId, orderId, [...deletes]).execute();
   for (const stored of current) {
     if (deletes.has(stored.id)) continue;
-    let values: Updateable<OrderItemTable> | undefined;
-    for (const u of changes.updateOrderItems ?? []) {
-      if (u.id !== stored.id) continue;
-      values = {
-        ...values,
-        ...(u.quantity !== undefined && { quantity: toDecimalString(u.quantity) }),
-        ...(u.unitOfMeasure !== undefined && { unit_of_measure: u.unitOfMeasure }),
-        ...(u.currency !== undefined && { currency: u.currency }),
-        ...(u.price !== undefined && { price: toDecimalString(u.price) }),
-        ...(u.cost !== undefined && { cost: toDecimalString(u.cost) }),
-        ...(u.lineNumber !== undefined && { line_number: u.lineNumber }),
-        ...(u.properties !== undefined && {
-          properties: mergeStoredProperties(
-            values?.properties ?? stored.properties,
-            u.properties,
-            'updateOrderItems.properties',
-          ),
-        }),
-        updated_at: now,
-      };
-    }
+    const values = itemUpdate(stored, changes, now);
     if (values === undefined) items.push(stored);
     else {
       const {

@@ -1,4 +1,4 @@
-import { endUpdate } from '../write/update.ts';
+import { changesNothing, endUpdate, unchanged } from '../write/update.ts';
 import { requireSomethingToUpdate } from '../lib/patch.ts';
 import type { Updateable } from 'kysely';
 import type { OrderTable } from './table.ts';
@@ -8,10 +8,10 @@ import type { Written, WriteContext } from '../write/runner.ts';
 import { mergeStoredProperties } from '../lib/properties.ts';
 import { toDecimalString } from '../lib/money.ts';
 import { parseDateTime } from '../lib/time.ts';
-import { writeItemChanges } from './patch-items.ts';
+import { itemUpdate, writeItemChanges } from './patch-items.ts';
 import { findEntries, findOrderRowWithItems, updateOrderRow, type OrderRowWithItems } from './repository.ts';
 import { applyOrderChange } from './read-model/index.ts';
-import { toOrder } from './mapper.ts';
+import { toOrder, type OrderItemRow, type OrderRow } from './mapper.ts';
 import type { Order, UpdateOrderInput } from './schema.ts';
 import { DUPLICATE_ENTRY, MIXED_CURRENCIES, ORDER_NOT_FOUND, totalOf } from './service.ts';
 
@@ -106,7 +106,7 @@ export async function patchOrder(
     order.properties === undefined
       ? undefined
       : mergeStoredProperties(row.properties, order.properties, 'order.properties');
-  const updated = await updateOrderRow(db, businessId, id, Number(row.version), {
+  const set = {
     ...orderFields(order),
     ...(properties !== undefined && { properties }),
     ...(order.currency !== undefined
@@ -115,12 +115,22 @@ export async function patchOrder(
     ...(order.totalAmount !== undefined
       ? { total_amount: toDecimalString(order.totalAmount) }
       : itemsChanged && { total_amount: totalOf(final) }),
+  };
+  const before = toOrder(row, stored);
+  if (creates.length + deletes.size === 0) {
+    const items = stored.map((i) => ({ ...i, ...itemUpdate(i, input, now) }) as OrderItemRow);
+    if (changesNothing(before, toOrder({ ...row, ...set } as OrderRow, items))) {
+      // `seen` was read before the lock: the order as it is under its row lock decides.
+      return seen ? patchOrder(ctx, id, input, expected) : unchanged(before);
+    }
+  }
+  const updated = await updateOrderRow(db, businessId, id, Number(row.version), {
+    ...set,
     version: Number(row.version) + 1,
     updated_at: now,
   });
   if (!updated) return patchOrder(ctx, id, input, expected);
   const items = itemsChanged ? await writeItemChanges(db, businessId, id, stored, input, entries, now) : stored;
   await applyOrderChange(db, row, updated);
-  const resource = toOrder(updated, items);
-  return endUpdate(ctx, 'order', toOrder(row, stored), resource);
+  return endUpdate(ctx, 'order', before, toOrder(updated, items));
 }

@@ -12,7 +12,6 @@ import { registerExport } from '../http/export.ts';
 import { exportOrders } from './export-repository.ts';
 import { parseDateTime } from '../lib/time.ts';
 import { etagOf, parseIfMatch } from '../http/etag.ts';
-import { writeScopeOf } from '../http/write.ts';
 import { readAtOneMoment } from '../db/dialect.ts';
 import { listOrders } from './read-model/index.ts';
 import { patchOrder } from './patch-service.ts';
@@ -44,7 +43,7 @@ export const ingestionKeyOf = (orderId: string, businessId: string) =>
 
 export async function orderRoutes(
   app: ApiInstance,
-  { db, runWrite, writes, orderCache, cursors, openSnapshot, orderListTuning }: RouteDeps,
+  { db, runWrite, orderCache, cursors, openSnapshot, orderListTuning }: RouteDeps,
 ) {
   registerExport(app, openSnapshot, { path: 'orders', tag: 'Orders', noun: 'order', batch: exportOrders });
 
@@ -113,11 +112,12 @@ export async function orderRoutes(
       // Read before the write takes its business's lock: a repeat changes nothing and needs no write.
       const row = await findOrderRow(db, businessId, orderId);
       if (!row) throw notFound(ORDER_NOT_FOUND);
-      if (row.ingested_at === null) {
-        const seen = { row, items: await loadOneOrderItems(db, businessId, orderId) };
-        await writes.run(writeScopeOf(request), (ctx) => ingestOrder(ctx, orderId, seen));
-      }
-      return reply.code(202).send({ success: true });
+      if (row.ingested_at !== null) return reply.code(202).send({ success: true });
+      const seen = { row, items: await loadOneOrderItems(db, businessId, orderId) };
+      return runWrite(request, reply, async (ctx) => {
+        await ingestOrder(ctx, orderId, seen);
+        return { status: 202, body: { success: true } };
+      });
     },
   );
 
@@ -251,9 +251,10 @@ export async function orderRoutes(
       },
     },
     async (request, reply) => {
-      // DELETE takes no Idempotency-Key (a repeat is a 404): the runner without the replay store.
-      await writes.run(writeScopeOf(request), (ctx) => deleteOrder(ctx, request.params.id));
-      return reply.code(204).send(null);
+      return runWrite(request, reply, async (ctx) => {
+        await deleteOrder(ctx, request.params.id);
+        return { status: 204 };
+      });
     },
   );
 }

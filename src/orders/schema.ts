@@ -235,7 +235,8 @@ export const OrderItemResponse = Type.Object(
       },
       {
         description:
-          'The item list entry and its variant as they were when the line was written: a later rename or SKU change leaves the order as it is',
+          'The item list entry and its variant as they were when the line was written: ' +
+          'a later rename or SKU change leaves the order as it is',
       },
     ),
     quantity: Type.Number(),

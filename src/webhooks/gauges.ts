@@ -41,7 +41,9 @@ export function registerWebhookGauges(registry: Registry, db: Kysely<Database>, 
   });
   new Gauge({
     name: 'supplyline_webhook_oldest_undelivered_seconds',
-    help: `Age of each endpoint's oldest delivery not yet delivered (queued, pending or being sent), for the ${ENDPOINTS_SHOWN} endpoints with the oldest`,
+    help:
+      "Age of each endpoint's oldest delivery not yet delivered (queued, pending or being sent), " +
+      `for the ${ENDPOINTS_SHOWN} endpoints with the oldest`,
     labelNames: ['endpoint'],
     registers: [registry],
     async collect() {

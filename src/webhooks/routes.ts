@@ -2,7 +2,6 @@ import { Type } from 'typebox';
 import { eventsGoneResponse } from '../events/schema.ts';
 import { badRequest, notFound } from '../lib/errors.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
-import { writeScopeOf } from '../http/write.ts';
 import { toEndpoint } from './mapper.ts';
 import { findEndpointRow, listDeliveries, listEndpoints } from './repository.ts';
 import {
@@ -38,7 +37,7 @@ export async function webhookRoutes(
   app: ApiInstance,
   deps: RouteDeps & { webhooks: WebhookSettings; clock: () => number; kick: () => void },
 ) {
-  const { db, runWrite, writes, cursors, webhooks: settings, clock, kick } = deps;
+  const { db, runWrite, cursors, webhooks: settings, clock, kick } = deps;
   // Test events, replays and newly enabled endpoints raise no event the worker would see: tell it
   // after any successful change. The hook is the whole /api/v1 scope's, so it checks the route.
   app.addHook('onResponse', (request, reply, done) => {
@@ -139,11 +138,11 @@ export async function webhookRoutes(
         response: { 204: Type.Null({ description: 'Deleted; no body' }) },
       },
     },
-    async (request, reply) => {
-      // DELETE takes no Idempotency-Key (a repeat is a 404).
-      await writes.run(writeScopeOf(request), (ctx) => deleteEndpoint(ctx, request.params.id));
-      return reply.code(204).send(null);
-    },
+    (request, reply) =>
+      runWrite(request, reply, async (ctx) => {
+        await deleteEndpoint(ctx, request.params.id);
+        return { status: 204 };
+      }),
   );
 
   app.post(

@@ -13,10 +13,10 @@ export class WriteBroken extends Error {
 }
 
 /**
- * Runs `work` as a part of the write `ctx` that fails, or is discarded, on its own: in a savepoint,
- * with events that join the write's only when the part keeps its changes. A part that throws, calls
- * `discard` or runs with `keep: false` (a dry run) is undone; the write goes on. Bulk import applies
- * each line of a batch this way.
+ * Runs `work` as a part of the write `ctx` that fails, or is undone, on its own: in a savepoint, with
+ * events that join the write's only when the part keeps its changes. A part that throws or runs with
+ * `keep: false` (a dry run) is undone; the write goes on. Bulk import applies each line of a batch
+ * this way.
  */
 export async function runPart<T>(
   ctx: WriteContext,
@@ -24,7 +24,6 @@ export async function runPart<T>(
   options: { keep: boolean } = { keep: true },
 ): Promise<{ result: T; kept: boolean }> {
   const events: NewEvent[] = [];
-  let discarded = !options.keep;
   await sql`savepoint part`.execute(ctx.trx);
   let result: T;
   try {
@@ -33,18 +32,18 @@ export async function runPart<T>(
       emit: (event) => {
         events.push(event);
       },
-      discard: () => {
-        discarded = true;
-      },
     });
   } catch (error) {
     await undo(ctx);
     throw error;
   }
-  if (discarded) await undo(ctx);
-  else await sql`release savepoint part`.execute(ctx.trx);
-  if (!discarded) for (const event of events) ctx.emit(event);
-  return { result, kept: !discarded };
+  if (!options.keep) {
+    await undo(ctx);
+    return { result, kept: false };
+  }
+  await sql`release savepoint part`.execute(ctx.trx);
+  for (const event of events) ctx.emit(event);
+  return { result, kept: true };
 }
 
 async function undo(ctx: WriteContext): Promise<void> {

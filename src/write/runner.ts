@@ -47,11 +47,6 @@ export interface WriteContext {
   now: string;
   /** Records an event of this write; the runner appends them last, in the write's transaction. */
   emit(event: NewEvent): void;
-  /**
-   * Rolls the whole write back once the work returns, and answers what the work returned: for an
-   * update that changed nothing a GET shows (src/write/update.ts), so no version, time or event moves.
-   */
-  discard(): void;
 }
 
 export interface WriteScope {
@@ -159,14 +154,6 @@ export interface WriteRunnerOptions {
   lockWait?: { observe(seconds: number): void };
 }
 
-/** Rolls a discarded write's transaction back, carrying what its work returned out of it. */
-class Discarded {
-  readonly outcome: unknown;
-  constructor(outcome: unknown) {
-    this.outcome = outcome;
-  }
-}
-
 /** The channel on which PostgreSQL tells every instance that a business has new events. */
 export const EVENTS_CHANNEL = 'supplyline_events';
 
@@ -199,47 +186,36 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
     work: (ctx: WriteContext) => Promise<T>,
   ): Promise<T> {
     const events: NewEvent[] = [];
-    let discarded = false;
-    let result: T;
-    try {
-      result = await db.transaction().execute(async (trx) => {
-        const asked = performance.now();
-        options.lockWaiting?.inc();
-        let now: string;
-        try {
-          now = await takeWriteTime(trx, scope.businessId, clock());
-        } finally {
-          options.lockWaiting?.dec();
-        }
-        options.lockWait?.observe((performance.now() - asked) / 1000);
-        const ctx: WriteContext = {
-          trx,
-          businessId: scope.businessId,
-          actor: scope.actor,
-          requestId: scope.requestId ?? null,
-          idempotencyKey: key,
-          now,
-          emit: (event) => {
-            events.push(event);
-          },
-          discard: () => {
-            discarded = true;
-          },
-        };
-        const outcome = await work(ctx);
-        if (discarded) throw new Discarded(outcome);
-        if (events.length > 0) {
-          await inChildSpan('append events', { 'supplyline.events': events.length }, () =>
-            appendEvents(trx, ctx, events, EVENTS_CHANNEL, activeTraceParent() ?? scope.traceParent ?? null),
-          );
-        }
-        await recordChanges(trx, ctx, events);
-        return outcome;
-      });
-    } catch (error) {
-      if (error instanceof Discarded) return error.outcome as T;
-      throw error;
-    }
+    const result = await db.transaction().execute(async (trx) => {
+      const asked = performance.now();
+      options.lockWaiting?.inc();
+      let now: string;
+      try {
+        now = await takeWriteTime(trx, scope.businessId, clock());
+      } finally {
+        options.lockWaiting?.dec();
+      }
+      options.lockWait?.observe((performance.now() - asked) / 1000);
+      const ctx: WriteContext = {
+        trx,
+        businessId: scope.businessId,
+        actor: scope.actor,
+        requestId: scope.requestId ?? null,
+        idempotencyKey: key,
+        now,
+        emit: (event) => {
+          events.push(event);
+        },
+      };
+      const outcome = await work(ctx);
+      if (events.length > 0) {
+        await inChildSpan('append events', { 'supplyline.events': events.length }, () =>
+          appendEvents(trx, ctx, events, EVENTS_CHANNEL, activeTraceParent() ?? scope.traceParent ?? null),
+        );
+      }
+      await recordChanges(trx, ctx, events);
+      return outcome;
+    });
     if (events.length > 0) options.onEvents?.(scope.businessId, events);
     return result;
   }
@@ -273,23 +249,12 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
         expires_at: new Date(now.getTime() + ttlMs).toISOString(),
       };
       try {
-        let discarded = false;
         const response = await inTransaction(scope, key, async (ctx) => {
           await insertRecord(ctx.trx, { ...record, response_status: 0, response_body: '', response_headers: null });
-          const outcome = await work({
-            ...ctx,
-            discard: () => {
-              discarded = true;
-              ctx.discard();
-            },
-          });
-          const response = stored(outcome, options.box);
-          await completeRecord(ctx.trx, businessId, key, response);
+          const outcome = await work(ctx);
+          await completeRecord(ctx.trx, businessId, key, stored(outcome, options.box));
           return outcome;
         });
-        // A discarded write rolled its record back with it: the answer is stored on its own, so that a
-        // retry replays it rather than applying the request to whatever has changed since.
-        if (discarded) await insertRecord(db, { ...record, ...stored(response, options.box) }, true);
         return { response, replayed: false };
       } catch (error) {
         if (isUniqueViolation(error)) {
@@ -316,4 +281,6 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
 export interface Written<T> {
   resource: T;
   before: T | null;
+  /** An update that would have changed nothing a GET shows, and so wrote nothing (src/write/update.ts). */
+  unchanged?: true;
 }

@@ -1,22 +1,25 @@
+import { diffResource } from '../log/changes.ts';
 import { updatedEvent, type ResourceType } from '../log/events.ts';
 import type { WriteContext, Written } from './runner.ts';
 
 /**
- * How every update ends: with its event, or, when nothing a GET of the resource shows changed, with
- * no event and the write rolled back, so that its version, `updatedAt` and `ETag` stay as they were
- * and the answer is the resource as it was.
+ * An update is decided before it writes: the service plans the resource as the update would leave
+ * it, in the API's shape, and when nothing a GET shows would change it writes nothing. The answer
+ * is then the resource as it is, with the same version, `updatedAt` and `ETag`, and no event.
  */
+export const changesNothing = (before: object, planned: object): boolean =>
+  Object.keys(diffResource(before, planned)).length === 0;
+
+/** The answer to an update that changes nothing: the resource as it is, written by no one. */
+export const unchanged = <T>(before: T): Written<T> => ({ resource: before, before, unchanged: true });
+
+/** How every update that writes ends: with its event, made from the resource before and after. */
 export function endUpdate<T extends { id: string }>(
-  ctx: Pick<WriteContext, 'emit' | 'discard'>,
+  ctx: Pick<WriteContext, 'emit'>,
   type: ResourceType,
   before: T,
   after: T,
 ): Written<T> {
-  const event = updatedEvent(type, before, after);
-  if (Object.keys(event.changes ?? {}).length === 0) {
-    ctx.discard();
-    return { resource: before, before };
-  }
-  ctx.emit(event);
+  ctx.emit(updatedEvent(type, before, after));
   return { resource: after, before };
 }

@@ -184,3 +184,22 @@ describeEachBackend('Idempotency-Key fingerprint', (ctx) => {
     assert.equal(again.headers['idempotent-replayed'], 'true');
   });
 });
+
+describeEachBackend('Idempotency-Key where the contract takes none', (ctx) => {
+  it('is ignored by a DELETE, whose repeat is a 404, and by order ingestion, whose repeat changes nothing', async () => {
+    const t = await ctx().createTenant();
+    const item = await ctx().request('POST', '/api/v1/items', { as: t, body: body() });
+    const headers = { 'idempotency-key': 'delete-1' };
+    const first = await ctx().request('DELETE', `/api/v1/items/${item.body.id}`, { as: t, headers });
+    assert.equal(first.status, 204);
+    const again = await ctx().request('DELETE', `/api/v1/items/${item.body.id}`, { as: t, headers });
+    assert.equal(again.status, 404);
+    assert.equal(again.headers['idempotent-replayed'], undefined);
+    // A key in no valid format is not looked at either.
+    const odd = await ctx().request('DELETE', `/api/v1/items/${item.body.id}`, {
+      as: t,
+      headers: { 'idempotency-key': ' ' },
+    });
+    assert.equal(odd.status, 404);
+  });
+});

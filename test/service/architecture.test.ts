@@ -57,6 +57,16 @@ describe('architecture', () => {
     );
   });
 
+  it('lets API routes write one way: runWrite (src/http/write.ts), never the runner itself', () => {
+    const routes = files.filter((f) => /import type \{[^}]*\bRouteDeps\b/.test(f.text) && f.path.includes('/'));
+    assert.ok(routes.length >= 8);
+    const offending = routes.filter((f) => /\bwrites\.|\.runIdempotent\(|createWriteRunner/.test(f.text));
+    assert.deepEqual(
+      offending.map((f) => f.path),
+      [],
+    );
+  });
+
   it('imports a database driver only in src/db', () => {
     const drivers = files.filter(
       (f) => !f.path.startsWith('db/') && /(?:from|import\(|require\()\s*'(?:pg|better-sqlite3(?:-12)?)'/.test(f.text),
@@ -159,6 +169,13 @@ describe('architecture', () => {
         .map((i) => `${f.path} imports ${i}`),
     );
     assert.deepEqual(offending, []);
+  });
+
+  it('keeps lines to 140 characters (STYLE.md); released migrations stay as they were', () => {
+    const long = files
+      .filter((f) => !f.path.startsWith('db/migrations/'))
+      .flatMap((f) => f.text.split('\n').flatMap((line, i) => (line.length > 140 ? [`${f.path}:${i + 1}`] : [])));
+    assert.deepEqual(long, []);
   });
 
   it('writes soft-delete conditions through whereLive()', () => {

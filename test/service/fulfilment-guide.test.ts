@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startServer, type Server } from '../reliability/helpers.ts';
-import { expectedStatuses, runScript as run, walkthroughOf } from '../helpers/walkthrough.ts';
+import { runWalkthrough, walkthroughOf } from '../helpers/walkthrough.ts';
 
 describe('docs/fulfilment.md: acknowledge, ship in two shipments, invoice each', () => {
   let dir: string;
@@ -23,20 +23,8 @@ describe('docs/fulfilment.md: acknowledge, ship in two shipments, invoice each',
       readFileSync(new URL('../../docs/fulfilment.md', import.meta.url), 'utf8'),
       'fulfilment-walkthrough',
     );
-    const expected = expectedStatuses(block);
-    const out = server.output();
-    const env = {
-      BUSINESS: out.match(/X-Business-Id: (\S+)/)![1],
-      KEY: out.match(/X-API-Key: +(\S+)/)![1],
-      API: `${server.base}/api/v1`,
-    };
-    const lines = block.split('\n').filter((line) => !/^export (BUSINESS|KEY|API)=/.test(line));
-    const shim = `set -eu -o pipefail\ncurl() { command curl -w '%{stderr}STATUS %{http_code}\\n' "$@"; }\n`;
-    const result = await run(shim + lines.join('\n'), env);
-    const statuses = [...result.stderr.matchAll(/^STATUS (\d{3})$/gm)].map((m) => Number(m[1]));
-    const report = `\nstdout:\n${result.stdout.slice(-4000)}\nstderr:\n${result.stderr.slice(-2000)}`;
-    assert.equal(result.code, 0, `bash exited ${result.code}${report}`);
-    assert.deepEqual(statuses, expected, report);
+    const result = await runWalkthrough(block, server);
+    const { report } = result;
     // What `field` printed: each at the end of a line (curl's own answers have no newline).
     const printed = (text: string) => result.stdout.match(new RegExp(`(^|[}\\n])${text}$`, 'gm'))?.length ?? 0;
     assert.equal(printed('ACCEPTED_WITH_CHANGES'), 1, report);
