@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Selectable, type SqlBool, type Updateable } from 'kysely';
-import { forUpdate } from '../db/dialect.ts';
+import { forUpdate, notIndexed } from '../db/dialect.ts';
 import {
   applyListFilters,
   beforeInListOrder,
@@ -98,7 +98,7 @@ export async function listShipments(
     includeDeleted: true,
   });
   if (options.orderId) query = query.where('order_id', '=', options.orderId);
-  if (options.modifiedSince) return changedPage(query, options.modifiedSince, options);
+  if (options.modifiedSince) return changedPage(db, businessId, query, options.modifiedSince, options);
   return fetchPage(query.selectAll(), options, async (rows) => rows.map(toShipment));
 }
 
@@ -116,22 +116,53 @@ const listOrder = (a: ShipmentRow, b: ShipmentRow) => {
  * the (updated_at, created_at) index. So a page costs its rows and the window's index entries,
  * never a walk of the older shipments that did not change.
  */
-async function changedPage(query: ShipmentsQuery, since: string, paging: Paging): Promise<Page<Shipment>> {
+async function changedPage(
+  db: Db,
+  businessId: string,
+  query: ShipmentsQuery,
+  since: string,
+  paging: Paging,
+): Promise<Page<Shipment>> {
   const changed = query.where(sql<SqlBool>`${sql.ref('updated_at')} > ${since}`);
   const total = await countOf(changed);
   const empty = { items: [], total, page: paging.page, pageSize: paging.limit, next: null };
   if (!paging.after && pastTheEnd(total, paging)) return empty;
   const skip = paging.after ? 0 : offsetOf(paging.page, paging.limit);
-  const part = (q: ShipmentsQuery) =>
-    (paging.after ? q.where(beforeInListOrder(paging.after)) : q)
-      .selectAll()
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(skip + paging.limit)
-      .execute();
-  const recent = await part(query.where(sql<SqlBool>`${sql.ref('created_at')} > ${since}`));
-  const older = await part(changed.where(sql<SqlBool>`${sql.ref('created_at')} <= ${since}`));
-  const rows = [...recent, ...older].sort(listOrder).slice(skip, skip + paging.limit);
+  const take = skip + paging.limit;
+  const recent = await (paging.after ? query.where(beforeInListOrder(paging.after)) : query)
+    .where(sql<SqlBool>`${sql.ref('created_at')} > ${since}`)
+    .selectAll()
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(take)
+    .execute();
+  // A first walk (since before the first shipment) has no older part, and need not scan the window for one.
+  const first = await db
+    .selectFrom('shipments')
+    .select('created_at')
+    .where('business_id', '=', businessId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirst();
+  if (!first || toIso(first.created_at)! > since) return pageOf(recent, skip, paging, total);
+  // created_at kept from leading the plan (SQLite would walk the created index back to the first shipment to skip a sort).
+  const created = notIndexed(db, 'created_at');
+  const older = await (paging.after
+    ? changed.where(sql<SqlBool>`(${created}, ${sql.ref('id')}) < (${paging.after.createdAt}, ${paging.after.id})`)
+    : changed
+  )
+    .where(sql<SqlBool>`${created} <= ${since}`)
+    .selectAll()
+    .orderBy(created, 'desc')
+    .orderBy('id', 'desc')
+    .limit(take)
+    .execute();
+  return pageOf([...recent, ...older].sort(listOrder), skip, paging, total);
+}
+
+function pageOf(sorted: ShipmentRow[], skip: number, paging: Paging, total: number): Page<Shipment> {
+  const rows = sorted.slice(skip, skip + paging.limit);
   return {
     items: rows.map(toShipment),
     total,
