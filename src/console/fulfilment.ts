@@ -72,19 +72,23 @@ export async function orderFulfilmentOf(db: Db, businessId: string, order: Order
   };
 }
 
-/** The acknowledgement form: one row per order line; an unchanged ACCEPTED row with no reason is left to the default. */
+/**
+ * The acknowledgement form: one row per order line, its fields named by a letter and the line
+ * number (d3, q3, …) so that a large order's form fits the console's form limit; an ACCEPTED row
+ * with nothing else filled in is left to the default.
+ */
 function acknowledgementBody(form: Form, order: Order) {
   const lines = order.orderItems.flatMap((item) => {
-    const field = (name: string) => text(form, `${name}.${item.id}`);
-    const decision = field('decision') ?? 'ACCEPTED';
+    const field = (name: string) => text(form, `${name}${item.lineNumber}`);
+    const decision = field('d') ?? 'ACCEPTED';
     const line = {
       orderItemId: item.id,
       decision,
-      quantity: numberOf(field('quantity')),
-      price: numberOf(field('price')),
-      substituteVariantId: field('substituteVariantId'),
-      expectedAt: instantOf(field('expectedAt')),
-      reason: field('reason'),
+      quantity: numberOf(field('q')),
+      price: numberOf(field('p')),
+      substituteVariantId: field('s'),
+      expectedAt: instantOf(field('e')),
+      reason: field('r'),
     };
     const named = Object.values(line).filter((v) => v !== undefined).length > 2;
     return decision === 'ACCEPTED' && !named
@@ -98,10 +102,10 @@ function acknowledgementBody(form: Form, order: Order) {
   };
 }
 
-/** The shipment form: the quantity of each line, in one package when it names an SSCC or weight, else as lines. */
+/** The shipment form: each line's quantity (q3, …), in one package when it names an SSCC or weight, else as lines. */
 function shipmentBody(form: Form, order: Order) {
   const lines = order.orderItems.flatMap((item) => {
-    const quantity = text(form, `quantity.${item.id}`);
+    const quantity = text(form, `q${item.lineNumber}`);
     return quantity === undefined || quantity === '0' ? [] : [{ orderItemId: item.id, quantity: numberOf(quantity) }];
   });
   if (lines.length === 0) throw new ApiError('VALIDATION_ERROR', 'Enter the quantity shipped of at least one line.');

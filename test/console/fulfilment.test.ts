@@ -109,7 +109,7 @@ describeEachBackend('console fulfilment', (ctx) => {
       /Record a shipment|action="\/console\/orders\/[^"]+\/acknowledgements"/,
       'a viewer has no forms',
     );
-    const refused = await post(`/console/orders/${order.id}/shipments`, viewer, { [`quantity.${lines.a}`]: '1' });
+    const refused = await post(`/console/orders/${order.id}/shipments`, viewer, { q1: '1' });
     assert.equal(refused.statusCode, 403);
     assert.equal((await ctx().request('GET', `/api/v1/orders/${order.id}/shipments`, { as: t })).body.items.length, 1);
   });
@@ -120,14 +120,14 @@ describeEachBackend('console fulfilment', (ctx) => {
     const admin = await signInAs(t, 'admin');
     const form = (await get(`/console/orders/${order.id}`, admin)).body;
     assert.match(form, /Record a shipment/);
-    assert.match(form, new RegExp(`name="decision.${lines.a}"`));
+    assert.match(form, /name="d1"/);
 
     const acked = await act(`/console/orders/${order.id}/acknowledgements`, admin, {
-      [`decision.${lines.a}`]: 'ACCEPTED',
-      [`decision.${lines.b}`]: 'RESCHEDULED',
-      [`expectedAt.${lines.b}`]: '2030-03-01',
-      [`decision.${lines.c}`]: 'REJECTED',
-      [`reason.${lines.c}`]: 'Discontinued',
+      d1: 'ACCEPTED',
+      d2: 'RESCHEDULED',
+      e2: '2030-03-01',
+      d3: 'REJECTED',
+      r3: 'Discontinued',
       phase: 'ACTIVE',
     });
     assert.match(acked.body, /Acknowledged: accepted with changes\./);
@@ -143,13 +143,13 @@ describeEachBackend('console fulfilment', (ctx) => {
       ],
     );
     const needsPrice = await act(`/console/orders/${order.id}/acknowledgements`, admin, {
-      [`decision.${lines.a}`]: 'PRICE_CHANGED',
+      d1: 'PRICE_CHANGED',
     });
     assert.match(needsPrice.body, /class="flash bad" role="alert">lines\.0\.price: Required for PRICE_CHANGED/);
 
     const shipped = await act(`/console/orders/${order.id}/shipments`, admin, {
-      [`quantity.${lines.a}`]: '30',
-      [`quantity.${lines.b}`]: '4',
+      q1: '30',
+      q2: '4',
       carrier: 'FedEx',
       trackingNumbers: '7489 7490',
       sscc: sscc(3),
@@ -176,14 +176,14 @@ describeEachBackend('console fulfilment', (ctx) => {
     assert.equal(recorded.shippedAt, '2030-01-10T00:00:00.000Z');
     assert.match(shipped.body, /<td class="number">20<\/td>/, 'what is left of line 1 to ship');
 
-    const over = await act(`/console/orders/${order.id}/shipments`, admin, { [`quantity.${lines.a}`]: '21' });
+    const over = await act(`/console/orders/${order.id}/shipments`, admin, { q1: '21' });
     assert.match(over.body, /role="alert">Line 1 \(oi_\w+\) has 20 left to ship/);
     const badSscc = await act(`/console/orders/${order.id}/shipments`, admin, {
-      [`quantity.${lines.a}`]: '1',
+      q1: '1',
       sscc: '123456789012345678',
     });
     assert.match(badSscc.body, /role="alert">packages\.0\.sscc: Not an SSCC/);
-    const fraction = await act(`/console/orders/${order.id}/shipments`, admin, { [`quantity.${lines.a}`]: 'lots' });
+    const fraction = await act(`/console/orders/${order.id}/shipments`, admin, { q1: 'lots' });
     assert.match(fraction.body, /role="alert">lines\.0\.quantity: /);
     const nothing = await act(`/console/orders/${order.id}/shipments`, admin, {});
     assert.match(nothing.body, /Enter the quantity shipped of at least one line/);
@@ -192,7 +192,7 @@ describeEachBackend('console fulfilment', (ctx) => {
     const other = await ctx().createTenant('Other');
     const foreign = await orderOfThree(ctx(), other);
     const notFound = await post(`/console/orders/${foreign.order.id}/shipments`, admin, {
-      [`quantity.${foreign.lines.a}`]: '1',
+      q1: '1',
     });
     assert.equal(notFound.statusCode, 404, "another business's order is not found");
   });
