@@ -42,7 +42,8 @@ export async function importRoutes(app: ApiInstance, deps: ImportRouteDeps): Pro
         description:
           'The body is NDJSON (Content-Type: application/x-ndjson), up to IMPORT_MAX_BYTES (1 GB by default). Each line is ' +
           '{"op": "create" | "patch" | "upsert", "resource": "item" | "buyer" | "price_list" | "order" | "invoice" | "acknowledgement" | ' +
-          '"shipment", "ref": "<your key for the line>", "id": "<the record, for patch>", "buyerId": "<the buyer, for an order create>", ' +
+          '"shipment", "ref": "<your key for the line>", "id": "<the record, for patch>", ' +
+          '"buyerId": "<the buyer, for an order create>", ' +
           '"orderId": "<the order, for an acknowledgement or shipment create>", "data": {<the body the single call takes>}}. ' +
           'Anywhere in data, and as id, buyerId or orderId, {"$ref": "<an earlier line\'s ref>"} names the record that line made or patched, ' +
           'and {"$ref": "<an item line\'s ref>", "variant": 0} its first variant. Answers 202 once the whole file is received; the ' +
