@@ -197,6 +197,52 @@ describeEachBackend('console fulfilment', (ctx) => {
     assert.equal(notFound.statusCode, 404, "another business's order is not found");
   });
 
+  it("posts a 100-line order's forms whole, every empty field included, within the console's form limit", async () => {
+    const t = await ctx().createTenant();
+    const item = await ctx().request('POST', '/api/v1/items', {
+      as: t,
+      body: {
+        item: { name: 'Bolts' },
+        variants: Array.from({ length: 100 }, (_, i) => ({ variantName: `M${i}`, currency: 'AUD', price: 1 })),
+      },
+    });
+    assert.equal(item.status, 201, JSON.stringify(item.body));
+    const buyer = await ctx().request('POST', '/api/v1/buyers', { as: t, body: { buyer: { name: 'Big buyer' } } });
+    const order = await ctx().request('POST', `/api/v1/buyers/${buyer.body.id}/orders`, {
+      as: t,
+      body: {
+        expectedDeliveryAt: '2030-01-01T00:00:00.000Z',
+        orderItems: item.body.variantIds.map((v: string) => ({ itemVariantId: v, quantity: 2 })),
+      },
+    });
+    assert.equal(order.status, 201, JSON.stringify(order.body));
+    const owner = await signInAs(t, 'owner');
+    const page = (await get(`/console/orders/${order.body.id}`, owner)).body;
+    /** The form posting to `action`, as a browser sends it: every field, the selects at their first option. */
+    const formOf = (action: string) => {
+      const html = page.slice(
+        page.indexOf(`action="${action}"`),
+        page.indexOf('</form>', page.indexOf(`action="${action}"`)),
+      );
+      const fields: Record<string, string> = {};
+      for (const m of html.matchAll(/<(input|select)[^>]*name="([^"]+)"[^>]*>(?:<option>([^<]*))?/g))
+        if (m[2] !== 'csrf') fields[m[2]] = m[1] === 'select' ? (m[3] ?? '') : '';
+      return fields;
+    };
+    const ack = formOf(`/console/orders/${order.body.id}/acknowledgements`);
+    assert.equal(Object.keys(ack).filter((k) => /^d\d+$/.test(k)).length, 100);
+    ack.d100 = 'REJECTED';
+    const acked = await post(`/console/orders/${order.body.id}/acknowledgements`, owner, ack);
+    assert.equal(acked.statusCode, 303, acked.body.slice(0, 300));
+    const current = await ctx().request('GET', `/api/v1/orders/${order.body.id}/acknowledgements`, { as: t });
+    assert.equal(current.body.items[0].decision, 'ACCEPTED_WITH_CHANGES');
+    const ship = formOf(`/console/orders/${order.body.id}/shipments`);
+    for (let n = 1; n <= 99; n++) ship[`q${n}`] = '2';
+    const shipped = await post(`/console/orders/${order.body.id}/shipments`, owner, ship);
+    assert.equal(shipped.statusCode, 303, shipped.body.slice(0, 300));
+    assert.equal((await getOrder(ctx(), t, order.body.id)).body.status, 'IN_TRANSIT', 'all that may ship has shipped');
+  });
+
   it('lists shipments with filters and cursor pages, linked from the navigation', async () => {
     const t = await ctx().createTenant();
     const { order, lines } = await orderOfThree(ctx(), t);
