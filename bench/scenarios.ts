@@ -27,8 +27,33 @@ export function buildScenarios(f: Fixtures): Scenario[] {
   const patchTarget = rotate(f.patchTargets);
   const ingestTarget = rotate(f.ingestTargets);
   const variants = f.variantIds;
+  const shipments = (since: string) => `/api/v1/shipments?modifiedSince=${encodeURIComponent(since)}&limit=100`;
+  // Pages of a walk, each a request of its own: the first page, then each cursor in turn.
+  const walk = (since: string, cursors: string[]): Request[] => {
+    const next = rotate(['', ...cursors.map((c) => `&cursor=${encodeURIComponent(c)}`)]);
+    return [
+      { method: 'GET', headers: f.headers, setupRequest: (req) => ({ ...req, path: `${shipments(since)}${next()}` }) },
+    ];
+  };
   return [
     { name: 'get order (10 items)', kind: 'read', requests: get(`/api/v1/orders/${f.tenItemOrderId}`) },
+    {
+      name: 'get order (10 items, acknowledged)',
+      kind: 'read',
+      requests: get(`/api/v1/orders/${f.acknowledgedOrderId}`),
+    },
+    {
+      // A mirror following shipments: its window of 7 days, page after page by cursor.
+      name: 'list shipments modifiedSince (7 days, cursor pages)',
+      kind: 'list',
+      requests: walk(f.shipmentsSince, f.shipmentCursors),
+    },
+    {
+      // A new mirror's first walk: every shipment, its first 50 pages by cursor.
+      name: 'list shipments modifiedSince (all, cursor pages)',
+      kind: 'list',
+      requests: walk('2000-01-01T00:00:00Z', f.allShipmentCursors),
+    },
     { name: 'list orders (limit 20)', kind: 'list', requests: get('/api/v1/orders') },
     { name: 'list orders (limit 100)', kind: 'list', requests: get('/api/v1/orders?limit=100') },
     { name: 'list phase+status', kind: 'list', requests: get('/api/v1/orders?phase=ACTIVE&status=ACCEPTED') },

@@ -64,6 +64,13 @@ const TONES: Record<string, string> = {
   UNASSIGNED: 'warn',
   QUEUED: 'warn',
   RUNNING: 'warn',
+  ACCEPTED_WITH_CHANGES: 'warn',
+  QUANTITY_CHANGED: 'warn',
+  BACKORDERED: 'warn',
+  SUBSTITUTED: 'warn',
+  PRICE_CHANGED: 'warn',
+  RESCHEDULED: 'warn',
+  HELD: 'warn',
   expired: 'bad',
   revoked: 'bad',
   disabled: 'bad',
@@ -73,6 +80,7 @@ const TONES: Record<string, string> = {
   REJECTED: 'bad',
   RETURNED: 'bad',
   STOPPED: 'bad',
+  VOIDED: 'bad',
 };
 /** A state as a badge: its word, on a tone (ok, warn, bad, or plain) that is never the only sign. */
 export const badge = (state: string) => `<span class="badge ${TONES[state] ?? 'plain'}">${escapeHtml(state)}</span>`;

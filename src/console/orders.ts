@@ -11,6 +11,7 @@ import { ORDER_PHASES, ORDER_STATUSES } from '../orders/schema.ts';
 import type { Role } from '../users/table.ts';
 import type { ConsoleKit } from './kit.ts';
 import { actorNamesOf, buyerNamesOf, itemNamesOf } from './names.ts';
+import { orderFulfilmentOf } from './fulfilment.ts';
 
 /** `data.changes` as lines: each path with from and to, child lists as counts; paths empty before and after are left out. */
 export function flattenChanges(
@@ -139,7 +140,7 @@ export function registerOrderPages(app: FastifyInstance, kit: ConsoleKit): void 
       resourceId: order.id,
     });
     const events = history.reverse().map((e) => ({ ...e, changes: flattenChanges(e.data.changes ?? {}) }));
-    const [buyers, items, names] = await Promise.all([
+    const [buyers, items, names, fulfilment] = await Promise.all([
       buyerNamesOf(db, user.businessId, [order.partnershipId]),
       itemNamesOf(
         db,
@@ -147,8 +148,11 @@ export function registerOrderPages(app: FastifyInstance, kit: ConsoleKit): void 
         order.orderItems.map((i) => i.itemListEntry.itemVariant.itemId),
       ),
       actorNamesOf(db, user.businessId),
+      orderFulfilmentOf(db, user.businessId, order),
     ]);
     return page(reply, 'order.eta', user, {
+      fulfilment,
+      canEdit: user.role !== 'viewer',
       title: `Order ${order.internalReference}`,
       section: 'orders',
       order,

@@ -11,6 +11,7 @@ import { registerKeyPages } from './keys.ts';
 import { createKit, Forbidden, localNext, type ConsoleDeps, type Form } from './kit.ts';
 import { registerAccountPages } from './account.ts';
 import { registerOrderPages } from './orders.ts';
+import { registerFulfilmentPages } from './fulfilment.ts';
 import {
   ABSOLUTE_MS,
   checkCsrf,
@@ -273,6 +274,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   registerKeyPages(app, kit);
   registerWebhookPages(app, kit);
   registerOrderPages(app, kit);
+  registerFulfilmentPages(app, kit);
   registerTeamPages(app, kit);
   registerAuditPages(app, kit);
   registerImportPages(app, kit);

@@ -42,7 +42,8 @@ export async function runDemoCommand(
   const summary = [
     `Created demo business ${result.businessId}: ${result.items} items (${result.variants} variants), ` +
       `${result.buyers} buyers, 3 price lists,`,
-    `${result.orders.toLocaleString('en')} orders with ${result.orderItems.toLocaleString('en')} order items.`,
+    `${result.orders.toLocaleString('en')} orders with ${result.orderItems.toLocaleString('en')} order items ` +
+      `and ${result.shipments.toLocaleString('en')} shipments.`,
     `Orders, with their items and ${result.events.toLocaleString('en')} events, took ${result.orderSeconds.toFixed(2)} s ` +
       `(${result.ordersPerSecond.toLocaleString('en')} orders/s); ${result.totalSeconds.toFixed(2)} s in all.`,
   ];

@@ -5,6 +5,7 @@ import { lastSequence } from '../log/events.ts';
 import { exportItems } from '../items/repository.ts';
 import { newId } from '../lib/ids.ts';
 import type { Order } from '../orders/schema.ts';
+import type { Shipment } from '../fulfilment/shipment-schema.ts';
 import { SYSTEM } from '../write/runner.ts';
 import { createDeflater, TextRun } from './deflate-worker.ts';
 
@@ -23,7 +24,8 @@ const DATA = COLUMNS.indexOf('data');
 
 /**
  * The events a demo business's data implies, written beside it: each item and buyer created; each
- * order created, then updated and deleted as its timestamps say. Each event's object is the
+ * order created, then updated and deleted as its timestamps say; each shipment created, then
+ * updated when it was delivered or returned. Each event's object is the
  * record as it is now, so a copy rebuilt from the feed equals the data. Sequences follow the
  * business's counter; price lists are left out.
  */
@@ -37,6 +39,8 @@ export interface DemoEventBatch {
   /** From the record as its GET shows it. */
   addCreated(resourceType: 'item' | 'buyer', record: { id: string; createdAt: string }): void;
   addOrder(order: Order): void;
+  /** Created, then updated when it was (delivered or returned). */
+  addShipment(shipment: Shipment): void;
   /** Starts deflating, overlapping what the caller does next. */
   encode(): void;
   /** Inserts the batch and moves the counter, in the caller's transaction, in the order batches were made. */
@@ -73,6 +77,11 @@ export async function createDemoEvents(db: Db, businessId: string): Promise<Demo
         add('order.created', 'order', order.id, 1, order.createdAt);
         if (order.deletedAt !== null) add('order.deleted', 'order', order.id, 2, order.deletedAt);
         else if (order.updatedAt !== order.createdAt) add('order.updated', 'order', order.id, 2, order.updatedAt);
+      },
+      addShipment(shipment) {
+        texts.push(JSON.stringify({ object: shipment }));
+        add('shipment.created', 'shipment', shipment.id, 1, shipment.createdAt);
+        if (shipment.version > 1) add('shipment.updated', 'shipment', shipment.id, 2, shipment.updatedAt);
       },
       encode,
       async insert(target) {

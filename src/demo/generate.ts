@@ -28,6 +28,7 @@ export interface DemoResult {
   apiKey: string;
   orders: number;
   orderItems: number;
+  shipments: number;
   events: number;
   items: number;
   variants: number;
@@ -70,6 +71,7 @@ const LOADED_TABLES = [
   'order_deleted_properties',
   'order_deleted_property_counts',
   'order_deleted_change_counts',
+  'shipments',
   'business_counters',
   'items',
   'item_variants',
@@ -80,7 +82,14 @@ const LOADED_TABLES = [
 ];
 
 /** The bulk of the load: their secondary indexes are made afterwards when no other business has rows there. */
-const BULK_TABLES = ['orders', 'order_items', 'order_properties', 'order_deleted_properties', 'events'] as const;
+const BULK_TABLES = [
+  'orders',
+  'order_items',
+  'order_properties',
+  'order_deleted_properties',
+  'shipments',
+  'events',
+] as const;
 
 /** True on a new database (the benchmark's). */
 async function holdsOnlyThisBusiness(trx: Db, businessId: string): Promise<boolean> {
@@ -100,6 +109,8 @@ interface OrderLoad {
   rnd: Random;
   projections: ProjectionLoad;
   events: DemoEvents;
+  /** Shipments made so far. */
+  shipments: number;
 }
 
 /**
@@ -147,6 +158,7 @@ async function insertOrderRange(trx: Db, load: OrderLoad, from: number, end: num
       events.batch(),
     );
     orderItems += made.items.length;
+    load.shipments += made.shipments.length;
     await writing;
     options.onProgress?.(first);
     writing = insertOrders(trx, businessId, made);
@@ -219,6 +231,7 @@ async function generate(
     rnd,
     projections: createProjectionLoad(businessId, options.countKeysHeld),
     events,
+    shipments: 0,
   };
   const orderItems = await insertAllOrders(load, bulk).finally(() => events.close());
   const orderSeconds = (performance.now() - ordersStarted) / 1000;
@@ -228,6 +241,7 @@ async function generate(
     apiKey: setup.business.apiKey,
     orders: options.orders,
     orderItems,
+    shipments: load.shipments,
     events: events.sequence,
     items: options.items,
     variants: setup.variants.length,

@@ -5,7 +5,9 @@ import { toOrder, type OrderItemRow, type OrderRow } from '../orders/mapper.ts';
 import { CURRENCY, type Buyer } from './catalogue.ts';
 import type { DemoEventBatch } from './events.ts';
 import type { ProjectionBatch } from '../orders/read-model/index.ts';
-import { idAt, unitsToDecimal, type Random } from './random.ts';
+import { createRandom, idAt, unitsToDecimal, type Random } from './random.ts';
+import { SHIPMENT_COLUMNS, SHIPMENT_CONSTANTS, shipmentsOf } from './shipments.ts';
+import { toShipment } from '../fulfilment/shipment-repository.ts';
 
 const DAY = 86_400_000;
 const ORDER_COLUMNS = [
@@ -149,6 +151,7 @@ export interface OrderBatch {
 export interface MadeOrders {
   orders: unknown[][];
   items: unknown[][];
+  shipments: unknown[][];
   projections: ProjectionBatch;
   events: DemoEventBatch;
 }
@@ -164,22 +167,34 @@ export function makeOrders(
 ): MadeOrders {
   const orders: unknown[][] = [];
   const items: unknown[][] = [];
+  const shipments: unknown[][] = [];
   const picks: number[] = [];
+  // The shipments draw from their own sequence, so the orders are those of the seed either way.
+  const shipping = createRandom(batch.firstSequence * 2_654_435_761);
   for (let n = 0; n < batch.count; n++) {
-    const { order, orderItems } = generateOrder(businessId, buyers, batch, batch.firstSequence + n, rnd, picks);
+    const sequence = batch.firstSequence + n;
+    const { order, orderItems } = generateOrder(businessId, buyers, batch, sequence, rnd, picks);
     orders.push(ORDER_COLUMNS.map((c) => order[c]));
     for (const item of orderItems) items.push(ITEM_COLUMNS.map((c) => item[c]));
     const shown = toOrder(order, orderItems);
     projections.add(order, shown.properties);
     events.addOrder(shown);
+    for (const row of shipmentsOf(order, orderItems, shipping, batch.nowMs, sequence)) {
+      shipments.push(SHIPMENT_COLUMNS.map((c) => row[c]));
+      events.addShipment(toShipment(row));
+    }
   }
   events.encode();
-  return { orders, items, projections, events };
+  return { orders, items, shipments, projections, events };
 }
 
 export async function insertOrders(db: Db, businessId: string, made: MadeOrders): Promise<void> {
   await insertRows(db, 'orders', ORDER_COLUMNS, made.orders, { business_id: businessId, ...ORDER_CONSTANTS });
   await insertRows(db, 'order_items', ITEM_COLUMNS, made.items, { business_id: businessId, ...ITEM_CONSTANTS });
+  await insertRows(db, 'shipments', SHIPMENT_COLUMNS, made.shipments, {
+    business_id: businessId,
+    ...SHIPMENT_CONSTANTS,
+  });
   await made.projections.insert(db);
   await made.events.insert(db);
 }

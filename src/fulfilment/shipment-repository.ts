@@ -1,6 +1,17 @@
 import { sql, type Insertable, type Selectable, type SqlBool, type Updateable } from 'kysely';
-import { forUpdate } from '../db/dialect.ts';
-import { applyListFilters, fetchPage, type Page, type Paging, type PropertyFilter } from '../db/list.ts';
+import { forUpdate, notIndexed } from '../db/dialect.ts';
+import {
+  applyListFilters,
+  beforeInListOrder,
+  countOf,
+  fetchPage,
+  nextOf,
+  offsetOf,
+  pastTheEnd,
+  type Page,
+  type Paging,
+  type PropertyFilter,
+} from '../db/list.ts';
 import type { Db } from '../db/types.ts';
 import { readJson } from '../lib/json.ts';
 import { toIso } from '../lib/time.ts';
@@ -87,8 +98,78 @@ export async function listShipments(
     includeDeleted: true,
   });
   if (options.orderId) query = query.where('order_id', '=', options.orderId);
-  if (options.modifiedSince) query = query.where(sql<SqlBool>`${sql.ref('updated_at')} > ${options.modifiedSince}`);
+  if (options.modifiedSince) return changedPage(db, businessId, query, options.modifiedSince, options);
   return fetchPage(query.selectAll(), options, async (rows) => rows.map(toShipment));
+}
+
+type ShipmentsQuery = ReturnType<typeof shipmentsOf>;
+const shipmentsOf = (db: Db) => db.selectFrom('shipments');
+const listOrder = (a: ShipmentRow, b: ShipmentRow) => {
+  const [x, y] = [toIso(a.created_at)!, toIso(b.created_at)!];
+  return x !== y ? (x < y ? 1 : -1) : a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+};
+
+/**
+ * A page of the shipments changed since `since`, in two parts read each by its index and merged:
+ * those created after it (all changed since, as updated_at >= created_at), the created index
+ * walked in list order for a page's rows; and those created before it and changed since, from
+ * the (updated_at, created_at) index. So a page costs its rows and the window's index entries,
+ * never a walk of the older shipments that did not change.
+ */
+async function changedPage(
+  db: Db,
+  businessId: string,
+  query: ShipmentsQuery,
+  since: string,
+  paging: Paging,
+): Promise<Page<Shipment>> {
+  const changed = query.where(sql<SqlBool>`${sql.ref('updated_at')} > ${since}`);
+  const total = await countOf(changed);
+  const empty = { items: [], total, page: paging.page, pageSize: paging.limit, next: null };
+  if (!paging.after && pastTheEnd(total, paging)) return empty;
+  const skip = paging.after ? 0 : offsetOf(paging.page, paging.limit);
+  const take = skip + paging.limit;
+  const recent = await (paging.after ? query.where(beforeInListOrder(paging.after)) : query)
+    .where(sql<SqlBool>`${sql.ref('created_at')} > ${since}`)
+    .selectAll()
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(take)
+    .execute();
+  // A first walk (since before the first shipment) has no older part, and need not scan the window for one.
+  const first = await db
+    .selectFrom('shipments')
+    .select('created_at')
+    .where('business_id', '=', businessId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirst();
+  if (!first || toIso(first.created_at)! > since) return pageOf(recent, skip, paging, total);
+  // created_at kept from leading the plan (SQLite would walk the created index back to the first shipment to skip a sort).
+  const created = notIndexed(db, 'created_at');
+  const older = await (paging.after
+    ? changed.where(sql<SqlBool>`(${created}, ${sql.ref('id')}) < (${paging.after.createdAt}, ${paging.after.id})`)
+    : changed
+  )
+    .where(sql<SqlBool>`${created} <= ${since}`)
+    .selectAll()
+    .orderBy(created, 'desc')
+    .orderBy('id', 'desc')
+    .limit(take)
+    .execute();
+  return pageOf([...recent, ...older].sort(listOrder), skip, paging, total);
+}
+
+function pageOf(sorted: ShipmentRow[], skip: number, paging: Paging, total: number): Page<Shipment> {
+  const rows = sorted.slice(skip, skip + paging.limit);
+  return {
+    items: rows.map(toShipment),
+    total,
+    page: paging.page,
+    pageSize: paging.limit,
+    next: nextOf(rows, paging, total),
+  };
 }
 
 /** Shipments of the business after `afterId`, in id order: one page of an export. */

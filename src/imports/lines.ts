@@ -8,7 +8,7 @@ import { type ApiError, validationError } from '../lib/errors.ts';
  * name an earlier line's record by that line's `ref`: `{"$ref": "tea"}` for its id,
  * `{"$ref": "tea", "variant": 0}` for an item line's first variant.
  */
-export const RESOURCES = ['item', 'buyer', 'price_list', 'order', 'invoice'] as const;
+export const RESOURCES = ['item', 'buyer', 'price_list', 'order', 'invoice', 'acknowledgement', 'shipment'] as const;
 export type ResourceName = (typeof RESOURCES)[number];
 export const OPS = ['create', 'patch', 'upsert'] as const;
 
@@ -40,6 +40,7 @@ export const ImportLine = Type.Object(
     ),
     id: Type.Optional(Reference),
     buyerId: Type.Optional(Reference),
+    orderId: Type.Optional(Reference),
     data: Type.Object({}, { additionalProperties: true }),
     match: Type.Optional(
       Type.String({
@@ -68,6 +69,8 @@ export interface ParsedLine {
   ref: string | null;
   id?: string;
   buyerId?: string;
+  /** The order an acknowledgement or a shipment is of (the single call's path names it). */
+  orderId?: string;
   data: Record<string, unknown>;
   match?: string;
   patch?: Record<string, unknown>;
@@ -101,7 +104,7 @@ const UNRESOLVED = 'dry_run_record';
 export const TOO_LONG = '\u0000too long';
 
 /**
- * Replaces every reference in the line (`id`, `buyerId`, and `{"$ref": ...}` objects anywhere in
+ * Replaces every reference in the line (`id`, `buyerId`, `orderId`, and `{"$ref": ...}` objects anywhere in
  * `data`) with the id it names. `find` reads an earlier line's result by its ref; a reference to an
  * unknown ref, a failed line, or a variant the item does not have is the line's error.
  */
@@ -166,6 +169,7 @@ export async function resolveReferences(
     ...line,
     id: await top(line.id, 'id'),
     buyerId: await top(line.buyerId, 'buyerId'),
+    orderId: await top(line.orderId, 'orderId'),
     data: (await walk(line.data, '', 0)) as Record<string, unknown>,
     ...(line.patch === undefined ? {} : { patch: (await walk(line.patch, 'patch', 0)) as Record<string, unknown> }),
   };

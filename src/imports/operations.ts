@@ -17,6 +17,11 @@ import { createOrder } from '../orders/service.ts';
 import { listOrders } from '../orders/read-model/index.ts';
 import { patchOrder } from '../orders/patch-service.ts';
 import { CreatePriceListBody } from '../pricing/schema.ts';
+import { CreateAcknowledgementBody } from '../fulfilment/acknowledgement-schema.ts';
+import { acknowledgeOrder } from '../fulfilment/acknowledgement-service.ts';
+import { listShipments } from '../fulfilment/shipment-repository.ts';
+import { CreateShipmentBody, UpdateShipmentBody } from '../fulfilment/shipment-schema.ts';
+import { createShipment, patchShipment } from '../fulfilment/shipment-service.ts';
 import { createPriceList } from '../pricing/service.ts';
 import type { WriteContext } from '../write/runner.ts';
 import type { Db } from '../db/types.ts';
@@ -55,6 +60,14 @@ interface Operation {
 }
 
 const firstTwo = { page: 1, limit: 2, includeDeleted: false } as const;
+
+const NEEDS_ORDER = { acknowledgement: true, shipment: true };
+
+/** The order an acknowledgement or shipment line is of: its `orderId`, as the single call's path names it. */
+function orderOf(line: ParsedLine): string {
+  if (line.orderId === undefined) throw validationError({ orderId: `Required: the order the ${line.resource} is of` });
+  return line.orderId;
+}
 const ids = (page: { items: { id: string }[] }) => page.items.map((r) => r.id);
 
 /** A patch's result; one that would change nothing writes nothing (src/write/update.ts). */
@@ -146,6 +159,34 @@ const OPERATIONS: Record<ResourceName, Operation> = {
       matching: async (db, businessId, property) => ids(await listInvoices(db, businessId, { ...firstTwo, property })),
     },
   },
+  acknowledgement: {
+    area: 'fulfilment',
+    create: {
+      check: compileBody(CreateAcknowledgementBody),
+      apply: async (ctx, data, line) => ({
+        outcome: 'created',
+        id: (await acknowledgeOrder(ctx, orderOf(line), data)).id,
+      }),
+    },
+  },
+  shipment: {
+    area: 'fulfilment',
+    create: {
+      check: compileBody(CreateShipmentBody),
+      apply: async (ctx, data, line) => ({
+        outcome: 'created',
+        id: (await createShipment(ctx, orderOf(line), data)).resource.id,
+      }),
+    },
+    patch: {
+      check: compileBody(UpdateShipmentBody),
+      apply: async (ctx, id, data) => patched(await patchShipment(ctx, id, data, undefined)),
+    },
+    keyed: {
+      properties: (data) => data.properties,
+      matching: async (db, businessId, property) => ids(await listShipments(db, businessId, { ...firstTwo, property })),
+    },
+  },
 };
 
 /**
@@ -167,6 +208,8 @@ export function checkOperation(line: ParsedLine, scopes: Scope[] | null): void {
   if (!offered.includes(line.op))
     throw validationError({ op: `A ${line.resource} line takes op ${offered.join(' or ')}` });
   if (line.op === 'patch' && line.id === undefined) throw validationError({ id: 'Required: the record to patch' });
+  if (line.orderId !== undefined && (line.op === 'patch' || !(line.resource in NEEDS_ORDER)))
+    throw validationError({ orderId: 'Only an acknowledgement or shipment line that creates takes orderId' });
   if (line.op === 'upsert') {
     if (line.match === undefined)
       throw validationError({

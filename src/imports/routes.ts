@@ -20,7 +20,7 @@ export interface ImportRouteDeps extends RouteDeps {
 
 /**
  * Bulk imports (docs/decisions/0044-bulk-import.md): a file of NDJSON lines, each a create or patch
- * of an item, buyer, price list, order or invoice, received whole and then applied line by line by
+ * of an item, buyer, price list, order, invoice, acknowledgement or shipment, received whole and then applied line by line by
  * the instances' import workers (src/imports/worker.ts).
  */
 export async function importRoutes(app: ApiInstance, deps: ImportRouteDeps): Promise<void> {
@@ -37,14 +37,17 @@ export async function importRoutes(app: ApiInstance, deps: ImportRouteDeps): Pro
       schema: {
         tags,
         operationId: 'createImport',
-        summary: 'Import a file of records: items, buyers, price lists, orders and invoices',
+        summary:
+          'Import a file of records: items, buyers, price lists, orders, invoices, acknowledgements and shipments',
         description:
           'The body is NDJSON (Content-Type: application/x-ndjson), up to IMPORT_MAX_BYTES (1 GB by default). Each line is ' +
-          '{"op": "create" | "patch", "resource": "item" | "buyer" | "price_list" | "order" | "invoice", ' +
-          '"ref": "<your key for the line>", ' +
-          '"id": "<the record, for patch>", "buyerId": "<the buyer, for an order create>", "data": {<the body the single call takes>}}. ' +
-          'Anywhere in data, and as id or buyerId, {"$ref": "<an earlier line\'s ref>"} names the record that line made or patched, ' +
-          'and {"$ref": "<an item line\'s ref>", "variant": 0} its first variant. Answers 202 once the whole file is received; the ' +
+          '{"op": "create" | "patch" | "upsert", "resource": "item" | "buyer" | "price_list" | "order" | "invoice" | "acknowledgement" | ' +
+          '"shipment", "ref": "<your key for the line>", "id": "<the record, for patch>", ' +
+          '"buyerId": "<the buyer, for an order create>", ' +
+          '"orderId": "<the order, for an acknowledgement or shipment create>", "data": {<the body the single call takes>}}. ' +
+          'Anywhere in data, and as id, buyerId or orderId, {"$ref": "<an earlier line\'s ref>"} ' +
+          'names the record that line made or patched, and {"$ref": "<an item line\'s ref>", "variant": 0} its first variant. ' +
+          'Answers 202 once the whole file is received; the ' +
           'lines are then applied in order, each exactly once, in the background (GET /api/v1/imports/{id} shows progress, ' +
           "/results each line's outcome). The same Idempotency-Key with the same file answers the same import.",
         querystring: CreateImportQuery,

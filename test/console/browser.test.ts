@@ -356,6 +356,39 @@ describeEachBackend(
         },
       });
       assert.equal(hook.status, 201);
+      const shipped = await createOrder(ctx(), tenant, fixture, {
+        orderItems: [
+          { itemVariantId: fixture.variantIds[0], quantity: 50 },
+          { itemVariantId: fixture.variantIds[1], quantity: 10 },
+        ],
+      });
+      const [a, b] = shipped.orderItems.map((i: { id: string }) => i.id);
+      assert.equal(
+        (
+          await ctx().request('POST', `/api/v1/orders/${shipped.id}/acknowledgements`, {
+            as: tenant,
+            body: { lines: [{ orderItemId: b, decision: 'BACKORDERED', expectedAt: '2030-02-01T00:00:00Z' }] },
+          })
+        ).status,
+        201,
+      );
+      const shipment = await ctx().request('POST', `/api/v1/orders/${shipped.id}/shipments`, {
+        as: tenant,
+        body: {
+          carrier: { name: 'UPS', scac: 'UPSN' },
+          trackingNumbers: ['1Z999AA10123456784', '1Z999AA10123456785'],
+          externalReference: 'ASN-2030-000123',
+          packages: [
+            {
+              sscc: '000123456000000012',
+              weight: { value: 12.5, unit: 'kg' },
+              dimensions: { length: 40, width: 30, height: 20, unit: 'cm' },
+              lines: [{ orderItemId: a, quantity: 30 }],
+            },
+          ],
+        },
+      });
+      assert.equal(shipment.status, 201, JSON.stringify(shipment.body));
       const viewer = await ctx()
         .db.selectFrom('users')
         .select('id')
@@ -369,6 +402,8 @@ describeEachBackend(
         'webhook-disable': `/console/webhooks/${hook.body.id}/disable`,
         'orders-list': '/console/orders',
         'order-page': `/console/orders/${order.id}`,
+        'order-shipped': `/console/orders/${shipped.id}`,
+        shipments: '/console/shipments',
         'events-feed': '/console/events',
         imports: '/console/imports',
         'team-page': '/console/team',

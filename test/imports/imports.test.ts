@@ -634,7 +634,18 @@ describeEachBackend('bulk import', (ctx) => {
   it('gives every hostile line a result of its own, and never stops short of the end', async () => {
     const t = await ctx().createTenant();
     const ops = fc.constantFrom('create', 'patch', 'upsert', 'CREATE', '', 1, null);
-    const resources = fc.constantFrom('item', 'buyer', 'price_list', 'order', 'invoice', 'webhook', '__proto__', 7);
+    const resources = fc.constantFrom(
+      'item',
+      'buyer',
+      'price_list',
+      'order',
+      'invoice',
+      'acknowledgement',
+      'shipment',
+      'webhook',
+      '__proto__',
+      7,
+    );
     const reference = fc.oneof(
       fc.string({ maxLength: 8 }),
       fc.record(
@@ -653,6 +664,7 @@ describeEachBackend('bulk import', (ctx) => {
             ref: fc.option(fc.string({ maxLength: 4 }), { nil: undefined }),
             id: fc.option(reference, { nil: undefined }),
             buyerId: fc.option(reference, { nil: undefined }),
+            orderId: fc.option(reference, { nil: undefined }),
             data: fc.oneof(
               fc.jsonValue({ maxDepth: 3 }),
               fc.record(

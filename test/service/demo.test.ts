@@ -325,6 +325,71 @@ for (const backend of backends) {
       }
     });
 
+    it('ships every shipped order in full, about one shipment an order, with events that rebuild each shipment as GET shows it', async () => {
+      const { db } = database.handle;
+      const shipments = await db
+        .selectFrom('shipments')
+        .select(['id', 'order_id'])
+        .where('business_id', '=', demo.businessId)
+        .execute();
+      assert.equal(shipments.length, demo.shipments);
+      assert.ok(
+        demo.shipments > ORDERS * 0.8 && demo.shipments < ORDERS * 1.2,
+        `about one shipment an order: ${demo.shipments}`,
+      );
+      const orders = await db
+        .selectFrom('orders')
+        .select(['id', 'status', 'shipped_at', 'deleted_at'])
+        .where('business_id', '=', demo.businessId)
+        .execute();
+      const shippedOrders = orders.filter(
+        (o) => ['IN_TRANSIT', 'DELIVERED', 'RETURNED'].includes(o.status) && o.deleted_at === null,
+      );
+      assert.deepEqual(new Set(shipments.map((s) => s.order_id)), new Set(shippedOrders.map((o) => o.id)));
+      const events: any[] = [];
+      for (let after = 0; ; ) {
+        const page = await get(`/api/v1/events?after=${after}&limit=1000&types=shipment.*`);
+        events.push(...page.body.items);
+        after = page.body.lastSequence;
+        if (!page.body.hasMore) break;
+      }
+      assert.equal(events.filter((e) => e.type === 'shipment.created').length, demo.shipments);
+      const byOrder = new Map<string, any[]>();
+      for (const e of events) {
+        const shown = await app.inject({
+          method: 'GET',
+          url: `/api/v1/shipments/${e.resourceId}`,
+          headers: { 'x-business-id': demo.businessId, 'x-api-key': demo.apiKey },
+        });
+        assert.equal(JSON.stringify(e.data.object), JSON.stringify(shown.json()), `${e.type} ${e.resourceId}`);
+        assert.equal(e.occurredAt, e.data.object[e.type === 'shipment.created' ? 'createdAt' : 'updatedAt']);
+        if (e.type === 'shipment.created')
+          byOrder.set(e.data.object.orderId, [...(byOrder.get(e.data.object.orderId) ?? []), e.data.object]);
+      }
+      // Each shipped order: every line shipped exactly once in full, the last shipment at the order's shippedAt.
+      for (const order of shippedOrders.slice(0, 200)) {
+        const got = (await get(`/api/v1/orders/${order.id}`)).body;
+        const held = new Map<string, number>();
+        for (const s of byOrder.get(order.id)!) {
+          assert.equal(s.status, order.status);
+          for (const l of s.lines) held.set(l.orderItemId, (held.get(l.orderItemId) ?? 0) + l.quantity);
+          const inPackages = s.packages.flatMap((p: any) => p.lines).reduce((n: number, l: any) => n + l.quantity, 0);
+          assert.equal(
+            inPackages,
+            s.lines.reduce((n: number, l: any) => n + l.quantity, 0),
+          );
+          assert.ok(s.packages.every((p: any) => /^\d{18}$/.test(p.sscc)));
+        }
+        assert.deepEqual(held, new Map(got.orderItems.map((i: any) => [i.id, i.quantity])));
+        assert.equal(
+          Math.max(...byOrder.get(order.id)!.map((s) => Date.parse(s.shippedAt))),
+          Date.parse(got.shippedAt),
+        );
+      }
+      const listed = await get('/api/v1/shipments?modifiedSince=2000-01-01T00:00:00Z&limit=5');
+      assert.equal(listed.body.total, demo.shipments);
+    });
+
     it('numbers orders SO-000001 upwards in createdAt order, and the counter continues from there', async () => {
       const { db } = database.handle;
       const refs = await db
