@@ -57,7 +57,7 @@ export class Replica {
     this.connect = () => prepared.connect();
     this.openSnapshot = postgresSnapshots(this.pool);
     this.#replay = new SharedQuery(async () => {
-      const { rows } = await this.pool.query<{ replayed: string | null }>(
+      const { rows } = await this.#query<{ replayed: string | null }>(
         'select pg_last_wal_replay_lsn()::text as replayed',
       );
       return rows[0]?.replayed ? parsePosition(rows[0].replayed) : null;
@@ -85,13 +85,14 @@ export class Replica {
   /** The periodic check: up when it answers, is a standby, and replays the primary's cluster. */
   async probe(primary: Position | null, primarySystem: string | null): Promise<void> {
     try {
-      const { rows } = await this.pool.query<{
+      const { rows } = await this.#query<{
         recovering: boolean;
         replayed: string | null;
         received: string | null;
         behind: number | null;
         system: string;
       }>(PROBE);
+
       const row = rows[0]!;
       if (!row.recovering || row.replayed === null) return this.takeOut('not a standby (pg_is_in_recovery() is false)');
       if (primarySystem !== null && row.system !== primarySystem)
@@ -105,6 +106,19 @@ export class Replica {
       this.reason = null;
     } catch (error) {
       this.takeOut((error as Error).message);
+    }
+  }
+
+  /** `pool.query` would hand its callback to a client whose `query` preparingPool replaced: a client of its own. */
+  async #query<R extends pg.QueryResultRow>(text: string): Promise<pg.QueryResult<R>> {
+    const client = await this.connect();
+    try {
+      const result = await client.query<R>(text);
+      client.release();
+      return result;
+    } catch (error) {
+      client.release(error as Error);
+      throw error;
     }
   }
 
