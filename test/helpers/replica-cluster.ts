@@ -20,6 +20,9 @@ export interface ReplicatedCluster {
   /** Runs one statement on the replica (`select pg_wal_replay_pause()`). */
   onReplica(statement: string): Promise<unknown[]>;
   onPrimary(statement: string): Promise<unknown[]>;
+  /** Stops the replica (fast shutdown), as when its machine goes away; `startReplica` brings it back. */
+  stopReplica(): Promise<void>;
+  startReplica(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -122,22 +125,30 @@ export async function startReplicatedCluster(database = 'supplyline'): Promise<R
       'fast',
       '--no-sync',
     ]);
-    await asPostgres(join(bin, 'pg_ctl'), [
-      '-D',
-      replicaDir,
-      '-o',
-      options(replicaPort),
-      '-l',
-      join(dir, 'replica.log'),
-      '-w',
-      'start',
-    ]);
+    const startReplica = () =>
+      asPostgres(join(bin, 'pg_ctl'), [
+        '-D',
+        replicaDir,
+        '-o',
+        options(replicaPort),
+        '-l',
+        join(dir, 'replica.log'),
+        '-w',
+        'start',
+      ]);
+    await startReplica();
     started.push(replicaDir);
     return {
       primaryUrl: (db = database) => url(primaryPort, db),
       replicaUrl: (db = database) => url(replicaPort, db),
       onReplica: (statement) => run(replicaPort, statement),
       onPrimary: (statement) => run(primaryPort, statement),
+      stopReplica: async () => {
+        await asPostgres(join(bin, 'pg_ctl'), ['-D', replicaDir, '-m', 'fast', '-w', 'stop']);
+      },
+      startReplica: async () => {
+        await startReplica();
+      },
       stop,
     };
   } catch (error) {
