@@ -21,8 +21,13 @@ import { testListTuning } from './orders.ts';
 
 export type BackendName = 'sqlite' | 'postgres';
 
-/** SQLite always; PostgreSQL too when TEST_DATABASE_URL is set. */
-export const backends: BackendName[] = ['sqlite', ...(process.env.TEST_DATABASE_URL ? ['postgres' as const] : [])];
+/**
+ * SQLite always; PostgreSQL too when TEST_DATABASE_URL is set. With TEST_DATABASE_REPLICA_URL
+ * (npm run test:replica) PostgreSQL only: the run is about routing reads, SQLite ran in `npm test`.
+ */
+export const backends: BackendName[] = process.env.TEST_DATABASE_REPLICA_URL
+  ? ['postgres']
+  : ['sqlite', ...(process.env.TEST_DATABASE_URL ? ['postgres' as const] : [])];
 
 /**
  * TEST_DATABASE_REPLICA_URL: a streaming replica of TEST_DATABASE_URL's cluster (scripts/test-with-replica.ts

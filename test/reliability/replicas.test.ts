@@ -243,6 +243,38 @@ describe('Reads from a streaming replica, three instances', () => {
     assert.equal((await metric([s!], 'supplyline_reads_total{target="primary"}')) - before, 1);
   });
 
+  it('wakes a long poll served by the replica for a commit the paused replica lacks, by reading again where it is', {
+    skip: skip ?? false,
+  }, async () => {
+    const [s] = servers;
+    const { variantId, buyerId } = await createCatalogue(s!.base, t);
+    const last = (await call(s!.base, 'GET', '/api/v1/events?after=0&limit=1', { as: t })).body;
+    const head = (await call(s!.base, 'GET', `/api/v1/events?after=${last.lastSequence}&limit=1000`, { as: t })).body;
+    const after = head.items.at(-1)?.sequence ?? last.lastSequence;
+    await until('a read goes to the replica', async () => {
+      const before = await metric([s!], 'supplyline_reads_total{target="replica"}');
+      await call(s!.base, 'GET', `/api/v1/events?after=${after}&limit=1`, { as: t });
+      return (await metric([s!], 'supplyline_reads_total{target="replica"}')) > before;
+    });
+    const waiting = call(s!.base, 'GET', `/api/v1/events?after=${after}&limit=100&wait=8`, { as: t });
+    await sleep(300);
+    await cluster!.onReplica('select pg_wal_replay_pause()');
+    try {
+      const created = await call(servers[1]!.base, 'POST', `/api/v1/buyers/${buyerId}/orders`, {
+        as: t,
+        body: orderBody(variantId),
+      });
+      assert.equal(created.status, 201);
+      const page = (await waiting).body;
+      assert.ok(
+        page.items.some((e: any) => e.resourceId === created.body.id),
+        `the woken poll read ${JSON.stringify(page.items.map((e: any) => e.type))}`,
+      );
+    } finally {
+      await cluster!.onReplica('select pg_wal_replay_resume()');
+    }
+  });
+
   it('reports the replica in /readyz and /metrics, takes it out when it stops, and back when it returns', {
     skip: skip ?? false,
   }, async () => {
