@@ -34,8 +34,9 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/** `pg_config --bindir`, else Debian's PostgreSQL 15 (pg_config comes with postgresql-common or libpq-dev). */
 async function bindir(): Promise<string> {
-  const { stdout } = await exec('pg_config', ['--bindir']);
+  const { stdout } = await exec('pg_config', ['--bindir']).catch(() => ({ stdout: '/usr/lib/postgresql/15/bin' }));
   return stdout.trim();
 }
 

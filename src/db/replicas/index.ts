@@ -166,23 +166,22 @@ export class ReadReplicas {
     const primary: Choice = { target: 'primary', ...this.#primary };
     const live = this.replicas.filter((r) => r.up);
     let choice = primary;
-    if (live.length > 0) {
-      const [position, replayed] = await Promise.all([
-        this.positionNow().catch(() => null),
-        Promise.all(live.map((r) => r.replay())),
-      ]);
-      if (position !== null) {
-        read.position = position;
-        const needed = read.after !== null && read.after > position ? read.after : position;
-        const first = this.#turn++ % live.length;
-        for (let i = 0; i < live.length; i++) {
-          const at = (first + i) % live.length;
-          const replica = live[at]!;
-          const replay = replayed[at];
-          if (replay !== null && replay !== undefined && replay >= needed) {
-            choice = { target: 'replica', connect: replica.connect, openSnapshot: replica.openSnapshot, replica };
-            break;
-          }
+    // Read even when no replica is live, so that every read's answer names its position.
+    const [position, replayed] = await Promise.all([
+      this.positionNow().catch(() => null),
+      Promise.all(live.map((r) => r.replay())),
+    ]);
+    if (position !== null) {
+      read.position = position;
+      const needed = read.after !== null && read.after > position ? read.after : position;
+      const first = live.length > 0 ? this.#turn++ % live.length : 0;
+      for (let i = 0; i < live.length; i++) {
+        const at = (first + i) % live.length;
+        const replica = live[at]!;
+        const replay = replayed[at];
+        if (replay !== null && replay !== undefined && replay >= needed) {
+          choice = { target: 'replica', connect: replica.connect, openSnapshot: replica.openSnapshot, replica };
+          break;
         }
       }
     }
