@@ -17,6 +17,8 @@ import type { RouteDeps } from './http/types.ts';
 import { registerDocs } from './http/openapi.ts';
 import { registerCors } from './http/cors.ts';
 import { registerHealth, type Lifecycle } from './http/health.ts';
+import { registerReadRouting, registerReplicaMetrics } from './http/read-routing.ts';
+import type { ReadReplicas } from './db/replicas/index.ts';
 import { memoryBuckets, type BucketSettings, type Buckets, type RateLimiter } from './http/rate-limit.ts';
 import { ErrorResponse } from './http/schema.ts';
 import { validatorCompiler } from './lib/validation.ts';
@@ -70,13 +72,17 @@ export interface AppDeps {
   lifecycle?: Lifecycle;
   /** The order list plan's size thresholds; tests take the plans they test with them. */
   orderListTuning?: ListTuning;
+  /** Streaming replicas the API's and the console's reads may use (DATABASE_REPLICA_URLS; src/db/replicas). */
+  replicas?: ReadReplicas;
 }
 
 export type App = FastifyInstance;
 
 /** The composition root: every plugin, route and piece of background work, registered in one readable block. */
 export async function createApp(deps: AppDeps) {
-  const { db, config, rateLimiter } = deps;
+  const { db, config, rateLimiter, replicas } = deps;
+  // What routes read through: the primary, or with replicas the database each read chooses.
+  const readDb = replicas?.db ?? db;
   const clock = deps.clock ?? Date.now;
   const errorHandler = createErrorHandler(config.bodyLimitBytes);
   const app = Fastify(fastifyOptions(config, deps.logger, errorHandler)).withTypeProvider<TypeBoxTypeProvider>();
@@ -98,7 +104,8 @@ export async function createApp(deps: AppDeps) {
   await registerCors(app, config.corsOrigins);
   registerRequestBasics(app);
   await registerDocs(app);
-  registerHealth(app, db, deps.lifecycle);
+  registerHealth(app, db, deps.lifecycle, replicas);
+  if (replicas) registerReplicaMetrics(registry, replicas);
 
   const events = deps.events ?? new EventBus();
   const orderCache = new RenderCache(config.responseCacheMb * 1024 * 1024);
@@ -127,10 +134,10 @@ export async function createApp(deps: AppDeps) {
   });
   const webhookSecrets = { box, allowPrivateNetworks: config.webhooks.allowPrivateNetworks };
   const routeDeps: RouteDeps = {
-    db,
+    db: readDb,
     runWrite: createRunWrite(writes),
     events,
-    openSnapshot: deps.openSnapshot ?? (() => snapshotsOf(db)()),
+    openSnapshot: deps.openSnapshot ?? (() => snapshotsOf(readDb)()),
     orderCache,
     cursors: new Cursors(box),
     orderListTuning: deps.orderListTuning ?? DEFAULT_LIST_TUNING,
@@ -146,6 +153,7 @@ export async function createApp(deps: AppDeps) {
         );
       };
       await api.register(apiKeyAuth, { authenticator, rateLimiter, bucket, refused });
+      registerReadRouting(api, replicas);
       // The API's own 404 handler, so that its hooks (authentication first) run for unknown paths too.
       api.setNotFoundHandler(answerNotFound);
       await itemRoutes(api, routeDeps);
@@ -167,19 +175,23 @@ export async function createApp(deps: AppDeps) {
   );
 
   // The supplier console: its own scope, with session cookies instead of API keys.
-  await app.register(async (scope) =>
-    consoleRoutes(scope, {
-      db,
+  await app.register(async (scope) => {
+    registerReadRouting(scope, replicas);
+    await consoleRoutes(scope, {
+      db: readDb,
       writes,
       clock,
       buckets: deps.buckets ?? memoryBuckets(clock),
       secureCookie: config.consoleCookieSecure,
       kickWebhooks: background.kickWebhooks,
       webhooks: webhookSecrets,
-    }),
-  );
+    });
+  });
 
-  app.addHook('onReady', async () => background.jobs.start());
+  app.addHook('onReady', async () => {
+    replicas?.start();
+    background.jobs.start();
+  });
   // Long polls answer at once when the server stops, rather than hold the shutdown; then background work stops, awaited.
   app.addHook('preClose', async () => {
     events.close();

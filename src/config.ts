@@ -23,6 +23,8 @@ export interface Config {
    * a pooler in transaction mode, which cannot keep a LISTEN), else DATABASE_URL.
    */
   readonly listenDatabaseUrl: string;
+  /** DATABASE_REPLICA_URLS: PostgreSQL streaming replicas of DATABASE_URL that reads may use (src/db/replicas); empty: none. */
+  readonly databaseReplicaUrls: readonly string[];
   /** PostgreSQL: how long a start or a CLI command waits for another instance's migrations (MIGRATION_LOCK_WAIT_SECONDS). */
   readonly migrationLockWaitMs: number;
   /** Memory for rendered orders (src/orders/render.ts), in MB; 0 turns the cache off. */
@@ -187,6 +189,21 @@ function directUrl(raw: string | undefined): string | undefined {
   return raw;
 }
 
+function replicaUrls(raw: string | undefined, primary: string): readonly string[] {
+  const urls = (raw ?? '')
+    .split(',')
+    .map((u) => u.trim())
+    .filter((u) => u !== '');
+  if (urls.length > 0 && !primary.startsWith('postgres'))
+    throw new ConfigError('DATABASE_REPLICA_URLS needs DATABASE_URL to be PostgreSQL: SQLite has no replicas');
+  for (const url of urls)
+    if (!/^postgres(ql)?:\/\/.+/.test(url) || !URL.canParse(url))
+      throw new ConfigError(
+        `DATABASE_REPLICA_URLS must be postgres:// URLs separated by commas, got '${url.replace(/:[^:@/]*@/, ':***@')}'`,
+      );
+  return Object.freeze(urls);
+}
+
 function metricsToken(raw: string | undefined): string | null {
   if (raw === undefined || raw === '') return null;
   if (raw.length < 16 || !/^[\x21-\x7e]+$/.test(raw))
@@ -225,6 +242,7 @@ export function loadConfig(env: Env = process.env): Config {
     authCacheMs: 4000,
     pgPreparedStatements: flag(env, 'PG_PREPARED_STATEMENTS', true),
     listenDatabaseUrl: databaseUrl(env.LISTEN_DATABASE_URL || directUrl(env.DATABASE_DIRECT_URL) || env.DATABASE_URL),
+    databaseReplicaUrls: replicaUrls(env.DATABASE_REPLICA_URLS, databaseUrl(env.DATABASE_URL)),
     migrationLockWaitMs: integer(env, 'MIGRATION_LOCK_WAIT_SECONDS', 60, 1, 86_400) * 1000,
     responseCacheMb: integer(env, 'RESPONSE_CACHE_MB', 32, 0, 4096),
     heapGrowingPercent: integer(env, 'HEAP_GROWING_PERCENT', 50, 0, 1000),

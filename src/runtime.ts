@@ -45,7 +45,11 @@ export async function openDatabase(
   config: Config,
   options: Parameters<typeof createDatabase>[1] = {},
 ): Promise<DatabaseHandle> {
-  const handle = createDatabase(config.databaseUrl, { prepare: config.pgPreparedStatements, ...options });
+  const handle = createDatabase(config.databaseUrl, {
+    prepare: config.pgPreparedStatements,
+    replicaUrls: config.databaseReplicaUrls,
+    ...options,
+  });
   try {
     await migrateToLatest(handle.db, handle.dialect, undefined, { waitMs: config.migrationLockWaitMs });
   } catch (error) {

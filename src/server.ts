@@ -67,6 +67,7 @@ async function main() {
     buckets: limits.buckets,
     logger,
     poolStats: handle.poolStats,
+    replicas: handle.replicas,
     processMetrics: true,
     events,
     secretBox,

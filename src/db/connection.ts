@@ -6,6 +6,7 @@ import pg from 'pg';
 import { preparingPool } from './pg-prepared.ts';
 import { postgresSnapshots, sqliteSnapshots, type OpenSnapshot } from './snapshot.ts';
 import { startCheckpointer, type Checkpointer, type CheckpointerOptions } from './sqlite-checkpointer.ts';
+import { ReadReplicas } from './replicas/index.ts';
 import { QueuedSqliteDialect } from './sqlite-dialect.ts';
 import { openSqliteDatabase } from './sqlite-driver.ts';
 import type { Database, Dialect } from './types.ts';
@@ -22,6 +23,8 @@ export interface DatabaseHandle {
   openSnapshot: OpenSnapshot;
   /** SQLite with `backgroundCheckpoints`: the thread that checkpoints the WAL. */
   checkpointer?: Checkpointer;
+  /** PostgreSQL with `replicaUrls`: reads routed to its replicas (src/db/replicas). */
+  replicas?: ReadReplicas;
 }
 
 const snapshots = new WeakMap<Kysely<Database>, OpenSnapshot>();
@@ -41,6 +44,8 @@ export interface DatabaseOptions {
   prepare?: boolean;
   /** SQLite file only: checkpoint the WAL on a thread of its own (sqlite-checkpointer.ts); the server's choice. */
   backgroundCheckpoints?: boolean | CheckpointerOptions;
+  /** PostgreSQL only: streaming replicas of it that reads may use (DATABASE_REPLICA_URLS). */
+  replicaUrls?: readonly string[];
 }
 
 function openSqlite(path: string, options: DatabaseOptions): { db: Kysely<Database>; checkpointer?: Checkpointer } {
@@ -63,7 +68,10 @@ function openSqlite(path: string, options: DatabaseOptions): { db: Kysely<Databa
   };
 }
 
-function openPostgres(url: string, options: DatabaseOptions): { db: Kysely<Database>; pool: pg.Pool } {
+function openPostgres(
+  url: string,
+  options: DatabaseOptions,
+): { db: Kysely<Database>; pool: pg.Pool; connect: () => Promise<pg.PoolClient> } {
   if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
     throw new Error('invalid schema name');
   }
@@ -79,8 +87,9 @@ function openPostgres(url: string, options: DatabaseOptions): { db: Kysely<Datab
   // and the pool drops the broken client when it is released.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const dialect = new PoolerSafePostgresDialect({ pool: preparingPool(pool, { naming: options.prepare !== false }) });
-  return { db: new Kysely<Database>({ dialect }), pool };
+  const prepared = preparingPool(pool, { naming: options.prepare !== false });
+  const dialect = new PoolerSafePostgresDialect({ pool: prepared });
+  return { db: new Kysely<Database>({ dialect }), pool, connect: () => prepared.connect() };
 }
 
 /** One Kysely object from DATABASE_URL: `sqlite:PATH` or `postgres://...`. */
@@ -96,15 +105,27 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     };
     return { db, dialect: 'sqlite', describe: `sqlite:${path}`, close, openSnapshot, checkpointer };
   }
-  const { db, pool } = openPostgres(url, options);
+  const { db, pool, connect } = openPostgres(url, options);
   const openSnapshot = postgresSnapshots(pool);
   snapshots.set(db, openSnapshot);
+  const replicas = options.replicaUrls?.length
+    ? new ReadReplicas(url, { connect, openSnapshot }, options.replicaUrls, {
+        schema: options.schema,
+        poolSize: options.poolSize,
+        prepare: options.prepare,
+      })
+    : undefined;
+  if (replicas) snapshots.set(replicas.db, replicas.openSnapshot);
   return {
     db,
     dialect: 'postgres',
     describe: url.replace(/:[^:@/]*@/, ':***@'),
-    close: () => db.destroy(),
+    close: async () => {
+      await replicas?.close();
+      await db.destroy();
+    },
     openSnapshot,
+    replicas,
     poolStats: () => ({
       total: pool.totalCount,
       idle: pool.idleCount,

@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { sendRendered } from '../http/rendered.ts';
 import { filterTakes } from '../log/filter.ts';
+import { readAgain } from '../db/replicas/index.ts';
 import { eventPageJson, renderEvents, resourceExists, type HistoryResource } from './repository.ts';
 import { EventPageResponse, eventsGoneResponse, ListEventsQuery, ResourceEventsQuery } from './schema.ts';
 
@@ -66,6 +67,8 @@ export async function eventRoutes(app: ApiInstance, { db, events }: RouteDeps) {
             return send(page);
           }
           await next.woken;
+          // The commit that woke it came after the request began: read where that commit is.
+          readAgain();
           if (gone.signal.aborted || Date.now() >= deadline)
             return send(await renderEvents(db, request.businessId, filter));
         }

@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { FastifyInstance } from 'fastify';
 import { pendingMigrations } from '../db/migrate.ts';
 import type { Database } from '../db/types.ts';
+import type { ReadReplicas } from '../db/replicas/index.ts';
 
 const READY_TIMEOUT_MS = 2000;
 
@@ -13,11 +14,14 @@ export interface Lifecycle {
 /**
  * Probes outside the API: `/livez` (alias `/healthz`), the process answers; `/readyz`, the database
  * answers in time, this release's migrations are applied, and no shutdown is under way (else 503).
+ * With replicas it lists each one's state and lag; a replica that is down leaves the instance ready,
+ * since its reads go to the primary.
  */
 export function registerHealth(
   app: FastifyInstance,
   db: Kysely<Database>,
   lifecycle: Lifecycle = { draining: () => false },
+  replicas?: ReadReplicas,
 ): void {
   const live = async () => ({ status: 'ok' });
   app.get('/livez', { schema: { hide: true } }, live);
@@ -44,8 +48,9 @@ export function registerHealth(
       check(),
       new Promise<string>((resolve) => setTimeout(resolve, READY_TIMEOUT_MS, 'database unavailable').unref()),
     ]);
+    const extra = replicas ? { replicas: replicas.status() } : {};
     return reply
       .code(reason === null ? 200 : 503)
-      .send(reason === null ? { status: 'ok' } : { status: 'unavailable', reason });
+      .send(reason === null ? { status: 'ok', ...extra } : { status: 'unavailable', reason, ...extra });
   });
 }

@@ -56,6 +56,12 @@ export const HEADERS = {
     required: true,
     schema: { type: 'string', examples: ['"3"'] },
   },
+  'Supplyline-Position': {
+    description:
+      'With read replicas (DATABASE_REPLICA_URLS): a point in the database this answer is at least at (a read) or after (a write), ' +
+      'e.g. `0/16B3740`. Send it back as Consistent-After to read no older than it.',
+    schema: { type: 'string', examples: ['0/16B3740'] },
+  },
   'Idempotent-Replayed': {
     description: '`true` when this is the stored answer to an earlier request with the same Idempotency-Key',
     schema: { type: 'string', enum: ['true'] },

@@ -27,6 +27,18 @@ const IDEMPOTENCY_HEADER = {
   ),
 };
 
+const CONSISTENT_AFTER_HEADER = {
+  'consistent-after': Type.Optional(
+    Type.String({
+      maxLength: 17,
+      pattern: '^([0-9]{1,16}|[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8})$',
+      description:
+        'Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. ' +
+        'Every read already sees every write committed before it began, on any instance; this names a point explicitly.',
+    }),
+  ),
+};
+
 const errorRef = (description: string) => ({ description, $ref: 'ErrorResponse#' });
 
 function errorResponses(method: string, url: string, namesOther: boolean) {
@@ -123,7 +135,11 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
       if (config?.etag) etags.add(key(method, url));
       if (config?.replays === false) noReplays.add(key(method, url));
       const own = (schema.headers as { properties?: Record<string, never> } | undefined)?.properties ?? {};
-      const headers = { ...(method === 'POST' || method === 'PATCH' ? IDEMPOTENCY_HEADER : {}), ...own };
+      const headers = {
+        ...(method === 'POST' || method === 'PATCH' ? IDEMPOTENCY_HEADER : {}),
+        ...(method === 'GET' ? CONSISTENT_AFTER_HEADER : {}),
+        ...own,
+      };
       const querystring = documentQuery(schema.querystring);
       const queryNames = Object.keys((querystring as JsonObject | undefined)?.properties ?? {});
       const rules = [
@@ -184,6 +200,7 @@ function decorateResponses(
       'RateLimit-Policy': ref('RateLimit-Policy'),
       ...(code === 429 || code === 503 ? { 'Retry-After': ref('Retry-After') } : {}),
       ...(etag && code < 300 ? { ETag: ref('ETag') } : {}),
+      ...(code < 300 ? { 'Supplyline-Position': ref('Supplyline-Position') } : {}),
       // Stored answers (2xx, and 4xx other than 400) of a POST or PATCH are replayed.
       ...(writes && code !== 400 && code < 500 ? { 'Idempotent-Replayed': ref('Idempotent-Replayed') } : {}),
       ...response.headers,

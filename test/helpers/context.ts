@@ -21,8 +21,26 @@ import { testListTuning } from './orders.ts';
 
 export type BackendName = 'sqlite' | 'postgres';
 
-/** SQLite always; PostgreSQL too when TEST_DATABASE_URL is set. */
-export const backends: BackendName[] = ['sqlite', ...(process.env.TEST_DATABASE_URL ? ['postgres' as const] : [])];
+/**
+ * SQLite always; PostgreSQL too when TEST_DATABASE_URL is set. With TEST_DATABASE_REPLICA_URL
+ * (npm run test:replica) PostgreSQL only: the run is about routing reads, SQLite ran in `npm test`.
+ */
+export const backends: BackendName[] = process.env.TEST_DATABASE_REPLICA_URL
+  ? ['postgres']
+  : ['sqlite', ...(process.env.TEST_DATABASE_URL ? ['postgres' as const] : [])];
+
+/**
+ * TEST_DATABASE_REPLICA_URL: a streaming replica of TEST_DATABASE_URL's cluster (scripts/test-with-replica.ts
+ * makes one). The PostgreSQL apps then route their reads to it, as DATABASE_REPLICA_URLS does; the
+ * database name is TEST_DATABASE_URL's, which each test process makes for itself.
+ */
+export function testReplicaUrls(primaryUrl: string): string[] | undefined {
+  const replica = process.env.TEST_DATABASE_REPLICA_URL;
+  if (!replica) return undefined;
+  const url = new URL(replica);
+  url.pathname = new URL(primaryUrl).pathname;
+  return [url.toString()];
+}
 
 export interface Tenant {
   businessId: string;
@@ -66,7 +84,7 @@ export async function createTestDatabase(backend: BackendName): Promise<TestData
   await admin.connect();
   await admin.query(`create schema ${schema}`);
   await admin.end();
-  const handle = createDatabase(url, { schema });
+  const handle = createDatabase(url, { schema, replicaUrls: testReplicaUrls(url) });
   await migrateToLatest(handle.db, handle.dialect);
   return {
     handle,
@@ -171,6 +189,7 @@ export async function createTestContext(backend: BackendName, options: ContextOp
     clock: options.clock,
     events: options.events?.(),
     orderListTuning: testListTuning,
+    replicas: database.handle.replicas,
   });
   app.addHook('onClose', async () => rateLimiter?.close());
   await app.ready();

@@ -195,6 +195,12 @@ describe('loadConfig', () => {
       loadConfig({ DATABASE_URL: pooled, DATABASE_DIRECT_URL: direct, LISTEN_DATABASE_URL: listen }).listenDatabaseUrl,
       listen,
     );
+    assert.deepEqual(c.databaseReplicaUrls, []);
+    assert.deepEqual(
+      loadConfig({ DATABASE_URL: direct, DATABASE_REPLICA_URLS: ' postgres://r1:5432/d, postgres://r2:5432/d ,' })
+        .databaseReplicaUrls,
+      ['postgres://r1:5432/d', 'postgres://r2:5432/d'],
+    );
     assert.ok(Object.isFrozen(c));
   });
 
@@ -215,6 +221,8 @@ describe('loadConfig', () => {
       { HEAP_GROWING_PERCENT: '2000' },
       { MIGRATION_LOCK_WAIT_SECONDS: '0' },
       { DATABASE_DIRECT_URL: 'sqlite:./x.db' },
+      { DATABASE_REPLICA_URLS: 'postgres://r:5432/d' },
+      { DATABASE_REPLICA_URLS: 'postgres://r:5432/d,mysql://r/d', DATABASE_URL: 'postgres://p:5432/d' },
     ];
     for (const env of bad) {
       const name = Object.keys(env)[0];

@@ -11,7 +11,7 @@ import {
   type QueryOf,
   type Snapshot,
 } from './resources.ts';
-import { createTransport, type Hooks, type RequestOptions, type RetryOptions } from './transport.ts';
+import { createTransport, type Consistency, type Hooks, type RequestOptions, type RetryOptions } from './transport.ts';
 import type { components, paths } from './types.ts';
 
 export {
@@ -24,7 +24,7 @@ export {
 } from './errors.ts';
 export type { EventPage, EventType, FollowOptions, ListEventsQuery, ResourceEvent, SupplylineEvent } from './events.ts';
 export type { ListQuery, Page, QueryOf, Snapshot } from './resources.ts';
-export type { Hooks, RequestOptions, RetryOptions } from './transport.ts';
+export type { Consistency, Hooks, RequestOptions, RetryOptions } from './transport.ts';
 export type { components, operations, paths } from './types.ts';
 export { VERSION } from './version.ts';
 
@@ -43,6 +43,11 @@ export interface ClientOptions {
   timeout?: number;
   hooks?: Hooks;
   fetch?: (request: Request, init?: RequestInit) => Promise<Response>;
+  /**
+   * `after-my-writes`: reads send `Consistent-After` with the latest `Supplyline-Position` seen, for
+   * servers that read from replicas (each call may pass its own `consistency`). Default `any`.
+   */
+  consistency?: Consistency;
 }
 
 const WEBHOOKS = '/api/v1/webhook-endpoints';
@@ -58,6 +63,7 @@ export function createSupplylineClient(options: ClientOptions) {
     retry: options.retry,
     timeout: options.timeout,
     hooks: options.hooks,
+    consistency: options.consistency,
   });
   // The typed openapi-fetch client, for anything else, through the same retries (it reads bodies itself).
   const raw: Client<paths> = createClient<paths>({
@@ -117,6 +123,8 @@ export function createSupplylineClient(options: ClientOptions) {
 
   return {
     raw,
+    /** The latest `Supplyline-Position` an answer carried, or null (a server without read replicas sends none). */
+    position: t.position,
     orders,
     items: {
       ...readable<Schemas['Item'], ListQuery<'listItems'>, QueryOf<'listItems'>>(t, '/api/v1/items'),

@@ -10,8 +10,18 @@ export interface RetryOptions {
   maxDelayMs?: number;
 }
 
+/**
+ * `after-my-writes`: every read sends `Consistent-After` with the latest `Supplyline-Position` this
+ * client has seen, so a server reading from replicas answers no older than that point. (Such a server
+ * already waits for every write committed before a read began; this names the point explicitly.)
+ * `any` (the default): no header.
+ */
+export type Consistency = 'after-my-writes' | 'any';
+
 /** What every method takes as its last argument. */
 export interface RequestOptions {
+  /** This call's consistency, instead of the client's. */
+  consistency?: Consistency;
   /**
    * The Idempotency-Key of a POST or PATCH. By default each call makes one and its retries reuse it;
    * pass your own (stored with the work) so that a retry after a restart cannot create a duplicate.
@@ -41,6 +51,8 @@ export interface TransportOptions {
   /** Default `timeout` of a call in ms (30 000). */
   timeout?: number;
   hooks?: Hooks;
+  /** Default consistency of reads (`any`). */
+  consistency?: Consistency;
 }
 
 export type Query = Record<string, string | number | boolean | undefined>;
@@ -68,6 +80,14 @@ export function retryAfterMs(value: string | null): number | null {
   if (/^\d+$/.test(value.trim())) return Number(value) * 1000;
   const at = Date.parse(value);
   return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
+}
+
+const POSITION = /^([0-9A-Fa-f]{1,8})\/([0-9A-Fa-f]{1,8})$/;
+
+/** A `Supplyline-Position` (`16/B374D848`) as a number to compare; null when it is not one. */
+export function positionValue(text: string | null): bigint | null {
+  const match = text ? POSITION.exec(text) : null;
+  return match ? (BigInt(`0x${match[1]}`) << 32n) + BigInt(`0x${match[2]}`) : null;
 }
 
 export const sleep = (ms: number, signal?: AbortSignal) =>
@@ -110,6 +130,13 @@ export function createTransport(options: TransportOptions) {
   const base = options.fetch ?? ((input: Request) => globalThis.fetch(input));
   const { maxAttempts = 5, baseDelayMs = 200, maxDelayMs = 10_000 } = options.retry ?? {};
   const defaultTimeout = options.timeout ?? 30_000;
+  /** The latest Supplyline-Position seen, and its value. */
+  let position: { text: string; value: bigint } | null = null;
+  const remember = (response: Response) => {
+    const text = response.headers.get('supplyline-position');
+    const value = positionValue(text);
+    if (value !== null && (position === null || value > position.value)) position = { text: text!, value };
+  };
 
   const url = (path: string, query: object = {}) => {
     const u = new URL(path, options.baseUrl);
@@ -125,6 +152,10 @@ export function createTransport(options: TransportOptions) {
       ...call.options?.headers,
     });
     if (call.body !== undefined) headers.set('Content-Type', 'application/json');
+    const consistency = call.options?.consistency ?? options.consistency ?? 'any';
+    const reads = call.method === 'GET' || call.method === 'HEAD';
+    if (consistency === 'after-my-writes' && reads && position && !headers.has('Consistent-After'))
+      headers.set('Consistent-After', position.text);
     if (call.options?.idempotencyKey) headers.set('Idempotency-Key', call.options.idempotencyKey);
     else if (WRITES.has(call.method) && !headers.has('Idempotency-Key'))
       headers.set('Idempotency-Key', crypto.randomUUID());
@@ -160,6 +191,7 @@ export function createTransport(options: TransportOptions) {
       } catch (error) {
         failure = error;
       }
+      if (response) remember(response);
       if (response)
         await Promise.resolve(options.hooks?.onResponse?.(response, request)).catch((error) => {
           clearTimeout(timer);
@@ -200,6 +232,8 @@ export function createTransport(options: TransportOptions) {
 
   return {
     url,
+    /** The latest Supplyline-Position an answer carried (a server with read replicas sends one), or null. */
+    position: () => position?.text ?? null,
     /** Any answer as a Response, its body unread, after the retries (the raw client's fetch). */
     fetch: (call: Call) =>
       execute(call, async (response) => response, { stream: true, anyStatus: true }) as Promise<Response>,

@@ -2292,6 +2292,8 @@ export interface components {
         "Retry-After": number;
         /** @description The resource's version, `"<version>"`; send it back as If-Match on PATCH to avoid lost updates */
         ETag: string;
+        /** @description With read replicas (DATABASE_REPLICA_URLS): a point in the database this answer is at least at (a read) or after (a write), e.g. `0/16B3740`. Send it back as Consistent-After to read no older than it. */
+        "Supplyline-Position": string;
         /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
         "Idempotent-Replayed": "true";
     };
@@ -2302,7 +2304,10 @@ export interface operations {
     exportItems: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2314,6 +2319,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     /** @description The last event whose effects the export holds */
                     "Supplyline-Event-Sequence"?: number;
                     [name: string]: unknown;
@@ -2512,7 +2518,10 @@ export interface operations {
                 /** @description true: the key is present (even when null); false: it is absent */
                 propertyExists?: boolean;
             };
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2524,6 +2533,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2739,6 +2749,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -2964,7 +2975,10 @@ export interface operations {
     getItem: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path: {
                 /**
                  * @description Resource id
@@ -2982,6 +2996,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3197,6 +3212,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3427,6 +3443,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -3673,7 +3690,10 @@ export interface operations {
     exportBuyers: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3685,6 +3705,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     /** @description The last event whose effects the export holds */
                     "Supplyline-Event-Sequence"?: number;
                     [name: string]: unknown;
@@ -3883,7 +3904,10 @@ export interface operations {
                 /** @description true: the key is present (even when null); false: it is absent */
                 propertyExists?: boolean;
             };
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3895,6 +3919,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4114,6 +4139,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -4339,7 +4365,10 @@ export interface operations {
     getBuyer: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path: {
                 /**
                  * @description Buyer id (the phantom id)
@@ -4357,6 +4386,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4588,6 +4618,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -4845,7 +4876,10 @@ export interface operations {
                 /** @description Only lists updated strictly after this time (RFC 3339) */
                 updatedSince?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4857,6 +4891,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5072,6 +5107,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -5297,7 +5333,10 @@ export interface operations {
     getPriceList: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path: {
                 /**
                  * @description Price list id
@@ -5315,6 +5354,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5512,7 +5552,10 @@ export interface operations {
     exportOrders: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5524,6 +5567,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     /** @description The last event whose effects the export holds */
                     "Supplyline-Event-Sequence"?: number;
                     [name: string]: unknown;
@@ -5741,6 +5785,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     ETag: components["headers"]["ETag"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -6012,7 +6057,10 @@ export interface operations {
                 /** @description true: the key is present (even when null); false: it is absent */
                 propertyExists?: boolean;
             };
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6024,6 +6072,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6226,6 +6275,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6463,7 +6513,10 @@ export interface operations {
     getOrder: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path: {
                 /**
                  * @description Order id
@@ -6482,6 +6535,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     ETag: components["headers"]["ETag"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6697,6 +6751,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6933,6 +6988,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     ETag: components["headers"]["ETag"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -7200,7 +7256,10 @@ export interface operations {
     exportInvoices: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7212,6 +7271,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     /** @description The last event whose effects the export holds */
                     "Supplyline-Event-Sequence"?: number;
                     [name: string]: unknown;
@@ -7412,7 +7472,10 @@ export interface operations {
                 /** @description Deprecated, taken until its sunset: true also lists invoice rows an operator marked deleted. Invoices have no soft delete in the API (DELETED is a status: filter with status=DELETED). Answered with Deprecation and Sunset headers */
                 includeDeleted?: boolean;
             };
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7424,6 +7487,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7628,6 +7692,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     ETag: components["headers"]["ETag"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -7874,7 +7939,10 @@ export interface operations {
     getInvoice: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path: {
                 /**
                  * @description Invoice id
@@ -7893,6 +7961,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     ETag: components["headers"]["ETag"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8129,6 +8198,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     ETag: components["headers"]["ETag"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -8396,7 +8466,10 @@ export interface operations {
     listOrderAcknowledgements: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path: {
                 /**
                  * @description Order id
@@ -8414,6 +8487,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8649,6 +8723,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -8895,7 +8970,10 @@ export interface operations {
     exportShipments: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8907,6 +8985,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     /** @description The last event whose effects the export holds */
                     "Supplyline-Event-Sequence"?: number;
                     [name: string]: unknown;
@@ -9093,7 +9172,10 @@ export interface operations {
                 /** @description Continues a list from a page's nextCursor: the next page holds the records after that page's last one, so a walk yields every record that stays in the list exactly once, whatever is created, changed or deleted meanwhile. Send it with the same filters (limit may change); a cursor of another list, business or filters, or an altered one, is refused (400) */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path: {
                 /**
                  * @description Order id
@@ -9111,6 +9193,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9361,6 +9444,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     ETag: components["headers"]["ETag"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -9628,7 +9712,10 @@ export interface operations {
                 /** @description true: the key is present (even when null); false: it is absent */
                 propertyExists?: boolean;
             };
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -9640,6 +9727,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9817,7 +9905,10 @@ export interface operations {
     getShipment: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path: {
                 /**
                  * @description Shipment id
@@ -9836,6 +9927,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     ETag: components["headers"]["ETag"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10051,6 +10143,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10283,6 +10376,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     ETag: components["headers"]["ETag"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -10563,7 +10657,10 @@ export interface operations {
                 /** @description Long poll: when no event matches yet, hold the request up to this many seconds and answer as soon as one is committed (through any instance); an empty page when the time is up */
                 wait?: Ints0To30;
             };
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10575,6 +10672,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10777,7 +10875,10 @@ export interface operations {
                 /** @description Page size, 1 to 1000 */
                 limit?: Ints1To1000;
             };
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path: {
                 /**
                  * @description Order id
@@ -10795,6 +10896,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11017,7 +11119,10 @@ export interface operations {
                 /** @description Page size, 1 to 1000 */
                 limit?: Ints1To1000;
             };
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path: {
                 /**
                  * @description Item id
@@ -11035,6 +11140,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11257,7 +11363,10 @@ export interface operations {
                 /** @description Page size, 1 to 1000 */
                 limit?: Ints1To1000;
             };
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path: {
                 /**
                  * @description Buyer id
@@ -11275,6 +11384,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11497,7 +11607,10 @@ export interface operations {
                 /** @description Page size, 1 to 1000 */
                 limit?: Ints1To1000;
             };
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path: {
                 /**
                  * @description Invoice id
@@ -11515,6 +11628,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11737,7 +11851,10 @@ export interface operations {
                 /** @description Page size, 1 to 1000 */
                 limit?: Ints1To1000;
             };
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path: {
                 /**
                  * @description Shipment id
@@ -11755,6 +11872,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11987,7 +12105,10 @@ export interface operations {
                 /** @description Only what happened before this time (RFC 3339) */
                 until?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11999,6 +12120,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12183,7 +12305,10 @@ export interface operations {
                 /** @description Continues a list from a page's nextCursor: the next page holds the records after that page's last one, so a walk yields every record that stays in the list exactly once, whatever is created, changed or deleted meanwhile. Send it with the same filters (limit may change); a cursor of another list, business or filters, or an altered one, is refused (400) */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -12195,6 +12320,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12392,6 +12518,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -12617,7 +12744,10 @@ export interface operations {
     getImport: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path: {
                 /**
                  * @description Import id
@@ -12635,6 +12765,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12832,7 +12963,10 @@ export interface operations {
     getImportResults: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path: {
                 /**
                  * @description Import id
@@ -12850,6 +12984,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13054,7 +13189,10 @@ export interface operations {
                 /** @description Continues a list from a page's nextCursor: the next page holds the records after that page's last one, so a walk yields every record that stays in the list exactly once, whatever is created, changed or deleted meanwhile. Send it with the same filters (limit may change); a cursor of another list, business or filters, or an altered one, is refused (400) */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -13066,6 +13204,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13272,6 +13411,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -13497,7 +13637,10 @@ export interface operations {
     getWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path: {
                 /**
                  * @description Webhook endpoint id
@@ -13515,6 +13658,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13730,6 +13874,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -13955,6 +14100,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -14231,6 +14377,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -14498,6 +14645,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -14775,6 +14923,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -15049,7 +15198,10 @@ export interface operations {
                 /** @description Page size, 1 to 100 */
                 limit?: Ints1To100;
             };
-            header?: never;
+            header?: {
+                /** @description Read no older than this point: a Supplyline-Position value from an earlier answer, or an event sequence of the business. Every read already sees every write committed before it began, on any instance; this names a point explicitly. */
+                "consistent-after"?: string;
+            };
             path: {
                 /**
                  * @description Webhook endpoint id
@@ -15067,6 +15219,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
                     [name: string]: unknown;
                 };
                 content: {

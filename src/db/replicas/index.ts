@@ -1,0 +1,207 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { Kysely } from 'kysely';
+import pg from 'pg';
+import { PoolerSafePostgresDialect } from '../migration-lock.ts';
+import type { OpenSnapshot } from '../snapshot.ts';
+import type { Database } from '../types.ts';
+import { parsePosition, PRIMARY_POSITION, SharedQuery, type Position } from './position.ts';
+import { Replica, type ReplicaOptions, type ReplicaStatus } from './replica.ts';
+
+export { formatPosition, parsePosition, type Position } from './position.ts';
+export type { ReplicaOptions, ReplicaStatus } from './replica.ts';
+
+export type ReadTarget = 'primary' | 'replica';
+
+/** One request's read: what it must see, and the database it was given (kept for all its statements). */
+export interface Read {
+  /** A position the caller asked for (`Consistent-After`), on top of what the read must see anyway. */
+  readonly after: Position | null;
+  /** The primary's position when the read chose: everything committed before it began. */
+  position: Position | null;
+  choice: Promise<Choice> | null;
+}
+
+interface Choice {
+  target: ReadTarget;
+  connect(): Promise<pg.PoolClient>;
+  openSnapshot: OpenSnapshot;
+  replica?: Replica;
+}
+
+interface Primary {
+  connect(): Promise<pg.PoolClient>;
+  openSnapshot: OpenSnapshot;
+}
+
+const reads = new AsyncLocalStorage<Read>();
+const PROBE_MS = 1000;
+const PROBE_TIMEOUT_MS = 2000;
+
+/**
+ * Reads after this, in the current request, choose their database again: a long poll woken by a
+ * commit made after it began must see that commit.
+ */
+export function readAgain(): void {
+  const read = reads.getStore();
+  if (read) read.choice = null;
+}
+
+/**
+ * Streaming replicas for reads (DATABASE_REPLICA_URLS). A request that may read from a replica runs
+ * in `run`; its first statement through `db` chooses: the primary's position is read (shared by the
+ * reads of one event-loop turn) and so is each replica's replay position, and a replica that has
+ * replayed that far serves every statement of the request. None has: the primary does.
+ */
+export class ReadReplicas {
+  readonly replicas: Replica[];
+  /** Routes a statement to the request's choice; to the primary outside a read. */
+  readonly db: Kysely<Database>;
+  /** The routed `openSnapshot`: an export's snapshot on the request's choice. */
+  readonly openSnapshot: OpenSnapshot;
+  /** Called once per read that chose: where it went and how long the choice took (seconds). */
+  onChoice: (target: ReadTarget, seconds: number) => void = () => {};
+  readonly #primary: Primary;
+  readonly #positions: pg.Pool;
+  readonly #position: SharedQuery<Position>;
+  #system: string | null = null;
+  #turn = 0;
+  #timer: NodeJS.Timeout | null = null;
+  #probing: Promise<void> | null = null;
+
+  constructor(primaryUrl: string, primary: Primary, urls: readonly string[], options: ReplicaOptions = {}) {
+    this.#primary = primary;
+    this.replicas = urls.map((url) => new Replica(url, options));
+    this.#positions = new pg.Pool({ connectionString: primaryUrl, max: 2, connectionTimeoutMillis: 5000 });
+    this.#positions.on('error', () => {});
+    this.#positions.on('connect', (client) => client.on('error', () => {}));
+    this.#position = new SharedQuery(async () => {
+      const { rows } = await this.#positions.query<{ position: string }>(PRIMARY_POSITION);
+      return parsePosition(rows[0]!.position)!;
+    });
+    const pool = { connect: () => this.#connect(), end: async () => {} };
+    this.db = new Kysely<Database>({ dialect: new PoolerSafePostgresDialect({ pool }) });
+    this.openSnapshot = async () => {
+      const read = reads.getStore();
+      if (!read) return this.#primary.openSnapshot();
+      return (await this.#choice(read)).openSnapshot();
+    };
+  }
+
+  /** A read that must see everything committed before now, and `after`. */
+  newRead(after: Position | null): Read {
+    return { after, position: null, choice: null };
+  }
+
+  /** Runs `work`, and everything it starts, as `read`. */
+  run<T>(read: Read, work: () => T): T {
+    return reads.run(read, work);
+  }
+
+  /** The primary's position now: a point every transaction committed so far is before. */
+  positionNow(): Promise<Position> {
+    return this.#position.get();
+  }
+
+  /** Primary position queries sent, for the benchmark. */
+  get positionQueries(): number {
+    return this.#position.sent;
+  }
+
+  status(): ReplicaStatus[] {
+    return this.replicas.map((r) => r.status());
+  }
+
+  /** Probes every replica now and then: a failed one is taken out, and back in once it answers again. */
+  start(): void {
+    if (this.#timer) return;
+    void this.probe();
+    this.#timer = setInterval(() => void this.probe(), PROBE_MS).unref();
+  }
+
+  probe(): Promise<void> {
+    this.#probing ??= this.#probeAll().finally(() => {
+      this.#probing = null;
+    });
+    return this.#probing;
+  }
+
+  async close(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+    await this.#probing;
+    await Promise.all([this.#positions.end(), ...this.replicas.map((r) => r.pool.end())]);
+  }
+
+  async #probeAll(): Promise<void> {
+    let primary: Position | null = null;
+    try {
+      this.#system ??= (
+        await this.#positions.query<{ system: string }>(
+          'select system_identifier::text as system from pg_control_system()',
+        )
+      ).rows[0]!.system;
+      primary = await this.positionNow();
+    } catch {
+      // The replicas are still probed: their state is reported whatever the primary's.
+    }
+    await Promise.all(
+      this.replicas.map((replica) =>
+        Promise.race([
+          replica.probe(primary, this.#system),
+          new Promise<void>((resolve) =>
+            setTimeout(() => resolve(replica.takeOut('no answer within 2 s')), PROBE_TIMEOUT_MS).unref(),
+          ),
+        ]),
+      ),
+    );
+  }
+
+  #choice(read: Read): Promise<Choice> {
+    read.choice ??= this.#choose(read);
+    return read.choice;
+  }
+
+  async #choose(read: Read): Promise<Choice> {
+    const started = performance.now();
+    const primary: Choice = { target: 'primary', ...this.#primary };
+    const live = this.replicas.filter((r) => r.up);
+    let choice = primary;
+    // Read even when no replica is live, so that every read's answer names its position.
+    const [position, replayed] = await Promise.all([
+      this.positionNow().catch(() => null),
+      Promise.all(live.map((r) => r.replay())),
+    ]);
+    if (position !== null) {
+      read.position = position;
+      const needed = read.after !== null && read.after > position ? read.after : position;
+      const first = live.length > 0 ? this.#turn++ % live.length : 0;
+      for (let i = 0; i < live.length; i++) {
+        const at = (first + i) % live.length;
+        const replica = live[at]!;
+        const replay = replayed[at];
+        if (replay !== null && replay !== undefined && replay >= needed) {
+          choice = { target: 'replica', connect: replica.connect, openSnapshot: replica.openSnapshot, replica };
+          break;
+        }
+      }
+    }
+    this.onChoice(choice.target, (performance.now() - started) / 1000);
+    return choice;
+  }
+
+  async #connect(): Promise<pg.PoolClient> {
+    const read = reads.getStore();
+    if (!read) return this.#primary.connect();
+    const choice = await this.#choice(read);
+    if (!choice.replica) return choice.connect();
+    try {
+      return await choice.connect();
+    } catch (error) {
+      // Gone since it was chosen: taken out, and this read (every statement of it) goes to the primary.
+      choice.replica.takeOut((error as Error).message);
+      read.choice = Promise.resolve({ target: 'primary', ...this.#primary });
+      this.onChoice('primary', 0);
+      return this.#primary.connect();
+    }
+  }
+}
