@@ -22,12 +22,10 @@ import { testListTuning } from './orders.ts';
 export type BackendName = 'sqlite' | 'postgres';
 
 /**
- * SQLite always; PostgreSQL too when TEST_DATABASE_URL is set. With TEST_DATABASE_REPLICA_URL
- * (npm run test:replica) PostgreSQL only: the run is about routing reads, SQLite ran in `npm test`.
+ * SQLite always; PostgreSQL too when TEST_DATABASE_URL is set, with its reads routed to a replica
+ * when TEST_DATABASE_REPLICA_URL is set too (npm run test:replica, which CI runs).
  */
-export const backends: BackendName[] = process.env.TEST_DATABASE_REPLICA_URL
-  ? ['postgres']
-  : ['sqlite', ...(process.env.TEST_DATABASE_URL ? ['postgres' as const] : [])];
+export const backends: BackendName[] = ['sqlite', ...(process.env.TEST_DATABASE_URL ? ['postgres' as const] : [])];
 
 /**
  * TEST_DATABASE_REPLICA_URL: a streaming replica of TEST_DATABASE_URL's cluster (scripts/test-with-replica.ts
