@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { sql } from 'kysely';
 import { describeTables } from '../../src/db/schema-tables.ts';
-import { ApiError } from '../../src/lib/errors.ts';
+import type { ApiError } from '../../src/lib/errors.ts';
 import { listSandboxes } from '../../src/sandbox/repository.ts';
 import { createSandbox, deleteSandbox, resetSandbox } from '../../src/sandbox/service.ts';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
