@@ -2005,6 +2005,8 @@ export interface components {
             requestId: string | null;
             /** @description The Idempotency-Key the write was sent with, if any */
             idempotencyKey: string | null;
+            /** @description False for a sandbox's events (test keys, `sl_test_`), true for a live business's */
+            livemode: boolean;
             data: {
                 /** @description The resource as its GET returned it right after the change */
                 object: {
