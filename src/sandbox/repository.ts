@@ -1,3 +1,5 @@
+import { sql } from 'kysely';
+import { whereLive } from '../db/live.ts';
 import type { Db } from '../db/types.ts';
 import { toIso } from '../lib/time.ts';
 
@@ -44,4 +46,44 @@ export async function insertSandboxBusiness(db: Db, sandbox: Omit<Sandbox, 'crea
       updated_at: now,
     })
     .execute();
+}
+
+/** A live buyer of the business with its partnership: the one named, or one at random. */
+export async function findSimulationBuyer(db: Db, businessId: string, buyerId?: string) {
+  return db
+    .selectFrom('phantoms')
+    .innerJoin('partnerships', (join) =>
+      join
+        .onRef('partnerships.phantom_id', '=', 'phantoms.id')
+        .onRef('partnerships.business_id', '=', 'phantoms.business_id'),
+    )
+    .select(['phantoms.id as buyerId', 'partnerships.id', 'partnerships.item_list_id as itemListId'])
+    .where('phantoms.business_id', '=', businessId)
+    .where(whereLive('phantoms'))
+    .where(whereLive('partnerships'))
+    .$if(buyerId !== undefined, (q) => q.where('phantoms.id', '=', buyerId!))
+    .orderBy(sql`random()`)
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** Up to `limit` live variants at random from a price list's entries (the default list's for null). */
+export async function pickListVariants(db: Db, businessId: string, itemListId: string | null, limit: number) {
+  const rows = await db
+    .selectFrom('item_list_entries as e')
+    .innerJoin('item_lists as l', 'l.id', 'e.item_list_id')
+    .innerJoin('item_variants as v', 'v.id', 'e.item_variant_id')
+    .innerJoin('items as i', 'i.id', 'v.item_id')
+    .select('v.id')
+    .where('e.business_id', '=', businessId)
+    .where('l.business_id', '=', businessId)
+    .$if(itemListId === null, (q) => q.where('l.is_default', '=', 1))
+    .$if(itemListId !== null, (q) => q.where('l.id', '=', itemListId!))
+    .where(whereLive('l'))
+    .where(whereLive('v'))
+    .where(whereLive('i'))
+    .orderBy(sql`random()`)
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
 }
