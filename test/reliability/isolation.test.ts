@@ -44,6 +44,8 @@ function bodyFor(method: string, path: string, own: Fixture, foreign: Fixture): 
       return [['own body', { lines: [{ orderItemId: own.orderItemId, quantity: 1 }] }]];
     case 'PATCH /api/v1/shipments/{id}':
       return [['own body', { properties: { stolen: true } }]];
+    case 'POST /api/v1/sandbox/simulations/orders':
+      return [['foreign buyer', { buyerId: foreign.buyerId }]];
     case 'PATCH /api/v1/webhook-endpoints/{id}':
       return [['own body', { description: 'stolen' }]];
     case 'POST /api/v1/webhook-endpoints/{id}/rotate-secret':
