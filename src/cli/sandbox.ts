@@ -4,6 +4,7 @@ import { createProgress, type Progress } from '../demo/progress.ts';
 import { resolveSecretBox } from '../runtime.ts';
 import type { CopyProgress } from '../sandbox/copy.ts';
 import { listSandboxes } from '../sandbox/repository.ts';
+import { runSimulation } from '../sandbox/simulator.ts';
 import { createSandbox, deleteSandbox, resetSandbox, type SandboxSettings } from '../sandbox/service.ts';
 import { CLI, type WriteRunner } from '../write/runner.ts';
 import {
@@ -115,6 +116,45 @@ export const sandboxCommands: Record<string, Command> = {
         ['ID', 'NAME', 'CREATED'],
         sandboxes.map((s) => [s.id, s.name, s.createdAt]),
       );
+    },
+  },
+  'sandbox simulate': {
+    usage:
+      'sandbox simulate --business SANDBOX --orders-per-minute N [--minutes M]   a simulated buyer: orders at N a minute, ' +
+      'some later changed or cancelled, for M minutes (default: until Ctrl-C)',
+    options: { business: { type: 'string' }, 'orders-per-minute': { type: 'string' }, minutes: { type: 'string' } },
+    required: ['business', 'orders-per-minute'],
+    async run({ db, writes }, values) {
+      const ordersPerMinute = Number(values['orders-per-minute']);
+      if (!(ordersPerMinute > 0 && ordersPerMinute <= 6000))
+        throw new UsageError('--orders-per-minute must be a number above 0, at most 6000');
+      const minutes = values.minutes === undefined ? undefined : Number(values.minutes);
+      if (minutes !== undefined && !(minutes > 0 && minutes <= 10_080))
+        throw new UsageError('--minutes must be a number above 0, at most 10080 (a week)');
+      const stop = new AbortController();
+      const interrupted = () => stop.abort();
+      process.once('SIGINT', interrupted);
+      process.once('SIGTERM', interrupted);
+      try {
+        const counts = await asCliError(() =>
+          runSimulation(db, String(values.business), {
+            writes,
+            ordersPerMinute,
+            minutes,
+            signal: stop.signal,
+            onChange: ({ kind, order }) =>
+              printLines(
+                `${order.updatedAt}  ${kind.padEnd(9)} ${order.id}  ${order.internalReference}  ${order.orderItems.length} lines  ${order.totalAmount} ${order.currency}`,
+              ),
+          }),
+        );
+        printLines(
+          `Simulated ${counts.created} orders; the buyer changed ${counts.changed} and cancelled ${counts.cancelled} of them.`,
+        );
+      } finally {
+        process.off('SIGINT', interrupted);
+        process.off('SIGTERM', interrupted);
+      }
     },
   },
 };

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { openBusiness } from '../../src/businesses/service.ts';
 import { createDatabase } from '../../src/db/connection.ts';
+import { generateDemo } from '../../src/demo/generate.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { createWriteRunner } from '../../src/write/runner.ts';
 import { backends, type BackendName } from '../helpers/context.ts';
@@ -97,6 +98,37 @@ for (const backend of backends) {
       const refused = await runCli(['sandbox', 'delete', '--business', liveId], database.url);
       assert.equal(refused.code, 1);
       assert.match(refused.stderr, /^Error: Business bus_\w+ is live, not a sandbox\n$/);
+    });
+
+    it("simulate: a buyer's orders at the rate asked, for the minutes asked", async () => {
+      const handle = createDatabase(database.url);
+      const demo = await generateDemo(handle.db, { orders: 0, items: 3, buyers: 2, seed: 1 });
+      await handle.close();
+      const made = JSON.parse(
+        (await runCli(['sandbox', 'create', '--from', demo.businessId, '--json'], database.url)).stdout,
+      );
+      const run = await runCli(
+        ['sandbox', 'simulate', '--business', made.sandboxId, '--orders-per-minute', '600', '--minutes', '0.01'],
+        database.url,
+      );
+      assert.equal(run.code, 0, run.stderr);
+      const lines = run.stdout.trimEnd().split('\n');
+      assert.equal(lines.filter((l) => / created +ord_\w+ /.test(l)).length, 6, run.stdout);
+      assert.match(lines.at(-1)!, /^Simulated 6 orders; the buyer changed \d+ and cancelled \d+ of them\.$/);
+      for (const args of [
+        ['--orders-per-minute', '0'],
+        ['--orders-per-minute', 'x'],
+        ['--orders-per-minute', '1', '--minutes', '-1'],
+      ]) {
+        const usage = await runCli(['sandbox', 'simulate', '--business', made.sandboxId, ...args], database.url);
+        assert.equal(usage.code, 2, args.join(' '));
+      }
+      const live = await runCli(
+        ['sandbox', 'simulate', '--business', demo.businessId, '--orders-per-minute', '60', '--minutes', '1'],
+        database.url,
+      );
+      assert.equal(live.code, 1);
+      assert.match(live.stderr, /is live, not a sandbox/);
     });
   });
 }
