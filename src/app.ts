@@ -179,6 +179,7 @@ export async function createApp(deps: AppDeps) {
       secureCookie: config.consoleCookieSecure,
       kickWebhooks: background.kickWebhooks,
       webhooks: webhookSecrets,
+      sandboxesPerBusiness: config.sandboxesPerBusiness,
     }),
   );
 

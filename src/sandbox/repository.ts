@@ -87,3 +87,13 @@ export async function pickListVariants(db: Db, businessId: string, itemListId: s
     .execute();
   return rows.map((r) => r.id);
 }
+
+/** Sessions of the live business's users that show the sandbox show the live business again. */
+export async function returnSessionsToLive(db: Db, sandboxId: string, liveBusinessId: string): Promise<void> {
+  await db
+    .updateTable('sessions')
+    .set({ business_id: liveBusinessId })
+    .where('business_id', '=', sandboxId)
+    .where('user_id', 'in', (eb) => eb.selectFrom('users').select('id').where('business_id', '=', liveBusinessId))
+    .execute();
+}

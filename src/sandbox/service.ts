@@ -3,7 +3,13 @@ import type { Db } from '../db/types.ts';
 import { conflict, notFound } from '../lib/errors.ts';
 import { newId } from '../lib/ids.ts';
 import { copyConfiguration, type CopySettings } from './copy.ts';
-import { findBusinessKind, insertSandboxBusiness, listSandboxes, type Sandbox } from './repository.ts';
+import {
+  findBusinessKind,
+  insertSandboxBusiness,
+  listSandboxes,
+  returnSessionsToLive,
+  type Sandbox,
+} from './repository.ts';
 import { businessTables, deleteBusinessRows, KEPT_ON_RESET } from './tables.ts';
 
 export interface SandboxSettings extends CopySettings {
@@ -69,6 +75,10 @@ export async function resetSandbox(db: Db, sandboxId: string, settings: SandboxS
 /** Removes the sandbox and every row of it, in batches; the number of rows removed per table. */
 export async function deleteSandbox(db: Db, sandboxId: string, settings: CopySettings) {
   const sandbox = await findSandbox(db, sandboxId);
+  // Console sessions showing the sandbox go back to the live business rather than end with it.
+  await settings.writes.run({ businessId: sandboxId, actor: settings.actor }, (ctx) =>
+    returnSessionsToLive(ctx.trx, sandboxId, sandbox.liveBusinessId),
+  );
   const removed = await emptySandbox(db, sandboxId, settings, new Set());
   return { sandbox, removed };
 }
