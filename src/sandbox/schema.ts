@@ -24,7 +24,7 @@ export const SimulateOrdersBody = Type.Object(
   {
     title: 'SimulateOrdersBody',
     additionalProperties: false,
-    examples: [{ count: 3 }, { buyerId: 'phm_01jd5x8m2k3n4p5q6r7s8t9v0w', lines: 2 }],
+    examples: [{ count: 3, lines: 2 }],
   },
 );
 export type SimulateOrdersInput = Static<typeof SimulateOrdersBody>;

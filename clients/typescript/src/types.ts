@@ -10598,6 +10598,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "count": 3,
+                 *       "lines": 2
+                 *     }
+                 */
                 "application/json": components["schemas"]["SimulateOrdersBody"];
             };
         };
