@@ -149,7 +149,7 @@ export const sandboxCommands: Record<string, Command> = {
           }),
         );
         printLines(
-          `Simulated ${counts.created} orders; the buyer changed ${counts.changed} and cancelled ${counts.cancelled} of them.`,
+          `Simulated ${counts.created} orders; the buyer changed ${counts.changed}, cancelled ${counts.cancelled} and received ${counts.received} of them.`,
         );
       } finally {
         process.off('SIGINT', interrupted);

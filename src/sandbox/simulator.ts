@@ -1,7 +1,8 @@
 /**
  * The simulated buyer over time (`supplyline sandbox simulate`): orders at a steady rate, and now and
  * then the buyer changes an earlier order (a quantity, its notes) or cancels it, each a write of the
- * sandbox like any other, so the integration sees them in its feed and at its webhooks.
+ * sandbox like any other, so the integration sees them in its feed and at its webhooks. An order of
+ * the run that the integration acknowledged and shipped in full is received (`deliveredAt`).
  */
 import { setTimeout as wait } from 'node:timers/promises';
 import type { Db } from '../db/types.ts';
@@ -9,6 +10,7 @@ import { ApiError } from '../lib/errors.ts';
 import { patchOrder } from '../orders/patch-service.ts';
 import type { Order, UpdateOrderInput } from '../orders/schema.ts';
 import type { Actor, WriteRunner } from '../write/runner.ts';
+import { findArrivedOrders } from './repository.ts';
 import { findSandbox } from './service.ts';
 import { simulateOrders } from './simulation.ts';
 
@@ -17,11 +19,13 @@ export const SIMULATED_BUYER: Actor = { type: 'system', id: 'simulated-buyer', n
 /** Of the orders made, the share the buyer changes later, and the share it cancels. */
 const CHANGES = 0.2;
 const CANCELS = 0.1;
+/** How many of its latest orders the buyer waits for; older ones it no longer checks. */
+const AWAITED = 1000;
 /** A buyer's second thoughts come soon: within this many orders. */
 const REMEMBERED = 5;
 
 export interface SimulatedChange {
-  kind: 'created' | 'changed' | 'cancelled';
+  kind: 'created' | 'changed' | 'cancelled' | 'received';
   order: Order;
 }
 
@@ -57,13 +61,24 @@ export async function runSimulation(db: Db, sandboxId: string, settings: Simulat
   const scope = { businessId: sandboxId, actor: SIMULATED_BUYER };
   const total = settings.minutes === undefined ? Infinity : Math.max(1, Math.round(ordersPerMinute * settings.minutes));
   const interval = 60_000 / ordersPerMinute;
-  const counts = { created: 0, changed: 0, cancelled: 0 };
+  const counts = { created: 0, changed: 0, cancelled: 0, received: 0 };
+  const awaited = new Set<string>();
   let pending: Array<{ order: Order; at: number }> = [];
   let due = clock();
   for (let n = 0; n < total && !signal?.aborted; n++) {
     const [order] = await writes.run(scope, (ctx) => simulateOrders(ctx, { count: 1 }, random));
     counts.created++;
+    awaited.add(order.id);
+    if (awaited.size > AWAITED) awaited.delete(awaited.values().next().value!);
     onChange?.({ kind: 'created', order });
+    for (const id of await findArrivedOrders(db, sandboxId, [...awaited])) {
+      awaited.delete(id);
+      const received = await writes.run(scope, (ctx) =>
+        patchOrder(ctx, id, { order: { deliveredAt: ctx.now, status: 'DELIVERED' } }, undefined),
+      );
+      counts.received++;
+      onChange?.({ kind: 'received', order: received.resource });
+    }
     if (random() < CHANGES + CANCELS) pending.push({ order, at: n + 1 + Math.floor(random() * REMEMBERED) });
     const last = n === total - 1;
     const now = pending.filter((p) => last || p.at <= n);

@@ -114,7 +114,10 @@ for (const backend of backends) {
       assert.equal(run.code, 0, run.stderr);
       const lines = run.stdout.trimEnd().split('\n');
       assert.equal(lines.filter((l) => / created +ord_\w+ /.test(l)).length, 6, run.stdout);
-      assert.match(lines.at(-1)!, /^Simulated 6 orders; the buyer changed \d+ and cancelled \d+ of them\.$/);
+      assert.match(
+        lines.at(-1)!,
+        /^Simulated 6 orders; the buyer changed \d+, cancelled \d+ and received 0 of them\.$/,
+      );
       for (const args of [
         ['--orders-per-minute', '0'],
         ['--orders-per-minute', 'x'],

@@ -64,6 +64,48 @@ describeEachBackend(
       assert.equal((await ctx().request('GET', '/api/v1/events', { as: live })).body.lastSequence, liveSequence);
     });
 
+    it('receives an order the integration acknowledged and shipped in full (deliveredAt), and no other', async () => {
+      const { live } = await liveBusinessWithConfiguration(ctx());
+      const sandbox = await ctx().createSandbox(live);
+      const created: Array<{ id: string; orderItems: Array<{ id: string; quantity: number }> }> = [];
+      const fulfilled = new Set<string>();
+      const counts = await runSimulation(ctx().db, sandbox.businessId, {
+        writes: createWriteRunner(ctx().db),
+        ordersPerMinute: 60,
+        minutes: 0.1,
+        // No second thoughts: every random draw is high.
+        random: () => 0.99,
+        sleep: async () => {
+          // The integration acknowledges and ships every other order, all of it.
+          const order = created.at(-1)!;
+          if (created.length % 2 === 0) return;
+          const ack = await ctx().request('POST', `/api/v1/orders/${order.id}/acknowledgements`, {
+            as: sandbox,
+            body: {},
+          });
+          assert.equal(ack.status, 201, JSON.stringify(ack.body));
+          const lines = order.orderItems.map((i) => ({ orderItemId: i.id, quantity: i.quantity }));
+          const shipped = await ctx().request('POST', `/api/v1/orders/${order.id}/shipments`, {
+            as: sandbox,
+            body: { lines },
+          });
+          assert.equal(shipped.status, 201, JSON.stringify(shipped.body));
+          fulfilled.add(order.id);
+        },
+        onChange: ({ kind, order }) => {
+          if (kind === 'created') created.push(order);
+        },
+      });
+      assert.equal(counts.created, 6);
+      assert.equal(counts.received, 3);
+      const orders = (await ctx().request('GET', '/api/v1/orders?limit=100', { as: sandbox })).body.items;
+      for (const order of orders) {
+        const received = order.deliveredAt !== null;
+        assert.equal(received, fulfilled.has(order.id), JSON.stringify(order));
+        if (received) assert.equal(order.status, 'DELIVERED');
+      }
+    });
+
     it('stops when asked, and refuses a live business', async () => {
       const { live } = await liveBusinessWithConfiguration(ctx());
       const sandbox = await ctx().createSandbox(live);
