@@ -1,6 +1,13 @@
 import { timingSafeEqual } from 'node:crypto';
 import fp from 'fastify-plugin';
-import { businessKeyMode, findActiveKeys, findKeyByHash, hashApiKey, touchApiKey } from '../businesses/repository.ts';
+import {
+  businessKeyMode,
+  findActiveKeys,
+  findBusiness,
+  findKeyByHash,
+  hashApiKey,
+  touchApiKey,
+} from '../businesses/repository.ts';
 import type { Db } from '../db/types.ts';
 import {
   ApiError,
@@ -113,7 +120,7 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
         return null;
       if (keyFormat(apiKey) !== 'current') return null;
       const owner = await findKeyByHash(db, hashApiKey(apiKey));
-      if (!owner || owner.business_id === businessId) return null;
+      if (!owner || owner.business_id === businessId || !(await findBusiness(db, businessId))) return null;
       const presented = keyMode(apiKey);
       if (presented === (await businessKeyMode(db, businessId))) return null;
       return presented === 'test' ? TEST_KEY_ON_LIVE_HINT : LIVE_KEY_ON_SANDBOX_HINT;

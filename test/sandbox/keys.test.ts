@@ -65,8 +65,10 @@ describeEachBackend(
       assertUnauthorized(await ask(other.businessId, sandbox.apiKey), TEST_KEY_ON_LIVE_HINT);
       assertUnauthorized(await ask(sandbox.businessId, live.apiKey), LIVE_KEY_ON_SANDBOX_HINT);
       assertUnauthorized(await ask(otherSandbox.businessId, live.apiKey), LIVE_KEY_ON_SANDBOX_HINT);
-      // Same mode, wrong business: the usual hint.
+      // Same mode, wrong business, or no such business: the usual hint.
       assertUnauthorized(await ask(otherSandbox.businessId, sandbox.apiKey), UNAUTHORIZED_HINT);
+      assertUnauthorized(await ask('bus_00000000000000000000000000', sandbox.apiKey), UNAUTHORIZED_HINT);
+      assertUnauthorized(await ask('', sandbox.apiKey), UNAUTHORIZED_HINT);
       // A well-formed test key that is no key at all: nothing about the business.
       const made = `sl_test_${live.apiKey.slice(8)}`;
       assertUnauthorized(await ask(live.businessId, made), UNAUTHORIZED_HINT);
