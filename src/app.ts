@@ -43,6 +43,7 @@ import { auditRoutes } from './audit/routes.ts';
 import { importRoutes } from './imports/routes.ts';
 import { recordRefusal, type Refusal } from './log/audit.ts';
 import { consoleRoutes } from './console/routes.ts';
+import { sandboxRoutes } from './sandbox/routes.ts';
 import { createBackground } from './background.ts';
 
 export { loggerOptions } from './http/server-options.ts';
@@ -163,6 +164,7 @@ export async function createApp(deps: AppDeps) {
       await invoiceRoutes(api, routeDeps);
       await acknowledgementRoutes(api, routeDeps);
       await shipmentRoutes(api, routeDeps);
+      await sandboxRoutes(api, routeDeps);
       await eventRoutes(api, routeDeps);
       await auditRoutes(api, routeDeps);
       // In a scope of its own: the NDJSON body parser is the import route's alone.
@@ -185,6 +187,7 @@ export async function createApp(deps: AppDeps) {
       secureCookie: config.consoleCookieSecure,
       kickWebhooks: background.kickWebhooks,
       webhooks: webhookSecrets,
+      sandboxesPerBusiness: config.sandboxesPerBusiness,
     });
   });
 

@@ -41,6 +41,8 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   /** After SIGTERM, how long the instance goes on serving with /readyz failing, so the load balancer drains it first. */
   readonly shutdownDrainMs: number;
+  /** How many sandboxes a live business may have (SANDBOXES_PER_BUSINESS, src/sandbox). */
+  readonly sandboxesPerBusiness: number;
   /** When set, GET /metrics needs `Authorization: Bearer <token>` (METRICS_TOKEN). */
   readonly metricsToken: string | null;
   /** SECRET_KEY: keys that encrypt stored secrets; null means the key file beside the data (src/runtime.ts). */
@@ -251,6 +253,7 @@ export function loadConfig(env: Env = process.env): Config {
     keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 1000, 600_000),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 9000, 1000, 600_000),
     shutdownDrainMs: integer(env, 'SHUTDOWN_DRAIN_MS', 0, 0, 600_000),
+    sandboxesPerBusiness: integer(env, 'SANDBOXES_PER_BUSINESS', 10, 0, 1000),
     metricsToken: metricsToken(env.METRICS_TOKEN),
     secretKeys: secretKeys(env.SECRET_KEY),
     consoleCookieSecure: flag(env, 'CONSOLE_COOKIE_SECURE', false),

@@ -4,7 +4,7 @@ import { toIso } from '../lib/time.ts';
 import { readJson } from '../lib/json.ts';
 import type { Db } from '../db/types.ts';
 import type { Scope } from './scopes.ts';
-import { displayPrefix, newApiKey } from './key-format.ts';
+import { displayPrefix, newApiKey, type KeyMode } from './key-format.ts';
 import { statement } from '../db/statement.ts';
 
 export function hashApiKey(key: string): string {
@@ -26,14 +26,14 @@ export interface KeyDetails {
   allowedCidrs?: string[] | null;
 }
 
-/** A key is shown once; only its SHA-256 hash is stored. */
+/** A key is shown once; only its SHA-256 hash is stored. A sandbox's keys are test keys (`sl_test_`). */
 export async function insertApiKey(
   db: Db,
   businessId: string,
   now: string,
   details: KeyDetails = {},
 ): Promise<CreatedKey> {
-  const apiKey = newApiKey();
+  const apiKey = newApiKey(await businessKeyMode(db, businessId));
   const keyId = newId('key');
   await db
     .insertInto('api_keys')
@@ -110,6 +110,39 @@ export async function insertBusiness(db: Db, businessId: string, name: string, n
 
 export async function findBusiness(db: Db, businessId: string) {
   return db.selectFrom('businesses').selectAll().where('id', '=', businessId).executeTakeFirst();
+}
+
+/** A business is made live or a sandbox and stays so, so the answer is kept (its id is never reused). */
+const modes = new Map<string, KeyMode>();
+
+/** `test` for a sandbox (src/sandbox), `live` for a live business or none at all. */
+export async function businessKeyMode(db: Db, businessId: string): Promise<KeyMode> {
+  const known = modes.get(businessId);
+  if (known) return known;
+  const row = await db
+    .selectFrom('businesses')
+    .select('live_business_id')
+    .where('id', '=', businessId)
+    .executeTakeFirst();
+  if (!row) return 'live';
+  const mode = row.live_business_id === null ? 'live' : 'test';
+  if (modes.size > 10_000) modes.clear();
+  modes.set(businessId, mode);
+  return mode;
+}
+
+/** Events and webhook deliveries say whether they are a live business's (`"livemode": true`). */
+export const isLiveBusiness = async (db: Db, businessId: string) => (await businessKeyMode(db, businessId)) === 'live';
+
+/** The business and mode of a key by its hash, whatever business it was presented with; for a refusal's hint only. */
+export async function findKeyByHash(db: Db, keyHash: string) {
+  return db
+    .selectFrom('api_keys')
+    .innerJoin('businesses', 'businesses.id', 'api_keys.business_id')
+    .select(['api_keys.business_id', 'businesses.live_business_id'])
+    .where('api_keys.key_hash', '=', keyHash)
+    .where('api_keys.revoked_at', 'is', null)
+    .executeTakeFirst();
 }
 
 export async function countBusinesses(db: Db): Promise<number> {

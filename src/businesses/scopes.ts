@@ -52,7 +52,7 @@ export function allows(scopes: readonly Scope[] | null, required: Scope): boolea
 
 /**
  * The scope an API operation needs, from its route (`/api/v1/orders/:id`) and method: the area of
- * its first path segment (an order created for a buyer is an order; the feed, histories and
+ * its first path segment (an order created for a buyer, or by the sandbox's simulated buyer, is an order; the feed, histories and
  * exports are `events`), read for GET and HEAD, write otherwise. Undefined for no API route.
  */
 export function requiredScope(method: string, route: string | undefined): Scope | undefined {
@@ -66,7 +66,7 @@ export function requiredScope(method: string, route: string | undefined): Scope 
     ? 'events'
     : parts[0] === 'shipments' || (parts[0] === 'orders' && ['acknowledgements', 'shipments'].includes(parts[2]))
       ? 'fulfilment'
-      : parts[0] === 'buyers' && parts[2] === 'orders'
+      : (parts[0] === 'buyers' && parts[2] === 'orders') || (parts[0] === 'sandbox' && parts.at(-1) === 'orders')
         ? 'orders'
         : parts[0] === 'webhook-endpoints'
           ? 'webhooks'

@@ -1,3 +1,4 @@
+import type { ColumnType } from 'kysely';
 import type { Json, Timestamp, NullableTimestamp } from '../db/columns.ts';
 
 export interface BusinessTable {
@@ -5,6 +6,8 @@ export interface BusinessTable {
   name: string;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** A sandbox's live business (src/sandbox); null for a live business. */
+  live_business_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface ApiKeyTable {

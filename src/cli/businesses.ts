@@ -114,7 +114,8 @@ export const businessCommands: Record<string, Command> = {
         );
       printLines(
         format === 'current'
-          ? 'Well formed: an sl_live_ key whose checksum is right. Whether it is live, only the service can say.'
+          ? `Well formed: an ${key.slice(0, 8)} key${key.startsWith('sl_test_') ? " (a sandbox's)" : ''} ` +
+              'whose checksum is right. Whether it is live, only the service can say.'
           : 'Well formed: a key of the format before 2026-11-28 (32 hex characters), which keeps working.',
       );
     },

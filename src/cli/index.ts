@@ -9,6 +9,7 @@ import { CliError, printLines, UsageError, type Command, type Values } from './c
 import { dataCommands } from './data.ts';
 import { databaseCommands } from './database.ts';
 import { eventCommands } from './events.ts';
+import { sandboxCommands } from './sandbox.ts';
 import { userCommands } from './users.ts';
 
 const commands: Record<string, Command> = {
@@ -17,6 +18,7 @@ const commands: Record<string, Command> = {
   ...eventCommands,
   ...dataCommands,
   ...databaseCommands,
+  ...sandboxCommands,
 };
 
 function formatUsage(): string {

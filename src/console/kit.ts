@@ -21,6 +21,8 @@ export interface ConsoleDeps {
   /** Webhook settings, and the worker's nudge after a test event or replay. */
   webhooks: WebhookSettings;
   kickWebhooks: () => void;
+  /** SANDBOXES_PER_BUSINESS (src/sandbox). */
+  sandboxesPerBusiness: number;
 }
 
 /** The error handler answers 403. */

@@ -27,6 +27,7 @@ import {
 import { registerTeamPages } from './team.ts';
 import { registerAuditPages } from './audit.ts';
 import { registerImportPages } from './imports.ts';
+import { registerSandboxPages } from './sandboxes.ts';
 import { registerWebhookPages } from './webhooks.ts';
 import { requestTraceFields } from '../telemetry/spans.ts';
 
@@ -278,6 +279,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   registerTeamPages(app, kit);
   registerAuditPages(app, kit);
   registerImportPages(app, kit);
+  registerSandboxPages(app, kit);
   registerAccountPages(app, kit);
 
   // Any other console address: a page, not the API's JSON (a POST is refused without its token first).

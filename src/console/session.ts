@@ -32,7 +32,12 @@ export async function createSession(db: Db, user: { id: string; business_id: str
 
 export interface SessionUser {
   id: string;
+  /** The business the console shows: the user's own, or a sandbox of it switched to. */
   businessId: string;
+  /** The user's own (live) business. */
+  liveBusinessId: string;
+  /** The sandbox's name while the session shows one; null on the live business. */
+  sandboxName: string | null;
   email: string;
   name: string;
   role: 'owner' | 'admin' | 'viewer';
@@ -45,8 +50,12 @@ export async function readSession(db: Db, token: string | undefined, now: number
   const row = await db
     .selectFrom('sessions')
     .innerJoin('users', 'users.id', 'sessions.user_id')
+    .leftJoin('businesses', 'businesses.id', 'sessions.business_id')
     .select([
       'sessions.id_hash',
+      'sessions.business_id as shown_business_id',
+      'businesses.live_business_id as shown_live_business_id',
+      'businesses.name as shown_business_name',
       'sessions.last_seen_at',
       'sessions.expires_at',
       'sessions.revoked_at',
@@ -69,7 +78,23 @@ export async function readSession(db: Db, token: string | undefined, now: number
       .where('id_hash', '=', row.id_hash)
       .execute();
   }
-  return { id: row.id, businessId: row.business_id, email: row.email, name: row.name, role: row.role, token };
+  // A sandbox of the user's business only; anything else shows the user's own.
+  const sandbox = row.shown_live_business_id !== null && row.shown_live_business_id === row.business_id;
+  return {
+    id: row.id,
+    businessId: sandbox ? row.shown_business_id : row.business_id,
+    liveBusinessId: row.business_id,
+    sandboxName: sandbox ? row.shown_business_name : null,
+    email: row.email,
+    name: row.name,
+    role: row.role,
+    token,
+  };
+}
+
+/** The console shows `businessId` (the user's business, or a sandbox of it, checked by the caller) from now on. */
+export async function showBusiness(db: Db, token: string, businessId: string): Promise<void> {
+  await db.updateTable('sessions').set({ business_id: businessId }).where('id_hash', '=', hashOf(token)).execute();
 }
 
 export async function endSession(db: Db, token: string, now: number): Promise<void> {

@@ -8,13 +8,13 @@ import { decodeData, decodeDataBytes, decodeDataText } from '../log/codec.ts';
 const text = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
 
 /** The event's JSON up to `"data":`, in `toEvent`'s field order. */
-function eventHead(row: Selectable<EventTable>): string {
+function eventHead(row: Selectable<EventTable>, livemode: boolean): string {
   return (
     `{"id":${JSON.stringify(row.id)},"sequence":${Number(row.sequence)},"type":${JSON.stringify(row.type)},` +
     `"resourceType":${JSON.stringify(row.resource_type)},"resourceId":${JSON.stringify(row.resource_id)},` +
     `"resourceVersion":${row.resource_version},"occurredAt":${JSON.stringify(toIso(row.occurred_at))},` +
     `"actor":${text(row.actor)},"requestId":${JSON.stringify(row.request_id)},"idempotencyKey":${JSON.stringify(row.idempotency_key)},` +
-    '"data":'
+    `"livemode":${livemode},"data":`
   );
 }
 
@@ -22,18 +22,20 @@ function eventHead(row: Selectable<EventTable>): string {
  * An event's JSON from the stored row without parsing its data (already JSON), so a feed page is
  * text assembled rather than objects rebuilt. Same fields and order as `toEvent`.
  */
-export const eventJson = (row: Selectable<EventTable>): string => `${eventHead(row)}${decodeDataText(row.data)}}`;
+export const eventJson = (row: Selectable<EventTable>, livemode: boolean): string =>
+  `${eventHead(row, livemode)}${decodeDataText(row.data)}}`;
 
 const CLOSE = Buffer.from('}');
 
 /** The same JSON as byte parts: the data stays the bytes it inflates to. */
-export const eventJsonParts = (row: Selectable<EventTable>): Buffer[] => [
-  Buffer.from(eventHead(row)),
+export const eventJsonParts = (row: Selectable<EventTable>, livemode: boolean): Buffer[] => [
+  Buffer.from(eventHead(row, livemode)),
   decodeDataBytes(row.data),
   CLOSE,
 ];
 
-export function toEvent(row: Selectable<EventTable>): Event {
+/** `livemode`: false for a sandbox's events (src/sandbox). */
+export function toEvent(row: Selectable<EventTable>, livemode: boolean): Event {
   return {
     id: row.id,
     sequence: Number(row.sequence),
@@ -45,6 +47,7 @@ export function toEvent(row: Selectable<EventTable>): Event {
     actor: readJson<Event['actor']>(row.actor)!,
     requestId: row.request_id,
     idempotencyKey: row.idempotency_key,
+    livemode,
     data: decodeData(row.data) as Event['data'],
   };
 }

@@ -3,6 +3,7 @@ import type { Db } from '../db/types.ts';
 import { ApiError } from '../lib/errors.ts';
 import type { Selectable } from 'kysely';
 import { eventJsonParts, toEvent } from './mapper.ts';
+import { isLiveBusiness } from '../businesses/repository.ts';
 import type { EventTable } from './table.ts';
 import { RESOURCE_TYPES, type Event } from './schema.ts';
 import type { EventFilterFields } from '../log/filter.ts';
@@ -166,18 +167,19 @@ export async function listLatestEvents(
   filter: Omit<EventFilter, 'after'> & { hiddenResourceTypes?: string[] },
 ): Promise<Event[]> {
   const rows = await filteredEvents(db, businessId, filter, {}, filter.limit, 'desc').selectAll().execute();
-  return rows.map(toEvent);
+  const livemode = await isLiveBusiness(db, businessId);
+  return rows.map((row) => toEvent(row, livemode));
 }
 
 export async function listEvents(db: Db, businessId: string, filter: EventFilter): Promise<EventPage> {
-  const page = await readEvents(db, businessId, filter);
-  return { ...page, items: page.items.map(toEvent) };
+  const [page, livemode] = await Promise.all([readEvents(db, businessId, filter), isLiveBusiness(db, businessId)]);
+  return { ...page, items: page.items.map((row) => toEvent(row, livemode)) };
 }
 
 /** A page as the feed's JSON, assembled from the stored parts. */
 export async function renderEvents(db: Db, businessId: string, filter: EventFilter): Promise<EventPage<Buffer[]>> {
-  const page = await readEvents(db, businessId, filter);
-  return { ...page, items: page.items.map(eventJsonParts) };
+  const [page, livemode] = await Promise.all([readEvents(db, businessId, filter), isLiveBusiness(db, businessId)]);
+  return { ...page, items: page.items.map((row) => eventJsonParts(row, livemode)) };
 }
 
 const ITEMS = Buffer.from('{"items":[');

@@ -101,6 +101,9 @@ export const EventResponse = Type.Object(
     idempotencyKey: Type.Union([Type.String(), Type.Null()], {
       description: 'The Idempotency-Key the write was sent with, if any',
     }),
+    livemode: Type.Boolean({
+      description: "False for a sandbox's events (test keys, `sl_test_`), true for a live business's",
+    }),
     data: Type.Object({
       object: Type.Record(Type.String(), Type.Unknown(), {
         description: 'The resource as its GET returned it right after the change',

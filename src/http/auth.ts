@@ -1,16 +1,25 @@
 import { timingSafeEqual } from 'node:crypto';
 import fp from 'fastify-plugin';
-import { findActiveKeys, hashApiKey, touchApiKey } from '../businesses/repository.ts';
+import {
+  businessKeyMode,
+  findActiveKeys,
+  findBusiness,
+  findKeyByHash,
+  hashApiKey,
+  touchApiKey,
+} from '../businesses/repository.ts';
 import type { Db } from '../db/types.ts';
 import {
   ApiError,
   badRequest,
   forbidden,
+  LIVE_KEY_ON_SANDBOX_HINT,
   MALFORMED_KEY_HINT,
+  TEST_KEY_ON_LIVE_HINT,
   RATE_LIMITED_MESSAGE,
   unauthorized,
 } from '../lib/errors.ts';
-import { displayPrefix, keyFormat } from '../businesses/key-format.ts';
+import { displayPrefix, keyFormat, keyMode, type KeyMode } from '../businesses/key-format.ts';
 import type { FastifyRequest } from 'fastify';
 import type { Refusal } from '../log/audit.ts';
 import { readJson } from '../lib/json.ts';
@@ -31,10 +40,17 @@ export interface VerifiedKey {
   prefix: string;
   scopes: Scope[] | null;
   allowedCidrs: string[] | null;
+  /** `test`: a sandbox's key (src/sandbox). */
+  mode: KeyMode;
 }
 
 export interface Authenticator {
   verify(businessId: unknown, apiKey: unknown): Promise<VerifiedKey | null>;
+  /**
+   * Why a refused key that is real was refused, when it is the other mode's: a test key on a live
+   * business or a live key on a sandbox. Null otherwise, so a stranger learns nothing of a business.
+   */
+  wrongModeHint(businessId: unknown, apiKey: unknown): Promise<string | null>;
 }
 
 /** Verifies `X-Business-Id` + `X-API-Key`; successes are cached for `cacheMs`, short enough for revocations. */
@@ -79,7 +95,8 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
         // Every live key is compared in constant time, so timing does not tell which matched.
         if (timingSafeEqual(Buffer.from(key.key_hash, 'hex'), expected)) match = key;
       }
-      if (match === null) {
+      // Keys are made in their business's mode; a key of the other mode is refused all the same.
+      if (match === null || keyMode(apiKey) !== (await businessKeyMode(db, businessId))) {
         cache.delete(slot);
         return null;
       }
@@ -91,10 +108,22 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
         prefix: match.prefix,
         scopes: readJson<Scope[]>(match.scopes),
         allowedCidrs: readJson<string[]>(match.allowed_cidrs),
+        mode: keyMode(apiKey),
       };
       cache.set(slot, { key, until: Math.min(now + cacheMs, expires) });
       await recordUse(match.id, match.last_used_at, now);
       return key;
+    },
+
+    async wrongModeHint(businessId, apiKey) {
+      if (typeof businessId !== 'string' || typeof apiKey !== 'string' || businessId.length > MAX_HEADER_LENGTH)
+        return null;
+      if (keyFormat(apiKey) !== 'current') return null;
+      const owner = await findKeyByHash(db, hashApiKey(apiKey));
+      if (!owner || owner.business_id === businessId || !(await findBusiness(db, businessId))) return null;
+      const presented = keyMode(apiKey);
+      if (presented === (await businessKeyMode(db, businessId))) return null;
+      return presented === 'test' ? TEST_KEY_ON_LIVE_HINT : LIVE_KEY_ON_SANDBOX_HINT;
     },
   };
 }
@@ -143,6 +172,10 @@ export const apiKeyAuth = fp<ApiGuardOptions>(
 
     api.addHook('onRequest', async (request, reply) => {
       const businessId = request.headers['x-business-id'];
+      // Every answer to a test key says so, its refusals included.
+      const presentedKey = request.headers['x-api-key'];
+      if (typeof presentedKey === 'string' && keyMode(presentedKey) === 'test')
+        reply.header('supplyline-sandbox', 'true');
       const key = await authenticator.verify(businessId, request.headers['x-api-key']);
       // Failed authentication is limited per client address; everything else per business.
       const decision = rateLimiter ? await rateLimiter.take(key ? `bus:${businessId}` : `ip:${request.ip}`) : null;
@@ -162,10 +195,18 @@ export const apiKeyAuth = fp<ApiGuardOptions>(
             : malformed
               ? 'Malformed key'
               : 'Unknown, revoked or expired key, or a key of another business';
-        throw refuse(request, unauthorized(malformed ? MALFORMED_KEY_HINT : undefined), reason);
+        const wrongMode = malformed ? null : await authenticator.wrongModeHint(businessId, presented);
+        throw refuse(
+          request,
+          unauthorized(malformed ? MALFORMED_KEY_HINT : (wrongMode ?? undefined)),
+          wrongMode
+            ? `${keyMode(presented as string)} key on a ${wrongMode === TEST_KEY_ON_LIVE_HINT ? 'live business' : 'sandbox'}`
+            : reason,
+        );
       }
       request.businessId = businessId as string;
       request.apiKeyId = key.id;
+      request.livemode = key.mode === 'live';
       // The socket's address, or a trusted proxy's X-Forwarded-For (TRUST_PROXY).
       if (key.allowedCidrs && !addressAllowed(key.allowedCidrs, request.ip)) {
         const message = `This API key may not be used from ${request.ip}`;

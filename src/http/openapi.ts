@@ -89,6 +89,7 @@ const PROPERTY_RULES =
 export function openapiOptions(): FastifyDynamicSwaggerOptions {
   const extensions = new Set<string>();
   const etags = new Set<string>();
+  const sandboxOnly = new Set<string>();
   const noReplays = new Set<string>();
   const key = (method: string, url: string) => `${method.toLowerCase()} ${url.replace(/:(\w+)/g, '{$1}')}`;
   return {
@@ -122,6 +123,10 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
             "The change feed: every change of the business, numbered without gaps; and each resource's history",
         },
         { name: 'Audit', description: 'Who changed keys, users and webhook endpoints, and every refused request' },
+        {
+          name: 'Sandbox',
+          description: 'Sandbox only (test keys, sl_test_): a simulated buyer to build an integration against',
+        },
       ],
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string) || `def-${i}` },
@@ -129,9 +134,10 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
       if (!url.startsWith('/api/')) return { schema, url };
       const method = String(route.method);
       const config = route.config as
-        | { extension?: boolean; etag?: boolean; replays?: boolean; namesOther?: boolean }
+        | { extension?: boolean; etag?: boolean; replays?: boolean; namesOther?: boolean; sandboxOnly?: boolean }
         | undefined;
       if (config?.extension) extensions.add(key(method, url));
+      if (config?.sandboxOnly) sandboxOnly.add(key(method, url));
       if (config?.etag) etags.add(key(method, url));
       if (config?.replays === false) noReplays.add(key(method, url));
       const own = (schema.headers as { properties?: Record<string, never> } | undefined)?.properties ?? {};
@@ -163,6 +169,7 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
       for (const [path, operations] of Object.entries(doc.paths ?? {})) {
         for (const [method, operation] of Object.entries(operations as Record<string, any>)) {
           if (extensions.has(`${method} ${path}`)) operation['x-supplyline-extension'] = true;
+          if (sandboxOnly.has(`${method} ${path}`)) operation['x-supplyline-sandbox-only'] = true;
           // OpenAPI 3.1 allows scopes (roles) for any scheme.
           const scope = requiredScope(method.toUpperCase(), path.replace(/\{(\w+)\}/g, ':$1'));
           if (scope) operation.security = [{ BusinessId: [], ApiKey: [scope] }];

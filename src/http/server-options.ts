@@ -18,6 +18,8 @@ declare module 'fastify' {
     apiKeyScopes: Scope[] | null;
     /** Without `margin:read`, answers leave out cost fields. */
     hidesMargin: boolean;
+    /** False for a test key, on a sandbox (src/sandbox). */
+    livemode: boolean;
   }
   interface FastifyContextConfig {
     extension?: boolean;
@@ -82,6 +84,7 @@ export function registerRequestBasics(app: FastifyInstance): void {
   });
   app.decorateRequest('businessId', '');
   app.decorateRequest('apiKeyId', '');
+  app.decorateRequest('livemode', true);
   app.decorateRequest('apiKeyScopes', null);
   app.decorateRequest('hidesMargin', false);
   app.setNotFoundHandler(answerNotFound);

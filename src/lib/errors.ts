@@ -51,7 +51,13 @@ export const conflict = (message: string) => new ApiError('CONFLICT', message);
 export const UNAUTHORIZED_HINT = 'Send the X-Business-Id and X-API-Key headers of a live API key';
 export const unauthorized = (hint = UNAUTHORIZED_HINT) => new ApiError('UNAUTHORIZED', 'Unauthorized', undefined, hint);
 export const MALFORMED_KEY_HINT =
-  'The X-API-Key is malformed (a typo?): a key is sl_live_ and 36 letters and digits, or 32 hex characters for keys made before 2026-11-28';
+  'The X-API-Key is malformed (a typo?): a key is sl_live_ (or sl_test_ for a sandbox) and 36 letters and digits, ' +
+  'or 32 hex characters for keys made before 2026-11-28';
+export const TEST_KEY_ON_LIVE_HINT =
+  'A test key (sl_test_) works only on its sandbox, and this business is live: ' +
+  "use a live key (sl_live_), or send the sandbox's id in X-Business-Id";
+export const LIVE_KEY_ON_SANDBOX_HINT =
+  "A live key (sl_live_) works only on a live business, and this business is a sandbox: use one of the sandbox's test keys (sl_test_)";
 /** The message names the scope the key lacks. */
 export const forbidden = (message: string) => new ApiError('FORBIDDEN', message);
 export const SERVICE_UNAVAILABLE_MESSAGE = 'The service is briefly unavailable. Please retry shortly.';

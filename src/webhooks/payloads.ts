@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/types.ts';
 import { anyOf, anyOfNumbers } from '../db/dialect.ts';
 import { eventJson } from '../events/mapper.ts';
+import { isLiveBusiness } from '../businesses/repository.ts';
 import { jsonWithoutMargin } from '../businesses/margin.ts';
 import { groupBy } from '../lib/group.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
@@ -56,9 +57,10 @@ export function createPayloadLoader(
         )
         .execute();
       const bySequence = new Map(rows.map((r) => [Number(r.sequence), r]));
+      const livemode = await isLiveBusiness(db, businessId);
       for (const claim of group) {
         const row = bySequence.get(Number(claim.sequence));
-        if (row) found.set(claim.id, eventJson(row));
+        if (row) found.set(claim.id, eventJson(row, livemode));
         if (row?.trace_parent) traceParents.set(claim.id, row.trace_parent);
       }
     }

@@ -1,6 +1,7 @@
 import { namedEvent, updatedEvent, createdEvent, lastSequence } from '../log/events.ts';
 import { eventsGone, sequenceRange } from '../events/repository.ts';
 import { newId } from '../lib/ids.ts';
+import { isLiveBusiness } from '../businesses/repository.ts';
 import { notFound, validationError, conflict } from '../lib/errors.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import type { WriteContext } from '../write/runner.ts';
@@ -204,6 +205,7 @@ export async function sendTestEvent(ctx: WriteContext, id: string) {
     actor: ctx.actor,
     requestId: ctx.requestId,
     idempotencyKey: ctx.idempotencyKey,
+    livemode: await isLiveBusiness(ctx.trx, ctx.businessId),
     data: { object: endpoint },
   };
   const deliveryId = await queueTestDelivery(ctx, id, eventId, JSON.stringify(event));

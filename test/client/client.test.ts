@@ -165,6 +165,32 @@ for (const backend of backendList) {
       assert.notEqual(second.id, order.id, 'a new call gets a new key');
     });
 
+    it("works unchanged with a sandbox's test key, whose simulated buyer's orders are typed", async () => {
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        [...TYPESCRIPT, 'src/cli.ts', 'sandbox', 'create', '--from', tenant.businessId, '--json'],
+        { env: { ...baseEnv, DATABASE_URL: databaseUrl } },
+      );
+      const made = JSON.parse(stdout);
+      const sandbox = createSupplylineClient({ baseUrl: proxyBase, businessId: made.sandboxId, apiKey: made.apiKey });
+      assert.match(made.apiKey, /^sl_test_/);
+      const orders = await sandbox.sandbox.simulateOrders({ count: 2, lines: 1 });
+      assert.equal(orders.length, 2);
+      const { data: read } = await sandbox.orders.get(orders[0].id);
+      assert.deepEqual((read.properties as { sandbox: { simulated: boolean } }).sandbox.simulated, true);
+      assert.equal((await sandbox.orders.page()).total, 2);
+      await assert.rejects(client.sandbox.simulateOrders(), (error: unknown) => {
+        assert.ok(error instanceof SupplylineApiError);
+        assert.equal(error.status, 403);
+        return true;
+      });
+      await assert.rejects(client.orders.get(orders[0].id), (error: unknown) => {
+        assert.ok(error instanceof SupplylineApiError);
+        assert.equal(error.status, 404);
+        return true;
+      });
+    });
+
     it('never retries other 4xx, and throws one typed error', async () => {
       const before = proxy.seen.length;
       await assert.rejects(client.items.create({ item: {} } as never), (error: unknown) => {

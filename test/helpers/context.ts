@@ -9,6 +9,8 @@ import pg from 'pg';
 import { createApp, type App } from '../../src/app.ts';
 import type { EventBus } from '../../src/events/bus.ts';
 import { createApiKey, openBusiness, revokeApiKey } from '../../src/businesses/service.ts';
+import { SecretBox } from '../../src/lib/secret-box.ts';
+import { createSandbox } from '../../src/sandbox/service.ts';
 import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import type { Scope } from '../../src/businesses/scopes.ts';
@@ -118,6 +120,17 @@ export class TestContext {
   async createTenant(name = 'Test Supplier'): Promise<Tenant> {
     const created = await openBusiness(createWriteRunner(this.db), name);
     return tenant(created.businessId, created.apiKey, created.keyId);
+  }
+
+  /** A sandbox of the tenant's business (src/sandbox) with its test key, as `sandbox create` makes it. */
+  async createSandbox(owner: Tenant, name?: string): Promise<Tenant> {
+    const created = await createSandbox(this.db, owner.businessId, name, {
+      writes: createWriteRunner(this.db),
+      actor: SYSTEM,
+      box: new SecretBox(this.config.secretKeys ?? [randomBytes(32)]),
+      maxSandboxes: this.config.sandboxesPerBusiness,
+    });
+    return tenant(created.sandbox.id, created.apiKey, created.keyId);
   }
 
   /** Another key of the tenant's business; with `scopes`, one that may do only that. */

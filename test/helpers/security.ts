@@ -1,4 +1,9 @@
-import { MALFORMED_KEY_HINT, UNAUTHORIZED_HINT } from '../../src/lib/errors.ts';
+import {
+  LIVE_KEY_ON_SANDBOX_HINT,
+  MALFORMED_KEY_HINT,
+  TEST_KEY_ON_LIVE_HINT,
+  UNAUTHORIZED_HINT,
+} from '../../src/lib/errors.ts';
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { Tenant, TestContext } from './context.ts';
@@ -12,18 +17,33 @@ export interface SecurityCase {
   crossTenant?: boolean;
 }
 
-export function assertUnauthorized(response: { status: number; body: any; headers: Record<string, unknown> }) {
+export function assertUnauthorized(
+  response: { status: number; body: any; headers: Record<string, unknown> },
+  hint?: string,
+) {
   assert.equal(response.status, 401);
   assert.deepEqual(Object.keys(response.body).sort(), ['error', 'errorCode', 'hint', 'message', 'requestId']);
   assert.equal(response.body.errorCode, 'UNAUTHORIZED');
   assert.equal(response.body.message, 'Unauthorized');
   // The same hint for every failure: it names the headers, never which check failed; a key that
-  // cannot be one (its format, which anyone can check offline) is told so.
-  assert.ok([UNAUTHORIZED_HINT, MALFORMED_KEY_HINT].includes(response.body.hint), response.body.hint);
+  // cannot be one (its format, which anyone can check offline) is told so, and so is a real key of
+  // the other mode (a test key on a live business, a live key on a sandbox).
+  if (hint) assert.equal(response.body.hint, hint);
+  else
+    assert.ok(
+      [UNAUTHORIZED_HINT, MALFORMED_KEY_HINT, TEST_KEY_ON_LIVE_HINT, LIVE_KEY_ON_SANDBOX_HINT].includes(
+        response.body.hint,
+      ),
+      response.body.hint,
+    );
   assert.equal(response.body.requestId, response.headers['x-request-id']);
 }
 
-/** The same four cases for every route: no key, wrong key, revoked key, another tenant's resource. */
+/**
+ * The same cases for every route: no key, wrong key, revoked key, a key of the other mode (a test
+ * key on its live business, a live key on its sandbox), another tenant's resource (the business's
+ * own sandbox's too).
+ */
 export function securityCases(ctx: () => TestContext, spec: SecurityCase): void {
   const name = `${spec.method}`;
   it(`${name}: no credentials gives 401`, async () => {
@@ -53,6 +73,24 @@ export function securityCases(ctx: () => TestContext, spec: SecurityCase): void 
     assertUnauthorized(await ctx().request(spec.method, url, { as: spare, body: spec.body }));
   });
 
+  it(`${name}: a test key on its live business, or a live key on its sandbox, gives 401 saying which`, async () => {
+    const owner = await ctx().createTenant();
+    const url = await spec.url(ctx(), owner);
+    const sandbox = await ctx().createSandbox(owner);
+    const testOnLive = await ctx().request(spec.method, url, {
+      body: spec.body,
+      headers: { 'x-business-id': owner.businessId, 'x-api-key': sandbox.apiKey },
+    });
+    assertUnauthorized(testOnLive, TEST_KEY_ON_LIVE_HINT);
+    assert.equal(testOnLive.headers['supplyline-sandbox'], 'true');
+    const liveOnSandbox = await ctx().request(spec.method, url, {
+      body: spec.body,
+      headers: { 'x-business-id': sandbox.businessId, 'x-api-key': owner.apiKey },
+    });
+    assertUnauthorized(liveOnSandbox, LIVE_KEY_ON_SANDBOX_HINT);
+    assert.equal(liveOnSandbox.headers['supplyline-sandbox'], undefined);
+  });
+
   if (spec.crossTenant === false) return;
   it(`${name}: another business's resource is a 404, never its data`, async () => {
     const owner = await ctx().createTenant();
@@ -62,5 +100,10 @@ export function securityCases(ctx: () => TestContext, spec: SecurityCase): void 
     assert.equal(response.status, 404);
     assert.equal(response.body.errorCode, 'NOT_FOUND');
     assert.ok(!JSON.stringify(response.body).includes(owner.businessId));
+    // The business's own sandbox holds copies under ids of their own: the live resource is not there.
+    const sandbox = await ctx().createSandbox(owner);
+    const fromSandbox = await ctx().request(spec.method, url, { as: sandbox, body: spec.body });
+    assert.equal(fromSandbox.status, 404, JSON.stringify(fromSandbox.body));
+    assert.equal(fromSandbox.headers['supplyline-sandbox'], 'true');
   });
 }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import fc from 'fast-check';
 import { describeEachBackend } from '../helpers/context.ts';
+import { createFixture } from '../helpers/orders.ts';
 
 const RUNS = 40;
 
@@ -53,6 +54,41 @@ describeEachBackend('Arbitrary input never causes a 5xx', (ctx) => {
           }
         }),
         { numRuns: RUNS },
+      );
+    }
+  });
+
+  it('holds for the sandbox-only operations with a test key, for arbitrary bodies and ones close to valid', async () => {
+    const live = await ctx().createTenant();
+    await createFixture(ctx(), live);
+    const sandbox = await ctx().createSandbox(live);
+    const buyerId = (await ctx().request('GET', '/api/v1/buyers', { as: sandbox })).body.items[0].id;
+    const doc = (await ctx().request('GET', '/openapi.json')).body;
+    const operations = Object.entries<Record<string, Record<string, unknown>>>(doc.paths).flatMap(([path, ops]) =>
+      Object.entries(ops)
+        .filter(([, op]) => op['x-supplyline-sandbox-only'] === true)
+        .map(([method]) => ({ method: method.toUpperCase(), path })),
+    );
+    assert.deepEqual(operations, [{ method: 'POST', path: '/api/v1/sandbox/simulations/orders' }]);
+    const near = fc.record(
+      {
+        buyerId: fc.oneof(fc.string({ maxLength: 80 }), fc.constant(buyerId)),
+        lines: fc.oneof(fc.integer({ min: -2, max: 25 }), fc.double(), fc.string()),
+        count: fc.oneof(fc.integer({ min: -2, max: 3 }), fc.constant(101), fc.double(), fc.string()),
+      },
+      { requiredKeys: [] },
+    );
+    for (const { method, path } of operations) {
+      await fc.assert(
+        fc.asyncProperty(fc.oneof(fc.jsonValue({ maxDepth: 4 }), near), async (body) => {
+          const res = await ctx().request(method, path, { as: sandbox, body });
+          assert.ok(
+            res.status < 500,
+            `${method} ${path} ${JSON.stringify(body)} -> ${res.status} ${JSON.stringify(res.body)}`,
+          );
+          if (res.status >= 400) assert.equal(typeof res.body.errorCode, 'string');
+        }),
+        { numRuns: RUNS * 2 },
       );
     }
   });

@@ -221,3 +221,26 @@ describeEachBackend('Hostile input: HEAD', (ctx) => {
     assert.equal((await ctx().request('HEAD', '/api/v1/orders')).status, 401);
   });
 });
+
+describeEachBackend('Hostile input: the simulated buyer', (ctx) => {
+  it('refuses bodies out of bounds with field errors, a live key with 403, and never makes an order for them', async () => {
+    const { t } = await setup(ctx());
+    const sandbox = await ctx().createSandbox(t);
+    const url = '/api/v1/sandbox/simulations/orders';
+    for (const [body, field] of [
+      [{ count: 101 }, 'count'],
+      [{ count: -1 }, 'count'],
+      [{ count: '3' }, 'count'],
+      [{ lines: 0 }, 'lines'],
+      [{ lines: 1e300 }, 'lines'],
+      [{ buyerId: 'b'.repeat(65) }, 'buyerId'],
+      [{ buyerId: 5 }, 'buyerId'],
+    ] as const)
+      assertRefused(await ctx().request('POST', url, { as: sandbox, body }), 400, field);
+    assertRefused(await ctx().request('POST', url, { as: sandbox, body: [] }), 400);
+    assertRefused(await ctx().request('POST', url, { as: sandbox, body: { count: 1, extra: true } }), 400);
+    assertRefused(await ctx().request('POST', url, { as: sandbox, body: { buyerId: '%00' } }), 404);
+    assertRefused(await ctx().request('POST', url, { as: t, body: { count: 1 } }), 403);
+    assert.equal((await ctx().request('GET', '/api/v1/orders', { as: sandbox })).body.items.length, 0);
+  });
+});

@@ -14,10 +14,13 @@ const run = promisify(execFile);
 /** Keys people and scanners recognise (issue 46): sl_live_, 30 random base62 characters and a CRC32 checksum. */
 describe('API key format', () => {
   it('makes keys with a checksum that every one-character typo breaks', () => {
-    const keys = Array.from({ length: 200 }, newApiKey);
+    const keys = [
+      ...Array.from({ length: 200 }, () => newApiKey()),
+      ...Array.from({ length: 50 }, () => newApiKey('test')),
+    ];
     assert.equal(new Set(keys).size, keys.length);
-    for (const key of keys) {
-      assert.match(key, /^sl_live_[0-9A-Za-z]{36}$/);
+    for (const [i, key] of keys.entries()) {
+      assert.match(key, i < 200 ? /^sl_live_[0-9A-Za-z]{36}$/ : /^sl_test_[0-9A-Za-z]{36}$/);
       assert.equal(keyFormat(key), 'current');
       assert.equal(displayPrefix(key), key.slice(0, 12));
     }
@@ -37,7 +40,7 @@ describe('API key format', () => {
     for (const bad of [
       '',
       'sl_live_',
-      `sl_test_${keys[0].slice(8)}`,
+      `sl_prod_${keys[0].slice(8)}`,
       `${keys[0]}x`,
       keys[0].slice(0, -1),
       'not a key',
@@ -45,6 +48,8 @@ describe('API key format', () => {
     ]) {
       assert.equal(keyFormat(bad), 'malformed', bad);
     }
+    // A sandbox's test key has the same checksum rule: the prefix says the mode, the checksum the rest.
+    assert.equal(keyFormat(`sl_test_${keys[0].slice(8)}`), 'current');
   });
 
   it('refuses a malformed key without asking the database', async () => {

@@ -43,6 +43,7 @@ const EXTENSIONS = [
   'patch /api/v1/shipments/{id}',
   'delete /api/v1/shipments/{id}',
   'get /api/v1/shipments/{id}/events',
+  'post /api/v1/sandbox/simulations/orders',
 ];
 
 describeEachBackend('GET /openapi.json', (ctx) => {
@@ -88,6 +89,13 @@ describeEachBackend('GET /openapi.json', (ctx) => {
       assert.equal(doc.paths[path][method]['x-supplyline-extension'], true, op);
     }
     assert.equal(doc.paths['/api/v1/items'].post['x-supplyline-extension'], undefined);
+    // Sandbox-only operations say so (a live key gets 403).
+    const sandboxOnly = Object.entries<Record<string, any>>(doc.paths).flatMap(([path, ops]) =>
+      Object.entries<any>(ops)
+        .filter(([, op]) => op['x-supplyline-sandbox-only'] === true)
+        .map(([method]) => `${method} ${path}`),
+    );
+    assert.deepEqual(sandboxOnly, ['post /api/v1/sandbox/simulations/orders']);
     assert.ok(doc.components.schemas.ErrorResponse);
     const patchOrder = doc.paths['/api/v1/orders/{id}'].patch;
     assert.ok(
@@ -99,7 +107,7 @@ describeEachBackend('GET /openapi.json', (ctx) => {
   it("says what the service does: 404 only where something can be missing, the ingestion key's pattern, non-empty updates, history ids of their own resource", async () => {
     const doc = (await ctx().request('GET', '/openapi.json')).body;
     // 404 where a path id, or a resource the body names (an order to announce or invoice), can be missing; nowhere else.
-    const namesOther = ['post /api/v1/orders', 'post /api/v1/invoices'];
+    const namesOther = ['post /api/v1/orders', 'post /api/v1/invoices', 'post /api/v1/sandbox/simulations/orders'];
     for (const [path, ops] of Object.entries<Record<string, any>>(doc.paths)) {
       for (const [method, op] of Object.entries<any>(ops)) {
         const canMiss = path.includes('{') || namesOther.includes(`${method} ${path}`);

@@ -19,6 +19,7 @@ export const GUIDES = [
   'docs/client.md',
   'docs/console.md',
   'docs/fulfilment.md',
+  'docs/sandboxes.md',
   'docs/operations.md',
   'docs/development.md',
 ];
@@ -30,6 +31,7 @@ export const WALKTHROUGHS = [
   'docs/webhooks.md',
   'docs/keys-and-scopes.md',
   'docs/imports.md',
+  'docs/sandboxes.md',
 ];
 
 describe('the guides: one README, each guide linked once', () => {

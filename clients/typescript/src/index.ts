@@ -177,6 +177,16 @@ export function createSupplylineClient(options: ClientOptions) {
       void: (id: string, options?: RequestOptions) =>
         send<Schemas['Shipment']>('DELETE', `${SHIPMENTS}/${encodeURIComponent(id)}`, { options }),
     },
+    sandbox: {
+      /**
+       * POST /api/v1/sandbox/simulations/orders, with a sandbox's test key (sl_test_) only: a simulated buyer's
+       * orders, made now (`count` at most 100). A live key gets a 403.
+       */
+      simulateOrders: (body: Schemas['SimulateOrdersBody'] = {}, options?: RequestOptions) =>
+        send<Schemas['SimulatedOrdersResponse']>('POST', '/api/v1/sandbox/simulations/orders', { body, options }).then(
+          (r) => r.orders,
+        ),
+    },
     webhookEndpoints: {
       ...readable<Schemas['WebhookEndpoint'], ListQuery<'listWebhookEndpoints'>, QueryOf<'listWebhookEndpoints'>>(
         t,

@@ -514,6 +514,28 @@ export interface paths {
         patch: operations["updateShipment"];
         trace?: never;
     };
+    "/api/v1/sandbox/simulations/orders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sandbox only: a simulated buyer places orders now
+         * @description Each order is of a live buyer of the sandbox at random (or `buyerId`), with lines of variants of its price list (or the default list), a delivery date 2 to 14 days out, a purchase-order number and properties (`sandbox.simulated`), made and announced (`order.created`, webhooks) as `POST /buyers/{id}/orders` makes them. A live business's key gets 403.
+         *
+         *     Every query parameter is optional; an unknown one is refused with 400.
+         */
+        post: operations["simulateOrders"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events": {
         parameters: {
             query?: never;
@@ -1965,6 +1987,21 @@ export interface components {
             deliveredAt?: string | null;
             properties?: components["schemas"]["Properties"];
         };
+        SimulateOrdersBody: {
+            /**
+             * @description The buyer who orders (phm_); a live buyer of the sandbox at random when left out
+             * @example phm_01jd5x8m2k3n4p5q6r7s8t9v0w
+             */
+            buyerId?: string;
+            /** @description Lines per order, each a different variant of the buyer's price list; 1 to 5 at random when left out */
+            lines?: number;
+            /** @description How many orders, 1 when left out */
+            count?: number;
+        };
+        SimulatedOrdersResponse: {
+            /** @description The orders made, as GET /api/v1/orders/{id} shows them */
+            orders: components["schemas"]["Order"][];
+        };
         EventActor: {
             /**
              * @description Who made the change
@@ -2005,6 +2042,8 @@ export interface components {
             requestId: string | null;
             /** @description The Idempotency-Key the write was sent with, if any */
             idempotencyKey: string | null;
+            /** @description False for a sandbox's events (test keys, `sl_test_`), true for a live business's */
+            livemode: boolean;
             data: {
                 /** @description The resource as its GET returned it right after the change */
                 object: {
@@ -10507,6 +10546,278 @@ export interface operations {
                      *       "errorCode": "PRECONDITION_FAILED",
                      *       "message": "The shipment has changed: its current version is 4",
                      *       "error": "The shipment has changed: its current version is 4",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body larger than the limit */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "PAYLOAD_TOO_LARGE",
+                     *       "message": "Request body is larger than 1048576 bytes",
+                     *       "error": "Request body is larger than 1048576 bytes",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body is not application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "Content-Type must be application/json",
+                     *       "error": "Content-Type must be application/json",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "IDEMPOTENCY_KEY_REUSED",
+                     *       "message": "This Idempotency-Key was already used with a different request",
+                     *       "error": "This Idempotency-Key was already used with a different request",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited; wait Retry-After seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "RATE_LIMITED",
+                     *       "message": "You're sending requests too quickly. Please try again shortly.",
+                     *       "error": "You're sending requests too quickly. Please try again shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unexpected error; quote the requestId to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "INTERNAL_ERROR",
+                     *       "message": "Internal server error",
+                     *       "error": "Internal server error",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The database is unavailable for now; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is briefly unavailable. Please retry shortly.",
+                     *       "error": "The service is briefly unavailable. Please retry shortly.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    simulateOrders: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry for 24 hours: a repeat replays the first answer with Idempotent-Replayed: true */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "count": 3,
+                 *       "lines": 2
+                 *     }
+                 */
+                "application/json": components["schemas"]["SimulateOrdersBody"];
+            };
+        };
+        responses: {
+            /** @description Created: the simulated orders response */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Supplyline-Position": components["headers"]["Supplyline-Position"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SimulatedOrdersResponse"];
+                };
+            };
+            /** @description Validation failed (fieldErrors keyed by path), or a malformed request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "VALIDATION_ERROR",
+                     *       "message": "Validation failed. Please review the highlighted fields.",
+                     *       "error": "Validation failed. Please review the highlighted fields.",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "fieldErrors": {
+                     *         "(root)": "Must NOT have additional properties"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credentials (X-Business-Id and X-API-Key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "UNAUTHORIZED",
+                     *       "message": "Unauthorized",
+                     *       "error": "Unauthorized",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
+                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not a sandbox (a live key), or the API key lacks the scope orders:write */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "FORBIDDEN",
+                     *       "message": "This API key lacks the scope orders:write",
+                     *       "error": "This API key lacks the scope orders:write",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such live buyer in the sandbox (`buyerId`) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "NOT_FOUND",
+                     *       "message": "Not found",
+                     *       "error": "Not found",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The sandbox has nothing to order (no buyer, or no variant on a price list), or the Idempotency-Key is in use */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "IDEMPOTENCY_KEY_IN_USE",
+                     *       "message": "A request with this Idempotency-Key is still being processed",
+                     *       "error": "A request with this Idempotency-Key is still being processed",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */

@@ -1,0 +1,109 @@
+import { insertApiKey, type CreatedKey } from '../businesses/repository.ts';
+import type { Db } from '../db/types.ts';
+import { conflict, notFound } from '../lib/errors.ts';
+import { newId } from '../lib/ids.ts';
+import { copyConfiguration, type CopySettings } from './copy.ts';
+import {
+  findBusinessKind,
+  insertSandboxBusiness,
+  listSandboxes,
+  returnSessionsToLive,
+  type Sandbox,
+} from './repository.ts';
+import { businessTables, deleteBusinessRows, KEPT_ON_RESET } from './tables.ts';
+
+export interface SandboxSettings extends CopySettings {
+  /** SANDBOXES_PER_BUSINESS. */
+  maxSandboxes: number;
+}
+
+export interface CreatedSandbox extends CreatedKey {
+  sandbox: Sandbox;
+  copied: Record<string, number>;
+}
+
+async function liveBusiness(db: Db, businessId: string) {
+  const business = await findBusinessKind(db, businessId);
+  if (!business) throw notFound(`Business ${businessId} not found`);
+  if (business.live_business_id !== null)
+    throw conflict(`Business ${businessId} is a sandbox; a sandbox is made from a live business`);
+  return business;
+}
+
+export async function findSandbox(db: Db, sandboxId: string) {
+  const business = await findBusinessKind(db, sandboxId);
+  if (!business) throw notFound(`Sandbox ${sandboxId} not found`);
+  if (business.live_business_id === null) throw conflict(`Business ${sandboxId} is live, not a sandbox`);
+  return { id: business.id, name: business.name, liveBusinessId: business.live_business_id };
+}
+
+/**
+ * A sandbox of a live business, with a test key and a copy of its configuration. The count is taken
+ * and the sandbox made under the live business's write lock, so the limit holds with any number of
+ * instances; the copy then runs under the sandbox's own.
+ */
+export async function createSandbox(
+  db: Db,
+  liveBusinessId: string,
+  name: string | undefined,
+  settings: SandboxSettings,
+): Promise<CreatedSandbox> {
+  const live = await liveBusiness(db, liveBusinessId);
+  const sandbox = { id: newId('bus'), name: name ?? `${live.name} (sandbox)`, liveBusinessId };
+  const key = await settings.writes.run({ businessId: liveBusinessId, actor: settings.actor }, async (ctx) => {
+    const existing = await listSandboxes(ctx.trx, liveBusinessId);
+    if (existing.length >= settings.maxSandboxes)
+      throw conflict(
+        `Business ${liveBusinessId} has ${existing.length} sandboxes, ` +
+          `the most it may have (SANDBOXES_PER_BUSINESS=${settings.maxSandboxes})`,
+      );
+    await insertSandboxBusiness(ctx.trx, sandbox, ctx.now);
+    return insertApiKey(ctx.trx, sandbox.id, ctx.now, { name: 'Sandbox key', createdBy: ctx.actor });
+  });
+  const copied = await copyConfiguration(db, liveBusinessId, sandbox.id, settings);
+  const [created] = (await listSandboxes(db, liveBusinessId)).filter((s) => s.id === sandbox.id);
+  return { ...key, sandbox: created, copied };
+}
+
+/** Empties the sandbox but for itself, its keys, users and counters, and copies the live configuration again. */
+export async function resetSandbox(db: Db, sandboxId: string, settings: SandboxSettings) {
+  const sandbox = await findSandbox(db, sandboxId);
+  const removed = await emptySandbox(db, sandboxId, settings, KEPT_ON_RESET);
+  const copied = await copyConfiguration(db, sandbox.liveBusinessId, sandboxId, settings);
+  return { sandbox, removed, copied };
+}
+
+/** Removes the sandbox and every row of it, in batches; the number of rows removed per table. */
+export async function deleteSandbox(db: Db, sandboxId: string, settings: CopySettings) {
+  const sandbox = await findSandbox(db, sandboxId);
+  // Console sessions showing the sandbox go back to the live business rather than end with it.
+  await settings.writes.run({ businessId: sandboxId, actor: settings.actor }, (ctx) =>
+    returnSessionsToLive(ctx.trx, sandboxId, sandbox.liveBusinessId),
+  );
+  const removed = await emptySandbox(db, sandboxId, settings, new Set());
+  return { sandbox, removed };
+}
+
+/** Every write takes the business's write clock, so the clock and the business row itself go last, together. */
+const LAST = ['write_clocks', 'businesses'];
+
+async function emptySandbox(db: Db, sandboxId: string, settings: CopySettings, keep: Set<string>) {
+  const batchSize = settings.batchSize ?? 2000;
+  const tables = (await businessTables(db)).filter((t) => !keep.has(t.name));
+  const removed: Record<string, number> = {};
+  const scope = { businessId: sandboxId, actor: settings.actor };
+  for (const table of tables.filter((t) => !LAST.includes(t.name))) {
+    removed[table.name] = 0;
+    for (;;) {
+      const batch = await settings.writes.run(scope, (ctx) => deleteBusinessRows(ctx.trx, table, sandboxId, batchSize));
+      removed[table.name] += batch;
+      if (!table.hasId || batch < batchSize) break;
+    }
+  }
+  const last = tables.filter((t) => LAST.includes(t.name));
+  if (last.length > 0)
+    await settings.writes.run(scope, async (ctx) => {
+      for (const table of last) removed[table.name] = await deleteBusinessRows(ctx.trx, table, sandboxId, 1);
+    });
+  return removed;
+}

@@ -1,0 +1,129 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { listSandboxes } from '../../src/sandbox/repository.ts';
+import { createUser } from '../../src/users/service.ts';
+import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
+import { describeEachBackend, type Tenant } from '../helpers/context.ts';
+import { createFixture } from '../helpers/orders.ts';
+
+const HOST = 'console.test';
+const FORM = { 'content-type': 'application/x-www-form-urlencoded', host: HOST };
+const BANNER = /<div class="sandbox-banner" role="status">\s*<strong>Sandbox<\/strong>: Trial\./;
+
+describeEachBackend('console sandboxes', (ctx) => {
+  async function signedIn(t: Tenant, role: 'owner' | 'admin') {
+    const email = `${role}-${Math.random().toString(36).slice(2, 8)}@example.com`;
+    const { password } = await createWriteRunner(ctx().db).run({ businessId: t.businessId, actor: SYSTEM }, (c) =>
+      createUser(c, { email, name: `${role} person`, role }),
+    );
+    const res = await ctx().app.inject({
+      method: 'POST',
+      url: '/console/sign-in',
+      headers: FORM,
+      payload: new URLSearchParams({ email, password }).toString(),
+    });
+    return String(res.headers['set-cookie'] ?? '').split(';')[0];
+  }
+  const get = (url: string, cookie: string) =>
+    ctx().app.inject({ method: 'GET', url, headers: { cookie, host: HOST } });
+  async function post(url: string, cookie: string, form: Record<string, string> = {}) {
+    const csrf = /name="csrf" value="([^"]+)"/.exec((await get('/console/sandboxes', cookie)).body)?.[1];
+    assert.ok(csrf);
+    return ctx().app.inject({
+      method: 'POST',
+      url,
+      headers: { ...FORM, cookie },
+      payload: new URLSearchParams({ ...form, csrf }).toString(),
+    });
+  }
+  const flashOf = (res: { headers: Record<string, unknown> }) =>
+    [res.headers['set-cookie']]
+      .flat()
+      .map(String)
+      .find((c) => c.startsWith('sl_flash='))
+      ?.split(';')[0];
+
+  it('owners create a sandbox (its test key shown once), everyone switches to it, and every page then says Sandbox', async () => {
+    const live = await ctx().createTenant('Console Supplier');
+    await createFixture(ctx(), live);
+    const owner = await signedIn(live, 'owner');
+
+    const created = await post('/console/sandboxes', owner, { name: 'Trial' });
+    assert.equal(created.statusCode, 303);
+    const shown = await get('/console/sandboxes', `${owner}; ${flashOf(created)}`);
+    const apiKey = /<code id="new-key-value">(sl_test_\w{36})<\/code>/.exec(shown.body)?.[1];
+    const sandboxId = /X-Business-Id: (bus_\w+)/.exec(shown.body)?.[1];
+    assert.ok(apiKey && sandboxId, shown.body);
+    const buyers = await ctx().request('GET', '/api/v1/buyers', {
+      headers: { 'x-business-id': sandboxId, 'x-api-key': apiKey },
+    });
+    assert.equal(buyers.body.items.length, 1);
+    const simulated = await ctx().request('POST', '/api/v1/sandbox/simulations/orders', {
+      headers: { 'x-business-id': sandboxId, 'x-api-key': apiKey },
+      body: {},
+    });
+    assert.equal(simulated.status, 201);
+    const orderId = simulated.body.orders[0].id;
+
+    const admin = await signedIn(live, 'admin');
+    assert.equal((await post('/console/sandboxes', admin, { name: 'Not mine' })).statusCode, 403);
+    const switched = await post('/console/switch', admin, { businessId: sandboxId });
+    assert.equal(switched.statusCode, 303);
+    for (const page of [
+      '/console/orders',
+      '/console/events',
+      '/console/webhooks',
+      '/console/imports',
+      '/console/sandboxes',
+      '/console/account',
+    ]) {
+      const res = await get(page, admin);
+      assert.equal(res.statusCode, 200, page);
+      assert.match(res.body, BANNER, page);
+    }
+    assert.match((await get('/console/orders', admin)).body, new RegExp(orderId));
+    // The owner's own session still shows the live business, without a banner or the sandbox's order.
+    const ownerOrders = await get('/console/orders', owner);
+    assert.doesNotMatch(ownerOrders.body, /sandbox-banner/);
+    assert.doesNotMatch(ownerOrders.body, new RegExp(orderId));
+
+    assert.equal((await post('/console/switch', admin, { businessId: live.businessId })).statusCode, 303);
+    assert.doesNotMatch((await get('/console/orders', admin)).body, /sandbox-banner/);
+  });
+
+  it("refuses to switch to another business, or to another business's sandbox", async () => {
+    const live = await ctx().createTenant();
+    const other = await ctx().createTenant();
+    const foreign = await ctx().createSandbox(other);
+    const owner = await signedIn(live, 'owner');
+    for (const businessId of [other.businessId, foreign.businessId, 'bus_x']) {
+      assert.equal((await post('/console/switch', owner, { businessId })).statusCode, 404, businessId);
+      assert.doesNotMatch((await get('/console/orders', owner)).body, /sandbox-banner/);
+    }
+    assert.equal((await get(`/console/sandboxes/${foreign.businessId}/delete`, owner)).statusCode, 404);
+    assert.equal((await post(`/console/sandboxes/${foreign.businessId}/delete`, owner)).statusCode, 404);
+  });
+
+  it('owners reset and delete a sandbox after confirming; a session showing it goes back to live', async () => {
+    const live = await ctx().createTenant();
+    await createFixture(ctx(), live);
+    const sandbox = await ctx().createSandbox(live, 'Trial');
+    const owner = await signedIn(live, 'owner');
+    await ctx().request('POST', '/api/v1/sandbox/simulations/orders', { as: sandbox, body: { count: 2 } });
+    assert.match(
+      (await get(`/console/sandboxes/${sandbox.businessId}/reset`, owner)).body,
+      /Reset the sandbox (&#34;|&quot;|")Trial(&#34;|&quot;|")\?/,
+    );
+    assert.equal((await post(`/console/sandboxes/${sandbox.businessId}/reset`, owner)).statusCode, 303);
+    assert.equal((await ctx().request('GET', '/api/v1/orders', { as: sandbox })).body.items.length, 0);
+
+    assert.equal((await post('/console/switch', owner, { businessId: sandbox.businessId })).statusCode, 303);
+    assert.match((await get('/console/orders', owner)).body, BANNER);
+    assert.match((await get(`/console/sandboxes/${sandbox.businessId}/delete`, owner)).body, /This cannot be undone/);
+    assert.equal((await post(`/console/sandboxes/${sandbox.businessId}/delete`, owner)).statusCode, 303);
+    const after = await get('/console/orders', owner);
+    assert.equal(after.statusCode, 200);
+    assert.doesNotMatch(after.body, /sandbox-banner/);
+    assert.deepEqual(await listSandboxes(ctx().db, live.businessId), []);
+  });
+});
