@@ -36,8 +36,8 @@ import { importRefsByLine } from './migrations/0035-import-refs-by-line.ts';
 import { eventsByType } from './migrations/0036-events-by-type.ts';
 import { eventTraceParents } from './migrations/0037-event-trace-parents.ts';
 import { fulfilment } from './migrations/0039-fulfilment.ts';
-import { sandboxes } from './migrations/0040-sandboxes.ts';
 import { shipmentsChangedByCreated } from './migrations/0041-shipments-changed-by-created.ts';
+import { sandboxes } from './migrations/0042-sandboxes.ts';
 import { apiKeyScopes } from './migrations/0032-api-key-scopes.ts';
 import type { Database, Dialect } from './types.ts';
 import { executedMigrations, hasTable, migratedByNewerRelease, takeBackRenamed } from './migration-history.ts';
@@ -83,8 +83,8 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0036-events-by-type': eventsByType,
     '0037-event-trace-parents': eventTraceParents,
     '0039-fulfilment': fulfilment(dialect),
-    '0040-sandboxes': sandboxes,
     '0041-shipments-changed-by-created': shipmentsChangedByCreated,
+    '0042-sandboxes': sandboxes,
   };
 }
 
