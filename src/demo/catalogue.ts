@@ -1,3 +1,5 @@
+import { ITEM_COLUMNS } from '../items/repository.ts';
+import { VARIANT_COLUMNS } from '../items/variant-repository.ts';
 import type { Db } from '../db/types.ts';
 import { insertRows } from '../db/bulk.ts';
 import { idAt, unitsToDecimal, type Random } from './random.ts';
@@ -172,50 +174,9 @@ export async function insertCatalogue(
       entries.push([variant.defaultEntryId, businessId, defaultListId, variant.id, null, null, now, now]);
     }
   }
-  await insertRows(
-    db,
-    'items',
-    [
-      'id',
-      'business_id',
-      'name',
-      'handle',
-      'description',
-      'img_url',
-      'custom_type',
-      'brand',
-      'vendor_name',
-      'type',
-      'status',
-      'properties',
-      'created_at',
-      'updated_at',
-    ],
-    items,
-  );
+  await insertRows(db, 'items', ITEM_COLUMNS, items);
   await insertRows(db, 'platform_items', ['id', 'business_id', 'created_at'], platform);
-  await insertRows(
-    db,
-    'item_variants',
-    [
-      'id',
-      'business_id',
-      'item_id',
-      'variant_name',
-      'sku',
-      'barcode',
-      'currency',
-      'price',
-      'cost',
-      'weight',
-      'unit_of_measure',
-      'sequence',
-      'properties',
-      'created_at',
-      'updated_at',
-    ],
-    variantRows,
-  );
+  await insertRows(db, 'item_variants', VARIANT_COLUMNS, variantRows);
   await insertRows(
     db,
     'item_list_entries',

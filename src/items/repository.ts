@@ -74,7 +74,8 @@ async function chooseHandles(db: Db, businessId: string, inputs: CreateItemInput
   });
 }
 
-const ITEM_COLUMNS = [
+/** The items table's columns, in the order the multi-row inserts (here and the demo's) send them. */
+export const ITEM_COLUMNS = [
   'id',
   'business_id',
   'name',

@@ -22,7 +22,8 @@ export function variantValues(input: UpdateVariantInput | CreateVariantInput) {
   };
 }
 
-const VARIANT_COLUMNS = [
+/** The variants table's columns, in the order the multi-row inserts (here and the demo's) send them. */
+export const VARIANT_COLUMNS = [
   'id',
   'business_id',
   'item_id',
