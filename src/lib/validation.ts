@@ -103,8 +103,20 @@ export function fitsDecimal(value: number, bounds: DecimalBounds): boolean {
 const bodyAjv = makeAjv(false);
 const textAjv = makeAjv('array');
 
-/** A body validator outside a route (an import's lines): the route's checks, defaults and errors. */
-export const compileBody = (schema: object): ValidateFunction => bodyAjv.compile(schema);
+/**
+ * A body validator outside a route (an import's lines): the route's checks, defaults and errors.
+ * Compiled when first used, so that a program that never validates (the CLI) does not pay for it.
+ */
+export function compileBody(schema: object): ValidateFunction {
+  let compiled: ValidateFunction | undefined;
+  const validate = ((data: unknown) => {
+    compiled ??= bodyAjv.compile(schema);
+    const valid = compiled(data);
+    validate.errors = compiled.errors;
+    return valid;
+  }) as ValidateFunction;
+  return validate;
+}
 
 export function bodyError(errors: ErrorObject[], body: unknown): ApiError {
   // An update body without a single field (minProperties: 1).

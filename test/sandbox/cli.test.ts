@@ -1,56 +1,17 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { openBusiness } from '../../src/businesses/service.ts';
 import { createDatabase } from '../../src/db/connection.ts';
 import { generateDemo } from '../../src/demo/generate.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { createWriteRunner } from '../../src/write/runner.ts';
-import { backends, type BackendName } from '../helpers/context.ts';
-import { TYPESCRIPT } from '../helpers/typescript.ts';
+import { backends } from '../helpers/context.ts';
+import { bundledCli, createDatabaseUrl } from '../helpers/cli.ts';
 
-const root = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 const SECRET_KEY = randomBytes(32).toString('base64');
-
-function runCli(args: string[], databaseUrl: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [...TYPESCRIPT, 'src/cli.ts', ...args],
-      { cwd: root, env: { ...process.env, DATABASE_URL: databaseUrl, SECRET_KEY } },
-      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
-
-/** A whole database: the CLI takes DATABASE_URL only, no schema. */
-async function createDatabaseUrl(backend: BackendName): Promise<{ url: string; drop(): Promise<void> }> {
-  if (backend === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'supplyline-sandbox-cli-'));
-    return { url: `sqlite:${join(dir, 'cli.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
-  }
-  const adminUrl = process.env.TEST_DATABASE_URL!;
-  const name = `sandbox_cli_${randomBytes(6).toString('hex')}`;
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const withAdmin = async (sql: string) => {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
-  await withAdmin(`create database ${name}`);
-  return { url: url.toString(), drop: () => withAdmin(`drop database if exists ${name} with (force)`) };
-}
+const cli = bundledCli('sandbox-cli');
+const runCli = (args: string[], url: string) => cli(args, url, { env: { SECRET_KEY } });
 
 for (const backend of backends) {
   describe(`[${backend}] CLI sandbox`, () => {

@@ -216,4 +216,27 @@ describe('architecture', () => {
     );
     assert.ok(sessionState.at(-1)!.test(files.find((f) => f.path === 'db/listen.ts')!.text));
   });
+  it('runs every test file: each is named by a glob of `npm test`, test:reliability or test:memory', () => {
+    const root = join(import.meta.dirname, '..', '..');
+    const scripts = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts as Record<string, string>;
+    const globs = ['test', 'test:reliability', 'test:memory'].flatMap(
+      (name) => scripts[name].match(/test\/\S+\.test\.ts/g) ?? [],
+    );
+    const covers = (glob: string, file: string) =>
+      new RegExp(`^${glob.replaceAll('.', '\\.').replaceAll('*', '[^/]*')}$`).test(file);
+    const testFiles = (dir: string): string[] =>
+      readdirSync(join(root, dir), { withFileTypes: true }).flatMap((entry) =>
+        entry.isDirectory()
+          ? testFiles(`${dir}/${entry.name}`)
+          : entry.name.endsWith('.test.ts')
+            ? [`${dir}/${entry.name}`]
+            : [],
+      );
+    const missed = testFiles('test').filter((file) => !globs.some((glob) => covers(glob, file)));
+    assert.deepEqual(
+      missed,
+      [],
+      'test files no script runs (CI runs `npm test` and the reliability and memory suites)',
+    );
+  });
 });

@@ -1,80 +1,20 @@
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { findActiveKeys, findBusiness, hashApiKey } from '../../src/businesses/repository.ts';
 import { openBusiness } from '../../src/businesses/service.ts';
 import { createWriteRunner } from '../../src/write/runner.ts';
 import { createDatabase } from '../../src/db/connection.ts';
 import { findUserByEmail } from '../../src/users/repository.ts';
 import { verifyPassword } from '../../src/users/password.ts';
-import { backends, type BackendName } from '../helpers/context.ts';
-import { buildBundle } from '../reliability/helpers.ts';
+import { backends } from '../helpers/context.ts';
+import { bundledCli, type CliResult as Result, createDatabaseUrl, root } from '../helpers/cli.ts';
 
-const root = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
-
-/**
- * The CLI as `npm run build` bundles it, which starts in a fraction of the time its sources take;
- * the sources themselves run through bin/supplyline.js, in the test that uses it.
- */
-let bundle: { outdir: string; remove(): void };
-before(async () => {
-  bundle = await buildBundle('cli');
-});
-after(() => bundle.remove());
-const cliArgs = () => ['--enable-source-maps', join(root, bundle.outdir, 'cli.js')];
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the CLI as an operator would, in its own process; with `bin`, through bin/supplyline.js from that cwd. */
-function runCli(args: string[], databaseUrl: string, bin?: { cwd: string }): Promise<Result> {
-  const [file, ...prefix] = bin ? [join(root, 'bin', 'supplyline.js')] : [process.execPath, ...cliArgs()];
-  return new Promise((resolve) => {
-    execFile(
-      file,
-      [...prefix, ...args],
-      { cwd: bin?.cwd ?? root, env: { ...process.env, DATABASE_URL: databaseUrl } },
-      (error, stdout, stderr) => {
-        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
-      },
-    );
-  });
-}
-
-/**
- * A throwaway database URL. On PostgreSQL this is a whole database rather than a schema,
- * because the CLI only takes DATABASE_URL and has no way to be told a schema.
- */
-async function createDatabaseUrl(backend: BackendName): Promise<{ url: string; drop(): Promise<void> }> {
-  if (backend === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'supplyline-cli-'));
-    return { url: `sqlite:${join(dir, 'cli.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
-  }
-  const adminUrl = process.env.TEST_DATABASE_URL!;
-  const name = `cli_${randomBytes(6).toString('hex')}`;
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const withAdmin = async (sql: string) => {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
-  await withAdmin(`create database ${name}`);
-  return { url: url.toString(), drop: () => withAdmin(`drop database if exists ${name} with (force)`) };
-}
+const runCli = bundledCli('cli');
 
 function assertNoStack(result: Result): void {
   assert.doesNotMatch(result.stderr, /^\s+at /m, 'expected errors are reported without a stack trace');
@@ -87,7 +27,7 @@ describe('CLI arguments', () => {
     const [help, bare, bin] = await Promise.all([
       runCli(['help'], url),
       runCli([], url),
-      runCli(['--help'], url, { cwd: tmpdir() }),
+      runCli(['--help'], url, { bin: { cwd: tmpdir() } }),
     ]);
     for (const result of [help, bare, bin]) {
       assert.equal(result.code, 0, result.stderr);
@@ -384,10 +324,14 @@ for (const backend of backends) {
       assert.deepEqual(first.actor, { type: 'system', id: 'cli', name: 'Command line' });
 
       // Following: a key made meanwhile shows up as the next line; Ctrl-C ends it cleanly.
-      const tail = spawn(process.execPath, [...cliArgs(), 'events', 'tail', '--business', businessId, '--after', '1'], {
-        cwd: root,
-        env: { ...process.env, DATABASE_URL: database.url },
-      });
+      const tail = spawn(
+        process.execPath,
+        [...runCli.argv(), 'events', 'tail', '--business', businessId, '--after', '1'],
+        {
+          cwd: root,
+          env: { ...process.env, DATABASE_URL: database.url },
+        },
+      );
       let out = '';
       tail.stdout.on('data', (d) => {
         out += d;
