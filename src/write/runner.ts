@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
-import { isUniqueViolation } from '../db/dialect.ts';
+import { AsyncResource } from 'node:async_hooks';
+import { isUniqueViolation, statementsAreRoundTrips } from '../db/dialect.ts';
 import type { Database } from '../db/types.ts';
 import { ApiError, errorBody } from '../lib/errors.ts';
 import { readJson } from '../lib/json.ts';
@@ -9,6 +10,7 @@ import type { NewEvent } from '../log/events.ts';
 import { activeTraceParent, inChildSpan } from '../telemetry/spans.ts';
 import { recordChanges } from '../log/audit.ts';
 import { takeWriteTime } from './clock.ts';
+import { WriteGroups } from './groups.ts';
 import {
   completeRecord,
   deleteExpiredRecord,
@@ -24,6 +26,19 @@ export interface Actor {
   id: string;
   /** A name a person recognises, where there is one (API keys get names with the console). */
   name: string | null;
+}
+
+/** A write on its way through the runner. */
+interface Member<T> {
+  scope: WriteScope;
+  key: string | null;
+  work: (ctx: WriteContext) => Promise<T>;
+  events: NewEvent[];
+  /** When it asked for its business's write lock (performance.now()). */
+  asked: number;
+  /** Its request's async context, in which it runs when another write's group runs it. */
+  context: AsyncResource;
+  started?: boolean;
 }
 
 /** The service itself: the first start's business, the demo generator, jobs. */
@@ -176,49 +191,70 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
   }
 
   /*
-   * The one place a write transaction opens, and it reads as a straight line: take the business's
-   * write lock and the write's time (src/write/clock.ts), do the work, append the events it asked
-   * for. No write without its events, no event without its write.
+   * One write, in a transaction given to it: take the business's write lock and the write's time
+   * (src/write/clock.ts), do the work, append the events it asked for. No write without its events,
+   * no event without its write.
    */
-  async function transact<T>(
-    scope: WriteScope,
-    key: string | null,
-    work: (ctx: WriteContext) => Promise<T>,
-  ): Promise<T> {
-    const events: NewEvent[] = [];
-    const result = await db.transaction().execute(async (trx) => {
-      const asked = performance.now();
-      options.lockWaiting?.inc();
-      let now: string;
-      try {
-        now = await takeWriteTime(trx, scope.businessId, clock());
-      } finally {
-        options.lockWaiting?.dec();
-      }
-      options.lockWait?.observe((performance.now() - asked) / 1000);
-      const ctx: WriteContext = {
-        trx,
-        businessId: scope.businessId,
-        actor: scope.actor,
-        requestId: scope.requestId ?? null,
-        idempotencyKey: key,
-        now,
-        emit: (event) => {
-          events.push(event);
-        },
-      };
-      const outcome = await work(ctx);
-      if (events.length > 0) {
-        await inChildSpan('append events', { 'supplyline.events': events.length }, () =>
-          appendEvents(trx, ctx, events, EVENTS_CHANNEL, activeTraceParent() ?? scope.traceParent ?? null),
-        );
-      }
-      await recordChanges(trx, ctx, events);
-      return outcome;
-    });
-    if (events.length > 0) options.onEvents?.(scope.businessId, events);
-    return result;
+  async function write<T>(trx: Transaction<Database>, member: Member<T>): Promise<T> {
+    const { scope } = member;
+    member.started = true;
+    let now: string;
+    try {
+      now = await takeWriteTime(trx, scope.businessId, clock());
+    } finally {
+      options.lockWaiting?.dec();
+    }
+    options.lockWait?.observe((performance.now() - member.asked) / 1000);
+    const ctx: WriteContext = {
+      trx,
+      businessId: scope.businessId,
+      actor: scope.actor,
+      requestId: scope.requestId ?? null,
+      idempotencyKey: member.key,
+      now,
+      emit: (event) => {
+        member.events.push(event);
+      },
+    };
+    const outcome = await member.work(ctx);
+    if (member.events.length > 0) {
+      await inChildSpan('append events', { 'supplyline.events': member.events.length }, () =>
+        appendEvents(trx, ctx, member.events, EVENTS_CHANNEL, activeTraceParent() ?? scope.traceParent ?? null),
+      );
+    }
+    await recordChanges(trx, ctx, member.events);
+    return outcome;
   }
+
+  /** The one place a write transaction opens: a write alone, or (PostgreSQL) the next writes of its business together. */
+  function transact<T>(scope: WriteScope, key: string | null, work: (ctx: WriteContext) => Promise<T>): Promise<T> {
+    options.lockWaiting?.inc();
+    const member: Member<T> = {
+      scope,
+      key,
+      work,
+      events: [],
+      asked: performance.now(),
+      context: new AsyncResource('write'),
+    };
+    const written = grouped
+      ? groups.join(scope.businessId, (trx) => member.context.runInAsyncScope(() => write(trx, member)))
+      : db.transaction().execute((trx) => write(trx, member));
+    return written.then(
+      (result) => {
+        if (member.events.length > 0) options.onEvents?.(scope.businessId, member.events);
+        return result;
+      },
+      (error) => {
+        if (!member.started) options.lockWaiting?.dec();
+        throw error;
+      },
+    );
+  }
+
+  // Where each statement is a round trip, a business's waiting writes share a transaction (src/write/groups.ts).
+  const grouped = statementsAreRoundTrips(db);
+  const groups = new WriteGroups(db);
 
   return {
     run: (scope, work) => inTransaction(scope, null, work),

@@ -1,0 +1,100 @@
+import { type Kysely, sql, type Transaction } from 'kysely';
+import type { Database } from '../db/types.ts';
+
+/** At most this many writes share one transaction, which bounds the first one's wait (as SQLite's, decision 0035). */
+const MAX_GROUP = 16;
+
+interface Waiting {
+  run(trx: Transaction<Database>): Promise<unknown>;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Group commit of one business's writes on PostgreSQL (decision 0053): while a write of a business
+ * runs, the business's next writes on this instance wait here rather than on its write lock in the
+ * database, and join the running write's transaction, each in a savepoint of its own, up to 16; one
+ * COMMIT ends them. What SQLite's driver does for all writes (src/db/sqlite-dialect.ts), for the
+ * same reasons: the lock is taken and handed over once, and the commit's flush is shared. The rules:
+ * - nothing is answered before it is durable: every member is answered after the group's COMMIT;
+ * - a failed member rolls back only its savepoint, and is answered after the group commits (its
+ *   failure may rest on what it read of earlier members). The first member runs without one (a
+ *   write alone costs what it did): when it fails, the transaction is rolled back, and the writes
+ *   that waited begin a transaction of their own;
+ * - if the COMMIT fails, or a savepoint cannot be rolled back, every member fails and none is kept.
+ */
+export class WriteGroups {
+  readonly #db: Kysely<Database>;
+  /** Per business, the writes waiting for it (present while a group of the business runs). */
+  readonly #queues = new Map<string, Waiting[]>();
+
+  constructor(db: Kysely<Database>) {
+    this.#db = db;
+  }
+
+  /** Runs `run` in a transaction of the business's writes; resolves once that has committed. */
+  join<T>(businessId: string, run: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const waiting: Waiting = { run, resolve: resolve as (value: unknown) => void, reject };
+      const queue = this.#queues.get(businessId);
+      if (queue) {
+        queue.push(waiting);
+        return;
+      }
+      this.#queues.set(businessId, [waiting]);
+      void this.#drain(businessId);
+    });
+  }
+
+  async #drain(businessId: string): Promise<void> {
+    const queue = this.#queues.get(businessId)!;
+    while (queue.length > 0) await this.#group(queue);
+    this.#queues.delete(businessId);
+  }
+
+  async #group(queue: Waiting[]): Promise<void> {
+    /** The members that ran, with their answers once the group has committed. */
+    const ran: Array<{ member: Waiting; answer: () => void }> = [];
+    const first: { failed?: { member: Waiting; error: unknown } } = {};
+    try {
+      await this.#db.transaction().execute(async (trx) => {
+        const member = queue.shift()!;
+        try {
+          const value = await member.run(trx);
+          ran.push({ member, answer: () => member.resolve(value) });
+        } catch (error) {
+          first.failed = { member, error };
+          throw error;
+        }
+        for (let n = 1; n < MAX_GROUP && queue.length > 0; n++) await this.#joinSavepoint(trx, queue.shift()!, ran);
+      });
+    } catch (error) {
+      if (first.failed) first.failed.member.reject(first.failed.error);
+      else {
+        for (const { member } of ran) member.reject(error);
+      }
+      return;
+    }
+    for (const { answer } of ran) answer();
+  }
+
+  async #joinSavepoint(
+    trx: Transaction<Database>,
+    member: Waiting,
+    ran: Array<{ member: Waiting; answer: () => void }>,
+  ): Promise<void> {
+    // Counted as run from here: if its savepoint cannot begin or be undone, it fails with the group.
+    const entry = { member, answer: () => {} };
+    ran.push(entry);
+    await sql`savepoint member`.execute(trx);
+    try {
+      const value = await member.run(trx);
+      await sql`release savepoint member`.execute(trx);
+      entry.answer = () => member.resolve(value);
+    } catch (error) {
+      await sql`rollback to savepoint member`.execute(trx);
+      await sql`release savepoint member`.execute(trx);
+      entry.answer = () => member.reject(error);
+    }
+  }
+}

@@ -1,0 +1,169 @@
+import assert from 'node:assert/strict';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { before, it } from 'node:test';
+import { sql } from 'kysely';
+import { createWriteRunner, SYSTEM, type WriteContext, type WriteRunner } from '../../src/write/runner.ts';
+import { describeEachBackend } from '../helpers/context.ts';
+
+/**
+ * A business's writes that wait for each other share one transaction: on PostgreSQL the runner
+ * groups them (src/write/groups.ts), on SQLite the driver does (test/db/sqlite.test.ts). The rules
+ * hold on both: nothing answered before it is durable, a failed write undone alone, a failed
+ * commit failing every write of its group, each write in its own request's async context.
+ */
+describeEachBackend('a business’s writes committed together', (ctx) => {
+  let runner: WriteRunner;
+  let businessId: string;
+  const request = new AsyncLocalStorage<string>();
+
+  before(async () => {
+    runner = createWriteRunner(ctx().db);
+    businessId = (await ctx().createTenant()).businessId;
+    await sql`create table group_rows (n integer not null, tx text)`.execute(ctx().db);
+    await sql`create table group_parents (id integer primary key)`.execute(ctx().db);
+    // A deferred foreign key is checked at COMMIT: the one way to make a commit fail on purpose.
+    await sql`create table group_children (parent_id integer references group_parents (id) deferrable initially deferred)`.execute(
+      ctx().db,
+    );
+  });
+
+  const postgres = () => ctx().backend === 'postgres';
+  /** The transaction a statement runs in, where the database can say (PostgreSQL). */
+  const transactionOf = async (c: WriteContext) =>
+    postgres() ? (await sql<{ tx: string }>`select txid_current()::text as tx`.execute(c.trx)).rows[0].tx : null;
+  const insert = async (c: WriteContext, n: number) =>
+    sql`insert into group_rows (n, tx) values (${n}, ${await transactionOf(c)})`.execute(c.trx);
+  /** Whether a row is visible outside any write: committed. */
+  const committed = async (n: number) =>
+    Number((await sql<{ c: number }>`select count(*) as c from group_rows where n = ${n}`.execute(ctx().db)).rows[0].c);
+  const run = (work: (c: WriteContext) => Promise<void>) => runner.run({ businessId, actor: SYSTEM }, work);
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('answers each write only once it is durable, and commits the writes that waited together', async () => {
+    const visibleWhenAnswered: number[] = [];
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        run(async (c) => {
+          await insert(c, 100 + i);
+          await turn();
+        }).then(async () => {
+          visibleWhenAnswered.push(await committed(100 + i));
+        }),
+      ),
+    );
+    assert.deepEqual(visibleWhenAnswered, Array(10).fill(1));
+    if (postgres()) {
+      const { rows } = await sql<{
+        tx: string;
+      }>`select distinct tx from group_rows where n between 100 and 109`.execute(ctx().db);
+      assert.ok(rows.length <= 2, `10 writes that waited for each other took ${rows.length} transactions`);
+    }
+  });
+
+  it('rolls back only the write that failed, and commits the rest of its group', async () => {
+    const results = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) =>
+        run(async (c) => {
+          await insert(c, 200 + i);
+          await turn();
+          if (i === 2 || i === 4) throw new Error(`refused ${i}`);
+        }),
+      ),
+    );
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled'],
+    );
+    assert.equal((results[2] as PromiseRejectedResult).reason.message, 'refused 2');
+    assert.deepEqual(await Promise.all([0, 1, 2, 3, 4, 5].map((i) => committed(200 + i))), [1, 1, 0, 1, 0, 1]);
+  });
+
+  it('when the first write fails, the writes that waited for it still commit', async () => {
+    const results = await Promise.allSettled(
+      Array.from({ length: 4 }, (_, i) =>
+        run(async (c) => {
+          await insert(c, 300 + i);
+          await turn();
+          if (i === 0) throw new Error('the first refused');
+        }),
+      ),
+    );
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['rejected', 'fulfilled', 'fulfilled', 'fulfilled'],
+    );
+    assert.deepEqual(await Promise.all([0, 1, 2, 3].map((i) => committed(300 + i))), [0, 1, 1, 1]);
+  });
+
+  it('undoes a write whose statement failed, and goes on with the group', async () => {
+    const results = await Promise.allSettled(
+      Array.from({ length: 4 }, (_, i) =>
+        run(async (c) => {
+          await insert(c, 400 + i);
+          await turn();
+          if (i === 2) await sql`insert into group_rows (n) values (null)`.execute(c.trx); // not null: the statement fails
+        }),
+      ),
+    );
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'fulfilled', 'rejected', 'fulfilled'],
+    );
+    assert.deepEqual(await Promise.all([0, 1, 2, 3].map((i) => committed(400 + i))), [1, 1, 0, 1]);
+  });
+
+  it('fails every write of a group whose commit fails, keeps none of them, and goes on afterwards', async () => {
+    const results = await Promise.allSettled(
+      Array.from({ length: 4 }, (_, i) =>
+        run(async (c) => {
+          await insert(c, 500 + i);
+          await turn();
+          if (i === 1) await sql`insert into group_children (parent_id) values (42)`.execute(c.trx);
+        }),
+      ),
+    );
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['rejected', 'rejected', 'rejected', 'rejected'],
+    );
+    assert.deepEqual(await Promise.all([0, 1, 2, 3].map((i) => committed(500 + i))), [0, 0, 0, 0]);
+    await run((c) => insert(c, 599).then(() => {}));
+    assert.equal(await committed(599), 1);
+  });
+
+  it("runs each write in its own request's async context", async () => {
+    const seen = new Map<string, string | undefined>();
+    await Promise.all(
+      ['a', 'b', 'c', 'd', 'e'].map((name) =>
+        request.run(name, () =>
+          run(async () => {
+            await turn();
+            seen.set(name, request.getStore());
+          }),
+        ),
+      ),
+    );
+    assert.deepEqual(Object.fromEntries(seen), { a: 'a', b: 'b', c: 'c', d: 'd', e: 'e' });
+  });
+
+  it("gives each write of a group a time later than the one before, and events numbered in the group's order", async () => {
+    const times = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        run(async (c) => {
+          c.emit({ type: 'order.updated', resourceType: 'order', resourceId: `ord_group${i}`, object: { i } });
+          await turn();
+        }).then(() => i),
+      ),
+    );
+    assert.equal(times.length, 8);
+    const { rows } = await sql<{ sequence: number; occurred_at: string; resource_id: string }>`
+      select sequence, occurred_at, resource_id from events
+      where business_id = ${businessId} and resource_id like 'ord_group%' order by sequence`.execute(ctx().db);
+    assert.deepEqual(
+      rows.map((r) => r.resource_id),
+      Array.from({ length: 8 }, (_, i) => `ord_group${i}`),
+    );
+    const occurred = rows.map((r) => new Date(r.occurred_at).getTime());
+    for (let i = 1; i < occurred.length; i++) assert.ok(occurred[i] > occurred[i - 1], `times ${occurred}`);
+  });
+});
