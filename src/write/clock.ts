@@ -27,3 +27,17 @@ const takeWriteTimeQuery = statement((db, v: { businessId: string; clockMs: numb
     )
     .returning('last_ms'),
 );
+
+/** The time of a write that follows another under the same lock: the same rule, without the row. */
+export function laterThan(previous: string, clockMs: number): string {
+  return new Date(Math.max(Date.parse(previous) + 1, clockMs)).toISOString();
+}
+
+/** Stores the time of the last of several writes that took their times with `laterThan` (src/write/groups.ts). */
+export async function keepWriteTime(db: Db, businessId: string, time: string): Promise<void> {
+  await db.executeQuery(keepWriteTimeQuery(db, { businessId, lastMs: Date.parse(time) }));
+}
+
+const keepWriteTimeQuery = statement((db, v: { businessId: string; lastMs: number }) =>
+  db.updateTable('write_clocks').set({ last_ms: v.lastMs }).where('business_id', '=', v.businessId),
+);

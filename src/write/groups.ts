@@ -4,8 +4,11 @@ import type { Database } from '../db/types.ts';
 /** At most this many writes share one transaction, which bounds the first one's wait (as SQLite's, decision 0035). */
 const MAX_GROUP = 16;
 
+/** A member's work, told whether it joined a group's transaction (the write lock is then held already). */
+export type GroupWork<T> = (trx: Transaction<Database>, joined: boolean) => Promise<T>;
+
 interface Waiting {
-  run(trx: Transaction<Database>): Promise<unknown>;
+  run: GroupWork<unknown>;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -28,12 +31,16 @@ export class WriteGroups {
   /** Per business, the writes waiting for it (present while a group of the business runs). */
   readonly #queues = new Map<string, Waiting[]>();
 
-  constructor(db: Kysely<Database>) {
+  /** Runs last in a transaction that more than one write joined, before its COMMIT. */
+  readonly #beforeCommit: (trx: Transaction<Database>, businessId: string) => Promise<void>;
+
+  constructor(db: Kysely<Database>, beforeCommit: (trx: Transaction<Database>, businessId: string) => Promise<void>) {
     this.#db = db;
+    this.#beforeCommit = beforeCommit;
   }
 
   /** Runs `run` in a transaction of the business's writes; resolves once that has committed. */
-  join<T>(businessId: string, run: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+  join<T>(businessId: string, run: GroupWork<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const waiting: Waiting = { run, resolve: resolve as (value: unknown) => void, reject };
       const queue = this.#queues.get(businessId);
@@ -48,11 +55,11 @@ export class WriteGroups {
 
   async #drain(businessId: string): Promise<void> {
     const queue = this.#queues.get(businessId)!;
-    while (queue.length > 0) await this.#group(queue);
+    while (queue.length > 0) await this.#group(businessId, queue);
     this.#queues.delete(businessId);
   }
 
-  async #group(queue: Waiting[]): Promise<void> {
+  async #group(businessId: string, queue: Waiting[]): Promise<void> {
     /** The members that ran, with their answers once the group has committed. */
     const ran: Array<{ member: Waiting; answer: () => void }> = [];
     const first: { failed?: { member: Waiting; error: unknown } } = {};
@@ -60,13 +67,14 @@ export class WriteGroups {
       await this.#db.transaction().execute(async (trx) => {
         const member = queue.shift()!;
         try {
-          const value = await member.run(trx);
+          const value = await member.run(trx, false);
           ran.push({ member, answer: () => member.resolve(value) });
         } catch (error) {
           first.failed = { member, error };
           throw error;
         }
         for (let n = 1; n < MAX_GROUP && queue.length > 0; n++) await this.#joinSavepoint(trx, queue.shift()!, ran);
+        if (ran.length > 1) await this.#beforeCommit(trx, businessId);
       });
     } catch (error) {
       if (first.failed) first.failed.member.reject(first.failed.error);
@@ -86,14 +94,13 @@ export class WriteGroups {
     // Counted as run from here: if its savepoint cannot begin or be undone, it fails with the group.
     const entry = { member, answer: () => {} };
     ran.push(entry);
+    // Savepoints are not released: a round trip each, and `rollback to` finds the latest of the name.
     await sql`savepoint member`.execute(trx);
     try {
-      const value = await member.run(trx);
-      await sql`release savepoint member`.execute(trx);
+      const value = await member.run(trx, true);
       entry.answer = () => member.resolve(value);
     } catch (error) {
       await sql`rollback to savepoint member`.execute(trx);
-      await sql`release savepoint member`.execute(trx);
       entry.answer = () => member.reject(error);
     }
   }

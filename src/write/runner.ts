@@ -9,7 +9,7 @@ import { appendEvents } from '../log/append.ts';
 import type { NewEvent } from '../log/events.ts';
 import { activeTraceParent, inChildSpan } from '../telemetry/spans.ts';
 import { recordChanges } from '../log/audit.ts';
-import { takeWriteTime } from './clock.ts';
+import { keepWriteTime, laterThan, takeWriteTime } from './clock.ts';
 import { WriteGroups } from './groups.ts';
 import {
   completeRecord,
@@ -195,15 +195,17 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
    * (src/write/clock.ts), do the work, append the events it asked for. No write without its events,
    * no event without its write.
    */
-  async function write<T>(trx: Transaction<Database>, member: Member<T>): Promise<T> {
+  async function write<T>(trx: Transaction<Database>, member: Member<T>, joined = false): Promise<T> {
     const { scope } = member;
     member.started = true;
     let now: string;
     try {
-      now = await takeWriteTime(trx, scope.businessId, clock());
+      // A write that joined a group's transaction holds the lock already, and follows the group's last time.
+      now = joined ? laterThan(lastTimes.get(trx)!, clock()) : await takeWriteTime(trx, scope.businessId, clock());
     } finally {
       options.lockWaiting?.dec();
     }
+    lastTimes.set(trx, now);
     options.lockWait?.observe((performance.now() - member.asked) / 1000);
     const ctx: WriteContext = {
       trx,
@@ -238,7 +240,7 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
       context: new AsyncResource('write'),
     };
     const written = grouped
-      ? groups.join(scope.businessId, (trx) => member.context.runInAsyncScope(() => write(trx, member)))
+      ? groups.join(scope.businessId, (trx, joined) => member.context.runInAsyncScope(() => write(trx, member, joined)))
       : db.transaction().execute((trx) => write(trx, member));
     return written.then(
       (result) => {
@@ -254,7 +256,10 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
 
   // Where each statement is a round trip, a business's waiting writes share a transaction (src/write/groups.ts).
   const grouped = statementsAreRoundTrips(db);
-  const groups = new WriteGroups(db);
+  /** The time of the last write each open transaction ran (a group's writes follow it). */
+  const lastTimes = new WeakMap<Transaction<Database>, string>();
+  // A group's writes after the first took their times without the clock: it is stored once, before COMMIT.
+  const groups = new WriteGroups(db, (trx, businessId) => keepWriteTime(trx, businessId, lastTimes.get(trx)!));
 
   return {
     run: (scope, work) => inTransaction(scope, null, work),

@@ -150,7 +150,12 @@ describeEachBackend('a business’s writes committed together', (ctx) => {
     const times = await Promise.all(
       Array.from({ length: 8 }, (_, i) =>
         run(async (c) => {
-          c.emit({ type: 'order.updated', resourceType: 'order', resourceId: `ord_group${i}`, object: { i } });
+          c.emit({
+            type: 'order.updated',
+            resourceType: 'order',
+            resourceId: `ord_group${i}`,
+            object: { id: `ord_group${i}` },
+          });
           await turn();
         }).then(() => i),
       ),
@@ -165,5 +170,9 @@ describeEachBackend('a business’s writes committed together', (ctx) => {
     );
     const occurred = rows.map((r) => new Date(r.occurred_at).getTime());
     for (let i = 1; i < occurred.length; i++) assert.ok(occurred[i] > occurred[i - 1], `times ${occurred}`);
+    // The business's clock kept the group's last time: the next write is later still, even with a clock behind.
+    const late = createWriteRunner(ctx().db, { clock: () => 0 });
+    const next = await late.run({ businessId, actor: SYSTEM }, async (c) => c.now);
+    assert.ok(Date.parse(next) > occurred.at(-1)!, `${next} after ${new Date(occurred.at(-1)!).toISOString()}`);
   });
 });
