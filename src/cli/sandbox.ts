@@ -142,6 +142,8 @@ export const sandboxCommands: Record<string, Command> = {
             ordersPerMinute,
             minutes,
             signal: stop.signal,
+            onStart: (run) =>
+              printLines(`Simulation ${run.id} started; the console shows it, and its findings, while it runs.`),
             onChange: ({ kind, order }) =>
               printLines(
                 `${order.updatedAt}  ${kind.padEnd(9)} ${order.id}  ${order.internalReference}  ` +
