@@ -20,6 +20,7 @@ export interface SimulationWorkerDeps {
   clock: () => number;
   log: { warn(details: object, message: string): void };
   leaseMs?: number;
+  pollMs?: number;
 }
 
 export function createSimulationWorker(deps: SimulationWorkerDeps) {
@@ -64,7 +65,7 @@ export function createSimulationWorker(deps: SimulationWorkerDeps) {
   return {
     start() {
       if (timer) return;
-      timer = setInterval(tick, POLL_MS);
+      timer = setInterval(tick, deps.pollMs ?? POLL_MS);
       timer.unref();
       tick();
     },
