@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises';
 import { insertApiKey, type CreatedKey } from '../businesses/repository.ts';
 import type { Db } from '../db/types.ts';
 import { conflict, notFound } from '../lib/errors.ts';
@@ -104,6 +105,8 @@ async function emptySandbox(db: Db, sandboxId: string, settings: CopySettings, k
       const batch = await settings.writes.run(scope, (ctx) => deleteBusinessRows(ctx.trx, table, sandboxId, batchSize));
       removed[table.name] += batch;
       if (!table.hasId || batch < batchSize) break;
+      // Live requests get their turn between batches (src/sandbox/copy.ts).
+      await setImmediate();
     }
   }
   const last = tables.filter((t) => LAST.includes(t.name));

@@ -62,6 +62,30 @@ describeEachBackend(
       );
     });
 
+    it("lets the event loop turn between batches, so a server's other requests wait for one batch at most", async () => {
+      const { live } = await liveBusinessWithConfiguration(ctx());
+      // A chain of immediates that counts the event loop's turns while the copy runs.
+      let turns = 0;
+      let counting = true;
+      const count = () => {
+        turns++;
+        if (counting) setImmediate(count);
+      };
+      setImmediate(count);
+      const seen: number[] = [];
+      try {
+        await newSandbox(ctx(), live, { progress: (table, done) => done > 0 && seen.push(turns) });
+      } finally {
+        counting = false;
+      }
+      assert.ok(seen.length >= 3, JSON.stringify(seen));
+      // Each batch after the first began on a later turn than the one before it.
+      assert.ok(
+        seen.every((t, i) => i === 0 || t > seen[i - 1]),
+        JSON.stringify(seen),
+      );
+    });
+
     it('never copies orders, invoices, keys, users, events or secrets; its webhook endpoints wait disabled', async () => {
       const { live } = await liveBusinessWithConfiguration(ctx());
       const { tenant: sandbox } = await newSandbox(ctx(), live);
