@@ -74,7 +74,7 @@ describeEachBackend(
       setImmediate(count);
       const seen: number[] = [];
       try {
-        await newSandbox(ctx(), live, { progress: (table, done) => done > 0 && seen.push(turns) });
+        await newSandbox(ctx(), live, { progress: (_table, done) => done > 0 && seen.push(turns) });
       } finally {
         counting = false;
       }
