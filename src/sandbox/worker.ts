@@ -26,7 +26,8 @@ export interface SimulationWorkerDeps {
 export function createSimulationWorker(deps: SimulationWorkerDeps) {
   const { db, writes, clock, log } = deps;
   const leaseMs = deps.leaseMs ?? RUN_LEASE_MS;
-  const owner = `sw_${randomBytes(8).toString('hex')}`;
+  // The process id lets an operator (and the reliability check) tell which instance drives a run.
+  const owner = `sw_${process.pid}_${randomBytes(6).toString('hex')}`;
   const running = new Map<string, { stop: AbortController; done: Promise<void> }>();
   const iso = (ms: number) => new Date(ms).toISOString();
   let timer: NodeJS.Timeout | undefined;
