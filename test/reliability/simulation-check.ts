@@ -33,6 +33,8 @@ export interface SimulationCheck {
   /** How the driving instance leaves midway. */
   handover: 'stop' | 'kill';
   log?: (line: string) => void;
+  /** How a server starts (the default: from source, within 60 s). */
+  start?: (env: Record<string, string>) => Promise<Server>;
 }
 
 export interface SimulationOutcome {
@@ -66,7 +68,7 @@ export async function checkSimulation(databaseUrl: string, check: SimulationChec
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'on',
     SECRET_KEY: randomBytes(32).toString('base64'),
   };
-  const servers: Server[] = await startServers(3, env);
+  const servers: Server[] = await startServers(3, env, check.start);
   const receiver = await startReceiver();
   const handle = createDatabase(databaseUrl);
   try {
