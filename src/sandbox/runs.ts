@@ -2,7 +2,7 @@
  * Simulation runs (migration 0044): one simulated buyer at work in a sandbox, its schedule, counts and
  * the second thoughts to come, driven by whichever single instance holds its lease.
  */
-import { sql, type UpdateObject } from 'kysely';
+import { sql, type SqlBool, type UpdateObject } from 'kysely';
 import type { Database, Db } from '../db/types.ts';
 import { whereLive } from '../db/live.ts';
 import { readJson } from '../lib/json.ts';
@@ -132,22 +132,24 @@ export async function claimRun(
   leaseUntil: string,
   skip: string[],
 ): Promise<SimulationRun | undefined> {
-  const free = (q: ReturnType<typeof runsOpen>) =>
-    q.where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now), eb('lease_owner', '=', owner)]));
-  const runsOpen = () =>
-    db
-      .selectFrom('simulation_runs')
-      .select('id')
-      .where('state', '=', 'RUNNING')
-      .$if(skip.length > 0, (q) => q.where('id', 'not in', skip));
-  const candidate = await free(runsOpen()).orderBy('next_at').limit(1).executeTakeFirst();
+  // Free: no lease, a lease passed, or this owner's own (a run it let go of after a failed step).
+  const free = sql<SqlBool>`(lease_until is null or lease_until < ${now} or lease_owner = ${owner})`;
+  const candidate = await db
+    .selectFrom('simulation_runs')
+    .select('id')
+    .where('state', '=', 'RUNNING')
+    .where(free)
+    .$if(skip.length > 0, (q) => q.where('id', 'not in', skip))
+    .orderBy('next_at')
+    .limit(1)
+    .executeTakeFirst();
   if (!candidate) return undefined;
   const row = await db
     .updateTable('simulation_runs')
     .set({ lease_owner: owner, lease_until: leaseUntil })
     .where('id', '=', candidate.id)
     .where('state', '=', 'RUNNING')
-    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now), eb('lease_owner', '=', owner)]))
+    .where(free)
     .returningAll()
     .executeTakeFirst();
   return row && toRun(row);
