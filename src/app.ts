@@ -188,6 +188,7 @@ export async function createApp(deps: AppDeps) {
       kickWebhooks: background.kickWebhooks,
       webhooks: webhookSecrets,
       sandboxesPerBusiness: config.sandboxesPerBusiness,
+      sandboxAcknowledgeMs: config.sandboxAcknowledgeMs,
     });
   });
 

@@ -1,4 +1,7 @@
-/** What an instance does besides answering requests (registered in src/jobs.ts): webhook sender, importer, retention jobs. */
+/**
+ * What an instance does besides answering requests (registered in src/jobs.ts): webhook sender, importer,
+ * sandboxes' simulations, retention jobs.
+ */
 import type { Kysely } from 'kysely';
 import type { Counter, Registry } from 'prom-client';
 import type { Config } from './config.ts';
@@ -8,6 +11,7 @@ import { purgeEventsBefore } from './log/events.ts';
 import { AUDIT_RETENTION_DAYS, purgeAuditEventsBefore } from './log/audit.ts';
 import { IMPORT_RETENTION_DAYS, purgeImportsBefore } from './imports/repository.ts';
 import { createImportWorker } from './imports/worker.ts';
+import { createSimulationWorker } from './sandbox/worker.ts';
 import { createJobs, type Jobs } from './jobs.ts';
 import type { SecretBox } from './lib/secret-box.ts';
 import { purgeDeliveriesBefore } from './webhooks/queue.ts';
@@ -66,6 +70,8 @@ export function createBackground(deps: BackgroundDeps): Background {
     lines: deps.importLines,
   });
   jobs.addWorker({ name: 'imports', start: importer.start, stop: importer.stop });
+  const simulations = createSimulationWorker({ db, writes, clock, log });
+  jobs.addWorker({ name: 'simulations', start: simulations.start, stop: simulations.stop });
 
   jobs.add({
     name: 'idempotency-purge',

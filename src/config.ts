@@ -43,6 +43,11 @@ export interface Config {
   readonly shutdownDrainMs: number;
   /** How many sandboxes a live business may have (SANDBOXES_PER_BUSINESS, src/sandbox). */
   readonly sandboxesPerBusiness: number;
+  /**
+   * How long a simulated buyer waits for an order's acknowledgement before its console shows a finding
+   * (SANDBOX_ACKNOWLEDGE_MINUTES, 10; src/sandbox/findings.ts).
+   */
+  readonly sandboxAcknowledgeMs: number;
   /** When set, GET /metrics needs `Authorization: Bearer <token>` (METRICS_TOKEN). */
   readonly metricsToken: string | null;
   /** SECRET_KEY: keys that encrypt stored secrets; null means the key file beside the data (src/runtime.ts). */
@@ -254,6 +259,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 9000, 1000, 600_000),
     shutdownDrainMs: integer(env, 'SHUTDOWN_DRAIN_MS', 0, 0, 600_000),
     sandboxesPerBusiness: integer(env, 'SANDBOXES_PER_BUSINESS', 10, 0, 1000),
+    sandboxAcknowledgeMs: integer(env, 'SANDBOX_ACKNOWLEDGE_MINUTES', 10, 1, 43_200) * 60_000,
     metricsToken: metricsToken(env.METRICS_TOKEN),
     secretKeys: secretKeys(env.SECRET_KEY),
     consoleCookieSecure: flag(env, 'CONSOLE_COOKIE_SECURE', false),

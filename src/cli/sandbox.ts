@@ -1,8 +1,8 @@
 /** Sandboxes of a live business (src/sandbox), from the command line. */
 import { loadConfig } from '../config.ts';
-import { createProgress, type Progress } from '../demo/progress.ts';
-import { resolveSecretBox } from '../runtime.ts';
+import { tableProgress } from '../demo/progress.ts';
 import type { CopyProgress } from '../sandbox/copy.ts';
+import { resolveSecretBox } from '../runtime.ts';
 import { listSandboxes } from '../sandbox/repository.ts';
 import { runSimulation } from '../sandbox/simulator.ts';
 import { createSandbox, deleteSandbox, resetSandbox, type SandboxSettings } from '../sandbox/service.ts';
@@ -17,19 +17,6 @@ import {
   UsageError,
   type Command,
 } from './command.ts';
-
-/** One progress bar per table copied, on stderr, so that stdout stays what the command answers. */
-function tableProgress(): CopyProgress & { finish(): void } {
-  let current: { table: string; bar: Progress } | null = null;
-  const report = (table: string, done: number, total: number) => {
-    if (current?.table !== table) {
-      current?.bar.finish();
-      current = { table, bar: createProgress(table, total) };
-    }
-    current.bar.update(done);
-  };
-  return Object.assign(report, { finish: () => current?.bar.finish() });
-}
 
 function settings(writes: WriteRunner, progress?: CopyProgress): SandboxSettings {
   const config = loadConfig(process.env);
@@ -142,6 +129,8 @@ export const sandboxCommands: Record<string, Command> = {
             ordersPerMinute,
             minutes,
             signal: stop.signal,
+            onStart: (run) =>
+              printLines(`Simulation ${run.id} started; the console shows it, and its findings, while it runs.`),
             onChange: ({ kind, order }) =>
               printLines(
                 `${order.updatedAt}  ${kind.padEnd(9)} ${order.id}  ${order.internalReference}  ` +

@@ -55,6 +55,7 @@ const TONES: Record<string, string> = {
   IN_TRANSIT: 'ok',
   DELIVERED: 'ok',
   COMPLETED: 'ok',
+  FINISHED: 'ok',
   paused: 'warn',
   pending: 'warn',
   queued: 'warn',
@@ -81,6 +82,7 @@ const TONES: Record<string, string> = {
   RETURNED: 'bad',
   STOPPED: 'bad',
   VOIDED: 'bad',
+  FAILED: 'bad',
 };
 /** A state as a badge: its word, on a tone (ok, warn, bad, or plain) that is never the only sign. */
 export const badge = (state: string) => `<span class="badge ${TONES[state] ?? 'plain'}">${escapeHtml(state)}</span>`;

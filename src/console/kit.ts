@@ -23,6 +23,8 @@ export interface ConsoleDeps {
   kickWebhooks: () => void;
   /** SANDBOXES_PER_BUSINESS (src/sandbox). */
   sandboxesPerBusiness: number;
+  /** SANDBOX_ACKNOWLEDGE_MINUTES, in ms (src/sandbox/findings.ts). */
+  sandboxAcknowledgeMs: number;
 }
 
 /** The error handler answers 403. */

@@ -28,6 +28,7 @@ import { registerTeamPages } from './team.ts';
 import { registerAuditPages } from './audit.ts';
 import { registerImportPages } from './imports.ts';
 import { registerSandboxPages } from './sandboxes.ts';
+import { registerSimulationPages } from './simulations.ts';
 import { registerWebhookPages } from './webhooks.ts';
 import { requestTraceFields } from '../telemetry/spans.ts';
 
@@ -280,6 +281,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   registerAuditPages(app, kit);
   registerImportPages(app, kit);
   registerSandboxPages(app, kit);
+  registerSimulationPages(app, kit);
   registerAccountPages(app, kit);
 
   // Any other console address: a page, not the API's JSON (a POST is refused without its token first).

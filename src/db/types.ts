@@ -25,6 +25,7 @@ import type { OrderTable, OrderItemTable } from '../orders/table.ts';
 import type { InstanceTable } from './table.ts';
 import type { InvoiceTable, InvoiceLineItemTable } from '../invoices/table.ts';
 import type { AcknowledgementTable, ShipmentTable } from '../fulfilment/table.ts';
+import type { SimulationOrderTable, SimulationRunTable } from '../sandbox/table.ts';
 import type {
   OrderChangeCountTable,
   OrderCountTable,
@@ -72,6 +73,8 @@ export interface Database {
   invoice_line_items: InvoiceLineItemTable;
   acknowledgements: AcknowledgementTable;
   shipments: ShipmentTable;
+  simulation_runs: SimulationRunTable;
+  simulation_orders: SimulationOrderTable;
   webhook_endpoints: WebhookEndpointTable;
   webhook_deliveries: WebhookDeliveryTable;
   webhook_attempts: WebhookAttemptTable;

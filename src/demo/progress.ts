@@ -37,3 +37,16 @@ export function createProgress(label: string, total: number, stream: NodeJS.Writ
     },
   };
 }
+
+/** One progress bar per table copied, on stderr, so that stdout stays what the command answers. */
+export function tableProgress(): ((table: string, done: number, total: number) => void) & { finish(): void } {
+  let current: { table: string; bar: Progress } | null = null;
+  const report = (table: string, done: number, total: number) => {
+    if (current?.table !== table) {
+      current?.bar.finish();
+      current = { table, bar: createProgress(table, total) };
+    }
+    current.bar.update(done);
+  };
+  return Object.assign(report, { finish: () => current?.bar.finish() });
+}

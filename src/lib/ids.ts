@@ -4,6 +4,7 @@ const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz'; // Crockford base32, lower 
 
 export type IdPrefix =
   | 'bus'
+  | 'sim'
   | 'key'
   | 'itm'
   | 'var'

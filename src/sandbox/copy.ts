@@ -5,6 +5,7 @@
  * by id and written one batch per write, under the sandbox's own write lock, so the live business
  * never waits for more than one batch. Rows get new ids; what they name is mapped to the copies.
  */
+import { setImmediate } from 'node:timers/promises';
 import { insertRows } from '../db/bulk.ts';
 import { whereLive } from '../db/live.ts';
 import type { Db } from '../db/types.ts';
@@ -149,6 +150,9 @@ export async function copyConfiguration(
         done += rows.length;
       });
       settings.progress?.(copy.table, done, total);
+      // Live requests get their turn between batches: SQLite's driver is synchronous, and without this
+      // a copy run by the server (the console's) would be one chain of promises that keeps the sockets waiting.
+      await setImmediate();
     }
     copied[copy.table] = done;
   }

@@ -97,19 +97,3 @@ export async function returnSessionsToLive(db: Db, sandboxId: string, liveBusine
     .where('user_id', 'in', (eb) => eb.selectFrom('users').select('id').where('business_id', '=', liveBusinessId))
     .execute();
 }
-
-/** Of these orders, the ones acknowledged and shipped in full (IN_TRANSIT by their shipments) that no one has received. */
-export async function findArrivedOrders(db: Db, businessId: string, orderIds: string[]): Promise<string[]> {
-  if (orderIds.length === 0) return [];
-  const rows = await db
-    .selectFrom('orders')
-    .select('id')
-    .where('business_id', '=', businessId)
-    .where('id', 'in', orderIds)
-    .where('acknowledgement_id', 'is not', null)
-    .where('status', '=', 'IN_TRANSIT')
-    .where('delivered_at', 'is', null)
-    .where(whereLive())
-    .execute();
-  return rows.map((r) => r.id);
-}

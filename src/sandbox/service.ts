@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises';
 import { insertApiKey, type CreatedKey } from '../businesses/repository.ts';
 import type { Db } from '../db/types.ts';
 import { conflict, notFound } from '../lib/errors.ts';
@@ -10,6 +11,7 @@ import {
   returnSessionsToLive,
   type Sandbox,
 } from './repository.ts';
+import { stopRuns } from './runs.ts';
 import { businessTables, deleteBusinessRows, KEPT_ON_RESET } from './tables.ts';
 
 export interface SandboxSettings extends CopySettings {
@@ -68,6 +70,9 @@ export async function createSandbox(
 /** Empties the sandbox but for itself, its keys, users and counters, and copies the live configuration again. */
 export async function resetSandbox(db: Db, sandboxId: string, settings: SandboxSettings) {
   const sandbox = await findSandbox(db, sandboxId);
+  await settings.writes.run({ businessId: sandboxId, actor: settings.actor }, (ctx) =>
+    stopRuns(ctx.trx, sandboxId, ctx.now),
+  );
   const removed = await emptySandbox(db, sandboxId, settings, KEPT_ON_RESET);
   const copied = await copyConfiguration(db, sandbox.liveBusinessId, sandboxId, settings);
   return { sandbox, removed, copied };
@@ -77,9 +82,11 @@ export async function resetSandbox(db: Db, sandboxId: string, settings: SandboxS
 export async function deleteSandbox(db: Db, sandboxId: string, settings: CopySettings) {
   const sandbox = await findSandbox(db, sandboxId);
   // Console sessions showing the sandbox go back to the live business rather than end with it.
-  await settings.writes.run({ businessId: sandboxId, actor: settings.actor }, (ctx) =>
-    returnSessionsToLive(ctx.trx, sandboxId, sandbox.liveBusinessId),
-  );
+  // Its simulations stop first, so that no order is made while the sandbox empties.
+  await settings.writes.run({ businessId: sandboxId, actor: settings.actor }, async (ctx) => {
+    await returnSessionsToLive(ctx.trx, sandboxId, sandbox.liveBusinessId);
+    await stopRuns(ctx.trx, sandboxId, ctx.now);
+  });
   const removed = await emptySandbox(db, sandboxId, settings, new Set());
   return { sandbox, removed };
 }
@@ -98,6 +105,8 @@ async function emptySandbox(db: Db, sandboxId: string, settings: CopySettings, k
       const batch = await settings.writes.run(scope, (ctx) => deleteBusinessRows(ctx.trx, table, sandboxId, batchSize));
       removed[table.name] += batch;
       if (!table.hasId || batch < batchSize) break;
+      // Live requests get their turn between batches (src/sandbox/copy.ts).
+      await setImmediate();
     }
   }
   const last = tables.filter((t) => LAST.includes(t.name));

@@ -467,6 +467,34 @@ describeEachBackend(
       await context.close();
       await signedOut.context().close();
     });
+
+    it('makes a sandbox, switches to it, and runs the simulated buyer there until its minutes end, with its counts', async () => {
+      await createFixture(ctx(), tenant);
+      const page = await signIn('owner');
+      await page.goto(`${base}/console/sandboxes`);
+      await page.getByLabel('Name').fill('Browser trial');
+      await page.getByRole('button', { name: 'Create a sandbox' }).click();
+      await page.getByText('Its test key: copy it now').waitFor();
+      await page
+        .getByRole('row', { name: /Browser trial/ })
+        .getByRole('button', { name: 'Switch' })
+        .click();
+      await page.getByRole('link', { name: 'Simulated buyer' }).click();
+      // 600 a minute for 0.01 minutes: 6 orders, a tenth of a second apart, made by the app's own worker.
+      await page.getByLabel('Orders a minute').fill('600');
+      await page.getByLabel('Minutes').fill('0.01');
+      await page.getByRole('button', { name: 'Start a simulation' }).click();
+      await page.getByText(/^Started simulation sim_/).waitFor();
+      for (let tries = 0; tries < 100 && !(await page.getByText('FINISHED').isVisible()); tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await page.reload();
+      }
+      const row = page.getByRole('row', { name: /FINISHED/ });
+      assert.match((await row.textContent()) ?? '', /6 of 6/);
+      assert.deepEqual(await accessibilityProblems(page), []);
+      await screenshot(page, `${ctx().backend}-simulation`);
+      await page.context().close();
+    });
   },
   { clock, config: { webhooks: { ...loadConfig({}).webhooks, allowPrivateNetworks: true } } },
 );

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { listSandboxes } from '../../src/sandbox/repository.ts';
+import { findRun, listRuns } from '../../src/sandbox/runs.ts';
+import { runSimulation } from '../../src/sandbox/simulator.ts';
 import { createUser } from '../../src/users/service.ts';
 import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
 import { describeEachBackend, type Tenant } from '../helpers/context.ts';
@@ -125,5 +127,66 @@ describeEachBackend('console sandboxes', (ctx) => {
     assert.equal(after.statusCode, 200);
     assert.doesNotMatch(after.body, /sandbox-banner/);
     assert.deepEqual(await listSandboxes(ctx().db, live.businessId), []);
+  });
+
+  it("owners start and stop the sandbox's simulated buyer, which shows its counts and findings to everyone there", async () => {
+    const live = await ctx().createTenant();
+    await createFixture(ctx(), live);
+    const sandbox = await ctx().createSandbox(live, 'Trial');
+    const owner = await signedIn(live, 'owner');
+    const admin = await signedIn(live, 'admin');
+    const onLive = await get('/console/simulation', owner);
+    assert.match(onLive.body, /orders in a sandbox only/);
+    const refused = await post('/console/simulation', owner, { ordersPerMinute: '60' });
+    assert.match((await get('/console/simulation', `${owner}; ${flashOf(refused)}`)).body, /switch to one/);
+
+    for (const cookie of [owner, admin])
+      assert.equal((await post('/console/switch', cookie, { businessId: sandbox.businessId })).statusCode, 303);
+    assert.match((await get('/console/orders', owner)).body, /href="\/console\/simulation"/);
+    const bad = await post('/console/simulation', owner, { ordersPerMinute: '0' });
+    assert.match(
+      (await get('/console/simulation', `${owner}; ${flashOf(bad)}`)).body,
+      /ordersPerMinute: Must be a number above 0/,
+    );
+    assert.equal((await post('/console/simulation', admin, { ordersPerMinute: '60' })).statusCode, 403);
+    assert.equal((await post('/console/simulation', owner, { ordersPerMinute: '1', minutes: '' })).statusCode, 303);
+    const [run] = await listRuns(ctx().db, sandbox.businessId);
+    assert.equal(run.state, 'RUNNING');
+    assert.equal(run.total, null);
+    const shown = (await get('/console/simulation', admin)).body;
+    assert.match(shown, new RegExp(`<code>${run.id}</code>`));
+    assert.doesNotMatch(shown, /action="\/console\/simulation\/[^"]+\/stop"/, 'only owners stop');
+    assert.match((await get('/console/simulation', owner)).body, new RegExp(`/console/simulation/${run.id}/stop`));
+    assert.equal((await post(`/console/simulation/${run.id}/stop`, admin)).statusCode, 403);
+    assert.equal((await post(`/console/simulation/${run.id}/stop`, owner)).statusCode, 303);
+    assert.equal((await findRun(ctx().db, sandbox.businessId, run.id))!.state, 'STOPPED');
+    assert.equal((await post('/console/simulation/sim_nope/stop', owner)).statusCode, 404);
+
+    // A simulated order shipped and then cancelled is a finding on the page.
+    const made: string[] = [];
+    await runSimulation(ctx().db, sandbox.businessId, {
+      writes: createWriteRunner(ctx().db),
+      ordersPerMinute: 6000,
+      minutes: 1 / 6000,
+      random: () => 0.99,
+      onChange: ({ order }) => made.push(order.id),
+    });
+    const order = (await ctx().request('GET', `/api/v1/orders/${made[0]}`, { as: sandbox })).body;
+    const lines = order.orderItems.map((i: { id: string; quantity: number }) => ({
+      orderItemId: i.id,
+      quantity: i.quantity,
+    }));
+    assert.equal(
+      (await ctx().request('POST', `/api/v1/orders/${order.id}/shipments`, { as: sandbox, body: { lines } })).status,
+      201,
+    );
+    await ctx().request('PATCH', `/api/v1/orders/${order.id}`, {
+      as: sandbox,
+      body: { order: { phase: 'CANCELLED' } },
+    });
+    const findings = (await get('/console/simulation', admin)).body;
+    assert.match(findings, /Over-shipped/);
+    assert.match(findings, new RegExp(`href="/console/orders/${order.id}"`));
+    assert.match(findings, /Cancelled; line 1 shipped/);
   });
 });

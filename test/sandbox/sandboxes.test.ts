@@ -4,7 +4,10 @@ import { sql } from 'kysely';
 import { describeTables } from '../../src/db/schema-tables.ts';
 import type { ApiError } from '../../src/lib/errors.ts';
 import { listSandboxes } from '../../src/sandbox/repository.ts';
+import { findRun } from '../../src/sandbox/runs.ts';
 import { createSandbox, deleteSandbox, resetSandbox } from '../../src/sandbox/service.ts';
+import { runSimulation, startSimulation } from '../../src/sandbox/simulator.ts';
+import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
 import { exported } from '../helpers/export.ts';
 import { importNow } from '../helpers/imports.ts';
@@ -59,6 +62,30 @@ describeEachBackend(
           ['item_variants', 2, 3],
           ['item_variants', 3, 3],
         ],
+      );
+    });
+
+    it("lets the event loop turn between batches, so a server's other requests wait for one batch at most", async () => {
+      const { live } = await liveBusinessWithConfiguration(ctx());
+      // A chain of immediates that counts the event loop's turns while the copy runs.
+      let turns = 0;
+      let counting = true;
+      const count = () => {
+        turns++;
+        if (counting) setImmediate(count);
+      };
+      setImmediate(count);
+      const seen: number[] = [];
+      try {
+        await newSandbox(ctx(), live, { progress: (_table, done) => done > 0 && seen.push(turns) });
+      } finally {
+        counting = false;
+      }
+      assert.ok(seen.length >= 3, JSON.stringify(seen));
+      // Each batch after the first began on a later turn than the one before it.
+      assert.ok(
+        seen.every((t, i) => i === 0 || t > seen[i - 1]),
+        JSON.stringify(seen),
       );
     });
 
@@ -210,6 +237,18 @@ describeEachBackend(
         as: { ...sandbox, headers: { ...sandbox.headers, 'x-api-key': 'sl_test_wrong' } },
       });
 
+      // A simulation still running when the delete begins: it is stopped, and its rows go too.
+      const running = await startSimulation(ctx().db, createWriteRunner(ctx().db), sandbox.businessId, {
+        ordersPerMinute: 1,
+        actor: SYSTEM,
+        now: Date.now(),
+      });
+      await runSimulation(ctx().db, sandbox.businessId, {
+        writes: createWriteRunner(ctx().db),
+        ordersPerMinute: 6000,
+        minutes: 2 / 6000,
+      });
+
       assert.ok((await throughParent('import_results', sandbox.businessId)) > 0);
       await deleteSandbox(ctx().db, sandbox.businessId, sandboxSettings(ctx()));
       for (const table of tables)
@@ -222,6 +261,7 @@ describeEachBackend(
       for (const table of Object.keys(parents)) assert.equal(await throughParent(table, null), 0, table);
       assert.deepEqual(await configurationOf(ctx(), live), liveBefore);
       assert.equal((await ctx().request('GET', '/api/v1/orders', { as: live })).body.items.length, 1);
+      assert.equal(await findRun(ctx().db, sandbox.businessId, running.id), undefined);
     });
   },
   { config: { secretKeys: [SECRET_KEY] } },
