@@ -40,11 +40,15 @@ function valueImportsOf(file: { path: string; text: string }): string[] {
 const partOf = (path: string) => path.split('/')[0];
 
 describe('architecture', () => {
-  it('opens write transactions in one place: the write runner', () => {
+  it('opens write transactions in one place: the write runner (and its groups, which only it uses)', () => {
     const opening = files.filter((f) => /\.transaction\(\)/.test(f.text) && !f.path.startsWith('db/migrations/'));
     assert.deepEqual(
       opening.map((f) => f.path),
-      ['db/dialect.ts', 'write/runner.ts'],
+      ['db/dialect.ts', 'write/groups.ts', 'write/runner.ts'],
+    );
+    assert.deepEqual(
+      files.filter((f) => importsOf(f).includes('write/groups.ts')).map((f) => f.path),
+      ['write/runner.ts'],
     );
     // src/db/dialect.ts opens read-only transactions only (readAtOneMoment).
     const inDialect = files
