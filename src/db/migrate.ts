@@ -38,6 +38,7 @@ import { eventTraceParents } from './migrations/0037-event-trace-parents.ts';
 import { fulfilment } from './migrations/0039-fulfilment.ts';
 import { shipmentsChangedByCreated } from './migrations/0041-shipments-changed-by-created.ts';
 import { sandboxes } from './migrations/0042-sandboxes.ts';
+import { shipmentCounts } from './migrations/0043-shipment-counts.ts';
 import { apiKeyScopes } from './migrations/0032-api-key-scopes.ts';
 import type { Database, Dialect } from './types.ts';
 import { executedMigrations, hasTable, migratedByNewerRelease, takeBackRenamed } from './migration-history.ts';
@@ -85,6 +86,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0039-fulfilment': fulfilment(dialect),
     '0041-shipments-changed-by-created': shipmentsChangedByCreated,
     '0042-sandboxes': sandboxes,
+    '0043-shipment-counts': shipmentCounts(dialect),
   };
 }
 

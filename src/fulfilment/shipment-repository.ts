@@ -17,6 +17,7 @@ import { readJson } from '../lib/json.ts';
 import { toIso } from '../lib/time.ts';
 import type { Shipment } from './shipment-schema.ts';
 import type { ShipmentTable } from './table.ts';
+import { countShipments, countShipmentChange } from './shipment-counts.ts';
 
 export type ShipmentRow = Selectable<ShipmentTable>;
 
@@ -42,23 +43,28 @@ export function toShipment(row: ShipmentRow): Shipment {
   };
 }
 
+/** Every write of a shipment goes through these two, which keep its counts (./shipment-counts.ts) in the same transaction. */
 export async function insertShipment(db: Db, row: Insertable<ShipmentTable>): Promise<ShipmentRow> {
-  return db.insertInto('shipments').values(row).returningAll().executeTakeFirstOrThrow();
+  const inserted = await db.insertInto('shipments').values(row).returningAll().executeTakeFirstOrThrow();
+  await countShipmentChange(db, inserted.business_id, null, inserted);
+  return inserted;
 }
 
+/** `before`: the shipment's row as read under its lock. */
 export async function updateShipmentRow(
   db: Db,
-  businessId: string,
-  id: string,
+  before: ShipmentRow,
   set: Updateable<ShipmentTable>,
 ): Promise<ShipmentRow> {
-  return db
+  const updated = await db
     .updateTable('shipments')
     .set(set)
-    .where('business_id', '=', businessId)
-    .where('id', '=', id)
+    .where('business_id', '=', before.business_id)
+    .where('id', '=', before.id)
     .returningAll()
     .executeTakeFirstOrThrow();
+  await countShipmentChange(db, before.business_id, before, updated);
+  return updated;
 }
 
 /** A shipment of this business; with `lock`, its row stays locked until the transaction ends. */
@@ -87,7 +93,12 @@ export interface ListShipmentsOptions extends Paging {
   property: PropertyFilter | null;
 }
 
-/** A page of shipments, newest first; `modifiedSince` is `updated_at >` (a create sets updated_at = created_at). */
+/**
+ * A page of shipments, newest first; `modifiedSince` is `updated_at >` (a create sets updated_at = created_at).
+ * The total is read from the maintained counts (./shipment-counts.ts) unless the list is of one order
+ * (counted by its index: that order's shipments) or filtered by a property (counted as the page reads:
+ * no count table holds the shipments' properties).
+ */
 export async function listShipments(
   db: Db,
   businessId: string,
@@ -98,8 +109,9 @@ export async function listShipments(
     includeDeleted: true,
   });
   if (options.orderId) query = query.where('order_id', '=', options.orderId);
-  if (options.modifiedSince) return changedPage(db, businessId, query, options.modifiedSince, options);
-  return fetchPage(query.selectAll(), options, async (rows) => rows.map(toShipment));
+  const total = options.orderId || options.property ? undefined : await countShipments(db, businessId, options);
+  if (options.modifiedSince) return changedPage(db, businessId, query, options.modifiedSince, options, total);
+  return fetchPage(query.selectAll(), options, async (rows) => rows.map(toShipment), undefined, total);
 }
 
 type ShipmentsQuery = ReturnType<typeof shipmentsOf>;
@@ -122,9 +134,10 @@ async function changedPage(
   query: ShipmentsQuery,
   since: string,
   paging: Paging,
+  counted: number | undefined,
 ): Promise<Page<Shipment>> {
   const changed = query.where(sql<SqlBool>`${sql.ref('updated_at')} > ${since}`);
-  const total = await countOf(changed);
+  const total = counted ?? (await countOf(changed));
   const empty = { items: [], total, page: paging.page, pageSize: paging.limit, next: null };
   if (!paging.after && pastTheEnd(total, paging)) return empty;
   const skip = paging.after ? 0 : offsetOf(paging.page, paging.limit);
