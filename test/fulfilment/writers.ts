@@ -145,4 +145,42 @@ export async function writeConcurrently(send: Send, ops: Op[]): Promise<void> {
     assert.deepEqual(event.data.object, got.body);
     assert.equal(event.resourceVersion, got.body.version);
   }
+  await checkKeptExact(send, order.id, items, accepted, live);
+}
+
+/**
+ * What the writes kept beside the shipments is exact after them: the list's totals, read from the
+ * shipment counts, are the order's shipments counted; and what is left of each line, kept in its
+ * shipped quantity, ships in full while one unit more is refused.
+ */
+async function checkKeptExact(
+  send: Send,
+  orderId: string,
+  items: string[],
+  accepted: Map<string, number>,
+  live: Map<string, Array<{ orderItemId: string; quantity: number }>>,
+) {
+  const total = async (query: string) => (await send('GET', `/api/v1/shipments?limit=1&${query}`)).body.total;
+  for (const status of ['', 'status=IN_TRANSIT', 'status=VOIDED'])
+    for (const since of ['', 'modifiedSince=2000-01-01T00:00:00Z', 'createdSince=2000-01-01T00:00:00Z'])
+      assert.equal(
+        await total(`${status}&${since}`),
+        await total(`orderId=${orderId}&${status}&${since}`),
+        status + since,
+      );
+  const left = items.map((id, i) => {
+    const held = [...live.values()].flat().filter((l) => l.orderItemId === id);
+    return Math.min(ORDERED[i], accepted.get(id) ?? ORDERED[i]) - held.reduce((sum, l) => sum + l.quantity, 0);
+  });
+  const rest = items.flatMap((id, i) => (left[i] > 0 ? [{ orderItemId: id, quantity: left[i] }] : []));
+  if (rest.length > 0) {
+    const shipped = await send('POST', `/api/v1/orders/${orderId}/shipments`, { lines: rest });
+    assert.equal(shipped.status, 201, JSON.stringify(shipped.body));
+  }
+  for (const id of items) {
+    const more = await send('POST', `/api/v1/orders/${orderId}/shipments`, {
+      lines: [{ orderItemId: id, quantity: 1 }],
+    });
+    assert.equal(more.status, 409, JSON.stringify(more.body));
+  }
 }
