@@ -108,9 +108,10 @@ export const RELEASE = migrationNames('sqlite').at(-1)!;
  * Migrations that the release before them cannot run beside: its instances must stop before one
  * runs (docs/operations.md, "Upgrading"). Every other migration only adds what an earlier release
  * ignores, so instances can be replaced one at a time. 0029 gives every write a business clock the
- * earlier release does not take, and 0030 order-line columns it does not write.
+ * earlier release does not take, and 0030 order-line columns it does not write; 0043 shipment
+ * counts and shipped quantities that its shipment writes would not keep (a line could then over-ship).
  */
-export const STOP_FIRST = new Set(['0029-write-clocks', '0030-order-lines-record-variants']);
+export const STOP_FIRST = new Set(['0029-write-clocks', '0030-order-lines-record-variants', '0043-shipment-counts']);
 
 /**
  * Losing a start-up race on SQLite shows as a busy database, or as "already exists" when the

@@ -11,8 +11,8 @@ import type { Dialect } from '../types.ts';
  *   is checked against it instead of against every shipment of the order.
  * All three are built from the shipments. Sharded counts as the orders' (migration 0007): on
  * PostgreSQL `n` is in the key (migration 0027), on SQLite the tables are WITHOUT ROWID (0025).
- * New tables and a column with a default: an earlier release runs beside them (its shipment writes
- * would not keep them; `cli projections rebuild` rebuilds them).
+ * An earlier release cannot run beside them: its shipment writes would not keep them, and a line
+ * could over-ship (STOP_FIRST, src/db/migrate.ts). `cli projections rebuild` rebuilds all three.
  */
 export function shipmentCounts(dialect: Dialect): Migration {
   const pg = dialect === 'postgres';
