@@ -9,7 +9,7 @@ import { CliError, printLines, requireBusiness, type Command } from './command.t
 export const databaseCommands: Record<string, Command> = {
   'projections rebuild': {
     usage:
-      'projections rebuild --business ID      rebuild the derived tables of a business (order and shipment counts, property index, shipped quantities)',
+      'projections rebuild --business ID      rebuild the derived tables of a business (counts, property index, shipped quantities)',
     options: { business: { type: 'string' } },
     required: ['business'],
     async run({ db, writes }, values) {

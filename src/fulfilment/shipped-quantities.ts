@@ -1,6 +1,6 @@
 import type { Decimal } from 'decimal.js';
 import { sql } from 'kysely';
-import { dialectOf } from '../db/dialect.ts';
+import { jsonArrayRows } from '../db/dialect-json.ts';
 import type { Db } from '../db/types.ts';
 import type { LockedOrder } from './order-effects.ts';
 import { dec, plain } from './quantities.ts';
@@ -36,17 +36,13 @@ export async function addShipped(db: Db, order: LockedOrder, lines: Shipment['li
 
 /** Sets every line of a business's orders to what its shipments not voided hold (`cli projections rebuild`). */
 export async function rebuildShippedQuantities(db: Db, businessId: string): Promise<void> {
-  // Numbers in JSON: summed as decimals on PostgreSQL; on SQLite as SQLite sums, exact for whole units.
-  const lines =
-    dialectOf(db) === 'postgres'
-      ? sql`select l->>'orderItemId' as id, sum((l->>'quantity')::numeric) as q
-          from shipments s cross join lateral jsonb_array_elements(s.lines) l`
-      : sql`select json_extract(l.value, '$.orderItemId') as id, cast(sum(json_extract(l.value, '$.quantity')) as text) as q
-          from shipments s, json_each(s.lines) l`;
+  // SQLite sums JSON numbers as SQLite does, exact for whole units; PostgreSQL as decimals.
+  const line = jsonArrayRows(db, 's.lines', 'l');
   await sql`update order_items set shipped_quantity = '0' where business_id = ${businessId} and shipped_quantity <> '0'`.execute(
     db,
   );
   await sql`update order_items set shipped_quantity = shipped.q
-    from (${lines} where s.business_id = ${businessId} and s.status <> 'VOIDED' group by 1) shipped
+    from (select ${line.text('orderItemId')} as id, sum(${line.number('quantity')}) as q from shipments s cross join ${line.from}
+      where s.business_id = ${businessId} and s.status <> 'VOIDED' group by 1) shipped
     where order_items.business_id = ${businessId} and order_items.id = shipped.id`.execute(db);
 }
