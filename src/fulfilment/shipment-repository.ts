@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Selectable, type SqlBool, type Updateable } from 'kysely';
-import { forUpdate, notIndexed } from '../db/dialect.ts';
+import { anyOf, forUpdate, notIndexed } from '../db/dialect.ts';
 import {
   applyListFilters,
   beforeInListOrder,
@@ -116,7 +116,8 @@ export async function listShipments(
 
 type ShipmentsQuery = ReturnType<typeof shipmentsOf>;
 const shipmentsOf = (db: Db) => db.selectFrom('shipments');
-const listOrder = (a: ShipmentRow, b: ShipmentRow) => {
+type Stub = Pick<ShipmentRow, 'id' | 'created_at'>;
+const listOrder = (a: Stub, b: Stub) => {
   const [x, y] = [toIso(a.created_at)!, toIso(b.created_at)!];
   return x !== y ? (x < y ? 1 : -1) : a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
 };
@@ -125,8 +126,10 @@ const listOrder = (a: ShipmentRow, b: ShipmentRow) => {
  * A page of the shipments changed since `since`, in two parts read each by its index and merged:
  * those created after it (all changed since, as updated_at >= created_at), the created index
  * walked in list order for a page's rows; and those created before it and changed since, from
- * the (updated_at, created_at) index. So a page costs its rows and the window's index entries,
- * never a walk of the older shipments that did not change.
+ * the (updated_at, created_at) index. Both read only ids and created times (from the index alone
+ * where no other filter needs the row), then the page's rows by id. So a page costs its rows and
+ * the window's index entries, never a walk of the older shipments that did not change, nor a read
+ * of the window's rows.
  */
 async function changedPage(
   db: Db,
@@ -144,7 +147,7 @@ async function changedPage(
   const take = skip + paging.limit;
   const recent = await (paging.after ? query.where(beforeInListOrder(paging.after)) : query)
     .where(sql<SqlBool>`${sql.ref('created_at')} > ${since}`)
-    .selectAll()
+    .select(['id', 'created_at'])
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(take)
@@ -158,7 +161,7 @@ async function changedPage(
     .orderBy('id')
     .limit(1)
     .executeTakeFirst();
-  if (!first || toIso(first.created_at)! > since) return pageOf(recent, skip, paging, total);
+  if (!first || toIso(first.created_at)! > since) return pageOf(db, businessId, recent, skip, paging, total);
   // created_at kept from leading the plan (SQLite would walk the created index back to the first shipment to skip a sort).
   const created = notIndexed(db, 'created_at');
   const older = await (paging.after
@@ -166,18 +169,41 @@ async function changedPage(
     : changed
   )
     .where(sql<SqlBool>`${created} <= ${since}`)
-    .selectAll()
+    .select(['id', 'created_at'])
     .orderBy(created, 'desc')
     .orderBy('id', 'desc')
     .limit(take)
     .execute();
-  return pageOf([...recent, ...older].sort(listOrder), skip, paging, total);
+  return pageOf(db, businessId, [...recent, ...older].sort(listOrder), skip, paging, total);
 }
 
-function pageOf(sorted: ShipmentRow[], skip: number, paging: Paging, total: number): Page<Shipment> {
+async function pageOf(
+  db: Db,
+  businessId: string,
+  sorted: Stub[],
+  skip: number,
+  paging: Paging,
+  total: number,
+): Promise<Page<Shipment>> {
   const rows = sorted.slice(skip, skip + paging.limit);
+  const found =
+    rows.length === 0
+      ? []
+      : await db
+          .selectFrom('shipments')
+          .selectAll()
+          .where('business_id', '=', businessId)
+          .where(
+            anyOf(
+              db,
+              'id',
+              rows.map((r) => r.id),
+            ),
+          )
+          .execute();
+  const byId = new Map(found.map((row) => [row.id, row]));
   return {
-    items: rows.map(toShipment),
+    items: rows.map((r) => toShipment(byId.get(r.id)!)),
     total,
     page: paging.page,
     pageSize: paging.limit,
