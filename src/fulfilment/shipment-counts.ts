@@ -70,6 +70,7 @@ export async function countShipments(db: Db, businessId: string, filters: Shipme
     sql`(select count(*) from shipments where business_id = ${businessId} ${where} ${byStatus})`;
   const createdOnItsDay = (and: RawBuilder<unknown>) =>
     rows(sql`and created_at > ${created} and created_at <= ${endOfDay(created!)} ${and}`);
+  const all = sql`(select coalesce(sum(n), 0) from shipment_counts where business_id = ${businessId} ${byStatus})`;
   let parts: RawBuilder<unknown>[];
   if (changed) {
     const since = changed.slice(0, 10);
@@ -81,16 +82,52 @@ export async function countShipments(db: Db, businessId: string, filters: Shipme
           ),
           createdOnItsDay(sql`and ${notIndexed(db, 'updated_at')} > ${endOfDay(changed)}`),
         ]
-      : [
-          counted(sql`and day > ${since}`),
-          rows(sql`and updated_at > ${changed} and updated_at <= ${endOfDay(changed)}`),
-        ];
+      : (await inOlderHalf(db, businessId, changed))
+        ? // All of them less those last changed at or before it: the count rows of the days before it.
+          [
+            all,
+            sql`- ${counted(sql`and day < ${since}`)}`,
+            sql`- ${rows(sql`and updated_at >= ${`${since}T00:00:00.000Z`} and updated_at <= ${changed}`)}`,
+          ]
+        : [
+            counted(sql`and day > ${since}`),
+            rows(sql`and updated_at > ${changed} and updated_at <= ${endOfDay(changed)}`),
+          ];
   } else if (created) parts = [counted(sql`and created_day > ${created.slice(0, 10)}`), createdOnItsDay(sql``)];
-  else parts = [sql`(select coalesce(sum(n), 0) from shipment_counts where business_id = ${businessId} ${byStatus})`];
+  else parts = [all];
   const {
     rows: [row],
   } = await sql<{ n: number | string }>`select ${sql.join(parts, sql` + `)} as n`.execute(db);
   return Number(row.n);
+}
+
+/**
+ * Whether `since` lies in the older half of the business's shipments' history (from the first
+ * created to the last changed): a changed-since total is then read from the days before it, fewer
+ * than those after. A new mirror's first walk, from before the first shipment, reads no day at all.
+ */
+async function inOlderHalf(db: Db, businessId: string, since: string): Promise<boolean> {
+  const ends = await db
+    .selectNoFrom((eb) => [
+      eb
+        .selectFrom('shipments')
+        .select('created_at')
+        .where('business_id', '=', businessId)
+        .orderBy('created_at')
+        .limit(1)
+        .as('first'),
+      eb
+        .selectFrom('shipments')
+        .select('updated_at')
+        .where('business_id', '=', businessId)
+        .orderBy('updated_at', 'desc')
+        .limit(1)
+        .as('last'),
+    ])
+    .executeTakeFirstOrThrow();
+  if (ends.first === null || ends.last === null) return false;
+  const [first, last] = [Date.parse(toIso(ends.first)), Date.parse(toIso(ends.last))];
+  return Date.parse(since) < first + (last - first) / 2;
 }
 
 /** Builds the counts of a business from its shipments (the demo generator, after writing shipments directly). */
