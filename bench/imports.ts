@@ -1,7 +1,9 @@
 /**
  * Bulk import throughput (issue 47's goals): lines per second for item creates with two variants
  * and for orders of five lines, through a real server (the bundle `npm start` runs), with the
- * server's peak RSS. `npx tsx bench/imports.ts --db sqlite|postgres [--items N] [--orders N]`.
+ * server's peak RSS. `npx tsx bench/imports.ts --db sqlite|postgres [--items N] [--orders N] [--shipments N]`.
+ * Shipments (issue 64): N shipment lines of one unit each, all of one order's line of N units, so that
+ * each line checks the invariant against an order with up to N shipments already.
  * Goals: 5,000 and 2,000 lines/s (SQLite), 2,000 and 800 (PostgreSQL); RSS at most 300 MB.
  * Fairness: the p99 of the business's other requests (order lists, order reads, order patches, at a
  * fixed rate) while an import of items runs, beside their p99 without it; goal: at most 2×.
@@ -17,6 +19,7 @@ const { values } = parseArgs({
     db: { type: 'string', default: 'sqlite' },
     items: { type: 'string', default: '10000' },
     orders: { type: 'string', default: '5000' },
+    shipments: { type: 'string', default: '1500' },
     profile: { type: 'string' },
     'file-mb': { type: 'string', default: '0' },
   },
@@ -230,6 +233,7 @@ async function throughput() {
     ),
   ];
   const orderRate = await run('orders', [...catalogue, ...orderLines]);
+  const shipmentRate = await shipmentsOfOneOrder(Number(values.shipments));
   const alone = await liveTraffic(10);
   const busy = await start(
     'items beside live traffic',
@@ -242,8 +246,40 @@ async function throughput() {
   console.log(`# imports on ${backend} (${JSON.stringify(machine(loadavg()))}):`);
   console.log(`item creates, two variants: ${itemRate} lines/s (goal ${GOALS.items})`);
   console.log(`orders of five lines:       ${orderRate} lines/s (goal ${GOALS.orders})`);
+  console.log(`shipments of one order:     ${shipmentRate} lines/s (${values.shipments} shipments of one unit each)`);
   console.log(`server peak RSS:            ${peak} MB (goal 300)`);
   console.log(
     `other requests at ${LIVE_RPS}/s:     p50 ${alone.p50} ms, p99 ${alone.p99} ms alone; p50 ${beside.p50} ms, p99 ${beside.p99} ms beside an import (${beside.requests} requests): ${Math.round((beside.p99 / alone.p99) * 100) / 100}× (goal at most 2×)`,
   );
+}
+
+/** `count` shipment lines, each one unit of the same order line of `count` units: lines per second. */
+async function shipmentsOfOneOrder(count: number) {
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(`${server.base}/api/v1${path}`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (res.status !== 201) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+    return (await res.json()) as any;
+  };
+  const item = await post('/items', {
+    item: { name: 'Shipped by the unit' },
+    variants: [{ variantName: 'each', currency: 'AUD', price: 1 }],
+  });
+  const buyer = await post('/buyers', { buyer: { name: 'Bench consignee' } });
+  const order = await post(`/buyers/${buyer.id}/orders`, {
+    expectedDeliveryAt: '2030-01-01T00:00:00.000Z',
+    orderItems: [{ itemVariantId: item.variantIds[0], quantity: count }],
+  });
+  const lines = Array.from({ length: count }, (_, i) =>
+    JSON.stringify({
+      op: 'create',
+      resource: 'shipment',
+      orderId: order.id,
+      data: { trackingNumbers: [`BENCH${i}`], lines: [{ orderItemId: order.orderItems[0].id, quantity: 1 }] },
+    }),
+  );
+  return run('shipments', lines);
 }

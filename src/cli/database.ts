@@ -2,12 +2,14 @@
 import { backupSqlite } from '../db/backup.ts';
 import { rebuildOrderProjections } from '../orders/read-model/index.ts';
 import { CLI } from '../write/runner.ts';
+import { rebuildShipmentCounts } from '../fulfilment/shipment-counts.ts';
+import { rebuildShippedQuantities } from '../fulfilment/shipped-quantities.ts';
 import { CliError, printLines, requireBusiness, type Command } from './command.ts';
 
 export const databaseCommands: Record<string, Command> = {
   'projections rebuild': {
     usage:
-      'projections rebuild --business ID      rebuild the derived order tables (counts, property index) of a business',
+      'projections rebuild --business ID      rebuild the derived tables of a business (counts, property index, shipped quantities)',
     options: { business: { type: 'string' } },
     required: ['business'],
     async run({ db, writes }, values) {
@@ -18,6 +20,10 @@ export const databaseCommands: Record<string, Command> = {
           if (done % 50_000 === 0) process.stderr.write(`${done.toLocaleString('en')} live orders indexed\n`);
         }),
       );
+      await writes.run({ businessId, actor: CLI }, async (ctx) => {
+        await rebuildShipmentCounts(ctx.trx, businessId);
+        await rebuildShippedQuantities(ctx.trx, businessId);
+      });
       printLines(
         `Rebuilt the order projections of ${businessId} in ${((performance.now() - started) / 1000).toFixed(1)} s.`,
       );

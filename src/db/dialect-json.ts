@@ -78,3 +78,19 @@ export function jsonPathEquals(
     when 'real' then ${numeric}
     else 0 end)`;
 }
+
+/**
+ * The objects of a JSON array column as rows of a FROM item `alias` (to join after the table), and
+ * how to read one of their fields as text or as a number: `cross join ${from}` then `${field('key')}`.
+ */
+export function jsonArrayRows(db: Db, column: string, alias: string) {
+  const value = sql.ref(`${alias}.value`);
+  if (dialectOf(db) === 'postgres')
+    return {
+      from: sql`jsonb_array_elements(${sql.ref(column)}) as ${sql.id(alias)}(value)`,
+      text: (key: string) => sql<string>`${value}->>${key}`,
+      number: (key: string) => sql<string>`(${value}->>${key})::numeric`,
+    };
+  const field = (key: string) => sql<string>`json_extract(${value}, ${`$.${key}`})`;
+  return { from: sql`json_each(${sql.ref(column)}) as ${sql.id(alias)}`, text: field, number: field };
+}

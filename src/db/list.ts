@@ -91,16 +91,18 @@ export function applyListFilters<DB, TB extends keyof DB, O>(
 /**
  * One page of a filtered list in the standard envelope, in `createdAt desc, id desc` order, by
  * number or after a cursor. `toItems` loads the page's children in one query. `table` names the
- * ordering table when the query joins others.
+ * ordering table when the query joins others. `total`: the query's count when the caller knows it
+ * (a maintained count); otherwise the query is counted.
  */
 export async function fetchPage<DB, TB extends keyof DB, Row extends { created_at: Date | string; id: string }, T>(
   query: SelectQueryBuilder<DB, TB, Row>,
   paging: Paging,
   toItems: (rows: Row[]) => Promise<T[]>,
   table?: string,
+  counted?: number,
 ): Promise<Page<T>> {
   const column = (name: string) => sql.ref(table ? `${table}.${name}` : name);
-  const total = await countOf(query);
+  const total = counted ?? (await countOf(query));
   const empty = { items: [], total, page: paging.page, pageSize: paging.limit, next: null };
   if (!paging.after && pastTheEnd(total, paging)) return empty;
   const rows = await (paging.after

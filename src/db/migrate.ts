@@ -39,6 +39,7 @@ import { fulfilment } from './migrations/0039-fulfilment.ts';
 import { shipmentsChangedByCreated } from './migrations/0041-shipments-changed-by-created.ts';
 import { sandboxes } from './migrations/0042-sandboxes.ts';
 import { simulationRuns } from './migrations/0044-simulation-runs.ts';
+import { shipmentCounts } from './migrations/0045-shipment-counts.ts';
 import { apiKeyScopes } from './migrations/0032-api-key-scopes.ts';
 import type { Database, Dialect } from './types.ts';
 import { executedMigrations, hasTable, migratedByNewerRelease, takeBackRenamed } from './migration-history.ts';
@@ -87,6 +88,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0041-shipments-changed-by-created': shipmentsChangedByCreated,
     '0042-sandboxes': sandboxes,
     '0044-simulation-runs': simulationRuns(dialect),
+    '0045-shipment-counts': shipmentCounts(dialect),
   };
 }
 
@@ -108,9 +110,10 @@ export const RELEASE = migrationNames('sqlite').at(-1)!;
  * Migrations that the release before them cannot run beside: its instances must stop before one
  * runs (docs/operations.md, "Upgrading"). Every other migration only adds what an earlier release
  * ignores, so instances can be replaced one at a time. 0029 gives every write a business clock the
- * earlier release does not take, and 0030 order-line columns it does not write.
+ * earlier release does not take, and 0030 order-line columns it does not write; 0045 shipment
+ * counts and shipped quantities that its shipment writes would not keep (a line could then over-ship).
  */
-export const STOP_FIRST = new Set(['0029-write-clocks', '0030-order-lines-record-variants']);
+export const STOP_FIRST = new Set(['0029-write-clocks', '0030-order-lines-record-variants', '0045-shipment-counts']);
 
 /**
  * Losing a start-up race on SQLite shows as a busy database, or as "already exists" when the

@@ -24,7 +24,12 @@ import type {
 import type { OrderTable, OrderItemTable } from '../orders/table.ts';
 import type { InstanceTable } from './table.ts';
 import type { InvoiceTable, InvoiceLineItemTable } from '../invoices/table.ts';
-import type { AcknowledgementTable, ShipmentTable } from '../fulfilment/table.ts';
+import type {
+  AcknowledgementTable,
+  ShipmentChangeCountTable,
+  ShipmentCountTable,
+  ShipmentTable,
+} from '../fulfilment/table.ts';
 import type { SimulationOrderTable, SimulationRunTable } from '../sandbox/table.ts';
 import type {
   OrderChangeCountTable,
@@ -75,6 +80,8 @@ export interface Database {
   shipments: ShipmentTable;
   simulation_runs: SimulationRunTable;
   simulation_orders: SimulationOrderTable;
+  shipment_counts: ShipmentCountTable;
+  shipment_change_counts: ShipmentChangeCountTable;
   webhook_endpoints: WebhookEndpointTable;
   webhook_deliveries: WebhookDeliveryTable;
   webhook_attempts: WebhookAttemptTable;

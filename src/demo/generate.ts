@@ -6,6 +6,7 @@ import { insertRows } from '../db/bulk.ts';
 import { newId } from '../lib/ids.ts';
 import { createWriteRunner, SYSTEM, type WriteRunner } from '../write/runner.ts';
 import { createProjectionLoad, type ProjectionLoad } from '../orders/read-model/index.ts';
+import { rebuildShipmentCounts } from '../fulfilment/shipment-counts.ts';
 import { createDemoEvents, insertCatalogueEvents, type DemoEvents } from './events.ts';
 import { insertBuyers, insertCatalogue, type Buyer } from './catalogue.ts';
 import { insertOrders, makeOrders } from './orders.ts';
@@ -72,6 +73,8 @@ const LOADED_TABLES = [
   'order_deleted_property_counts',
   'order_deleted_change_counts',
   'shipments',
+  'shipment_counts',
+  'shipment_change_counts',
   'business_counters',
   'items',
   'item_variants',
@@ -174,8 +177,9 @@ async function insertOrderRange(trx: Db, load: OrderLoad, from: number, end: num
       ['business_id', 'name', 'value'],
       [[businessId, 'order', options.orders]],
     );
-    // The counts every API write keeps, from the orders as made.
+    // The counts every API write keeps, from the orders and shipments as made.
     await projections.finish(trx);
+    await rebuildShipmentCounts(trx, businessId);
   }
   return orderItems;
 }

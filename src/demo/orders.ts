@@ -44,6 +44,7 @@ const ITEM_COLUMNS = [
   'cost',
   'created_at',
   'updated_at',
+  'shipped_quantity',
 ] as const;
 /** Written once per statement, as constants. */
 const ORDER_CONSTANTS = {
@@ -175,11 +176,16 @@ export function makeOrders(
     const sequence = batch.firstSequence + n;
     const { order, orderItems } = generateOrder(businessId, buyers, batch, sequence, rnd, picks);
     orders.push(ORDER_COLUMNS.map((c) => order[c]));
-    for (const item of orderItems) items.push(ITEM_COLUMNS.map((c) => item[c]));
+    const shipped = shipmentsOf(order, orderItems, shipping, batch.nowMs, sequence);
+    // Shipments ship every line in full.
+    for (const item of orderItems) {
+      if (shipped.length > 0) item.shipped_quantity = item.quantity;
+      items.push(ITEM_COLUMNS.map((c) => item[c]));
+    }
     const shown = toOrder(order, orderItems);
     projections.add(order, shown.properties);
     events.addOrder(shown);
-    for (const row of shipmentsOf(order, orderItems, shipping, batch.nowMs, sequence)) {
+    for (const row of shipped) {
       shipments.push(SHIPMENT_COLUMNS.map((c) => row[c]));
       events.addShipment(toShipment(row));
     }
@@ -250,6 +256,7 @@ function generateOrder(
       cost: unitsToDecimal(entry.costUnits),
       created_at: created,
       updated_at: created,
+      shipped_quantity: '0',
       ...ITEM_CONSTANTS,
       item_variant_id: variant.id,
       item_id: variant.itemId,

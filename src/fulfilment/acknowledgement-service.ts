@@ -14,9 +14,9 @@ import type {
 import { insertAcknowledgement } from './acknowledgement-repository.ts';
 import { findLiveVariantIds } from '../pricing/repository.ts';
 import { changeOrder, lockOrder } from './order-effects.ts';
-import { checkItemIds, checkQuantity, dec, plain, shippableOf, shippedOf } from './quantities.ts';
-import { findOrderShipmentRows, toShipment } from './shipment-repository.ts';
-import { followedBy, followSet } from './order-status.ts';
+import { checkItemIds, checkQuantity, dec, plain, shippableOf } from './quantities.ts';
+import { shippedOf } from './shipped-quantities.ts';
+import { followSet } from './order-status.ts';
 import { findAcknowledgement } from './acknowledgement-repository.ts';
 
 /** What each decision needs besides its quantity. */
@@ -101,8 +101,7 @@ export async function acknowledgeOrder(
   await checkLines(ctx, inputs, items);
   const named = new Map(inputs.map((l) => [l.orderItemId, l]));
   const lines = order.items.map((item) => toLine(item, named.get(item.id)));
-  const shipments = (await findOrderShipmentRows(ctx.trx, ctx.businessId, orderId)).map(toShipment);
-  const shipped = shippedOf(shipments.filter((s) => s.status !== 'VOIDED'));
+  const shipped = shippedOf(order);
   for (const line of lines) {
     const held = shipped.get(line.orderItemId);
     if (held?.greaterThan(dec(line.quantity)))
@@ -133,8 +132,12 @@ export async function acknowledgeOrder(
   const current = order.row.acknowledgement_id
     ? await findAcknowledgement(ctx.trx, ctx.businessId, order.row.acknowledgement_id)
     : undefined;
-  const was = followedBy(shippableOf(order.items, current?.lines ?? []), shipments);
-  const follows = followSet(order.row, was, followedBy(shippableOf(order.items, lines), shipments));
+  const follows = await followSet(
+    ctx,
+    order,
+    { shippable: shippableOf(order.items, current?.lines ?? []), shipped, shipment: null },
+    { shippable: shippableOf(order.items, lines), shipped, shipment: null },
+  );
   await changeOrder(
     ctx,
     order,

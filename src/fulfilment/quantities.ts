@@ -26,17 +26,6 @@ export function shippableOf(
   );
 }
 
-/** Per order item, the quantity in these shipments' lines. */
-export function shippedOf(
-  shipments: ReadonlyArray<{ lines: ReadonlyArray<{ orderItemId: string; quantity: number }> }>,
-) {
-  const shipped = new Map<string, Decimal>();
-  for (const shipment of shipments)
-    for (const line of shipment.lines)
-      shipped.set(line.orderItemId, (shipped.get(line.orderItemId) ?? new Decimal(0)).plus(dec(line.quantity)));
-  return shipped;
-}
-
 /**
  * Field errors of one quantity of a line: above 0 (unless `zero` allows it), whole where the line
  * was ordered in whole units, at most `max`.

@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Selectable, type SqlBool, type Updateable } from 'kysely';
-import { forUpdate, notIndexed } from '../db/dialect.ts';
+import { anyOf, forUpdate, notIndexed } from '../db/dialect.ts';
 import {
   applyListFilters,
   beforeInListOrder,
@@ -17,6 +17,7 @@ import { readJson } from '../lib/json.ts';
 import { toIso } from '../lib/time.ts';
 import type { Shipment } from './shipment-schema.ts';
 import type { ShipmentTable } from './table.ts';
+import { countShipments, countShipmentChange } from './shipment-counts.ts';
 
 export type ShipmentRow = Selectable<ShipmentTable>;
 
@@ -42,23 +43,28 @@ export function toShipment(row: ShipmentRow): Shipment {
   };
 }
 
+/** Every write of a shipment goes through these two, which keep its counts (./shipment-counts.ts) in the same transaction. */
 export async function insertShipment(db: Db, row: Insertable<ShipmentTable>): Promise<ShipmentRow> {
-  return db.insertInto('shipments').values(row).returningAll().executeTakeFirstOrThrow();
+  const inserted = await db.insertInto('shipments').values(row).returningAll().executeTakeFirstOrThrow();
+  await countShipmentChange(db, inserted.business_id, null, inserted);
+  return inserted;
 }
 
+/** `before`: the shipment's row as read under its lock. */
 export async function updateShipmentRow(
   db: Db,
-  businessId: string,
-  id: string,
+  before: ShipmentRow,
   set: Updateable<ShipmentTable>,
 ): Promise<ShipmentRow> {
-  return db
+  const updated = await db
     .updateTable('shipments')
     .set(set)
-    .where('business_id', '=', businessId)
-    .where('id', '=', id)
+    .where('business_id', '=', before.business_id)
+    .where('id', '=', before.id)
     .returningAll()
     .executeTakeFirstOrThrow();
+  await countShipmentChange(db, before.business_id, before, updated);
+  return updated;
 }
 
 /** A shipment of this business; with `lock`, its row stays locked until the transaction ends. */
@@ -87,7 +93,12 @@ export interface ListShipmentsOptions extends Paging {
   property: PropertyFilter | null;
 }
 
-/** A page of shipments, newest first; `modifiedSince` is `updated_at >` (a create sets updated_at = created_at). */
+/**
+ * A page of shipments, newest first; `modifiedSince` is `updated_at >` (a create sets updated_at = created_at).
+ * The total is read from the maintained counts (./shipment-counts.ts) unless the list is of one order
+ * (counted by its index: that order's shipments) or filtered by a property (counted as the page reads:
+ * no count table holds the shipments' properties).
+ */
 export async function listShipments(
   db: Db,
   businessId: string,
@@ -98,13 +109,15 @@ export async function listShipments(
     includeDeleted: true,
   });
   if (options.orderId) query = query.where('order_id', '=', options.orderId);
-  if (options.modifiedSince) return changedPage(db, businessId, query, options.modifiedSince, options);
-  return fetchPage(query.selectAll(), options, async (rows) => rows.map(toShipment));
+  const total = options.orderId || options.property ? undefined : await countShipments(db, businessId, options);
+  if (options.modifiedSince) return changedPage(db, businessId, query, options.modifiedSince, options, total);
+  return fetchPage(query.selectAll(), options, async (rows) => rows.map(toShipment), undefined, total);
 }
 
 type ShipmentsQuery = ReturnType<typeof shipmentsOf>;
 const shipmentsOf = (db: Db) => db.selectFrom('shipments');
-const listOrder = (a: ShipmentRow, b: ShipmentRow) => {
+type Stub = Pick<ShipmentRow, 'id' | 'created_at'>;
+const listOrder = (a: Stub, b: Stub) => {
   const [x, y] = [toIso(a.created_at)!, toIso(b.created_at)!];
   return x !== y ? (x < y ? 1 : -1) : a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
 };
@@ -113,8 +126,10 @@ const listOrder = (a: ShipmentRow, b: ShipmentRow) => {
  * A page of the shipments changed since `since`, in two parts read each by its index and merged:
  * those created after it (all changed since, as updated_at >= created_at), the created index
  * walked in list order for a page's rows; and those created before it and changed since, from
- * the (updated_at, created_at) index. So a page costs its rows and the window's index entries,
- * never a walk of the older shipments that did not change.
+ * the (updated_at, created_at) index. Both read only ids and created times (from the index alone
+ * where no other filter needs the row), then the page's rows by id. So a page costs its rows and
+ * the window's index entries, never a walk of the older shipments that did not change, nor a read
+ * of the window's rows.
  */
 async function changedPage(
   db: Db,
@@ -122,16 +137,17 @@ async function changedPage(
   query: ShipmentsQuery,
   since: string,
   paging: Paging,
+  counted: number | undefined,
 ): Promise<Page<Shipment>> {
   const changed = query.where(sql<SqlBool>`${sql.ref('updated_at')} > ${since}`);
-  const total = await countOf(changed);
+  const total = counted ?? (await countOf(changed));
   const empty = { items: [], total, page: paging.page, pageSize: paging.limit, next: null };
   if (!paging.after && pastTheEnd(total, paging)) return empty;
   const skip = paging.after ? 0 : offsetOf(paging.page, paging.limit);
   const take = skip + paging.limit;
   const recent = await (paging.after ? query.where(beforeInListOrder(paging.after)) : query)
     .where(sql<SqlBool>`${sql.ref('created_at')} > ${since}`)
-    .selectAll()
+    .select(['id', 'created_at'])
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(take)
@@ -145,7 +161,7 @@ async function changedPage(
     .orderBy('id')
     .limit(1)
     .executeTakeFirst();
-  if (!first || toIso(first.created_at)! > since) return pageOf(recent, skip, paging, total);
+  if (!first || toIso(first.created_at)! > since) return pageOf(db, businessId, recent, skip, paging, total);
   // created_at kept from leading the plan (SQLite would walk the created index back to the first shipment to skip a sort).
   const created = notIndexed(db, 'created_at');
   const older = await (paging.after
@@ -153,18 +169,41 @@ async function changedPage(
     : changed
   )
     .where(sql<SqlBool>`${created} <= ${since}`)
-    .selectAll()
+    .select(['id', 'created_at'])
     .orderBy(created, 'desc')
     .orderBy('id', 'desc')
     .limit(take)
     .execute();
-  return pageOf([...recent, ...older].sort(listOrder), skip, paging, total);
+  return pageOf(db, businessId, [...recent, ...older].sort(listOrder), skip, paging, total);
 }
 
-function pageOf(sorted: ShipmentRow[], skip: number, paging: Paging, total: number): Page<Shipment> {
+async function pageOf(
+  db: Db,
+  businessId: string,
+  sorted: Stub[],
+  skip: number,
+  paging: Paging,
+  total: number,
+): Promise<Page<Shipment>> {
   const rows = sorted.slice(skip, skip + paging.limit);
+  const found =
+    rows.length === 0
+      ? []
+      : await db
+          .selectFrom('shipments')
+          .selectAll()
+          .where('business_id', '=', businessId)
+          .where(
+            anyOf(
+              db,
+              'id',
+              rows.map((r) => r.id),
+            ),
+          )
+          .execute();
+  const byId = new Map(found.map((row) => [row.id, row]));
   return {
-    items: rows.map(toShipment),
+    items: rows.map((r) => toShipment(byId.get(r.id)!)),
     total,
     page: paging.page,
     pageSize: paging.limit,

@@ -14,10 +14,10 @@ import { findAcknowledgement } from './acknowledgement-repository.ts';
 import { followShipments } from './order-status.ts';
 import { lockOrder, type LockedOrder } from './order-effects.ts';
 import { findOrderRowWithItems } from '../orders/repository.ts';
-import { shippableOf, shippedOf } from './quantities.ts';
+import { shippableOf } from './quantities.ts';
+import { addShipped, shippedOf } from './shipped-quantities.ts';
 import { checkWithinShippable, readContents } from './shipment-contents.ts';
 import {
-  findOrderShipmentRows,
   findShipmentRow,
   insertShipment,
   toShipment,
@@ -31,13 +31,12 @@ export const SHIPMENT_NOT_FOUND = 'Shipment not found';
 
 const dateOrNull = (value: string | null | undefined) => (value == null ? null : parseDateTime(value));
 
-/** What may still ship of each line of a locked order: its current acknowledgement and its shipments not voided. */
+/** What may ship of each line of a locked order, by its current acknowledgement. */
 async function shippableNow(ctx: WriteContext, order: LockedOrder) {
   const ack = order.row.acknowledgement_id
     ? await findAcknowledgement(ctx.trx, ctx.businessId, order.row.acknowledgement_id)
     : undefined;
-  const shipments = (await findOrderShipmentRows(ctx.trx, ctx.businessId, order.row.id)).map(toShipment);
-  return { shipments, shippable: shippableOf(order.items, ack?.lines ?? []) };
+  return shippableOf(order.items, ack?.lines ?? []);
 }
 
 /**
@@ -53,9 +52,9 @@ export async function createShipment(
   const order = await lockOrder(ctx, orderId);
   const items = new Map(order.items.map((item) => [item.id, item]));
   const contents = readContents(input, items);
-  const { shipments, shippable } = await shippableNow(ctx, order);
-  const live = shipments.filter((s) => s.status !== 'VOIDED');
-  checkWithinShippable(contents.lines, items, shippable, shippedOf(live));
+  const shippable = await shippableNow(ctx, order);
+  const shipped = shippedOf(order);
+  checkWithinShippable(contents.lines, items, shippable, shipped);
   const row = await insertShipment(ctx.trx, {
     id: newId('shp'),
     business_id: ctx.businessId,
@@ -78,7 +77,9 @@ export async function createShipment(
   });
   const resource = toShipment(row);
   ctx.emit(createdEvent('shipment', resource));
-  await followShipments(ctx, order, shippable, shipments, [...shipments, resource]);
+  await addShipped(ctx.trx, order, resource.lines, 1);
+  const before = { shippable, shipped, shipment: null };
+  await followShipments(ctx, order, before, { shippable, shipped: shippedOf(order), shipment: resource });
   return { resource, before: null };
 }
 
@@ -125,7 +126,7 @@ export async function patchShipment(
   const before = toShipment(row);
   const fields = shipmentFields(input, row.properties, ctx.now);
   if (changesNothing(before, toShipment({ ...row, ...fields } as ShipmentRow))) return unchanged(before);
-  const updated = await updateShipmentRow(ctx.trx, ctx.businessId, id, {
+  const updated = await updateShipmentRow(ctx.trx, row, {
     ...fields,
     version: Number(row.version) + 1,
     updated_at: ctx.now,
@@ -141,7 +142,7 @@ export async function voidShipment(ctx: WriteContext, id: string): Promise<Shipm
   const before = toShipment(row);
   if (row.status === 'VOIDED') return before;
   const updated = toShipment(
-    await updateShipmentRow(ctx.trx, ctx.businessId, id, {
+    await updateShipmentRow(ctx.trx, row, {
       status: 'VOIDED',
       voided_at: ctx.now,
       version: Number(row.version) + 1,
@@ -153,8 +154,15 @@ export async function voidShipment(ctx: WriteContext, id: string): Promise<Shipm
   return updated;
 }
 
+/** The order follows a change of one of its shipments; a void takes the shipment's lines off its order's. */
 async function followChange(ctx: WriteContext, order: LockedOrder, before: Shipment, after: Shipment) {
-  const { shipments, shippable } = await shippableNow(ctx, order);
-  const was = shipments.map((s) => (s.id === after.id ? before : s));
-  await followShipments(ctx, order, shippable, was, shipments);
+  const shippable = await shippableNow(ctx, order);
+  const shipped = shippedOf(order);
+  if (before.status !== 'VOIDED' && after.status === 'VOIDED') await addShipped(ctx.trx, order, after.lines, -1);
+  await followShipments(
+    ctx,
+    order,
+    { shippable, shipped, shipment: before },
+    { shippable, shipped: shippedOf(order), shipment: after },
+  );
 }

@@ -1,3 +1,4 @@
+import type { ColumnType } from 'kysely';
 import type { Json, NullableTimestamp, Timestamp } from '../db/columns.ts';
 
 export interface AcknowledgementTable {
@@ -31,4 +32,22 @@ export interface ShipmentTable {
   created_at: Timestamp;
   updated_at: Timestamp;
   voided_at: NullableTimestamp;
+}
+
+/** Shipments per status (migration 0045); concurrent writers add to different shards, a count is the sum. */
+export interface ShipmentCountTable {
+  business_id: string;
+  status: string;
+  shard: number;
+  n: ColumnType<number | string | bigint, number, number>;
+}
+
+/** Shipments per UTC day of updatedAt, day of createdAt and status (migration 0045). */
+export interface ShipmentChangeCountTable {
+  business_id: string;
+  day: string;
+  created_day: string;
+  status: string;
+  shard: number;
+  n: ColumnType<number | string | bigint, number, number>;
 }

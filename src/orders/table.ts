@@ -1,3 +1,4 @@
+import type { ColumnType } from 'kysely';
 import type { Timestamp, NullableTimestamp, Json, Numeric } from '../db/columns.ts';
 
 export interface OrderTable {
@@ -49,4 +50,6 @@ export interface OrderItemTable {
   properties: Json;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** What shipments not voided hold of the line (migration 0045; src/fulfilment/shipped-quantities.ts keeps it). */
+  shipped_quantity: ColumnType<string, string | undefined, string>;
 }

@@ -17,7 +17,7 @@ import type { Db } from '../db/types.ts';
 import { whereLive } from '../db/live.ts';
 import { readJson } from '../lib/json.ts';
 import { toIso } from '../lib/time.ts';
-import { plain, shippableOf, shippedOf } from '../fulfilment/quantities.ts';
+import { dec, plain, shippableOf } from '../fulfilment/quantities.ts';
 import { loadOrderItems } from '../orders/repository.ts';
 import { AWAITED } from './runs.ts';
 
@@ -31,6 +31,15 @@ export interface Finding {
 }
 
 type Lines = Array<{ orderItemId: string; quantity: number }>;
+
+/** Per order item, the quantity in these shipments' lines (a removed line's too, which order lines no longer keep). */
+function shippedOf(shipments: ReadonlyArray<{ lines: Lines }>): Map<string, Decimal> {
+  const shipped = new Map<string, Decimal>();
+  for (const shipment of shipments)
+    for (const line of shipment.lines)
+      shipped.set(line.orderItemId, (shipped.get(line.orderItemId) ?? new Decimal(0)).plus(dec(line.quantity)));
+  return shipped;
+}
 
 const formatMinutes = (ms: number) => `${Math.round(ms / 6000) / 10} min`;
 

@@ -145,4 +145,49 @@ export async function writeConcurrently(send: Send, ops: Op[]): Promise<void> {
     assert.deepEqual(event.data.object, got.body);
     assert.equal(event.resourceVersion, got.body.version);
   }
+  await checkKeptExact(send, order.id, items, accepted, live);
+}
+
+/**
+ * What the writes kept beside the shipments is exact after them: the list's totals, read from the
+ * shipment counts, are the business's shipments walked and counted; and what is left of each line,
+ * kept in its shipped quantity, ships in full while one unit more is refused.
+ */
+async function checkKeptExact(
+  send: Send,
+  orderId: string,
+  items: string[],
+  accepted: Map<string, number>,
+  live: Map<string, Array<{ orderItemId: string; quantity: number }>>,
+) {
+  const total = async (query: string) => (await send('GET', `/api/v1/shipments?limit=1&${query}`)).body.total;
+  // Every shipment of the business (other orders' too, where a test reuses it), walked by cursor.
+  const all: Array<{ status: string }> = [];
+  for (let page = await send('GET', '/api/v1/shipments?limit=100'); ; ) {
+    all.push(...page.body.items);
+    if (!page.body.nextCursor) break;
+    page = await send('GET', `/api/v1/shipments?limit=100&cursor=${encodeURIComponent(page.body.nextCursor)}`);
+  }
+  for (const status of ['', 'IN_TRANSIT', 'VOIDED'])
+    for (const since of ['', 'modifiedSince=2000-01-01T00:00:00Z', 'createdSince=2000-01-01T00:00:00Z'])
+      assert.equal(
+        await total(`${status && `status=${status}`}&${since}`),
+        all.filter((s) => !status || s.status === status).length,
+        status + since,
+      );
+  const left = items.map((id, i) => {
+    const held = [...live.values()].flat().filter((l) => l.orderItemId === id);
+    return Math.min(ORDERED[i], accepted.get(id) ?? ORDERED[i]) - held.reduce((sum, l) => sum + l.quantity, 0);
+  });
+  const rest = items.flatMap((id, i) => (left[i] > 0 ? [{ orderItemId: id, quantity: left[i] }] : []));
+  if (rest.length > 0) {
+    const shipped = await send('POST', `/api/v1/orders/${orderId}/shipments`, { lines: rest });
+    assert.equal(shipped.status, 201, JSON.stringify(shipped.body));
+  }
+  for (const id of items) {
+    const more = await send('POST', `/api/v1/orders/${orderId}/shipments`, {
+      lines: [{ orderItemId: id, quantity: 1 }],
+    });
+    assert.equal(more.status, 409, JSON.stringify(more.body));
+  }
 }

@@ -29,7 +29,9 @@ type CountTable =
   | 'order_deleted_counts'
   | 'order_property_counts'
   | 'order_deleted_property_counts'
-  | 'order_deleted_change_counts';
+  | 'order_deleted_change_counts'
+  | 'shipment_counts'
+  | 'shipment_change_counts';
 
 /**
  * Atomic upserts (`n = n + excluded.n`), so concurrent writers never lose an increment, in key order,
@@ -53,7 +55,7 @@ export async function bumpCounts<C extends { delta: number }>(
 /** Its text depends only on the table. */
 const countUpsert = statement((db, v: { row: Record<string, unknown> }, table?: CountTable) => {
   const keys = Object.keys(v.row).filter((k) => k !== 'business_id' && k !== 'shard' && k !== 'n');
-  // The table is one of seven of the same shape; the builder cannot type a column list chosen at run time.
+  // The table is one of nine of the same shape; the builder cannot type a column list chosen at run time.
   return db
     .insertInto(table!)
     .values(v.row as never)
