@@ -25,7 +25,7 @@ const GROUP_LINES = 100;
  * Applies one import's lines in the write of their batch (src/imports/worker.ts): read, references
  * resolved, checked, and applied as a part of the write (src/write/part.ts), so a line that fails
  * is undone alone and its failure is its result. A run of create lines whose operation takes many
- * at once (items) is held, then stored together in one part; if that part fails, its lines are
+ * at once (items, orders) is held, then stored together in one part; if that part fails, its lines are
  * applied one at a time as any other line.
  */
 export function createLineApplier(run: {
