@@ -25,7 +25,7 @@ const GROUP_LINES = 100;
  * Applies one import's lines in the write of their batch (src/imports/worker.ts): read, references
  * resolved, checked, and applied as a part of the write (src/write/part.ts), so a line that fails
  * is undone alone and its failure is its result. A run of create lines whose operation takes many
- * at once (items) is held, then stored together in one part; if that part fails, its lines are
+ * at once (items, orders) is held, then stored together in one part; if that part fails, its lines are
  * applied one at a time as any other line.
  */
 export function createLineApplier(run: {
@@ -60,19 +60,19 @@ export function createLineApplier(run: {
   async function apply(ctx: WriteContext, line: number, text: string): Promise<LineDone[]> {
     let parsed: ParsedLine | null = null;
     let first = false;
-    let done: LineDone[] = [];
+    const done: LineDone[] = [];
     try {
       parsed = parseLine(text);
-      // A line that names another's ref reads the results of the lines before it: they are stored first.
-      if (held.length > 0 && text.includes('"$ref"')) done = await flush(ctx);
       const find = async (ref: string) => {
+        // A line that names a held line's ref reads its result: the held lines are stored first.
+        if (heldRefs.has(ref)) done.push(...(await flush(ctx)));
         const found = known.get(ref) ?? (await findResultByRef(ctx.trx, run.importId, ref));
         if (found) remember(ref, found);
         return found;
       };
       const ref = parsed.ref ?? undefined;
       // A line that may be held has its ref checked against earlier batches' results with the rest it is held with.
-      const holdable = !run.dryRun && !run.stopOnError && !text.includes('"$ref"') && createsMany(parsed) !== undefined;
+      const holdable = !run.dryRun && !run.stopOnError && createsMany(parsed) !== undefined;
       if (ref !== undefined) {
         // A second line with a held line's ref: which of them is first is known once those are stored.
         if (heldRefs.has(ref)) done.push(...(await flush(ctx)));
@@ -148,7 +148,7 @@ export function createLineApplier(run: {
         const { result } = await runPart(ctx, (part) =>
           createsMany(lines[0].resolved)!(
             part,
-            lines.map((l) => l.resolved.data),
+            lines.map((l) => l.resolved),
           ),
         );
         outcomes = result.map((r) => (r instanceof ApiError ? { error: r } : { applied: r }));

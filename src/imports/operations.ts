@@ -8,12 +8,12 @@ import { bodyError, compileBody } from '../lib/validation.ts';
 import { CreateInvoiceBody, UpdateInvoiceBody } from '../invoices/schema.ts';
 import { createInvoice, patchInvoice } from '../invoices/service.ts';
 import { listInvoices } from '../invoices/list-repository.ts';
-import { CreateItemBody, UpdateItemBody } from '../items/schema.ts';
+import { CreateItemBody, UpdateItemBody, type CreateItemInput } from '../items/schema.ts';
 import { createItem, createItems, patchItem } from '../items/service.ts';
 import { findItem, findItemIdByHandle, listItems } from '../items/repository.ts';
 import { ApiError, conflict, forbidden, notFound, validationError } from '../lib/errors.ts';
-import { CreateOrderBody, UpdateOrderBody } from '../orders/schema.ts';
-import { createOrder } from '../orders/service.ts';
+import { CreateOrderBody, UpdateOrderBody, type CreateOrderInput } from '../orders/schema.ts';
+import { createOrder, createOrders, type Partnership } from '../orders/service.ts';
 import { listOrders } from '../orders/read-model/index.ts';
 import { patchOrder } from '../orders/patch-service.ts';
 import { CreatePriceListBody } from '../pricing/schema.ts';
@@ -46,7 +46,7 @@ interface Operation {
     check: ValidateFunction;
     apply(ctx: WriteContext, data: any, line: ParsedLine): Promise<Applied>;
     /** Creates several at once as `apply` each would: each line's result, or the error it alone fails with. */
-    applyMany?(ctx: WriteContext, data: any[]): Promise<(Applied | ApiError)[]>;
+    applyMany?(ctx: WriteContext, lines: ParsedLine[]): Promise<(Applied | ApiError)[]>;
   };
   patch?: { check: ValidateFunction; apply(ctx: WriteContext, id: string, data: any): Promise<Applied> };
   /**
@@ -60,6 +60,20 @@ interface Operation {
 }
 
 const firstTwo = { page: 1, limit: 2, includeDeleted: false } as const;
+
+/** The partnership of an order line's buyer, as the single call's path names it; `known`: buyers read already. */
+async function partnershipOf(
+  ctx: WriteContext,
+  line: ParsedLine,
+  known: Map<string, Partnership | undefined>,
+): Promise<Partnership> {
+  if (line.buyerId === undefined) throw validationError({ buyerId: 'Required: the buyer the order is for' });
+  if (!known.has(line.buyerId))
+    known.set(line.buyerId, await findBuyerPartnership(ctx.trx, ctx.businessId, line.buyerId));
+  const partnership = known.get(line.buyerId);
+  if (!partnership) throw notFound(BUYER_NOT_FOUND);
+  return partnership;
+}
 
 const NEEDS_ORDER = { acknowledgement: true, shipment: true };
 
@@ -85,10 +99,13 @@ const OPERATIONS: Record<ResourceName, Operation> = {
         const { resource, variantIds } = await createItem(ctx, data);
         return { outcome: 'created', id: resource.id, variantIds };
       },
-      applyMany: async (ctx, data) =>
-        (await createItems(ctx, data)).map((r) =>
-          r instanceof ApiError ? r : { outcome: 'created', id: r.resource.id, variantIds: r.variantIds },
-        ),
+      applyMany: async (ctx, lines) =>
+        (
+          await createItems(
+            ctx,
+            lines.map((l) => l.data as CreateItemInput),
+          )
+        ).map((r) => (r instanceof ApiError ? r : { outcome: 'created', id: r.resource.id, variantIds: r.variantIds })),
     },
     patch: {
       check: compileBody(UpdateItemBody),
@@ -129,10 +146,30 @@ const OPERATIONS: Record<ResourceName, Operation> = {
     create: {
       check: compileBody(CreateOrderBody),
       apply: async (ctx, data, line) => {
-        if (line.buyerId === undefined) throw validationError({ buyerId: 'Required: the buyer the order is for' });
-        const partnership = await findBuyerPartnership(ctx.trx, ctx.businessId, line.buyerId);
-        if (!partnership) throw notFound(BUYER_NOT_FOUND);
+        const partnership = await partnershipOf(ctx, line, new Map());
         return { outcome: 'created', id: (await createOrder(ctx, partnership, data)).resource.id };
+      },
+      applyMany: async (ctx, lines) => {
+        const known = new Map<string, Partnership | undefined>();
+        const planned: Array<{ partnership: Partnership; input: CreateOrderInput } | ApiError> = [];
+        for (const line of lines) {
+          try {
+            planned.push({ partnership: await partnershipOf(ctx, line, known), input: line.data as CreateOrderInput });
+          } catch (error) {
+            if (!(error instanceof ApiError)) throw error;
+            planned.push(error);
+          }
+        }
+        const created = await createOrders(
+          ctx,
+          planned.filter((p): p is Exclude<typeof p, ApiError> => !(p instanceof ApiError)),
+        );
+        let next = 0;
+        return planned.map((p) => {
+          if (p instanceof ApiError) return p;
+          const r = created[next++];
+          return r instanceof ApiError ? r : { outcome: 'created', id: r.resource.id };
+        });
       },
     },
     patch: {
@@ -262,7 +299,7 @@ function keyOf(line: ParsedLine): { handle: string } | { property: PropertyFilte
 /** The operation that applies checked create lines of the line's kind several at once, if there is one. */
 export function createsMany(
   line: ParsedLine,
-): ((ctx: WriteContext, data: any[]) => Promise<(Applied | ApiError)[]>) | undefined {
+): ((ctx: WriteContext, lines: ParsedLine[]) => Promise<(Applied | ApiError)[]>) | undefined {
   return line.op === 'create' ? OPERATIONS[line.resource].create?.applyMany : undefined;
 }
 

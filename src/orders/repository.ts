@@ -3,32 +3,58 @@ import { nextCounterValue } from '../businesses/repository.ts';
 import { anyOf, forUpdate } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
 import type { OrderItemTable, OrderTable } from './table.ts';
-import { applyOrderChange } from './read-model/index.ts';
+import { applyOrderChange, applyOrderChanges } from './read-model/index.ts';
 import { toOrder, type OrderItemRow, type OrderRow } from './mapper.ts';
 import type { Order } from './schema.ts';
 import { groupBy } from '../lib/group.ts';
 import { whereLive } from '../db/live.ts';
 import { statement } from '../db/statement.ts';
 
+/** An order to insert with its items; `numbered`: it takes the business's next SO number for `internal_reference`. */
+export interface NewOrder {
+  order: Insertable<OrderTable>;
+  items: Insertable<OrderItemTable>[];
+  numbered: boolean;
+}
+
 /**
- * Inserts a live order with its items, indexes its properties and counts it, in the caller's
- * transaction, and returns the rows as stored. When `numbered`, it takes the business's next SO
- * number for `internal_reference`.
+ * Inserts live orders of one business with their items, indexes their properties and counts them,
+ * in the caller's transaction, and returns the rows as stored, in the order given: one multi-row
+ * statement per table for all of them, and the SO numbers taken at once, in that order.
  */
-export async function insertOrder(
+export async function insertOrders(
   db: Db,
-  order: Insertable<OrderTable>,
-  items: Insertable<OrderItemTable>[],
-  numbered: boolean,
-): Promise<{ order: OrderRow; items: Array<Selectable<OrderItemTable>> }> {
-  const row = numbered
-    ? { ...order, internal_reference: formatReference(await nextCounterValue(db, order.business_id, 'order')) }
-    : order;
-  const inserted = await db.insertInto('orders').values(row).returningAll().executeTakeFirstOrThrow();
-  const insertedItems =
-    items.length === 0 ? [] : await db.insertInto('order_items').values(items).returningAll().execute();
-  await applyOrderChange(db, null, inserted);
-  return { order: inserted, items: insertedItems };
+  orders: NewOrder[],
+): Promise<Array<{ order: OrderRow; items: Array<Selectable<OrderItemTable>> }>> {
+  if (orders.length === 0) return [];
+  const numbered = orders.filter((o) => o.numbered).length;
+  let next =
+    numbered === 0 ? 0 : (await nextCounterValue(db, orders[0].order.business_id, 'order', numbered)) - numbered + 1;
+  const rows = orders.map((o) => (o.numbered ? { ...o.order, internal_reference: formatReference(next++) } : o.order));
+  const inserted: OrderRow[] = [];
+  for (const chunk of chunks(rows, ORDERS_PER_INSERT))
+    inserted.push(...(await db.insertInto('orders').values(chunk).returningAll().execute()));
+  const insertedItems: Array<Selectable<OrderItemTable>> = [];
+  for (const chunk of chunks(
+    orders.flatMap((o) => o.items),
+    ITEMS_PER_INSERT,
+  ))
+    insertedItems.push(...(await db.executeQuery(insertOrderItemsQuery(db, { rows: chunk }))).rows);
+  await applyOrderChanges(
+    db,
+    inserted.map((after) => ({ before: null, after })),
+  );
+  const byId = new Map(inserted.map((row) => [row.id, row]));
+  const itemsOf = groupBy(insertedItems, (row) => row.order_id);
+  return rows.map((row) => ({ order: byId.get(row.id)!, items: itemsOf.get(row.id) ?? [] }));
+}
+
+/** Under both backends' bound-parameter limits (orders have 20 columns, their items 15). */
+const ORDERS_PER_INSERT = 500;
+const ITEMS_PER_INSERT = 1_000;
+
+function* chunks<T>(rows: T[], size: number): Generator<T[]> {
+  for (let i = 0; i < rows.length; i += size) yield rows.slice(i, i + size);
 }
 
 /** The insert of order items, answering the rows as stored. */

@@ -1,20 +1,22 @@
-import { badRequest, notFound, validationError, type FieldErrors } from '../lib/errors.ts';
+import { ApiError, badRequest, notFound, validationError, type FieldErrors } from '../lib/errors.ts';
+import { groupBy } from '../lib/group.ts';
 import { newId } from '../lib/ids.ts';
 import { writeJson } from '../lib/json.ts';
 import { multiply, sum, toDecimalString } from '../lib/money.ts';
-import { findEffectiveEntries, type EffectivePrice } from '../pricing/effective-price.ts';
+import { findEffectiveEntries, type EffectivePrice, type VariantPrice } from '../pricing/effective-price.ts';
 import { priceEntry } from '../pricing/resolve.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
 import { createdEvent, namedEvent } from '../log/events.ts';
 import {
   findEntries,
   findOrderRow,
-  insertOrder,
+  insertOrders,
   loadOneOrderItems,
   loadOrderItems,
   markIngested,
   softDeleteOrder,
   type EntryRow,
+  type NewOrder,
   type OrderRowWithItems,
 } from './repository.ts';
 import { toOrder, variantOf, type VariantFields } from './mapper.ts';
@@ -52,6 +54,12 @@ export function priceOfEntry(entry: EntryRow) {
 export const totalOf = (items: Array<{ quantity: string; price: string }>) =>
   sum(items.map((i) => multiply(i.quantity, i.price)));
 
+/** A buyer's partnership: the order's owner, and the item list that prices it. */
+export interface Partnership {
+  id: string;
+  itemListId: string | null;
+}
+
 /**
  * Creates an order for a buyer's partnership and returns it as the API shows it: each item
  * resolves to an entry (a variant through the buyer's effective list) and is priced from it
@@ -59,25 +67,74 @@ export const totalOf = (items: Array<{ quantity: string; price: string }>) =>
  */
 export async function createOrder(
   ctx: WriteContext,
-  partnership: { id: string; itemListId: string | null },
+  partnership: Partnership,
   input: CreateOrderInput,
 ): Promise<Written<Order>> {
+  const [created] = await createOrders(ctx, [{ partnership, input }]);
+  if (created instanceof ApiError) throw created;
+  return created;
+}
+
+/**
+ * Creates orders in one go, as `createOrder` each (bulk import applies a run of order lines this
+ * way): each input's order, or the error that input alone fails with, decided before anything is
+ * written. One read of the prices per item list, one multi-row statement per table for all of them.
+ */
+export async function createOrders(
+  ctx: WriteContext,
+  inputs: Array<{ partnership: Partnership; input: CreateOrderInput }>,
+): Promise<(Written<Order> | ApiError)[]> {
   const { trx: db, businessId, now } = ctx;
-  const errors: FieldErrors = {};
-  const resolved = new Map<number, EffectivePrice & { unitOfMeasure: string | null; variant: VariantFields }>();
-  const prices = await findEffectiveEntries(
-    db,
-    businessId,
-    partnership.itemListId,
+  const byList = groupBy(inputs, ({ partnership }) => partnership.itemListId ?? '');
+  const prices = new Map<string, Map<string, VariantPrice>>();
+  for (const [list, group] of byList) {
+    const variantIds = group.flatMap(({ input }) =>
+      input.orderItems.flatMap((item) =>
+        item.itemListEntryId === undefined && item.itemVariantId !== undefined ? [item.itemVariantId] : [],
+      ),
+    );
+    prices.set(list, await findEffectiveEntries(db, businessId, list || null, variantIds, new Date(now)));
+  }
+  const byEntry = inputs.flatMap(({ input }) =>
     input.orderItems.flatMap((item) =>
-      item.itemListEntryId === undefined && item.itemVariantId !== undefined ? [item.itemVariantId] : [],
+      item.itemVariantId === undefined && item.itemListEntryId !== undefined ? [item.itemListEntryId] : [],
     ),
-    new Date(now),
-  );
-  const byEntry = input.orderItems.flatMap((item) =>
-    item.itemVariantId === undefined && item.itemListEntryId !== undefined ? [item.itemListEntryId] : [],
   );
   const entries = byEntry.length === 0 ? new Map<string, EntryRow>() : await findEntries(db, businessId, byEntry);
+  const planned = inputs.map(({ partnership, input }) => {
+    try {
+      return planOrder(ctx, partnership, input, prices.get(partnership.itemListId ?? '')!, entries);
+    } catch (error) {
+      if (error instanceof ApiError) return error;
+      throw error;
+    }
+  });
+  const stored = await insertOrders(
+    db,
+    planned.filter((p): p is NewOrder => !(p instanceof ApiError)),
+  );
+  let next = 0;
+  return planned.map((p) => {
+    if (p instanceof ApiError) return p;
+    const row = stored[next++];
+    // The answer from the rows as stored, in the order a read gives them.
+    const shown = row.items.sort((a, b) => a.line_number - b.line_number || (a.id < b.id ? -1 : 1));
+    const resource = toOrder(row.order, shown);
+    ctx.emit(createdEvent('order', resource));
+    return { resource, before: null };
+  });
+}
+
+/** One order's rows as `createOrder` stores them, from the prices and entries read for it; throws its error. */
+function planOrder(
+  { businessId, now }: WriteContext,
+  partnership: Partnership,
+  input: CreateOrderInput,
+  prices: Map<string, VariantPrice>,
+  entries: Map<string, EntryRow>,
+): NewOrder {
+  const errors: FieldErrors = {};
+  const resolved = new Map<number, EffectivePrice & { unitOfMeasure: string | null; variant: VariantFields }>();
   for (const [i, item] of input.orderItems.entries()) {
     if ((item.itemListEntryId === undefined) === (item.itemVariantId === undefined)) {
       errors[`orderItems.${i}`] = 'Give exactly one of itemListEntryId and itemVariantId';
@@ -132,16 +189,15 @@ export async function createOrder(
     throw validationError({ currency: `Must equal the items' currency (${currency})` });
   }
 
-  const row = await insertOrder(
-    db,
-    {
+  return {
+    order: {
       id: orderId,
       business_id: businessId,
       partnership_id: partnership.id,
       membership_id: input.membershipId ?? null,
       phase: input.phase ?? 'PENDING',
       status: input.status ?? 'UNASSIGNED',
-      // Without one given, the next SO number, which insertOrder takes.
+      // Without one given, the next SO number, which insertOrders takes.
       internal_reference: input.internalReference ?? '',
       external_reference: input.externalReference ?? null,
       notes: input.notes ?? null,
@@ -155,13 +211,8 @@ export async function createOrder(
       updated_at: now,
     },
     items,
-    input.internalReference === undefined,
-  );
-  // The answer from the rows as stored, in the order a read gives them.
-  const shown = row.items.sort((a, b) => a.line_number - b.line_number || (a.id < b.id ? -1 : 1));
-  const resource = toOrder(row.order, shown);
-  ctx.emit(createdEvent('order', resource));
-  return { resource, before: null };
+    numbered: input.internalReference === undefined,
+  };
 }
 
 /**

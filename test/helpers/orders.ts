@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/types.ts';
 import { toIso } from '../../src/lib/time.ts';
-import { DEFAULT_LIST_TUNING, type ListTuning } from '../../src/orders/read-model/index.ts';
+import { DEFAULT_LIST_TUNING, rebuildOrderProjections, type ListTuning } from '../../src/orders/read-model/index.ts';
 import type { Tenant, TestContext } from './context.ts';
 
 /** A catalogue and a buyer to order with: variants priced 10, 2.5 and 0.1 (AUD), and their default-list entries. */
@@ -149,3 +149,105 @@ export async function withListTuning<T>(tuning: Partial<ListTuning>, read: () =>
 
 /** Runs `read` with the created-day page walker taking every page by day, however shallow. */
 export const walkingEveryDay = <T>(read: () => Promise<T>) => withListTuning({ shallowRows: 0 }, read);
+
+/** Every derived order table of a business, summed over shards, in a comparable order. */
+export async function projections(db: Kysely<Database>, businessId: string) {
+  const counts = await db
+    .selectFrom('order_counts')
+    .select(['phase', 'status', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId)
+    .groupBy(['phase', 'status'])
+    .orderBy('phase')
+    .orderBy('status')
+    .execute();
+  const days = await db
+    .selectFrom('order_change_counts')
+    .select(['day', 'created_day', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId)
+    .groupBy(['day', 'created_day'])
+    .orderBy('day')
+    .orderBy('created_day')
+    .execute();
+  const deletedDays = await db
+    .selectFrom('order_deleted_change_counts')
+    .select(['day', 'created_day', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId)
+    .groupBy(['day', 'created_day'])
+    .orderBy('day')
+    .orderBy('created_day')
+    .execute();
+  const created = await db
+    .selectFrom('order_created_counts')
+    .select(['day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId)
+    .groupBy(['day', 'phase', 'status'])
+    .orderBy('day')
+    .orderBy('phase')
+    .orderBy('status')
+    .execute();
+  const deleted = await db
+    .selectFrom('order_deleted_counts')
+    .select(['day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId)
+    .groupBy(['day', 'phase', 'status'])
+    .orderBy('day')
+    .orderBy('phase')
+    .orderBy('status')
+    .execute();
+  const paths = await db
+    .selectFrom('order_property_counts')
+    .select(['path', 'day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId)
+    .groupBy(['path', 'day', 'phase', 'status'])
+    .orderBy('path')
+    .orderBy('day')
+    .orderBy('phase')
+    .orderBy('status')
+    .execute();
+  const rows = await db
+    .selectFrom('order_properties')
+    .select(['order_id', 'path', 'value'])
+    .where('business_id', '=', businessId)
+    .orderBy('order_id')
+    .orderBy('path')
+    .execute();
+  const deletedPaths = await db
+    .selectFrom('order_deleted_property_counts')
+    .select(['path', 'day', 'phase', 'status', sql<string>`sum(n)`.as('n')])
+    .where('business_id', '=', businessId)
+    .groupBy(['path', 'day', 'phase', 'status'])
+    .orderBy('path')
+    .orderBy('day')
+    .orderBy('phase')
+    .orderBy('status')
+    .execute();
+  const deletedRows = await db
+    .selectFrom('order_deleted_properties')
+    .select(['order_id', 'path', 'value'])
+    .where('business_id', '=', businessId)
+    .orderBy('order_id')
+    .orderBy('path')
+    .execute();
+  // Rows whose count went to zero are kept by the upkeep and not made by a rebuild: the same answer.
+  const nonZero = <T extends { n: string }>(list: T[]) =>
+    list.filter((r) => Number(r.n) !== 0).map((r) => ({ ...r, n: Number(r.n) }));
+  return {
+    counts: nonZero(counts),
+    days: nonZero(days),
+    created: nonZero(created),
+    deleted: nonZero(deleted),
+    paths: nonZero(paths),
+    rows,
+    deletedPaths: nonZero(deletedPaths),
+    deletedRows,
+    deletedDays: nonZero(deletedDays),
+  };
+}
+
+/** The maintained tables, then a rebuild of them: the two must be the same. */
+export async function assertMatchesRebuild(db: Kysely<Database>, businessId: string) {
+  const maintained = await projections(db, businessId);
+  await rebuildOrderProjections(db, businessId);
+  assert.deepEqual(maintained, await projections(db, businessId));
+  return maintained;
+}

@@ -34,9 +34,9 @@ type CountTable =
   | 'shipment_change_counts';
 
 /**
- * Atomic upserts (`n = n + excluded.n`), so concurrent writers never lose an increment, in key order,
- * so that two transactions take the row locks in the same order and cannot deadlock on PostgreSQL.
- * `keys`: the key columns besides business_id and shard.
+ * One atomic multi-row upsert (`n = n + excluded.n`), so concurrent writers never lose an increment,
+ * its rows netted per key and in key order, so that two transactions take the row locks in the same
+ * order and cannot deadlock on PostgreSQL. `keys`: the key columns besides business_id and shard.
  */
 export async function bumpCounts<C extends { delta: number }>(
   db: Db,
@@ -46,19 +46,26 @@ export async function bumpCounts<C extends { delta: number }>(
   changes: C[],
 ): Promise<void> {
   const shard = countShard(db);
-  for (const c of netChanges(changes, (c) => keys.map((k) => String(c[k])).join('\u0000'))) {
-    const row = { business_id: businessId, ...Object.fromEntries(keys.map((k) => [k, c[k]])), shard, n: c.delta };
-    await db.executeQuery(countUpsert(db, { row }, table));
-  }
+  const rows = netChanges(changes, (c) => keys.map((k) => String(c[k])).join('\u0000')).map((c) => ({
+    business_id: businessId,
+    ...Object.fromEntries(keys.map((k) => [k, c[k]])),
+    shard,
+    n: c.delta,
+  }));
+  for (let i = 0; i < rows.length; i += ROWS_PER_UPSERT)
+    await db.executeQuery(countUpsert(db, { rows: rows.slice(i, i + ROWS_PER_UPSERT) }, table));
 }
 
-/** Its text depends only on the table. */
-const countUpsert = statement((db, v: { row: Record<string, unknown> }, table?: CountTable) => {
-  const keys = Object.keys(v.row).filter((k) => k !== 'business_id' && k !== 'shard' && k !== 'n');
+/** Under both backends' bound-parameter limits, with the widest key (7 columns). */
+const ROWS_PER_UPSERT = 1_000;
+
+/** Its text depends on the table and the number of rows. */
+const countUpsert = statement((db, v: { rows: Array<Record<string, unknown>> }, table?: CountTable) => {
+  const keys = Object.keys(v.rows[0]).filter((k) => k !== 'business_id' && k !== 'shard' && k !== 'n');
   // The table is one of nine of the same shape; the builder cannot type a column list chosen at run time.
   return db
     .insertInto(table!)
-    .values(v.row as never)
+    .values(v.rows as never)
     .onConflict((oc) =>
       oc
         .columns(['business_id', ...keys, 'shard'] as never)

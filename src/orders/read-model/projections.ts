@@ -5,7 +5,7 @@ import type { OrderRow } from '../mapper.ts';
 import { bumpOrderCounts, type CountChange } from './counts.ts';
 import { bumpChangeCounts, bumpDeletedChangeCounts, changeDay, type ChangeCountChange } from './change-counts.ts';
 import { bumpCreatedCounts, bumpDeletedCounts, type CreatedCountChange } from './created-counts.ts';
-import { applyPropertyChange, rebuildSideTable } from './properties.ts';
+import { applyPropertyChanges, rebuildSideTable } from './properties.ts';
 import { whereLive } from '../../db/live.ts';
 
 /** The derived order tables' one owner (README.md lists them); nothing else writes them. */
@@ -27,7 +27,18 @@ export async function applyOrderChange(
   before: ProjectedOrder | null,
   after: ProjectedOrder | null,
 ): Promise<void> {
-  const order = after ?? before;
+  await applyOrderChanges(db, [{ before, after }]);
+}
+
+/**
+ * `applyOrderChange` of several orders of one business at once: each derived table written by one
+ * statement for all of them (the counts netted per key), as bulk import's runs of order creates need.
+ */
+export async function applyOrderChanges(
+  db: Db,
+  changes: Array<{ before: ProjectedOrder | null; after: ProjectedOrder | null }>,
+): Promise<void> {
+  const order = changes.map((c) => c.after ?? c.before).find((o) => o !== null);
   if (!order) return;
   const businessId = order.business_id;
   const counts: CountChange[] = [];
@@ -42,30 +53,28 @@ export async function applyOrderChange(
       changed: { day: changeDay(o.updated_at), created_day: day, delta },
     };
   };
-  for (const [o, delta] of [
-    [before, -1],
-    [after, 1],
-  ] as const) {
-    if (!o) continue;
-    const rows = dayRows(o, delta);
-    if (isLive(o)) {
-      counts.push({ phase: o.phase, status: o.status, delta });
-      days.push(rows.changed);
-      created.push(rows.created);
-    } else {
-      deleted.push(rows.created);
-      deletedDays.push(rows.changed);
+  for (const { before, after } of changes) {
+    for (const [o, delta] of [
+      [before, -1],
+      [after, 1],
+    ] as const) {
+      if (!o) continue;
+      const rows = dayRows(o, delta);
+      if (isLive(o)) {
+        counts.push({ phase: o.phase, status: o.status, delta });
+        days.push(rows.changed);
+        created.push(rows.created);
+      } else {
+        deleted.push(rows.created);
+        deletedDays.push(rows.changed);
+      }
     }
   }
   // An order's paths are on the live side or the deleted one; a soft delete moves them across.
-  await applyPropertyChange(db, 'live', businessId, isLive(before) ? before : null, isLive(after) ? after : null);
-  await applyPropertyChange(
-    db,
-    'deleted',
-    businessId,
-    isDeleted(before) ? before : null,
-    isDeleted(after) ? after : null,
-  );
+  const sides = (side: (o: ProjectedOrder | null) => o is ProjectedOrder) =>
+    changes.map(({ before, after }) => ({ before: side(before) ? before : null, after: side(after) ? after : null }));
+  await applyPropertyChanges(db, 'live', businessId, sides(isLive));
+  await applyPropertyChanges(db, 'deleted', businessId, sides(isDeleted));
   // Changes that cancel out (same phase and status, same day) write nothing.
   await bumpOrderCounts(db, businessId, counts);
   await bumpChangeCounts(db, businessId, days);

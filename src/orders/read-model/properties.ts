@@ -110,32 +110,36 @@ const sameJson = (a: unknown, b: unknown) =>
 
 type Indexed = Counted & { id: string };
 
-/** `before` or `after` null: the order is not on this side. In the caller's transaction. */
-export async function applyPropertyChange(
+/**
+ * Orders' changes on one side; `before` or `after` null: the order is not on this side. New orders'
+ * rows are one insert and the path counts one upsert for all of them. In the caller's transaction.
+ */
+export async function applyPropertyChanges(
   db: Db,
   side: Side,
   businessId: string,
-  before: Indexed | null,
-  after: Indexed | null,
+  changes: Array<{ before: Indexed | null; after: Indexed | null }>,
 ): Promise<void> {
-  if (!before && !after) return;
   const table = SIDE_TABLES[side].rows;
-  const sameProperties = before !== null && after !== null && sameJson(before.properties, after.properties);
-  if (before && after) {
-    if (!sameProperties)
-      await reindexOrderProperties(db, table, businessId, after.id, before.properties, after.properties);
-  } else if (after) {
-    const paths = propertyPaths(after.properties);
-    await insertPathRows(
-      db,
-      table,
-      paths.map((p) => ({ business_id: businessId, order_id: after.id, ...p })),
-    );
-  } else if (before) {
-    await db.deleteFrom(table).where('order_id', '=', before.id).execute();
+  const added: Array<{ business_id: string; order_id: string; path: string; value: string | null }> = [];
+  const counts: PathCountChange[] = [];
+  for (const { before, after } of changes) {
+    if (!before && !after) continue;
+    const sameProperties = before !== null && after !== null && sameJson(before.properties, after.properties);
+    if (before && after) {
+      if (!sameProperties)
+        await reindexOrderProperties(db, table, businessId, after.id, before.properties, after.properties);
+    } else if (after) {
+      for (const p of propertyPaths(after.properties))
+        added.push({ business_id: businessId, order_id: after.id, ...p });
+    } else if (before) {
+      await db.deleteFrom(table).where('order_id', '=', before.id).execute();
+    }
+    if (sameProperties && before!.phase === after!.phase && before!.status === after!.status) continue;
+    counts.push(...pathCountChanges(before, after));
   }
-  if (sameProperties && before!.phase === after!.phase && before!.status === after!.status) return;
-  await bumpPathCounts(db, side, businessId, pathCountChanges(before, after));
+  await insertPathRows(db, table, added);
+  await bumpPathCounts(db, side, businessId, counts);
 }
 
 const BATCH = 5_000;
