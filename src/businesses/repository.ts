@@ -1,12 +1,10 @@
 import { createHash } from 'node:crypto';
-import { sql } from 'kysely';
 import { newId } from '../lib/ids.ts';
 import { toIso } from '../lib/time.ts';
 import { readJson } from '../lib/json.ts';
 import type { Db } from '../db/types.ts';
 import type { Scope } from './scopes.ts';
 import { displayPrefix, newApiKey, type KeyMode } from './key-format.ts';
-import { statement } from '../db/statement.ts';
 
 export function hashApiKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
@@ -222,27 +220,6 @@ export async function findActiveKeys(db: Db, businessId: string, now = new Date(
 export async function touchApiKey(db: Db, keyId: string, at: string): Promise<void> {
   await db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', keyId).execute();
 }
-
-/**
- * The next per-business counter value, or with `count` the last of the next `count` values (the
- * first is `count - 1` below it); the upsert's row lock queues concurrent creators, so none share a number.
- */
-export async function nextCounterValue(db: Db, businessId: string, name: string, count = 1): Promise<number> {
-  const {
-    rows: [row],
-  } = await db.executeQuery(nextCounterQuery(db, { businessId, name, count }));
-  return Number(row.value);
-}
-
-const nextCounterQuery = statement((db, v: { businessId: string; name: string; count: number }) =>
-  db
-    .insertInto('business_counters')
-    .values({ business_id: v.businessId, name: v.name, value: v.count })
-    .onConflict((oc) =>
-      oc.columns(['business_id', 'name']).doUpdateSet({ value: sql<number>`business_counters.value + excluded.value` }),
-    )
-    .returning('value'),
-);
 
 /** 0 before first use; takes no lock. */
 export async function findCounterValue(db: Db, businessId: string, name: string): Promise<number> {

@@ -12,7 +12,7 @@ import { parseDateTime } from '../lib/time.ts';
 import { checkVersion, type ExpectedVersions } from '../lib/versions.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
 import { createdEvent } from '../log/events.ts';
-import { nextCounterValue } from '../businesses/repository.ts';
+import { nextCounterValue } from '../db/counters.ts';
 import { findOrderRow } from '../orders/repository.ts';
 import { ORDER_NOT_FOUND } from '../orders/service.ts';
 import { findShippedItemsToInvoice } from './shipped-items.ts';

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { notifyAtCommit, statementsAreRoundTrips } from '../db/dialect.ts';
 import { statement } from '../db/statement.ts';
 import type { Db } from '../db/types.ts';
+import { nextCounterValue } from '../db/counters.ts';
 import { newId } from '../lib/ids.ts';
 import { encodeData } from './codec.ts';
 import { commitPayload } from './filter.ts';
@@ -63,26 +64,12 @@ export async function appendEvents(
     );
     return;
   }
-  const {
-    rows: [taken],
-  } = await db.executeQuery(takeSequencesQuery(db, { businessId: meta.businessId, count: events.length }));
-  const first = Number(taken.value) - events.length + 1;
+  const first = (await nextCounterValue(db, meta.businessId, 'event', events.length)) - events.length + 1;
   for (const [i, row] of rows.entries()) {
     await db.executeQuery(insertEventQuery(db, { ...common, ...row, sequence: first + i }));
   }
   for (const notice of notices) await notifyAtCommit(db, channel, notice);
 }
-
-/** The business's next `count` sequence numbers: answers the last of them. */
-const takeSequencesQuery = statement((db, v: { businessId: string; count: number }) =>
-  db
-    .insertInto('business_counters')
-    .values({ business_id: v.businessId, name: 'event', value: v.count })
-    .onConflict((oc) =>
-      oc.columns(['business_id', 'name']).doUpdateSet({ value: sql`business_counters.value + excluded.value` }),
-    )
-    .returning('value'),
-);
 
 /** The last version of a resource among its stored events (the end of its index range: one row). */
 const lastVersion = (db: Db, businessId: unknown, resourceType: unknown, resourceId: unknown) =>

@@ -1,5 +1,5 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
-import { nextCounterValue } from '../businesses/repository.ts';
+import { nextCounterValue } from '../db/counters.ts';
 import { anyOf, forUpdate } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
 import type { OrderItemTable, OrderTable } from './table.ts';

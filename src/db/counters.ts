@@ -1,0 +1,24 @@
+import { sql } from 'kysely';
+import { statement } from './statement.ts';
+import type { Db } from './types.ts';
+
+/**
+ * The next per-business counter value, or with `count` the last of the next `count` values (the
+ * first is `count - 1` below it); the upsert's row lock queues concurrent creators, so none share a number.
+ */
+export async function nextCounterValue(db: Db, businessId: string, name: string, count = 1): Promise<number> {
+  const {
+    rows: [row],
+  } = await db.executeQuery(nextCounterQuery(db, { businessId, name, count }));
+  return Number(row.value);
+}
+
+const nextCounterQuery = statement((db, v: { businessId: string; name: string; count: number }) =>
+  db
+    .insertInto('business_counters')
+    .values({ business_id: v.businessId, name: v.name, value: v.count })
+    .onConflict((oc) =>
+      oc.columns(['business_id', 'name']).doUpdateSet({ value: sql<number>`business_counters.value + excluded.value` }),
+    )
+    .returning('value'),
+);
