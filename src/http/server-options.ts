@@ -1,3 +1,4 @@
+import { type RouteDefinition, SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import { LogController, type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Scope } from '../businesses/scopes.ts';
@@ -65,6 +66,7 @@ export function fastifyOptions(
     },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     // Router errors (bad URL encoding, overlong ids) get the same body as the rest.
+    schemaController: { compilersFactory: { buildSerializer: sharedSerializers } },
     frameworkErrors: (error, request, reply) => {
       reply.header('x-request-id', request.id);
       return errorHandler(error, request, reply);
@@ -91,4 +93,26 @@ export function registerRequestBasics(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     if (route.url.startsWith('/api/') && route.schema && !route.schema.querystring) route.schema.querystring = NoQuery;
   });
+}
+
+const buildSerializers = SerializerSelector();
+/** Compiled response serializers by shared schemas and options, then by the route's schema. */
+const compiled = new Map<string, Map<string, (data: unknown) => string>>();
+
+/**
+ * Fastify's own serializer compiler (fast-json-stringify), remembering what it compiled: an app
+ * compiles each response schema once, and so does every later app of the process with the same
+ * schemas (a test process makes one app per suite, each compiling about 150 schemas).
+ */
+function sharedSerializers(externalSchemas: unknown, options?: Parameters<typeof buildSerializers>[1]) {
+  const compile = buildSerializers(externalSchemas, options);
+  const context = JSON.stringify([externalSchemas, options]);
+  let bySchema = compiled.get(context);
+  if (!bySchema) compiled.set(context, (bySchema = new Map()));
+  return (route: RouteDefinition) => {
+    const key = JSON.stringify(route.schema);
+    let serialize = bySchema.get(key);
+    if (!serialize) bySchema.set(key, (serialize = compile(route)));
+    return serialize;
+  };
 }

@@ -124,11 +124,20 @@ export function bodyError(errors: ErrorObject[], body: unknown): ApiError {
   return validationError(toFieldErrors(errors, body));
 }
 
+/** Compiled validators by part and schema: each app of a process (a test process makes one per suite) shares them. */
+const validators = new Map<string, ValidateFunction>();
+
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
-  if (httpPart === 'body') return bodyAjv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
-  return withPlainIntegers(schema as TextSchema, textAjv.compile(schema as object)) as ReturnType<
-    FastifySchemaCompiler<unknown>
-  >;
+  const body = httpPart === 'body';
+  const key = `${body}${JSON.stringify(schema)}`;
+  let validate = validators.get(key);
+  if (!validate) {
+    validate = body
+      ? bodyAjv.compile(schema as object)
+      : withPlainIntegers(schema as TextSchema, textAjv.compile(schema as object));
+    validators.set(key, validate);
+  }
+  return validate as ReturnType<FastifySchemaCompiler<unknown>>;
 };
 
 type TextSchema = { properties?: Record<string, { type?: unknown }> };

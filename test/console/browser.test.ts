@@ -5,21 +5,12 @@ import { after, before, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createUser } from '../../src/users/service.ts';
 import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { accessibilityProblems, launchBrowser, screenshot } from '../helpers/browser.ts';
 import { describeEachBackend, type Tenant } from '../helpers/context.ts';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig } from '../../src/config.ts';
 import { createFixture, createOrder, patchOrder } from '../helpers/orders.ts';
 import { startReceiver } from '../helpers/receiver.ts';
-
-/** Full-page screenshots for review, in the git-ignored test-results/screenshots. */
-const SHOTS = join(import.meta.dirname, '..', '..', 'test-results', 'screenshots');
-const screenshotPath = (name: string) => {
-  mkdirSync(SHOTS, { recursive: true });
-  return join(SHOTS, `${name}.png`);
-};
 
 // The app's clock, moved forward by the tests that need time to pass (a rotation's grace period).
 let offsetMs = 0;
@@ -445,7 +436,7 @@ describeEachBackend(
         });
         assert.ok(scroll <= client, `${name} at ${width} px is ${scroll} px wide: ${wide.join(', ')}`);
         assert.deepEqual(await accessibilityProblems(p), [], `${name} at ${width} px`);
-        await p.screenshot({ path: screenshotPath(`${ctx().backend}-${name}-${width}`), fullPage: true });
+        await screenshot(p, `${ctx().backend}-${name}-${width}`, { fullPage: true });
       };
       for (const width of [375, 1280]) {
         await page.setViewportSize({ width, height: width === 375 ? 740 : 800 });

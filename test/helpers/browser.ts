@@ -52,8 +52,12 @@ export async function accessibilityProblems(page: Page): Promise<string[]> {
 
 const SHOTS = join(import.meta.dirname, '..', '..', 'test-results', 'screenshots');
 
-/** A 1280×800 screenshot for review, in the ignored test-results/screenshots. */
-export async function screenshot(page: Page, name: string): Promise<void> {
+/**
+ * With SCREENSHOTS=1, a screenshot for review in the ignored test-results/screenshots (the page as
+ * the viewport shows it, or `fullPage`); without it, nothing: CI has no one to look at them.
+ */
+export async function screenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<void> {
+  if (!process.env.SCREENSHOTS) return;
   mkdirSync(SHOTS, { recursive: true });
-  await page.screenshot({ path: join(SHOTS, `${name}.png`) });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: options.fullPage ?? false });
 }

@@ -208,13 +208,19 @@ export async function createTestContext(backend: BackendName, options: ContextOp
   return new TestContext(backend, database, app, config);
 }
 
+/** A checker per document: the apps of a test process share theirs, and its compiled schemas. */
+const checkers = new Map<string, ReturnType<typeof createResponseChecker>>();
+
 /**
  * Every response of `app.inject` (so every `ctx.request`) is checked against the app's own
  * /openapi.json: the status is declared, the body matches, the required headers are there.
  * A mismatch fails the test that made the request, so a new route is covered by its own tests.
  */
 export function checkResponsesOf(app: App): void {
-  const check = createResponseChecker(app.swagger());
+  const document = app.swagger();
+  const text = JSON.stringify(document);
+  let check = checkers.get(text);
+  if (!check) checkers.set(text, (check = createResponseChecker(document)));
   const inject = app.inject.bind(app) as (options: any) => Promise<any>;
   (app as { inject: unknown }).inject = async (options: any) => {
     const response = await inject(options);
