@@ -39,29 +39,20 @@ export async function findItemIdByHandle(db: Db, businessId: string, handle: str
 
 /**
  * The handles each input gets, in order: its own unless a live item or an earlier input has it (a
- * 409 for that input), else the name's slug, then "-2", "-3", and so on. One query for all of them.
+ * 409 for that input), else the name's slug, then "-2", "-3", and so on. One query for all of them,
+ * and a second when a slug is taken or wanted twice.
  */
 async function chooseHandles(db: Db, businessId: string, inputs: CreateItemInput[]): Promise<(string | ApiError)[]> {
   const bases = inputs.map(({ item }) => item.handle ?? handleFromName(item.name));
   const named = inputs.flatMap(({ item }) => (item.handle === undefined ? [] : [item.handle]));
-  const prefixes = [...new Set(inputs.flatMap(({ item }, i) => (item.handle === undefined ? [bases[i]] : [])))];
-  const taken = new Set(
-    (
-      await db
-        .selectFrom('items')
-        .select('handle')
-        .where('business_id', '=', businessId)
-        .where(whereLive())
-        // One index range per slug; only slug and slug-N matter below.
-        .where((eb) =>
-          eb.or([
-            ...(named.length > 0 ? [eb('handle', 'in', named)] : []),
-            ...prefixes.map((base) => startsWith(db, 'handle', base)),
-          ]),
-        )
-        .execute()
-    ).map((r) => r.handle),
-  );
+  const derived = inputs.flatMap(({ item }, i) => (item.handle === undefined ? [bases[i]] : []));
+  // The handles wanted, looked up by the index; past a derived handle already taken, its numbered
+  // neighbours (slug-2, slug-3 …) too. A prefix scan is no index range on PostgreSQL, so only those.
+  const taken = new Set(await liveHandles(db, businessId, [...new Set([...named, ...derived])], []));
+  const clashing = [
+    ...new Set(derived.filter((base, i) => taken.has(base) || named.includes(base) || derived.indexOf(base) !== i)),
+  ];
+  if (clashing.length > 0) for (const handle of await liveHandles(db, businessId, [], clashing)) taken.add(handle);
   return inputs.map(({ item }, i) => {
     let handle = bases[i];
     if (item.handle !== undefined) {
@@ -72,6 +63,24 @@ async function chooseHandles(db: Db, businessId: string, inputs: CreateItemInput
     taken.add(handle);
     return handle;
   });
+}
+
+/** The live handles of the business among `handles`, and those starting with one of `prefixes`. */
+async function liveHandles(db: Db, businessId: string, handles: string[], prefixes: string[]): Promise<string[]> {
+  if (handles.length === 0 && prefixes.length === 0) return [];
+  const rows = await db
+    .selectFrom('items')
+    .select('handle')
+    .where('business_id', '=', businessId)
+    .where(whereLive())
+    .where((eb) =>
+      eb.or([
+        ...(handles.length > 0 ? [eb('handle', 'in', handles)] : []),
+        ...prefixes.map((base) => startsWith(db, 'handle', base)),
+      ]),
+    )
+    .execute();
+  return rows.map((r) => r.handle);
 }
 
 /** The items table's columns, in the order the multi-row inserts (here and the demo's) send them. */

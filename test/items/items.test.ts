@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
+import { createItems } from '../../src/items/service.ts';
+import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
 import { securityCases } from '../helpers/security.ts';
 
@@ -129,6 +131,28 @@ describeEachBackend('POST /api/v1/items', (ctx) => {
     // "Widget-2" differs by case, so "widget-2" is free; "widget-3" is taken.
     assert.equal(await handleOf({ item: { name: 'Widget' } }), 'widget-2');
     assert.equal(await handleOf({ item: { name: 'Widget' } }), 'widget-4');
+  });
+
+  it('derives handles for items created together (an import) past handles taken in the database and in the group', async () => {
+    const t = await ctx().createTenant();
+    // "gadget" itself is free (deleted), "gadget-2" is taken: the second Gadget of the group skips it.
+    const gone = await createItem(ctx(), t, { item: { name: 'Gadget' } });
+    await createItem(ctx(), t, { item: { name: 'Taken', handle: 'gadget-2' } });
+    assert.equal((await ctx().request('DELETE', `/api/v1/items/${gone.id}`, { as: t })).status, 204);
+    const input = (item: Record<string, unknown>) => ({ item, variants: [variant()] });
+    const created = await createWriteRunner(ctx().db).run({ businessId: t.businessId, actor: SYSTEM }, (c) =>
+      createItems(c, [
+        input({ name: 'Gadget' }),
+        input({ name: 'Gadget' }),
+        input({ name: 'Named', handle: 'sprocket' }),
+        input({ name: 'Sprocket' }),
+        input({ name: 'Gizmo' }),
+      ] as never),
+    );
+    assert.deepEqual(
+      created.map((r) => ('resource' in r ? r.resource.handle : r.message)),
+      ['gadget', 'gadget-3', 'sprocket', 'sprocket-2', 'gizmo'],
+    );
   });
 
   it('rejects properties that are too deep or use forbidden keys', async () => {
