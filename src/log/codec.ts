@@ -8,8 +8,9 @@ import { inflateRawSync } from 'node:zlib';
 export const DATA_DEFLATE_OPTIONS = { level: 1 } as const;
 
 /**
- * The same bytes as `deflateRawSync`, through one stream reset after each text instead of a stream
- * set up per call. Self-contained (node:zlib and the options are arguments): the demo's deflate
+ * A raw deflate stream of each text, as `deflateRawSync` makes, through one stream reset after each
+ * text instead of a stream set up per call. Each inflates alone; its bytes may differ from
+ * `deflateRawSync`'s, as the reset stream's leftover window can steer its choice of matches. Self-contained (node:zlib and the options are arguments): the demo's deflate
  * worker, a plain script, runs its source too.
  */
 export function reusableDeflateRaw(
