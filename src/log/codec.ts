@@ -10,8 +10,9 @@ export const DATA_DEFLATE_OPTIONS = { level: 1 } as const;
 /**
  * A raw deflate stream of each text, as `deflateRawSync` makes, through one stream reset after each
  * text instead of a stream set up per call. Each inflates alone; its bytes may differ from
- * `deflateRawSync`'s, as the reset stream's leftover window can steer its choice of matches. Self-contained (node:zlib and the options are arguments): the demo's deflate
- * worker, a plain script, runs its source too.
+ * `deflateRawSync`'s, as the reset stream's leftover window can steer its choice of matches.
+ * Self-contained (node:zlib and the options are arguments): the demo's deflate worker, a plain
+ * script, runs its source too.
  */
 export function reusableDeflateRaw(
   zlib: typeof import('node:zlib'),
