@@ -65,8 +65,8 @@ export function fastifyOptions(
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId('req');
     },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
-    // Router errors (bad URL encoding, overlong ids) get the same body as the rest.
     schemaController: { compilersFactory: { buildSerializer: sharedSerializers } },
+    // Router errors (bad URL encoding, overlong ids) get the same body as the rest.
     frameworkErrors: (error, request, reply) => {
       reply.header('x-request-id', request.id);
       return errorHandler(error, request, reply);

@@ -51,7 +51,7 @@ export interface ImportWorker {
  * measurements behind the numbers.
  */
 const BATCH_LINES = 200;
-const BATCH_MS = Number(process.env.ZZ_BATCH_MS || 5);
+const BATCH_MS = 5;
 
 /**
  * Runs imports, in every instance. A batch of lines applies in one write with their results and
