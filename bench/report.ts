@@ -116,6 +116,18 @@ export function formatTable(report: Report): string {
       ? [
           ['floor: pgbench lock, UPDATE, INSERT (3 statements)', fmt(report.floor.threeStatements)],
           ['floor: the same as one statement (CTE)', fmt(report.floor.oneStatement)],
+          ...(report.floor.driver
+            ? [
+                [
+                  `floor: node-postgres, PATCH's 9 statements awaited (${fmt(report.floor.driver.awaited.cpuMicros)} µs CPU)`,
+                  fmt(report.floor.driver.awaited.writesPerSecond),
+                ],
+                [
+                  `floor: the same pipelined (${fmt(report.floor.driver.pipelined.cpuMicros)} µs CPU)`,
+                  fmt(report.floor.driver.pipelined.writesPerSecond),
+                ],
+              ]
+            : []),
         ].map((r) => [...r, '', '', '', '', '', '', ''])
       : []),
   ];
