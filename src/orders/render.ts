@@ -1,10 +1,9 @@
-import { sql } from 'kysely';
 import type { Db } from '../db/types.ts';
 import type { RenderCache } from '../lib/render-cache.ts';
 import { toOrder, type OrderStub } from './mapper.ts';
 import { findOrder, findOrderRows, loadOrderItems } from './repository.ts';
 import type { Order } from './schema.ts';
-import { whereLive } from '../db/live.ts';
+import { readOrderVersion } from './version-reads.ts';
 
 /**
  * Rendered orders are cached under their `version`, which every change to the order's row or items
@@ -39,16 +38,12 @@ export async function renderOrder(
     const order = await findOrder(db, businessId, id);
     return order && { json: render(serialize, order), version: order.version };
   }
-  // Raw SQL: on a cache hit this is the request's only query, and building it with the query
-  // builder cost as much as running it.
-  const {
-    rows: [stamp],
-  } = await sql<{ version: number | string }>`select version
-      from orders where business_id = ${businessId} and id = ${id} and ${whereLive()}`.execute(db);
-  if (!stamp) return undefined;
+  // On a cache hit this is the request's only query (shared with other requests' on PostgreSQL).
+  const version = await readOrderVersion(db, businessId, id);
+  if (version === undefined) return undefined;
   const key = keyOf(businessId, id);
-  const cached = cache.get(key, stampOf(stamp.version));
-  if (cached !== undefined) return { json: cached, version: Number(stamp.version) };
+  const cached = cache.get(key, stampOf(version));
+  if (cached !== undefined) return { json: cached, version };
 
   const order = await findOrder(db, businessId, id);
   if (!order) return undefined;

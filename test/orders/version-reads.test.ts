@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { readOrderVersion } from '../../src/orders/version-reads.ts';
+import { describeEachBackend } from '../helpers/context.ts';
+import { createFixture, createOrder, patchOrder } from '../helpers/orders.ts';
+
+/**
+ * A cached GET's one query, its order's version (src/orders/version-reads.ts): on PostgreSQL the
+ * checks that arrive while one is on its way share the next statement. Each still answers for its
+ * own business's live order, and sees every write answered before it asked.
+ */
+describeEachBackend('Order versions read for cached GETs', (ctx) => {
+  /** The test database counting its statements, and failing them while `failing` is set. */
+  const counting = () => {
+    const state = { statements: 0, failing: false };
+    const db = ctx().db.withPlugin({
+      transformQuery: (args) => {
+        state.statements++;
+        if (state.failing) throw new Error('the database went away');
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    });
+    return { db, state };
+  };
+
+  it("answers checks that arrive together each with its own business's live order, in two statements on PostgreSQL", async () => {
+    const owner = await ctx().createTenant();
+    const stranger = await ctx().createTenant('Other Supplier');
+    const f = await createFixture(ctx(), owner);
+    const [a, b, gone] = [
+      await createOrder(ctx(), owner, f),
+      await createOrder(ctx(), owner, f),
+      await createOrder(ctx(), owner, f),
+    ];
+    const theirs = await createOrder(ctx(), stranger, await createFixture(ctx(), stranger));
+    assert.equal((await patchOrder(ctx(), owner, b.id, { order: { notes: 'twice' } })).status, 200);
+    assert.equal((await ctx().request('DELETE', `/api/v1/orders/${gone.id}`, { as: owner })).status, 204);
+
+    const { db, state } = counting();
+    const asked: Array<[string, string]> = [
+      [owner.businessId, a.id],
+      [owner.businessId, b.id],
+      [stranger.businessId, a.id],
+      [stranger.businessId, theirs.id],
+      [owner.businessId, theirs.id],
+      [owner.businessId, gone.id],
+      [owner.businessId, 'ord_missing'],
+      [owner.businessId, a.id],
+    ];
+    const versions = await Promise.all(asked.map(([business, id]) => readOrderVersion(db, business, id)));
+    assert.deepEqual(versions, [1, 2, undefined, 1, undefined, undefined, undefined, 1]);
+    // The first goes alone; the seven that asked while it was on its way go in one statement.
+    assert.equal(state.statements, ctx().backend === 'postgres' ? 2 : asked.length);
+
+    // A check that asks after a write was answered reads the write.
+    assert.equal((await patchOrder(ctx(), owner, a.id, { order: { notes: 'again' } })).status, 200);
+    assert.equal(await readOrderVersion(db, owner.businessId, a.id), 2);
+  });
+
+  it('fails every check of a statement that failed, and reads again for the next', async () => {
+    const t = await ctx().createTenant();
+    const order = await createOrder(ctx(), t, await createFixture(ctx(), t));
+    const { db, state } = counting();
+    state.failing = true;
+    const failed = await Promise.allSettled([1, 2, 3].map(() => readOrderVersion(db, t.businessId, order.id)));
+    assert.deepEqual(
+      failed.map((r) => r.status),
+      ['rejected', 'rejected', 'rejected'],
+    );
+    state.failing = false;
+    assert.equal(await readOrderVersion(db, t.businessId, order.id), 1);
+  });
+});
