@@ -3,7 +3,7 @@ import type { RenderCache } from '../lib/render-cache.ts';
 import { toOrder, type OrderStub } from './mapper.ts';
 import { findOrder, findOrderRows, loadOrderItems } from './repository.ts';
 import type { Order } from './schema.ts';
-import { readOrderVersion } from './version-reads.ts';
+import { readOrderVersion } from './shared-reads.ts';
 
 /**
  * Rendered orders are cached under their `version`, which every change to the order's row or items

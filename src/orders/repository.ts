@@ -1,3 +1,4 @@
+import { readOrderRowShared } from './shared-reads.ts';
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import { nextCounterValue } from '../db/counters.ts';
 import { anyOf, forUpdate } from '../db/dialect.ts';
@@ -72,6 +73,8 @@ export async function findOrderRow(
   id: string,
   lock = false,
 ): Promise<OrderRow | undefined> {
+  const shared = lock ? undefined : readOrderRowShared(db, businessId, id);
+  if (shared) return shared;
   const {
     rows: [row],
   } = await db.executeQuery(orderRowQuery(db, { businessId, id }, lock ? 'for update' : undefined));

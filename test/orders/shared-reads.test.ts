@@ -1,15 +1,16 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { readOrderVersion } from '../../src/orders/version-reads.ts';
+import { findOrderRow } from '../../src/orders/repository.ts';
+import { readOrderVersion } from '../../src/orders/shared-reads.ts';
 import { describeEachBackend } from '../helpers/context.ts';
 import { createFixture, createOrder, patchOrder } from '../helpers/orders.ts';
 
 /**
- * A cached GET's one query, its order's version (src/orders/version-reads.ts): on PostgreSQL the
+ * A cached GET's one query, its order's version (src/orders/shared-reads.ts): on PostgreSQL the
  * checks that arrive while one is on its way share the next statement. Each still answers for its
  * own business's live order, and sees every write answered before it asked.
  */
-describeEachBackend('Order versions read for cached GETs', (ctx) => {
+describeEachBackend('Order reads shared by requests', (ctx) => {
   /** The test database counting its statements, and failing them while `failing` is set. */
   const counting = () => {
     const state = { statements: 0, failing: false };
@@ -52,6 +53,30 @@ describeEachBackend('Order versions read for cached GETs', (ctx) => {
     assert.deepEqual(versions, [1, 2, undefined, 1, undefined, undefined, undefined, 1]);
     // The first goes alone; the seven that asked while it was on its way go in one statement.
     assert.equal(state.statements, ctx().backend === 'postgres' ? 2 : asked.length);
+
+    // Order rows read outside a write (an announcement's, a PATCH's before the lock) are shared alike.
+    state.statements = 0;
+    const found = await Promise.all(asked.map(([business, id]) => findOrderRow(db, business, id)));
+    assert.deepEqual(
+      found.map((row) => row && [row.id, row.business_id, Number(row.version), row.notes]),
+      [
+        [a.id, owner.businessId, 1, null],
+        [b.id, owner.businessId, 2, 'twice'],
+        undefined,
+        [theirs.id, stranger.businessId, 1, null],
+        undefined,
+        undefined,
+        undefined,
+        [a.id, owner.businessId, 1, null],
+      ],
+    );
+    assert.equal(state.statements, ctx().backend === 'postgres' ? 2 : asked.length);
+    // In a transaction, each read is the transaction's own statement.
+    await ctx()
+      .db.transaction()
+      .execute(async (trx) => {
+        assert.equal((await findOrderRow(trx, owner.businessId, b.id))?.notes, 'twice');
+      });
 
     // A check that asks after a write was answered reads the write.
     assert.equal((await patchOrder(ctx(), owner, a.id, { order: { notes: 'again' } })).status, 200);

@@ -1,0 +1,106 @@
+import { type Kysely, type RawBuilder, sql } from 'kysely';
+import { statementsAreRoundTrips } from '../db/dialect.ts';
+import type { Database, Db } from '../db/types.ts';
+import { whereLive } from '../db/live.ts';
+import type { OrderRow } from './mapper.ts';
+
+/** At most this many orders in one statement. */
+const MAX_BATCH = 256;
+
+type Owned = { id: string; business_id: string };
+
+interface Wanted<R> {
+  businessId: string;
+  id: string;
+  resolve(row: R | undefined): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Reads of one live order by id outside a write, shared on PostgreSQL (decision 0053): while one
+ * statement is on its way, the next requests' reads wait and then go together, in one statement
+ * by primary key. As group commit (src/write/groups.ts), a read alone costs what it did, and under
+ * load one round trip answers many. Every read is answered by a statement sent after it asked, so
+ * no request sees an order older than a write answered before it arrived.
+ */
+class SharedReads<R extends Owned> {
+  readonly #db: Kysely<Database>;
+  readonly #select: (ids: string[]) => RawBuilder<R>;
+  readonly #waiting: Array<Wanted<R>> = [];
+  #reading = false;
+
+  constructor(db: Kysely<Database>, select: (ids: string[]) => RawBuilder<R>) {
+    this.#db = db;
+    this.#select = select;
+  }
+
+  read(businessId: string, id: string): Promise<R | undefined> {
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ businessId, id, resolve, reject });
+      if (!this.#reading) void this.#drain();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    this.#reading = true;
+    while (this.#waiting.length > 0) {
+      const batch = this.#waiting.splice(0, MAX_BATCH);
+      try {
+        const { rows } = await this.#select([...new Set(batch.map((w) => w.id))]).execute(this.#db);
+        const found = new Map(rows.map((r) => [r.id, r]));
+        for (const wanted of batch) {
+          const row = found.get(wanted.id);
+          // Another business's order is not found: the id is unique, the business checked here.
+          wanted.resolve(row && row.business_id === wanted.businessId ? row : undefined);
+        }
+      } catch (error) {
+        for (const wanted of batch) wanted.reject(error);
+      }
+    }
+    this.#reading = false;
+  }
+}
+
+type Versioned = Owned & { version: number | string };
+
+const selectVersions = (ids: string[]) =>
+  sql<Versioned>`select id, business_id, version from orders where id = any(${ids}::text[]) and ${whereLive()}`;
+const selectRows = (ids: string[]) =>
+  sql<OrderRow>`select * from orders where id = any(${ids}::text[]) and ${whereLive()}`;
+
+const versions = new WeakMap<Kysely<Database>, SharedReads<Versioned>>();
+const rows = new WeakMap<Kysely<Database>, SharedReads<OrderRow>>();
+
+/** The database's shared reads of one kind, where they pay: statements are round trips and `db` is no transaction. */
+function sharedOf<R extends Owned>(
+  db: Db,
+  kind: WeakMap<Kysely<Database>, SharedReads<R>>,
+  select: (ids: string[]) => RawBuilder<R>,
+): SharedReads<R> | undefined {
+  if (!statementsAreRoundTrips(db) || db.isTransaction) return undefined;
+  let reads = kind.get(db);
+  if (!reads) {
+    reads = new SharedReads(db, select);
+    kind.set(db, reads);
+  }
+  return reads;
+}
+
+/** A live order's version (a cached GET's one query), or undefined. */
+export async function readOrderVersion(db: Db, businessId: string, id: string): Promise<number | undefined> {
+  const shared = sharedOf(db, versions, selectVersions);
+  if (shared) {
+    const row = await shared.read(businessId, id);
+    return row && Number(row.version);
+  }
+  const {
+    rows: [stamp],
+  } = await sql<{ version: number | string }>`select version
+      from orders where business_id = ${businessId} and id = ${id} and ${whereLive()}`.execute(db);
+  return stamp && Number(stamp.version);
+}
+
+/** A live order's row read outside a write, shared with other requests' where that pays; undefined elsewhere. */
+export function readOrderRowShared(db: Db, businessId: string, id: string): Promise<OrderRow | undefined> | undefined {
+  return sharedOf(db, rows, selectRows)?.read(businessId, id);
+}
