@@ -1,4 +1,4 @@
-import { readOrderRowShared } from './shared-reads.ts';
+import { readOrderItemsShared, readOrderRowShared } from './shared-reads.ts';
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import { nextCounterValue } from '../db/counters.ts';
 import { anyOf, forUpdate } from '../db/dialect.ts';
@@ -73,8 +73,8 @@ export async function findOrderRow(
   id: string,
   lock = false,
 ): Promise<OrderRow | undefined> {
-  const shared = lock ? undefined : readOrderRowShared(db, businessId, id);
-  if (shared) return shared;
+  const shared = lock ? null : await readOrderRowShared(db, businessId, id);
+  if (shared !== null) return shared;
   const {
     rows: [row],
   } = await db.executeQuery(orderRowQuery(db, { businessId, id }, lock ? 'for update' : undefined));
@@ -152,13 +152,15 @@ export async function findOrderRowWithItems(
 
 /** The items of one order, in line order. */
 export async function loadOneOrderItems(db: Db, businessId: string, orderId: string): Promise<OrderItemRow[]> {
-  return (await db.executeQuery(oneOrderItemsQuery(db, { businessId, orderId }))).rows;
+  return (
+    (await readOrderItemsShared(db, businessId, orderId)) ??
+    (await db.executeQuery(oneOrderItemsQuery(db, { businessId, orderId }))).rows
+  );
 }
 
 /** An order row with its items, as the API shows it. */
 export async function withItems(db: Db, row: OrderRow): Promise<Order> {
-  const { rows } = await db.executeQuery(oneOrderItemsQuery(db, { businessId: row.business_id, orderId: row.id }));
-  return toOrder(row, rows);
+  return toOrder(row, await loadOneOrderItems(db, row.business_id, row.id));
 }
 
 export async function findOrder(db: Db, businessId: string, id: string): Promise<Order | undefined> {

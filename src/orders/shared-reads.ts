@@ -2,22 +2,22 @@ import { type Kysely, type RawBuilder, sql } from 'kysely';
 import { statementsAreRoundTrips } from '../db/dialect.ts';
 import type { Database, Db } from '../db/types.ts';
 import { whereLive } from '../db/live.ts';
-import type { OrderRow } from './mapper.ts';
+import type { OrderItemRow, OrderRow } from './mapper.ts';
 
 /** At most this many orders in one statement. */
 const MAX_BATCH = 256;
 
-type Owned = { id: string; business_id: string };
+type Owned = { business_id: string };
 
 interface Wanted<R> {
   businessId: string;
   id: string;
-  resolve(row: R | undefined): void;
+  resolve(rows: R[]): void;
   reject(error: unknown): void;
 }
 
 /**
- * Reads of one live order by id outside a write, shared on PostgreSQL (decision 0053): while one
+ * Reads of one live order's rows by its id outside a write, shared on PostgreSQL (decision 0053): while one
  * statement is on its way, the next requests' reads wait and then go together, in one statement
  * by primary key. As group commit (src/write/groups.ts), a read alone costs what it did, and under
  * load one round trip answers many. Every read is answered by a statement sent after it asked, so
@@ -26,15 +26,19 @@ interface Wanted<R> {
 class SharedReads<R extends Owned> {
   readonly #db: Kysely<Database>;
   readonly #select: (ids: string[]) => RawBuilder<R>;
+  /** The order id a row belongs to. */
+  readonly #orderOf: (row: R) => string;
   readonly #waiting: Array<Wanted<R>> = [];
   #reading = false;
 
-  constructor(db: Kysely<Database>, select: (ids: string[]) => RawBuilder<R>) {
+  constructor(db: Kysely<Database>, select: (ids: string[]) => RawBuilder<R>, orderOf: (row: R) => string) {
     this.#db = db;
     this.#select = select;
+    this.#orderOf = orderOf;
   }
 
-  read(businessId: string, id: string): Promise<R | undefined> {
+  /** The order's rows, in the statement's order; none for another business's order. */
+  read(businessId: string, id: string): Promise<R[]> {
     return new Promise((resolve, reject) => {
       this.#waiting.push({ businessId, id, resolve, reject });
       if (!this.#reading) void this.#drain();
@@ -47,11 +51,16 @@ class SharedReads<R extends Owned> {
       const batch = this.#waiting.splice(0, MAX_BATCH);
       try {
         const { rows } = await this.#select([...new Set(batch.map((w) => w.id))]).execute(this.#db);
-        const found = new Map(rows.map((r) => [r.id, r]));
+        const found = new Map<string, R[]>();
+        for (const row of rows) {
+          const id = this.#orderOf(row);
+          const of = found.get(id);
+          if (of) of.push(row);
+          else found.set(id, [row]);
+        }
         for (const wanted of batch) {
-          const row = found.get(wanted.id);
           // Another business's order is not found: the id is unique, the business checked here.
-          wanted.resolve(row && row.business_id === wanted.businessId ? row : undefined);
+          wanted.resolve((found.get(wanted.id) ?? []).filter((row) => row.business_id === wanted.businessId));
         }
       } catch (error) {
         for (const wanted of batch) wanted.reject(error);
@@ -61,26 +70,31 @@ class SharedReads<R extends Owned> {
   }
 }
 
-type Versioned = Owned & { version: number | string };
+type Versioned = Owned & { id: string; version: number | string };
 
 const selectVersions = (ids: string[]) =>
   sql<Versioned>`select id, business_id, version from orders where id = any(${ids}::text[]) and ${whereLive()}`;
 const selectRows = (ids: string[]) =>
   sql<OrderRow>`select * from orders where id = any(${ids}::text[]) and ${whereLive()}`;
+// In line order, as src/orders/repository.ts reads one order's items.
+const selectItems = (ids: string[]) =>
+  sql<OrderItemRow>`select * from order_items where order_id = any(${ids}::text[]) order by line_number, id`;
 
 const versions = new WeakMap<Kysely<Database>, SharedReads<Versioned>>();
 const rows = new WeakMap<Kysely<Database>, SharedReads<OrderRow>>();
+const items = new WeakMap<Kysely<Database>, SharedReads<OrderItemRow>>();
 
 /** The database's shared reads of one kind, where they pay: statements are round trips and `db` is no transaction. */
 function sharedOf<R extends Owned>(
   db: Db,
   kind: WeakMap<Kysely<Database>, SharedReads<R>>,
   select: (ids: string[]) => RawBuilder<R>,
+  orderOf: (row: R) => string,
 ): SharedReads<R> | undefined {
   if (!statementsAreRoundTrips(db) || db.isTransaction) return undefined;
   let reads = kind.get(db);
   if (!reads) {
-    reads = new SharedReads(db, select);
+    reads = new SharedReads(db, select, orderOf);
     kind.set(db, reads);
   }
   return reads;
@@ -88,9 +102,9 @@ function sharedOf<R extends Owned>(
 
 /** A live order's version (a cached GET's one query), or undefined. */
 export async function readOrderVersion(db: Db, businessId: string, id: string): Promise<number | undefined> {
-  const shared = sharedOf(db, versions, selectVersions);
+  const shared = sharedOf(db, versions, selectVersions, (row) => row.id);
   if (shared) {
-    const row = await shared.read(businessId, id);
+    const [row] = await shared.read(businessId, id);
     return row && Number(row.version);
   }
   const {
@@ -101,6 +115,13 @@ export async function readOrderVersion(db: Db, businessId: string, id: string): 
 }
 
 /** A live order's row read outside a write, shared with other requests' where that pays; undefined elsewhere. */
-export function readOrderRowShared(db: Db, businessId: string, id: string): Promise<OrderRow | undefined> | undefined {
-  return sharedOf(db, rows, selectRows)?.read(businessId, id);
+export async function readOrderRowShared(db: Db, businessId: string, id: string): Promise<OrderRow | undefined | null> {
+  const shared = sharedOf(db, rows, selectRows, (row) => row.id);
+  return shared ? (await shared.read(businessId, id))[0] : null;
+}
+
+/** An order's items read outside a write, shared where that pays; null elsewhere. */
+export async function readOrderItemsShared(db: Db, businessId: string, id: string): Promise<OrderItemRow[] | null> {
+  const shared = sharedOf(db, items, selectItems, (row) => row.order_id);
+  return shared ? shared.read(businessId, id) : null;
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { findOrderRow } from '../../src/orders/repository.ts';
+import { findOrderRow, loadOneOrderItems } from '../../src/orders/repository.ts';
 import { readOrderVersion } from '../../src/orders/shared-reads.ts';
 import { describeEachBackend } from '../helpers/context.ts';
 import { createFixture, createOrder, patchOrder } from '../helpers/orders.ts';
@@ -69,6 +69,15 @@ describeEachBackend('Order reads shared by requests', (ctx) => {
         undefined,
         [a.id, owner.businessId, 1, null],
       ],
+    );
+    assert.equal(state.statements, ctx().backend === 'postgres' ? 2 : asked.length);
+    state.statements = 0;
+    const items = await Promise.all(asked.map(([business, id]) => loadOneOrderItems(db, business, id)));
+    const lines = (order: { orderItems: Array<{ id: string }> }) => order.orderItems.map((i) => i.id);
+    assert.deepEqual(
+      items.map((rows) => rows.map((i) => i.id)),
+      [lines(a), lines(b), [], lines(theirs), [], lines(gone), [], lines(a)],
+      "each order's items in line order; a deleted order's stay, as its row's reader decides",
     );
     assert.equal(state.statements, ctx().backend === 'postgres' ? 2 : asked.length);
     // In a transaction, each read is the transaction's own statement.
