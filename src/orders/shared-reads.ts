@@ -2,6 +2,7 @@ import { type Kysely, type RawBuilder, sql } from 'kysely';
 import { statementsAreRoundTrips } from '../db/dialect.ts';
 import type { Database, Db } from '../db/types.ts';
 import { whereLive } from '../db/live.ts';
+import { ID_PATTERN } from '../lib/ids.ts';
 import type { OrderItemRow, OrderRow } from './mapper.ts';
 
 /** At most this many orders in one statement. */
@@ -84,14 +85,21 @@ const versions = new WeakMap<Kysely<Database>, SharedReads<Versioned>>();
 const rows = new WeakMap<Kysely<Database>, SharedReads<OrderRow>>();
 const items = new WeakMap<Kysely<Database>, SharedReads<OrderItemRow>>();
 
-/** The database's shared reads of one kind, where they pay: statements are round trips and `db` is no transaction. */
+const ID = new RegExp(ID_PATTERN);
+
+/**
+ * The database's shared reads of one kind, where they pay: statements are round trips and `db` is
+ * no transaction. Only for an id of the API's shape, so that no text one request sends (a NUL byte
+ * PostgreSQL refuses) can fail the statement of the others.
+ */
 function sharedOf<R extends Owned>(
   db: Db,
+  id: string,
   kind: WeakMap<Kysely<Database>, SharedReads<R>>,
   select: (ids: string[]) => RawBuilder<R>,
   orderOf: (row: R) => string,
 ): SharedReads<R> | undefined {
-  if (!statementsAreRoundTrips(db) || db.isTransaction) return undefined;
+  if (!statementsAreRoundTrips(db) || db.isTransaction || !ID.test(id)) return undefined;
   let reads = kind.get(db);
   if (!reads) {
     reads = new SharedReads(db, select, orderOf);
@@ -102,7 +110,7 @@ function sharedOf<R extends Owned>(
 
 /** A live order's version (a cached GET's one query), or undefined. */
 export async function readOrderVersion(db: Db, businessId: string, id: string): Promise<number | undefined> {
-  const shared = sharedOf(db, versions, selectVersions, (row) => row.id);
+  const shared = sharedOf(db, id, versions, selectVersions, (row) => row.id);
   if (shared) {
     const [row] = await shared.read(businessId, id);
     return row && Number(row.version);
@@ -116,12 +124,12 @@ export async function readOrderVersion(db: Db, businessId: string, id: string): 
 
 /** A live order's row read outside a write, shared with other requests' where that pays; undefined elsewhere. */
 export async function readOrderRowShared(db: Db, businessId: string, id: string): Promise<OrderRow | undefined | null> {
-  const shared = sharedOf(db, rows, selectRows, (row) => row.id);
+  const shared = sharedOf(db, id, rows, selectRows, (row) => row.id);
   return shared ? (await shared.read(businessId, id))[0] : null;
 }
 
 /** An order's items read outside a write, shared where that pays; null elsewhere. */
 export async function readOrderItemsShared(db: Db, businessId: string, id: string): Promise<OrderItemRow[] | null> {
-  const shared = sharedOf(db, items, selectItems, (row) => row.order_id);
+  const shared = sharedOf(db, id, items, selectItems, (row) => row.order_id);
   return shared ? shared.read(businessId, id) : null;
 }
