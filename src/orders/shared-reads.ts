@@ -1,10 +1,14 @@
+import { AsyncResource } from 'node:async_hooks';
 import { type Kysely, type RawBuilder, sql } from 'kysely';
+import { routesPerRequest } from '../db/replicas/index.ts';
 import { statementsAreRoundTrips } from '../db/dialect.ts';
 import type { Database, Db } from '../db/types.ts';
 import { whereLive } from '../db/live.ts';
 import { ID_PATTERN } from '../lib/ids.ts';
 import type { OrderItemRow, OrderRow } from './mapper.ts';
 
+/** A statement shared by several requests runs in none of their contexts (traces): in the module's. */
+const OUTSIDE = new AsyncResource('shared order reads');
 /** At most this many orders in one statement. */
 const MAX_BATCH = 256;
 
@@ -22,7 +26,8 @@ interface Wanted<R> {
  * statement is on its way, the next requests' reads wait and then go together, in one statement
  * by primary key. As group commit (src/write/groups.ts), a read alone costs what it did, and under
  * load one round trip answers many. Every read is answered by a statement sent after it asked, so
- * no request sees an order older than a write answered before it arrived.
+ * no request sees an order older than a write answered before it arrived. Not on a database that
+ * routes each request's statements to a replica of its choice (src/db/replicas): each reads there.
  */
 class SharedReads<R extends Owned> {
   readonly #db: Kysely<Database>;
@@ -42,7 +47,7 @@ class SharedReads<R extends Owned> {
   read(businessId: string, id: string): Promise<R[]> {
     return new Promise((resolve, reject) => {
       this.#waiting.push({ businessId, id, resolve, reject });
-      if (!this.#reading) void this.#drain();
+      if (!this.#reading) void OUTSIDE.runInAsyncScope(() => this.#drain());
     });
   }
 
@@ -99,7 +104,7 @@ function sharedOf<R extends Owned>(
   select: (ids: string[]) => RawBuilder<R>,
   orderOf: (row: R) => string,
 ): SharedReads<R> | undefined {
-  if (!statementsAreRoundTrips(db) || db.isTransaction || !ID.test(id)) return undefined;
+  if (!statementsAreRoundTrips(db) || db.isTransaction || routesPerRequest(db) || !ID.test(id)) return undefined;
   let reads = kind.get(db);
   if (!reads) {
     reads = new SharedReads(db, select, orderOf);

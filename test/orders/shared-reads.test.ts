@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
+import { createDatabase } from '../../src/db/connection.ts';
+import { routesPerRequest } from '../../src/db/replicas/index.ts';
 import { findOrderRow, loadOneOrderItems } from '../../src/orders/repository.ts';
 import { readOrderVersion } from '../../src/orders/shared-reads.ts';
 import { describeEachBackend } from '../helpers/context.ts';
@@ -105,6 +107,24 @@ describeEachBackend('Order reads shared by requests', (ctx) => {
     assert.deepEqual([first, last], [{ version: 1 }, { version: 1 }]);
     // PostgreSQL refuses the NUL byte in text; SQLite finds no such order. Either way, alone.
     assert.deepEqual(odd, ctx().backend === 'postgres' ? 'refused' : { version: undefined });
+  });
+
+  it('reads alone on a database that routes each request to a replica of its choice', async (t) => {
+    if (ctx().backend !== 'postgres') return t.diagnostic('replicas are PostgreSQL streaming replicas');
+    const tenant = await ctx().createTenant();
+    const order = await createOrder(ctx(), tenant, await createFixture(ctx(), tenant));
+    const handle = createDatabase(ctx().database.url, {
+      schema: ctx().database.schema,
+      replicaUrls: [ctx().database.url],
+    });
+    try {
+      const routed = handle.replicas!.db;
+      assert.ok(routesPerRequest(routed) && !routesPerRequest(handle.db));
+      const versions = await Promise.all([1, 2, 3].map(() => readOrderVersion(routed, tenant.businessId, order.id)));
+      assert.deepEqual(versions, [1, 1, 1]);
+    } finally {
+      await handle.close();
+    }
   });
 
   it('fails every check of a statement that failed, and reads again for the next', async () => {

@@ -34,6 +34,13 @@ interface Primary {
 }
 
 const reads = new AsyncLocalStorage<Read>();
+/** The databases that route each statement by the request it runs for (`ReadReplicas.db`). */
+const routed = new WeakSet<object>();
+
+/** Whether `db` sends a statement where the request it runs for chose: statements of several requests must not be shared on it. */
+export function routesPerRequest(db: object): boolean {
+  return routed.has(db);
+}
 const PROBE_MS = 1000;
 const PROBE_TIMEOUT_MS = 2000;
 
@@ -80,6 +87,7 @@ export class ReadReplicas {
     });
     const pool = { connect: () => this.#connect(), end: async () => {} };
     this.db = new Kysely<Database>({ dialect: new PoolerSafePostgresDialect({ pool }) });
+    routed.add(this.db);
     this.openSnapshot = async () => {
       const read = reads.getStore();
       if (!read) return this.#primary.openSnapshot();
