@@ -79,6 +79,8 @@ function openPostgres(
     connectionString: url,
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: 5000,
+    // A query is written to the socket as it is asked: what a write sends ahead travels together (src/db/pipeline.ts).
+    pipeline: true,
     options: options.schema ? `-c search_path=${options.schema}` : undefined,
   });
   // A client losing its server must not take the process down: the pool listens on idle clients,
@@ -88,7 +90,7 @@ function openPostgres(
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
   const prepared = preparingPool(pool, { naming: options.prepare !== false });
-  const dialect = new PoolerSafePostgresDialect({ pool: prepared });
+  const dialect = new PoolerSafePostgresDialect({ pool: prepared, pipeline: true });
   return { db: new Kysely<Database>({ dialect }), pool, connect: () => prepared.connect() };
 }
 

@@ -1,4 +1,5 @@
-import { PostgresAdapter, PostgresDialect, sql, type Kysely } from 'kysely';
+import { type Driver, type Kysely, PostgresAdapter, PostgresDialect, type PostgresDialectConfig, sql } from 'kysely';
+import { PipeliningDriver } from './pipeline.ts';
 
 /**
  * The PostgreSQL migration lock, taken inside the migrations' own transaction
@@ -16,8 +17,23 @@ export class TransactionLockAdapter extends PostgresAdapter {
   override async releaseMigrationLock(): Promise<void> {}
 }
 
-/** PostgreSQL as the service opens it: Kysely's dialect with TransactionLockAdapter. */
+/**
+ * PostgreSQL as the service opens it: Kysely's dialect with TransactionLockAdapter, and with
+ * `pipeline` (a pool of node-postgres clients with `pipeline: true`) the PipeliningDriver.
+ */
 export class PoolerSafePostgresDialect extends PostgresDialect {
+  readonly #pipeline: boolean;
+
+  constructor(config: PostgresDialectConfig & { pipeline?: boolean }) {
+    super(config);
+    this.#pipeline = config.pipeline === true;
+  }
+
+  override createDriver(): Driver {
+    const driver = super.createDriver();
+    return this.#pipeline ? new PipeliningDriver(driver) : driver;
+  }
+
   override createAdapter(): TransactionLockAdapter {
     return new TransactionLockAdapter();
   }

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { notifyAtCommit, statementsAreRoundTrips } from '../db/dialect.ts';
 import { statement } from '../db/statement.ts';
+import { sendWrite } from '../db/pipeline.ts';
 import type { Db } from '../db/types.ts';
 import { nextCounterValue } from '../db/counters.ts';
 import { newId } from '../lib/ids.ts';
@@ -49,7 +50,8 @@ export async function appendEvents(
   const detailed = commitPayload(meta.businessId, events);
   const notices = detailed === null ? [meta.businessId] : [detailed, meta.businessId];
   if (statementsAreRoundTrips(db)) {
-    await db.executeQuery(
+    await sendWrite(
+      db,
       appendQuery(db, {
         ...common,
         count: events.length,

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { greatest } from '../db/dialect.ts';
 import { statement } from '../db/statement.ts';
+import { sendWrite } from '../db/pipeline.ts';
 import type { Db } from '../db/types.ts';
 
 /**
@@ -35,7 +36,7 @@ export function laterThan(previous: string, clockMs: number): string {
 
 /** Stores the time of the last of several writes that took their times with `laterThan` (src/write/groups.ts). */
 export async function keepWriteTime(db: Db, businessId: string, time: string): Promise<void> {
-  await db.executeQuery(keepWriteTimeQuery(db, { businessId, lastMs: Date.parse(time) }));
+  await sendWrite(db, keepWriteTimeQuery(db, { businessId, lastMs: Date.parse(time) }));
 }
 
 const keepWriteTimeQuery = statement((db, v: { businessId: string; lastMs: number }) =>

@@ -1,4 +1,5 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
+import { sendWrite, sentWritesDone } from '../db/pipeline.ts';
 import type { Database } from '../db/types.ts';
 
 /** At most this many writes share one transaction, which bounds the first one's wait (as SQLite's, decision 0035). */
@@ -68,6 +69,8 @@ export class WriteGroups {
         const member = queue.shift()!;
         try {
           const value = await member.run(trx, false);
+          // Alone, its writes sent ahead are checked by the COMMIT; before others join, here.
+          if (queue.length > 0) await sentWritesDone(trx);
           ran.push({ member, answer: () => member.resolve(value) });
         } catch (error) {
           first.failed = { member, error };
@@ -94,12 +97,15 @@ export class WriteGroups {
     // Counted as run from here: if its savepoint cannot begin or be undone, it fails with the group.
     const entry = { member, answer: () => {} };
     ran.push(entry);
-    // Savepoints are not released: a round trip each, and `rollback to` finds the latest of the name.
-    await sql`savepoint member`.execute(trx);
+    // Savepoints are not released (`rollback to` finds the latest of the name); each travels with its member's first statement.
+    await sendWrite(trx, sql`savepoint member`);
     try {
       const value = await member.run(trx, true);
+      await sentWritesDone(trx);
       entry.answer = () => member.resolve(value);
     } catch (error) {
+      // What it sent ahead is undone with it; a failure among them is the reason it failed, or moot.
+      await sentWritesDone(trx).catch(() => {});
       await sql`rollback to savepoint member`.execute(trx);
       entry.answer = () => member.reject(error);
     }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { before, it } from 'node:test';
 import { sql } from 'kysely';
+import { sendWrite } from '../../src/db/pipeline.ts';
 import { createWriteRunner, SYSTEM, type WriteContext, type WriteRunner } from '../../src/write/runner.ts';
 import { describeEachBackend } from '../helpers/context.ts';
 
@@ -110,6 +111,36 @@ describeEachBackend('a business’s writes committed together', (ctx) => {
       ['fulfilled', 'fulfilled', 'rejected', 'fulfilled'],
     );
     assert.deepEqual(await Promise.all([0, 1, 2, 3].map((i) => committed(400 + i))), [1, 1, 0, 1]);
+  });
+
+  it('undoes a write whose statement sent ahead failed, with that statement’s error, and goes on with the group', async () => {
+    const results = await Promise.allSettled(
+      Array.from({ length: 5 }, (_, i) =>
+        run(async (c) => {
+          await insert(c, 450 + i);
+          await turn();
+          // Not null: fails, as the last statement of the first write and of a later one.
+          if (i === 0 || i === 2) await sendWrite(c.trx, sql`insert into group_rows (n) values (null)`);
+        }),
+      ),
+    );
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['rejected', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
+    );
+    for (const i of [0, 2]) assert.match((results[i] as PromiseRejectedResult).reason.message, /not[ -]null/i);
+    assert.deepEqual(await Promise.all([0, 1, 2, 3, 4].map((i) => committed(450 + i))), [0, 1, 0, 1, 1]);
+  });
+
+  it('fails a write alone whose last statement sent ahead fails, at its commit', async () => {
+    await assert.rejects(
+      run(async (c) => {
+        await insert(c, 470);
+        await sendWrite(c.trx, sql`insert into group_rows (n) values (null)`);
+      }),
+      /not[ -]null/i,
+    );
+    assert.equal(await committed(470), 0);
   });
 
   it('fails every write of a group whose commit fails, keeps none of them, and goes on afterwards', async () => {

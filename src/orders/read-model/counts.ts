@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { countShard } from '../../db/dialect.ts';
 import type { Db } from '../../db/types.ts';
 import { statement } from '../../db/statement.ts';
+import { sendWrite } from '../../db/pipeline.ts';
 
 export interface CountChange {
   phase: string;
@@ -53,7 +54,7 @@ export async function bumpCounts<C extends { delta: number }>(
     n: c.delta,
   }));
   for (let i = 0; i < rows.length; i += ROWS_PER_UPSERT)
-    await db.executeQuery(countUpsert(db, { rows: rows.slice(i, i + ROWS_PER_UPSERT) }, table));
+    await sendWrite(db, countUpsert(db, { rows: rows.slice(i, i + ROWS_PER_UPSERT) }, table));
 }
 
 /** Under both backends' bound-parameter limits, with the widest key (7 columns). */

@@ -3,6 +3,7 @@ import { insertRows } from '../../db/bulk.ts';
 import { utcDay } from '../../db/dialect.ts';
 import type { Db } from '../../db/types.ts';
 import { statement } from '../../db/statement.ts';
+import { sendWrite } from '../../db/pipeline.ts';
 import { changeDay } from './change-counts.ts';
 import { bumpCounts } from './counts.ts';
 import { propertyPaths } from './property-values.ts';
@@ -63,7 +64,7 @@ async function insertPathRows(
   rows: Array<{ business_id: string; order_id: string; path: string; value: string | null }>,
 ) {
   for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
-    await db.executeQuery(pathRowsInsert(db, { rows: rows.slice(i, i + ROWS_PER_INSERT) }, table));
+    await sendWrite(db, pathRowsInsert(db, { rows: rows.slice(i, i + ROWS_PER_INSERT) }, table));
   }
 }
 
@@ -84,15 +85,17 @@ async function reindexOrderProperties(
     gone.delete(p.path);
     if (!old.has(p.path)) added.push(p);
     else if (old.get(p.path) !== p.value) {
-      await db.executeQuery(pathValueUpdate(db, { orderId, path: p.path, value: p.value }, table));
+      await sendWrite(db, pathValueUpdate(db, { orderId, path: p.path, value: p.value }, table));
     }
   }
   if (gone.size > 0)
-    await db
-      .deleteFrom(table)
-      .where('order_id', '=', orderId)
-      .where('path', 'in', [...gone])
-      .execute();
+    await sendWrite(
+      db,
+      db
+        .deleteFrom(table)
+        .where('order_id', '=', orderId)
+        .where('path', 'in', [...gone]),
+    );
   await insertPathRows(
     db,
     table,
@@ -133,7 +136,7 @@ export async function applyPropertyChanges(
       for (const p of propertyPaths(after.properties))
         added.push({ business_id: businessId, order_id: after.id, ...p });
     } else if (before) {
-      await db.deleteFrom(table).where('order_id', '=', before.id).execute();
+      await sendWrite(db, db.deleteFrom(table).where('order_id', '=', before.id));
     }
     if (sameProperties && before!.phase === after!.phase && before!.status === after!.status) continue;
     counts.push(...pathCountChanges(before, after));

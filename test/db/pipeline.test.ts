@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import { before, it } from 'node:test';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { sendWrite, sentWritesDone } from '../../src/db/pipeline.ts';
+import { describeEachBackend } from '../helpers/context.ts';
+
+/**
+ * Writes sent ahead (src/db/pipeline.ts): on PostgreSQL, in a transaction, a write whose answer is
+ * not read goes on its way and the transaction goes on; its answer is checked by the next statement
+ * waited for, or the COMMIT. On SQLite, and outside a transaction, it is any statement.
+ */
+describeEachBackend('writes sent ahead', (ctx) => {
+  const postgres = () => ctx().backend === 'postgres';
+  const count = async (n: number) =>
+    Number((await sql<{ c: number }>`select count(*) as c from ahead_rows where n = ${n}`.execute(ctx().db)).rows[0].c);
+
+  before(async () => {
+    await sql`create table ahead_rows (n integer not null)`.execute(ctx().db);
+  });
+
+  it('in a transaction, goes on before the database has answered (PostgreSQL), and is kept by the commit', async (t) => {
+    if (!postgres()) return t.diagnostic('SQLite answers every statement as it runs');
+    // Another session holds a lock the write must wait for: it cannot be answered until that ends.
+    const other = new pg.Client({ connectionString: ctx().database.url });
+    await other.connect();
+    try {
+      await other.query('begin');
+      await other.query('select pg_advisory_xact_lock(4242)');
+      let sent = false;
+      const written = ctx()
+        .db.transaction()
+        .execute(async (trx) => {
+          await sendWrite(trx, sql`insert into ahead_rows (n) select 1 from (select pg_advisory_xact_lock(4242)) l`);
+          sent = true;
+          await sentWritesDone(trx);
+        });
+      const deadline = Date.now() + 10_000;
+      while (!sent && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      assert.equal(sent, true, 'the write went on while its statement waited for the lock');
+      assert.equal(await count(1), 0);
+      await other.query('commit');
+      await written;
+      assert.equal(await count(1), 1);
+    } finally {
+      await other.end();
+    }
+  });
+
+  it('fails the next statement waited for with its own error, and the transaction keeps nothing', async () => {
+    await assert.rejects(
+      ctx()
+        .db.transaction()
+        .execute(async (trx) => {
+          await sql`insert into ahead_rows (n) values (2)`.execute(trx);
+          await sendWrite(trx, sql`insert into ahead_rows (n) values (null)`);
+          await sql`select 1`.execute(trx);
+        }),
+      /not[ -]null/i,
+    );
+    assert.equal(await count(2), 0);
+    // The pool's connections are whole afterwards.
+    await Promise.all(Array.from({ length: 12 }, () => sql`select 1`.execute(ctx().db)));
+  });
+
+  it('fails the commit when it was the last statement', async () => {
+    await assert.rejects(
+      ctx()
+        .db.transaction()
+        .execute(async (trx) => {
+          await sql`insert into ahead_rows (n) values (3)`.execute(trx);
+          await sendWrite(trx, sql`insert into ahead_rows (n) values (null)`);
+        }),
+      /not[ -]null/i,
+    );
+    assert.equal(await count(3), 0);
+  });
+
+  it('outside a transaction, runs and fails as any statement', async () => {
+    await assert.rejects(sendWrite(ctx().db, sql`insert into ahead_rows (n) values (null)`), /not[ -]null/i);
+    await sendWrite(ctx().db, sql`insert into ahead_rows (n) values (4)`);
+    assert.equal(await count(4), 1);
+  });
+});
