@@ -45,18 +45,24 @@ export function preparingPool(
       const name = nameOf(text, values);
       return name === undefined ? query(text, values) : query({ name, text, values });
     };
+    /** Statements sent on this client and not yet answered (a pipelining client sends before the last is answered). */
+    let inFlight = 0;
     (client as unknown as { query: Query }).query = async (text, values) => {
       if (typeof text !== 'string') return query(text, values);
-      // Read before sending: node-postgres reports an error before the status that follows it.
-      const inTransaction = client.getTransactionStatus() !== 'I';
+      // Read before sending: node-postgres reports an error before the status that follows it. A
+      // statement sent behind others (a BEGIN not yet answered, say) may be in a transaction already.
+      const alone = inFlight === 0 && client.getTransactionStatus() === 'I';
+      inFlight++;
       try {
         return await run(text, values);
       } catch (error) {
         if (!isStalePlan(error)) throw error;
         names.delete(text);
         // An aborted transaction must be retried by its caller; a statement on its own is retried here.
-        if (inTransaction) throw error;
+        if (!alone) throw error;
         return run(text, values);
+      } finally {
+        inFlight--;
       }
     };
   };
