@@ -1,6 +1,7 @@
 import { CompiledQuery } from 'kysely';
 import { dialectOf } from './dialect.ts';
 import type { Db } from './types.ts';
+import { sendWrite } from './pipeline.ts';
 
 /** Under SQLite's and PostgreSQL's bound-parameter limits. */
 const MAX_PARAMETERS = 30_000;
@@ -21,7 +22,8 @@ function literal(value: Constant): string {
 
 /**
  * Multi-row INSERTs, chunked under both backends' parameter limits. Raw SQL: building a large
- * Kysely query costs more than running it.
+ * Kysely query costs more than running it. `ahead`: rows whose insert the caller expects to succeed
+ * (no constraint it catches), sent ahead on PostgreSQL (src/db/pipeline.ts).
  */
 export async function insertRows(
   db: Db,
@@ -29,7 +31,7 @@ export async function insertRows(
   columns: readonly string[],
   rows: readonly unknown[][],
   constants: Record<string, Constant> = {},
-  options: { addOnConflict?: Upsert } = {},
+  options: { addOnConflict?: Upsert; ahead?: boolean } = {},
 ): Promise<void> {
   if (rows.length === 0) return;
   const postgres = dialectOf(db) === 'postgres';
@@ -46,9 +48,11 @@ export async function insertRows(
     start += chunk.length;
     const parameters: unknown[] = [];
     for (const row of chunk) for (let c = 0; c < columns.length; c++) parameters.push(row[c]);
-    await db.executeQuery(
-      CompiledQuery.raw(statementText(head, tail, columns.length, chunk.length, postgres) + end, parameters),
+    const query = CompiledQuery.raw(
+      statementText(head, tail, columns.length, chunk.length, postgres) + end,
+      parameters,
     );
+    await (options.ahead ? sendWrite(db, query) : db.executeQuery(query));
   }
 }
 

@@ -6,6 +6,7 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
+import { dialectOf } from './dialect.ts';
 import type { Db } from './types.ts';
 import { compiledOf, type Runnable } from './statement.ts';
 
@@ -30,7 +31,8 @@ export async function sendWrite(db: Db, query: Runnable): Promise<void> {
 
 /** Waits for the writes sent ahead in this transaction; throws the first one's error if one failed. */
 export async function sentWritesDone(db: Db): Promise<void> {
-  await db.executeQuery(FLUSH);
+  // SQLite has answered every statement already.
+  if (dialectOf(db) === 'postgres') await db.executeQuery(FLUSH);
 }
 
 const EMPTY: QueryResult<never> = { rows: [] };

@@ -179,6 +179,8 @@ export async function insertResults(trx: Db, rows: ImportResultTable[]): Promise
     'import_results',
     RESULT_COLUMNS,
     rows.map((r) => RESULT_COLUMNS.map((c) => r[c])),
+    {},
+    { ahead: true },
   );
 }
 

@@ -152,6 +152,8 @@ export async function insertItems(
     'platform_items',
     ['id', 'business_id', 'created_at'],
     stored.map(({ id }) => [id, businessId, now]),
+    {},
+    { ahead: true },
   );
   const variantIds = await insertVariantsOf(
     db,

@@ -84,13 +84,15 @@ export async function insertVariantsOf(
     }),
   );
   if (rows.length === 0) return ids;
-  await insertRows(db, 'item_variants', VARIANT_COLUMNS, rows);
+  await insertRows(db, 'item_variants', VARIANT_COLUMNS, rows, {}, { ahead: true });
   const listId = await findDefaultListId(db, businessId);
   await insertRows(
     db,
     'item_list_entries',
     ['id', 'business_id', 'item_list_id', 'item_variant_id', 'created_at', 'updated_at'],
     rows.map((r) => [newId('ile'), businessId, listId, r[0], now, now]),
+    {},
+    { ahead: true },
   );
   return ids;
 }

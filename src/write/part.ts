@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { sendWrite, sentWritesDone } from '../db/pipeline.ts';
 import type { NewEvent } from '../log/events.ts';
 import type { WriteContext } from './runner.ts';
 
@@ -24,7 +25,8 @@ export async function runPart<T>(
   options: { keep: boolean } = { keep: true },
 ): Promise<{ result: T; kept: boolean }> {
   const events: NewEvent[] = [];
-  await sql`savepoint part`.execute(ctx.trx);
+  // The savepoint and its release travel with the statements around them (src/db/pipeline.ts).
+  await sendWrite(ctx.trx, sql`savepoint part`);
   let result: T;
   try {
     result = await work({
@@ -33,6 +35,8 @@ export async function runPart<T>(
         events.push(event);
       },
     });
+    // A write it sent ahead that failed fails the part, not the next one.
+    await sentWritesDone(ctx.trx);
   } catch (error) {
     await undo(ctx);
     throw error;
@@ -41,13 +45,15 @@ export async function runPart<T>(
     await undo(ctx);
     return { result, kept: false };
   }
-  await sql`release savepoint part`.execute(ctx.trx);
+  await sendWrite(ctx.trx, sql`release savepoint part`);
   for (const event of events) ctx.emit(event);
   return { result, kept: true };
 }
 
 async function undo(ctx: WriteContext): Promise<void> {
   try {
+    // What the part sent ahead is undone with it; a failure among them is why, or moot.
+    await sentWritesDone(ctx.trx).catch(() => {});
     await sql`rollback to savepoint part`.execute(ctx.trx);
     await sql`release savepoint part`.execute(ctx.trx);
   } catch (error) {
