@@ -233,7 +233,8 @@ async function throughput() {
     ),
   ];
   const orderRate = await run('orders', [...catalogue, ...orderLines]);
-  const shipmentRate = await shipmentsOfOneOrder(Number(values.shipments));
+  // `--shipments 0` leaves them out.
+  const shipmentRate = Number(values.shipments) > 0 ? await shipmentsOfOneOrder(Number(values.shipments)) : null;
   const alone = await liveTraffic(10);
   const busy = await start(
     'items beside live traffic',
