@@ -1,5 +1,5 @@
 import { type Driver, type Kysely, PostgresAdapter, PostgresDialect, type PostgresDialectConfig, sql } from 'kysely';
-import { PipeliningDriver } from './pipeline.ts';
+import { type ClientPool, PipeliningDriver } from './pipeline.ts';
 
 /**
  * The PostgreSQL migration lock, taken inside the migrations' own transaction
@@ -22,16 +22,15 @@ export class TransactionLockAdapter extends PostgresAdapter {
  * `pipeline` (a pool of node-postgres clients with `pipeline: true`) the PipeliningDriver.
  */
 export class PoolerSafePostgresDialect extends PostgresDialect {
-  readonly #pipeline: boolean;
+  readonly #pipelined: ClientPool | undefined;
 
   constructor(config: PostgresDialectConfig & { pipeline?: boolean }) {
     super(config);
-    this.#pipeline = config.pipeline === true;
+    this.#pipelined = config.pipeline ? (config.pool as ClientPool) : undefined;
   }
 
   override createDriver(): Driver {
-    const driver = super.createDriver();
-    return this.#pipeline ? new PipeliningDriver(driver) : driver;
+    return this.#pipelined ? new PipeliningDriver(this.#pipelined) : super.createDriver();
   }
 
   override createAdapter(): TransactionLockAdapter {

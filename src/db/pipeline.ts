@@ -1,11 +1,12 @@
+import type { Socket } from 'node:net';
 import {
   CompiledQuery,
   type DatabaseConnection,
   type Driver,
-  type QueryCompiler,
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
+import type pg from 'pg';
 import { dialectOf } from './dialect.ts';
 import type { Db } from './types.ts';
 import { compiledOf, type Runnable } from './statement.ts';
@@ -36,38 +37,76 @@ export async function sentWritesDone(db: Db): Promise<void> {
 }
 
 const EMPTY: QueryResult<never> = { rows: [] };
+const ignore = () => {};
+
+/** Where the service's PostgreSQL clients come from (src/db/pg-prepared.ts). */
+export interface ClientPool {
+  connect(): Promise<pg.PoolClient>;
+  end(): Promise<void>;
+}
 
 /**
- * A connection of the pool as Kysely's transactions use it, with the writes sent ahead: their
- * answers, in the order sent, each already on its way (node-postgres writes a pipelining client's
- * query to the socket as it is asked, and answers in order).
+ * One pooled client as Kysely uses it. In a transaction, the statements sent ahead wait in
+ * `#queued` until the next statement that is waited for, and go with it in one write to the socket
+ * (node-postgres, pipelining, writes each query as it is asked; corked, they leave in one system
+ * call). Their answers come back in order, in `#ahead`, and are checked before that statement's.
  */
 class PipeliningConnection implements DatabaseConnection {
-  readonly inner: DatabaseConnection;
+  readonly #client: pg.PoolClient;
   /** In a transaction begun by the driver: only there may an answer be checked later. */
   open = false;
-  #ahead: Array<Promise<QueryResult<unknown>>> = [];
+  #queued: CompiledQuery[] = [];
+  #ahead: Array<Promise<unknown>> = [];
 
-  constructor(inner: DatabaseConnection) {
-    this.inner = inner;
+  constructor(client: pg.PoolClient) {
+    this.#client = client;
+  }
+
+  release(): void {
+    this.open = false;
+    this.#queued = [];
+    this.#client.release();
   }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     if (query === FLUSH) {
+      this.#send();
       await this.#settle();
       return EMPTY;
     }
-    const answer = this.inner.executeQuery<R>(query);
     if (this.open && unread.has(query)) {
-      // Handled in #settle; until then a failure is not unhandled.
-      answer.catch(() => {});
-      this.#ahead.push(answer);
+      this.#queued.push(query);
       return EMPTY;
     }
-    if (this.#ahead.length === 0) return answer;
-    answer.catch(() => {});
+    const answer = this.#send<R>(query)!;
     await this.#settle();
     return answer;
+  }
+
+  /** Writes what is queued, then `query`, to the socket at once; returns `query`'s answer. */
+  #send<R>(query?: CompiledQuery): Promise<QueryResult<R>> | undefined {
+    const socket = (this.#client as unknown as { connection: { stream: Socket } }).connection.stream;
+    socket.cork();
+    try {
+      for (const queued of this.#queued) {
+        const answer = this.#query(queued);
+        answer.catch(ignore); // handled in #settle
+        this.#ahead.push(answer);
+      }
+      this.#queued = [];
+      if (!query) return undefined;
+      const answer = this.#query<R>(query);
+      if (this.#ahead.length > 0) answer.catch(ignore); // #settle may throw first
+      return answer;
+    } finally {
+      socket.uncork();
+    }
+  }
+
+  async #query<R>(query: CompiledQuery): Promise<QueryResult<R> & { command: string }> {
+    const { command, rowCount, rows } = await this.#client.query(query.sql, [...query.parameters]);
+    const changed = command === 'INSERT' || command === 'UPDATE' || command === 'DELETE' || command === 'MERGE';
+    return { command, numAffectedRows: changed ? BigInt(rowCount ?? 0) : undefined, rows: (rows ?? []) as R[] };
   }
 
   /** The answers sent ahead; the first failure among them is the transaction's (those after it only say it was aborted). */
@@ -77,51 +116,50 @@ class PipeliningConnection implements DatabaseConnection {
     for (const answer of ahead) await answer;
   }
 
-  /** Ends the transaction; what was sent ahead is forgotten (its failures are the reason, or moot). */
+  /** Ends the transaction. COMMIT checks what was sent ahead; ROLLBACK forgets it (its failure is the reason, or moot). */
   async end(statement: 'commit' | 'rollback'): Promise<void> {
     this.open = false;
     if (statement === 'rollback') {
+      this.#queued = [];
       const ahead = this.#ahead;
       this.#ahead = [];
       await Promise.allSettled(ahead);
-      await this.inner.executeQuery(CompiledQuery.raw('rollback'));
-      return;
     }
-    const answer = this.inner.executeQuery(CompiledQuery.raw('commit'));
-    answer.catch(() => {});
-    await this.#settle();
-    await answer;
+    const answer = (await this.executeQuery(CompiledQuery.raw(statement))) as { command?: string };
+    // PostgreSQL answers the COMMIT of a transaction a failed statement aborted with ROLLBACK, not an
+    // error: a caller that caught that statement's error and went on must not take it for success.
+    if (statement === 'commit' && answer.command === 'ROLLBACK') {
+      throw new Error('The transaction was rolled back: one of its statements failed');
+    }
   }
 
-  streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
-    return this.inner.streamQuery<R>(query, chunkSize);
+  streamQuery(): AsyncIterableIterator<never> {
+    throw new Error('streaming is not used on PostgreSQL');
   }
 }
 
 /**
- * Kysely's PostgreSQL driver with a pipelining pool (decision 0053): BEGIN and the writes marked
- * with `sendWrite` are sent without waiting for their answers, which are checked before the next
- * statement waited for, so a write's statements take fewer round trips. Everything else is the
- * driver's own.
+ * Kysely's PostgreSQL driver for a pool of pipelining node-postgres clients (decision 0053): BEGIN
+ * and the writes marked with `sendWrite` wait to go with the transaction's next statement that is
+ * waited for, whose answer comes after theirs have been checked. So a write's statements take
+ * fewer round trips and fewer system calls.
  */
 export class PipeliningDriver implements Driver {
-  readonly #inner: Driver;
-  readonly #connections = new WeakMap<DatabaseConnection, PipeliningConnection>();
+  readonly #pool: ClientPool;
+  readonly #connections = new WeakMap<pg.PoolClient, PipeliningConnection>();
 
-  constructor(inner: Driver) {
-    this.#inner = inner;
+  constructor(pool: ClientPool) {
+    this.#pool = pool;
   }
 
-  init(): Promise<void> {
-    return this.#inner.init();
-  }
+  async init(): Promise<void> {}
 
   async acquireConnection(): Promise<DatabaseConnection> {
-    const inner = await this.#inner.acquireConnection();
-    let connection = this.#connections.get(inner);
+    const client = await this.#pool.connect();
+    let connection = this.#connections.get(client);
     if (!connection) {
-      connection = new PipeliningConnection(inner);
-      this.#connections.set(inner, connection);
+      connection = new PipeliningConnection(client);
+      this.#connections.set(client, connection);
     }
     return connection;
   }
@@ -129,7 +167,11 @@ export class PipeliningDriver implements Driver {
   async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
     const pipelining = connection as PipeliningConnection;
     if (settings.isolationLevel || settings.accessMode) {
-      await this.#inner.beginTransaction(pipelining.inner, settings);
+      const mode = [
+        settings.isolationLevel && `isolation level ${settings.isolationLevel}`,
+        settings.accessMode,
+      ].filter(Boolean);
+      await pipelining.executeQuery(CompiledQuery.raw(`start transaction ${mode.join(' ')}`));
       pipelining.open = true;
       return;
     }
@@ -146,32 +188,12 @@ export class PipeliningDriver implements Driver {
     return (connection as PipeliningConnection).end('rollback');
   }
 
-  savepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler['compileQuery']): Promise<void> {
-    return this.#inner.savepoint!(connection, name, compile);
-  }
-
-  rollbackToSavepoint(
-    connection: DatabaseConnection,
-    name: string,
-    compile: QueryCompiler['compileQuery'],
-  ): Promise<void> {
-    return this.#inner.rollbackToSavepoint!(connection, name, compile);
-  }
-
-  releaseSavepoint(
-    connection: DatabaseConnection,
-    name: string,
-    compile: QueryCompiler['compileQuery'],
-  ): Promise<void> {
-    return this.#inner.releaseSavepoint!(connection, name, compile);
-  }
-
-  releaseConnection(connection: DatabaseConnection): Promise<void> {
-    return this.#inner.releaseConnection((connection as PipeliningConnection).inner);
+  async releaseConnection(connection: DatabaseConnection): Promise<void> {
+    (connection as PipeliningConnection).release();
   }
 
   destroy(): Promise<void> {
-    return this.#inner.destroy();
+    return this.#pool.end();
   }
 }
 

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { sendWrite, sentWritesDone } from '../db/pipeline.ts';
 import type { NewEvent } from '../log/events.ts';
 import type { WriteContext } from './runner.ts';
@@ -25,8 +25,10 @@ export async function runPart<T>(
   options: { keep: boolean } = { keep: true },
 ): Promise<{ result: T; kept: boolean }> {
   const events: NewEvent[] = [];
-  // The savepoint and its release travel with the statements around them (src/db/pipeline.ts).
-  await sendWrite(ctx.trx, sql`savepoint part`);
+  // The savepoint and its release travel with the statements around them (src/db/pipeline.ts). Its
+  // own name: were an earlier part's release to fail unseen, this part's undo fails, not undoes that part.
+  const savepoint = sql.id(`part_${(parts = (parts + 1) % 1_000_000)}`);
+  await sendWrite(ctx.trx, sql`savepoint ${savepoint}`);
   let result: T;
   try {
     result = await work({
@@ -38,24 +40,27 @@ export async function runPart<T>(
     // A write it sent ahead that failed fails the part, not the next one.
     await sentWritesDone(ctx.trx);
   } catch (error) {
-    await undo(ctx);
+    await undo(ctx, savepoint);
     throw error;
   }
   if (!options.keep) {
-    await undo(ctx);
+    await undo(ctx, savepoint);
     return { result, kept: false };
   }
-  await sendWrite(ctx.trx, sql`release savepoint part`);
+  await sendWrite(ctx.trx, sql`release savepoint ${savepoint}`);
   for (const event of events) ctx.emit(event);
   return { result, kept: true };
 }
 
-async function undo(ctx: WriteContext): Promise<void> {
+/** Savepoints' names are numbered: see runPart. */
+let parts = 0;
+
+async function undo(ctx: WriteContext, savepoint: RawBuilder<unknown>): Promise<void> {
   try {
     // What the part sent ahead is undone with it; a failure among them is why, or moot.
     await sentWritesDone(ctx.trx).catch(() => {});
-    await sql`rollback to savepoint part`.execute(ctx.trx);
-    await sql`release savepoint part`.execute(ctx.trx);
+    await sql`rollback to savepoint ${savepoint}`.execute(ctx.trx);
+    await sql`release savepoint ${savepoint}`.execute(ctx.trx);
   } catch (error) {
     throw new WriteBroken(error);
   }

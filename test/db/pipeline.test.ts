@@ -76,6 +76,21 @@ describeEachBackend('writes sent ahead', (ctx) => {
     assert.equal(await count(3), 0);
   });
 
+  it('fails a COMMIT that PostgreSQL answers with ROLLBACK, after a caller went on past a failed statement', async (t) => {
+    if (!postgres()) return t.diagnostic('SQLite undoes the failed statement alone, and commits the rest');
+    await assert.rejects(
+      ctx()
+        .db.transaction()
+        .execute(async (trx) => {
+          await sql`insert into ahead_rows (n) values (5)`.execute(trx);
+          await sendWrite(trx, sql`insert into ahead_rows (n) values (null)`);
+          await sql`select 1`.execute(trx).catch(() => {});
+        }),
+      /rolled back/,
+    );
+    assert.equal(await count(5), 0);
+  });
+
   it('outside a transaction, runs and fails as any statement', async () => {
     await assert.rejects(sendWrite(ctx().db, sql`insert into ahead_rows (n) values (null)`), /not[ -]null/i);
     await sendWrite(ctx().db, sql`insert into ahead_rows (n) values (4)`);
