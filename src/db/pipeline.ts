@@ -1,4 +1,3 @@
-import type { Socket } from 'node:net';
 import {
   CompiledQuery,
   type DatabaseConnection,
@@ -46,16 +45,14 @@ export interface ClientPool {
 }
 
 /**
- * One pooled client as Kysely uses it. In a transaction, the statements sent ahead wait in
- * `#queued` until the next statement that is waited for, and go with it in one write to the socket
- * (node-postgres, pipelining, writes each query as it is asked; corked, they leave in one system
- * call). Their answers come back in order, in `#ahead`, and are checked before that statement's.
+ * One pooled client as Kysely uses it. node-postgres, pipelining, writes each query to the socket as
+ * it is asked, and answers them in order: in a transaction, the answers of the statements sent
+ * ahead wait in `#ahead`, and are checked before the next statement's.
  */
 class PipeliningConnection implements DatabaseConnection {
   readonly #client: pg.PoolClient;
   /** In a transaction begun by the driver: only there may an answer be checked later. */
   open = false;
-  #queued: CompiledQuery[] = [];
   #ahead: Array<Promise<unknown>> = [];
 
   constructor(client: pg.PoolClient) {
@@ -64,43 +61,24 @@ class PipeliningConnection implements DatabaseConnection {
 
   release(): void {
     this.open = false;
-    this.#queued = [];
     this.#client.release();
   }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     if (query === FLUSH) {
-      this.#send();
       await this.#settle();
       return EMPTY;
     }
+    const answer = this.#query<R>(query);
     if (this.open && unread.has(query)) {
-      this.#queued.push(query);
+      answer.catch(ignore); // handled in #settle
+      this.#ahead.push(answer);
       return EMPTY;
     }
-    const answer = this.#send<R>(query)!;
+    if (this.#ahead.length === 0) return answer;
+    answer.catch(ignore); // #settle may throw first
     await this.#settle();
     return answer;
-  }
-
-  /** Writes what is queued, then `query`, to the socket at once; returns `query`'s answer. */
-  #send<R>(query?: CompiledQuery): Promise<QueryResult<R>> | undefined {
-    const socket = (this.#client as unknown as { connection: { stream: Socket } }).connection.stream;
-    socket.cork();
-    try {
-      for (const queued of this.#queued) {
-        const answer = this.#query(queued);
-        answer.catch(ignore); // handled in #settle
-        this.#ahead.push(answer);
-      }
-      this.#queued = [];
-      if (!query) return undefined;
-      const answer = this.#query<R>(query);
-      if (this.#ahead.length > 0) answer.catch(ignore); // #settle may throw first
-      return answer;
-    } finally {
-      socket.uncork();
-    }
   }
 
   async #query<R>(query: CompiledQuery): Promise<QueryResult<R> & { command: string }> {
@@ -120,7 +98,6 @@ class PipeliningConnection implements DatabaseConnection {
   async end(statement: 'commit' | 'rollback'): Promise<void> {
     this.open = false;
     if (statement === 'rollback') {
-      this.#queued = [];
       const ahead = this.#ahead;
       this.#ahead = [];
       await Promise.allSettled(ahead);
@@ -140,9 +117,8 @@ class PipeliningConnection implements DatabaseConnection {
 
 /**
  * Kysely's PostgreSQL driver for a pool of pipelining node-postgres clients (decision 0053): BEGIN
- * and the writes marked with `sendWrite` wait to go with the transaction's next statement that is
- * waited for, whose answer comes after theirs have been checked. So a write's statements take
- * fewer round trips and fewer system calls.
+ * and the writes marked with `sendWrite` are sent without waiting for their answers, which are
+ * checked before the next statement waited for, so a write's statements take fewer round trips.
  */
 export class PipeliningDriver implements Driver {
   readonly #pool: ClientPool;
