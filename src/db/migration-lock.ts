@@ -1,5 +1,5 @@
 import { type Driver, type Kysely, PostgresAdapter, PostgresDialect, type PostgresDialectConfig, sql } from 'kysely';
-import { type ClientPool, PipeliningDriver } from './pipeline.ts';
+import { PipeliningDriver } from './pipeline.ts';
 
 /**
  * The PostgreSQL migration lock, taken inside the migrations' own transaction
@@ -22,15 +22,16 @@ export class TransactionLockAdapter extends PostgresAdapter {
  * `pipeline` (a pool of node-postgres clients with `pipeline: true`) the PipeliningDriver.
  */
 export class PoolerSafePostgresDialect extends PostgresDialect {
-  readonly #pipelined: ClientPool | undefined;
+  readonly #pipeline: boolean;
 
   constructor(config: PostgresDialectConfig & { pipeline?: boolean }) {
     super(config);
-    this.#pipelined = config.pipeline ? (config.pool as ClientPool) : undefined;
+    this.#pipeline = config.pipeline === true;
   }
 
   override createDriver(): Driver {
-    return this.#pipelined ? new PipeliningDriver(this.#pipelined) : super.createDriver();
+    const driver = super.createDriver();
+    return this.#pipeline ? new PipeliningDriver(driver) : driver;
   }
 
   override createAdapter(): TransactionLockAdapter {

@@ -54,7 +54,13 @@ export function preparingPool(
       const alone = inFlight === 0 && client.getTransactionStatus() === 'I';
       inFlight++;
       try {
-        return await run(text, values);
+        const result = await run(text, values);
+        // PostgreSQL answers the COMMIT of a transaction that a failed statement aborted with ROLLBACK,
+        // not an error: a caller that caught that statement's error and went on must not take it for success.
+        if (result.command === 'ROLLBACK' && /^\s*commit\s*$/i.test(text)) {
+          throw new Error('The transaction was rolled back: one of its statements failed');
+        }
+        return result;
       } catch (error) {
         if (!isStalePlan(error)) throw error;
         names.delete(text);

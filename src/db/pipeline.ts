@@ -2,10 +2,10 @@ import {
   CompiledQuery,
   type DatabaseConnection,
   type Driver,
+  type QueryCompiler,
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
-import type pg from 'pg';
 import { dialectOf } from './dialect.ts';
 import type { Db } from './types.ts';
 import { compiledOf, type Runnable } from './statement.ts';
@@ -36,32 +36,20 @@ export async function sentWritesDone(db: Db): Promise<void> {
 }
 
 const EMPTY: QueryResult<never> = { rows: [] };
-const ignore = () => {};
-
-/** Where the service's PostgreSQL clients come from (src/db/pg-prepared.ts). */
-export interface ClientPool {
-  connect(): Promise<pg.PoolClient>;
-  end(): Promise<void>;
-}
 
 /**
- * One pooled client as Kysely uses it. node-postgres, pipelining, writes each query to the socket as
- * it is asked, and answers them in order: in a transaction, the answers of the statements sent
- * ahead wait in `#ahead`, and are checked before the next statement's.
+ * A connection of the pool as Kysely's transactions use it, with the writes sent ahead: their
+ * answers, in the order sent, each already on its way (node-postgres writes a pipelining client's
+ * query to the socket as it is asked, and answers in order).
  */
 class PipeliningConnection implements DatabaseConnection {
-  readonly #client: pg.PoolClient;
+  readonly inner: DatabaseConnection;
   /** In a transaction begun by the driver: only there may an answer be checked later. */
   open = false;
-  #ahead: Array<Promise<unknown>> = [];
+  #ahead: Array<Promise<QueryResult<unknown>>> = [];
 
-  constructor(client: pg.PoolClient) {
-    this.#client = client;
-  }
-
-  release(): void {
-    this.open = false;
-    this.#client.release();
+  constructor(inner: DatabaseConnection) {
+    this.inner = inner;
   }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
@@ -69,22 +57,17 @@ class PipeliningConnection implements DatabaseConnection {
       await this.#settle();
       return EMPTY;
     }
-    const answer = this.#query<R>(query);
+    const answer = this.inner.executeQuery<R>(query);
     if (this.open && unread.has(query)) {
-      answer.catch(ignore); // handled in #settle
+      // Handled in #settle; until then a failure is not unhandled.
+      answer.catch(() => {});
       this.#ahead.push(answer);
       return EMPTY;
     }
     if (this.#ahead.length === 0) return answer;
-    answer.catch(ignore); // #settle may throw first
+    answer.catch(() => {});
     await this.#settle();
     return answer;
-  }
-
-  async #query<R>(query: CompiledQuery): Promise<QueryResult<R> & { command: string }> {
-    const { command, rowCount, rows } = await this.#client.query(query.sql, [...query.parameters]);
-    const changed = command === 'INSERT' || command === 'UPDATE' || command === 'DELETE' || command === 'MERGE';
-    return { command, numAffectedRows: changed ? BigInt(rowCount ?? 0) : undefined, rows: (rows ?? []) as R[] };
   }
 
   /** The answers sent ahead; the first failure among them is the transaction's (those after it only say it was aborted). */
@@ -94,48 +77,51 @@ class PipeliningConnection implements DatabaseConnection {
     for (const answer of ahead) await answer;
   }
 
-  /** Ends the transaction. COMMIT checks what was sent ahead; ROLLBACK forgets it (its failure is the reason, or moot). */
+  /** Ends the transaction; what was sent ahead is forgotten (its failures are the reason, or moot). */
   async end(statement: 'commit' | 'rollback'): Promise<void> {
     this.open = false;
     if (statement === 'rollback') {
       const ahead = this.#ahead;
       this.#ahead = [];
       await Promise.allSettled(ahead);
+      await this.inner.executeQuery(CompiledQuery.raw('rollback'));
+      return;
     }
-    const answer = (await this.executeQuery(CompiledQuery.raw(statement))) as { command?: string };
-    // PostgreSQL answers the COMMIT of a transaction a failed statement aborted with ROLLBACK, not an
-    // error: a caller that caught that statement's error and went on must not take it for success.
-    if (statement === 'commit' && answer.command === 'ROLLBACK') {
-      throw new Error('The transaction was rolled back: one of its statements failed');
-    }
+    const answer = this.inner.executeQuery(CompiledQuery.raw('commit'));
+    answer.catch(() => {});
+    await this.#settle();
+    await answer;
   }
 
-  streamQuery(): AsyncIterableIterator<never> {
-    throw new Error('streaming is not used on PostgreSQL');
+  streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
+    return this.inner.streamQuery<R>(query, chunkSize);
   }
 }
 
 /**
- * Kysely's PostgreSQL driver for a pool of pipelining node-postgres clients (decision 0053): BEGIN
- * and the writes marked with `sendWrite` are sent without waiting for their answers, which are
- * checked before the next statement waited for, so a write's statements take fewer round trips.
+ * Kysely's PostgreSQL driver with a pipelining pool (decision 0053): BEGIN and the writes marked
+ * with `sendWrite` are sent without waiting for their answers, which are checked before the next
+ * statement waited for, so a write's statements take fewer round trips. Everything else is the
+ * driver's own.
  */
 export class PipeliningDriver implements Driver {
-  readonly #pool: ClientPool;
-  readonly #connections = new WeakMap<pg.PoolClient, PipeliningConnection>();
+  readonly #inner: Driver;
+  readonly #connections = new WeakMap<DatabaseConnection, PipeliningConnection>();
 
-  constructor(pool: ClientPool) {
-    this.#pool = pool;
+  constructor(inner: Driver) {
+    this.#inner = inner;
   }
 
-  async init(): Promise<void> {}
+  init(): Promise<void> {
+    return this.#inner.init();
+  }
 
   async acquireConnection(): Promise<DatabaseConnection> {
-    const client = await this.#pool.connect();
-    let connection = this.#connections.get(client);
+    const inner = await this.#inner.acquireConnection();
+    let connection = this.#connections.get(inner);
     if (!connection) {
-      connection = new PipeliningConnection(client);
-      this.#connections.set(client, connection);
+      connection = new PipeliningConnection(inner);
+      this.#connections.set(inner, connection);
     }
     return connection;
   }
@@ -143,11 +129,7 @@ export class PipeliningDriver implements Driver {
   async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
     const pipelining = connection as PipeliningConnection;
     if (settings.isolationLevel || settings.accessMode) {
-      const mode = [
-        settings.isolationLevel && `isolation level ${settings.isolationLevel}`,
-        settings.accessMode,
-      ].filter(Boolean);
-      await pipelining.executeQuery(CompiledQuery.raw(`start transaction ${mode.join(' ')}`));
+      await this.#inner.beginTransaction(pipelining.inner, settings);
       pipelining.open = true;
       return;
     }
@@ -164,12 +146,32 @@ export class PipeliningDriver implements Driver {
     return (connection as PipeliningConnection).end('rollback');
   }
 
-  async releaseConnection(connection: DatabaseConnection): Promise<void> {
-    (connection as PipeliningConnection).release();
+  savepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler['compileQuery']): Promise<void> {
+    return this.#inner.savepoint!(connection, name, compile);
+  }
+
+  rollbackToSavepoint(
+    connection: DatabaseConnection,
+    name: string,
+    compile: QueryCompiler['compileQuery'],
+  ): Promise<void> {
+    return this.#inner.rollbackToSavepoint!(connection, name, compile);
+  }
+
+  releaseSavepoint(
+    connection: DatabaseConnection,
+    name: string,
+    compile: QueryCompiler['compileQuery'],
+  ): Promise<void> {
+    return this.#inner.releaseSavepoint!(connection, name, compile);
+  }
+
+  releaseConnection(connection: DatabaseConnection): Promise<void> {
+    return this.#inner.releaseConnection((connection as PipeliningConnection).inner);
   }
 
   destroy(): Promise<void> {
-    return this.#pool.end();
+    return this.#inner.destroy();
   }
 }
 
