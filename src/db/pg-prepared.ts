@@ -18,7 +18,8 @@ function isStalePlan(error: unknown): boolean {
  * Names each statement the application sends, so every connection parses it once and PostgreSQL's
  * plan cache can reuse a plan (node-postgres sends parameterised queries unnamed). A named
  * `select *` fails with "cached plan must not change result type" after a rolling deploy adds a
- * column: the statement then gets a fresh name, and is retried once outside a transaction.
+ * column: the statement then gets a fresh name, and is retried once outside a transaction. A
+ * COMMIT that PostgreSQL answers with ROLLBACK fails here (decision 0053).
  */
 export function preparingPool(
   pool: pg.Pool,
