@@ -77,7 +77,7 @@ class PipeliningConnection implements DatabaseConnection {
     for (const answer of ahead) await answer;
   }
 
-  /** Ends the transaction; what was sent ahead is forgotten (its failures are the reason, or moot). */
+  /** Ends the transaction: COMMIT fails with the first failure sent ahead; ROLLBACK forgets them (the reason, or moot). */
   async end(statement: 'commit' | 'rollback'): Promise<void> {
     this.open = false;
     if (statement === 'rollback') {
