@@ -14,7 +14,11 @@ import {
   startServers,
 } from './helpers.ts';
 
-const ROUNDS = 20;
+/**
+ * Before the fix a round left the lock behind 4 to 8 times in 10 (decision 0052): eight rounds
+ * miss that with a chance of 2 % at the lower rate. Each round costs about 8 s of CI's 15 minutes.
+ */
+const ROUNDS = 8;
 const run = promisify(execFile);
 
 /**
