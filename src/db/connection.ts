@@ -10,6 +10,7 @@ import { ReadReplicas } from './replicas/index.ts';
 import { QueuedSqliteDialect } from './sqlite-dialect.ts';
 import { openSqliteDatabase } from './sqlite-driver.ts';
 import type { Database, Dialect } from './types.ts';
+import { serviceTypes } from './pg-types.ts';
 
 export interface DatabaseHandle {
   db: Kysely<Database>;
@@ -81,6 +82,7 @@ function openPostgres(
     connectionTimeoutMillis: 5000,
     // A query is written to the socket as it is asked: what a write sends ahead travels together (src/db/pipeline.ts).
     pipeline: true,
+    types: serviceTypes,
     options: options.schema ? `-c search_path=${options.schema}` : undefined,
   });
   // A client losing its server must not take the process down: the pool listens on idle clients,

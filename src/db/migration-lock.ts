@@ -1,5 +1,6 @@
 import { type Driver, type Kysely, PostgresAdapter, PostgresDialect, type PostgresDialectConfig, sql } from 'kysely';
 import { PipeliningDriver } from './pipeline.ts';
+import { toIso } from '../lib/time.ts';
 
 /**
  * The PostgreSQL migration lock, taken inside the migrations' own transaction
@@ -52,7 +53,7 @@ interface Holder {
   state: string | null;
   application_name: string | null;
   client_addr: string | null;
-  query_start: Date | null;
+  query_start: Date | string | null;
   query: string | null;
 }
 
@@ -71,7 +72,7 @@ export async function migrationLockHolders(db: Kysely<any>): Promise<Holder[]> {
 const describeHolder = (h: Holder) =>
   `pid ${h.pid} (${h.state ?? 'state unknown'}, application '${h.application_name ?? ''}'` +
   `${h.client_addr ? `, client ${h.client_addr}` : ''}` +
-  `${h.query_start ? `, last query at ${h.query_start.toISOString()}: ${h.query}` : ''})`;
+  `${h.query_start ? `, last query at ${toIso(h.query_start)}: ${h.query}` : ''})`;
 
 const describeHolders = (holders: Holder[]) =>
   holders.length === 0 ? 'a session that has just let it go' : holders.map(describeHolder).join('; ');

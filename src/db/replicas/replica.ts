@@ -2,6 +2,7 @@ import pg from 'pg';
 import { preparingPool } from '../pg-prepared.ts';
 import { postgresSnapshots, type OpenSnapshot } from '../snapshot.ts';
 import { formatPosition, parsePosition, SharedQuery, type Position } from './position.ts';
+import { serviceTypes } from '../pg-types.ts';
 
 export interface ReplicaOptions {
   /** The schema every connection uses (tests give each run its own). */
@@ -48,6 +49,7 @@ export class Replica {
       connectionString: url,
       max: options.poolSize ?? 10,
       connectionTimeoutMillis: 2000,
+      types: serviceTypes,
       options: options.schema ? `-c search_path=${options.schema}` : undefined,
     });
     // As for the primary's pool: a lost connection reports on its next query, never crashes the process.
