@@ -23,6 +23,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import { vacuumWithoutAutovacuum } from './database.ts';
 import { sampleCpu } from './server.ts';
 import { startOtlpSink } from './tracing.ts';
 
@@ -173,6 +174,8 @@ try {
   for (let round = 0; round < Number(values.rounds); round++) {
     for (const i of round % 2 === 0 ? [0, 1] : [1, 0]) {
       const server = servers[i];
+      if (await vacuumWithoutAutovacuum(sides[i].url))
+        console.error(`round ${round + 1}: vacuumed (autovacuum is off)`);
       await autocannon({ url: server.base, requests: [requests[i]], amount: connections * 10, connections });
       const stop = sampleCpu(server.pid);
       const run = await autocannon({

@@ -2,7 +2,7 @@ import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { startCeiling, startEchoCeiling, type Ceiling } from './ceiling.ts';
 import { measureFloor } from './floor.ts';
-import { createBenchDatabase } from './database.ts';
+import { createBenchDatabase, vacuumWithoutAutovacuum } from './database.ts';
 import { loadFixtures } from './fixtures.ts';
 import { runLoad, warmUp } from './load.ts';
 import { formatTable, machine, saveReport, type Report, type Row } from './report.ts';
@@ -102,6 +102,8 @@ try {
     }
   }
   for (const scenario of scenarios) {
+    // Without autovacuum (this machine's PostgreSQL), the scenarios before would slow this one.
+    await vacuumWithoutAutovacuum(database.url);
     // A short warm-up, so that JIT and the page cache do not count against the first scenario.
     await warmUp(server.base, scenario.requests, options.connections);
     const loadAverage = loadavg()[0];
