@@ -35,6 +35,43 @@ export async function sentWritesDone(db: Db): Promise<void> {
   if (dialectOf(db) === 'postgres') await db.executeQuery(FLUSH);
 }
 
+/** A failure among writes sent ahead, as `sentWritesOutcome` tells it. */
+export interface SentWriteFailure {
+  error: unknown;
+}
+
+/** Marker statements of `sentWritesOutcome`, each with where it hands its outcome. */
+const outcomes = new WeakMap<CompiledQuery, (outcome: Promise<SentWriteFailure | undefined>) => void>();
+
+/**
+ * What becomes of the writes sent ahead so far in this transaction, without waiting for them: the
+ * first one's failure, or undefined when all succeeded (at once on SQLite and outside a transaction).
+ * Wrapped, as an async function cannot answer a promise. A write group tells by it whether a
+ * member's failure was its own or the one before's (src/write/groups.ts).
+ */
+export async function sentWritesOutcome(db: Db): Promise<{ outcome: Promise<SentWriteFailure | undefined> }> {
+  let outcome: Promise<SentWriteFailure | undefined> = Promise.resolve(undefined);
+  if (dialectOf(db) === 'postgres') {
+    const marker = CompiledQuery.raw('-- sent writes outcome');
+    outcomes.set(marker, (watched) => {
+      outcome = watched;
+    });
+    await db.executeQuery(marker);
+  }
+  return { outcome };
+}
+
+async function firstFailure(answers: Array<Promise<unknown>>): Promise<SentWriteFailure | undefined> {
+  for (const answer of answers) {
+    try {
+      await answer;
+    } catch (error) {
+      return { error };
+    }
+  }
+  return undefined;
+}
+
 const EMPTY: QueryResult<never> = { rows: [] };
 
 /**
@@ -55,6 +92,11 @@ class PipeliningConnection implements DatabaseConnection {
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     if (query === FLUSH) {
       await this.#settle();
+      return EMPTY;
+    }
+    const watch = outcomes.get(query);
+    if (watch) {
+      watch(firstFailure([...this.#ahead]));
       return EMPTY;
     }
     const answer = this.inner.executeQuery<R>(query);

@@ -1,5 +1,5 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
-import { sendWrite, sentWritesDone } from '../db/pipeline.ts';
+import { sendWrite, sentWritesDone, sentWritesOutcome } from '../db/pipeline.ts';
 import type { Database } from '../db/types.ts';
 
 /** At most this many writes share one transaction, which bounds the first one's wait (as SQLite's, decision 0035). */
@@ -62,7 +62,7 @@ export class WriteGroups {
 
   async #group(businessId: string, queue: Waiting[]): Promise<void> {
     /** The members that ran, with their answers once the group has committed. */
-    const ran: Array<{ member: Waiting; answer: () => void }> = [];
+    const ran: Ran[] = [];
     const first: { failed?: { member: Waiting; error: unknown } } = {};
     try {
       await this.#db.transaction().execute(async (trx) => {
@@ -76,8 +76,11 @@ export class WriteGroups {
           first.failed = { member, error };
           throw error;
         }
-        for (let n = 1; n < MAX_GROUP && queue.length > 0; n++) await this.#joinSavepoint(trx, queue.shift()!, ran);
-        if (ran.length > 1) await this.#beforeCommit(trx, businessId);
+        for (let n = 1; n < MAX_GROUP && queue.length > 0; n++) await this.#joinSavepoint(trx, n, queue.shift()!, ran);
+        if (ran.length > 1) {
+          await this.#lastSentWrites(trx, ran.at(-1)!);
+          await this.#beforeCommit(trx, businessId);
+        }
       });
     } catch (error) {
       if (first.failed) first.failed.member.reject(first.failed.error);
@@ -89,25 +92,58 @@ export class WriteGroups {
     for (const { answer } of ran) answer();
   }
 
-  async #joinSavepoint(
-    trx: Transaction<Database>,
-    member: Waiting,
-    ran: Array<{ member: Waiting; answer: () => void }>,
-  ): Promise<void> {
+  /**
+   * Runs a member in savepoint `member_n`. What the member before sent ahead is not waited for
+   * before this one starts: it is checked once this one's statements have been answered. If it
+   * failed, the transaction was aborted before this savepoint was made, so the member before is
+   * undone (back to its own savepoint) and fails with that error, and this one runs again.
+   */
+  async #joinSavepoint(trx: Transaction<Database>, n: number, member: Waiting, ran: Ran[]): Promise<void> {
     // Counted as run from here: if its savepoint cannot begin or be undone, it fails with the group.
-    const entry = { member, answer: () => {} };
+    const entry: Ran = { member, answer: () => {}, savepoint: n };
     ran.push(entry);
-    // Savepoints are not released (`rollback to` finds the latest of the name); each travels with its member's first statement.
-    await sendWrite(trx, sql`savepoint member`);
+    const before = await sentWritesOutcome(trx);
+    const savepoint = sql.id(`member_${n}`);
+    // Savepoints are not released; each travels with its member's first statement.
+    await sendWrite(trx, sql`savepoint ${savepoint}`);
+    let result: { value: unknown } | { error: unknown };
     try {
-      const value = await member.run(trx, true);
-      await sentWritesDone(trx);
-      entry.answer = () => member.resolve(value);
+      result = { value: await member.run(trx, true) };
     } catch (error) {
-      // What it sent ahead is undone with it; a failure among them is the reason it failed, or moot.
-      await sentWritesDone(trx).catch(() => {});
-      await sql`rollback to savepoint member`.execute(trx);
-      entry.answer = () => member.reject(error);
+      result = { error };
+    }
+    const earlier = await before.outcome;
+    if (earlier) {
+      ran.pop();
+      const previous = ran.at(-1)!;
+      await this.#undo(trx, previous, earlier.error);
+      return this.#joinSavepoint(trx, n, member, ran);
+    }
+    if ('error' in result) await this.#undo(trx, entry, result.error);
+    else entry.answer = () => member.resolve(result.value);
+  }
+
+  /** The last member's writes sent ahead, checked before the COMMIT so that a failure undoes that member alone. */
+  async #lastSentWrites(trx: Transaction<Database>, last: Ran): Promise<void> {
+    try {
+      await sentWritesDone(trx);
+    } catch (error) {
+      await this.#undo(trx, last, error);
     }
   }
+
+  /** Rolls a joined member back to its savepoint; it fails with `error` once the group has committed. */
+  async #undo(trx: Transaction<Database>, ran: Ran, error: unknown): Promise<void> {
+    // What it sent ahead is undone with it; a failure among them is the reason it failed, or moot.
+    await sentWritesDone(trx).catch(() => {});
+    await sql`rollback to savepoint ${sql.id(`member_${ran.savepoint}`)}`.execute(trx);
+    ran.answer = () => ran.member.reject(error);
+  }
+}
+
+interface Ran {
+  member: Waiting;
+  answer: () => void;
+  /** The number of its savepoint; none for the group's first member. */
+  savepoint?: number;
 }

@@ -129,16 +129,19 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
    */
   async function write<T>(trx: Transaction<Database>, member: Member<T>, joined = false): Promise<T> {
     const { scope } = member;
+    // A group may run a member again, when the write before it failed after it had begun (src/write/groups.ts).
+    const again = member.started === true;
     member.started = true;
+    member.events = [];
     let now: string;
     try {
       // A write that joined a group's transaction holds the lock already, and follows the group's last time.
       now = joined ? laterThan(lastTimes.get(trx)!, clock()) : await takeWriteTime(trx, scope.businessId, clock());
     } finally {
-      options.lockWaiting?.dec();
+      if (!again) options.lockWaiting?.dec();
     }
     lastTimes.set(trx, now);
-    options.lockWait?.observe((performance.now() - member.asked) / 1000);
+    if (!again) options.lockWait?.observe((performance.now() - member.asked) / 1000);
     const ctx: WriteContext = {
       trx,
       businessId: scope.businessId,
