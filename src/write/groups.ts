@@ -25,6 +25,8 @@ interface Waiting {
  *   failure may rest on what it read of earlier members). The first member runs without one (a
  *   write alone costs what it did): when it fails, the transaction is rolled back, and the writes
  *   that waited begin a transaction of their own;
+ * - a member's writes sent ahead are checked once the next member's statements are answered, not
+ *   before it starts; if they failed, that member is undone and the next one runs again;
  * - if the COMMIT fails, or a savepoint cannot be rolled back, every member fails and none is kept.
  */
 export class WriteGroups {
