@@ -29,6 +29,29 @@ export async function sendWrite(db: Db, query: Runnable): Promise<void> {
   await db.executeQuery(compiled);
 }
 
+/** Statements sent by `sendRead`, each with where it hands its answer. */
+const readLater = new WeakMap<CompiledQuery, (answer: Promise<QueryResult<unknown>>) => void>();
+
+/**
+ * A statement whose answer the write reads, but later: on PostgreSQL, in a transaction, it is sent
+ * and the write goes on, so that the statements after it travel behind it in the same round trip;
+ * `answer` is its answer. As with a write sent ahead, its failure also fails the transaction's next
+ * statement waited for. Anywhere else it runs as any statement, and `answer` is its result.
+ */
+export async function sendRead<R>(db: Db, query: Runnable): Promise<{ answer: Promise<QueryResult<R>> }> {
+  const compiled = compiledOf(db, query);
+  let answer: Promise<QueryResult<R>> | undefined;
+  readLater.set(compiled, (sent) => {
+    answer = sent as Promise<QueryResult<R>>;
+  });
+  try {
+    const result = await db.executeQuery<R>(compiled);
+    return { answer: answer ?? Promise.resolve(result) };
+  } finally {
+    readLater.delete(compiled);
+  }
+}
+
 /** Waits for the writes sent ahead in this transaction; throws the first one's error if one failed. */
 export async function sentWritesDone(db: Db): Promise<void> {
   // SQLite has answered every statement already.
@@ -100,10 +123,12 @@ class PipeliningConnection implements DatabaseConnection {
       return EMPTY;
     }
     const answer = this.inner.executeQuery<R>(query);
-    if (this.open && unread.has(query)) {
+    const read = readLater.get(query);
+    if (this.open && (read || unread.has(query))) {
       // Handled in #settle; until then a failure is not unhandled.
       answer.catch(() => {});
       this.#ahead.push(answer);
+      read?.(answer);
       return EMPTY;
     }
     if (this.#ahead.length === 0) return answer;

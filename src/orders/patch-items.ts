@@ -43,14 +43,17 @@ export function itemUpdate(
 
 /**
  * Writes a PATCH's item changes (checked by the caller) to the order's `current` items, in the
- * caller's transaction: deletes, then updates (several updates of one item apply in the order
- * sent, as one write), then creates, numbered after the order's last line unless they say. Returns
- * the order's items as stored, in line order. A created item records its entry's variant (`entries`).
+ * caller's transaction, after the order's own update to `orderVersion` at `now`: deletes, then
+ * updates (several updates of one item apply in the order sent, as one write), then creates,
+ * numbered after the order's last line unless they say. Returns the order's items as stored, in
+ * line order. A created item records its entry's variant (`entries`). Updates alone may follow the
+ * order's update before it has been answered: they apply only if it did (`updateOrderItemQuery`).
  */
 export async function writeItemChanges(
   db: Db,
   businessId: string,
   orderId: string,
+  orderVersion: number,
   current: OrderItemRow[],
   changes: ItemChanges,
   entries: Map<string, VariantFields>,
@@ -66,8 +69,11 @@ export async function writeItemChanges(
     else {
       const {
         rows: [row],
-      } = await db.executeQuery(updateOrderItemQuery(db, { businessId, id: stored.id, set: values }));
-      items.push(row);
+      } = await db.executeQuery(
+        updateOrderItemQuery(db, { businessId, orderId, orderVersion, now, id: stored.id, set: values }),
+      );
+      // None when the order's update did not apply: the caller starts again.
+      if (row) items.push(row);
     }
   }
 

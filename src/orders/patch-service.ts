@@ -9,7 +9,8 @@ import { mergeStoredProperties } from '../lib/properties.ts';
 import { toDecimalString } from '../lib/money.ts';
 import { parseDateTime } from '../lib/time.ts';
 import { itemUpdate, writeItemChanges } from './patch-items.ts';
-import { findEntries, findOrderRowWithItems, updateOrderRow, type OrderRowWithItems } from './repository.ts';
+import { findEntries, findOrderRowWithItems, updateOrderRowQuery, type OrderRowWithItems } from './repository.ts';
+import { sendRead } from '../db/pipeline.ts';
 import { applyOrderChange } from './read-model/index.ts';
 import { toOrder, type OrderItemRow, type OrderRow } from './mapper.ts';
 import type { Order, UpdateOrderInput } from './schema.ts';
@@ -124,13 +125,19 @@ export async function patchOrder(
       return seen ? patchOrder(ctx, id, input, expected) : unchanged(before);
     }
   }
-  const updated = await updateOrderRow(db, businessId, id, Number(row.version), {
-    ...set,
-    version: Number(row.version) + 1,
-    updated_at: now,
-  });
+  const version = Number(row.version) + 1;
+  const orderUpdate = await sendRead<OrderRow>(
+    db,
+    updateOrderRowQuery(db, businessId, id, Number(row.version), { ...set, version, updated_at: now }),
+  );
+  // Updates of items alone travel behind the order's update, applying only if it did; deletes and creates wait for it.
+  const alongside = itemsChanged && creates.length + deletes.size === 0;
+  let items = alongside ? await writeItemChanges(db, businessId, id, version, stored, input, entries, now) : stored;
+  const [updated] = (await orderUpdate.answer).rows;
+  // The version has moved since `seen` was read: start again from the order under its row lock.
   if (!updated) return patchOrder(ctx, id, input, expected);
-  const items = itemsChanged ? await writeItemChanges(db, businessId, id, stored, input, entries, now) : stored;
+  if (itemsChanged && !alongside)
+    items = await writeItemChanges(db, businessId, id, version, stored, input, entries, now);
   await applyOrderChange(db, row, updated);
   return endUpdate(ctx, 'order', before, toOrder(updated, items));
 }

@@ -176,25 +176,58 @@ export async function updateOrderRow(
   version: number,
   set: Updateable<OrderTable>,
 ): Promise<OrderRow | undefined> {
-  return db
+  return updateOrderRowQuery(db, businessId, id, version, set).executeTakeFirst();
+}
+
+/** The update of a live order at `version`, answering the row as stored (none when the version has moved). */
+export const updateOrderRowQuery = (
+  db: Db,
+  businessId: string,
+  id: string,
+  version: number,
+  set: Updateable<OrderTable>,
+) =>
+  db
     .updateTable('orders')
     .set(set)
     .where('business_id', '=', businessId)
     .where('id', '=', id)
     .where('version', '=', version)
     .where(whereLive())
-    .returningAll()
-    .executeTakeFirst();
-}
+    .returningAll();
 
-/** The update of an order item, answering the row as stored. */
+/**
+ * The update of an order item, answering the row as stored, only if its order's own update applied:
+ * the order is at `orderVersion`, updated at `now` (a time no other write of the business has), so
+ * that it may be sent behind that update without waiting for its answer (src/orders/patch-service.ts).
+ */
 export const updateOrderItemQuery = statement(
-  (db, v: { businessId: string; id: string; set: Updateable<OrderItemTable> }) =>
+  (
+    db,
+    v: {
+      businessId: string;
+      orderId: string;
+      orderVersion: number;
+      now: string;
+      id: string;
+      set: Updateable<OrderItemTable>;
+    },
+  ) =>
     db
       .updateTable('order_items')
       .set(v.set)
       .where('business_id', '=', v.businessId)
       .where('id', '=', v.id)
+      .where(({ exists, selectFrom }) =>
+        exists(
+          selectFrom('orders')
+            .select('orders.id')
+            .where('orders.business_id', '=', v.businessId)
+            .where('orders.id', '=', v.orderId)
+            .where('orders.version', '=', v.orderVersion)
+            .where('orders.updated_at', '=', v.now),
+        ),
+      )
       .returningAll(),
 );
 
