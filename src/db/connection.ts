@@ -11,6 +11,7 @@ import { QueuedSqliteDialect } from './sqlite-dialect.ts';
 import { openSqliteDatabase } from './sqlite-driver.ts';
 import type { Database, Dialect } from './types.ts';
 import { serviceTypes } from './pg-types.ts';
+import type { PoolStats } from '../http/metrics.ts';
 
 export interface DatabaseHandle {
   db: Kysely<Database>;
@@ -19,7 +20,7 @@ export interface DatabaseHandle {
   describe: string;
   close(): Promise<void>;
   /** PostgreSQL pool use, for /metrics; absent on SQLite. */
-  poolStats?: () => { total: number; idle: number; waiting: number; max: number };
+  poolStats?: () => PoolStats;
   /** A read-only snapshot on a connection of its own, for long reads (exports). */
   openSnapshot: OpenSnapshot;
   /** SQLite with `backgroundCheckpoints`: the thread that checkpoints the WAL. */
@@ -72,7 +73,7 @@ function openSqlite(path: string, options: DatabaseOptions): { db: Kysely<Databa
 function openPostgres(
   url: string,
   options: DatabaseOptions,
-): { db: Kysely<Database>; pool: pg.Pool; connect: () => Promise<pg.PoolClient> } {
+): { db: Kysely<Database>; pool: pg.Pool; connect: () => Promise<pg.PoolClient>; roundTrips: () => number } {
   if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
     throw new Error('invalid schema name');
   }
@@ -93,7 +94,12 @@ function openPostgres(
   pool.on('connect', (client) => client.on('error', () => {}));
   const prepared = preparingPool(pool, { naming: options.prepare !== false });
   const dialect = new PoolerSafePostgresDialect({ pool: prepared, pipeline: true });
-  return { db: new Kysely<Database>({ dialect }), pool, connect: () => prepared.connect() };
+  return {
+    db: new Kysely<Database>({ dialect }),
+    pool,
+    connect: () => prepared.connect(),
+    roundTrips: prepared.roundTrips,
+  };
 }
 
 /** One Kysely object from DATABASE_URL: `sqlite:PATH` or `postgres://...`. */
@@ -109,7 +115,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     };
     return { db, dialect: 'sqlite', describe: `sqlite:${path}`, close, openSnapshot, checkpointer };
   }
-  const { db, pool, connect } = openPostgres(url, options);
+  const { db, pool, connect, roundTrips } = openPostgres(url, options);
   const openSnapshot = postgresSnapshots(pool);
   snapshots.set(db, openSnapshot);
   const replicas = options.replicaUrls?.length
@@ -135,6 +141,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
       idle: pool.idleCount,
       waiting: pool.waitingCount,
       max: pool.options.max,
+      roundTrips: roundTrips(),
     }),
   };
 }

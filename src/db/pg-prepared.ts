@@ -19,12 +19,14 @@ function isStalePlan(error: unknown): boolean {
  * plan cache can reuse a plan (node-postgres sends parameterised queries unnamed). A named
  * `select *` fails with "cached plan must not change result type" after a rolling deploy adds a
  * column: the statement then gets a fresh name, and is retried once outside a transaction. A
- * COMMIT that PostgreSQL answers with ROLLBACK fails here (decision 0053).
+ * COMMIT that PostgreSQL answers with ROLLBACK fails here (decision 0053). `roundTrips` counts the
+ * statements sent while none was in flight on their connection: the times a process waited on the
+ * database (a statement sent behind another travels in its round trip).
  */
 export function preparingPool(
   pool: pg.Pool,
   { naming = true } = {},
-): { connect(): Promise<pg.PoolClient>; end(): Promise<void> } {
+): { connect(): Promise<pg.PoolClient>; end(): Promise<void>; roundTrips(): number } {
   const names = new Map<string, string>();
   let next = 0;
   const nameOf = (text: string, values: readonly unknown[] | undefined): string | undefined => {
@@ -39,6 +41,7 @@ export function preparingPool(
     return name;
   };
   const wrapped = new WeakSet<pg.PoolClient>();
+  let roundTrips = 0;
 
   const wrap = (client: pg.PoolClient) => {
     const query = client.query.bind(client) as Query;
@@ -53,6 +56,7 @@ export function preparingPool(
       // Read before sending: node-postgres reports an error before the status that follows it. A
       // statement sent behind others (a BEGIN not yet answered, say) may be in a transaction already.
       const alone = inFlight === 0 && client.getTransactionStatus() === 'I';
+      if (inFlight === 0) roundTrips++;
       inFlight++;
       try {
         const result = await run(text, values);
@@ -84,5 +88,6 @@ export function preparingPool(
       return client;
     },
     end: () => pool.end(),
+    roundTrips: () => roundTrips,
   };
 }

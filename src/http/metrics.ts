@@ -10,6 +10,8 @@ export interface PoolStats {
   idle: number;
   waiting: number;
   max: number;
+  /** Statements sent while none was in flight on their connection, since the start (pg-prepared.ts). */
+  roundTrips: number;
 }
 
 export interface MetricsOptions {
@@ -74,6 +76,18 @@ export function registerMetrics(app: FastifyInstance, options: MetricsOptions = 
       if (!stats) return;
       for (const state of ['total', 'idle', 'waiting', 'max'] as const) this.set({ state }, stats[state]);
       this.set({ state: 'in_use' }, stats.total - stats.idle);
+    },
+  });
+  let countedTrips = 0;
+  new Counter({
+    name: 'supplyline_db_round_trips_total',
+    help: 'Times the process waited on the primary (PostgreSQL): statements sent while none was in flight on their connection',
+    registers: [registry],
+    collect() {
+      const stats = pool?.();
+      if (!stats) return;
+      this.inc(stats.roundTrips - countedTrips);
+      countedTrips = stats.roundTrips;
     },
   });
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { sendWrite, sentWritesDone } from '../../src/db/pipeline.ts';
+import { sendRead, sendWrite, sentWritesDone } from '../../src/db/pipeline.ts';
 import { describeEachBackend } from '../helpers/context.ts';
 
 /**
@@ -95,5 +95,54 @@ describeEachBackend('writes sent ahead', (ctx) => {
     await assert.rejects(sendWrite(ctx().db, sql`insert into ahead_rows (n) values (null)`), /not[ -]null/i);
     await sendWrite(ctx().db, sql`insert into ahead_rows (n) values (4)`);
     assert.equal(await count(4), 1);
+  });
+  it('sendRead: in a transaction, goes on before the database has answered (PostgreSQL); its answer is read later', async (t) => {
+    const other = postgres() ? new pg.Client({ connectionString: ctx().database.url }) : undefined;
+    try {
+      await other?.connect();
+      await other?.query('begin');
+      await other?.query('select pg_advisory_xact_lock(4343)');
+      let sent = false;
+      const read = ctx()
+        .db.transaction()
+        .execute(async (trx) => {
+          const lock = other ? sql`, pg_advisory_xact_lock(4343)` : sql``;
+          const first = await sendRead<{ n: number }>(trx, sql`select 7 as n ${lock}`);
+          sent = true;
+          const second = await sql<{ n: number }>`select 8 as n`.execute(trx);
+          return [Number((await first.answer).rows[0].n), Number(second.rows[0].n)];
+        });
+      if (other) {
+        const deadline = Date.now() + 10_000;
+        while (!sent && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+        assert.equal(sent, true, 'the write went on while the statement waited for the lock');
+        await other.query('commit');
+      } else t.diagnostic('SQLite answers every statement as it runs');
+      assert.deepEqual(await read, [7, 8]);
+    } finally {
+      await other?.end();
+    }
+  });
+
+  it("sendRead: its failure is its answer's, and fails the next statement waited for", async () => {
+    await assert.rejects(
+      ctx()
+        .db.transaction()
+        .execute(async (trx) => {
+          const failing = await sendRead(trx, sql`insert into ahead_rows (n) values (null) returning n`);
+          await failing.answer;
+        }),
+      /not[ -]null/i,
+    );
+    await assert.rejects(
+      ctx()
+        .db.transaction()
+        .execute(async (trx) => {
+          const failing = await sendRead(trx, sql`insert into ahead_rows (n) values (null) returning n`);
+          failing.answer.catch(() => {});
+          await sql`select 1`.execute(trx);
+        }),
+      /not[ -]null/i,
+    );
   });
 });

@@ -98,7 +98,11 @@ for (const backend of backends) {
         assert.match(text, new RegExp(`supplyline_rate_limit_rejections_total\\{route="/api/v1/items"\\} ${limited}`));
         assert.match(text, /supplyline_idempotent_replays_total\{route="\/api\/v1\/items"\} 1/);
         assert.ok(!text.includes('ord_doesnotexist123'), 'raw URLs never become labels');
-        if (backend === 'postgres') assert.match(text, /supplyline_db_pool_connections\{state="max"\} 10/);
+        if (backend === 'postgres') {
+          assert.match(text, /supplyline_db_pool_connections\{state="max"\} 10/);
+          const trips = Number(/^supplyline_db_round_trips_total (\d+)$/m.exec(text)?.[1]);
+          assert.ok(trips >= 14, `the requests above waited on the database (${trips} round trips)`);
+        }
         const doc = await t.app.inject({ method: 'GET', url: '/openapi.json' });
         assert.ok(!('/metrics' in JSON.parse(doc.body).paths), '/metrics is not in the OpenAPI document');
 
