@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { sendRead } from './pipeline.ts';
 import { statement } from './statement.ts';
 import type { Db } from './types.ts';
 
@@ -11,6 +12,21 @@ export async function nextCounterValue(db: Db, businessId: string, name: string,
     rows: [row],
   } = await db.executeQuery(nextCounterQuery(db, { businessId, name, count }));
   return Number(row.value);
+}
+
+/**
+ * `nextCounterValue`, sent ahead (src/db/pipeline.ts sendRead): the statements that follow travel
+ * with it, and `value` answers later. For a write that is undone whole if it fails, so that a
+ * number taken early is never lost.
+ */
+export async function sendNextCounterValue(
+  db: Db,
+  businessId: string,
+  name: string,
+  count = 1,
+): Promise<{ value: Promise<number> }> {
+  const { answer } = await sendRead<{ value: number }>(db, nextCounterQuery(db, { businessId, name, count }));
+  return { value: answer.then(({ rows: [row] }) => Number(row.value)) };
 }
 
 const nextCounterQuery = statement((db, v: { businessId: string; name: string; count: number }) =>

@@ -22,16 +22,19 @@ export interface NewOrder {
 /**
  * Inserts live orders of one business with their items, indexes their properties and counts them,
  * in the caller's transaction, and returns the rows as stored, in the order given: one multi-row
- * statement per table for all of them, and the SO numbers taken at once, in that order.
+ * statement per table for all of them, and the SO numbers taken at once, in that order (or `taken`,
+ * the last of as many numbers as orders numbered, taken by the caller).
  */
 export async function insertOrders(
   db: Db,
   orders: NewOrder[],
+  taken?: { value: Promise<number> },
 ): Promise<Array<{ order: OrderRow; items: Array<Selectable<OrderItemTable>> }>> {
   if (orders.length === 0) return [];
   const numbered = orders.filter((o) => o.numbered).length;
-  let next =
-    numbered === 0 ? 0 : (await nextCounterValue(db, orders[0].order.business_id, 'order', numbered)) - numbered + 1;
+  const last = async () =>
+    taken ? await taken.value : await nextCounterValue(db, orders[0].order.business_id, 'order', numbered);
+  let next = numbered === 0 ? 0 : (await last()) - numbered + 1;
   const rows = orders.map((o) => (o.numbered ? { ...o.order, internal_reference: formatReference(next++) } : o.order));
   // Sent one behind the other, their answers read after: one round trip on PostgreSQL (decision 0053).
   const sent: Array<{ answer: Promise<QueryResult<unknown>> }> = [];

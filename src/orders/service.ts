@@ -6,6 +6,7 @@ import { multiply, sum, toDecimalString } from '../lib/money.ts';
 import { findEffectiveEntries, type EffectivePrice, type VariantPrice } from '../pricing/effective-price.ts';
 import { priceEntry } from '../pricing/resolve.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
+import { sendNextCounterValue } from '../db/counters.ts';
 import { createdEvent, namedEvent } from '../log/events.ts';
 import {
   findEntries,
@@ -70,7 +71,11 @@ export async function createOrder(
   partnership: Partnership,
   input: CreateOrderInput,
 ): Promise<Written<Order>> {
-  const [created] = await createOrders(ctx, [{ partnership, input }]);
+  // Its SO number is taken as its prices are read (one round trip on PostgreSQL): an order that
+  // fails throws, and its write is undone with the number.
+  const taken =
+    input.internalReference === undefined ? await sendNextCounterValue(ctx.trx, ctx.businessId, 'order') : undefined;
+  const [created] = await createOrders(ctx, [{ partnership, input }], taken);
   if (created instanceof ApiError) throw created;
   return created;
 }
@@ -83,6 +88,7 @@ export async function createOrder(
 export async function createOrders(
   ctx: WriteContext,
   inputs: Array<{ partnership: Partnership; input: CreateOrderInput }>,
+  taken?: { value: Promise<number> },
 ): Promise<(Written<Order> | ApiError)[]> {
   const { trx: db, businessId, now } = ctx;
   const byList = groupBy(inputs, ({ partnership }) => partnership.itemListId ?? '');
@@ -112,6 +118,7 @@ export async function createOrders(
   const stored = await insertOrders(
     db,
     planned.filter((p): p is NewOrder => !(p instanceof ApiError)),
+    taken,
   );
   let next = 0;
   return planned.map((p) => {

@@ -408,7 +408,7 @@ describeEachBackend('POST /api/v1/buyers/:id/orders', (ctx) => {
       .values({ business_id: t.businessId, name: 'order', value: 999_998 })
       .execute();
     assert.equal((await createOrder(ctx(), t, f)).internalReference, 'SO-999999');
-    // A variant that is not on the buyer's list: refused inside the write, which takes no number.
+    // A variant that is not on the buyer's list: refused inside the write, which is undone with the number it took.
     const refused = await postOrder(ctx(), t, f, { orderItems: [{ itemVariantId: 'var_unknown', quantity: 1 }] });
     assert.equal(refused.status, 400, JSON.stringify(refused.body));
     const next = await createOrder(ctx(), t, f);

@@ -4,7 +4,10 @@ import { createDatabase, type DatabaseHandle } from '../../src/db/connection.ts'
 import { newId } from '../../src/lib/ids.ts';
 import { insertOrders, type NewOrder } from '../../src/orders/repository.ts';
 import { describeEachBackend } from '../helpers/context.ts';
-import { createFixture, createOrder } from '../helpers/orders.ts';
+import { createFixture, createOrder as createOrderByApi, DELIVERY } from '../helpers/orders.ts';
+import { createOrder } from '../../src/orders/service.ts';
+import type { CreateOrderInput } from '../../src/orders/schema.ts';
+import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
 
 /**
  * Orders are stored in few round trips on PostgreSQL (src/orders/repository.ts insertOrders,
@@ -21,7 +24,7 @@ describeEachBackend('inserting orders', (ctx) => {
   async function copies(numbered: boolean): Promise<NewOrder[]> {
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);
-    const created = await createOrder(ctx(), t, f);
+    const created = await createOrderByApi(ctx(), t, f);
     const order = await ctx()
       .db.selectFrom('orders')
       .selectAll()
@@ -88,5 +91,27 @@ describeEachBackend('inserting orders', (ctx) => {
       )
       .execute();
     assert.deepEqual(kept, []);
+  });
+  it('a create takes its SO number as its prices are read: the lock, the prices and the number, the rows, the commit', async (t) => {
+    const tenant = await ctx().createTenant();
+    const f = await createFixture(ctx(), tenant);
+    const db = own?.db ?? ctx().db;
+    const partnership = { id: f.partnershipId, itemListId: null };
+    const input = {
+      expectedDeliveryAt: DELIVERY,
+      orderItems: [0, 1, 2].map((i) => ({ itemVariantId: f.variantIds[i], quantity: 2 })),
+    } as CreateOrderInput;
+    const runner = createWriteRunner(db);
+    const write = () =>
+      runner.run({ businessId: tenant.businessId, actor: SYSTEM }, (c) => createOrder(c, partnership, input));
+    await write();
+    const trips = () => own?.poolStats?.().roundTrips ?? 0;
+    const start = trips();
+    const { resource } = await write();
+    const used = trips() - start;
+    assert.equal(resource.internalReference, 'SO-000002');
+    assert.equal(resource.orderItems.length, 3);
+    if (!own) return t.diagnostic('SQLite answers every statement as it runs');
+    assert.equal(used, 4, `round trips: ${used}`);
   });
 });
