@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
+import type { Kysely } from 'kysely';
 import { createDatabase, type DatabaseHandle } from '../../src/db/connection.ts';
+import type { Database } from '../../src/db/types.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { insertOrders, type NewOrder } from '../../src/orders/repository.ts';
 import { describeEachBackend } from '../helpers/context.ts';
@@ -42,13 +44,17 @@ describeEachBackend('inserting orders', (ctx) => {
     });
   }
 
-  it('stores orders and their items with the items behind the orders, answering the rows as stored', async (t) => {
-    const given = await copies(false);
-    const db = own?.db ?? ctx().db;
+  /** What `work` answers, and the round trips it took on PostgreSQL (0 on SQLite). */
+  async function counted<T>(work: (db: Kysely<Database>) => Promise<T>): Promise<{ answer: T; used: number }> {
     const trips = () => own?.poolStats?.().roundTrips ?? 0;
     const start = trips();
-    const stored = await db.transaction().execute((trx) => insertOrders(trx, given));
-    const used = trips() - start;
+    const answer = await work(own?.db ?? ctx().db);
+    return { answer, used: trips() - start };
+  }
+
+  it('stores orders and their items with the items behind the orders, answering the rows as stored', async (t) => {
+    const given = await copies(false);
+    const { answer: stored, used } = await counted((db) => db.transaction().execute((trx) => insertOrders(trx, given)));
     assert.deepEqual(
       stored.map((s) => [s.order.id, s.order.internal_reference, s.items.map((i) => i.id).sort()]),
       given.map((g) => [g.order.id, g.order.internal_reference, g.items.map((i) => i.id).sort()]),
@@ -60,11 +66,7 @@ describeEachBackend('inserting orders', (ctx) => {
 
   it('takes the SO numbers first, then stores the orders as one more round trip', async (t) => {
     const given = await copies(true);
-    const db = own?.db ?? ctx().db;
-    const trips = () => own?.poolStats?.().roundTrips ?? 0;
-    const start = trips();
-    const stored = await db.transaction().execute((trx) => insertOrders(trx, given));
-    const used = trips() - start;
+    const { answer: stored, used } = await counted((db) => db.transaction().execute((trx) => insertOrders(trx, given)));
     assert.deepEqual(
       stored.map((s) => s.order.internal_reference),
       ['SO-000002', 'SO-000003'],
@@ -95,20 +97,20 @@ describeEachBackend('inserting orders', (ctx) => {
   it('a create takes its SO number as its prices are read: the lock, the prices and the number, the rows, the commit', async (t) => {
     const tenant = await ctx().createTenant();
     const f = await createFixture(ctx(), tenant);
-    const db = own?.db ?? ctx().db;
     const partnership = { id: f.partnershipId, itemListId: null };
     const input = {
       expectedDeliveryAt: DELIVERY,
       orderItems: [0, 1, 2].map((i) => ({ itemVariantId: f.variantIds[i], quantity: 2 })),
     } as CreateOrderInput;
-    const runner = createWriteRunner(db);
-    const write = () =>
-      runner.run({ businessId: tenant.businessId, actor: SYSTEM }, (c) => createOrder(c, partnership, input));
-    await write();
-    const trips = () => own?.poolStats?.().roundTrips ?? 0;
-    const start = trips();
-    const { resource } = await write();
-    const used = trips() - start;
+    const write = (db: Kysely<Database>) =>
+      createWriteRunner(db).run({ businessId: tenant.businessId, actor: SYSTEM }, (c) =>
+        createOrder(c, partnership, input),
+      );
+    await counted(write);
+    const {
+      answer: { resource },
+      used,
+    } = await counted(write);
     assert.equal(resource.internalReference, 'SO-000002');
     assert.equal(resource.orderItems.length, 3);
     if (!own) return t.diagnostic('SQLite answers every statement as it runs');
