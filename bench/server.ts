@@ -159,14 +159,14 @@ function cpuMs(pid: number | string): number {
   }
 }
 
-/** The CPU time used by every `postgres` process on this machine (the database beside the server), ms. */
-function databaseCpuMs(): number {
-  let total = 0;
+/** The CPU time each `postgres` process on this machine has used (the database beside the server), ms by pid. */
+function databaseCpuMs(): Map<string, number> {
+  const used = new Map<string, number>();
   try {
     for (const pid of readdirSync('/proc')) {
       if (!/^\d+$/.test(pid)) continue;
       try {
-        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') total += cpuMs(pid);
+        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') used.set(pid, cpuMs(pid));
       } catch {
         /* gone in between */
       }
@@ -174,6 +174,17 @@ function databaseCpuMs(): number {
   } catch {
     /* not Linux */
   }
+  return used;
+}
+
+/**
+ * The database's CPU time between two readings: each process's own, from its first reading (or its
+ * start, when it began in between). A process that ended in between is left out: summing the totals
+ * instead made the difference negative when a busy connection closed.
+ */
+function databaseCpuSince(before: Map<string, number>): number {
+  let total = 0;
+  for (const [pid, ms] of databaseCpuMs()) total += ms - Math.min(before.get(pid) ?? 0, ms);
   return total;
 }
 
@@ -186,5 +197,5 @@ function databaseCpuMs(): number {
 export function sampleCpu(pid: number): () => { serverMs: number; databaseMs: number } {
   const server = cpuMs(pid);
   const database = databaseCpuMs();
-  return () => ({ serverMs: cpuMs(pid) - server, databaseMs: databaseCpuMs() - database });
+  return () => ({ serverMs: cpuMs(pid) - server, databaseMs: databaseCpuSince(database) });
 }
