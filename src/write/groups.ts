@@ -27,7 +27,9 @@ interface Waiting {
  *   that waited begin a transaction of their own;
  * - a member's writes sent ahead are checked once the next member's statements are answered, not
  *   before it starts; if they failed, that member is undone and the next one runs again;
- * - if the COMMIT fails, or a savepoint cannot be rolled back, every member fails and none is kept.
+ * - if the COMMIT fails, or a savepoint cannot be rolled back, every member fails and none is kept;
+ * - the business's next group begins while this one's COMMIT is on its way; its write lock waits in
+ *   the database, and is granted when that COMMIT ends.
  */
 export class WriteGroups {
   readonly #db: Kysely<Database>;
@@ -56,13 +58,19 @@ export class WriteGroups {
     });
   }
 
+  /**
+   * The business's groups, one after another: the next one begins once the one before has run its
+   * members, while that one's COMMIT is on its way. Its BEGIN and write lock then wait in the
+   * database for that COMMIT, and are granted the moment it ends.
+   */
   async #drain(businessId: string): Promise<void> {
     const queue = this.#queues.get(businessId)!;
-    while (queue.length > 0) await this.#group(businessId, queue);
+    while (queue.length > 0) await new Promise<void>((ranAll) => void this.#group(businessId, queue, ranAll));
     this.#queues.delete(businessId);
   }
 
-  async #group(businessId: string, queue: Waiting[]): Promise<void> {
+  /** `ranAll` is called once the group takes no more members: before its COMMIT, or when it fails. */
+  async #group(businessId: string, queue: Waiting[], ranAll: () => void): Promise<void> {
     /** The members that ran, with their answers once the group has committed. */
     const ran: Ran[] = [];
     const first: { failed?: { member: Waiting; error: unknown } } = {};
@@ -83,8 +91,10 @@ export class WriteGroups {
           await this.#lastSentWrites(trx, ran.at(-1)!);
           await this.#beforeCommit(trx, businessId);
         }
+        ranAll();
       });
     } catch (error) {
+      ranAll();
       if (first.failed) first.failed.member.reject(first.failed.error);
       else {
         for (const { member } of ran) member.reject(error);

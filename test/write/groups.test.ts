@@ -4,6 +4,7 @@ import { before, it } from 'node:test';
 import { sql } from 'kysely';
 import { sendWrite } from '../../src/db/pipeline.ts';
 import { createWriteRunner, SYSTEM, type WriteContext, type WriteRunner } from '../../src/write/runner.ts';
+import { WriteGroups } from '../../src/write/groups.ts';
 import { describeEachBackend } from '../helpers/context.ts';
 
 /**
@@ -242,5 +243,35 @@ describeEachBackend('a business’s writes committed together', (ctx) => {
     const late = createWriteRunner(ctx().db, { clock: () => 0 });
     const next = await late.run({ businessId, actor: SYSTEM }, async (c) => c.now);
     assert.ok(Date.parse(next) > occurred.at(-1)!, `${next} after ${new Date(occurred.at(-1)!).toISOString()}`);
+  });
+
+  it('begins the next group while the one before commits', async () => {
+    if (postgres()) {
+      // A COMMIT that takes half a second: a deferred trigger sleeps at commit.
+      await sql`create table group_slow (n integer)`.execute(ctx().db);
+      await sql`create function group_slow_commit() returns trigger language plpgsql as $$
+        begin perform pg_sleep(0.5); return null; end $$`.execute(ctx().db);
+      await sql`create constraint trigger group_slow_commit after insert on group_slow
+        deferrable initially deferred for each row execute function group_slow_commit()`.execute(ctx().db);
+    }
+    const groups = new WriteGroups(ctx().db, async () => {});
+    const order: string[] = [];
+    let second: Promise<unknown> | undefined;
+    const first = groups
+      .join(businessId, async (trx) => {
+        if (postgres()) await sql`insert into group_slow (n) values (1)`.execute(trx);
+        // The next write asks once this group has run its members, while its COMMIT is on its way.
+        setTimeout(() => {
+          second = groups.join(businessId, async () => {
+            order.push('second began');
+          });
+        }, 50);
+      })
+      .then(() => order.push('first committed'));
+    await first;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await second;
+    // SQLite's driver runs one transaction at a time.
+    assert.deepEqual(order, postgres() ? ['second began', 'first committed'] : ['first committed', 'second began']);
   });
 });
