@@ -25,8 +25,9 @@ interface Waiting {
  *   failure may rest on what it read of earlier members). The first member runs without one (a
  *   write alone costs what it did): when it fails, the transaction is rolled back, and the writes
  *   that waited begin a transaction of their own;
- * - a member's writes sent ahead are checked once the next member's statements are answered, not
- *   before it starts; if they failed, that member is undone and the next one runs again;
+ * - a member's writes sent ahead (the first member's too) are checked once the next member's
+ *   statements are answered, not before it starts; if they failed, that member is undone and the
+ *   next one runs again (after the first member, in the next group);
  * - if the COMMIT fails, or a savepoint cannot be rolled back, every member fails and none is kept;
  * - the business's next group begins while this one's COMMIT is on its way; its write lock waits in
  *   the database, and is granted when that COMMIT ends.
@@ -73,20 +74,18 @@ export class WriteGroups {
   async #group(businessId: string, queue: Waiting[], ranAll: () => void): Promise<void> {
     /** The members that ran, with their answers once the group has committed. */
     const ran: Ran[] = [];
-    const first: { failed?: { member: Waiting; error: unknown } } = {};
     try {
       await this.#db.transaction().execute(async (trx) => {
         const member = queue.shift()!;
+        let value: unknown;
         try {
-          const value = await member.run(trx, false);
-          // Alone, its writes sent ahead are checked by the COMMIT; before others join, here.
-          if (queue.length > 0) await sentWritesDone(trx);
-          ran.push({ member, answer: () => member.resolve(value) });
+          value = await member.run(trx, false);
         } catch (error) {
-          first.failed = { member, error };
-          throw error;
+          throw new FirstWriteFailed(member, error);
         }
-        for (let n = 1; n < MAX_GROUP && queue.length > 0; n++) await this.#joinSavepoint(trx, n, queue.shift()!, ran);
+        // Its writes sent ahead are checked by the COMMIT, or once the next member's statements are answered.
+        ran.push({ member, answer: () => member.resolve(value) });
+        for (let n = 1; n < MAX_GROUP && queue.length > 0; n++) await this.#joinSavepoint(trx, n, queue, ran);
         if (ran.length > 1) {
           await this.#lastSentWrites(trx, ran.at(-1)!);
           await this.#beforeCommit(trx, businessId);
@@ -95,7 +94,7 @@ export class WriteGroups {
       });
     } catch (error) {
       ranAll();
-      if (first.failed) first.failed.member.reject(first.failed.error);
+      if (error instanceof FirstWriteFailed) error.member.reject(error.reason);
       else {
         for (const { member } of ran) member.reject(error);
       }
@@ -108,9 +107,12 @@ export class WriteGroups {
    * Runs a member in savepoint `member_n`. What the member before sent ahead is not waited for
    * before this one starts: it is checked once this one's statements have been answered. If it
    * failed, the transaction was aborted before this savepoint was made, so the member before is
-   * undone (back to its own savepoint) and fails with that error, and this one runs again.
+   * undone (back to its own savepoint) and fails with that error, and this one runs again. The
+   * group's first member has no savepoint: then the transaction is undone, and this one goes back to
+   * the head of the queue, for the next group.
    */
-  async #joinSavepoint(trx: Transaction<Database>, n: number, member: Waiting, ran: Ran[]): Promise<void> {
+  async #joinSavepoint(trx: Transaction<Database>, n: number, queue: Waiting[], ran: Ran[]): Promise<void> {
+    const member = queue.shift()!;
     // Counted as run from here: if its savepoint cannot begin or be undone, it fails with the group.
     const entry: Ran = { member, answer: () => {}, savepoint: n };
     ran.push(entry);
@@ -128,8 +130,13 @@ export class WriteGroups {
     if (earlier) {
       ran.pop();
       const previous = ran.at(-1)!;
+      if (previous.savepoint === undefined) {
+        queue.unshift(member);
+        throw new FirstWriteFailed(previous.member, earlier.error);
+      }
       await this.#undo(trx, previous, earlier.error);
-      return this.#joinSavepoint(trx, n, member, ran);
+      queue.unshift(member);
+      return this.#joinSavepoint(trx, n, queue, ran);
     }
     if ('error' in result) await this.#undo(trx, entry, result.error);
     else entry.answer = () => member.resolve(result.value);
@@ -158,4 +165,16 @@ interface Ran {
   answer: () => void;
   /** The number of its savepoint; none for the group's first member. */
   savepoint?: number;
+}
+
+/** The group's first member failed: the transaction is undone, and the members that waited go on in the next. */
+class FirstWriteFailed extends Error {
+  readonly member: Waiting;
+  readonly reason: unknown;
+
+  constructor(member: Waiting, reason: unknown) {
+    super('The first write of a group failed');
+    this.member = member;
+    this.reason = reason;
+  }
 }

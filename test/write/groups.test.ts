@@ -170,6 +170,30 @@ describeEachBackend('a business’s writes committed together', (ctx) => {
     assert.deepEqual(runs, postgres() ? [1, 1, 2, 1, 1] : [1, 1, 1, 1, 1]);
   });
 
+  it('when the first write’s statement sent ahead fails, fails it alone and runs the write after it again in the next group', async () => {
+    const runs = [0, 0, 0];
+    const results = await Promise.allSettled(
+      Array.from({ length: 3 }, (_, i) =>
+        run(async (c) => {
+          runs[i]++;
+          await insert(c, 490 + i);
+          await turn();
+          // Not null: the first write's last statement, sent and not waited for.
+          if (i === 0) await sendWrite(c.trx, sql`insert into group_rows (n) values (null)`);
+        }),
+      ),
+    );
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['rejected', 'fulfilled', 'fulfilled'],
+    );
+    assert.match((results[0] as PromiseRejectedResult).reason.message, /not[ -]null/i);
+    assert.deepEqual(await Promise.all([0, 1, 2].map((i) => committed(490 + i))), [0, 1, 1]);
+    // On PostgreSQL the second write learnt of it once its own statements were answered (the first
+    // write was not waited for before it began), and ran again after the transaction was undone.
+    assert.deepEqual(runs, postgres() ? [1, 2, 1] : [1, 1, 1]);
+  });
+
   it('fails a write alone whose last statement sent ahead fails, at its commit', async () => {
     await assert.rejects(
       run(async (c) => {
