@@ -78,18 +78,20 @@ export function registerMetrics(app: FastifyInstance, options: MetricsOptions = 
       this.set({ state: 'in_use' }, stats.total - stats.idle);
     },
   });
+  // SQLite waits on nothing: the counter is PostgreSQL's alone.
   let countedTrips = 0;
-  new Counter({
-    name: 'supplyline_db_round_trips_total',
-    help: 'Times the process waited on the primary (PostgreSQL): statements sent while none was in flight on their connection',
-    registers: [registry],
-    collect() {
-      const stats = pool?.();
-      if (!stats) return;
-      this.inc(stats.roundTrips - countedTrips);
-      countedTrips = stats.roundTrips;
-    },
-  });
+  if (pool)
+    new Counter({
+      name: 'supplyline_db_round_trips_total',
+      help: 'Times the process waited on the primary (PostgreSQL): statements sent while none was in flight on their connection',
+      registers: [registry],
+      collect() {
+        const stats = pool();
+        if (!stats) return;
+        this.inc(stats.roundTrips - countedTrips);
+        countedTrips = stats.roundTrips;
+      },
+    });
 
   // onSend sees the handler's headers, including a replay's `idempotent-replayed`.
   app.addHook('onSend', (request, reply, payload, done) => {

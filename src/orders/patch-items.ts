@@ -6,7 +6,7 @@ import { newId } from '../lib/ids.ts';
 import { writeJson } from '../lib/json.ts';
 import { toDecimalString } from '../lib/money.ts';
 import { variantOf, type OrderItemRow, type VariantFields } from './mapper.ts';
-import { deleteOrderItemsQuery, insertOrderItemsQuery, updateOrderItemQuery } from './repository.ts';
+import { deleteOrderItemsQuery, insertOrderItemsQuery, updateOrderItemQuery } from './items-repository.ts';
 import type { UpdateOrderInput } from './schema.ts';
 
 type ItemChanges = Pick<UpdateOrderInput, 'createOrderItems' | 'updateOrderItems' | 'deleteOrderItems'>;

@@ -1,7 +1,8 @@
 import type { Db } from '../db/types.ts';
 import type { RenderCache } from '../lib/render-cache.ts';
 import { toOrder, type OrderStub } from './mapper.ts';
-import { findOrder, findOrderRows, loadOrderItems } from './repository.ts';
+import { findOrder, findOrderRows } from './repository.ts';
+import { loadOrderItems } from './items-repository.ts';
 import type { Order } from './schema.ts';
 import { readOrderVersion } from './shared-reads.ts';
 

@@ -1,4 +1,5 @@
-import { readOrderItemsShared, readOrderRowShared } from './shared-reads.ts';
+import { readOrderRowShared } from './shared-reads.ts';
+import { insertOrderItemsQuery, loadOneOrderItems } from './items-repository.ts';
 import type { Insertable, QueryResult, Selectable, Updateable } from 'kysely';
 import { nextCounterValue } from '../db/counters.ts';
 import { anyOf, forUpdate } from '../db/dialect.ts';
@@ -37,19 +38,18 @@ export async function insertOrders(
   let next = numbered === 0 ? 0 : (await last()) - numbered + 1;
   const rows = orders.map((o) => (o.numbered ? { ...o.order, internal_reference: formatReference(next++) } : o.order));
   // Sent one behind the other, their answers read after: one round trip on PostgreSQL (decision 0053).
-  const sent: Array<{ answer: Promise<QueryResult<unknown>> }> = [];
+  const orderInserts = [];
   for (const chunk of chunks(rows, ORDERS_PER_INSERT))
-    sent.push(await sendRead(db, db.insertInto('orders').values(chunk).returningAll()));
-  const orderInserts = sent.length;
+    orderInserts.push(await sendRead<OrderRow>(db, db.insertInto('orders').values(chunk).returningAll()));
+  const itemInserts = [];
   for (const chunk of chunks(
     orders.flatMap((o) => o.items),
     ITEMS_PER_INSERT,
   ))
-    sent.push(await sendRead(db, insertOrderItemsQuery(db, { rows: chunk })));
-  const answers = [];
-  for (const { answer } of sent) answers.push((await answer).rows);
-  const inserted = answers.slice(0, orderInserts).flat() as OrderRow[];
-  const insertedItems = answers.slice(orderInserts).flat() as Array<Selectable<OrderItemTable>>;
+    itemInserts.push(await sendRead<Selectable<OrderItemTable>>(db, insertOrderItemsQuery(db, { rows: chunk })));
+  // The orders' answers first: when their insert fails, its error is the one reported.
+  const inserted = await rowsOf(orderInserts);
+  const insertedItems = await rowsOf(itemInserts);
   await applyOrderChanges(
     db,
     inserted.map((after) => ({ before: null, after })),
@@ -63,14 +63,16 @@ export async function insertOrders(
 const ORDERS_PER_INSERT = 500;
 const ITEMS_PER_INSERT = 1_000;
 
+/** The rows of statements sent with `sendRead`, in the order sent. */
+async function rowsOf<R>(sent: Array<{ answer: Promise<QueryResult<R>> }>): Promise<R[]> {
+  const rows: R[] = [];
+  for (const { answer } of sent) rows.push(...(await answer).rows);
+  return rows;
+}
+
 function* chunks<T>(rows: T[], size: number): Generator<T[]> {
   for (let i = 0; i < rows.length; i += size) yield rows.slice(i, i + size);
 }
-
-/** The insert of order items, answering the rows as stored. */
-export const insertOrderItemsQuery = statement((db, v: { rows: Array<Insertable<OrderItemTable>> }) =>
-  db.insertInto('order_items').values(v.rows).returningAll(),
-);
 
 /** An SO number: `SO-000001`, with more digits past 999,999. */
 const formatReference = (n: number) => `SO-${String(n).padStart(6, '0')}`;
@@ -115,30 +117,6 @@ export async function findOrderRows(db: Db, businessId: string, ids: string[]): 
   return new Map(rows.filter((r) => r.business_id === businessId).map((r) => [r.id, r]));
 }
 
-/** The items of several orders: one query, whatever the count. */
-export async function loadOrderItems(
-  db: Db,
-  businessId: string,
-  orderIds: string[],
-): Promise<Map<string, OrderItemRow[]>> {
-  if (orderIds.length === 0) return new Map();
-  return groupBy(await orderItemsQuery(db, businessId, orderIds).execute(), (row) => row.order_id);
-}
-
-/** Order item rows in line order. */
-const orderItemsBase = (db: Db) =>
-  db.selectFrom('order_items').selectAll('order_items').orderBy('order_items.line_number').orderBy('order_items.id');
-
-const orderItemsQuery = (db: Db, businessId: string, orderIds: string[]) =>
-  orderItemsBase(db)
-    .where('order_items.business_id', '=', businessId)
-    .where(anyOf(db, 'order_items.order_id', orderIds));
-
-/** The items of one order: the same statement whatever the order. */
-const oneOrderItemsQuery = statement((db, v: { businessId: string; orderId: string }) =>
-  orderItemsBase(db).where('order_items.business_id', '=', v.businessId).where('order_items.order_id', '=', v.orderId),
-);
-
 /** A live order row of this business with its items. */
 export interface OrderRowWithItems {
   row: OrderRow;
@@ -157,14 +135,6 @@ export async function findOrderRowWithItems(
 ): Promise<OrderRowWithItems | undefined> {
   const row = await findOrderRow(db, businessId, id, lock);
   return row && { row, items: await loadOneOrderItems(db, businessId, id) };
-}
-
-/** The items of one order, in line order. */
-export async function loadOneOrderItems(db: Db, businessId: string, orderId: string): Promise<OrderItemRow[]> {
-  return (
-    (await readOrderItemsShared(db, businessId, orderId)) ??
-    (await db.executeQuery(oneOrderItemsQuery(db, { businessId, orderId }))).rows
-  );
 }
 
 /** An order row with its items, as the API shows it. */
@@ -204,49 +174,6 @@ export const updateOrderRowQuery = (
     .where('version', '=', version)
     .where(whereLive())
     .returningAll();
-
-/**
- * The update of an order item, answering the row as stored, only if its order's own update applied:
- * the order is at `orderVersion`, updated at `now` (a time no other write of the business has), so
- * that it may be sent behind that update without waiting for its answer (src/orders/patch-service.ts).
- */
-export const updateOrderItemQuery = statement(
-  (
-    db,
-    v: {
-      businessId: string;
-      orderId: string;
-      orderVersion: number;
-      now: string;
-      id: string;
-      set: Updateable<OrderItemTable>;
-    },
-  ) =>
-    db
-      .updateTable('order_items')
-      .set(v.set)
-      .where('business_id', '=', v.businessId)
-      .where('id', '=', v.id)
-      .where(({ exists, selectFrom }) =>
-        exists(
-          selectFrom('orders')
-            .select('orders.id')
-            .where('orders.business_id', '=', v.businessId)
-            .where('orders.id', '=', v.orderId)
-            .where('orders.version', '=', v.orderVersion)
-            .where('orders.updated_at', '=', v.now),
-        ),
-      )
-      .returningAll(),
-);
-
-/** The delete of some of an order's items. */
-export const deleteOrderItemsQuery = (db: Db, businessId: string, orderId: string, ids: string[]) =>
-  db
-    .deleteFrom('order_items')
-    .where('business_id', '=', businessId)
-    .where('order_id', '=', orderId)
-    .where('id', 'in', ids);
 
 /** Item list entries of this business with their variants and lists, keyed by entry id. */
 export async function findEntries(db: Db, businessId: string, entryIds: string[]) {

@@ -15,7 +15,8 @@ import { etagOf, parseIfMatch } from '../http/etag.ts';
 import { readAtOneMoment } from '../db/dialect.ts';
 import { listOrders } from './read-model/index.ts';
 import { patchOrder } from './patch-service.ts';
-import { findOrderRow, findOrderRowWithItems, loadOneOrderItems } from './repository.ts';
+import { findOrderRow, findOrderRowWithItems } from './repository.ts';
+import { loadOneOrderItems } from './items-repository.ts';
 import { renderOrder, renderOrders } from './render.ts';
 import {
   BuyerOrderParams,

@@ -12,14 +12,13 @@ import {
   findEntries,
   findOrderRow,
   insertOrders,
-  loadOneOrderItems,
-  loadOrderItems,
   markIngested,
   softDeleteOrder,
   type EntryRow,
   type NewOrder,
   type OrderRowWithItems,
 } from './repository.ts';
+import { loadOneOrderItems, loadOrderItems } from './items-repository.ts';
 import { toOrder, variantOf, type VariantFields } from './mapper.ts';
 import type { CreateOrderInput, Order } from './schema.ts';
 

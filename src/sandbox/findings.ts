@@ -18,7 +18,7 @@ import { whereLive } from '../db/live.ts';
 import { readJson } from '../lib/json.ts';
 import { toIso } from '../lib/time.ts';
 import { dec, plain, shippableOf } from '../fulfilment/quantities.ts';
-import { loadOrderItems } from '../orders/repository.ts';
+import { loadOrderItems } from '../orders/items-repository.ts';
 import { AWAITED } from './runs.ts';
 
 export interface Finding {

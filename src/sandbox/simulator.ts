@@ -12,7 +12,7 @@ import { ApiError, validationError } from '../lib/errors.ts';
 import { newId } from '../lib/ids.ts';
 import { patchOrder } from '../orders/patch-service.ts';
 import type { OrderItemRow } from '../orders/mapper.ts';
-import { loadOneOrderItems } from '../orders/repository.ts';
+import { loadOneOrderItems } from '../orders/items-repository.ts';
 import type { Order, UpdateOrderInput } from '../orders/schema.ts';
 import type { Actor, WriteContext, WriteRunner } from '../write/runner.ts';
 import {

@@ -102,6 +102,8 @@ for (const backend of backends) {
           assert.match(text, /supplyline_db_pool_connections\{state="max"\} 10/);
           const trips = Number(/^supplyline_db_round_trips_total (\d+)$/m.exec(text)?.[1]);
           assert.ok(trips >= 14, `the requests above waited on the database (${trips} round trips)`);
+        } else {
+          assert.ok(!text.includes('supplyline_db_round_trips_total'), 'SQLite has no round trips to count');
         }
         const doc = await t.app.inject({ method: 'GET', url: '/openapi.json' });
         assert.ok(!('/metrics' in JSON.parse(doc.body).paths), '/metrics is not in the OpenAPI document');
