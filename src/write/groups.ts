@@ -74,8 +74,10 @@ export class WriteGroups {
   async #group(businessId: string, queue: Waiting[], ranAll: () => void): Promise<void> {
     /** The members that ran, with their answers once the group has committed. */
     const ran: Ran[] = [];
+    let began = false;
     try {
       await this.#db.transaction().execute(async (trx) => {
+        began = true;
         const member = queue.shift()!;
         let value: unknown;
         try {
@@ -95,6 +97,8 @@ export class WriteGroups {
     } catch (error) {
       ranAll();
       if (error instanceof FirstWriteFailed) error.member.reject(error.reason);
+      // No transaction (the database cannot be reached): the write at the head fails, and the next tries again.
+      else if (!began) queue.shift()!.reject(error);
       else {
         for (const { member } of ran) member.reject(error);
       }

@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { sendWrite } from '../../src/db/pipeline.ts';
 import { createWriteRunner, SYSTEM, type WriteContext, type WriteRunner } from '../../src/write/runner.ts';
 import { WriteGroups } from '../../src/write/groups.ts';
+import { createDatabase } from '../../src/db/connection.ts';
 import { describeEachBackend } from '../helpers/context.ts';
 
 /**
@@ -267,6 +268,23 @@ describeEachBackend('a business’s writes committed together', (ctx) => {
     const late = createWriteRunner(ctx().db, { clock: () => 0 });
     const next = await late.run({ businessId, actor: SYSTEM }, async (c) => c.now);
     assert.ok(Date.parse(next) > occurred.at(-1)!, `${next} after ${new Date(occurred.at(-1)!).toISOString()}`);
+  });
+
+  it('fails each waiting write, rather than waiting for ever, when no transaction can begin', async () => {
+    // A database nothing listens on: every connection is refused.
+    const down = createDatabase('postgres://postgres@127.0.0.1:1/nothing');
+    try {
+      const groups = new WriteGroups(down.db, async () => {});
+      const outcomes = Promise.allSettled([1, 2, 3].map((n) => groups.join(businessId, async () => n)));
+      const settled = await Promise.race([outcomes, new Promise((resolve) => setTimeout(resolve, 10_000, 'waiting'))]);
+      assert.notEqual(settled, 'waiting', 'the writes were still waiting after 10 s');
+      assert.deepEqual(
+        (settled as PromiseSettledResult<number>[]).map((r) => r.status),
+        ['rejected', 'rejected', 'rejected'],
+      );
+    } finally {
+      await down.close();
+    }
   });
 
   it('begins the next group while the one before commits', async () => {
