@@ -75,6 +75,8 @@ export class WriteGroups {
     /** The members that ran, with their answers once the group has committed. */
     const ran: Ran[] = [];
     let began = false;
+    // Kept here: a failed ROLLBACK replaces the error the transaction's work threw.
+    let firstFailed: FirstWriteFailed | undefined;
     try {
       await this.#db.transaction().execute(async (trx) => {
         began = true;
@@ -83,11 +85,17 @@ export class WriteGroups {
         try {
           value = await member.run(trx, false);
         } catch (error) {
-          throw new FirstWriteFailed(member, error);
+          firstFailed = new FirstWriteFailed(member, error);
+          throw firstFailed;
         }
         // Its writes sent ahead are checked by the COMMIT, or once the next member's statements are answered.
         ran.push({ member, answer: () => member.resolve(value) });
-        for (let n = 1; n < MAX_GROUP && queue.length > 0; n++) await this.#joinSavepoint(trx, n, queue, ran);
+        try {
+          for (let n = 1; n < MAX_GROUP && queue.length > 0; n++) await this.#joinSavepoint(trx, n, queue, ran);
+        } catch (error) {
+          if (error instanceof FirstWriteFailed) firstFailed = error;
+          throw error;
+        }
         if (ran.length > 1) {
           await this.#lastSentWrites(trx, ran.at(-1)!);
           await this.#beforeCommit(trx, businessId);
@@ -96,7 +104,7 @@ export class WriteGroups {
       });
     } catch (error) {
       ranAll();
-      if (error instanceof FirstWriteFailed) error.member.reject(error.reason);
+      if (firstFailed) firstFailed.member.reject(firstFailed.reason);
       // No transaction (the database cannot be reached): the write at the head fails, and the next tries again.
       else if (!began) queue.shift()!.reject(error);
       else {
@@ -138,8 +146,9 @@ export class WriteGroups {
         queue.unshift(member);
         throw new FirstWriteFailed(previous.member, earlier.error);
       }
-      await this.#undo(trx, previous, earlier.error);
+      // Back in the queue first: if the undo fails, the group fails and this member goes on in the next.
       queue.unshift(member);
+      await this.#undo(trx, previous, earlier.error);
       return this.#joinSavepoint(trx, n, queue, ran);
     }
     if ('error' in result) await this.#undo(trx, entry, result.error);

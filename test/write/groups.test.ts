@@ -287,6 +287,60 @@ describeEachBackend('a business’s writes committed together', (ctx) => {
     }
   });
 
+  it('fails the first write, rather than leaving it unanswered, when its connection is lost and the rollback fails too', async (t) => {
+    if (!postgres()) return t.diagnostic('SQLite has no connection to lose');
+    const own = createDatabase(ctx().database.url, { schema: ctx().database.schema });
+    try {
+      const groups = new WriteGroups(own.db, async () => {});
+      const lost = groups.join(businessId, async (trx) => {
+        const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
+        setTimeout(() => void sql`select pg_terminate_backend(${rows[0].pid})`.execute(ctx().db), 100);
+        await sql`select pg_sleep(2)`.execute(trx);
+      });
+      const settled = await Promise.race([
+        lost.then(
+          () => 'answered',
+          () => 'failed',
+        ),
+        new Promise((resolve) => setTimeout(resolve, 5_000, 'waiting')),
+      ]);
+      assert.equal(settled, 'failed');
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('answers every write when a member’s connection is lost and its savepoint cannot be undone', async (t) => {
+    if (!postgres()) return t.diagnostic('SQLite has no connection to lose');
+    const own = createDatabase(ctx().database.url, { schema: ctx().database.schema });
+    try {
+      const groups = new WriteGroups(own.db, async () => {});
+      const writes = [0, 1, 2].map((i) =>
+        groups.join(businessId, async (trx) => {
+          if (i === 0) await turn();
+          if (i === 1) {
+            const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
+            setTimeout(() => void sql`select pg_terminate_backend(${rows[0].pid})`.execute(ctx().db), 100);
+            await sendWrite(trx, sql`select pg_sleep(2)`);
+          }
+          if (i === 2) await sql`select 1`.execute(trx);
+        }),
+      );
+      const settled = await Promise.race([
+        Promise.allSettled(writes),
+        new Promise((resolve) => setTimeout(resolve, 5_000, 'waiting')),
+      ]);
+      assert.notEqual(settled, 'waiting', 'a write was never answered');
+      // The lost connection fails the first two; the third goes on in the next group, on a connection of its own.
+      assert.deepEqual(
+        (settled as PromiseSettledResult<void>[]).map((r) => r.status),
+        ['rejected', 'rejected', 'fulfilled'],
+      );
+    } finally {
+      await own.close();
+    }
+  });
+
   it('begins the next group while the one before commits', async () => {
     if (postgres()) {
       // A COMMIT that takes half a second: a deferred trigger sleeps at commit.
