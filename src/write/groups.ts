@@ -80,17 +80,13 @@ export class WriteGroups {
     try {
       await this.#db.transaction().execute(async (trx) => {
         began = true;
-        const member = queue.shift()!;
-        let value: unknown;
         try {
-          value = await member.run(trx, false);
-        } catch (error) {
-          firstFailed = new FirstWriteFailed(member, error);
-          throw firstFailed;
-        }
-        // Its writes sent ahead are checked by the COMMIT, or once the next member's statements are answered.
-        ran.push({ member, answer: () => member.resolve(value) });
-        try {
+          const member = queue.shift()!;
+          const value = await member.run(trx, false).catch((error) => {
+            throw new FirstWriteFailed(member, error);
+          });
+          // Its writes sent ahead are checked by the COMMIT, or once the next member's statements are answered.
+          ran.push({ member, answer: () => member.resolve(value) });
           for (let n = 1; n < MAX_GROUP && queue.length > 0; n++) await this.#joinSavepoint(trx, n, queue, ran);
         } catch (error) {
           if (error instanceof FirstWriteFailed) firstFailed = error;
@@ -142,12 +138,9 @@ export class WriteGroups {
     if (earlier) {
       ran.pop();
       const previous = ran.at(-1)!;
-      if (previous.savepoint === undefined) {
-        queue.unshift(member);
-        throw new FirstWriteFailed(previous.member, earlier.error);
-      }
-      // Back in the queue first: if the undo fails, the group fails and this member goes on in the next.
+      // Back in the queue first: if the group fails here, this member goes on in the next.
       queue.unshift(member);
+      if (previous.savepoint === undefined) throw new FirstWriteFailed(previous.member, earlier.error);
       await this.#undo(trx, previous, earlier.error);
       return this.#joinSavepoint(trx, n, queue, ran);
     }

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { before, it } from 'node:test';
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
+import type { Database } from '../../src/db/types.ts';
 import { sendWrite } from '../../src/db/pipeline.ts';
 import { createWriteRunner, SYSTEM, type WriteContext, type WriteRunner } from '../../src/write/runner.ts';
 import { WriteGroups } from '../../src/write/groups.ts';
@@ -41,6 +42,23 @@ describeEachBackend('a business’s writes committed together', (ctx) => {
     Number((await sql<{ c: number }>`select count(*) as c from group_rows where n = ${n}`.execute(ctx().db)).rows[0].c);
   const run = (work: (c: WriteContext) => Promise<void>) => runner.run({ businessId, actor: SYSTEM }, work);
   const turn = () => new Promise((resolve) => setImmediate(resolve));
+  /** Groups on a pool of their own (PostgreSQL), whose connections a test may cut. */
+  async function onOwnPool(work: (groups: WriteGroups) => Promise<void>) {
+    const own = createDatabase(ctx().database.url, { schema: ctx().database.schema });
+    try {
+      await work(new WriteGroups(own.db, async () => {}));
+    } finally {
+      await own.close();
+    }
+  }
+  /** Ends the transaction's connection from outside in 100 ms, while its statement runs. */
+  async function cutSoon(trx: Transaction<Database>) {
+    const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
+    setTimeout(() => void sql`select pg_terminate_backend(${rows[0].pid})`.execute(ctx().db), 100);
+  }
+  /** What the promise came to within `ms`, or 'waiting'. */
+  const within = <T>(promise: Promise<T>, ms: number) =>
+    Promise.race([promise, new Promise<'waiting'>((resolve) => setTimeout(resolve, ms, 'waiting'))]);
 
   it('answers each write only once it is durable, and commits the writes that waited together', async () => {
     const visibleWhenAnswered: number[] = [];
@@ -275,8 +293,10 @@ describeEachBackend('a business’s writes committed together', (ctx) => {
     const down = createDatabase('postgres://postgres@127.0.0.1:1/nothing');
     try {
       const groups = new WriteGroups(down.db, async () => {});
-      const outcomes = Promise.allSettled([1, 2, 3].map((n) => groups.join(businessId, async () => n)));
-      const settled = await Promise.race([outcomes, new Promise((resolve) => setTimeout(resolve, 10_000, 'waiting'))]);
+      const settled = await within(
+        Promise.allSettled([1, 2, 3].map((n) => groups.join(businessId, async () => n))),
+        10_000,
+      );
       assert.notEqual(settled, 'waiting', 'the writes were still waiting after 10 s');
       assert.deepEqual(
         (settled as PromiseSettledResult<number>[]).map((r) => r.status),
@@ -289,56 +309,43 @@ describeEachBackend('a business’s writes committed together', (ctx) => {
 
   it('fails the first write, rather than leaving it unanswered, when its connection is lost and the rollback fails too', async (t) => {
     if (!postgres()) return t.diagnostic('SQLite has no connection to lose');
-    const own = createDatabase(ctx().database.url, { schema: ctx().database.schema });
-    try {
-      const groups = new WriteGroups(own.db, async () => {});
+    await onOwnPool(async (groups) => {
       const lost = groups.join(businessId, async (trx) => {
-        const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
-        setTimeout(() => void sql`select pg_terminate_backend(${rows[0].pid})`.execute(ctx().db), 100);
+        await cutSoon(trx);
         await sql`select pg_sleep(2)`.execute(trx);
       });
-      const settled = await Promise.race([
+      const settled = await within(
         lost.then(
           () => 'answered',
           () => 'failed',
         ),
-        new Promise((resolve) => setTimeout(resolve, 5_000, 'waiting')),
-      ]);
+        5_000,
+      );
       assert.equal(settled, 'failed');
-    } finally {
-      await own.close();
-    }
+    });
   });
 
   it('answers every write when a member’s connection is lost and its savepoint cannot be undone', async (t) => {
     if (!postgres()) return t.diagnostic('SQLite has no connection to lose');
-    const own = createDatabase(ctx().database.url, { schema: ctx().database.schema });
-    try {
-      const groups = new WriteGroups(own.db, async () => {});
+    await onOwnPool(async (groups) => {
       const writes = [0, 1, 2].map((i) =>
         groups.join(businessId, async (trx) => {
           if (i === 0) await turn();
           if (i === 1) {
-            const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
-            setTimeout(() => void sql`select pg_terminate_backend(${rows[0].pid})`.execute(ctx().db), 100);
+            await cutSoon(trx);
             await sendWrite(trx, sql`select pg_sleep(2)`);
           }
           if (i === 2) await sql`select 1`.execute(trx);
         }),
       );
-      const settled = await Promise.race([
-        Promise.allSettled(writes),
-        new Promise((resolve) => setTimeout(resolve, 5_000, 'waiting')),
-      ]);
+      const settled = await within(Promise.allSettled(writes), 5_000);
       assert.notEqual(settled, 'waiting', 'a write was never answered');
       // The lost connection fails the first two; the third goes on in the next group, on a connection of its own.
       assert.deepEqual(
         (settled as PromiseSettledResult<void>[]).map((r) => r.status),
         ['rejected', 'rejected', 'fulfilled'],
       );
-    } finally {
-      await own.close();
-    }
+    });
   });
 
   it('begins the next group while the one before commits', async () => {
