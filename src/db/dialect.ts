@@ -65,19 +65,6 @@ export function anyOfNumbers(db: Db, column: string, values: number[]): RawBuild
     : sql<SqlBool>`${ref} in (${sql.join(values)})`;
 }
 
-/**
- * Case-sensitive prefix match (last character ASCII). SQLite: a range, which an index answers
- * (`like` there is case-insensitive and scans); PostgreSQL: `starts_with`, as under a linguistic
- * collation a range is not a prefix.
- */
-export function startsWith(db: Db, column: string, prefix: string): RawBuilder<SqlBool> {
-  const ref = sql.ref(column);
-  if (dialectOf(db) === 'postgres') return sql<SqlBool>`starts_with(${ref}, ${prefix})`;
-  const last = prefix.charCodeAt(prefix.length - 1);
-  if (!(last < 0x7f)) throw new Error('startsWith needs a prefix ending in an ASCII character');
-  return sql<SqlBool>`(${ref} >= ${prefix} and ${ref} < ${prefix.slice(0, -1) + String.fromCharCode(last + 1)})`;
-}
-
 /** A column the planner must not pick an index by: SQLite takes unary `+` as that hint. */
 export function notIndexed(db: Db, column: string): RawBuilder<unknown> {
   return dialectOf(db) === 'postgres' ? sql`${sql.ref(column)}` : sql`+${sql.ref(column)}`;

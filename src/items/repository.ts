@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { isUniqueViolation, startsWith } from '../db/dialect.ts';
+import { isUniqueViolation } from '../db/dialect.ts';
 import { fetchPage, propertyCondition, type Page, type Paging, type PropertyFilter } from '../db/list.ts';
 import type { Db } from '../db/types.ts';
 import { ApiError, conflict } from '../lib/errors.ts';
@@ -39,46 +39,52 @@ export async function findItemIdByHandle(db: Db, businessId: string, handle: str
 
 /**
  * The handles each input gets, in order: its own unless a live item or an earlier input has it (a
- * 409 for that input), else the name's slug, then "-2", "-3", and so on. One query for all of them,
- * and a second when a slug is taken or wanted twice.
+ * 409 for that input), else the name's slug, then "-2", "-3", and so on. Only handles looked up in
+ * the database are given: one query when no slug is taken, and one more for each window of
+ * numbered neighbours (slug-2 … slug-17, then 32 more, and so on) a taken slug steps into.
+ * (A prefix scan would be no index range on PostgreSQL: it read every item of the business.)
  */
 async function chooseHandles(db: Db, businessId: string, inputs: CreateItemInput[]): Promise<(string | ApiError)[]> {
   const bases = inputs.map(({ item }) => item.handle ?? handleFromName(item.name));
-  const named = inputs.flatMap(({ item }) => (item.handle === undefined ? [] : [item.handle]));
-  const derived = inputs.flatMap(({ item }, i) => (item.handle === undefined ? [bases[i]] : []));
-  // The handles wanted, looked up by the index; past a derived handle already taken, its numbered
-  // neighbours (slug-2, slug-3 …) too. A prefix scan is no index range on PostgreSQL, so only those.
-  const taken = new Set(await liveHandles(db, businessId, [...new Set([...named, ...derived])], []));
-  const clashing = [
-    ...new Set(derived.filter((base, i) => taken.has(base) || named.includes(base) || derived.indexOf(base) !== i)),
-  ];
-  if (clashing.length > 0) for (const handle of await liveHandles(db, businessId, [], clashing)) taken.add(handle);
-  return inputs.map(({ item }, i) => {
-    let handle = bases[i];
-    if (item.handle !== undefined) {
-      if (taken.has(handle)) return handleConflict(handle);
-    } else {
-      for (let n = 2; taken.has(handle); n++) handle = `${bases[i]}-${n}`;
-    }
-    taken.add(handle);
-    return handle;
-  });
+  const taken = new Set<string>();
+  const checked = new Set<string>();
+  const lookUp = async (handles: string[]) => {
+    const fresh = [...new Set(handles)].filter((h) => !checked.has(h));
+    for (const h of fresh) checked.add(h);
+    for (const h of await liveHandles(db, businessId, fresh)) taken.add(h);
+  };
+  const choose = () => {
+    const given = new Set(taken);
+    return inputs.map(({ item }, i) => {
+      let handle = bases[i];
+      let n = 1;
+      if (item.handle !== undefined) {
+        if (given.has(handle)) return handleConflict(handle);
+      } else {
+        while (given.has(handle)) handle = `${bases[i]}-${++n}`;
+      }
+      given.add(handle);
+      return { handle, n };
+    });
+  };
+  await lookUp(bases);
+  for (let size = 16; ; size = Math.min(size * 2, 256)) {
+    const chosen = choose();
+    const unchecked = chosen.flatMap((c, i) => (c instanceof ApiError || checked.has(c.handle) ? [] : [{ ...c, i }]));
+    if (unchecked.length === 0) return chosen.map((c) => (c instanceof ApiError ? c : c.handle));
+    await lookUp(unchecked.flatMap(({ n, i }) => Array.from({ length: size }, (_, k) => `${bases[i]}-${n + k}`)));
+  }
 }
 
-/** The live handles of the business among `handles`, and those starting with one of `prefixes`. */
-async function liveHandles(db: Db, businessId: string, handles: string[], prefixes: string[]): Promise<string[]> {
-  if (handles.length === 0 && prefixes.length === 0) return [];
+/** The live handles of the business among `handles`. */
+async function liveHandles(db: Db, businessId: string, handles: string[]): Promise<string[]> {
+  if (handles.length === 0) return [];
   const rows = await db
     .selectFrom('items')
     .select('handle')
     .where('business_id', '=', businessId)
     .where(whereLive())
-    .where((eb) =>
-      eb.or([
-        ...(handles.length > 0 ? [eb('handle', 'in', handles)] : []),
-        ...prefixes.map((base) => startsWith(db, 'handle', base)),
-      ]),
-    )
+    .where('handle', 'in', handles)
     .execute();
   return rows.map((r) => r.handle);
 }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
+import { CompiledQuery, sql } from 'kysely';
 import { createItems } from '../../src/items/service.ts';
 import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
@@ -153,6 +154,88 @@ describeEachBackend('POST /api/v1/items', (ctx) => {
       created.map((r) => ('resource' in r ? r.resource.handle : r.message)),
       ['gadget', 'gadget-3', 'sprocket', 'sprocket-2', 'gizmo'],
     );
+  });
+
+  it('derives handles past a run of taken neighbours longer than one lookup, and takes a freed one first', async () => {
+    const t = await ctx().createTenant();
+    const input = (item: Record<string, unknown>) => ({ item, variants: [variant()] });
+    const create = (items: Record<string, unknown>[]) =>
+      createWriteRunner(ctx().db).run({ businessId: t.businessId, actor: SYSTEM }, (c) =>
+        createItems(c, items.map(input) as never),
+      );
+    const handles = (created: Awaited<ReturnType<typeof create>>) =>
+      created.map((r) => ('resource' in r ? r.resource.handle : r.message));
+    // bolt, bolt-2 … bolt-40: past the first two windows of neighbours looked up.
+    await create(Array.from({ length: 40 }, () => ({ name: 'Bolt' })));
+    assert.deepEqual(handles(await create([{ name: 'Bolt' }, { name: 'Bolt' }])), ['bolt-41', 'bolt-42']);
+    const nine = (await ctx().request('GET', '/api/v1/items?limit=100', { as: t })).body.items.find(
+      (i: { handle: string }) => i.handle === 'bolt-9',
+    );
+    assert.equal((await ctx().request('DELETE', `/api/v1/items/${nine.id}`, { as: t })).status, 204);
+    // A later input's own handle that an earlier one was given is that input's 409.
+    assert.deepEqual(handles(await create([{ name: 'Bolt' }, { name: 'Bolt' }, { name: 'Nut', handle: 'bolt-43' }])), [
+      'bolt-9',
+      'bolt-43',
+      "An item with handle 'bolt-43' already exists",
+    ]);
+  });
+
+  it("looks a taken handle's neighbours up by the handle index, not by reading every item of the business", async () => {
+    const t = await ctx().createTenant();
+    const db = ctx().db;
+    // A business of 1,000 items, with statistics: PostgreSQL plans by them (a few rows it reads whole).
+    await createWriteRunner(db).run({ businessId: t.businessId, actor: SYSTEM }, (c) =>
+      createItems(
+        c,
+        Array.from({ length: 1000 }, (_, i) => ({ item: { name: `Filler ${i}` }, variants: [variant()] })) as never,
+      ),
+    );
+    if (ctx().backend === 'postgres') await sql`analyze items`.execute(db);
+    await createItem(ctx(), t, { item: { name: 'Gizmo' } });
+    const queries: CompiledQuery[] = [];
+    const capturing = db.withPlugin({
+      transformQuery: ({ node, queryId }) => {
+        queries.push(db.getExecutor().compileQuery(node, queryId));
+        return node;
+      },
+      transformResult: async ({ result }) => result,
+    });
+    const created = await createWriteRunner(capturing).run({ businessId: t.businessId, actor: SYSTEM }, (c) =>
+      createItems(c, [{ item: { name: 'Gizmo' }, variants: [variant()] }] as never),
+    );
+    assert.equal('resource' in created[0] && created[0].resource.handle, 'gizmo-2');
+    const lookups = queries.filter((q) => /^select "handle" from "items"/.test(q.sql));
+    assert.equal(lookups.length, 2, 'the slug, then its neighbours');
+    for (const query of lookups) {
+      if (ctx().backend === 'postgres') {
+        const plan = await db.connection().execute(async (c) => {
+          // Nor a scan of the whole table or of the business's rows, so that the plan shows what the index can do.
+          await sql`set enable_seqscan = off`.execute(c);
+          await sql`set enable_bitmapscan = off`.execute(c);
+          try {
+            const [row] = (
+              await c.executeQuery<{ 'QUERY PLAN': unknown }>(
+                CompiledQuery.raw(`explain (format json) ${query.sql}`, [...query.parameters]),
+              )
+            ).rows;
+            return JSON.stringify(row['QUERY PLAN']);
+          } finally {
+            await sql`reset enable_seqscan`.execute(c);
+            await sql`reset enable_bitmapscan`.execute(c);
+          }
+        });
+        assert.match(plan, /"Index Cond":"[^"]*handle/, plan);
+      } else {
+        const plan = (
+          await db.executeQuery<{ detail: string }>(
+            CompiledQuery.raw(`explain query plan ${query.sql}`, [...query.parameters]),
+          )
+        ).rows
+          .map((r) => r.detail)
+          .join('; ');
+        assert.match(plan, /USING INDEX \w+ \(business_id=\? AND handle/, plan);
+      }
+    }
   });
 
   it('rejects properties that are too deep or use forbidden keys', async () => {
