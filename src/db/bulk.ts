@@ -1,7 +1,7 @@
-import { CompiledQuery } from 'kysely';
+import { CompiledQuery, type QueryResult } from 'kysely';
 import { dialectOf } from './dialect.ts';
 import type { Db } from './types.ts';
-import { sendWrite } from './pipeline.ts';
+import { sendRead, sendWrite } from './pipeline.ts';
 
 /** Under SQLite's and PostgreSQL's bound-parameter limits. */
 const MAX_PARAMETERS = 30_000;
@@ -33,26 +33,59 @@ export async function insertRows(
   constants: Record<string, Constant> = {},
   options: { addOnConflict?: Upsert; ahead?: boolean } = {},
 ): Promise<void> {
-  if (rows.length === 0) return;
+  for (const query of insertStatements(db, table, columns, rows, constants, options.addOnConflict))
+    await (options.ahead ? sendWrite(db, query) : db.executeQuery(query));
+}
+
+/**
+ * `insertRows`, with the rows as stored (`returning *`) read later: on PostgreSQL the statements
+ * are sent and the write goes on (`sendRead`); `rows()` waits for their answers, and throws the
+ * insert's error if it failed.
+ */
+export async function insertRowsReturning<R>(
+  db: Db,
+  table: string,
+  columns: readonly string[],
+  rows: readonly unknown[][],
+): Promise<{ rows(): Promise<R[]> }> {
+  const sent: Array<{ answer: Promise<QueryResult<R>> }> = [];
+  for (const query of insertStatements(db, table, columns, rows, {}, undefined, ' returning *'))
+    sent.push(await sendRead<R>(db, query));
+  return {
+    async rows() {
+      const stored: R[] = [];
+      for (const { answer } of sent) stored.push(...(await answer).rows);
+      return stored;
+    },
+  };
+}
+
+function* insertStatements(
+  db: Db,
+  table: string,
+  columns: readonly string[],
+  rows: readonly unknown[][],
+  constants: Record<string, Constant>,
+  upsert: Upsert | undefined,
+  returning = '',
+): Generator<CompiledQuery> {
   const postgres = dialectOf(db) === 'postgres';
   const perStatement = Math.max(1, Math.min(MAX_ROWS, Math.floor(MAX_PARAMETERS / columns.length)));
   const fixed = Object.keys(constants);
   const head = `insert into ${table} (${[...columns, ...fixed].join(', ')}) values `;
   const tail = fixed.map((c) => `,${literal(constants[c])}`).join('');
-  const upsert = options.addOnConflict;
   const end = upsert
     ? ` on conflict (${upsert.key.join(', ')}) do update set ${upsert.add} = ${table}.${upsert.add} + excluded.${upsert.add}`
     : '';
   for (let start = 0; start < rows.length; ) {
-    const chunk = rows.slice(start, start + chunkSize(rows.length - start, perStatement));
+    const chunk = rows.slice(start, start + chunkSize(rows.length - start, perStatement, postgres));
     start += chunk.length;
     const parameters: unknown[] = [];
     for (const row of chunk) for (let c = 0; c < columns.length; c++) parameters.push(row[c]);
-    const query = CompiledQuery.raw(
-      statementText(head, tail, columns.length, chunk.length, postgres) + end,
+    yield CompiledQuery.raw(
+      statementText(head, tail, columns.length, chunk.length, postgres) + end + returning,
       parameters,
     );
-    await (options.ahead ? sendWrite(db, query) : db.executeQuery(query));
   }
 }
 
@@ -63,11 +96,13 @@ export interface Upsert {
 }
 
 /**
- * Full statements, then the rest in powers of two: the connection keeps every statement it
- * prepared, and one per remainder size grew the demo's memory a lot.
+ * Full statements, then the rest: on SQLite in powers of two, as its connection keeps every
+ * statement it prepared and one per remainder size grew the demo's memory a lot; on PostgreSQL in
+ * one, as only statements of a few parameters are kept there (src/db/pg-prepared.ts).
  */
-function chunkSize(left: number, max: number): number {
-  return left >= max ? max : 2 ** Math.floor(Math.log2(left));
+function chunkSize(left: number, max: number, postgres: boolean): number {
+  if (left >= max) return max;
+  return postgres ? left : 2 ** Math.floor(Math.log2(left));
 }
 
 const texts = new Map<string, string>();

@@ -22,6 +22,17 @@ const KNOWN_REFS = 10_000;
 const GROUP_LINES = 100;
 
 /**
+ * How many lines the next store takes, after one of `lines` took `tookMs`: as many as fit in
+ * `storeMs` at its pace, and one more than it took while it ran under the time. A store's own cost
+ * (its round trips) makes a small one's pace per line look slow: without the one more, a store of
+ * one line that took over half the time would fix every later store at one line.
+ */
+export function nextStoreLines(lines: number, tookMs: number, storeMs: number): number {
+  const fit = Math.floor((lines * storeMs) / tookMs);
+  return Math.max(1, Math.min(GROUP_LINES, tookMs < storeMs ? Math.max(lines + 1, fit) : fit));
+}
+
+/**
  * Applies one import's lines in the write of their batch (src/imports/worker.ts): read, references
  * resolved, checked, and applied as a part of the write (src/write/part.ts), so a line that fails
  * is undone alone and its failure is its result. A run of create lines whose operation takes many
@@ -50,7 +61,7 @@ export function createLineApplier(run: {
   /** Lines checked and held to be created together, and the refs they carry. */
   let held: { line: number; parsed: ParsedLine; first: boolean; resolved: ParsedLine }[] = [];
   const heldRefs = new Map<string, number>();
-  /** How many lines a store takes: as many as the last store's pace fits in `run.storeMs`. */
+  /** How many lines a store takes (`nextStoreLines`). */
   let groupLines = 8;
 
   /**
@@ -152,8 +163,7 @@ export function createLineApplier(run: {
           ),
         );
         outcomes = result.map((r) => (r instanceof ApiError ? { error: r } : { applied: r }));
-        const perLine = (performance.now() - began) / lines.length;
-        groupLines = Math.max(1, Math.min(GROUP_LINES, Math.floor(run.storeMs / perLine)));
+        groupLines = nextStoreLines(lines.length, performance.now() - began, run.storeMs);
       } catch (caught) {
         if (caught instanceof WriteBroken || isDatabaseUnavailable(caught)) throw caught;
         for (const l of lines) outcomes.push(await applyOne(ctx, l.line, l.resolved));

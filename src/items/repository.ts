@@ -3,11 +3,13 @@ import { isUniqueViolation } from '../db/dialect.ts';
 import { fetchPage, propertyCondition, type Page, type Paging, type PropertyFilter } from '../db/list.ts';
 import type { Db } from '../db/types.ts';
 import { ApiError, conflict } from '../lib/errors.ts';
-import { insertRows } from '../db/bulk.ts';
+import { insertRows, insertRowsReturning } from '../db/bulk.ts';
+import { sendRead } from '../db/pipeline.ts';
+import { defaultListIdQuery } from '../pricing/repository.ts';
 import { mergeStoredProperties } from '../lib/properties.ts';
 import { newId } from '../lib/ids.ts';
 import { writeJson, type JsonObject } from '../lib/json.ts';
-import { toItem, type ItemRow } from './mapper.ts';
+import { toItem, type ItemRow, type VariantRow } from './mapper.ts';
 import type { CreateItemInput, CreateVariantInput, Item, UpdateVariantInput } from './schema.ts';
 import { insertVariants, insertVariantsOf, liveVariantsOf, variantValues } from './variant-repository.ts';
 import { groupBy } from '../lib/group.ts';
@@ -41,7 +43,7 @@ export async function findItemIdByHandle(db: Db, businessId: string, handle: str
  * The handles each input gets, in order: its own unless a live item or an earlier input has it (a
  * 409 for that input), else the name's slug, then "-2", "-3", and so on. Only handles looked up in
  * the database are given: one query when no slug is taken, and one more for each window of
- * numbered neighbours (slug-2 … slug-17, then 32 more, and so on) a taken slug steps into.
+ * numbered neighbours (slug-2 … slug-5, then 16 more, then 64, and so on) a taken slug steps into.
  * (A prefix scan would be no index range on PostgreSQL: it read every item of the business.)
  */
 async function chooseHandles(db: Db, businessId: string, inputs: CreateItemInput[]): Promise<(string | ApiError)[]> {
@@ -68,7 +70,7 @@ async function chooseHandles(db: Db, businessId: string, inputs: CreateItemInput
     });
   };
   await lookUp(bases);
-  for (let size = 16; ; size = Math.min(size * 2, 256)) {
+  for (let size = 4; ; size = Math.min(size * 4, 256)) {
     const chosen = choose();
     const unchecked = chosen.flatMap((c, i) => (c instanceof ApiError || checked.has(c.handle) ? [] : [{ ...c, i }]));
     if (unchecked.length === 0) return chosen.map((c) => (c instanceof ApiError ? c : c.handle));
@@ -109,21 +111,23 @@ export const ITEM_COLUMNS = [
 
 /**
  * Items, their platform (ownership) records with the same ids, then their variants: one multi-row
- * statement per table for all of `inputs`. An input whose handle is taken gets its 409 in its
- * place and stores nothing; the others' ids and variant ids are in theirs.
+ * statement per table for all of `inputs`, sent one behind the other (decision 0053). An input whose
+ * handle is taken gets its 409 in its place and stores nothing; the others get their item and its
+ * variants as stored.
  */
 export async function insertItems(
   db: Db,
   businessId: string,
   inputs: CreateItemInput[],
   now: string,
-): Promise<({ id: string; variantIds: string[] } | ApiError)[]> {
+): Promise<({ item: ItemRow; variants: VariantRow[] } | ApiError)[]> {
+  const list = await sendRead<{ id: string }>(db, defaultListIdQuery(db, businessId));
   const handles = await chooseHandles(db, businessId, inputs);
   const stored: { id: string; input: CreateItemInput }[] = [];
   const rows: unknown[][] = [];
-  const results = inputs.map((input, i) => {
+  for (const [i, input] of inputs.entries()) {
     const handle = handles[i];
-    if (handle instanceof ApiError) return handle;
+    if (handle instanceof ApiError) continue;
     const { item } = input;
     const id = newId('itm');
     stored.push({ id, input });
@@ -143,16 +147,9 @@ export async function insertItems(
       now,
       now,
     ]);
-    return id;
-  });
-  if (stored.length === 0) return results as ApiError[];
-  try {
-    await insertRows(db, 'items', ITEM_COLUMNS, rows);
-  } catch (error) {
-    // Another write took a handle between the read and the insert: the database's unique index decides.
-    if (isUniqueViolation(error) && stored.length === 1) throw handleConflict(rows[0][3] as string);
-    throw error;
   }
+  if (stored.length === 0) return handles as ApiError[];
+  const items = await insertRowsReturning<ItemRow>(db, 'items', ITEM_COLUMNS, rows);
   await insertRows(
     db,
     'platform_items',
@@ -161,14 +158,33 @@ export async function insertItems(
     {},
     { ahead: true },
   );
-  const variantIds = await insertVariantsOf(
+  const [listRow] = (await list.answer).rows;
+  if (!listRow) throw new Error('The business has no default item list');
+  const variants = await insertVariantsOf(
     db,
     businessId,
+    listRow.id,
     stored.map(({ id, input }) => ({ itemId: id, variants: input.variants, firstSequence: 1 })),
     now,
   );
+  let itemRows: ItemRow[];
+  try {
+    itemRows = await items.rows();
+  } catch (error) {
+    // Another write took a handle between the read and the insert: the database's unique index decides.
+    if (isUniqueViolation(error) && stored.length === 1) throw handleConflict(rows[0][3] as string);
+    throw error;
+  }
+  const byId = new Map(itemRows.map((row) => [row.id, row]));
+  const variantsOf = groupBy(await variants.stored(), (v) => v.item_id);
   let next = 0;
-  return results.map((r) => (r instanceof ApiError ? r : { id: r, variantIds: variantIds[next++] }));
+  return handles.map((handle) => {
+    if (handle instanceof ApiError) return handle;
+    const { id } = stored[next++];
+    const own = variantsOf.get(id) ?? [];
+    own.sort((a, b) => Number(a.sequence) - Number(b.sequence));
+    return { item: byId.get(id)!, variants: own };
+  });
 }
 
 const handleConflict = (handle: string) => conflict(`An item with handle '${handle}' already exists`);
@@ -210,24 +226,6 @@ export async function findItem(
 }
 
 /** Live items with their live variants, in the order of `ids`; missing ones are left out. */
-export async function findItems(db: Db, businessId: string, ids: string[]): Promise<Item[]> {
-  if (ids.length === 0) return [];
-  if (ids.length === 1) {
-    const item = await findItem(db, businessId, ids[0]);
-    return item ? [item] : [];
-  }
-  const rows = await db
-    .selectFrom('items')
-    .selectAll()
-    .where('business_id', '=', businessId)
-    .where('id', 'in', ids)
-    .where(whereLive())
-    .execute();
-  const variants = groupBy(await liveVariantsOf(db, businessId, ids), (v) => v.item_id);
-  const byId = new Map(rows.map((row) => [row.id, toItem(row, variants.get(row.id) ?? [])]));
-  return ids.flatMap((id) => byId.get(id) ?? []);
-}
-
 export interface ListItemsOptions extends Paging {
   includeDeleted: boolean;
   updatedSince?: string;

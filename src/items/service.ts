@@ -3,15 +3,7 @@ import { requireSomethingToUpdate } from '../lib/patch.ts';
 import { ApiError, badRequest, notFound, validationError } from '../lib/errors.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
 import { createdEvent, namedEvent } from '../log/events.ts';
-import {
-  deleteItemRows,
-  findItem,
-  findItemRow,
-  findItems,
-  insertItems,
-  updateItem,
-  type ItemChanges,
-} from './repository.ts';
+import { deleteItemRows, findItem, findItemRow, insertItems, updateItem, type ItemChanges } from './repository.ts';
 import { countLiveVariants, findMissingVariants, liveVariantsOf, variantValues } from './variant-repository.ts';
 import { mergeStoredProperties } from '../lib/properties.ts';
 import { toItem, type ItemRow, type VariantRow } from './mapper.ts';
@@ -38,13 +30,11 @@ export async function createItems(
   inputs: CreateItemInput[],
 ): Promise<({ resource: Item; variantIds: string[] } | ApiError)[]> {
   const inserted = await insertItems(ctx.trx, ctx.businessId, inputs, ctx.now);
-  const ids = inserted.flatMap((r) => (r instanceof ApiError ? [] : [r.id]));
-  const items = new Map((await findItems(ctx.trx, ctx.businessId, ids)).map((item) => [item.id, item]));
   return inserted.map((r) => {
     if (r instanceof ApiError) return r;
-    const resource = items.get(r.id)!;
+    const resource = toItem(r.item, r.variants);
     ctx.emit(createdEvent('item', resource));
-    return { resource, variantIds: r.variantIds };
+    return { resource, variantIds: r.variants.map((v) => v.id) };
   });
 }
 

@@ -6,7 +6,7 @@ import { findDefaultListId } from '../pricing/repository.ts';
 import type { VariantRow } from './mapper.ts';
 import type { CreateVariantInput, UpdateVariantInput } from './schema.ts';
 import { whereLive } from '../db/live.ts';
-import { insertRows } from '../db/bulk.ts';
+import { insertRows, insertRowsReturning } from '../db/bulk.ts';
 
 export function variantValues(input: UpdateVariantInput | CreateVariantInput) {
   return {
@@ -50,16 +50,21 @@ export async function insertVariants(
   firstSequence: number,
   now: string,
 ): Promise<string[]> {
-  return (await insertVariantsOf(db, businessId, [{ itemId, variants, firstSequence }], now))[0];
+  const listId = await findDefaultListId(db, businessId);
+  return (await insertVariantsOf(db, businessId, listId, [{ itemId, variants, firstSequence }], now)).ids[0];
 }
 
-/** `insertVariants` for several items at once, one statement per table: each item's variant ids. */
+/**
+ * `insertVariants` for several items at once, one statement per table, with entries on the list
+ * `listId`: each item's variant ids, and the variants as stored, read later (`insertRowsReturning`).
+ */
 export async function insertVariantsOf(
   db: Db,
   businessId: string,
+  listId: string,
   items: { itemId: string; variants: CreateVariantInput[]; firstSequence: number }[],
   now: string,
-): Promise<string[][]> {
+): Promise<{ ids: string[][]; stored(): Promise<VariantRow[]> }> {
   const ids = items.map(({ variants }) => variants.map(() => newId('var')));
   const rows = items.flatMap(({ itemId, variants, firstSequence }, i) =>
     variants.map((v, j) => {
@@ -83,9 +88,7 @@ export async function insertVariantsOf(
       ];
     }),
   );
-  if (rows.length === 0) return ids;
-  await insertRows(db, 'item_variants', VARIANT_COLUMNS, rows, {}, { ahead: true });
-  const listId = await findDefaultListId(db, businessId);
+  const inserted = await insertRowsReturning<VariantRow>(db, 'item_variants', VARIANT_COLUMNS, rows);
   await insertRows(
     db,
     'item_list_entries',
@@ -94,7 +97,7 @@ export async function insertVariantsOf(
     {},
     { ahead: true },
   );
-  return ids;
+  return { ids, stored: inserted.rows };
 }
 
 export async function liveVariantsOf(db: Db, businessId: string, itemIds: string[]): Promise<VariantRow[]> {

@@ -8,14 +8,12 @@ import { toPriceList, type EntryRow, type ItemListRow } from './mapper.ts';
 import { whereLive } from '../db/live.ts';
 
 export async function findDefaultListId(db: Db, businessId: string): Promise<string> {
-  const row = await db
-    .selectFrom('item_lists')
-    .select('id')
-    .where('business_id', '=', businessId)
-    .where('is_default', '=', 1)
-    .executeTakeFirstOrThrow();
-  return row.id;
+  return (await defaultListIdQuery(db, businessId).executeTakeFirstOrThrow()).id;
 }
+
+/** Every business has its default item list from its creation on. */
+export const defaultListIdQuery = (db: Db, businessId: string) =>
+  db.selectFrom('item_lists').select('id').where('business_id', '=', businessId).where('is_default', '=', 1);
 
 export async function findLiveVariantIds(db: Db, businessId: string, ids: string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
