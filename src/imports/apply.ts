@@ -61,6 +61,7 @@ export function createLineApplier(run: {
   /** Lines checked and held to be created together, and the refs they carry. */
   let held: { line: number; parsed: ParsedLine; first: boolean; resolved: ParsedLine }[] = [];
   const heldRefs = new Map<string, number>();
+  let stores = 0;
   /** How many lines a store takes (`nextStoreLines`). */
   let groupLines = 8;
 
@@ -154,6 +155,7 @@ export function createLineApplier(run: {
     const lines = all.filter((l) => !dropped.has(l));
     let outcomes: Outcome[] = [];
     if (lines.length > 0) {
+      stores++;
       const began = performance.now();
       try {
         const { result } = await runPart(ctx, (part) =>
@@ -202,5 +204,12 @@ export function createLineApplier(run: {
     return { error: new ApiError('INTERNAL_ERROR', 'The line could not be applied') };
   }
 
-  return { apply, flush };
+  return {
+    apply,
+    flush,
+    /** How many stores of held lines this run has made. */
+    get stores() {
+      return stores;
+    },
+  };
 }

@@ -118,8 +118,11 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
               stopped ||= 'error' in outcome && options.onError === 'stop';
             }
           };
+          const stores = applier.stores;
           for (let i = from; i < to && !stopped; i++) {
-            if (i > from && (i - from >= BATCH_LINES || performance.now() - began >= BATCH_MS)) break;
+            // A store of held lines is sized to take the batch's time: one a batch.
+            const full = i - from >= BATCH_LINES || performance.now() - began >= BATCH_MS || applier.stores > stores;
+            if (i > from && full) break;
             line = first + (i - from);
             if (texts[i].trim() === '') continue;
             record(await applier.apply(ctx, line, texts[i]));
