@@ -54,6 +54,14 @@ const BATCH_LINES = 200;
 const BATCH_MS = 5;
 
 /**
+ * Whether a batch takes no more lines, after `lines` that ran `ms` and made `stores` stores of held
+ * lines: a store is sized to take the batch's time (src/imports/apply.ts), so one a batch.
+ */
+export function batchFull(lines: number, ms: number, stores: number): boolean {
+  return lines >= BATCH_LINES || ms >= BATCH_MS || stores > 0;
+}
+
+/**
  * Runs imports, in every instance. A batch of lines applies in one write with their results and
  * the import's progress, which succeeds only while this instance holds the lease and the lines are
  * not done yet: each line is done exactly once, whoever resumes after a crash. A failing line is
@@ -120,9 +128,7 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
           };
           const stores = applier.stores;
           for (let i = from; i < to && !stopped; i++) {
-            // A store of held lines is sized to take the batch's time: one a batch.
-            const full = i - from >= BATCH_LINES || performance.now() - began >= BATCH_MS || applier.stores > stores;
-            if (i > from && full) break;
+            if (i > from && batchFull(i - from, performance.now() - began, applier.stores - stores)) break;
             line = first + (i - from);
             if (texts[i].trim() === '') continue;
             record(await applier.apply(ctx, line, texts[i]));

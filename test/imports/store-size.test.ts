@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { nextStoreLines } from '../../src/imports/apply.ts';
+import { batchFull } from '../../src/imports/worker.ts';
 
 describe('the size of a store of held import lines', () => {
   /** A store's time: `fixed` ms of round trips, and `perLine` ms a line. */
@@ -31,5 +32,14 @@ describe('the size of a store of held import lines', () => {
   it('stays within one line and the most a store takes', () => {
     assert.equal(nextStoreLines(100, 0.5, 5), 100);
     assert.equal(nextStoreLines(3, 100, 5), 1);
+  });
+});
+
+describe('the end of an import batch', () => {
+  it('comes after its first store of held lines, its time, or its most lines, whichever is first', () => {
+    assert.equal(batchFull(3, 1, 0), false);
+    assert.equal(batchFull(3, 1, 1), true);
+    assert.equal(batchFull(3, 5, 0), true);
+    assert.equal(batchFull(200, 1, 0), true);
   });
 });
