@@ -149,7 +149,13 @@ export async function insertItems(
     ]);
   }
   if (stored.length === 0) return handles as ApiError[];
-  const items = await insertRowsReturning<ItemRow>(db, 'items', ITEM_COLUMNS, rows);
+  // Another write took a handle between the read and the insert: the database's unique index decides.
+  const conflict = (error: unknown) =>
+    isUniqueViolation(error) && stored.length === 1 ? handleConflict(rows[0][3] as string) : error;
+  // On SQLite the insert's error comes here, on PostgreSQL with its rows.
+  const items = await insertRowsReturning<ItemRow>(db, 'items', ITEM_COLUMNS, rows).catch((error) => {
+    throw conflict(error);
+  });
   await insertRows(
     db,
     'platform_items',
@@ -167,14 +173,9 @@ export async function insertItems(
     stored.map(({ id, input }) => ({ itemId: id, variants: input.variants, firstSequence: 1 })),
     now,
   );
-  let itemRows: ItemRow[];
-  try {
-    itemRows = await items.rows();
-  } catch (error) {
-    // Another write took a handle between the read and the insert: the database's unique index decides.
-    if (isUniqueViolation(error) && stored.length === 1) throw handleConflict(rows[0][3] as string);
-    throw error;
-  }
+  const itemRows = await items.rows().catch((error) => {
+    throw conflict(error);
+  });
   const byId = new Map(itemRows.map((row) => [row.id, row]));
   const variantsOf = groupBy(await variants.stored(), (v) => v.item_id);
   let next = 0;

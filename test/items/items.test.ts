@@ -238,6 +238,37 @@ describeEachBackend('POST /api/v1/items', (ctx) => {
     }
   });
 
+  it('answers 409 when the handle is taken between its check and its insert: the unique index decides', async () => {
+    const t = await ctx().createTenant();
+    const db = ctx().db;
+    // A trigger takes the handle just before the item's own insert, as another write would.
+    if (ctx().backend === 'sqlite') {
+      await sql`create trigger steal_handle before insert on items when new.name = 'Racer'
+        begin insert into items (id, business_id, name, handle, type, status, created_at, updated_at)
+        values (new.id || '_thief', new.business_id, 'Thief', new.handle, 'OTHER', 'ACTIVE', new.created_at, new.updated_at);
+        end`.execute(db);
+    } else {
+      await sql`create function steal_handle() returns trigger language plpgsql as $$ begin
+        insert into items (id, business_id, name, handle, type, status, created_at, updated_at)
+        values (new.id || '_thief', new.business_id, 'Thief', new.handle, 'OTHER', 'ACTIVE', new.created_at, new.updated_at);
+        return new; end $$`.execute(db);
+      await sql`create trigger steal_handle before insert on items for each row when (new.name = 'Racer')
+        execute function steal_handle()`.execute(db);
+    }
+    try {
+      const res = await ctx().request('POST', '/api/v1/items', {
+        as: t,
+        body: { item: { name: 'Racer' }, variants: [variant()] },
+      });
+      assert.equal(res.status, 409, JSON.stringify(res.body));
+      assert.equal(res.body.errorCode, 'CONFLICT');
+      assert.equal(res.body.message, "An item with handle 'racer' already exists");
+    } finally {
+      await sql`drop trigger steal_handle${ctx().backend === 'sqlite' ? sql`` : sql` on items`}`.execute(db);
+      if (ctx().backend === 'postgres') await sql`drop function steal_handle()`.execute(db);
+    }
+  });
+
   it('rejects properties that are too deep or use forbidden keys', async () => {
     const t = await ctx().createTenant();
     let deep: Record<string, unknown> = { leaf: 1 };
