@@ -61,7 +61,8 @@ export function createLineApplier(run: {
   /** Lines checked and held to be created together, and the refs they carry. */
   let held: { line: number; parsed: ParsedLine; first: boolean; resolved: ParsedLine }[] = [];
   const heldRefs = new Map<string, number>();
-  let stores = 0;
+  /** Stores made because as many lines as a store takes were held (not for a reference, another kind of line, or the batch's end). */
+  let fullStores = 0;
   /** How many lines a store takes (`nextStoreLines`). */
   let groupLines = 8;
 
@@ -108,7 +109,10 @@ export function createLineApplier(run: {
         if (held.length > 0 && held[0].resolved.resource !== resolved.resource) done.push(...(await flush(ctx)));
         held.push({ line, parsed, first, resolved });
         if (ref !== undefined) heldRefs.set(ref, line);
-        if (held.length >= groupLines) done.push(...(await flush(ctx)));
+        if (held.length >= groupLines) {
+          done.push(...(await flush(ctx)));
+          fullStores++;
+        }
         return done;
       }
       if (held.length > 0) done.push(...(await flush(ctx)));
@@ -155,7 +159,6 @@ export function createLineApplier(run: {
     const lines = all.filter((l) => !dropped.has(l));
     let outcomes: Outcome[] = [];
     if (lines.length > 0) {
-      stores++;
       const began = performance.now();
       try {
         const { result } = await runPart(ctx, (part) =>
@@ -165,7 +168,10 @@ export function createLineApplier(run: {
           ),
         );
         outcomes = result.map((r) => (r instanceof ApiError ? { error: r } : { applied: r }));
-        groupLines = nextStoreLines(lines.length, performance.now() - began, run.storeMs);
+        const took = performance.now() - began;
+        // A short store (a reference to a held line, the batch's end) says little of a full one's pace, unless it was slow.
+        if (lines.length >= groupLines || took >= run.storeMs)
+          groupLines = nextStoreLines(lines.length, took, run.storeMs);
       } catch (caught) {
         if (caught instanceof WriteBroken || isDatabaseUnavailable(caught)) throw caught;
         for (const l of lines) outcomes.push(await applyOne(ctx, l.line, l.resolved));
@@ -207,9 +213,9 @@ export function createLineApplier(run: {
   return {
     apply,
     flush,
-    /** How many stores of held lines this run has made. */
-    get stores() {
-      return stores;
+    /** How many full stores of held lines this run has made. */
+    get fullStores() {
+      return fullStores;
     },
   };
 }

@@ -54,8 +54,8 @@ const BATCH_LINES = 200;
 const BATCH_MS = 5;
 
 /**
- * Whether a batch takes no more lines, after `lines` that ran `ms` and made `stores` stores of held
- * lines: a store is sized to take the batch's time (src/imports/apply.ts), so one a batch.
+ * Whether a batch takes no more lines, after `lines` that ran `ms` and made `stores` full stores of
+ * held lines: a full store is sized to take the batch's time (src/imports/apply.ts), so one a batch.
  */
 export function batchFull(lines: number, ms: number, stores: number): boolean {
   return lines >= BATCH_LINES || ms >= BATCH_MS || stores > 0;
@@ -126,9 +126,9 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
               stopped ||= 'error' in outcome && options.onError === 'stop';
             }
           };
-          const stores = applier.stores;
+          const stores = applier.fullStores;
           for (let i = from; i < to && !stopped; i++) {
-            if (i > from && batchFull(i - from, performance.now() - began, applier.stores - stores)) break;
+            if (i > from && batchFull(i - from, performance.now() - began, applier.fullStores - stores)) break;
             line = first + (i - from);
             if (texts[i].trim() === '') continue;
             record(await applier.apply(ctx, line, texts[i]));

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { isUniqueViolation } from '../db/dialect.ts';
+import { anyOf, isUniqueViolation } from '../db/dialect.ts';
 import { fetchPage, propertyCondition, type Page, type Paging, type PropertyFilter } from '../db/list.ts';
 import type { Db } from '../db/types.ts';
 import { ApiError, conflict } from '../lib/errors.ts';
@@ -42,8 +42,8 @@ export async function findItemIdByHandle(db: Db, businessId: string, handle: str
 /**
  * The handles each input gets, in order: its own unless a live item or an earlier input has it (a
  * 409 for that input), else the name's slug, then "-2", "-3", and so on. Only handles looked up in
- * the database are given: one query when no slug is taken, and one more for each window of
- * numbered neighbours (slug-2 … slug-5, then 16 more, then 64, and so on) a taken slug steps into.
+ * the database are given: one query when no slug is taken or wanted twice, and one more for each
+ * window of numbered neighbours a slug steps into (slug-2 … slug-5, then 16 more, 64, then 256 at a time).
  * (A prefix scan would be no index range on PostgreSQL: it read every item of the business.)
  */
 async function chooseHandles(db: Db, businessId: string, inputs: CreateItemInput[]): Promise<(string | ApiError)[]> {
@@ -86,7 +86,7 @@ async function liveHandles(db: Db, businessId: string, handles: string[]): Promi
     .select('handle')
     .where('business_id', '=', businessId)
     .where(whereLive())
-    .where('handle', 'in', handles)
+    .where(anyOf(db, 'handle', handles))
     .execute();
   return rows.map((r) => r.handle);
 }
@@ -113,14 +113,14 @@ export const ITEM_COLUMNS = [
  * Items, their platform (ownership) records with the same ids, then their variants: one multi-row
  * statement per table for all of `inputs`, sent one behind the other (decision 0053). An input whose
  * handle is taken gets its 409 in its place and stores nothing; the others get their item and its
- * variants as stored.
+ * variants as stored, and the variants' ids in the order given.
  */
 export async function insertItems(
   db: Db,
   businessId: string,
   inputs: CreateItemInput[],
   now: string,
-): Promise<({ item: ItemRow; variants: VariantRow[] } | ApiError)[]> {
+): Promise<({ item: ItemRow; variants: VariantRow[]; variantIds: string[] } | ApiError)[]> {
   const list = await sendRead<{ id: string }>(db, defaultListIdQuery(db, businessId));
   const handles = await chooseHandles(db, businessId, inputs);
   const stored: { id: string; input: CreateItemInput }[] = [];
@@ -181,10 +181,13 @@ export async function insertItems(
   let next = 0;
   return handles.map((handle) => {
     if (handle instanceof ApiError) return handle;
-    const { id } = stored[next++];
-    const own = variantsOf.get(id) ?? [];
-    own.sort((a, b) => Number(a.sequence) - Number(b.sequence));
-    return { item: byId.get(id)!, variants: own };
+    const k = next++;
+    const { id } = stored[k];
+    // As a GET orders them; `variantIds` stay in the order given.
+    const own = [...(variantsOf.get(id) ?? [])].sort(
+      (a, b) => Number(a.sequence) - Number(b.sequence) || (a.id < b.id ? -1 : 1),
+    );
+    return { item: byId.get(id)!, variants: own, variantIds: variants.ids[k] };
   });
 }
 
@@ -226,7 +229,6 @@ export async function findItem(
   return toItem(row, variants);
 }
 
-/** Live items with their live variants, in the order of `ids`; missing ones are left out. */
 export interface ListItemsOptions extends Paging {
   includeDeleted: boolean;
   updatedSince?: string;

@@ -34,7 +34,7 @@ export async function createItems(
     if (r instanceof ApiError) return r;
     const resource = toItem(r.item, r.variants);
     ctx.emit(createdEvent('item', resource));
-    return { resource, variantIds: r.variants.map((v) => v.id) };
+    return { resource, variantIds: r.variantIds };
   });
 }
 

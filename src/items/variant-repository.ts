@@ -50,6 +50,7 @@ export async function insertVariants(
   firstSequence: number,
   now: string,
 ): Promise<string[]> {
+  if (variants.length === 0) return [];
   const listId = await findDefaultListId(db, businessId);
   return (await insertVariantsOf(db, businessId, listId, [{ itemId, variants, firstSequence }], now)).ids[0];
 }

@@ -269,6 +269,32 @@ describeEachBackend('POST /api/v1/items', (ctx) => {
     }
   });
 
+  it('answers variantIds in the order the variants were sent, whatever their sequence, and shows variants by sequence', async () => {
+    const t = await ctx().createTenant();
+    const res = await ctx().request('POST', '/api/v1/items', {
+      as: t,
+      body: {
+        item: { name: 'Shirt' },
+        variants: [variant({ variantName: 'Large', sequence: 2 }), variant({ variantName: 'Small', sequence: 1 })],
+      },
+    });
+    assert.equal(res.status, 201);
+    const got = await ctx().request('GET', `/api/v1/items/${res.body.id}`, { as: t });
+    assert.deepEqual(
+      got.body.variants.map((v: { variantName: string }) => v.variantName),
+      ['Small', 'Large'],
+    );
+    const byId = new Map(got.body.variants.map((v: { id: string; variantName: string }) => [v.id, v.variantName]));
+    assert.deepEqual(
+      res.body.variantIds.map((id: string) => byId.get(id)),
+      ['Large', 'Small'],
+    );
+    // The event's item is the item as a GET shows it.
+    const events = await ctx().request('GET', '/api/v1/events?limit=100', { as: t });
+    const created = events.body.items.find((e: { type: string }) => e.type === 'item.created');
+    assert.deepEqual(created.data.object, got.body);
+  });
+
   it('rejects properties that are too deep or use forbidden keys', async () => {
     const t = await ctx().createTenant();
     let deep: Record<string, unknown> = { leaf: 1 };
