@@ -46,18 +46,24 @@ export function createLineApplier(run: {
   stopOnError: boolean;
   /** How long one store of held lines should take: the batch's time. */
   storeMs: number;
+  /** The run starts at the import's first line: every earlier line's ref is one this run saw. */
+  fromStart: boolean;
   log: { warn(details: object, message: string): void };
 }) {
   /**
    * Earlier lines' results by ref, as this run read or wrote them: a result never changes once its
-   * batch commits, and the map goes with the run when a batch does not. Orders name the same items
-   * and buyer line after line; this saves a query for each such reference.
+   * batch commits. Orders name the same items and buyer line after line; this saves a query for each
+   * such reference. What the batch in progress learnt is `pending` until it commits (`committed`):
+   * a write that is undone and run again (src/write/groups.ts) must not find its own lines there.
    */
   const known = new Map<string, Referenced>();
-  const remember = (ref: string, result: Referenced) => {
-    if (known.size >= KNOWN_REFS) known.delete(known.keys().next().value!);
-    known.set(ref, result);
-  };
+  const pending = new Map<string, Referenced>();
+  const recall = (ref: string) => pending.get(ref) ?? known.get(ref);
+  /**
+   * Whether `known` holds every ref of the import's earlier lines: the run began at its first line
+   * and has forgotten none. Held lines are then checked against it alone, not read from the results.
+   */
+  let knowsAll = run.fromStart;
   /** Lines checked and held to be created together, and the refs they carry. */
   let held: { line: number; parsed: ParsedLine; first: boolean; resolved: ParsedLine }[] = [];
   const heldRefs = new Map<string, number>();
@@ -79,8 +85,8 @@ export function createLineApplier(run: {
       const find = async (ref: string) => {
         // A line that names a held line's ref reads its result: the held lines are stored first.
         if (heldRefs.has(ref)) done.push(...(await flush(ctx)));
-        const found = known.get(ref) ?? (await findResultByRef(ctx.trx, run.importId, ref));
-        if (found) remember(ref, found);
+        const found = recall(ref) ?? (await findResultByRef(ctx.trx, run.importId, ref));
+        if (found) pending.set(ref, found);
         return found;
       };
       const ref = parsed.ref ?? undefined;
@@ -89,7 +95,7 @@ export function createLineApplier(run: {
       if (ref !== undefined) {
         // A second line with a held line's ref: which of them is first is known once those are stored.
         if (heldRefs.has(ref)) done.push(...(await flush(ctx)));
-        const earlier = known.get(ref)?.line ?? (holdable ? undefined : (await find(ref))?.line);
+        const earlier = recall(ref)?.line ?? (holdable ? undefined : (await find(ref))?.line);
         if (earlier !== undefined) throw duplicateRef(earlier, ref);
         // The first line with this ref: the one that references to it name.
         first = true;
@@ -149,7 +155,8 @@ export function createLineApplier(run: {
     heldRefs.clear();
     if (all.length === 0) return [];
     // Their refs, against the results of earlier batches: a line whose ref an earlier line has fails.
-    const refs = all.flatMap(({ parsed }) => (parsed.ref ? [parsed.ref] : []));
+    // Each was checked against `known` as it was held; where that holds them all, there is no more to read.
+    const refs = knowsAll ? [] : all.flatMap(({ parsed }) => (parsed.ref ? [parsed.ref] : []));
     const earlier = refs.length > 0 ? await findLinesByRef(ctx.trx, run.importId, refs) : new Map<string, number>();
     const dropped = new Map<(typeof all)[number], Outcome>();
     for (const l of all) {
@@ -193,7 +200,7 @@ export function createLineApplier(run: {
       recordId: failed ? null : outcome.applied.id || null,
       variantIds: failed ? undefined : outcome.applied.variantIds,
     };
-    if (first) remember(parsed!.ref!, result);
+    if (first) pending.set(parsed!.ref!, result);
     return { parsed, outcome, result };
   }
 
@@ -213,6 +220,23 @@ export function createLineApplier(run: {
   return {
     apply,
     flush,
+    /** A batch's write begins (again, if it was undone): nothing it held or learnt before counts. */
+    begin() {
+      pending.clear();
+      held = [];
+      heldRefs.clear();
+    },
+    /** The batch's write committed: what it learnt by ref is known. */
+    committed() {
+      for (const [ref, result] of pending) {
+        if (known.size >= KNOWN_REFS) {
+          known.delete(known.keys().next().value!);
+          knowsAll = false;
+        }
+        known.set(ref, result);
+      }
+      pending.clear();
+    },
     /** How many full stores of held lines this run has made. */
     get fullStores() {
       return fullStores;

@@ -91,6 +91,7 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
       dryRun: options.dryRun,
       stopOnError: options.onError === 'stop',
       storeMs: BATCH_MS,
+      fromStart: imp.lines_done === 0,
       log: deps.log,
     });
 
@@ -102,6 +103,7 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
     const runBatch = (texts: string[], from: number, to: number, first: number) =>
       writes
         .run(scope, async (ctx) => {
+          applier.begin();
           const next = { ...counts };
           const began = performance.now();
           const results: ImportResultTable[] = [];
@@ -150,6 +152,7 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
         .then(
           (batch) => {
             // Committed: the batch's lines count now, and not before.
+            applier.committed();
             for (const outcome of ['created', 'updated', 'unchanged', 'failed'] as const) {
               if (batch.next[outcome] > counts[outcome])
                 deps.lines?.inc({ outcome }, batch.next[outcome] - counts[outcome]);
