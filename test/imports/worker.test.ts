@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { loadConfig } from '../../src/config.ts';
+import { createImportWorker } from '../../src/imports/worker.ts';
+import { createWriteRunner, type WriteRunner } from '../../src/write/runner.ts';
+import { describeEachBackend } from '../helpers/context.ts';
+
+const itemLine = (name: string, ref: string) =>
+  JSON.stringify({
+    op: 'create',
+    resource: 'item',
+    ref,
+    data: { item: { name }, variants: [{ variantName: 'One', currency: 'AUD', price: 1, cost: 1 }] },
+  });
+
+/**
+ * An instance's import worker (src/imports/worker.ts) against another instance: a batch applies
+ * only while this instance holds the import's lease.
+ */
+describeEachBackend(
+  'the import worker',
+  (ctx) => {
+    it('applies nothing once another instance has taken the import', async () => {
+      const t = await ctx().createTenant();
+      const body = `${[itemLine('Tea', 'tea'), itemLine('Coffee', 'coffee')].join('\n')}\n`;
+      const posted = await ctx().request('POST', '/api/v1/imports', {
+        as: t,
+        body,
+        headers: { 'content-type': 'application/x-ndjson' },
+      });
+      assert.equal(posted.status, 202, JSON.stringify(posted.body));
+      const id: string = posted.body.id;
+
+      // Just before each batch's write, another instance takes the import (its lease passed, say).
+      const writes = createWriteRunner(ctx().db);
+      let batches = 0;
+      let settled!: () => void;
+      const ran = new Promise<void>((resolve) => {
+        settled = resolve;
+      });
+      const stealing: WriteRunner = {
+        ...writes,
+        run: async (scope, work) => {
+          batches++;
+          await ctx()
+            .db.updateTable('imports')
+            .set({ lease_owner: 'iw_other', lease_until: new Date(Date.now() + 60_000).toISOString() })
+            .where('id', '=', id)
+            .execute();
+          try {
+            return await writes.run(scope, work);
+          } finally {
+            settled();
+          }
+        },
+      };
+      const worker = createImportWorker({
+        db: ctx().db,
+        writes: stealing,
+        clock: Date.now,
+        concurrency: 1,
+        leaseMs: 30_000,
+        log: { warn: () => {} },
+        only: id,
+      });
+      worker.start();
+      // The worker's timers do not keep the process alive; this one does, and bounds the wait.
+      let guard: NodeJS.Timeout | undefined;
+      await Promise.race([
+        ran,
+        new Promise((_, reject) => {
+          guard = setTimeout(() => reject(new Error('the worker ran no batch in 10 s')), 10_000);
+        }),
+      ]);
+      clearTimeout(guard);
+      await worker.stop();
+
+      assert.equal(batches, 1);
+      const imp = await ctx()
+        .db.selectFrom('imports')
+        .select(['lines_done', 'lease_owner', 'state'])
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+      assert.deepEqual(
+        { ...imp, lines_done: Number(imp.lines_done) },
+        { lines_done: 0, lease_owner: 'iw_other', state: 'RUNNING' },
+      );
+      const results = await ctx().db.selectFrom('import_results').select('line').where('import_id', '=', id).execute();
+      assert.deepEqual(results, []);
+      const items = await ctx().db.selectFrom('items').select('id').where('business_id', '=', t.businessId).execute();
+      assert.deepEqual(items, []);
+    });
+  },
+  { config: { imports: { ...loadConfig({}).imports, concurrency: 0 } } },
+);
