@@ -85,8 +85,12 @@ export function createLineApplier(run: {
       const find = async (ref: string) => {
         // A line that names a held line's ref reads its result: the held lines are stored first.
         if (heldRefs.has(ref)) done.push(...(await flush(ctx)));
-        const found = recall(ref) ?? (await findResultByRef(ctx.trx, run.importId, ref));
-        if (found) pending.set(ref, found);
+        let found = recall(ref);
+        // Where the run knows every earlier line's ref, one it does not know is no line's.
+        if (found === undefined && !knowsAll) {
+          found = await findResultByRef(ctx.trx, run.importId, ref);
+          if (found) pending.set(ref, found);
+        }
         return found;
       };
       const ref = parsed.ref ?? undefined;
@@ -229,7 +233,7 @@ export function createLineApplier(run: {
     /** The batch's write committed: what it learnt by ref is known. */
     committed() {
       for (const [ref, result] of pending) {
-        if (known.size >= KNOWN_REFS) {
+        if (!known.has(ref) && known.size >= KNOWN_REFS) {
           known.delete(known.keys().next().value!);
           knowsAll = false;
         }

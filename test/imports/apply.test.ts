@@ -21,6 +21,9 @@ class Reads implements KyselyPlugin {
   }
 }
 
+const buyerLine = (name: string, ref: string) =>
+  JSON.stringify({ op: 'create', resource: 'buyer', ref, data: { buyer: { name } } });
+
 const itemLine = (name: string, ref: string) =>
   JSON.stringify({
     op: 'create',
@@ -90,15 +93,24 @@ describeEachBackend('applying import lines', (ctx) => {
     const fromStart = applierFor(newId('imp'), true);
     await batch(t.businessId, fromStart, [itemLine('Tea', 'tea')]);
     const reads = new Reads();
-    const second = await batch(t.businessId, fromStart, [itemLine('Green tea', 'tea'), itemLine('Mate', 'mate')], {
-      first: 2,
-      reads,
-    });
+    const second = await batch(
+      t.businessId,
+      fromStart,
+      [
+        itemLine('Green tea', 'tea'),
+        itemLine('Mate', 'mate'),
+        buyerLine('Tea house', 'tea'),
+        buyerLine('Cafe', 'cafe'),
+      ],
+      { first: 2, reads },
+    );
     assert.deepEqual(
-      second.map((d) => [d.result.line, d.result.outcome]),
+      second.map((d) => [d.result.line, d.result.outcome]).sort(([a], [b]) => Number(a) - Number(b)),
       [
         [2, 'failed'],
         [3, 'created'],
+        [4, 'failed'],
+        [5, 'created'],
       ],
     );
     assert.equal(reads.readFrom('import_results'), false, reads.seen.join('\n'));
@@ -111,10 +123,14 @@ describeEachBackend('applying import lines', (ctx) => {
       .values({ import_id: importId, line: 1, ref: 'chai', outcome: 'created', record_id: null, detail: null })
       .execute();
     const resumed = applierFor(importId, false);
-    const found = await batch(t.businessId, resumed, [itemLine('Chai', 'chai')], { first: 2 });
-    assert.equal(found[0].result.outcome, 'failed');
-    assert.deepEqual((found[0].outcome as { error: { fieldErrors: unknown } }).error.fieldErrors, {
-      ref: "Line 1 already has the ref 'chai'",
+    const found = await batch(t.businessId, resumed, [itemLine('Chai', 'chai'), buyerLine('Chai house', 'chai')], {
+      first: 2,
     });
+    for (const line of found) {
+      assert.equal(line.result.outcome, 'failed');
+      assert.deepEqual((line.outcome as { error: { fieldErrors: unknown } }).error.fieldErrors, {
+        ref: "Line 1 already has the ref 'chai'",
+      });
+    }
   });
 });

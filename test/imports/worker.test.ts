@@ -90,6 +90,60 @@ describeEachBackend(
       const items = await ctx().db.selectFrom('items').select('id').where('business_id', '=', t.businessId).execute();
       assert.deepEqual(items, []);
     });
+
+    it("checks a resumed import's lines against the results of the lines done before it", async () => {
+      const t = await ctx().createTenant();
+      const body = `${[itemLine('Tea', 'tea'), itemLine('Green tea', 'tea')].join('\n')}\n`;
+      const posted = await ctx().request('POST', '/api/v1/imports', {
+        as: t,
+        body,
+        headers: { 'content-type': 'application/x-ndjson' },
+      });
+      assert.equal(posted.status, 202, JSON.stringify(posted.body));
+      const id: string = posted.body.id;
+      // Another instance did line 1 and stopped (its lease passed): its result is stored, its ref with it.
+      await ctx()
+        .db.updateTable('imports')
+        .set({
+          lines_done: 1,
+          state: 'RUNNING',
+          counts: JSON.stringify({ created: 1, updated: 0, unchanged: 0, failed: 0 }),
+        })
+        .where('id', '=', id)
+        .execute();
+      await ctx()
+        .db.insertInto('import_results')
+        .values({ import_id: id, line: 1, ref: 'tea', outcome: 'created', record_id: null, detail: null })
+        .execute();
+
+      const worker = createImportWorker({
+        db: ctx().db,
+        writes: createWriteRunner(ctx().db),
+        clock: Date.now,
+        concurrency: 1,
+        leaseMs: 30_000,
+        log: { warn: () => {} },
+        only: id,
+      });
+      worker.start();
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const imp = await ctx().db.selectFrom('imports').select('state').where('id', '=', id).executeTakeFirstOrThrow();
+        if (imp.state === 'COMPLETED') break;
+        assert.ok(Date.now() < deadline, `the import finished within 10 s: ${imp.state}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await worker.stop();
+
+      const line2 = await ctx()
+        .db.selectFrom('import_results')
+        .select(['outcome', 'detail'])
+        .where('import_id', '=', id)
+        .where('line', '=', 2)
+        .executeTakeFirstOrThrow();
+      assert.equal(line2.outcome, 'failed');
+      assert.match(String(line2.detail), /Line 1 already has the ref 'tea'/);
+    });
   },
   { config: { imports: { ...loadConfig({}).imports, concurrency: 0 } } },
 );
