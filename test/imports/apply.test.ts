@@ -5,6 +5,7 @@ import { createLineApplier, type LineDone } from '../../src/imports/apply.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { createWriteRunner, SYSTEM, type WriteContext } from '../../src/write/runner.ts';
 import { describeEachBackend } from '../helpers/context.ts';
+import { buyerLine as buyer, itemLine as item } from '../helpers/imports.ts';
 
 /** Records the statements that read, as their trees (a read of the import's results names `import_results`). */
 class Reads implements KyselyPlugin {
@@ -21,16 +22,8 @@ class Reads implements KyselyPlugin {
   }
 }
 
-const buyerLine = (name: string, ref: string) =>
-  JSON.stringify({ op: 'create', resource: 'buyer', ref, data: { buyer: { name } } });
-
-const itemLine = (name: string, ref: string) =>
-  JSON.stringify({
-    op: 'create',
-    resource: 'item',
-    ref,
-    data: { item: { name }, variants: [{ variantName: 'One', currency: 'AUD', price: 1, cost: 1 }] },
-  });
+const itemLine = (name: string, ref: string) => JSON.stringify(item(name, ref));
+const buyerLine = (name: string, ref: string) => JSON.stringify(buyer(name, ref));
 
 /**
  * The line applier of a run of an import (src/imports/apply.ts): what it remembers of earlier lines

@@ -4,14 +4,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createImportWorker } from '../../src/imports/worker.ts';
 import { createWriteRunner, type WriteRunner } from '../../src/write/runner.ts';
 import { describeEachBackend } from '../helpers/context.ts';
-
-const itemLine = (name: string, ref: string) =>
-  JSON.stringify({
-    op: 'create',
-    resource: 'item',
-    ref,
-    data: { item: { name }, variants: [{ variantName: 'One', currency: 'AUD', price: 1, cost: 1 }] },
-  });
+import { itemLine, postImport } from '../helpers/imports.ts';
 
 /**
  * An instance's import worker (src/imports/worker.ts) against another instance: a batch applies
@@ -20,16 +13,21 @@ const itemLine = (name: string, ref: string) =>
 describeEachBackend(
   'the import worker',
   (ctx) => {
+    /** A worker of its own for import `id` alone, running its batches through `writes`. */
+    const workerFor = (id: string, writes: WriteRunner) =>
+      createImportWorker({
+        db: ctx().db,
+        writes,
+        clock: Date.now,
+        concurrency: 1,
+        leaseMs: 30_000,
+        log: { warn: () => {} },
+        only: id,
+      });
+
     it('applies nothing once another instance has taken the import', async () => {
       const t = await ctx().createTenant();
-      const body = `${[itemLine('Tea', 'tea'), itemLine('Coffee', 'coffee')].join('\n')}\n`;
-      const posted = await ctx().request('POST', '/api/v1/imports', {
-        as: t,
-        body,
-        headers: { 'content-type': 'application/x-ndjson' },
-      });
-      assert.equal(posted.status, 202, JSON.stringify(posted.body));
-      const id: string = posted.body.id;
+      const id = await postImport(ctx(), t, [itemLine('Tea', 'tea'), itemLine('Coffee', 'coffee')]);
 
       // Just before each batch's write, another instance takes the import (its lease passed, say).
       const writes = createWriteRunner(ctx().db);
@@ -54,15 +52,7 @@ describeEachBackend(
           }
         },
       };
-      const worker = createImportWorker({
-        db: ctx().db,
-        writes: stealing,
-        clock: Date.now,
-        concurrency: 1,
-        leaseMs: 30_000,
-        log: { warn: () => {} },
-        only: id,
-      });
+      const worker = workerFor(id, stealing);
       worker.start();
       // The worker's timers do not keep the process alive; this one does, and bounds the wait.
       let guard: NodeJS.Timeout | undefined;
@@ -93,14 +83,7 @@ describeEachBackend(
 
     it("checks a resumed import's lines against the results of the lines done before it", async () => {
       const t = await ctx().createTenant();
-      const body = `${[itemLine('Tea', 'tea'), itemLine('Green tea', 'tea')].join('\n')}\n`;
-      const posted = await ctx().request('POST', '/api/v1/imports', {
-        as: t,
-        body,
-        headers: { 'content-type': 'application/x-ndjson' },
-      });
-      assert.equal(posted.status, 202, JSON.stringify(posted.body));
-      const id: string = posted.body.id;
+      const id = await postImport(ctx(), t, [itemLine('Tea', 'tea'), itemLine('Green tea', 'tea')]);
       // Another instance did line 1 and stopped (its lease passed): its result is stored, its ref with it.
       await ctx()
         .db.updateTable('imports')
@@ -116,15 +99,7 @@ describeEachBackend(
         .values({ import_id: id, line: 1, ref: 'tea', outcome: 'created', record_id: null, detail: null })
         .execute();
 
-      const worker = createImportWorker({
-        db: ctx().db,
-        writes: createWriteRunner(ctx().db),
-        clock: Date.now,
-        concurrency: 1,
-        leaseMs: 30_000,
-        log: { warn: () => {} },
-        only: id,
-      });
+      const worker = workerFor(id, createWriteRunner(ctx().db));
       worker.start();
       const deadline = Date.now() + 10_000;
       for (;;) {
