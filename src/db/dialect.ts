@@ -122,9 +122,9 @@ export function columnTypes(dialect: Dialect) {
   } as const;
 }
 
-/** PostgreSQL's `ANALYZE` now, rather than at autovacuum's next look. */
-export async function analyzeTable(db: Db, table: string): Promise<void> {
-  if (dialectOf(db) === 'postgres') await sql`analyze ${sql.table(table)}`.execute(db);
+/** PostgreSQL's `ANALYZE` of `tables` now, rather than at autovacuum's next look. */
+export async function analyzeTables(db: Db, tables: string[]): Promise<void> {
+  if (dialectOf(db) === 'postgres') await sql`analyze ${sql.join(tables.map((t) => sql.table(t)))}`.execute(db);
 }
 
 /** PostgreSQL: notifies `channel` listeners (src/db/listen.ts) at commit, not on rollback. */

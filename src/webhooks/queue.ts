@@ -1,6 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { analyzeTable, anyOf, forUpdate, forUpdateSkipLocked, skipLockedClause } from '../db/dialect.ts';
+import { analyzeTables, anyOf, forUpdate, forUpdateSkipLocked, skipLockedClause } from '../db/dialect.ts';
 import { whereLive } from '../db/live.ts';
 import type { Db } from '../db/types.ts';
 import { insertRows } from '../db/bulk.ts';
@@ -203,7 +203,7 @@ export async function queueWork(db: Db) {
  * small table it saw, reading every queued delivery per statement.
  */
 export async function refreshStatistics(db: Db): Promise<void> {
-  await analyzeTable(db, 'webhook_deliveries');
+  await analyzeTables(db, ['webhook_deliveries']);
 }
 
 /** A test event's delivery: its body kept with it, waiting for nothing. */

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
+import { sql } from 'kysely';
 import { loadConfig } from '../../src/config.ts';
 import { createImportWorker } from '../../src/imports/worker.ts';
 import { createWriteRunner, type WriteRunner } from '../../src/write/runner.ts';
@@ -118,6 +119,41 @@ describeEachBackend(
         .executeTakeFirstOrThrow();
       assert.equal(line2.outcome, 'failed');
       assert.match(String(line2.detail), /Line 1 already has the ref 'tea'/);
+    });
+
+    it('refreshes the statistics of the tables it grows once it has applied 1,000 lines (PostgreSQL)', async () => {
+      const t = await ctx().createTenant();
+      // Statistics as a new database has them: none (reltuples -1 until a table is analysed).
+      const reltuples = async () =>
+        ctx().backend === 'postgres'
+          ? Number(
+              (
+                await sql<{ n: number }>`select reltuples as n from pg_class where oid = 'items'::regclass`.execute(
+                  ctx().db,
+                )
+              ).rows[0].n,
+            )
+          : null;
+      const before = await reltuples();
+      const id = await postImport(
+        ctx(),
+        t,
+        Array.from({ length: 1001 }, (_, i) => itemLine(`Item ${i}`, `i${i}`)),
+      );
+      const worker = workerFor(id, createWriteRunner(ctx().db));
+      worker.start();
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const imp = await ctx().db.selectFrom('imports').select('state').where('id', '=', id).executeTakeFirstOrThrow();
+        if (imp.state === 'COMPLETED') break;
+        assert.ok(Date.now() < deadline, `the import finished within 60 s: ${imp.state}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await worker.stop();
+      if (ctx().backend === 'postgres') {
+        assert.ok(before! < 1000, `no statistics of 1,000 items before: ${before}`);
+        assert.ok((await reltuples())! >= 1000, 'ANALYZE counted the imported items');
+      }
     });
   },
   { config: { imports: { ...loadConfig({}).imports, concurrency: 0 } } },
