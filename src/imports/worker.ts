@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
 import type { Scope } from '../businesses/scopes.ts';
-import { analyzeTables } from '../db/dialect.ts';
+import { createStatisticsRefresh } from '../db/statistics.ts';
 import type { Db } from '../db/types.ts';
 import { CLI, type Actor, type WriteRunner } from '../write/runner.ts';
 import { createLineApplier, type LineDone } from './apply.ts';
@@ -55,29 +55,14 @@ const BATCH_LINES = 200;
 const BATCH_MS = 5;
 
 /**
- * Lines applied after which the tables imports grow have their statistics refreshed, at most every
- * STATISTICS_MS (PostgreSQL; as webhooks do for their queue, src/webhooks/worker.ts). An import
- * grows them far faster than autovacuum looks, and PostgreSQL plans, and keeps the plans of its
- * prepared statements, for the tables it last saw: a handle lookup read every item of the business,
- * and a new item's last event version every item event of it (decision 0053, session 63).
+ * The tables imports grow: their statistics are refreshed after 1,000 lines, at most every 30 s
+ * (src/db/statistics.ts). Without it, a handle lookup read every item of the business, and a new
+ * item's last event version every item event of it (decision 0053, session 63).
  */
-const STATISTICS_AFTER = 1000;
-const STATISTICS_MS = 30_000;
 const GROWN_BY_IMPORTS = [
-  'items',
-  'item_variants',
-  'item_list_entries',
-  'platform_items',
-  'phantoms',
-  'partnerships',
-  'orders',
-  'order_items',
-  'order_properties',
-  'shipments',
-  'invoices',
-  'invoice_line_items',
-  'events',
-  'import_results',
+  ...['items', 'item_variants', 'item_list_entries', 'platform_items', 'phantoms', 'partnerships'],
+  ...['orders', 'order_items', 'order_properties', 'shipments', 'invoices', 'invoice_line_items'],
+  ...['events', 'import_results'],
 ];
 
 /**
@@ -101,8 +86,7 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
   let stopping = false;
   let started = false;
   let timer: NodeJS.Timeout | undefined;
-  let appliedSinceAnalysed = 0;
-  let analysedAt = Number.NEGATIVE_INFINITY;
+  const statistics = createStatisticsRefresh({ db, tables: GROWN_BY_IMPORTS, clock });
 
   const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -205,16 +189,12 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
       do {
         const batch = await runBatch(texts, i, end, chunk ? chunk.first_line + i : done + 1);
         if (!batch) return;
-        appliedSinceAnalysed += batch.line - done;
+        statistics.grew(batch.line - done);
         ({ line: done, stopped } = batch);
-        if (appliedSinceAnalysed >= STATISTICS_AFTER && clock() - analysedAt >= STATISTICS_MS) {
-          appliedSinceAnalysed = 0;
-          analysedAt = clock();
-          // Without it the import goes on as it was; it is not worth stopping for.
-          await analyzeTables(db, GROWN_BY_IMPORTS).catch((err) =>
-            deps.log.warn({ err }, 'import: the statistics were not refreshed'),
-          );
-        }
+        // Without it the import goes on as it was; it is not worth stopping for.
+        await statistics
+          .refreshIfDue()
+          .catch((err) => deps.log.warn({ err }, 'import: the statistics were not refreshed'));
         i = chunk ? done + 1 - chunk.first_line : 0;
         // Live requests get their turn between batches: SQLite's driver is synchronous, and without
         // this an import would run as one chain of promises that keeps the event loop from the sockets.

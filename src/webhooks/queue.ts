@@ -1,6 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { analyzeTables, anyOf, forUpdate, forUpdateSkipLocked, skipLockedClause } from '../db/dialect.ts';
+import { anyOf, forUpdate, forUpdateSkipLocked, skipLockedClause } from '../db/dialect.ts';
 import { whereLive } from '../db/live.ts';
 import type { Db } from '../db/types.ts';
 import { insertRows } from '../db/bulk.ts';
@@ -196,14 +196,6 @@ export async function queueWork(db: Db) {
     .where(whereLive('e'))
     .execute();
   return { endpoints, replays, watched: new Set(enabled.map((e) => e.business_id)) };
-}
-
-/**
- * A replay can queue many deliveries faster than autovacuum looks, and PostgreSQL then plans for the
- * small table it saw, reading every queued delivery per statement.
- */
-export async function refreshStatistics(db: Db): Promise<void> {
-  await analyzeTables(db, ['webhook_deliveries']);
 }
 
 /** A test event's delivery: its body kept with it, waiting for nothing. */

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import { Counter, type Registry } from 'prom-client';
 import type { WebhookConfig } from '../config.ts';
+import { createStatisticsRefresh } from '../db/statistics.ts';
 import type { Database } from '../db/types.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
@@ -17,7 +18,6 @@ import {
   queueFromLog,
   queueFromReplay,
   queueWork,
-  refreshStatistics,
   type Claim,
 } from './queue.ts';
 import { createSender } from './sender.ts';
@@ -38,9 +38,6 @@ export interface WorkerDeps {
 /** Longest wait between looks at the queue: retries and other instances' lapsed leases are found so. */
 const IDLE_MS = 1000;
 const HELD_RETRY_MS = 20;
-/** Events queued after which the deliveries table's statistics are refreshed, at most every STATISTICS_MS. */
-const STATISTICS_AFTER = 1000;
-const STATISTICS_MS = 30_000;
 
 /**
  * Webhook delivery, in every server instance: one loop queues deliveries from the event log (woken
@@ -98,8 +95,9 @@ export function createWebhookWorker(deps: WorkerDeps) {
   // stop() waits for both: they use the database.
   let pumping: Promise<void> = Promise.resolve();
   let claimingNow: Promise<void> = Promise.resolve();
-  let analysedAt = -Infinity;
-  let queuedSinceAnalysed = 0;
+  // A replay can queue many deliveries faster than autovacuum looks: PostgreSQL would then plan for
+  // the small table it saw, and read every queued delivery a statement.
+  const statistics = createStatisticsRefresh({ db, tables: ['webhook_deliveries'], clock });
   const flights = new Set<Promise<void>>();
   // Businesses with an enabled endpoint: only their commits wake the worker, so other writes cost
   // no pass. An endpoint made on another instance is found by the next idle pass.
@@ -156,11 +154,7 @@ export function createWebhookWorker(deps: WorkerDeps) {
       held = (await drain(endpoint.business_id, (ctx) => queueFromLog(ctx, endpoint.id))) || held;
     for (const replay of work.replays)
       held = (await drain(replay.business_id, (ctx) => queueFromReplay(ctx, replay.id))) || held;
-    if (queuedSinceAnalysed >= STATISTICS_AFTER && clock() - analysedAt >= STATISTICS_MS) {
-      analysedAt = clock();
-      queuedSinceAnalysed = 0;
-      await refreshStatistics(db);
-    }
+    await statistics.refreshIfDue();
     return held;
   }
 
@@ -170,7 +164,7 @@ export function createWebhookWorker(deps: WorkerDeps) {
       const looked = await writes.run({ businessId, actor: SYSTEM }, step);
       if (looked === ENDPOINT_HELD) return true;
       if (looked === 0) return false;
-      queuedSinceAnalysed += looked;
+      statistics.grew(looked);
     }
     return false;
   }

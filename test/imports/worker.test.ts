@@ -26,6 +26,27 @@ describeEachBackend(
         only: id,
       });
 
+    /** Runs import `id` with a worker of its own until it has completed, within `withinMs`. */
+    const runToCompletion = async (id: string, withinMs: number) => {
+      const worker = workerFor(id, createWriteRunner(ctx().db));
+      worker.start();
+      try {
+        const deadline = Date.now() + withinMs;
+        for (;;) {
+          const imp = await ctx()
+            .db.selectFrom('imports')
+            .select('state')
+            .where('id', '=', id)
+            .executeTakeFirstOrThrow();
+          if (imp.state === 'COMPLETED') return;
+          assert.ok(Date.now() < deadline, `the import finished within ${withinMs} ms: ${imp.state}`);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      } finally {
+        await worker.stop();
+      }
+    };
+
     it('applies nothing once another instance has taken the import', async () => {
       const t = await ctx().createTenant();
       const id = await postImport(ctx(), t, [itemLine('Tea', 'tea'), itemLine('Coffee', 'coffee')]);
@@ -100,16 +121,7 @@ describeEachBackend(
         .values({ import_id: id, line: 1, ref: 'tea', outcome: 'created', record_id: null, detail: null })
         .execute();
 
-      const worker = workerFor(id, createWriteRunner(ctx().db));
-      worker.start();
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        const imp = await ctx().db.selectFrom('imports').select('state').where('id', '=', id).executeTakeFirstOrThrow();
-        if (imp.state === 'COMPLETED') break;
-        assert.ok(Date.now() < deadline, `the import finished within 10 s: ${imp.state}`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      await worker.stop();
+      await runToCompletion(id, 10_000);
 
       const line2 = await ctx()
         .db.selectFrom('import_results')
@@ -140,16 +152,7 @@ describeEachBackend(
         t,
         Array.from({ length: 1001 }, (_, i) => itemLine(`Item ${i}`, `i${i}`)),
       );
-      const worker = workerFor(id, createWriteRunner(ctx().db));
-      worker.start();
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        const imp = await ctx().db.selectFrom('imports').select('state').where('id', '=', id).executeTakeFirstOrThrow();
-        if (imp.state === 'COMPLETED') break;
-        assert.ok(Date.now() < deadline, `the import finished within 60 s: ${imp.state}`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      await worker.stop();
+      await runToCompletion(id, 60_000);
       if (ctx().backend === 'postgres') {
         assert.ok(before! < 1000, `no statistics of 1,000 items before: ${before}`);
         assert.ok((await reltuples())! >= 1000, 'ANALYZE counted the imported items');
