@@ -1,7 +1,7 @@
 /**
  * Bulk import throughput (issue 47's goals): lines per second for item creates with two variants
  * and for orders of five lines, through a real server (the bundle `npm start` runs), with the
- * server's peak RSS. `npx tsx bench/imports.ts --db sqlite|postgres [--items N] [--orders N] [--shipments N]`.
+ * server's peak RSS. `npx tsx bench/imports.ts --db sqlite|postgres [--items N] [--orders N] [--buyers N] [--shipments N]`.
  * Shipments (issue 64): N shipment lines of one unit each, all of one order's line of N units, so that
  * each line checks the invariant against an order with up to N shipments already.
  * Goals: 5,000 and 2,000 lines/s (SQLite), 2,000 and 800 (PostgreSQL); RSS at most 300 MB.
@@ -19,6 +19,8 @@ const { values } = parseArgs({
     db: { type: 'string', default: 'sqlite' },
     items: { type: 'string', default: '10000' },
     orders: { type: 'string', default: '5000' },
+    /** The buyers the orders are spread over, in turn. */
+    buyers: { type: 'string', default: '1' },
     shipments: { type: 'string', default: '1500' },
     profile: { type: 'string' },
     'file-mb': { type: 'string', default: '0' },
@@ -209,12 +211,15 @@ async function throughput() {
     }),
   );
   const itemRate = await run('items', items);
-  const buyer = JSON.stringify({ op: 'create', resource: 'buyer', ref: 'b', data: { buyer: { name: 'Bench buyer' } } });
-  const orderLines = Array.from({ length: Number(values.orders) }, (_, _i) =>
+  const buyers = Math.max(1, Number(values.buyers));
+  const buyerLines = Array.from({ length: buyers }, (_, b) =>
+    JSON.stringify({ op: 'create', resource: 'buyer', ref: `b${b}`, data: { buyer: { name: `Bench buyer ${b}` } } }),
+  );
+  const orderLines = Array.from({ length: Number(values.orders) }, (_, i) =>
     JSON.stringify({
       op: 'create',
       resource: 'order',
-      buyerId: { $ref: 'b' },
+      buyerId: { $ref: `b${i % buyers}` },
       data: {
         expectedDeliveryAt: '2030-01-01T00:00:00.000Z',
         orderItems: Array.from({ length: 5 }, (_, k) => ({
@@ -227,7 +232,7 @@ async function throughput() {
     }),
   );
   const catalogue = [
-    buyer,
+    ...buyerLines,
     ...['v', 'w0', 'w1', 'w2'].map((ref) =>
       JSON.stringify({
         op: 'create',

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { fetchPage, propertyCondition, type Page, type Paging, type PropertyFilter } from '../db/list.ts';
+import { anyOf } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
 import { statement } from '../db/statement.ts';
 import { newId } from '../lib/ids.ts';
@@ -94,6 +95,29 @@ export async function findBuyerPartnership(
     rows: [row],
   } = await db.executeQuery(buyerPartnershipQuery(db, { businessId, id }));
   return row && { id: row.id, itemListId: row.item_list_id };
+}
+
+/**
+ * `findBuyerPartnership` of many buyers in one query: an entry for each id asked, undefined where
+ * the buyer is missing, deleted or foreign (an import's orders name many buyers).
+ */
+export async function findBuyerPartnerships(
+  db: Db,
+  businessId: string,
+  ids: string[],
+): Promise<Map<string, { id: string; itemListId: string | null } | undefined>> {
+  const found = new Map<string, { id: string; itemListId: string | null } | undefined>(
+    ids.map((id) => [id, undefined]),
+  );
+  if (found.size === 0) return found;
+  const rows = await selectBuyers(db, businessId)
+    .select(['phantoms.id as buyer_id', 'partnerships.id', 'partnerships.item_list_id'])
+    .where(anyOf(db, 'phantoms.id', [...found.keys()]))
+    .where(whereLive('phantoms'))
+    .where(whereLive('partnerships'))
+    .execute();
+  for (const row of rows) found.set(row.buyer_id, { id: row.id, itemListId: row.item_list_id });
+  return found;
 }
 
 const buyerPartnershipQuery = statement((db, v: { businessId: string; id: string }) =>

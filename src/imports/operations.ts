@@ -1,7 +1,7 @@
 import type { ValidateFunction } from 'ajv';
 import { allows, type Area, type Scope } from '../businesses/scopes.ts';
 import { marginFieldIn } from '../businesses/margin.ts';
-import { findBuyerPartnership, listBuyers } from '../buyers/repository.ts';
+import { findBuyerPartnership, findBuyerPartnerships, listBuyers } from '../buyers/repository.ts';
 import { CreateBuyerBody, UpdateBuyerBody } from '../buyers/schema.ts';
 import { BUYER_NOT_FOUND, createBuyer, patchBuyer } from '../buyers/service.ts';
 import { bodyError, compileBody } from '../lib/validation.ts';
@@ -151,7 +151,12 @@ const OPERATIONS: Record<ResourceName, Operation> = {
         return { outcome: 'created', id: (await createOrder(ctx, partnership, data)).resource.id };
       },
       applyMany: async (ctx, lines) => {
-        const known = new Map<string, Partnership | undefined>();
+        // The buyers the lines name, read at once.
+        const known = await findBuyerPartnerships(
+          ctx.trx,
+          ctx.businessId,
+          lines.flatMap((line) => (line.buyerId === undefined ? [] : [line.buyerId])),
+        );
         const planned: Array<{ partnership: Partnership; input: CreateOrderInput } | ApiError> = [];
         for (const line of lines) {
           try {

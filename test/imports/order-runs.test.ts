@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { findBuyerPartnership } from '../../src/buyers/repository.ts';
+import { createsMany } from '../../src/imports/operations.ts';
+import { parseLine } from '../../src/imports/lines.ts';
 import { ApiError } from '../../src/lib/errors.ts';
 import { createOrders } from '../../src/orders/service.ts';
 import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
@@ -199,5 +201,50 @@ describeEachBackend('bulk import: runs of order lines', (ctx) => {
       tables.map(() => 1),
       statements.join(', '),
     );
+  });
+  it('reads the buyers of a run of order lines with one query', async () => {
+    const t = await ctx().createTenant();
+    const { aud, usd } = await catalogue(ctx(), t);
+    const line = (buyerId: string | undefined, variantId: string) =>
+      parseLine(
+        JSON.stringify({
+          op: 'create',
+          resource: 'order',
+          ...(buyerId === undefined ? {} : { buyerId }),
+          data: { expectedDeliveryAt: DELIVERY, orderItems: [{ itemVariantId: variantId, quantity: 1 }] },
+        }),
+      );
+    const lines = [
+      line(aud.buyerId, aud.variantIds[0]),
+      line(usd.buyerId, usd.variantIds[0]),
+      line('phm_00000000000000000000000000', aud.variantIds[0]),
+      line(undefined, aud.variantIds[0]),
+      line(aud.buyerId, aud.variantIds[1]),
+    ];
+    let buyerReads = 0;
+    const writes = createWriteRunner(
+      ctx().db.withPlugin({
+        transformQuery: (args) => {
+          if (args.node.kind === 'SelectQueryNode' && JSON.stringify(args.node).includes('"name":"phantoms"'))
+            buyerReads++;
+          return args.node;
+        },
+        transformResult: async (args) => args.result,
+      }),
+    );
+    const applied = await writes.run({ businessId: t.businessId, actor: SYSTEM }, (c) =>
+      createsMany(lines[0])!(c, lines),
+    );
+    assert.deepEqual(
+      applied.map((r) => (r instanceof ApiError ? `${r.code}: ${r.message}` : r.outcome)),
+      [
+        'created',
+        'created',
+        'NOT_FOUND: Buyer not found',
+        'VALIDATION_ERROR: Validation failed. Please review the highlighted fields.',
+        'created',
+      ],
+    );
+    assert.equal(buyerReads, 1);
   });
 });
