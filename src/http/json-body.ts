@@ -18,6 +18,18 @@ export function isJsonMediaType(header: unknown): boolean {
 // A lone surrogate or NUL can only arrive as a JSON escape, so only a body with such an escape needs the walk.
 const SUSPECT_ESCAPE = /\\u(0000|[dD][89a-fA-F])/;
 
+/**
+ * The 400 for JSON `text`, parsed as `value`, that holds a string or key no backend stores as sent (a
+ * NUL, a lone surrogate), or null. Its field is the path to it, less a leading `within.` (an import
+ * line's `data` is the single call's body).
+ */
+export function unstorableTextError(text: string, value: unknown, within?: string): ApiError | null {
+  const bad = SUSPECT_ESCAPE.test(text) ? findUnstorableText(value) : null;
+  if (bad === null) return null;
+  const path = within !== undefined && bad.path.startsWith(`${within}.`) ? bad.path.slice(within.length + 1) : bad.path;
+  return validationError({ [path]: bad.problem }, bad.problem === NUL_FIELD_MESSAGE ? NUL_MESSAGE : undefined);
+}
+
 const textProblem = (text: string): string | null =>
   text.includes('\u0000') ? NUL_FIELD_MESSAGE : text.isWellFormed() ? null : SURROGATE_MESSAGE;
 
@@ -72,13 +84,9 @@ export function registerJsonBody(app: FastifyInstance, bodyLimit: number): void 
       const text = bytes.toString('utf8');
       parseJson(request, text, (error, value) => {
         if (error) return done(error, undefined);
-        const bad = SUSPECT_ESCAPE.test(text) ? findUnstorableText(value) : null;
-        if (bad === null) return done(null, value);
         // Refused on both backends rather than failing deep inside PostgreSQL.
-        return done(
-          validationError({ [bad.path]: bad.problem }, bad.problem === NUL_FIELD_MESSAGE ? NUL_MESSAGE : undefined),
-          undefined,
-        );
+        const refused = unstorableTextError(text, value);
+        return refused === null ? done(null, value) : done(refused, undefined);
       });
     },
   );

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { bodyError, compileBody } from '../lib/validation.ts';
 import { type ApiError, validationError } from '../lib/errors.ts';
+import { unstorableTextError } from '../http/json-body.ts';
 
 /**
  * One line of an import file: its envelope, and its `data` (the body the single-record operation
@@ -93,6 +94,9 @@ export function parseLine(text: string): ParsedLine {
   } catch {
     throw validationError({ '(root)': 'The line is not valid JSON' });
   }
+  // As the single call's body is (src/http/json-body.ts): PostgreSQL cannot hold a NUL, and would store a lone surrogate as U+FFFD.
+  const refused = unstorableTextError(text, value, 'data');
+  if (refused !== null) throw refused;
   if (!checkLine(value)) throw bodyError(checkLine.errors ?? [], value);
   return value as ParsedLine;
 }

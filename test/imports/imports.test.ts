@@ -707,6 +707,45 @@ describeEachBackend('bulk import', (ctx) => {
     );
   });
 
+  it('refuses text that cannot be stored as sent (a NUL, a lone surrogate) as the single call does, on both backends', async () => {
+    const t = await ctx().createTenant();
+    const single = await ctx().request('POST', '/api/v1/items', {
+      as: t,
+      body: { item: { name: 'Tea\u0000' }, variants: [{ variantName: 'One', currency: 'AUD', price: 1 }] },
+    });
+    assert.equal(single.status, 400);
+    const lines = [
+      item('Tea\u0000', 'nul-name'),
+      item('Lone \ud800', 'surrogate-name'),
+      item('Fine', 'fine'),
+      item('Ref', 'a\u0000b'),
+      item('Ref', '\ud800'),
+      item('Ref too', '\udfff'),
+      { op: 'create', resource: 'order', buyerId: 'a\u0000b', data: { orderItems: [] } },
+      { op: 'patch', resource: 'item', id: '\ud800', data: { item: { name: 'x' } } },
+    ];
+    const posted = await send(ctx(), t, file(lines));
+    assert.equal(posted.status, 202, JSON.stringify(posted.body));
+    const { imp, results } = await finished(ctx(), t, posted.body.id);
+    assert.deepEqual(imp.counts, { created: 1, updated: 0, unchanged: 0, failed: 7 });
+    const errors = results.map(
+      (r) => r.error && { code: r.error.errorCode, message: r.error.message, fields: r.error.fieldErrors },
+    );
+    assert.deepEqual(errors[0], {
+      code: single.body.errorCode,
+      message: single.body.message,
+      fields: single.body.fieldErrors,
+    });
+    const surrogate = 'Must be valid Unicode text: a lone UTF-16 surrogate was sent';
+    const nul = 'Must not contain the NUL character (\\u0000)';
+    assert.equal(errors[1].fields['item.name'], surrogate);
+    assert.equal(errors[2], undefined);
+    assert.deepEqual(
+      errors.slice(3).map((e) => e.fields),
+      [{ ref: nul }, { ref: surrogate }, { ref: surrogate }, { buyerId: nul }, { id: surrogate }],
+    );
+  });
+
   it('purges imports 30 days after they finish, with their results', async () => {
     const t = await ctx().createTenant();
     const posted = await send(ctx(), t, file([item('Old', 'old')]));
