@@ -88,6 +88,7 @@ export interface Referenced {
 /** Reads a line's text: a failed line's error when it is not a line of the format. */
 export function parseLine(text: string): ParsedLine {
   if (text.startsWith(TOO_LONG)) throw validationError({ '(root)': `The line is longer than ${MAX_LINE_BYTES} bytes` });
+  if (text.startsWith(NOT_UTF8)) throw validationError({ '(root)': 'The line is not valid UTF-8' });
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -106,6 +107,8 @@ const UNRESOLVED = 'dry_run_record';
 
 /** Stands in for a line longer than MAX_LINE_BYTES in the stored file: no JSON text starts with a NUL. */
 export const TOO_LONG = '\u0000too long';
+/** Stands in for a line whose bytes are not UTF-8. */
+export const NOT_UTF8 = '\u0000not utf-8';
 
 /**
  * Replaces every reference in the line (`id`, `buyerId`, `orderId`, and `{"$ref": ...}` objects anywhere in

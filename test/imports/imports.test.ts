@@ -746,6 +746,31 @@ describeEachBackend('bulk import', (ctx) => {
     );
   });
 
+  it('fails a line whose bytes are not UTF-8 as a single call refuses such a body, and stores nothing of it', async () => {
+    const t = await ctx().createTenant();
+    const body = Buffer.concat([
+      Buffer.from(`${JSON.stringify(item('Good', 'good'))}\n`),
+      // "Caf\xe9" in Latin-1: not UTF-8.
+      Buffer.from(JSON.stringify(item('Caf#', 'latin1')).replace('#', '\u0000'), 'utf8').map((b) =>
+        b === 0 ? 0xe9 : b,
+      ),
+      Buffer.from(`\n${JSON.stringify(item('Also good', 'also'))}\n`),
+    ]);
+    const posted = await ctx().app.inject({
+      method: 'POST',
+      url: '/api/v1/imports',
+      headers: { ...t.headers, ...NDJSON },
+      payload: body,
+    });
+    assert.equal(posted.statusCode, 202, posted.body);
+    const { imp, results } = await finished(ctx(), t, JSON.parse(posted.body).id);
+    assert.deepEqual(imp.counts, { created: 2, updated: 0, unchanged: 0, failed: 1 });
+    assert.equal(results[1].error.errorCode, 'VALIDATION_ERROR');
+    assert.deepEqual(results[1].error.fieldErrors, { '(root)': 'The line is not valid UTF-8' });
+    const names = await ctx().request('GET', '/api/v1/items?limit=100', { as: t });
+    assert.deepEqual(names.body.items.map((i: { name: string }) => i.name).sort(), ['Also good', 'Good']);
+  });
+
   it('purges imports 30 days after they finish, with their results', async () => {
     const t = await ctx().createTenant();
     const posted = await send(ctx(), t, file([item('Old', 'old')]));
