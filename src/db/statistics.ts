@@ -18,10 +18,10 @@ export function createStatisticsRefresh(opts: {
   db: Db;
   tables: string[];
   clock: () => number;
-  after?: number;
-  everyMs?: number;
+  after: number;
+  everyMs: number;
 }): StatisticsRefresh {
-  const { db, tables, clock, after = 1000, everyMs = 30_000 } = opts;
+  const { db, tables, clock, after, everyMs } = opts;
   let grown = 0;
   let refreshedAt = Number.NEGATIVE_INFINITY;
   return {

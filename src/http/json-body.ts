@@ -33,30 +33,46 @@ export function unstorableTextError(text: string, value: unknown, within?: strin
 const textProblem = (text: string): string | null =>
   text.includes('\u0000') ? NUL_FIELD_MESSAGE : text.isWellFormed() ? null : SURROGATE_MESSAGE;
 
-/** The path and problem of the first string or key that cannot be stored as sent, or null; iterative, as bodies may be deep. */
+/**
+ * The path and problem of the first string or key that cannot be stored as sent, or null. Iterative,
+ * as bodies may be deep, and each value on the stack links to its parent: the path is built only for
+ * a problem found (a copy of it for every value waiting on the stack grew with depth times width).
+ */
 export function findUnstorableText(root: unknown): { path: string; problem: string } | null {
-  const stack: Array<{ value: unknown; path: string[] }> = [{ value: root, path: [] }];
+  interface At {
+    value: unknown;
+    key: string | null;
+    parent: At | null;
+  }
+  const pathOf = (at: At) => {
+    const keys: string[] = [];
+    for (let a: At | null = at; a !== null && a.key !== null; a = a.parent) keys.push(a.key);
+    return keys.reverse().join('.') || '(root)';
+  };
+  // Only strings and containers can hold text.
+  const holdsText = (v: unknown) => typeof v === 'string' || (v !== null && typeof v === 'object');
+  const stack: At[] = [{ value: root, key: null, parent: null }];
   while (stack.length > 0) {
-    const { value, path } = stack.pop()!;
+    const at = stack.pop()!;
+    const { value } = at;
     if (typeof value === 'string') {
       const problem = textProblem(value);
-      if (problem) return { path: path.join('.') || '(root)', problem };
+      if (problem) return { path: pathOf(at), problem };
     } else if (Array.isArray(value)) {
-      value.forEach((v, i) => {
-        stack.push({ value: v, path: [...path, String(i)] });
-      });
+      for (let i = 0; i < value.length; i++)
+        if (holdsText(value[i])) stack.push({ value: value[i], key: String(i), parent: at });
     } else if (value !== null && typeof value === 'object') {
       for (const [key, v] of Object.entries(value)) {
         const problem = textProblem(key);
         if (problem)
           return {
-            path: path.join('.') || '(root)',
+            path: pathOf(at),
             problem:
               problem === NUL_FIELD_MESSAGE
                 ? NUL_FIELD_MESSAGE
                 : 'Keys must be valid Unicode text: a lone UTF-16 surrogate was sent',
           };
-        stack.push({ value: v, path: [...path, key] });
+        if (holdsText(v)) stack.push({ value: v, key, parent: at });
       }
     }
   }

@@ -86,7 +86,7 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
   let stopping = false;
   let started = false;
   let timer: NodeJS.Timeout | undefined;
-  const statistics = createStatisticsRefresh({ db, tables: GROWN_BY_IMPORTS, clock });
+  const statistics = createStatisticsRefresh({ db, tables: GROWN_BY_IMPORTS, clock, after: 1000, everyMs: 30_000 });
 
   const iso = (ms: number) => new Date(ms).toISOString();
 

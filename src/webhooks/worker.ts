@@ -97,7 +97,13 @@ export function createWebhookWorker(deps: WorkerDeps) {
   let claimingNow: Promise<void> = Promise.resolve();
   // A replay can queue many deliveries faster than autovacuum looks: PostgreSQL would then plan for
   // the small table it saw, and read every queued delivery a statement.
-  const statistics = createStatisticsRefresh({ db, tables: ['webhook_deliveries'], clock });
+  const statistics = createStatisticsRefresh({
+    db,
+    tables: ['webhook_deliveries'],
+    clock,
+    after: 1000,
+    everyMs: 30_000,
+  });
   const flights = new Set<Promise<void>>();
   // Businesses with an enabled endpoint: only their commits wake the worker, so other writes cost
   // no pass. An endpoint made on another instance is found by the next idle pass.
