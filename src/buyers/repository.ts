@@ -86,16 +86,30 @@ export async function findBuyerRow(db: Db, businessId: string, id: string): Prom
 }
 
 /** A live buyer's partnership and assigned item list: what ordering needs. */
+export type BuyerPartnership = { id: string; itemListId: string | null };
+
+/** Live buyers with their live partnerships: what `findBuyerPartnership(s)` read. */
+const livePartnerships = (db: Db, businessId: string) =>
+  selectBuyers(db, businessId)
+    .select(['phantoms.id as buyer_id', 'partnerships.id', 'partnerships.item_list_id'])
+    .where(whereLive('phantoms'))
+    .where(whereLive('partnerships'));
+
+/** A live buyer's partnership, or undefined: missing, deleted or foreign. */
 export async function findBuyerPartnership(
   db: Db,
   businessId: string,
   id: string,
-): Promise<{ id: string; itemListId: string | null } | undefined> {
+): Promise<BuyerPartnership | undefined> {
   const {
     rows: [row],
   } = await db.executeQuery(buyerPartnershipQuery(db, { businessId, id }));
   return row && { id: row.id, itemListId: row.item_list_id };
 }
+
+const buyerPartnershipQuery = statement((db, v: { businessId: string; id: string }) =>
+  livePartnerships(db, v.businessId).where('phantoms.id', '=', v.id),
+);
 
 /**
  * `findBuyerPartnership` of many buyers in one query: an entry for each id asked, undefined where
@@ -105,28 +119,15 @@ export async function findBuyerPartnerships(
   db: Db,
   businessId: string,
   ids: string[],
-): Promise<Map<string, { id: string; itemListId: string | null } | undefined>> {
-  const found = new Map<string, { id: string; itemListId: string | null } | undefined>(
-    ids.map((id) => [id, undefined]),
-  );
+): Promise<Map<string, BuyerPartnership | undefined>> {
+  const found = new Map<string, BuyerPartnership | undefined>(ids.map((id) => [id, undefined]));
   if (found.size === 0) return found;
-  const rows = await selectBuyers(db, businessId)
-    .select(['phantoms.id as buyer_id', 'partnerships.id', 'partnerships.item_list_id'])
+  const rows = await livePartnerships(db, businessId)
     .where(anyOf(db, 'phantoms.id', [...found.keys()]))
-    .where(whereLive('phantoms'))
-    .where(whereLive('partnerships'))
     .execute();
   for (const row of rows) found.set(row.buyer_id, { id: row.id, itemListId: row.item_list_id });
   return found;
 }
-
-const buyerPartnershipQuery = statement((db, v: { businessId: string; id: string }) =>
-  selectBuyers(db, v.businessId)
-    .select(['partnerships.id', 'partnerships.item_list_id'])
-    .where('phantoms.id', '=', v.id)
-    .where(whereLive('phantoms'))
-    .where(whereLive('partnerships')),
-);
 
 export async function findBuyer(db: Db, businessId: string, id: string): Promise<Buyer | undefined> {
   const row = await findBuyerRow(db, businessId, id);
