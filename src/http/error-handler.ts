@@ -9,6 +9,7 @@ import {
   validationError,
 } from '../lib/errors.ts';
 import { requestTraceFields } from '../telemetry/spans.ts';
+import { EMPTY_BODY_MESSAGE } from './json-body.ts';
 import { bodyError, toFieldErrors } from '../lib/validation.ts';
 
 function partOf(request: FastifyRequest, context: string | undefined): unknown {
@@ -44,16 +45,13 @@ export function toApiError(error: FastifyError, request: FastifyRequest, bodyLim
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return badRequest('Request body is empty; send a JSON object');
+      return badRequest(EMPTY_BODY_MESSAGE);
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return badRequest('Request body is not valid JSON');
     case 'FST_ERR_MAX_PARAM_LENGTH':
       return badRequest('A path parameter is too long');
     case 'FST_ERR_BAD_URL':
       return badRequest('The URL is malformed');
-  }
-  if (/forbidden prototype property/i.test(error.message)) {
-    return badRequest('Request body must not contain the keys __proto__ or constructor.prototype');
   }
   if (error instanceof SyntaxError) return badRequest('Request body is not valid JSON');
   if (isDatabaseUnavailable(error)) return new ApiError('SERVICE_UNAVAILABLE', SERVICE_UNAVAILABLE_MESSAGE);

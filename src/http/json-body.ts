@@ -1,11 +1,16 @@
 import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import sjson from 'secure-json-parse';
 import { ApiError, badRequest, validationError } from '../lib/errors.ts';
 
 export const NUL_MESSAGE = 'Text must not contain the NUL character (\\u0000)';
 export const UNSUPPORTED_MEDIA_TYPE_MESSAGE = 'Content-Type must be application/json (optionally with charset=utf-8)';
 const SURROGATE_MESSAGE = 'Must be valid Unicode text: a lone UTF-16 surrogate was sent';
 const NUL_FIELD_MESSAGE = 'Must not contain the NUL character (\\u0000)';
+export const PROTOTYPE_KEYS_MESSAGE = 'Request body must not contain the keys __proto__ or constructor.prototype';
+export const EMPTY_BODY_MESSAGE = 'Request body is empty; send a JSON object';
+const NOT_JSON_MESSAGE = 'Request body is not valid JSON';
+const PARSE_OPTIONS = { protoAction: 'error', constructorAction: 'error' } as const;
 
 // `application/json`, any case, with at most charset=utf-8 (quoted or not).
 const JSON_MEDIA_TYPE = /^\s*application\/json\s*(;\s*charset\s*=\s*(utf-8|"utf-8")\s*)?$/i;
@@ -80,11 +85,24 @@ export function findUnstorableText(root: unknown): { path: string; problem: stri
 }
 
 /**
+ * JSON text read as a body is (an import line is one): a byte order mark before it is skipped, and a
+ * key that could replace an object's prototype (`__proto__`, `constructor.prototype`) is the 400
+ * of PROTOTYPE_KEYS_MESSAGE. Text that is not JSON throws a SyntaxError.
+ */
+export function parseJsonText(text: string): unknown {
+  try {
+    return sjson.parse(text, undefined, PARSE_OPTIONS);
+  } catch (error) {
+    if (/forbidden prototype property/.test((error as Error).message)) throw badRequest(PROTOTYPE_KEYS_MESSAGE);
+    throw error;
+  }
+}
+
+/**
  * The one body parser: UTF-8 JSON only. Invalid UTF-8, NUL (PostgreSQL text cannot hold it) and
  * lone surrogates (stored as U+FFFD) are refused, never changed: a write stores what it acknowledges.
  */
 export function registerJsonBody(app: FastifyInstance, bodyLimit: number): void {
-  const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(
     '*',
@@ -97,13 +115,17 @@ export function registerJsonBody(app: FastifyInstance, bodyLimit: number): void 
       if (!isJsonMediaType(request.headers['content-type']))
         return done(new ApiError('UNSUPPORTED_MEDIA_TYPE', UNSUPPORTED_MEDIA_TYPE_MESSAGE), undefined);
       if (!isUtf8(bytes)) return done(badRequest('Request body is not valid UTF-8'), undefined);
+      if (bytes.length === 0) return done(badRequest(EMPTY_BODY_MESSAGE), undefined);
       const text = bytes.toString('utf8');
-      parseJson(request, text, (error, value) => {
-        if (error) return done(error, undefined);
-        // Refused on both backends rather than failing deep inside PostgreSQL.
-        const refused = unstorableTextError(text, value);
-        return refused === null ? done(null, value) : done(refused, undefined);
-      });
+      let value: unknown;
+      try {
+        value = parseJsonText(text);
+      } catch (error) {
+        return done(error instanceof ApiError ? error : badRequest(NOT_JSON_MESSAGE), undefined);
+      }
+      // Refused on both backends rather than failing deep inside PostgreSQL.
+      const refused = unstorableTextError(text, value);
+      return refused === null ? done(null, value) : done(refused, undefined);
     },
   );
 }

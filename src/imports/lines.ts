@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { bodyError, compileBody } from '../lib/validation.ts';
-import { type ApiError, validationError } from '../lib/errors.ts';
-import { unstorableTextError } from '../http/json-body.ts';
+import { ApiError, validationError } from '../lib/errors.ts';
+import { parseJsonText, unstorableTextError } from '../http/json-body.ts';
 
 /**
  * One line of an import file: its envelope, and its `data` (the body the single-record operation
@@ -91,8 +91,10 @@ export function parseLine(text: string): ParsedLine {
   if (text.startsWith(NOT_UTF8)) throw validationError({ '(root)': 'The line is not valid UTF-8' });
   let value: unknown;
   try {
-    value = JSON.parse(text);
-  } catch {
+    // As the single call's body: a byte order mark before it skipped, `__proto__` keys refused.
+    value = parseJsonText(text);
+  } catch (error) {
+    if (error instanceof ApiError) throw error;
     throw validationError({ '(root)': 'The line is not valid JSON' });
   }
   // As the single call's body is (src/http/json-body.ts): PostgreSQL cannot hold a NUL, and would store a lone surrogate as U+FFFD.

@@ -65,8 +65,11 @@ describeEachBackend('HTTP error model', (ctx) => {
       headers: { 'content-type': 'application/json' },
     });
     assert.equal(empty.status, 400);
-    const proto = await ctx().request('POST', '/api/v1/items', { as: t, body: '{"__proto__":{"x":1}}' });
-    assert.equal(proto.status, 400);
+    for (const body of ['{"__proto__":{"x":1}}', '{"item":{"constructor":{"prototype":{"x":1}}}}']) {
+      const proto = await ctx().request('POST', '/api/v1/items', { as: t, body });
+      assert.equal(proto.status, 400);
+      assert.equal(proto.body.message, 'Request body must not contain the keys __proto__ or constructor.prototype');
+    }
     const noBody = await ctx().request('POST', '/api/v1/items', { as: t });
     assert.equal(noBody.status, 400);
   });

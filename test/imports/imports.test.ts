@@ -771,6 +771,41 @@ describeEachBackend('bulk import', (ctx) => {
     assert.deepEqual(names.body.items.map((i: { name: string }) => i.name).sort(), ['Also good', 'Good']);
   });
 
+  it('reads a line as the single call reads a body: a byte order mark before it skipped, no __proto__ or constructor.prototype', async () => {
+    const t = await ctx().createTenant();
+    const variants = [{ variantName: 'One', currency: 'AUD', price: 1 }];
+    const poisoned = `{"item":{"name":"Plain"},"variants":${JSON.stringify(variants)},"__proto__":{"item":{"name":"Sneaky"}}}`;
+    const single = await ctx().request('POST', '/api/v1/items', {
+      as: t,
+      body: poisoned,
+      headers: { 'content-type': 'application/json' },
+    });
+    assert.equal(single.status, 400);
+    const viaConstructor = `{"item":{"name":"Ctor","constructor":{"prototype":{"name":"x"}}},"variants":${JSON.stringify(variants)}}`;
+    const lines = [
+      `\ufeff${JSON.stringify(item('First', 'first'))}`,
+      `{"op":"create","resource":"item","ref":"proto","data":${poisoned}}`,
+      `{"op":"create","resource":"item","ref":"ctor","data":${viaConstructor}}`,
+      `{"op":"create","resource":"item","ref":"envelope","data":{"item":{"name":"Env"},"variants":${JSON.stringify(variants)}},"__proto__":{"ref":"x"}}`,
+      // Files joined with `cat` keep each one's mark.
+      `\ufeff${JSON.stringify(item('Joined', 'joined'))}`,
+      JSON.stringify(item('Last', 'last')),
+    ];
+    const posted = await send(ctx(), t, file(lines));
+    assert.equal(posted.status, 202, JSON.stringify(posted.body));
+    const { imp, results } = await finished(ctx(), t, posted.body.id);
+    assert.deepEqual(
+      results.map((r) => r.outcome),
+      ['created', 'failed', 'failed', 'failed', 'created', 'created'],
+    );
+    for (const r of results.slice(1, 4)) {
+      assert.deepEqual(r.error, { errorCode: single.body.errorCode, message: single.body.message });
+    }
+    assert.equal(imp.counts.created, 3);
+    const names = await ctx().request('GET', '/api/v1/items?limit=100', { as: t });
+    assert.deepEqual(names.body.items.map((i: { name: string }) => i.name).sort(), ['First', 'Joined', 'Last']);
+  });
+
   it('purges imports 30 days after they finish, with their results', async () => {
     const t = await ctx().createTenant();
     const posted = await send(ctx(), t, file([item('Old', 'old')]));
