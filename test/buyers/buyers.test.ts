@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
+import { findBuyerPartnership, findBuyerPartnerships } from '../../src/buyers/repository.ts';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
 import { assertUnauthorized, securityCases } from '../helpers/security.ts';
 
@@ -320,6 +321,35 @@ describeEachBackend('GET /api/v1/buyers/:id', (ctx) => {
     const { id } = await createBuyer(ctx(), t);
     await ctx().db.updateTable('phantoms').set({ deleted_at: new Date().toISOString() }).where('id', '=', id).execute();
     assert.equal((await getBuyer(ctx(), t, id)).status, 404);
+  });
+
+  it('reads the partnerships of many buyers in one query as of one: none for a deleted, foreign or unknown buyer', async () => {
+    const t = await ctx().createTenant();
+    const other = await ctx().createTenant();
+    const [live, deleted, ended, foreign] = [
+      await createBuyer(ctx(), t),
+      await createBuyer(ctx(), t),
+      await createBuyer(ctx(), t),
+      await createBuyer(ctx(), other),
+    ];
+    const now = new Date().toISOString();
+    await ctx().db.updateTable('phantoms').set({ deleted_at: now }).where('id', '=', deleted.id).execute();
+    await ctx().db.updateTable('partnerships').set({ deleted_at: now }).where('id', '=', ended.partnershipId).execute();
+    const ids = [live.id, deleted.id, ended.id, foreign.id, 'phm_missing', live.id];
+    const many = await findBuyerPartnerships(ctx().db, t.businessId, ids);
+    assert.deepEqual(
+      [...many],
+      [
+        [live.id, { id: live.partnershipId, itemListId: many.get(live.id)?.itemListId }],
+        [deleted.id, undefined],
+        [ended.id, undefined],
+        [foreign.id, undefined],
+        ['phm_missing', undefined],
+      ],
+    );
+    assert.ok(many.get(live.id)?.itemListId === null || typeof many.get(live.id)?.itemListId === 'string');
+    for (const id of ids) assert.deepEqual(many.get(id), await findBuyerPartnership(ctx().db, t.businessId, id));
+    assert.equal((await findBuyerPartnerships(ctx().db, t.businessId, [])).size, 0);
   });
 });
 
