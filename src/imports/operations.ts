@@ -1,7 +1,7 @@
 import type { ValidateFunction } from 'ajv';
 import { allows, type Area, type Scope } from '../businesses/scopes.ts';
 import { marginFieldIn } from '../businesses/margin.ts';
-import { findBuyerPartnership, findBuyerPartnerships, listBuyers } from '../buyers/repository.ts';
+import { findBuyerPartnerships, listBuyers } from '../buyers/repository.ts';
 import { CreateBuyerBody, UpdateBuyerBody } from '../buyers/schema.ts';
 import { BUYER_NOT_FOUND, createBuyer, patchBuyer } from '../buyers/service.ts';
 import { bodyError, compileBody } from '../lib/validation.ts';
@@ -62,15 +62,17 @@ interface Operation {
 
 const firstTwo = { page: 1, limit: 2, includeDeleted: false } as const;
 
-/** The partnership of an order line's buyer, as the single call's path names it; `known`: buyers read already. */
-async function partnershipOf(
-  ctx: WriteContext,
-  line: ParsedLine,
-  known: Map<string, Partnership | undefined>,
-): Promise<Partnership> {
+/** The live partnerships of the buyers that order lines name, read in one query. */
+const buyersOf = (ctx: WriteContext, lines: ParsedLine[]) =>
+  findBuyerPartnerships(
+    ctx.trx,
+    ctx.businessId,
+    lines.flatMap((line) => (line.buyerId === undefined ? [] : [line.buyerId])),
+  );
+
+/** The partnership of an order line's buyer, among those read, or the single call's error for its path. */
+function partnershipOf(line: ParsedLine, known: Map<string, Partnership | undefined>): Partnership {
   if (line.buyerId === undefined) throw validationError({ buyerId: 'Required: the buyer the order is for' });
-  if (!known.has(line.buyerId))
-    known.set(line.buyerId, await findBuyerPartnership(ctx.trx, ctx.businessId, line.buyerId));
   const partnership = known.get(line.buyerId);
   if (!partnership) throw notFound(BUYER_NOT_FOUND);
   return partnership;
@@ -147,20 +149,15 @@ const OPERATIONS: Record<ResourceName, Operation> = {
     create: {
       check: compileBody(CreateOrderBody),
       apply: async (ctx, data, line) => {
-        const partnership = await partnershipOf(ctx, line, new Map());
+        const partnership = partnershipOf(line, await buyersOf(ctx, [line]));
         return { outcome: 'created', id: (await createOrder(ctx, partnership, data)).resource.id };
       },
       applyMany: async (ctx, lines) => {
-        // The buyers the lines name, read at once.
-        const known = await findBuyerPartnerships(
-          ctx.trx,
-          ctx.businessId,
-          lines.flatMap((line) => (line.buyerId === undefined ? [] : [line.buyerId])),
-        );
+        const known = await buyersOf(ctx, lines);
         const planned: Array<{ partnership: Partnership; input: CreateOrderInput } | ApiError> = [];
         for (const line of lines) {
           try {
-            planned.push({ partnership: await partnershipOf(ctx, line, known), input: line.data as CreateOrderInput });
+            planned.push({ partnership: partnershipOf(line, known), input: line.data as CreateOrderInput });
           } catch (error) {
             if (!(error instanceof ApiError)) throw error;
             planned.push(error);
