@@ -4,13 +4,17 @@ import type { Db } from './types.ts';
 /**
  * PostgreSQL plans, and keeps the plans of its prepared statements, for tables as it last counted
  * them. A worker that grows tables far faster than autovacuum looks (an import, a webhook replay)
- * refreshes their statistics itself: once `after` rows have grown, at most every `everyMs`.
+ * refreshes their statistics itself: once `after` rows have grown, at most every `everyMs`, and
+ * sooner while its tables double: when the rows grown since the last refresh are as many as all it
+ * had grown before. A plan made while a table was small (a scan of every row, which a small table
+ * makes cheapest) is then made again before the table outgrows it, not up to `everyMs` later: an
+ * import's handle lookups ran such a plan for 20 s, at 1.5 ms a lookup against 0.05 (decision 0053).
  * SQLite: nothing to do.
  */
 export interface StatisticsRefresh {
   /** Counts `rows` more rows grown. */
   grew(rows: number): void;
-  /** Runs `ANALYZE` on the tables when enough has grown since the last time, and that was long enough ago. */
+  /** Runs `ANALYZE` on the tables when enough has grown since the last time, and that was long enough ago or they doubled. */
   refreshIfDue(): Promise<void>;
 }
 
@@ -23,13 +27,16 @@ export function createStatisticsRefresh(opts: {
 }): StatisticsRefresh {
   const { db, tables, clock, after, everyMs } = opts;
   let grown = 0;
+  /** The rows grown before the last refresh. */
+  let before = 0;
   let refreshedAt = Number.NEGATIVE_INFINITY;
   return {
     grew(rows) {
       grown += rows;
     },
     async refreshIfDue() {
-      if (grown < after || clock() - refreshedAt < everyMs) return;
+      if (grown < after || (grown < before && clock() - refreshedAt < everyMs)) return;
+      before += grown;
       grown = 0;
       refreshedAt = clock();
       await analyzeTables(db, tables);

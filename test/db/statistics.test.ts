@@ -18,7 +18,7 @@ class Analyses implements KyselyPlugin {
 
 /** A worker's refresh of the statistics of the tables it grows (src/db/statistics.ts). */
 describeEachBackend('refreshing statistics', (ctx) => {
-  it('analyses once enough rows have grown, at most once in the interval (PostgreSQL; SQLite: never)', async () => {
+  it('analyses once enough rows have grown, at most once in the interval unless they doubled (PostgreSQL; SQLite: never)', async () => {
     const analyses = new Analyses();
     let now = 0;
     const statistics = createStatisticsRefresh({
@@ -39,12 +39,26 @@ describeEachBackend('refreshing statistics', (ctx) => {
     await statistics.refreshIfDue();
     assert.equal(analyses.count, expected(1), 'the count starts again');
 
-    statistics.grew(500);
-    now = 999;
+    statistics.grew(99);
+    now = 500;
     await statistics.refreshIfDue();
     assert.equal(analyses.count, expected(1), 'not twice within the interval');
-    now = 1000;
+    statistics.grew(1);
     await statistics.refreshIfDue();
-    assert.equal(analyses.count, expected(2), 'the rows grown meanwhile, once the interval has passed');
+    assert.equal(analyses.count, expected(2), 'sooner when the rows grown have doubled (100 after 100)');
+    statistics.grew(199);
+    now = 999;
+    await statistics.refreshIfDue();
+    assert.equal(analyses.count, expected(2), 'not within the interval before they double again (199 after 200)');
+    now = 1500;
+    await statistics.refreshIfDue();
+    assert.equal(analyses.count, expected(3), 'the rows grown meanwhile, once the interval has passed');
+    statistics.grew(398);
+    now = 1600;
+    await statistics.refreshIfDue();
+    assert.equal(analyses.count, expected(3), '398 after 399: within the interval, not yet doubled');
+    statistics.grew(1);
+    await statistics.refreshIfDue();
+    assert.equal(analyses.count, expected(4), '399 after 399: doubled');
   });
 });
