@@ -9,7 +9,7 @@ import {
   validationError,
 } from '../lib/errors.ts';
 import { requestTraceFields } from '../telemetry/spans.ts';
-import { EMPTY_BODY_MESSAGE } from './json-body.ts';
+import { EMPTY_BODY_MESSAGE, NOT_JSON_MESSAGE } from './json-body.ts';
 import { bodyError, toFieldErrors } from '../lib/validation.ts';
 
 function partOf(request: FastifyRequest, context: string | undefined): unknown {
@@ -47,13 +47,13 @@ export function toApiError(error: FastifyError, request: FastifyRequest, bodyLim
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return badRequest(EMPTY_BODY_MESSAGE);
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return badRequest('Request body is not valid JSON');
+      return badRequest(NOT_JSON_MESSAGE);
     case 'FST_ERR_MAX_PARAM_LENGTH':
       return badRequest('A path parameter is too long');
     case 'FST_ERR_BAD_URL':
       return badRequest('The URL is malformed');
   }
-  if (error instanceof SyntaxError) return badRequest('Request body is not valid JSON');
+  if (error instanceof SyntaxError) return badRequest(NOT_JSON_MESSAGE);
   if (isDatabaseUnavailable(error)) return new ApiError('SERVICE_UNAVAILABLE', SERVICE_UNAVAILABLE_MESSAGE);
   if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
     return badRequest('Malformed request');
