@@ -22,17 +22,6 @@ const KNOWN_REFS = 10_000;
 const GROUP_LINES = 100;
 
 /**
- * How many lines the next store takes, after one of `lines` took `tookMs`: as many as fit in
- * `storeMs` at its pace, and one more than it took while it ran under the time. A store's own cost
- * (its round trips) makes a small one's pace per line look slow: without the one more, a store of
- * one line that took over half the time would fix every later store at one line.
- */
-export function nextStoreLines(lines: number, tookMs: number, storeMs: number): number {
-  const fit = Math.floor((lines * storeMs) / tookMs);
-  return Math.max(1, Math.min(GROUP_LINES, tookMs < storeMs ? Math.max(lines + 1, fit) : fit));
-}
-
-/**
  * Applies one import's lines in the write of their batch (src/imports/worker.ts): read, references
  * resolved, checked, and applied as a part of the write (src/write/part.ts), so a line that fails
  * is undone alone and its failure is its result. A run of create lines whose operation takes many
@@ -44,8 +33,6 @@ export function createLineApplier(run: {
   scopes: Scope[] | null;
   dryRun: boolean;
   stopOnError: boolean;
-  /** How long one store of held lines should take: the batch's time. */
-  storeMs: number;
   /** The run starts at the import's first line: every earlier line's ref is one this run saw. */
   fromStart: boolean;
   log: { warn(details: object, message: string): void };
@@ -67,10 +54,8 @@ export function createLineApplier(run: {
   /** Lines checked and held to be created together, and the refs they carry. */
   let held: { line: number; parsed: ParsedLine; first: boolean; resolved: ParsedLine }[] = [];
   const heldRefs = new Map<string, number>();
-  /** Stores made because as many lines as a store takes were held (not for a reference, another kind of line, or the batch's end). */
-  let fullStores = 0;
-  /** How many lines a store takes (`nextStoreLines`). */
-  let groupLines = 8;
+  /** How many lines a store takes: the batch's lines (`begin`), up to GROUP_LINES. */
+  let groupLines = GROUP_LINES;
 
   /**
    * Line `line`, in the batch's write: the lines this finished, in order. That is this line, or
@@ -119,10 +104,7 @@ export function createLineApplier(run: {
         if (held.length > 0 && held[0].resolved.resource !== resolved.resource) done.push(...(await flush(ctx)));
         held.push({ line, parsed, first, resolved });
         if (ref !== undefined) heldRefs.set(ref, line);
-        if (held.length >= groupLines) {
-          done.push(...(await flush(ctx)));
-          fullStores++;
-        }
+        if (held.length >= groupLines) done.push(...(await flush(ctx)));
         return done;
       }
       if (held.length > 0) done.push(...(await flush(ctx)));
@@ -170,7 +152,6 @@ export function createLineApplier(run: {
     const lines = all.filter((l) => !dropped.has(l));
     let outcomes: Outcome[] = [];
     if (lines.length > 0) {
-      const began = performance.now();
       try {
         const { result } = await runPart(ctx, (part) =>
           createsMany(lines[0].resolved)!(
@@ -179,10 +160,6 @@ export function createLineApplier(run: {
           ),
         );
         outcomes = result.map((r) => (r instanceof ApiError ? { error: r } : { applied: r }));
-        const took = performance.now() - began;
-        // A short store (a reference to a held line, the batch's end) says little of a full one's pace, unless it was slow.
-        if (lines.length >= groupLines || took >= run.storeMs)
-          groupLines = nextStoreLines(lines.length, took, run.storeMs);
       } catch (caught) {
         if (caught instanceof WriteBroken || isDatabaseUnavailable(caught)) throw caught;
         for (const l of lines) outcomes.push(await applyOne(ctx, l.line, l.resolved));
@@ -224,8 +201,12 @@ export function createLineApplier(run: {
   return {
     apply,
     flush,
-    /** A batch's write begins (again, if it was undone): nothing it held or learnt before counts. */
-    begin() {
+    /**
+     * A batch's write begins (again, if it was undone): nothing it held or learnt before counts. It
+     * takes up to `lines` lines (src/imports/worker.ts), held lines stored together as one store.
+     */
+    begin(lines = GROUP_LINES) {
+      groupLines = Math.max(1, Math.min(GROUP_LINES, lines));
       pending.clear();
       held = [];
       heldRefs.clear();
@@ -240,10 +221,6 @@ export function createLineApplier(run: {
         known.set(ref, result);
       }
       pending.clear();
-    },
-    /** How many full stores of held lines this run has made. */
-    get fullStores() {
-      return fullStores;
     },
   };
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
 import type { Scope } from '../businesses/scopes.ts';
+import { dialectOf } from '../db/dialect.ts';
 import { createStatisticsRefresh } from '../db/statistics.ts';
 import type { Db } from '../db/types.ts';
 import { CLI, type Actor, type WriteRunner } from '../write/runner.ts';
@@ -46,13 +47,15 @@ export interface ImportWorker {
 }
 
 /**
- * Lines of an import are applied in batches, each one write transaction: a batch ends after this
- * many lines or once it has run this long, whichever comes first. The business's other writes (and
- * on SQLite every request) wait for at most one batch; docs/decisions/0044-bulk-import.md has the
- * measurements behind the numbers.
+ * Lines of an import are applied in batches, each one write transaction. A batch takes as many
+ * lines as ran in its time, from its first line to its COMMIT, at the pace of the batch before
+ * (`nextBatchLines`), and at most BATCH_LINES; it also ends once its lines have run its time. On
+ * SQLite every request waits for the batch running, so it takes 5 ms; on PostgreSQL only the
+ * business's other writes wait for it (for its write lock), and it takes 12 ms, as its round trips
+ * and COMMIT cost more. docs/decisions/0044-bulk-import.md has the measurements behind the numbers.
  */
 const BATCH_LINES = 200;
-const BATCH_MS = 5;
+const BATCH_MS = { sqlite: 5, postgres: 12 } as const;
 
 /**
  * The tables imports grow: their statistics are refreshed after 1,000 lines, at most every 30 s
@@ -66,11 +69,21 @@ const GROWN_BY_IMPORTS = [
 ];
 
 /**
- * Whether a batch takes no more lines, after `lines` that ran `ms` and made `stores` full stores of
- * held lines: a full store is sized to take the batch's time (src/imports/apply.ts), so one a batch.
+ * How many lines the next batch takes, after one of `lines` took `tookMs` of its `batchMs` from its
+ * first line to its COMMIT: as many as fit at its pace; one more than it took while it ran under
+ * the time, as the batch's own cost (its COMMIT, its round trips) makes a small one's pace per line
+ * look slow; and no fewer than half as many after one slow batch (a pause for garbage collection,
+ * say), which would otherwise leave the import at a line or two a batch for a while.
  */
-export function batchFull(lines: number, ms: number, stores: number): boolean {
-  return lines >= BATCH_LINES || ms >= BATCH_MS || stores > 0;
+export function nextBatchLines(lines: number, tookMs: number, batchMs: number): number {
+  const fit = Math.floor((lines * batchMs) / tookMs);
+  const next = tookMs < batchMs ? Math.max(lines + 1, fit) : Math.max(fit, Math.ceil(lines / 2));
+  return Math.max(1, Math.min(BATCH_LINES, next));
+}
+
+/** Whether a batch takes no more lines, after `lines` that ran `ms` of `batchMs`, when it was to take `budget` (`nextBatchLines`). */
+export function batchFull(lines: number, ms: number, budget: number, batchMs: number): boolean {
+  return lines >= budget || ms >= batchMs;
 }
 
 /**
@@ -103,10 +116,12 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
       scopes,
       dryRun: options.dryRun,
       stopOnError: options.onError === 'stop',
-      storeMs: BATCH_MS,
       fromStart: imp.lines_done === 0,
       log: deps.log,
     });
+    /** The lines the next batch takes, and its time (`nextBatchLines`). */
+    let budget = 8;
+    const batchMs = BATCH_MS[dialectOf(db)];
 
     /**
      * Applies lines from `texts[from]` (line `first`) on, in one write, until the batch is full or the
@@ -116,9 +131,10 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
     const runBatch = (texts: string[], from: number, to: number, first: number) =>
       writes
         .run(scope, async (ctx) => {
-          applier.begin();
+          applier.begin(budget);
           const next = { ...counts };
           const began = performance.now();
+          let taken = 0;
           const results: ImportResultTable[] = [];
           let line = first - 1;
           let stopped = false;
@@ -141,9 +157,9 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
               stopped ||= 'error' in outcome && options.onError === 'stop';
             }
           };
-          const stores = applier.fullStores;
           for (let i = from; i < to && !stopped; i++) {
-            if (i > from && batchFull(i - from, performance.now() - began, applier.fullStores - stores)) break;
+            if (i > from && batchFull(i - from, performance.now() - began, budget, batchMs)) break;
+            taken++;
             line = first + (i - from);
             if (texts[i].trim() === '') continue;
             record(await applier.apply(ctx, line, texts[i]));
@@ -160,12 +176,16 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
             !(await advance(ctx.trx, held, line, { counts: next, leaseUntil: iso(clock() + deps.leaseMs), finished }))
           )
             throw new LostLease();
-          return { line, stopped, next };
+          return { line, stopped, next, taken, began };
         })
         .then(
           (batch) => {
             // Committed: the batch's lines count now, and not before.
             applier.committed();
+            // A short batch (the end of the chunk or of the import) says little of a full one's pace, unless it was slow.
+            const took = performance.now() - batch.began;
+            if (batch.taken > 0 && (batch.taken >= budget || took >= batchMs))
+              budget = nextBatchLines(batch.taken, took, batchMs);
             for (const outcome of ['created', 'updated', 'unchanged', 'failed'] as const) {
               if (batch.next[outcome] > counts[outcome])
                 deps.lines?.inc({ outcome }, batch.next[outcome] - counts[outcome]);

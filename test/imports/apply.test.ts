@@ -36,7 +36,6 @@ describeEachBackend('applying import lines', (ctx) => {
       scopes: null,
       dryRun: false,
       stopOnError: false,
-      storeMs: 5,
       fromStart,
       log: { warn: () => {} },
     });
@@ -63,6 +62,21 @@ describeEachBackend('applying import lines', (ctx) => {
     }
     return done;
   }
+
+  it("stores a batch's held create lines together once it holds the lines the batch takes", async () => {
+    const t = await ctx().createTenant();
+    const applier = applierFor(newId('imp'), true);
+    const lines = ['Tea', 'Coffee', 'Mate', 'Chai', 'Cocoa'].map((name) => itemLine(name, name.toLowerCase()));
+    /** How many lines each call finished: a held line none, the line that fills a store the whole store. */
+    const finished: number[] = [];
+    await createWriteRunner(ctx().db).run({ businessId: t.businessId, actor: SYSTEM }, async (w: WriteContext) => {
+      applier.begin(2);
+      for (const [i, text] of lines.entries()) finished.push((await applier.apply(w, i + 1, text)).length);
+      finished.push((await applier.flush(w)).length);
+    });
+    applier.committed();
+    assert.deepEqual(finished, [0, 2, 0, 2, 0, 1]);
+  });
 
   it('forgets the refs of a batch whose write was undone: the write runs again as if for the first time', async () => {
     // A group runs a joined write again when the one before it failed (src/write/groups.ts).
