@@ -9,7 +9,7 @@ import {
   validationError,
 } from '../lib/errors.ts';
 import { requestTraceFields } from '../telemetry/spans.ts';
-import { EMPTY_BODY_MESSAGE, NOT_JSON_MESSAGE } from './json-body.ts';
+import { NOT_JSON_MESSAGE } from './json-body.ts';
 import { bodyError, toFieldErrors } from '../lib/validation.ts';
 
 function partOf(request: FastifyRequest, context: string | undefined): unknown {
@@ -42,12 +42,9 @@ export function toApiError(error: FastifyError, request: FastifyRequest, bodyLim
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError('PAYLOAD_TOO_LARGE', `Request body is larger than ${bodyLimit} bytes`);
+    // A Content-Type Fastify cannot read (";", "application/json/x") is refused before the body parser.
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return badRequest(EMPTY_BODY_MESSAGE);
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return badRequest(NOT_JSON_MESSAGE);
     case 'FST_ERR_MAX_PARAM_LENGTH':
       return badRequest('A path parameter is too long');
     case 'FST_ERR_BAD_URL':

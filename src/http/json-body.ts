@@ -8,7 +8,7 @@ export const UNSUPPORTED_MEDIA_TYPE_MESSAGE = 'Content-Type must be application/
 const SURROGATE_MESSAGE = 'Must be valid Unicode text: a lone UTF-16 surrogate was sent';
 const NUL_FIELD_MESSAGE = 'Must not contain the NUL character (\\u0000)';
 export const PROTOTYPE_KEYS_MESSAGE = 'Request body must not contain the keys __proto__ or constructor.prototype';
-export const EMPTY_BODY_MESSAGE = 'Request body is empty; send a JSON object';
+const EMPTY_BODY_MESSAGE = 'Request body is empty; send a JSON object';
 export const NOT_JSON_MESSAGE = 'Request body is not valid JSON';
 const PARSE_OPTIONS = { protoAction: 'error', constructorAction: 'error' } as const;
 
