@@ -86,6 +86,14 @@ export function statementsAreRoundTrips(db: Db): boolean {
   return dialectOf(db) === 'postgres';
 }
 
+/**
+ * Whether a write that runs holds up every request of this process (SQLite's one connection, its
+ * synchronous driver) rather than only its business's other writes (PostgreSQL's write lock).
+ */
+export function writesHoldEveryRequest(db: Db): boolean {
+  return dialectOf(db) === 'sqlite';
+}
+
 export function utcDay(db: Db, column: Expression<unknown>): RawBuilder<string> {
   return dialectOf(db) === 'postgres'
     ? sql<string>`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD')`

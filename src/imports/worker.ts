@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
 import type { Scope } from '../businesses/scopes.ts';
-import { dialectOf } from '../db/dialect.ts';
+import { writesHoldEveryRequest } from '../db/dialect.ts';
 import { createStatisticsRefresh } from '../db/statistics.ts';
 import type { Db } from '../db/types.ts';
 import { CLI, type Actor, type WriteRunner } from '../write/runner.ts';
@@ -55,7 +55,8 @@ export interface ImportWorker {
  * and COMMIT cost more. docs/decisions/0044-bulk-import.md has the measurements behind the numbers.
  */
 const BATCH_LINES = 200;
-const BATCH_MS = { sqlite: 5, postgres: 12 } as const;
+/** A batch's time where every request waits for it (SQLite), and where only the business's writes do (PostgreSQL). */
+const BATCH_MS = { everyRequest: 5, businessWrites: 12 } as const;
 
 /**
  * The tables imports grow: their statistics are refreshed after 1,000 lines, at most every 30 s
@@ -121,7 +122,7 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
     });
     /** The lines the next batch takes, and its time (`nextBatchLines`). */
     let budget = 8;
-    const batchMs = BATCH_MS[dialectOf(db)];
+    const batchMs = writesHoldEveryRequest(db) ? BATCH_MS.everyRequest : BATCH_MS.businessWrites;
 
     /**
      * Applies lines from `texts[from]` (line `first`) on, in one write, until the batch is full or the
