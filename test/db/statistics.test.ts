@@ -29,36 +29,23 @@ describeEachBackend('refreshing statistics', (ctx) => {
       everyMs: 1000,
     });
     const expected = (n: number) => (ctx().backend === 'postgres' ? n : 0);
-
-    statistics.grew(99);
-    await statistics.refreshIfDue();
-    assert.equal(analyses.count, 0, 'not before 100 rows');
-    statistics.grew(1);
-    await statistics.refreshIfDue();
-    assert.equal(analyses.count, expected(1), 'at 100 rows');
-    await statistics.refreshIfDue();
-    assert.equal(analyses.count, expected(1), 'the count starts again');
-
-    statistics.grew(99);
-    now = 500;
-    await statistics.refreshIfDue();
-    assert.equal(analyses.count, expected(1), 'not twice within the interval');
-    statistics.grew(1);
-    await statistics.refreshIfDue();
-    assert.equal(analyses.count, expected(2), 'sooner when the rows grown have doubled (100 after 100)');
-    statistics.grew(199);
-    now = 999;
-    await statistics.refreshIfDue();
-    assert.equal(analyses.count, expected(2), 'not within the interval before they double again (199 after 200)');
-    now = 1500;
-    await statistics.refreshIfDue();
-    assert.equal(analyses.count, expected(3), 'the rows grown meanwhile, once the interval has passed');
-    statistics.grew(398);
-    now = 1600;
-    await statistics.refreshIfDue();
-    assert.equal(analyses.count, expected(3), '398 after 399: within the interval, not yet doubled');
-    statistics.grew(1);
-    await statistics.refreshIfDue();
-    assert.equal(analyses.count, expected(4), '399 after 399: doubled');
+    /** [rows grown, the clock, the ANALYZEs run by then, why]: each step grows, refreshes if due, and counts. */
+    const steps: Array<[number, number, number, string]> = [
+      [99, 0, 0, 'not before 100 rows'],
+      [1, 0, 1, 'at 100 rows'],
+      [0, 0, 1, 'the count starts again'],
+      [99, 500, 1, 'not twice within the interval'],
+      [1, 500, 2, 'sooner when the rows grown have doubled (100 after 100)'],
+      [199, 999, 2, 'not within the interval before they double again (199 after 200)'],
+      [0, 1500, 3, 'the rows grown meanwhile, once the interval has passed'],
+      [398, 1600, 3, '398 after 399: within the interval, not yet doubled'],
+      [1, 1600, 4, '399 after 399: doubled'],
+    ];
+    for (const [rows, at, count, why] of steps) {
+      statistics.grew(rows);
+      now = at;
+      await statistics.refreshIfDue();
+      assert.equal(analyses.count, expected(count), why);
+    }
   });
 });
