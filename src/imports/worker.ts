@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
 import type { Scope } from '../businesses/scopes.ts';
-import { writesHoldEveryRequest } from '../db/dialect.ts';
+import { batchFull, batchTime, nextBatchLines } from './batch.ts';
 import { createStatisticsRefresh } from '../db/statistics.ts';
 import type { Db } from '../db/types.ts';
 import { CLI, type Actor, type WriteRunner } from '../write/runner.ts';
@@ -47,18 +47,6 @@ export interface ImportWorker {
 }
 
 /**
- * Lines of an import are applied in batches, each one write transaction. A batch takes as many
- * lines as ran in its time, from its first line to its COMMIT, at the pace of the batch before
- * (`nextBatchLines`), and at most BATCH_LINES; it also ends once its lines have run its time. On
- * SQLite every request waits for the batch running, so it takes 5 ms; on PostgreSQL only the
- * business's other writes wait for it (for its write lock), and it takes 12 ms, as its round trips
- * and COMMIT cost more. docs/decisions/0044-bulk-import.md has the measurements behind the numbers.
- */
-const BATCH_LINES = 200;
-/** A batch's time where every request waits for it (SQLite), and where only the business's writes do (PostgreSQL). */
-const BATCH_MS = { everyRequest: 5, businessWrites: 12 } as const;
-
-/**
  * The tables imports grow: their statistics are refreshed after 1,000 lines, at most every 30 s
  * (src/db/statistics.ts). Without it, a handle lookup read every item of the business, and a new
  * item's last event version every item event of it (decision 0053, session 63).
@@ -68,24 +56,6 @@ const GROWN_BY_IMPORTS = [
   ...['orders', 'order_items', 'order_properties', 'shipments', 'invoices', 'invoice_line_items'],
   ...['events', 'import_results'],
 ];
-
-/**
- * How many lines the next batch takes, after one of `lines` took `tookMs` of its `batchMs` from its
- * first line to its COMMIT: as many as fit at its pace; one more than it took while it ran under
- * the time, as the batch's own cost (its COMMIT, its round trips) makes a small one's pace per line
- * look slow; and no fewer than half as many after one slow batch (a pause for garbage collection,
- * say), which would otherwise leave the import at a line or two a batch for a while.
- */
-export function nextBatchLines(lines: number, tookMs: number, batchMs: number): number {
-  const fit = Math.floor((lines * batchMs) / tookMs);
-  const next = tookMs < batchMs ? Math.max(lines + 1, fit) : Math.max(fit, Math.ceil(lines / 2));
-  return Math.max(1, Math.min(BATCH_LINES, next));
-}
-
-/** Whether a batch takes no more lines, after `lines` that ran `ms` of `batchMs`, when it was to take `budget` (`nextBatchLines`). */
-export function batchFull(lines: number, ms: number, budget: number, batchMs: number): boolean {
-  return lines >= budget || ms >= batchMs;
-}
 
 /**
  * Runs imports, in every instance. A batch of lines applies in one write with their results and
@@ -122,7 +92,7 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
     });
     /** The lines the next batch takes, and its time (`nextBatchLines`). */
     let budget = 8;
-    const batchMs = writesHoldEveryRequest(db) ? BATCH_MS.everyRequest : BATCH_MS.businessWrites;
+    const batchMs = batchTime(db);
 
     /**
      * Applies lines from `texts[from]` (line `first`) on, in one write, until the batch is full or the

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { batchFull, nextBatchLines } from '../../src/imports/worker.ts';
+import { batchFull, nextBatchLines } from '../../src/imports/batch.ts';
 
 describe('the size of an import batch', () => {
   /** A batch's time from its first line to its COMMIT: `fixed` ms of round trips and COMMIT, and `perLine` ms a line. */
