@@ -39,12 +39,18 @@ export async function createQueryCounter(
       url: string,
     ): Promise<{ n: number; body: any; queries: string[]; reads: (table: string) => boolean }> {
       await app.inject({ method: 'GET', url, headers: as.headers });
-      queries = [];
-      const res = await app.inject({ method: 'GET', url, headers: as.headers });
-      const seen = queries;
+      // Measured twice, the fewer counted: a background job's pass (the jobs registry runs here) can
+      // fall inside one request on a busy machine, while a query a request makes shows in both.
+      let res: Awaited<ReturnType<typeof app.inject>> | undefined;
+      let seen: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        queries = [];
+        const answer = await app.inject({ method: 'GET', url, headers: as.headers });
+        if (res === undefined || queries.length < seen.length) [res, seen] = [answer, queries];
+      }
       return {
         n: seen.length,
-        body: res.json(),
+        body: res!.json(),
         queries: seen,
         // A built query names its tables; a raw one (src/orders/shared-reads.ts) has them in its text.
         reads: (table) => seen.some((q) => q.includes(`"name":"${table}"`) || q.includes(` from ${table} `)),
