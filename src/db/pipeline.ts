@@ -203,6 +203,8 @@ export class PipeliningDriver implements Driver {
     // BEGIN travels with the transaction's first statement, which reports BEGIN's failure if it had one.
     pipelining.open = true;
     await pipelining.executeQuery(unreadQuery('begin'));
+    // A write's named statements are planned once per connection, not at each run (decision 0067).
+    await pipelining.executeQuery(GENERIC_PLANS);
   }
 
   commitTransaction(connection: DatabaseConnection): Promise<void> {
@@ -241,6 +243,12 @@ export class PipeliningDriver implements Driver {
     return this.#inner.destroy();
   }
 }
+
+/**
+ * Only transactions begun here (the writes; a read's snapshot sets its isolation level) plan this
+ * way; the setting ends with the transaction, so a pooler's next client never sees it.
+ */
+const GENERIC_PLANS = unreadQuery('set local plan_cache_mode = force_generic_plan');
 
 function unreadQuery(text: string): CompiledQuery {
   const query = CompiledQuery.raw(text);

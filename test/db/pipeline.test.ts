@@ -3,6 +3,8 @@ import { before, it } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { sendRead, sendWrite, sentWritesDone } from '../../src/db/pipeline.ts';
+import { readAtOneMoment } from '../../src/db/dialect.ts';
+import type { Db } from '../../src/db/types.ts';
 import { describeEachBackend } from '../helpers/context.ts';
 
 /**
@@ -144,5 +146,20 @@ describeEachBackend('writes sent ahead', (ctx) => {
         }),
       /not[ -]null/i,
     );
+  });
+
+  it('a write transaction plans its named statements once (PostgreSQL); a read at one moment, and a statement alone, as PostgreSQL chooses', async (t) => {
+    if (!postgres()) return t.diagnostic('SQLite prepares each statement once, and plans it then');
+    const mode = async (db: Db) =>
+      (await sql<{ plan_cache_mode: string }>`show plan_cache_mode`.execute(db)).rows[0].plan_cache_mode;
+    assert.equal(
+      await ctx()
+        .db.transaction()
+        .execute((trx) => mode(trx)),
+      'force_generic_plan',
+    );
+    assert.equal(await readAtOneMoment(ctx().db, (db) => mode(db)), 'auto');
+    // The setting ends with its transaction: the connection's next user (a pooler's next client) plans as before.
+    assert.deepEqual(await Promise.all(Array.from({ length: 12 }, () => mode(ctx().db))), Array(12).fill('auto'));
   });
 });
