@@ -2,7 +2,8 @@ import type pg from 'pg';
 
 /** Statements worth naming: the application's own fixed-shape queries, not DDL or bulk loads. */
 const PREPARABLE = /^\s*(select|insert|update|delete|with)\b/i;
-const MAX_PARAMETERS = 32;
+/** An order's few items (15 columns a row) are named; an import batch's bulk statements are not (decision 0067). */
+const MAX_PARAMETERS = 128;
 /** Distinct statements named, across all connections; each connection parses only those it runs. */
 const MAX_NAMES = 500;
 

@@ -60,22 +60,26 @@ for (const backend of backends.filter((b) => b === 'postgres')) {
         [],
       );
 
-      const on = open();
-      const many = Array.from({ length: 40 }, (_, i) => i);
-      assert.equal(
-        (
-          await on
-            .selectFrom('prep_t' as any)
-            .select('a')
-            .where('a', 'in', many)
-            .execute()
-        ).length,
-        2,
-      );
+      // Up to 128 parameters (an order's few items) a statement is named; a bulk statement beyond that is not.
+      const inList = (on: typeof off, length: number) =>
+        on
+          .selectFrom('prep_t' as any)
+          .select('a')
+          .where(
+            'a',
+            'in',
+            Array.from({ length }, (_, i) => i),
+          )
+          .execute();
+      const bulk = open();
+      assert.equal((await inList(bulk, 129)).length, 2);
       assert.deepEqual(
-        (await preparedNames(on)).filter((n) => n.startsWith('supplyline_')),
+        (await preparedNames(bulk)).filter((n) => n.startsWith('supplyline_')),
         [],
       );
+      const small = open();
+      assert.equal((await inList(small, 128)).length, 2);
+      assert.equal((await preparedNames(small)).filter((n) => n.startsWith('supplyline_')).length, 1);
     });
 
     it('prepares a select * again after another instance adds a column', async () => {
