@@ -10,8 +10,9 @@
  * of the other, `rounds` times. It reports req/s and the CPU per request of each server and of the
  * database's processes (every `postgres` process on the machine), so that a change is compared in
  * the same minutes, on the same rows, rather than across separate runs of `npm run bench`, and
- * the round trips to the database a request took (the server's `supplyline_db_round_trips_total`;
- * a build from before it shows none). Rounds
+ * the round trips to the database a request took and the statements it sent (the server's
+ * `supplyline_db_round_trips_total` and `supplyline_db_statements_total`; a build from before them
+ * shows none). Rounds
  * alternate which build goes first. A build whose schema differs (code from before a migration)
  * runs on its own database, given with `--url-b`, `--business-b` and `--key-b`: a demo made with
  * that build's own `cli demo`. `--env-a` and `--env-b` add variables to one side's server
@@ -110,11 +111,25 @@ function start(
   });
 }
 
-/** The server's waits on the primary so far (`/metrics`), or null for a build without the counter. */
-async function roundTrips(base: string): Promise<number | null> {
+/** The server's waits on the primary and statements sent so far (`/metrics`), each null for a build without its counter. */
+async function databaseCounts(base: string): Promise<{ trips: number | null; statements: number | null }> {
   const text = await (await fetch(`${base}/metrics`)).text();
-  const found = /^supplyline_db_round_trips_total (\d+)/m.exec(text);
-  return found ? Number(found[1]) : null;
+  const count = (name: string) => {
+    const found = new RegExp(`^${name} (\\d+)`, 'm').exec(text);
+    return found ? Number(found[1]) : null;
+  };
+  return { trips: count('supplyline_db_round_trips_total'), statements: count('supplyline_db_statements_total') };
+}
+
+/** Each counter's growth over a round, per request; null where a build has no such counter. */
+function perRequest(
+  before: Awaited<ReturnType<typeof databaseCounts>>,
+  after: Awaited<ReturnType<typeof databaseCounts>>,
+  requests: number,
+): { trips: number | null; statements: number | null } {
+  const per = (k: 'trips' | 'statements') =>
+    before[k] === null || after[k] === null ? null : (after[k]! - before[k]!) / requests;
+  return { trips: per('trips'), statements: per('statements') };
 }
 
 const servers = [await start(builds[0], sides[0].url, envs[0]), await start(builds[1], sides[1].url, envs[1])];
@@ -183,7 +198,8 @@ try {
   };
   const requests = [await requestOf(servers[0].base, sides[0]), await requestOf(servers[1].base, sides[1])];
   const results = builds.map(
-    () => [] as Array<{ rps: number; server: number; database: number; trips: number | null }>,
+    () =>
+      [] as Array<{ rps: number; server: number; database: number; trips: number | null; statements: number | null }>,
   );
   for (let round = 0; round < Number(values.rounds); round++) {
     for (const i of round % 2 === 0 ? [0, 1] : [1, 0]) {
@@ -191,7 +207,7 @@ try {
       if (await vacuumWithoutAutovacuum(sides[i].url))
         console.error(`round ${round + 1}: vacuumed (autovacuum is off)`);
       await autocannon({ url: server.base, requests: [requests[i]], amount: connections * 10, connections });
-      const tripsBefore = await roundTrips(server.base);
+      const countsBefore = await databaseCounts(server.base);
       const stop = sampleCpu(server.pid);
       const run = await autocannon({
         url: server.base,
@@ -200,7 +216,7 @@ try {
         connections,
       });
       const cpu = stop();
-      const tripsAfter = await roundTrips(server.base);
+      const countsAfter = await databaseCounts(server.base);
       if (run.non2xx + run.errors > 0)
         throw new Error(`${labels[i]}: ${run.non2xx} non-2xx answers, ${run.errors} errors`);
       const per = (ms: number) => Math.round((ms * 1000) / run.requests.total);
@@ -208,22 +224,22 @@ try {
         rps: Math.round(run.requests.average),
         server: per(cpu.serverMs),
         database: per(cpu.databaseMs),
-        trips: tripsBefore === null || tripsAfter === null ? null : (tripsAfter - tripsBefore) / run.requests.total,
+        ...perRequest(countsBefore, countsAfter, run.requests.total),
       });
       console.error(`round ${round + 1} ${labels[i]}: ${results[i].at(-1)!.rps} req/s`);
     }
   }
   const mean = (rows: (typeof results)[number], k: 'rps' | 'server' | 'database') =>
     Math.round(rows.reduce((t, r) => t + r[k], 0) / rows.length);
-  const meanTrips = (rows: (typeof results)[number]) =>
-    rows.some((r) => r.trips === null) ? '—' : (rows.reduce((t, r) => t + r.trips!, 0) / rows.length).toFixed(2);
+  const meanOf = (rows: (typeof results)[number], k: 'trips' | 'statements') =>
+    rows.some((r) => r[k] === null) ? '—' : (rows.reduce((t, r) => t + r[k]!, 0) / rows.length).toFixed(2);
   console.log(`${values.scenario}, ${connections} connections, ${values.rounds} rounds of ${values.seconds} s`);
   console.log(
-    '| build | req/s (each round) | mean | server CPU µs/req (mean) | database CPU µs/req (mean) | round trips/req (mean) |\n|---|---|---:|---:|---:|---:|',
+    '| build | req/s (each round) | mean | server CPU µs/req (mean) | database CPU µs/req (mean) | round trips/req (mean) | statements/req (mean) |\n|---|---|---:|---:|---:|---:|---:|',
   );
   for (const [i, rows] of results.entries()) {
     console.log(
-      `| ${labels[i]} | ${rows.map((r) => r.rps).join(' / ')} | ${mean(rows, 'rps')} | ${mean(rows, 'server')} | ${mean(rows, 'database')} | ${meanTrips(rows)} |`,
+      `| ${labels[i]} | ${rows.map((r) => r.rps).join(' / ')} | ${mean(rows, 'rps')} | ${mean(rows, 'server')} | ${mean(rows, 'database')} | ${meanOf(rows, 'trips')} | ${meanOf(rows, 'statements')} |`,
     );
   }
 } finally {

@@ -73,7 +73,13 @@ function openSqlite(path: string, options: DatabaseOptions): { db: Kysely<Databa
 function openPostgres(
   url: string,
   options: DatabaseOptions,
-): { db: Kysely<Database>; pool: pg.Pool; connect: () => Promise<pg.PoolClient>; roundTrips: () => number } {
+): {
+  db: Kysely<Database>;
+  pool: pg.Pool;
+  connect: () => Promise<pg.PoolClient>;
+  roundTrips: () => number;
+  statements: () => number;
+} {
   if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
     throw new Error('invalid schema name');
   }
@@ -99,6 +105,7 @@ function openPostgres(
     pool,
     connect: () => prepared.connect(),
     roundTrips: prepared.roundTrips,
+    statements: prepared.statements,
   };
 }
 
@@ -115,7 +122,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     };
     return { db, dialect: 'sqlite', describe: `sqlite:${path}`, close, openSnapshot, checkpointer };
   }
-  const { db, pool, connect, roundTrips } = openPostgres(url, options);
+  const { db, pool, connect, roundTrips, statements } = openPostgres(url, options);
   const openSnapshot = postgresSnapshots(pool);
   snapshots.set(db, openSnapshot);
   const replicas = options.replicaUrls?.length
@@ -142,6 +149,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
       waiting: pool.waitingCount,
       max: pool.options.max,
       roundTrips: roundTrips(),
+      statements: statements(),
     }),
   };
 }

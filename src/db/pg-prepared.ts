@@ -22,12 +22,12 @@ function isStalePlan(error: unknown): boolean {
  * column: the statement then gets a fresh name, and is retried once outside a transaction. A
  * COMMIT that PostgreSQL answers with ROLLBACK fails here (decision 0053). `roundTrips` counts the
  * statements sent while none was in flight on their connection: the times a process waited on the
- * database (a statement sent behind another travels in its round trip).
+ * database (a statement sent behind another travels in its round trip); `statements` counts them all.
  */
 export function preparingPool(
   pool: pg.Pool,
   { naming = true } = {},
-): { connect(): Promise<pg.PoolClient>; end(): Promise<void>; roundTrips(): number } {
+): { connect(): Promise<pg.PoolClient>; end(): Promise<void>; roundTrips(): number; statements(): number } {
   const names = new Map<string, string>();
   let next = 0;
   const nameOf = (text: string, values: readonly unknown[] | undefined): string | undefined => {
@@ -43,6 +43,7 @@ export function preparingPool(
   };
   const wrapped = new WeakSet<pg.PoolClient>();
   let roundTrips = 0;
+  let statements = 0;
 
   const wrap = (client: pg.PoolClient) => {
     const query = client.query.bind(client) as Query;
@@ -58,6 +59,7 @@ export function preparingPool(
       // statement sent behind others (a BEGIN not yet answered, say) may be in a transaction already.
       const alone = inFlight === 0 && client.getTransactionStatus() === 'I';
       if (inFlight === 0) roundTrips++;
+      statements++;
       inFlight++;
       try {
         const result = await run(text, values);
@@ -90,5 +92,6 @@ export function preparingPool(
     },
     end: () => pool.end(),
     roundTrips: () => roundTrips,
+    statements: () => statements,
   };
 }

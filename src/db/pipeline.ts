@@ -202,9 +202,7 @@ export class PipeliningDriver implements Driver {
     }
     // BEGIN travels with the transaction's first statement, which reports BEGIN's failure if it had one.
     pipelining.open = true;
-    await pipelining.executeQuery(unreadQuery('begin'));
-    // A write's named statements are planned once per connection, not at each run (decision 0067).
-    await pipelining.executeQuery(GENERIC_PLANS);
+    await pipelining.executeQuery(BEGIN_WRITE);
   }
 
   commitTransaction(connection: DatabaseConnection): Promise<void> {
@@ -245,13 +243,10 @@ export class PipeliningDriver implements Driver {
 }
 
 /**
- * Only transactions begun here (the writes; a read's snapshot sets its isolation level) plan this
- * way; the setting ends with the transaction, so a pooler's next client never sees it.
+ * A write's BEGIN, and its named statements planned once per connection rather than at each run
+ * (decision 0067): one simple query, so one message and one answer. Only transactions begun here
+ * (the writes; a read's snapshot sets its isolation level) plan this way; the setting ends with
+ * the transaction, so a pooler's next client never sees it.
  */
-const GENERIC_PLANS = unreadQuery('set local plan_cache_mode = force_generic_plan');
-
-function unreadQuery(text: string): CompiledQuery {
-  const query = CompiledQuery.raw(text);
-  unread.add(query);
-  return query;
-}
+const BEGIN_WRITE = CompiledQuery.raw('begin; set local plan_cache_mode = force_generic_plan');
+unread.add(BEGIN_WRITE);

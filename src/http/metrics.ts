@@ -12,6 +12,8 @@ export interface PoolStats {
   max: number;
   /** Statements sent while none was in flight on their connection, since the start (pg-prepared.ts). */
   roundTrips: number;
+  /** Queries sent, each a message (a simple query of several statements is one), since the start. */
+  statements: number;
 }
 
 export interface MetricsOptions {
@@ -78,20 +80,33 @@ export function registerMetrics(app: FastifyInstance, options: MetricsOptions = 
       this.set({ state: 'in_use' }, stats.total - stats.idle);
     },
   });
-  // SQLite waits on nothing: the counter is PostgreSQL's alone.
-  let countedTrips = 0;
-  if (pool)
+  // SQLite waits on nothing: these counters are PostgreSQL's alone.
+  const poolCounter = (name: string, help: string, read: (stats: PoolStats) => number) => {
+    let counted = 0;
     new Counter({
-      name: 'supplyline_db_round_trips_total',
-      help: 'Times the process waited on the primary (PostgreSQL): statements sent while none was in flight on their connection',
+      name,
+      help,
       registers: [registry],
       collect() {
-        const stats = pool();
+        const stats = pool?.();
         if (!stats) return;
-        this.inc(stats.roundTrips - countedTrips);
-        countedTrips = stats.roundTrips;
+        this.inc(read(stats) - counted);
+        counted = read(stats);
       },
     });
+  };
+  if (pool) {
+    poolCounter(
+      'supplyline_db_round_trips_total',
+      'Times the process waited on the primary (PostgreSQL): statements sent while none was in flight on their connection',
+      (stats) => stats.roundTrips,
+    );
+    poolCounter(
+      'supplyline_db_statements_total',
+      'Queries sent to the primary (PostgreSQL), each one message: those sent behind another included',
+      (stats) => stats.statements,
+    );
+  }
 
   // onSend sees the handler's headers, including a replay's `idempotent-replayed`.
   app.addHook('onSend', (request, reply, payload, done) => {

@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { sendRead, sendWrite, sentWritesDone } from '../../src/db/pipeline.ts';
 import { readAtOneMoment } from '../../src/db/dialect.ts';
+import { createDatabase } from '../../src/db/connection.ts';
 import type { Db } from '../../src/db/types.ts';
 import { describeEachBackend } from '../helpers/context.ts';
 
@@ -161,5 +162,19 @@ describeEachBackend('writes sent ahead', (ctx) => {
     assert.equal(await readAtOneMoment(ctx().db, (db) => mode(db)), 'auto');
     // The setting ends with its transaction: the connection's next user (a pooler's next client) plans as before.
     assert.deepEqual(await Promise.all(Array.from({ length: 12 }, () => mode(ctx().db))), Array(12).fill('auto'));
+  });
+
+  it("a write transaction sends its BEGIN and the plans' setting as one query (PostgreSQL)", async (t) => {
+    if (!postgres()) return t.diagnostic('SQLite sends nothing');
+    const own = createDatabase(ctx().database.url, { schema: ctx().database.schema });
+    try {
+      const sent = () => own.poolStats!().statements;
+      const before = sent();
+      await own.db.transaction().execute((trx) => sql`select 1`.execute(trx));
+      // BEGIN with the setting, the statement, COMMIT.
+      assert.equal(sent() - before, 3);
+    } finally {
+      await own.close();
+    }
   });
 });

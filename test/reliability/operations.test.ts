@@ -102,8 +102,12 @@ for (const backend of backends) {
           assert.match(text, /supplyline_db_pool_connections\{state="max"\} 10/);
           const trips = Number(/^supplyline_db_round_trips_total (\d+)$/m.exec(text)?.[1]);
           assert.ok(trips >= 14, `the requests above waited on the database (${trips} round trips)`);
+          const statements = Number(/^supplyline_db_statements_total (\d+)$/m.exec(text)?.[1]);
+          // The writes' statements sent ahead travel in another's round trip, and count here alone.
+          assert.ok(statements > trips, `${statements} statements, ${trips} round trips`);
         } else {
           assert.ok(!text.includes('supplyline_db_round_trips_total'), 'SQLite has no round trips to count');
+          assert.ok(!text.includes('supplyline_db_statements_total'), 'nor statements');
         }
         const doc = await t.app.inject({ method: 'GET', url: '/openapi.json' });
         assert.ok(!('/metrics' in JSON.parse(doc.body).paths), '/metrics is not in the OpenAPI document');
