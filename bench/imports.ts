@@ -81,6 +81,8 @@ async function liveTraffic(seconds: number, until: () => Promise<boolean> = asyn
     (await (await fetch(`${server.base}/api/v1/orders?limit=10`, { headers })).json()) as { items: { id: string }[] }
   ).items;
   const times: number[] = [];
+  /** Each answer's time and kind, to name the slowest. */
+  const answers: Array<{ ms: number; kind: string }> = [];
   /** PATCHes wait for the import's batch (the business's write lock); reads do not. */
   const patches: number[] = [];
   const pending: Promise<void>[] = [];
@@ -110,6 +112,7 @@ async function liveTraffic(seconds: number, until: () => Promise<boolean> = asyn
         await res.arrayBuffer();
         if (res.status !== 200) throw new Error(`live traffic: ${res.status}`);
         times.push(performance.now() - began);
+        answers.push({ ms: performance.now() - began, kind: kind < 5 ? 'list' : kind < 8 ? 'get' : 'patch' });
         if (kind >= 8) patches.push(performance.now() - began);
       }),
     );
@@ -126,6 +129,11 @@ async function liveTraffic(seconds: number, until: () => Promise<boolean> = asyn
     requests: times.length,
     patchP50: at(patches, 0.5),
     patchP95: at(patches, 0.95),
+    slowest: answers
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 5)
+      .map((a) => `${Math.round(a.ms)} ms ${a.kind}`)
+      .join(', '),
   };
 }
 const LIVE_RPS = 50;
@@ -271,6 +279,7 @@ async function throughput() {
   console.log(
     `  of which PATCHes:         p50 ${alone.patchP50} ms, p95 ${alone.patchP95} ms alone; p50 ${beside.patchP50} ms, p95 ${beside.patchP95} ms beside`,
   );
+  console.log(`  the slowest beside:       ${beside.slowest} (alone: ${alone.slowest})`);
 }
 
 /** `count` shipment lines, each one unit of the same order line of `count` units: lines per second. */
