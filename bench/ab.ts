@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { vacuumWithoutAutovacuum } from './database.ts';
-import { sampleCpu } from './server.ts';
+import { countsPerRequest, databaseCounts, sampleCpu } from './server.ts';
 import { startOtlpSink } from './tracing.ts';
 
 const { values } = parseArgs({
@@ -109,27 +109,6 @@ function start(
     });
     child.on('exit', (code) => reject(new Error(`${dir}: server exited ${code}`)));
   });
-}
-
-/** The server's waits on the primary and statements sent so far (`/metrics`), each null for a build without its counter. */
-async function databaseCounts(base: string): Promise<{ trips: number | null; statements: number | null }> {
-  const text = await (await fetch(`${base}/metrics`)).text();
-  const count = (name: string) => {
-    const found = new RegExp(`^${name} (\\d+)`, 'm').exec(text);
-    return found ? Number(found[1]) : null;
-  };
-  return { trips: count('supplyline_db_round_trips_total'), statements: count('supplyline_db_statements_total') };
-}
-
-/** Each counter's growth over a round, per request; null where a build has no such counter. */
-function perRequest(
-  before: Awaited<ReturnType<typeof databaseCounts>>,
-  after: Awaited<ReturnType<typeof databaseCounts>>,
-  requests: number,
-): { trips: number | null; statements: number | null } {
-  const per = (k: 'trips' | 'statements') =>
-    before[k] === null || after[k] === null ? null : (after[k]! - before[k]!) / requests;
-  return { trips: per('trips'), statements: per('statements') };
 }
 
 const servers = [await start(builds[0], sides[0].url, envs[0]), await start(builds[1], sides[1].url, envs[1])];
@@ -224,7 +203,7 @@ try {
         rps: Math.round(run.requests.average),
         server: per(cpu.serverMs),
         database: per(cpu.databaseMs),
-        ...perRequest(countsBefore, countsAfter, run.requests.total),
+        ...countsPerRequest(countsBefore, countsAfter, run.requests.total),
       });
       console.error(`round ${round + 1} ${labels[i]}: ${results[i].at(-1)!.rps} req/s`);
     }

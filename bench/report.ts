@@ -14,6 +14,8 @@ export interface Row extends LoadResult {
   ratioToCeiling?: number;
   /** PostgreSQL writes: against the three-statement plain-SQL floor (bench/floor.ts). */
   ratioToFloor?: number;
+  /** PostgreSQL: the round trips a request waited for and the statements it sent (the server's /metrics). */
+  perRequest?: { trips: number; statements: number };
 }
 
 export interface Report {
@@ -82,6 +84,9 @@ export function formatTable(report: Report): string {
           ? ''
           : `${r.ratioToCeiling.toFixed(3)} × ${r.kind === 'write' ? 'echo ceiling' : 'ceiling'}`,
         r.ratioToFloor === undefined ? '' : `${r.ratioToFloor.toFixed(2)} × floor`,
+        r.perRequest === undefined
+          ? ''
+          : `${r.perRequest.trips.toFixed(1)} round trips, ${r.perRequest.statements.toFixed(1)} statements`,
       ]
         .filter(Boolean)
         .join(', '),

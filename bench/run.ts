@@ -14,7 +14,7 @@ import { listsTable, measureLists, summariseLists } from './lists.ts';
 import { measureScaleOut, mixedRequests } from './scaleout.ts';
 import { fillResponseCache, measureSoak, soakTable } from './memory.ts';
 import { measureTracing, tracingTable } from './tracing.ts';
-import { buildDist, runDemo, sampleCpu, sampleRss, startServer } from './server.ts';
+import { buildDist, countsPerRequest, databaseCounts, runDemo, sampleCpu, sampleRss, startServer } from './server.ts';
 
 const { values } = parseArgs({
   options: {
@@ -109,8 +109,10 @@ try {
     const loadAverage = loadavg()[0];
     const stopRss = sampleRss(server.pid);
     const stopCpu = sampleCpu(server.pid);
+    const countsBefore = await databaseCounts(server.base);
     const result = await runLoad(server.base, scenario.requests, options);
     const cpu = stopCpu();
+    const sent = countsPerRequest(countsBefore, await databaseCounts(server.base), result.requests);
     const perRequest = (ms: number) => Math.round((ms * 1000) / Math.max(1, result.requests));
     rows.push({
       scenario: scenario.name,
@@ -119,6 +121,9 @@ try {
       rssMb: stopRss(),
       loadAverage,
       cpuUs: { server: perRequest(cpu.serverMs), database: backend === 'postgres' ? perRequest(cpu.databaseMs) : 0 },
+      ...(sent.trips !== null && sent.statements !== null
+        ? { perRequest: { trips: sent.trips, statements: sent.statements } }
+        : {}),
     });
     console.error(
       `${scenario.name}: ${result.requestsPerSecond} req/s, p50 ${result.p50} ms, errors ${result.errors} ${JSON.stringify(result.statusCodes)}`,

@@ -199,3 +199,24 @@ export function sampleCpu(pid: number): () => { serverMs: number; databaseMs: nu
   const database = databaseCpuMs();
   return () => ({ serverMs: cpuMs(pid) - server, databaseMs: databaseCpuSince(database) });
 }
+
+/** The server's waits on the primary and statements sent so far (its /metrics), each null where it has no such counter (SQLite, an older build). */
+export async function databaseCounts(base: string): Promise<{ trips: number | null; statements: number | null }> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const count = (name: string) => {
+    const found = new RegExp(`^${name} (\\d+)`, 'm').exec(text);
+    return found ? Number(found[1]) : null;
+  };
+  return { trips: count('supplyline_db_round_trips_total'), statements: count('supplyline_db_statements_total') };
+}
+
+/** Each counter's growth between two readings, per request; null where a reading has no such counter. */
+export function countsPerRequest(
+  before: Awaited<ReturnType<typeof databaseCounts>>,
+  after: Awaited<ReturnType<typeof databaseCounts>>,
+  requests: number,
+): { trips: number | null; statements: number | null } {
+  const per = (k: 'trips' | 'statements') =>
+    before[k] === null || after[k] === null ? null : (after[k]! - before[k]!) / Math.max(1, requests);
+  return { trips: per('trips'), statements: per('statements') };
+}
