@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
+import { sql } from 'kysely';
 import { createDatabase } from '../../src/db/connection.ts';
 import { routesPerRequest } from '../../src/db/replicas/index.ts';
 import { findOrderRow } from '../../src/orders/repository.ts';
@@ -93,6 +94,28 @@ describeEachBackend('Order reads shared by requests', (ctx) => {
     // A check that asks after a write was answered reads the write.
     assert.equal((await patchOrder(ctx(), owner, a.id, { order: { notes: 'again' } })).status, 200);
     assert.equal(await readOrderVersion(db, owner.businessId, a.id), 2);
+  });
+
+  it('keeps one plan of each shared statement, however few ids it carries (PostgreSQL)', async (t) => {
+    if (ctx().backend !== 'postgres') return t.diagnostic('SQLite plans a statement once, when it prepares it');
+    const tenant = await ctx().createTenant();
+    const order = await createOrder(ctx(), tenant, await createFixture(ctx(), tenant));
+    // One connection: the plans asked about below are the ones its reads made.
+    const handle = createDatabase(ctx().database.url, { schema: ctx().database.schema, poolSize: 1 });
+    try {
+      // One at a time, so each statement carries one id; PostgreSQL decides after its fifth run.
+      for (let run = 0; run < 7; run++) {
+        assert.equal(await readOrderVersion(handle.db, tenant.businessId, order.id), 1);
+        assert.equal((await findOrderRow(handle.db, tenant.businessId, order.id))?.id, order.id);
+        assert.equal((await loadOneOrderItems(handle.db, tenant.businessId, order.id)).length, order.orderItems.length);
+      }
+      const { rows } = await sql<{ statement: string; generic_plans: string }>`select statement, generic_plans
+        from pg_prepared_statements where statement like '%= any(%' order by statement`.execute(handle.db);
+      assert.equal(rows.length, 3, rows.map((r) => r.statement).join('\n'));
+      for (const row of rows) assert.ok(Number(row.generic_plans) >= 2, `planned at each run: ${row.statement}`);
+    } finally {
+      await handle.close();
+    }
   });
 
   it("is not failed by another request's id that the database refuses", async () => {
