@@ -18,16 +18,14 @@
  * that build's own `cli demo`. `--env-a` and `--env-b` add variables to one side's server
  * (`NAME=VALUE,NAME=VALUE`), so one build can be compared with itself under other settings: with
  * `--otlp-sink` an OTLP/HTTP receiver in this process takes the traces of whichever side sets
- * OTEL_TRACES_SAMPLER (docs/decisions/0047-telemetry.md). Each server runs as `npm start` runs it,
- * with the telemetry preload where the build has one.
+ * OTEL_TRACES_SAMPLER (docs/decisions/0047-telemetry.md). Each server runs as its checkout's `npm start`
+ * runs it: its flags and settings (the memory ones of decision 0048), and its telemetry preload.
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { vacuumWithoutAutovacuum } from './database.ts';
-import { countsPerRequest, databaseCounts, sampleCpu } from './server.ts';
+import { countsPerRequest, databaseCounts, sampleCpu, startCommand } from './server.ts';
 import { startOtlpSink } from './tracing.ts';
 
 const { values } = parseArgs({
@@ -94,10 +92,19 @@ function start(
   url: string,
   env: Record<string, string>,
 ): Promise<{ base: string; pid: number; kill(): void }> {
-  const preload = existsSync(join(dir, 'dist', 'telemetry.js')) ? ['--import', './dist/telemetry.js'] : [];
-  const child = spawn(process.execPath, ['--enable-source-maps', ...preload, 'dist/server.js'], {
+  // As that checkout's `npm start` runs it: its flags, settings and telemetry preload.
+  const command = startCommand('dist', dir);
+  const child = spawn(process.execPath, command.args, {
     cwd: dir,
-    env: { ...process.env, DATABASE_URL: url, PORT: '0', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'warn', ...env },
+    env: {
+      ...process.env,
+      ...command.env,
+      DATABASE_URL: url,
+      PORT: '0',
+      RATE_LIMIT_RPS: '0',
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';

@@ -1,5 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 // A benchmark started from the test runner must not pass its marker on to the children.
 const { NODE_TEST_CONTEXT: _ignored, ...baseEnv } = process.env;
@@ -50,12 +51,14 @@ export interface Server {
 }
 
 /**
- * `npm start`'s command from package.json, for a bundle in `outdir`: the environment it sets
- * (`exec env NAME=VALUE ... node`) and node's arguments, so that whatever runs the bundle runs it
- * with the same settings (the memory ones of docs/decisions/0048-memory-budget.md).
+ * `npm start`'s command from package.json (this checkout's, or the one in `root`), for a bundle in
+ * `outdir`: the environment it sets (`exec env NAME=VALUE ... node`) and node's arguments, so that
+ * whatever runs the bundle runs it with the same settings (the memory ones of
+ * docs/decisions/0048-memory-budget.md).
  */
-export function startCommand(outdir = 'dist'): { env: Record<string, string>; args: string[] } {
-  const { scripts } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+export function startCommand(outdir = 'dist', root?: string): { env: Record<string, string>; args: string[] } {
+  const file = root === undefined ? new URL('../package.json', import.meta.url) : join(root, 'package.json');
+  const { scripts } = JSON.parse(readFileSync(file, 'utf8')) as {
     scripts: Record<string, string>;
   };
   const words = scripts.start.replaceAll('dist/', `${outdir}/`).split(/\s+/);
