@@ -21,11 +21,10 @@
  * OTEL_TRACES_SAMPLER (docs/decisions/0047-telemetry.md). Each server runs as its checkout's `npm start`
  * runs it: its flags and settings (the memory ones of decision 0048), and its telemetry preload.
  */
-import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { vacuumWithoutAutovacuum } from './database.ts';
-import { countsPerRequest, databaseCounts, sampleCpu, startCommand } from './server.ts';
+import { countsPerRequest, databaseCounts, sampleCpu, startServer } from './server.ts';
 import { startOtlpSink } from './tracing.ts';
 
 const { values } = parseArgs({
@@ -87,38 +86,11 @@ const labels = builds.map(
     }`,
 );
 
-function start(
-  dir: string,
-  url: string,
-  env: Record<string, string>,
-): Promise<{ base: string; pid: number; kill(): void }> {
-  // As that checkout's `npm start` runs it: its flags, settings and telemetry preload.
-  const command = startCommand('dist', dir);
-  const child = spawn(process.execPath, command.args, {
-    cwd: dir,
-    env: {
-      ...process.env,
-      ...command.env,
-      DATABASE_URL: url,
-      PORT: '0',
-      RATE_LIMIT_RPS: '0',
-      LOG_LEVEL: 'warn',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  return new Promise((resolve, reject) => {
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/listening on (http:\/\/\S+)/);
-      if (m) resolve({ base: m[1], pid: child.pid!, kill: () => child.kill() });
-    });
-    child.on('exit', (code) => reject(new Error(`${dir}: server exited ${code}`)));
-  });
-}
-
-const servers = [await start(builds[0], sides[0].url, envs[0]), await start(builds[1], sides[1].url, envs[1])];
+// Each as its checkout's `npm start` runs it: its flags, settings and telemetry preload.
+const servers = [
+  await startServer(sides[0].url, undefined, envs[0], builds[0]),
+  await startServer(sides[1].url, undefined, envs[1], builds[1]),
+];
 try {
   /**
    * Each build's requests, on its own database's orders, buyers and variants. `business` and `key`
@@ -229,6 +201,6 @@ try {
     );
   }
 } finally {
-  for (const server of servers) server.kill();
+  for (const server of servers) await server.stop();
   if (sink) console.log(`OTLP sink received ${Math.round((await sink.close()) / 1024)} KiB of traces`);
 }

@@ -77,16 +77,19 @@ export function startCommand(outdir = 'dist', root?: string): { env: Record<stri
 
 /**
  * The server as `npm start` runs it (dist/server.js, with its flags and settings), as a child process, on a free port, rate
- * limits off, warnings only; with `profileDir`, it writes a V8 CPU profile there when it stops.
+ * limits off, warnings only; with `profileDir`, it writes a V8 CPU profile there when it stops; with `root`, the build
+ * of that checkout, as its own `npm start` runs it (bench/ab.ts).
  */
 export function startServer(
   databaseUrl: string,
   profileDir?: string,
   env: Record<string, string> = {},
+  root?: string,
 ): Promise<Server> {
   const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  const start = startCommand();
+  const start = startCommand('dist', root);
   const child = spawn(process.execPath, [...profile, ...start.args], {
+    cwd: root,
     // Webhooks go to a receiver on loopback (bench/webhooks.ts).
     env: {
       ...baseEnv,
