@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import { notIndexed, utcDay } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
 import { toIso } from '../lib/time.ts';
-import { bumpCounts } from '../orders/read-model/index.ts';
+import { bumpCounts, countBump } from '../orders/read-model/index.ts';
 
 /**
  * The shipments' maintained counts (migration 0045), as the orders' (src/orders/read-model/README.md):
@@ -25,25 +25,23 @@ export async function countShipmentChange(db: Db, businessId: string, before: Co
         [after, 1],
       ]
     : [[after, 1]];
-  await bumpCounts(
-    db,
-    'shipment_counts',
-    businessId,
-    ['status'],
-    changes.map(([row, delta]) => ({ status: row.status, delta })),
-  );
-  await bumpCounts(
-    db,
-    'shipment_change_counts',
-    businessId,
-    ['day', 'created_day', 'status'],
-    changes.map(([row, delta]) => ({
-      day: dayOf(row.updated_at),
-      created_day: dayOf(row.created_at),
-      status: row.status,
-      delta,
-    })),
-  );
+  await bumpCounts(db, businessId, [
+    countBump(
+      'shipment_counts',
+      ['status'],
+      changes.map(([row, delta]) => ({ status: row.status, delta })),
+    ),
+    countBump(
+      'shipment_change_counts',
+      ['day', 'created_day', 'status'],
+      changes.map(([row, delta]) => ({
+        day: dayOf(row.updated_at),
+        created_day: dayOf(row.created_at),
+        status: row.status,
+        delta,
+      })),
+    ),
+  ]);
 }
 
 export interface ShipmentCountFilters {

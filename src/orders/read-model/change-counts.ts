@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/types.ts';
 import { toIso } from '../../lib/time.ts';
-import { bumpCounts } from './counts.ts';
+import { countBump } from './counts.ts';
 import { whereLive } from '../../db/live.ts';
 import { notIndexed, utcDay } from '../../db/dialect.ts';
 
@@ -16,11 +16,11 @@ export interface ChangeCountChange {
   delta: number;
 }
 
-export const bumpChangeCounts = (db: Db, businessId: string, changes: ChangeCountChange[]) =>
-  bumpCounts(db, 'order_change_counts', businessId, ['day', 'created_day'], changes);
+export const changeCounts = (changes: ChangeCountChange[]) =>
+  countBump('order_change_counts', ['day', 'created_day'], changes);
 
-export const bumpDeletedChangeCounts = (db: Db, businessId: string, changes: ChangeCountChange[]) =>
-  bumpCounts(db, 'order_deleted_change_counts', businessId, ['day', 'created_day'], changes);
+export const deletedChangeCounts = (changes: ChangeCountChange[]) =>
+  countBump('order_deleted_change_counts', ['day', 'created_day'], changes);
 
 /**
  * The counts of the whole days after `since`, plus its own day's later changes by index: bounded by

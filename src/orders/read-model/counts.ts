@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { countShard } from '../../db/dialect.ts';
+import { countShard, statementsAreRoundTrips } from '../../db/dialect.ts';
 import type { Db } from '../../db/types.ts';
 import { statement } from '../../db/statement.ts';
 import { sendWrite } from '../../db/pipeline.ts';
@@ -34,48 +34,81 @@ type CountTable =
   | 'shipment_counts'
   | 'shipment_change_counts';
 
-/**
- * One atomic multi-row upsert (`n = n + excluded.n`), so concurrent writers never lose an increment,
- * its rows netted per key and in key order, so that two transactions take the row locks in the same
- * order and cannot deadlock on PostgreSQL. `keys`: the key columns besides business_id and shard.
- */
-export async function bumpCounts<C extends { delta: number }>(
-  db: Db,
-  table: CountTable,
-  businessId: string,
-  keys: ReadonlyArray<keyof C & string>,
-  changes: C[],
-): Promise<void> {
-  const shard = countShard(db);
-  const rows = netChanges(changes, (c) => keys.map((k) => String(c[k])).join('\u0000')).map((c) => ({
-    business_id: businessId,
-    ...Object.fromEntries(keys.map((k) => [k, c[k]])),
-    shard,
-    n: c.delta,
-  }));
-  for (let i = 0; i < rows.length; i += ROWS_PER_UPSERT)
-    await sendWrite(db, countUpsert(db, { rows: rows.slice(i, i + ROWS_PER_UPSERT) }, table));
+/** One count table's changes; `keys`: its key columns besides business_id and shard. */
+export interface CountBump {
+  table: CountTable;
+  keys: readonly string[];
+  changes: Array<{ delta: number } & Record<string, unknown>>;
 }
 
-/** Under both backends' bound-parameter limits, with the widest key (7 columns). */
+/** A `CountBump`, its keys checked against its changes. */
+export const countBump = <C extends { delta: number }>(
+  table: CountTable,
+  keys: ReadonlyArray<keyof C & string>,
+  changes: C[],
+): CountBump => ({ table, keys, changes: changes as unknown as CountBump['changes'] });
+
+/**
+ * Each table's changes as one atomic multi-row upsert (`n = n + excluded.n`), so concurrent writers
+ * never lose an increment, its rows netted per key and in key order, so that two transactions take
+ * the row locks in the same order and cannot deadlock on PostgreSQL. On PostgreSQL the tables go in
+ * one statement, each but the last a data-modifying `with` (decision 0069): the statements a write
+ * sends are what it costs the server there. Every count write runs under its business's write lock
+ * (src/write/clock.ts), so the order in which that statement's tables take their rows cannot meet
+ * another's.
+ */
+export async function bumpCounts(db: Db, businessId: string, bumps: CountBump[]): Promise<void> {
+  const shard = countShard(db);
+  const tables = bumps
+    .map(({ table, keys, changes }) => ({
+      table,
+      rows: netChanges(changes, (c) => keys.map((k) => String(c[k])).join('\u0000')).map((c) => ({
+        business_id: businessId,
+        ...Object.fromEntries(keys.map((k) => [k, c[k]])),
+        shard,
+        n: c.delta,
+      })),
+    }))
+    .filter((t) => t.rows.length > 0);
+  if (tables.length > 1 && statementsAreRoundTrips(db) && tables.every((t) => t.rows.length <= ROWS_PER_UPSERT)) {
+    const values = Object.fromEntries(tables.map((t, i) => [`t${i}`, t.rows]));
+    await sendWrite(db, countUpserts(db, values, tables.map((t) => t.table).join(',')));
+    return;
+  }
+  for (const { table, rows } of tables)
+    for (let i = 0; i < rows.length; i += ROWS_PER_UPSERT)
+      await sendWrite(db, countUpsert(db, { rows: rows.slice(i, i + ROWS_PER_UPSERT) }, table));
+}
+
+/** Under both backends' bound-parameter limits, with the widest key (7 columns); nine tables in one statement too. */
 const ROWS_PER_UPSERT = 1_000;
 
-/** Its text depends on the table and the number of rows. */
-const countUpsert = statement((db, v: { rows: Array<Record<string, unknown>> }, table?: CountTable) => {
-  const keys = Object.keys(v.rows[0]).filter((k) => k !== 'business_id' && k !== 'shard' && k !== 'n');
+type Rows = Array<Record<string, unknown>>;
+
+function upsertOf(db: Db, table: CountTable, rows: Rows) {
+  const keys = Object.keys(rows[0]).filter((k) => k !== 'business_id' && k !== 'shard' && k !== 'n');
   // The table is one of nine of the same shape; the builder cannot type a column list chosen at run time.
   return db
-    .insertInto(table!)
-    .values(v.rows as never)
+    .insertInto(table)
+    .values(rows as never)
     .onConflict((oc) =>
       oc
         .columns(['business_id', ...keys, 'shard'] as never)
         .doUpdateSet({ n: sql<number>`${sql.ref(`${table}.n`)} + excluded.n` } as never),
     );
+}
+
+/** Its text depends on the table and the number of rows. */
+const countUpsert = statement((db, v: { rows: Rows }, table?: CountTable) => upsertOf(db, table!, v.rows));
+
+/** Several tables' upserts in one statement (PostgreSQL): `tables` names them in order, `t0`, `t1`... their rows. */
+const countUpserts = statement((db, v: Record<string, Rows>, tables?: string) => {
+  const upserts = tables!.split(',').map((table, i) => upsertOf(db, table as CountTable, v[`t${i}`]));
+  const last = upserts.pop()!;
+  return sql`with ${sql.join(upserts.map((upsert, i) => sql`${sql.id(`c${i}`)} as (${upsert})`))} ${last}`;
 });
 
-export const bumpOrderCounts = (db: Db, businessId: string, changes: CountChange[]) =>
-  bumpCounts(db, 'order_counts', businessId, ['phase', 'status'], changes);
+export const orderCounts = (changes: CountChange[]) => countBump('order_counts', ['phase', 'status'], changes);
 
 export function sumOfCounts(
   db: Db,

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/types.ts';
-import { bumpCounts } from './counts.ts';
+import { countBump } from './counts.ts';
 
 /** Orders per UTC day of createdAt, phase and status, which deep pages skip by. */
 
@@ -11,12 +11,12 @@ export interface CreatedCountChange {
   delta: number;
 }
 
-export const bumpCreatedCounts = (db: Db, businessId: string, changes: CreatedCountChange[]) =>
-  bumpCounts(db, 'order_created_counts', businessId, ['day', 'phase', 'status'], changes);
+export const createdCounts = (changes: CreatedCountChange[]) =>
+  countBump('order_created_counts', ['day', 'phase', 'status'], changes);
 
 /** A live order PATCHed to phase DELETED is live, and counted in `order_created_counts`. */
-export const bumpDeletedCounts = (db: Db, businessId: string, changes: CreatedCountChange[]) =>
-  bumpCounts(db, 'order_deleted_counts', businessId, ['day', 'phase', 'status'], changes);
+export const deletedCounts = (changes: CreatedCountChange[]) =>
+  countBump('order_deleted_counts', ['day', 'phase', 'status'], changes);
 
 export interface CreatedDaysFilter {
   phase?: string;

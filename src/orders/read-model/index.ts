@@ -3,4 +3,4 @@ export { listOrders, type ListOrdersOptions } from './list.ts';
 export { DEFAULT_LIST_TUNING, type ListTuning } from './strategies.ts';
 export { applyOrderChange, applyOrderChanges, rebuildOrderProjections, type ProjectedOrder } from './projections.ts';
 export { createProjectionLoad, type ProjectionBatch, type ProjectionLoad } from './load.ts';
-export { bumpCounts } from './counts.ts';
+export { bumpCounts, countBump } from './counts.ts';

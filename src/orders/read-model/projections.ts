@@ -2,9 +2,9 @@ import { sql } from 'kysely';
 import { utcDay } from '../../db/dialect.ts';
 import type { Db } from '../../db/types.ts';
 import type { OrderRow } from '../mapper.ts';
-import { bumpOrderCounts, type CountChange } from './counts.ts';
-import { bumpChangeCounts, bumpDeletedChangeCounts, changeDay, type ChangeCountChange } from './change-counts.ts';
-import { bumpCreatedCounts, bumpDeletedCounts, type CreatedCountChange } from './created-counts.ts';
+import { bumpCounts, type CountChange, orderCounts } from './counts.ts';
+import { changeCounts, changeDay, type ChangeCountChange, deletedChangeCounts } from './change-counts.ts';
+import { createdCounts, type CreatedCountChange, deletedCounts } from './created-counts.ts';
 import { applyPropertyChanges, rebuildSideTable } from './properties.ts';
 import { whereLive } from '../../db/live.ts';
 
@@ -73,14 +73,18 @@ export async function applyOrderChanges(
   // An order's paths are on the live side or the deleted one; a soft delete moves them across.
   const sides = (side: (o: ProjectedOrder | null) => o is ProjectedOrder) =>
     changes.map(({ before, after }) => ({ before: side(before) ? before : null, after: side(after) ? after : null }));
-  await applyPropertyChanges(db, 'live', businessId, sides(isLive));
-  await applyPropertyChanges(db, 'deleted', businessId, sides(isDeleted));
+  const livePaths = await applyPropertyChanges(db, 'live', businessId, sides(isLive));
+  const deletedPaths = await applyPropertyChanges(db, 'deleted', businessId, sides(isDeleted));
   // Changes that cancel out (same phase and status, same day) write nothing.
-  await bumpOrderCounts(db, businessId, counts);
-  await bumpChangeCounts(db, businessId, days);
-  await bumpCreatedCounts(db, businessId, created);
-  await bumpDeletedCounts(db, businessId, deleted);
-  await bumpDeletedChangeCounts(db, businessId, deletedDays);
+  await bumpCounts(db, businessId, [
+    orderCounts(counts),
+    changeCounts(days),
+    createdCounts(created),
+    deletedCounts(deleted),
+    deletedChangeCounts(deletedDays),
+    livePaths,
+    deletedPaths,
+  ]);
 }
 
 /** In the caller's transaction. */

@@ -5,7 +5,7 @@ import type { Db } from '../../db/types.ts';
 import { statement } from '../../db/statement.ts';
 import { sendWrite } from '../../db/pipeline.ts';
 import { changeDay } from './change-counts.ts';
-import { bumpCounts } from './counts.ts';
+import { type CountBump, countBump } from './counts.ts';
 import { propertyPaths } from './property-values.ts';
 
 /**
@@ -29,8 +29,8 @@ export const SIDE_TABLES = {
 export type Side = keyof typeof SIDE_TABLES;
 type Rows = (typeof SIDE_TABLES)[Side]['rows'];
 
-const bumpPathCounts = (db: Db, side: Side, businessId: string, changes: PathCountChange[]) =>
-  bumpCounts(db, SIDE_TABLES[side].counts, businessId, ['path', 'day', 'phase', 'status'], changes);
+const pathCounts = (side: Side, changes: PathCountChange[]) =>
+  countBump(SIDE_TABLES[side].counts, ['path', 'day', 'phase', 'status'], changes);
 
 type Counted = { phase: string; status: string; properties: unknown; created_at: Date | string };
 
@@ -115,14 +115,15 @@ type Indexed = Counted & { id: string };
 
 /**
  * Orders' changes on one side; `before` or `after` null: the order is not on this side. New orders'
- * rows are one insert and the path counts one upsert for all of them. In the caller's transaction.
+ * rows are one insert for all of them. In the caller's transaction; the path counts to bump are
+ * returned, for the caller to bump with the order counts in one statement.
  */
 export async function applyPropertyChanges(
   db: Db,
   side: Side,
   businessId: string,
   changes: Array<{ before: Indexed | null; after: Indexed | null }>,
-): Promise<void> {
+): Promise<CountBump> {
   const table = SIDE_TABLES[side].rows;
   const added: Array<{ business_id: string; order_id: string; path: string; value: string | null }> = [];
   const counts: PathCountChange[] = [];
@@ -142,7 +143,7 @@ export async function applyPropertyChanges(
     counts.push(...pathCountChanges(before, after));
   }
   await insertPathRows(db, table, added);
-  await bumpPathCounts(db, side, businessId, counts);
+  return pathCounts(side, counts);
 }
 
 const BATCH = 5_000;
