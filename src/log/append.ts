@@ -17,58 +17,71 @@ export interface EventMeta {
   now: string;
 }
 
+/** One write's events, and what they share: the write's time, actor, request and trace. */
+export interface WriteEvents {
+  meta: EventMeta;
+  events: NewEvent[];
+  traceParent: string | null;
+}
+
 /**
- * Appends a write's events in its transaction, under its business's write lock (src/write/clock.ts):
- * sequences from the business's `event` counter, in commit order and without gaps. A resource's
- * version is one more than its last event's. On PostgreSQL the counter, the rows and the other
- * instances' notifications (src/log/filter.ts) are one statement, as the lock is held meanwhile.
+ * Appends the events of one business's writes in their transaction, in the order given, under the
+ * business's write lock (src/write/clock.ts): sequences from the business's `event` counter, in
+ * commit order and without gaps. A resource's version is one more than its last event's. On
+ * PostgreSQL the counter, every row and the other instances' notifications (src/log/filter.ts) are
+ * one statement, however many writes: a group of writes appends all its events once, before its
+ * COMMIT (src/write/groups.ts, decision 0070).
  */
-export async function appendEvents(
-  db: Db,
-  meta: EventMeta,
-  events: NewEvent[],
-  channel: string,
-  traceParent: string | null = null,
-): Promise<void> {
-  if (events.length === 0) return;
-  const rows = events.map((e) => ({
-    id: newId('evt'),
-    type: e.type,
-    resourceType: e.resourceType,
-    resourceId: e.resourceId,
-    data: encodeData(e.changes === undefined ? { object: e.object } : { object: e.object, changes: e.changes }),
-  }));
-  const common = {
-    businessId: meta.businessId,
-    occurredAt: meta.now,
-    actor: JSON.stringify(meta.actor),
-    requestId: meta.requestId,
-    idempotencyKey: meta.idempotencyKey,
-    traceParent,
-  };
+export async function appendEvents(db: Db, writes: WriteEvents[], channel: string): Promise<void> {
+  const rows = writes.flatMap((w) =>
+    w.events.map((e) => ({
+      id: newId('evt'),
+      type: e.type,
+      resourceType: e.resourceType,
+      resourceId: e.resourceId,
+      data: encodeData(e.changes === undefined ? { object: e.object } : { object: e.object, changes: e.changes }),
+      occurredAt: w.meta.now,
+      actor: JSON.stringify(w.meta.actor),
+      requestId: w.meta.requestId,
+      idempotencyKey: w.meta.idempotencyKey,
+      traceParent: w.traceParent,
+    })),
+  );
+  if (rows.length === 0) return;
+  const businessId = writes[0].meta.businessId;
+  if (writes.some((w) => w.meta.businessId !== businessId)) throw new Error('events of one business at a time');
   // What the commit holds first, for filtered long polls; then the bare business id earlier releases hear.
-  const detailed = commitPayload(meta.businessId, events);
-  const notices = detailed === null ? [meta.businessId] : [detailed, meta.businessId];
+  const detailed = commitPayload(
+    businessId,
+    writes.flatMap((w) => w.events),
+  );
+  const notices = detailed === null ? [businessId] : [detailed, businessId];
   if (statementsAreRoundTrips(db)) {
+    const column = <K extends keyof (typeof rows)[number]>(key: K) => rows.map((r) => r[key]);
     await sendWrite(
       db,
       appendQuery(db, {
-        ...common,
-        count: events.length,
-        ids: rows.map((r) => r.id),
-        types: rows.map((r) => r.type),
-        resourceTypes: rows.map((r) => r.resourceType),
-        resourceIds: rows.map((r) => r.resourceId),
-        data: rows.map((r) => r.data),
+        businessId,
+        count: rows.length,
+        ids: column('id'),
+        types: column('type'),
+        resourceTypes: column('resourceType'),
+        resourceIds: column('resourceId'),
+        data: column('data'),
+        occurredAts: column('occurredAt'),
+        actors: column('actor'),
+        requestIds: column('requestId'),
+        idempotencyKeys: column('idempotencyKey'),
+        traceParents: column('traceParent'),
         channel,
         notices,
       }),
     );
     return;
   }
-  const first = (await nextCounterValue(db, meta.businessId, 'event', events.length)) - events.length + 1;
+  const first = (await nextCounterValue(db, businessId, 'event', rows.length)) - rows.length + 1;
   for (const [i, row] of rows.entries()) {
-    await db.executeQuery(insertEventQuery(db, { ...common, ...row, sequence: first + i }));
+    await db.executeQuery(insertEventQuery(db, { ...row, businessId, sequence: first + i }));
   }
   for (const notice of notices) await notifyAtCommit(db, channel, notice);
 }
@@ -123,7 +136,7 @@ const insertEventQuery = statement(
 /**
  * PostgreSQL: the counter, every event and the notifications as one statement, with one shape for
  * any number of events (arrays, one per column). One statement sees none of its own inserts, so a
- * resource's events in this write count on from its stored last version by their order in the write.
+ * resource's events in this statement count on from its stored last version by their order in it.
  */
 const appendQuery = statement(
   (
@@ -131,16 +144,16 @@ const appendQuery = statement(
     v: {
       businessId: string;
       count: number;
-      occurredAt: string;
-      actor: string;
-      requestId: string | null;
-      idempotencyKey: string | null;
-      traceParent: string | null;
       ids: string[];
       types: string[];
       resourceTypes: string[];
       resourceIds: string[];
       data: Buffer[];
+      occurredAts: string[];
+      actors: string[];
+      requestIds: (string | null)[];
+      idempotencyKeys: (string | null)[];
+      traceParents: (string | null)[];
       channel: string;
       notices: string[];
     },
@@ -150,14 +163,17 @@ const appendQuery = statement(
       returning value
     ), written as (
       select * from unnest(${v.ids}::text[], ${v.types}::text[], ${v.resourceTypes}::text[],
-        ${v.resourceIds}::text[], ${v.data}::bytea[]) with ordinality as e(id, type, resource_type, resource_id, data, n)
+        ${v.resourceIds}::text[], ${v.data}::bytea[], ${v.occurredAts}::timestamptz[], ${v.actors}::jsonb[],
+        ${v.requestIds}::text[], ${v.idempotencyKeys}::text[], ${v.traceParents}::text[])
+        with ordinality as e(id, type, resource_type, resource_id, data, occurred_at, actor, request_id,
+          idempotency_key, trace_parent, n)
     ), inserted as (
       insert into events (business_id, sequence, id, type, resource_type, resource_id, resource_version,
         occurred_at, actor, request_id, idempotency_key, data, trace_parent)
       select ${v.businessId}, taken.value - ${v.count} + e.n, e.id, e.type, e.resource_type, e.resource_id,
         coalesce((${lastVersion(db, v.businessId, sql.ref('e.resource_type'), sql.ref('e.resource_id'))}), 0)
           + row_number() over (partition by e.resource_type, e.resource_id order by e.n),
-        ${v.occurredAt}, ${v.actor}, ${v.requestId}, ${v.idempotencyKey}, e.data, ${v.traceParent}
+        e.occurred_at, e.actor, e.request_id, e.idempotency_key, e.data, e.trace_parent
       from taken, written as e
     )
     select pg_notify(${v.channel}, notice) from unnest(${v.notices}::text[]) as notice`,

@@ -10,6 +10,8 @@ export type GroupWork<T> = (trx: Transaction<Database>, joined: boolean) => Prom
 
 interface Waiting {
   run: GroupWork<unknown>;
+  /** What the caller knows the write by: `beforeCommit` is given those of the members kept. */
+  tag: unknown;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -30,25 +32,28 @@ interface Waiting {
  *   next one runs again (after the first member, in the next group);
  * - if the COMMIT fails, or a savepoint cannot be rolled back, every member fails and none is kept;
  * - the business's next group begins while this one's COMMIT is on its way; its write lock waits in
- *   the database, and is granted when that COMMIT ends.
+ *   the database, and is granted when that COMMIT ends;
+ * - `beforeCommit` runs last in every group's transaction, told the members kept (in order) and
+ *   whether more than one ran: the runner appends their events there, in one statement. If it
+ *   fails, every member fails.
  */
 export class WriteGroups {
   readonly #db: Kysely<Database>;
   /** Per business, the writes waiting for it (present while a group of the business runs). */
   readonly #queues = new Map<string, Waiting[]>();
 
-  /** Runs last in a transaction that more than one write joined, before its COMMIT. */
-  readonly #beforeCommit: (trx: Transaction<Database>, businessId: string) => Promise<void>;
+  /** Runs last in each group's transaction, before its COMMIT: the tags of the members kept, in order, and whether more than one ran. */
+  readonly #beforeCommit: BeforeCommit;
 
-  constructor(db: Kysely<Database>, beforeCommit: (trx: Transaction<Database>, businessId: string) => Promise<void>) {
+  constructor(db: Kysely<Database>, beforeCommit: BeforeCommit) {
     this.#db = db;
     this.#beforeCommit = beforeCommit;
   }
 
   /** Runs `run` in a transaction of the business's writes; resolves once that has committed. */
-  join<T>(businessId: string, run: GroupWork<T>): Promise<T> {
+  join<T>(businessId: string, run: GroupWork<T>, tag?: unknown): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const waiting: Waiting = { run, resolve: resolve as (value: unknown) => void, reject };
+      const waiting: Waiting = { run, tag, resolve: resolve as (value: unknown) => void, reject };
       const queue = this.#queues.get(businessId);
       if (queue) {
         queue.push(waiting);
@@ -92,10 +97,13 @@ export class WriteGroups {
           if (error instanceof FirstWriteFailed) firstFailed = error;
           throw error;
         }
-        if (ran.length > 1) {
-          await this.#lastSentWrites(trx, ran.at(-1)!);
-          await this.#beforeCommit(trx, businessId);
-        }
+        if (ran.length > 1) await this.#lastSentWrites(trx, ran.at(-1)!);
+        await this.#beforeCommit(
+          trx,
+          businessId,
+          ran.filter((r) => !r.undone).map((r) => r.member.tag),
+          ran.length > 1,
+        );
         ranAll();
       });
     } catch (error) {
@@ -162,13 +170,18 @@ export class WriteGroups {
     // What it sent ahead is undone with it; a failure among them is the reason it failed, or moot.
     await sentWritesDone(trx).catch(() => {});
     await sql`rollback to savepoint ${sql.id(`member_${ran.savepoint}`)}`.execute(trx);
+    ran.undone = true;
     ran.answer = () => ran.member.reject(error);
   }
 }
 
+type BeforeCommit = (trx: Transaction<Database>, businessId: string, kept: unknown[], joined: boolean) => Promise<void>;
+
 interface Ran {
   member: Waiting;
   answer: () => void;
+  /** Rolled back to its savepoint: it fails once the group has committed. */
+  undone?: boolean;
   /** The number of its savepoint; none for the group's first member. */
   savepoint?: number;
 }

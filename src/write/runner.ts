@@ -3,7 +3,7 @@ import { AsyncResource } from 'node:async_hooks';
 import { statementsAreRoundTrips } from '../db/dialect.ts';
 import type { Database } from '../db/types.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
-import { appendEvents } from '../log/append.ts';
+import { appendEvents, type WriteEvents } from '../log/append.ts';
 import type { NewEvent } from '../log/events.ts';
 import { activeTraceParent, inChildSpan } from '../telemetry/spans.ts';
 import { recordChanges } from '../log/audit.ts';
@@ -27,6 +27,8 @@ interface Member<T> {
   key: string | null;
   work: (ctx: WriteContext) => Promise<T>;
   events: NewEvent[];
+  /** Its events with what they share, once its work is done; a group appends them before its COMMIT. */
+  written?: WriteEvents;
   /** When it asked for its business's write lock (performance.now()). */
   asked: number;
   /** Its request's async context, in which it runs when another write's group runs it. */
@@ -124,8 +126,9 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
 
   /*
    * One write, in a transaction given to it: take the business's write lock and the write's time
-   * (src/write/clock.ts), do the work, append the events it asked for. No write without its events,
-   * no event without its write.
+   * (src/write/clock.ts), do the work, append the events it asked for (in a group, the group appends
+   * every member's events at once, before its COMMIT). No write without its events, no event
+   * without its write.
    */
   async function write<T>(trx: Transaction<Database>, member: Member<T>, joined = false): Promise<T> {
     const { scope } = member;
@@ -133,6 +136,7 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
     const again = member.started === true;
     member.started = true;
     member.events = [];
+    member.written = undefined;
     let now: string;
     try {
       // A write that joined a group's transaction holds the lock already, and follows the group's last time.
@@ -155,9 +159,16 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
     };
     const outcome = await member.work(ctx);
     if (member.events.length > 0) {
-      await inChildSpan('append events', { 'supplyline.events': member.events.length }, () =>
-        appendEvents(trx, ctx, member.events, EVENTS_CHANNEL, activeTraceParent() ?? scope.traceParent ?? null),
-      );
+      // The events keep this span's trace parent: their webhook attempts are its children.
+      await inChildSpan('append events', { 'supplyline.events': member.events.length }, async () => {
+        member.written = {
+          meta: ctx,
+          events: member.events,
+          traceParent: activeTraceParent() ?? scope.traceParent ?? null,
+        };
+        // In a group (PostgreSQL) every member's events go in one statement, before its COMMIT.
+        if (!grouped) await appendEvents(trx, [member.written], EVENTS_CHANNEL);
+      });
     }
     await recordChanges(trx, ctx, member.events);
     return outcome;
@@ -175,7 +186,11 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
       context: new AsyncResource('write'),
     };
     const written = grouped
-      ? groups.join(scope.businessId, (trx, joined) => member.context.runInAsyncScope(() => write(trx, member, joined)))
+      ? groups.join(
+          scope.businessId,
+          (trx, joined) => member.context.runInAsyncScope(() => write(trx, member, joined)),
+          member,
+        )
       : db.transaction().execute((trx) => write(trx, member));
     return written.then(
       (result) => {
@@ -193,8 +208,13 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
   const grouped = statementsAreRoundTrips(db);
   /** The time of the last write each open transaction ran (a group's writes follow it). */
   const lastTimes = new WeakMap<Transaction<Database>, string>();
-  // A group's writes after the first took their times without the clock: it is stored once, before COMMIT.
-  const groups = new WriteGroups(db, (trx, businessId) => keepWriteTime(trx, businessId, lastTimes.get(trx)!));
+  // Before a group's COMMIT: the events of the writes it keeps, in one statement; and, as its writes
+  // after the first took their times without the clock, the clock, stored once.
+  const groups = new WriteGroups(db, async (trx, businessId, kept, joined) => {
+    const written = (kept as Member<unknown>[]).flatMap((m) => (m.written ? [m.written] : []));
+    await appendEvents(trx, written, EVENTS_CHANNEL);
+    if (joined) await keepWriteTime(trx, businessId, lastTimes.get(trx)!);
+  });
 
   return {
     run: (scope, work) => inTransaction(scope, null, work),

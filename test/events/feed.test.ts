@@ -234,7 +234,7 @@ describeEachBackend('the event log', (ctx) => {
       .db.transaction()
       .execute(async (trx) => {
         await takeWriteTime(trx, t.businessId, Date.now());
-        await appendEvents(trx, meta, [event], 'test_channel');
+        await appendEvents(trx, [{ meta, events: [event], traceParent: null }], 'test_channel');
         firstAppended();
         await held;
       });
@@ -243,7 +243,7 @@ describeEachBackend('the event log', (ctx) => {
       .db.transaction()
       .execute(async (trx) => {
         await takeWriteTime(trx, t.businessId, Date.now());
-        await appendEvents(trx, meta, [event], 'test_channel');
+        await appendEvents(trx, [{ meta, events: [event], traceParent: null }], 'test_channel');
       });
     await new Promise((resolve) => setTimeout(resolve, 50));
     release();

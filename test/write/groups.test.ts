@@ -288,6 +288,42 @@ describeEachBackend('a business’s writes committed together', (ctx) => {
     assert.ok(Date.parse(next) > occurred.at(-1)!, `${next} after ${new Date(occurred.at(-1)!).toISOString()}`);
   });
 
+  it('appends the events of the writes a group keeps in one statement, a resource’s versions counting on across them', async () => {
+    const results = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) =>
+        run(async (c) => {
+          for (const resourceId of ['ord_together', `ord_together${i}`])
+            c.emit({ type: 'order.updated', resourceType: 'order', resourceId, object: { id: resourceId } });
+          await turn();
+          if (i === 3) throw new Error('refused 3');
+        }),
+      ),
+    );
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
+    );
+    const { rows } = await sql<{ resource_id: string; resource_version: number }>`
+      select resource_id, resource_version from events
+      where business_id = ${businessId} and resource_id like 'ord_together%' order by sequence`.execute(ctx().db);
+    // Each kept write's two events, in the order the writes ran; the refused write's are not there.
+    assert.deepEqual(
+      rows.map((r) => [r.resource_id, Number(r.resource_version)]),
+      [0, 1, 2, 4, 5].flatMap((i, n) => [
+        ['ord_together', n + 1],
+        [`ord_together${i}`, 1],
+      ]),
+    );
+    if (postgres()) {
+      // Rows one statement inserted share its (sub)transaction and command id; each write's own statement
+      // would make five (each write but the first runs in a savepoint). The six writes make one group, two at most.
+      const { rows: made } = await sql<{ statements: number }>`
+        select count(distinct (xmin::text, cmin::text))::int as statements
+        from events where business_id = ${businessId} and resource_id like 'ord_together%'`.execute(ctx().db);
+      assert.ok(made[0].statements <= 2, `the five kept writes' events took ${made[0].statements} statements`);
+    }
+  });
+
   it('fails each waiting write, rather than waiting for ever, when no transaction can begin', async () => {
     // A database nothing listens on: every connection is refused.
     const down = createDatabase('postgres://postgres@127.0.0.1:1/nothing');
