@@ -9,6 +9,7 @@
  * fixed rate) while an import of items runs, beside their p99 without it; goal: at most 2×.
  */
 import { loadavg } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { createBenchDatabase } from './database.ts';
 import { machine } from './report.ts';
@@ -86,6 +87,10 @@ async function liveTraffic(seconds: number, until: () => Promise<boolean> = asyn
   /** PATCHes wait for the import's batch (the business's write lock); reads do not. */
   const patches: number[] = [];
   const pending: Promise<void>[] = [];
+  // This process's own lateness: on a 2-core machine with the server and an import busy, the client
+  // may be scheduled late, and what it measures includes that.
+  const lag = monitorEventLoopDelay({ resolution: 1 });
+  lag.enable();
   const ends = performance.now() + seconds * 1000;
   let i = 0;
   let checked = performance.now();
@@ -119,6 +124,7 @@ async function liveTraffic(seconds: number, until: () => Promise<boolean> = asyn
     await new Promise((resolve) => setTimeout(resolve, 1000 / LIVE_RPS));
   }
   await Promise.all(pending);
+  lag.disable();
   const at = (sample: number[], p: number) => {
     sample.sort((a, b) => a - b);
     return Math.round(sample[Math.min(sample.length - 1, Math.floor(sample.length * p))] * 10) / 10;
@@ -129,6 +135,7 @@ async function liveTraffic(seconds: number, until: () => Promise<boolean> = asyn
     requests: times.length,
     patchP50: at(patches, 0.5),
     patchP95: at(patches, 0.95),
+    clientLate: `p99 ${Math.round(lag.percentile(99) / 1e5) / 10} ms, max ${Math.round(lag.max / 1e5) / 10} ms`,
     slowest: answers
       .sort((a, b) => b.ms - a.ms)
       .slice(0, 5)
@@ -280,6 +287,9 @@ async function throughput() {
     `  of which PATCHes:         p50 ${alone.patchP50} ms, p95 ${alone.patchP95} ms alone; p50 ${beside.patchP50} ms, p95 ${beside.patchP95} ms beside`,
   );
   console.log(`  the slowest beside:       ${beside.slowest} (alone: ${alone.slowest})`);
+  console.log(
+    `  this client late by:      ${beside.clientLate} beside; ${alone.clientLate} alone (its own event loop: a late client adds to the times above)`,
+  );
 }
 
 /** `count` shipment lines, each one unit of the same order line of `count` units: lines per second. */
