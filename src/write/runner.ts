@@ -4,6 +4,7 @@ import { statementsAreRoundTrips } from '../db/dialect.ts';
 import type { Database } from '../db/types.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import { appendEvents, type WriteEvents } from '../log/append.ts';
+import { bumpCounts, type CountBump, collectCounts } from '../orders/read-model/counts.ts';
 import type { NewEvent } from '../log/events.ts';
 import { activeTraceParent, inChildSpan } from '../telemetry/spans.ts';
 import { recordChanges } from '../log/audit.ts';
@@ -29,6 +30,8 @@ interface Member<T> {
   events: NewEvent[];
   /** Its events with what they share, once its work is done; a group appends them before its COMMIT. */
   written?: WriteEvents;
+  /** The read model's count bumps it made; a group bumps them before its COMMIT. */
+  counts: CountBump[];
   /** When it asked for its business's write lock (performance.now()). */
   asked: number;
   /** Its request's async context, in which it runs when another write's group runs it. */
@@ -137,6 +140,8 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
     member.started = true;
     member.events = [];
     member.written = undefined;
+    member.counts = [];
+    if (grouped) collectCounts(trx, member.counts);
     let now: string;
     try {
       // A write that joined a group's transaction holds the lock already, and follows the group's last time.
@@ -182,6 +187,7 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
       key,
       work,
       events: [],
+      counts: [],
       asked: performance.now(),
       context: new AsyncResource('write'),
     };
@@ -208,11 +214,22 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
   const grouped = statementsAreRoundTrips(db);
   /** The time of the last write each open transaction ran (a group's writes follow it). */
   const lastTimes = new WeakMap<Transaction<Database>, string>();
-  // Before a group's COMMIT: the events of the writes it keeps, in one statement; and, as its writes
-  // after the first took their times without the clock, the clock, stored once.
+  // Before a group's COMMIT: the count bumps of the writes it keeps, netted, and their events, one
+  // statement each; and, as its writes after the first took their times without the clock, the
+  // clock, stored once.
   const groups = new WriteGroups(db, async (trx, businessId, kept, joined) => {
-    const written = (kept as Member<unknown>[]).flatMap((m) => (m.written ? [m.written] : []));
-    await appendEvents(trx, written, EVENTS_CHANNEL);
+    const members = kept as Member<unknown>[];
+    collectCounts(trx, undefined);
+    await bumpCounts(
+      trx,
+      businessId,
+      members.flatMap((m) => m.counts),
+    );
+    await appendEvents(
+      trx,
+      members.flatMap((m) => (m.written ? [m.written] : [])),
+      EVENTS_CHANNEL,
+    );
     if (joined) await keepWriteTime(trx, businessId, lastTimes.get(trx)!);
   });
 

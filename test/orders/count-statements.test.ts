@@ -4,6 +4,8 @@ import { createDatabase, type DatabaseHandle } from '../../src/db/connection.ts'
 import { changeCounts } from '../../src/orders/read-model/change-counts.ts';
 import { bumpCounts, orderCounts } from '../../src/orders/read-model/counts.ts';
 import { createdCounts } from '../../src/orders/read-model/created-counts.ts';
+import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
+import { runPart } from '../../src/write/part.ts';
 import { describeEachBackend } from '../helpers/context.ts';
 
 /**
@@ -72,5 +74,39 @@ describeEachBackend('count upserts', (ctx) => {
     });
     if (!own) return t.diagnostic('SQLite runs each statement in the process');
     assert.equal(three, one, `statements: ${three} for three tables, ${one} for one`);
+  });
+
+  it('a group of writes bumps the counts of the writes it keeps once, netted, before its COMMIT', async (t) => {
+    const { businessId } = await ctx().createTenant();
+    const runner = createWriteRunner(own?.db ?? ctx().db);
+    const statements = () => own?.poolStats?.().statements ?? 0;
+    const draft = (delta: number) => [orderCounts([{ phase: 'PENDING', status: 'DRAFT', delta }])];
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    /** Six writes that wait for each other (one group on PostgreSQL); the fourth is refused. */
+    const six = (bump: boolean) =>
+      Promise.allSettled(
+        Array.from({ length: 6 }, (_, i) =>
+          runner.run({ businessId, actor: SYSTEM }, async (c) => {
+            if (bump) await bumpCounts(c.trx, businessId, draft(1));
+            // A part of the write that is undone takes its bumps with it.
+            if (bump && i === 1)
+              await runPart(c, async (part) => {
+                await bumpCounts(part.trx, businessId, draft(100));
+                throw new Error('the part is refused');
+              }).catch(() => {});
+            await turn();
+            if (i === 3) throw new Error('refused');
+          }),
+        ),
+      );
+    const start = statements();
+    await six(false);
+    const without = statements() - start;
+    await six(true);
+    const withBumps = statements() - start - without;
+    assert.deepEqual((await sums(businessId)).counts, [['PENDING', 'DRAFT', 5]]);
+    if (!own) return t.diagnostic('SQLite runs each statement in the process');
+    // The undone part's savepoint, its rollback and release, and one statement for the counts of all (two groups at most).
+    assert.ok(withBumps - without <= 5, `the bumps took ${withBumps - without} statements more`);
   });
 });
