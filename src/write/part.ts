@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import { sendWrite, sentWritesDone } from '../db/pipeline.ts';
 import type { NewEvent } from '../log/events.ts';
-import { countsCollected } from '../orders/read-model/counts.ts';
+import { collectedSoFar } from './at-commit.ts';
 import type { WriteContext } from './runner.ts';
 
 /**
@@ -26,12 +26,13 @@ export async function runPart<T>(
   options: { keep: boolean } = { keep: true },
 ): Promise<{ result: T; kept: boolean }> {
   const events: NewEvent[] = [];
-  // A group collects its writes' count bumps for its COMMIT (decision 0070): an undone part drops its own.
-  const counts = countsCollected(ctx.trx);
-  const before = counts?.length ?? 0;
-  const dropCounts = () => {
-    if (counts) counts.length = before;
+  // What a group collects for its COMMIT (decision 0070) is undone with the part too.
+  const collected = collectedSoFar(ctx.trx);
+  const before = collected?.length ?? 0;
+  const dropCollected = () => {
+    if (collected) collected.length = before;
   };
+
   // The savepoint and its release travel with the statements around them (src/db/pipeline.ts). Its
   // own name: were an earlier part's release to fail unseen, this part's undo fails, not undoes that part.
   const savepoint = sql.id(`part_${(parts = (parts + 1) % 1_000_000)}`);
@@ -48,12 +49,12 @@ export async function runPart<T>(
     await sentWritesDone(ctx.trx);
   } catch (error) {
     await undo(ctx, savepoint);
-    dropCounts();
+    dropCollected();
     throw error;
   }
   if (!options.keep) {
     await undo(ctx, savepoint);
-    dropCounts();
+    dropCollected();
     return { result, kept: false };
   }
   await sendWrite(ctx.trx, sql`release savepoint ${savepoint}`);

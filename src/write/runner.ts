@@ -4,7 +4,7 @@ import { statementsAreRoundTrips } from '../db/dialect.ts';
 import type { Database } from '../db/types.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import { appendEvents, type WriteEvents } from '../log/append.ts';
-import { bumpCounts, type CountBump, collectCounts } from '../orders/read-model/counts.ts';
+import { type Collected, collectFor, flushCollected } from './at-commit.ts';
 import type { NewEvent } from '../log/events.ts';
 import { activeTraceParent, inChildSpan } from '../telemetry/spans.ts';
 import { recordChanges } from '../log/audit.ts';
@@ -30,8 +30,8 @@ interface Member<T> {
   events: NewEvent[];
   /** Its events with what they share, once its work is done; a group appends them before its COMMIT. */
   written?: WriteEvents;
-  /** The read model's count bumps it made; a group bumps them before its COMMIT. */
-  counts: CountBump[];
+  /** What it asked a group to write once before its COMMIT (src/write/at-commit.ts). */
+  atCommit: Collected[];
   /** When it asked for its business's write lock (performance.now()). */
   asked: number;
   /** Its request's async context, in which it runs when another write's group runs it. */
@@ -140,8 +140,8 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
     member.started = true;
     member.events = [];
     member.written = undefined;
-    member.counts = [];
-    if (grouped) collectCounts(trx, member.counts);
+    member.atCommit = [];
+    if (grouped) collectFor(trx, member.atCommit);
     let now: string;
     try {
       // A write that joined a group's transaction holds the lock already, and follows the group's last time.
@@ -187,7 +187,7 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
       key,
       work,
       events: [],
-      counts: [],
+      atCommit: [],
       asked: performance.now(),
       context: new AsyncResource('write'),
     };
@@ -214,16 +214,15 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
   const grouped = statementsAreRoundTrips(db);
   /** The time of the last write each open transaction ran (a group's writes follow it). */
   const lastTimes = new WeakMap<Transaction<Database>, string>();
-  // Before a group's COMMIT: the count bumps of the writes it keeps, netted, and their events, one
-  // statement each; and, as its writes after the first took their times without the clock, the
+  // Before a group's COMMIT: what the writes it keeps collected (the read model's counts, netted)
+  // and their events, one statement each; and, as its writes after the first took their times without the clock, the
   // clock, stored once.
   const groups = new WriteGroups(db, async (trx, businessId, kept, joined) => {
     const members = kept as Member<unknown>[];
-    collectCounts(trx, undefined);
-    await bumpCounts(
+    await flushCollected(
       trx,
       businessId,
-      members.flatMap((m) => m.counts),
+      members.map((m) => m.atCommit),
     );
     await appendEvents(
       trx,

@@ -3,6 +3,7 @@ import { countShard, statementsAreRoundTrips } from '../../db/dialect.ts';
 import type { Db } from '../../db/types.ts';
 import { statement } from '../../db/statement.ts';
 import { sendWrite } from '../../db/pipeline.ts';
+import { atCommit } from '../../write/at-commit.ts';
 
 export interface CountChange {
   phase: string;
@@ -48,22 +49,6 @@ export const countBump = <C extends { delta: number }>(
   changes: C[],
 ): CountBump => ({ table, keys, changes: changes as unknown as CountBump['changes'] });
 
-/** Per transaction, where a group of writes collects its current member's count bumps (`collectCounts`). */
-const collecting = new WeakMap<Db, CountBump[]>();
-
-/**
- * While set, `bumpCounts` on `trx` adds its bumps to `into` rather than writing them: a group of one
- * business's writes (PostgreSQL, src/write/groups.ts) bumps the counts of the writes it keeps once,
- * netted, before its COMMIT (decision 0070). Undefined stops collecting.
- */
-export function collectCounts(trx: Db, into: CountBump[] | undefined): void {
-  if (into) collecting.set(trx, into);
-  else collecting.delete(trx);
-}
-
-/** The bumps collected so far on `trx`, when a group collects them: a part of a write that is undone drops its own (src/write/part.ts). */
-export const countsCollected = (trx: Db): CountBump[] | undefined => collecting.get(trx);
-
 /**
  * Each table's changes as one atomic multi-row upsert (`n = n + excluded.n`), so concurrent writers
  * never lose an increment, its rows netted per key and in key order, so that two transactions take
@@ -73,12 +58,12 @@ export const countsCollected = (trx: Db): CountBump[] | undefined => collecting.
  * (src/write/clock.ts), so the order in which that statement's tables take their rows cannot meet
  * another's.
  */
-export async function bumpCounts(db: Db, businessId: string, bumps: CountBump[]): Promise<void> {
-  const into = collecting.get(db);
-  if (into) {
-    into.push(...bumps);
-    return;
-  }
+export function bumpCounts(db: Db, businessId: string, bumps: CountBump[]): Promise<void> {
+  // In a group of writes, once for the writes it keeps, before its COMMIT (decision 0070).
+  return atCommit(db, businessId, writeCounts, bumps);
+}
+
+async function writeCounts(db: Db, businessId: string, bumps: CountBump[]): Promise<void> {
   const shard = countShard(db);
   // One upsert a table: the bumps of one table (several writes' in a group) are netted together.
   const byTable = new Map<CountTable, CountBump>();
