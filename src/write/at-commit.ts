@@ -38,6 +38,10 @@ export const collectedSoFar = (trx: Db): Collected[] | undefined => collecting.g
 export async function flushCollected(trx: Db, businessId: string, writes: Collected[][]): Promise<void> {
   collecting.delete(trx);
   const byFlush = new Map<Flush<never>, unknown[]>();
-  for (const { flush, items } of writes.flat()) byFlush.set(flush, [...(byFlush.get(flush) ?? []), ...items]);
+  for (const { flush, items } of writes.flat()) {
+    const all = byFlush.get(flush) ?? [];
+    byFlush.set(flush, all);
+    all.push(...items);
+  }
   for (const [flush, items] of byFlush) await (flush as Flush<unknown>)(trx, businessId, items);
 }

@@ -34,8 +34,8 @@ interface Waiting {
  * - the business's next group begins while this one's COMMIT is on its way; its write lock waits in
  *   the database, and is granted when that COMMIT ends;
  * - `beforeCommit` runs last in every group's transaction, told the members kept (in order) and
- *   whether more than one ran: the runner appends their events there, in one statement. If it
- *   fails, every member fails.
+ *   whether more than one ran: the runner writes there what they collected (src/write/at-commit.ts:
+ *   their events, the read model's counts), one statement each. If it fails, every member fails.
  */
 export class WriteGroups {
   readonly #db: Kysely<Database>;

@@ -4,7 +4,7 @@ import { statementsAreRoundTrips } from '../db/dialect.ts';
 import type { Database } from '../db/types.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import { appendEvents, type WriteEvents } from '../log/append.ts';
-import { type Collected, collectFor, flushCollected } from './at-commit.ts';
+import { atCommit, type Collected, collectFor, type Flush, flushCollected } from './at-commit.ts';
 import type { NewEvent } from '../log/events.ts';
 import { activeTraceParent, inChildSpan } from '../telemetry/spans.ts';
 import { recordChanges } from '../log/audit.ts';
@@ -28,9 +28,7 @@ interface Member<T> {
   key: string | null;
   work: (ctx: WriteContext) => Promise<T>;
   events: NewEvent[];
-  /** Its events with what they share, once its work is done; a group appends them before its COMMIT. */
-  written?: WriteEvents;
-  /** What it asked a group to write once before its COMMIT (src/write/at-commit.ts). */
+  /** What it asked a group to write once before its COMMIT: its events, the read model's counts (src/write/at-commit.ts). */
   atCommit: Collected[];
   /** When it asked for its business's write lock (performance.now()). */
   asked: number;
@@ -109,6 +107,9 @@ export interface WriteRunnerOptions {
 /** The channel on which PostgreSQL tells every instance that a business has new events. */
 export const EVENTS_CHANNEL = 'supplyline_events';
 
+/** One flush for every write's events: a group's go in one statement (decision 0070). */
+const appendWrites: Flush<WriteEvents> = (trx, _businessId, writes) => appendEvents(trx, writes, EVENTS_CHANNEL);
+
 export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOptions = {}): WriteRunner {
   const clock = options.clock ?? Date.now;
   const ttlMs = (options.idempotencyTtlHours ?? 24) * 3_600_000;
@@ -139,7 +140,6 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
     const again = member.started === true;
     member.started = true;
     member.events = [];
-    member.written = undefined;
     member.atCommit = [];
     if (grouped) collectFor(trx, member.atCommit);
     let now: string;
@@ -165,15 +165,12 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
     const outcome = await member.work(ctx);
     if (member.events.length > 0) {
       // The events keep this span's trace parent: their webhook attempts are its children.
-      await inChildSpan('append events', { 'supplyline.events': member.events.length }, async () => {
-        member.written = {
-          meta: ctx,
-          events: member.events,
-          traceParent: activeTraceParent() ?? scope.traceParent ?? null,
-        };
-        // In a group (PostgreSQL) every member's events go in one statement, before its COMMIT.
-        if (!grouped) await appendEvents(trx, [member.written], EVENTS_CHANNEL);
-      });
+      // In a group (PostgreSQL) every member's events go in one statement, before its COMMIT.
+      await inChildSpan('append events', { 'supplyline.events': member.events.length }, () =>
+        atCommit(trx, scope.businessId, appendWrites, [
+          { meta: ctx, events: member.events, traceParent: activeTraceParent() ?? scope.traceParent ?? null },
+        ]),
+      );
     }
     await recordChanges(trx, ctx, member.events);
     return outcome;
@@ -214,20 +211,14 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
   const grouped = statementsAreRoundTrips(db);
   /** The time of the last write each open transaction ran (a group's writes follow it). */
   const lastTimes = new WeakMap<Transaction<Database>, string>();
-  // Before a group's COMMIT: what the writes it keeps collected (the read model's counts, netted)
-  // and their events, one statement each; and, as its writes after the first took their times without the clock, the
-  // clock, stored once.
+  // Before a group's COMMIT: what the writes it keeps collected (their events, the read model's
+  // counts), one statement each; and, as its writes after the first took their times without the
+  // clock, the clock, stored once.
   const groups = new WriteGroups(db, async (trx, businessId, kept, joined) => {
-    const members = kept as Member<unknown>[];
     await flushCollected(
       trx,
       businessId,
-      members.map((m) => m.atCommit),
-    );
-    await appendEvents(
-      trx,
-      members.flatMap((m) => (m.written ? [m.written] : [])),
-      EVENTS_CHANNEL,
+      (kept as Member<unknown>[]).map((m) => m.atCommit),
     );
     if (joined) await keepWriteTime(trx, businessId, lastTimes.get(trx)!);
   });

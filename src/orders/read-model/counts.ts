@@ -67,9 +67,10 @@ async function writeCounts(db: Db, businessId: string, bumps: CountBump[]): Prom
   const shard = countShard(db);
   // One upsert a table: the bumps of one table (several writes' in a group) are netted together.
   const byTable = new Map<CountTable, CountBump>();
-  for (const bump of bumps) {
-    const same = byTable.get(bump.table);
-    byTable.set(bump.table, same ? { ...same, changes: [...same.changes, ...bump.changes] } : bump);
+  for (const { table, keys, changes } of bumps) {
+    const same = byTable.get(table) ?? { table, keys, changes: [] };
+    byTable.set(table, same);
+    same.changes.push(...changes);
   }
   const tables = [...byTable.values()]
     .map(({ table, keys, changes }) => ({
