@@ -2,7 +2,7 @@
  * Two builds of the server on one database, alternated: which is cheaper per write?
  *
  *   tsx bench/ab.ts --a /path/to/checkout-a --b /path/to/checkout-b --url <DATABASE_URL> \
- *     --business B[,B2,...] --key K[,K2,...] [--scenario patch|create] [--connections 16] [--rounds 5] [--seconds 6]
+ *     --business B[,B2,...] --key K[,K2,...] [--scenario patch|create|ingest] [--connections 16] [--rounds 5] [--seconds 6]
  *     [--url-b <DATABASE_URL> --business-b B --key-b K]
  *
  * Each checkout must have been built (`npm run build`). Both servers run at once, on the same data
@@ -21,6 +21,7 @@
  * OTEL_TRACES_SAMPLER (docs/decisions/0047-telemetry.md). Each server runs as its checkout's `npm start`
  * runs it: its flags and settings (the memory ones of decision 0048), and its telemetry preload.
  */
+import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { vacuumWithoutAutovacuum } from './database.ts';
@@ -48,11 +49,11 @@ const { values } = parseArgs({
 });
 if (!values.a || !values.b || !values.url || !values.business || !values.key) {
   console.error(
-    'usage: tsx bench/ab.ts --a DIR --b DIR --url DATABASE_URL --business B --key K [--scenario patch|create] [--connections N] [--rounds N] [--seconds N]',
+    'usage: tsx bench/ab.ts --a DIR --b DIR --url DATABASE_URL --business B --key K [--scenario patch|create|ingest] [--connections N] [--rounds N] [--seconds N]',
   );
   process.exit(2);
 }
-if (values.scenario !== 'patch' && values.scenario !== 'create') throw new Error('--scenario is patch or create');
+if (!['patch', 'create', 'ingest'].includes(values.scenario!)) throw new Error('--scenario is patch, create or ingest');
 const builds = [values.a, values.b];
 const sides = [
   { url: values.url, business: values.business, key: values.key },
@@ -112,6 +113,28 @@ try {
     );
     let n = 0;
     const runId = `${process.pid}-${side === sides[0] ? 'a' : 'b'}`;
+    if (values.scenario === 'ingest')
+      // The contract's announcement, of orders announced already after the warm-up: the repeat's path.
+      return {
+        method: 'POST',
+        setupRequest: (r) => {
+          const t = n % tenants.length;
+          const { headers, orders } = tenants[t];
+          const orderId = orders[Math.floor(n++ / tenants.length) % orders.length].id;
+          const businessId = side.business!.split(',')[t];
+          return {
+            ...r,
+            headers: {
+              ...headers,
+              'idempotency-key': createHash('sha256')
+                .update(`${orderId}-${businessId}-order-integration`)
+                .digest('hex'),
+            },
+            path: '/api/v1/orders',
+            body: JSON.stringify({ orderId, businessId }),
+          };
+        },
+      };
     return values.scenario === 'patch'
       ? {
           method: 'PATCH',

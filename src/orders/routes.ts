@@ -17,6 +17,7 @@ import { listOrders } from './read-model/index.ts';
 import { patchOrder } from './patch-service.ts';
 import { findOrderRow, findOrderRowWithItems } from './repository.ts';
 import { loadOneOrderItems } from './items-repository.ts';
+import { readOrderStamp } from './shared-reads.ts';
 import { renderOrder, renderOrders } from './render.ts';
 import {
   BuyerOrderParams,
@@ -110,8 +111,11 @@ export async function orderRoutes(
       if (key !== undefined && (typeof key !== 'string' || key.toLowerCase() !== ingestionKeyOf(orderId, businessId))) {
         throw badRequest('Invalid idempotency key format');
       }
-      // Read before the write takes its business's lock: a repeat changes nothing and needs no write.
-      const row = await findOrderRow(db, businessId, orderId);
+      // Read before the write takes its business's lock: a repeat changes nothing and needs no write,
+      // nor more than the order's stamp.
+      const stamp = await readOrderStamp(db, businessId, orderId);
+      if (stamp?.ingested) return reply.code(202).send({ success: true });
+      const row = stamp && (await findOrderRow(db, businessId, orderId));
       if (!row) throw notFound(ORDER_NOT_FOUND);
       if (row.ingested_at !== null) return reply.code(202).send({ success: true });
       const seen = { row, items: await loadOneOrderItems(db, businessId, orderId) };

@@ -87,17 +87,19 @@ function planned(ids: string[]): string[] {
   return ids.length >= PLANNED_IDS ? ids : [...ids, ...Array<string>(PLANNED_IDS - ids.length).fill(ids.at(-1)!)];
 }
 
-type Versioned = Owned & { id: string; version: number | string };
+type Stamped = Owned & { id: string; version: number | string; ingested: boolean | number };
 
-const selectVersions = (ids: string[]) =>
-  sql<Versioned>`select id, business_id, version from orders where id = any(${ids}::text[]) and ${whereLive()}`;
+// What a cached GET and a repeated announcement need of an order: no JSON column to parse.
+const selectStamps = (ids: string[]) =>
+  sql<Stamped>`select id, business_id, version, ingested_at is not null as ingested
+      from orders where id = any(${ids}::text[]) and ${whereLive()}`;
 const selectRows = (ids: string[]) =>
   sql<OrderRow>`select * from orders where id = any(${ids}::text[]) and ${whereLive()}`;
 // In line order, as src/orders/repository.ts reads one order's items.
 const selectItems = (ids: string[]) =>
   sql<OrderItemRow>`select * from order_items where order_id = any(${ids}::text[]) order by line_number, id`;
 
-const versions = new WeakMap<Kysely<Database>, SharedReads<Versioned>>();
+const stamps = new WeakMap<Kysely<Database>, SharedReads<Stamped>>();
 const rows = new WeakMap<Kysely<Database>, SharedReads<OrderRow>>();
 const items = new WeakMap<Kysely<Database>, SharedReads<OrderItemRow>>();
 
@@ -124,19 +126,27 @@ function sharedOf<R extends Owned>(
   return reads;
 }
 
-/** A live order's version (a cached GET's one query), or undefined. */
-export async function readOrderVersion(db: Db, businessId: string, id: string): Promise<number | undefined> {
-  const shared = sharedOf(db, id, versions, selectVersions, (row) => row.id);
-  if (shared) {
-    const [row] = await shared.read(businessId, id);
-    return row && Number(row.version);
-  }
-  const {
-    rows: [stamp],
-  } = await sql<{ version: number | string }>`select version
-      from orders where business_id = ${businessId} and id = ${id} and ${whereLive()}`.execute(db);
-  return stamp && Number(stamp.version);
+/** What one query tells of a live order: its version, and whether it was announced (POST /orders). */
+export interface OrderStamp {
+  version: number;
+  ingested: boolean;
 }
+
+/** A live order's stamp (a cached GET's and a repeated announcement's one query), or undefined. */
+export async function readOrderStamp(db: Db, businessId: string, id: string): Promise<OrderStamp | undefined> {
+  const shared = sharedOf(db, id, stamps, selectStamps, (row) => row.id);
+  const [row] = shared
+    ? await shared.read(businessId, id)
+    : (
+        await sql<Stamped>`select version, ingested_at is not null as ingested
+            from orders where business_id = ${businessId} and id = ${id} and ${whereLive()}`.execute(db)
+      ).rows;
+  return row && { version: Number(row.version), ingested: Boolean(row.ingested) };
+}
+
+/** A live order's version, or undefined. */
+export const readOrderVersion = async (db: Db, businessId: string, id: string): Promise<number | undefined> =>
+  (await readOrderStamp(db, businessId, id))?.version;
 
 /** A live order's row read outside a write, shared with other requests' where that pays; undefined elsewhere. */
 export async function readOrderRowShared(db: Db, businessId: string, id: string): Promise<OrderRow | undefined | null> {

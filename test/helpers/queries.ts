@@ -7,6 +7,7 @@ import type { Tenant, TestContext } from './context.ts';
  * the auth cache, then again, and returns the second answer with its query count. The rendered
  * order cache is off unless `config` turns it on, so that the count is of loading, not of the cache.
  * `queries` are the query trees as JSON with their values; a subquery built apart is one too.
+ * `queriesOf` sends one request of any method and returns its queries.
  */
 export async function createQueryCounter(
   ctx: TestContext,
@@ -55,6 +56,12 @@ export async function createQueryCounter(
         // A built query names its tables; a raw one (src/orders/shared-reads.ts) has them in its text.
         reads: (table) => seen.some((q) => q.includes(`"name":"${table}"`) || q.includes(` from ${table} `)),
       };
+    },
+    /** The queries of one request, sent once. */
+    async queriesOf(method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object): Promise<string[]> {
+      queries = [];
+      await app.inject({ method, url, payload, headers: as.headers });
+      return queries;
     },
     close: () => app.close(),
   };

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { it } from 'node:test';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
 import { securityCases } from '../helpers/security.ts';
+import { createQueryCounter } from '../helpers/queries.ts';
 import { createFixture, createOrder, getOrder, patchOrder } from '../helpers/orders.ts';
 import { findOrderRowWithItems } from '../../src/orders/repository.ts';
 import { ingestOrder } from '../../src/orders/service.ts';
@@ -111,6 +112,25 @@ describeEachBackend(
       assert.equal(res.status, 400);
       assert.equal(res.body.fieldErrors.businessId, 'Required');
       assert.equal(res.body.fieldErrors.extra, 'Unrecognized key');
+    });
+
+    it("a repeat reads the order's version and whether it was announced, not its row or items", async () => {
+      const t = await ctx().createTenant();
+      const order = await createOrder(ctx(), t, await createFixture(ctx(), t));
+      const counter = await createQueryCounter(ctx(), t);
+      try {
+        const body = { orderId: order.id, businessId: t.businessId };
+        const first = await counter.queriesOf('POST', '/api/v1/orders', body);
+        assert.ok(
+          first.some((q) => q.includes('order_items')),
+          'the first announcement reads the items',
+        );
+        const repeat = await counter.queriesOf('POST', '/api/v1/orders', body);
+        assert.equal(repeat.length, 1, repeat.join('\n'));
+        assert.ok(!/SelectAllNode|select \*|order_items/.test(repeat[0]), repeat[0]);
+      } finally {
+        await counter.close();
+      }
     });
 
     it('an order changed after it was read, before the write lock, is announced with the items it has under the lock', async () => {
