@@ -107,6 +107,26 @@ try {
     const { id } = (await res.json()) as { id: string };
     while (['QUEUED', 'RUNNING'].includes((await api('GET', `/imports/${id}`)).state)) await sleep(50);
   });
+  const orderLine = () =>
+    JSON.stringify({
+      op: 'create',
+      resource: 'order',
+      buyerId: buyer.id,
+      data: {
+        expectedDeliveryAt: '2030-01-01T00:00:00.000Z',
+        externalReference: `Counted ${++n}`,
+        orderItems: variants.slice(0, 5).map((v: string) => ({ itemVariantId: v, quantity: 2 })),
+      },
+    });
+  await count('import of 3 order lines of 5 items', async () => {
+    const res = await fetch(`${server.base}/api/v1/imports`, {
+      method: 'POST',
+      body: `${orderLine()}\n${orderLine()}\n${orderLine()}\n`,
+      headers: { ...headers, 'content-type': 'application/x-ndjson' },
+    });
+    const { id } = (await res.json()) as { id: string };
+    while (['QUEUED', 'RUNNING'].includes((await api('GET', `/imports/${id}`)).state)) await sleep(50);
+  });
   await count('GET an order (cached)', () => api('GET', `/orders/${orders[0].id}`));
 } finally {
   await server.stop();
