@@ -98,15 +98,17 @@ try {
         ],
       },
     });
-  await count('import of 3 item lines of 2 variants', async () => {
+  /** An import of three lines made by `line`, until it has finished. */
+  const importOf3 = (line: () => string) => async () => {
     const res = await fetch(`${server.base}/api/v1/imports`, {
       method: 'POST',
-      body: `${itemLine()}\n${itemLine()}\n${itemLine()}\n`,
+      body: `${line()}\n${line()}\n${line()}\n`,
       headers: { ...headers, 'content-type': 'application/x-ndjson' },
     });
     const { id } = (await res.json()) as { id: string };
     while (['QUEUED', 'RUNNING'].includes((await api('GET', `/imports/${id}`)).state)) await sleep(50);
-  });
+  };
+  await count('import of 3 item lines of 2 variants', importOf3(itemLine));
   const orderLine = () =>
     JSON.stringify({
       op: 'create',
@@ -118,15 +120,7 @@ try {
         orderItems: variants.slice(0, 5).map((v: string) => ({ itemVariantId: v, quantity: 2 })),
       },
     });
-  await count('import of 3 order lines of 5 items', async () => {
-    const res = await fetch(`${server.base}/api/v1/imports`, {
-      method: 'POST',
-      body: `${orderLine()}\n${orderLine()}\n${orderLine()}\n`,
-      headers: { ...headers, 'content-type': 'application/x-ndjson' },
-    });
-    const { id } = (await res.json()) as { id: string };
-    while (['QUEUED', 'RUNNING'].includes((await api('GET', `/imports/${id}`)).state)) await sleep(50);
-  });
+  await count('import of 3 order lines of 5 items', importOf3(orderLine));
   await count('GET an order (cached)', () => api('GET', `/orders/${orders[0].id}`));
 } finally {
   await server.stop();
