@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { notFound } from '../lib/errors.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
-import { findOrderRow } from '../orders/repository.ts';
+import { readOrderStamp } from '../orders/shared-reads.ts';
 import { OrderParams } from '../orders/schema.ts';
 import { ORDER_NOT_FOUND } from '../orders/service.ts';
 import { listAcknowledgements } from './acknowledgement-repository.ts';
@@ -58,9 +58,9 @@ export async function acknowledgementRoutes(app: ApiInstance, { db, runWrite }: 
       },
     },
     async (request) => {
-      const order = await findOrderRow(db, request.businessId, request.params.id);
-      if (!order) throw notFound(ORDER_NOT_FOUND);
-      return { items: await listAcknowledgements(db, request.businessId, order.id) };
+      // Whether the order lives is all this needs of it: its stamp, not its row.
+      if (!(await readOrderStamp(db, request.businessId, request.params.id))) throw notFound(ORDER_NOT_FOUND);
+      return { items: await listAcknowledgements(db, request.businessId, request.params.id) };
     },
   );
 }

@@ -5,7 +5,7 @@ import { registerExport } from '../http/export.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { parseDateTime } from '../lib/time.ts';
-import { findOrderRow } from '../orders/repository.ts';
+import { readOrderStamp } from '../orders/shared-reads.ts';
 import { OrderParams } from '../orders/schema.ts';
 import { ORDER_NOT_FOUND } from '../orders/service.ts';
 import { exportShipments, findShipmentRow, listShipments, toShipment } from './shipment-repository.ts';
@@ -68,10 +68,11 @@ export async function shipmentRoutes(app: ApiInstance, { db, runWrite, cursors, 
       },
     },
     async (request) => {
-      const order = await findOrderRow(db, request.businessId, request.params.id);
-      if (!order) throw notFound(ORDER_NOT_FOUND);
-      return cursors.list(request, `shipments/${order.id}`, (paging) =>
-        listShipments(db, request.businessId, { ...paging, orderId: order.id, property: null }),
+      // Whether the order lives is all this needs of it: its stamp, not its row.
+      const orderId = request.params.id;
+      if (!(await readOrderStamp(db, request.businessId, orderId))) throw notFound(ORDER_NOT_FOUND);
+      return cursors.list(request, `shipments/${orderId}`, (paging) =>
+        listShipments(db, request.businessId, { ...paging, orderId, property: null }),
       );
     },
   );

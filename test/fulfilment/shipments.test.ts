@@ -4,6 +4,7 @@ import { describeEachBackend, type Tenant, type TestContext } from '../helpers/c
 import { securityCases } from '../helpers/security.ts';
 import { createFixture, createOrder, getOrder, patchOrder } from '../helpers/orders.ts';
 import { acknowledge, orderOfThree, ship, shipOk, sscc } from './helpers.ts';
+import { createQueryCounter } from '../helpers/queries.ts';
 
 async function shipmentOf(c: TestContext, owner: Tenant): Promise<string> {
   const order = await createOrder(c, owner, await createFixture(c, owner));
@@ -256,5 +257,33 @@ describeEachBackend('GET /api/v1/shipments', (ctx) => {
     const exported = await ctx().request('GET', '/api/v1/shipments/export', { as: t });
     assert.equal(exported.status, 200);
     assert.equal(exported.body.trim().split('\n').length, 5);
+  });
+});
+
+describeEachBackend("An order's acknowledgements and shipments", (ctx) => {
+  it("read whether the order lives from its stamp, not its row (a deleted order's lists are 404)", async () => {
+    const t = await ctx().createTenant();
+    const { order, lines } = await orderOfThree(ctx(), t);
+    await acknowledge(ctx(), t, order.id, { lines: [{ orderItemId: lines.c, decision: 'REJECTED' }] });
+    await shipOk(ctx(), t, order.id, { lines: [{ orderItemId: lines.a, quantity: 1 }] });
+    // The order's row read whole: a built `select *` of orders, or the shared reads' raw one.
+    const readsOrderRow = (q: string) =>
+      (q.includes('"name":"orders"') && q.includes('"SelectAllNode"')) || q.includes('select * from orders ');
+    const counter = await createQueryCounter(ctx(), t);
+    try {
+      for (const list of ['acknowledgements', 'shipments']) {
+        const { body, queries } = await counter.measure(`/api/v1/orders/${order.id}/${list}`);
+        assert.ok(body.items.length > 0, list);
+        assert.deepEqual(queries.filter(readsOrderRow), [], list);
+      }
+    } finally {
+      await counter.close();
+    }
+    const deleted = await orderOf(ctx(), t);
+    assert.equal((await ctx().request('DELETE', `/api/v1/orders/${deleted}`, { as: t })).status, 204);
+    for (const list of ['acknowledgements', 'shipments']) {
+      const res = await ctx().request('GET', `/api/v1/orders/${deleted}/${list}`, { as: t });
+      assert.deepEqual([res.status, res.body.error], [404, 'Order not found'], list);
+    }
   });
 });
