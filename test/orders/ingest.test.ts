@@ -125,7 +125,9 @@ describeEachBackend(
           first.some((q) => q.includes('order_items')),
           'the first announcement reads the items',
         );
-        const repeat = await counter.queriesOf('POST', '/api/v1/orders', body);
+        // Of the order's tables only: a background job's pass may fall inside the request on a busy machine.
+        const ofOrder = (q: string) => /"name":"(orders|order_items)"| from (orders|order_items) /.test(q);
+        const repeat = (await counter.queriesOf('POST', '/api/v1/orders', body)).filter(ofOrder);
         assert.equal(repeat.length, 1, repeat.join('\n'));
         assert.ok(!/SelectAllNode|select \*|order_items/.test(repeat[0]), repeat[0]);
       } finally {
