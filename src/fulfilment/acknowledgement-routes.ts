@@ -1,9 +1,7 @@
 import { Type } from 'typebox';
-import { notFound } from '../lib/errors.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
-import { readOrderStamp } from '../orders/shared-reads.ts';
 import { OrderParams } from '../orders/schema.ts';
-import { ORDER_NOT_FOUND } from '../orders/service.ts';
+import { requireLiveOrder } from '../orders/service.ts';
 import { listAcknowledgements } from './acknowledgement-repository.ts';
 import {
   AcknowledgementListResponse,
@@ -58,8 +56,7 @@ export async function acknowledgementRoutes(app: ApiInstance, { db, runWrite }: 
       },
     },
     async (request) => {
-      // Whether the order lives is all this needs of it: its stamp, not its row.
-      if (!(await readOrderStamp(db, request.businessId, request.params.id))) throw notFound(ORDER_NOT_FOUND);
+      await requireLiveOrder(db, request.businessId, request.params.id);
       return { items: await listAcknowledgements(db, request.businessId, request.params.id) };
     },
   );

@@ -5,9 +5,8 @@ import { registerExport } from '../http/export.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { parseDateTime } from '../lib/time.ts';
-import { readOrderStamp } from '../orders/shared-reads.ts';
 import { OrderParams } from '../orders/schema.ts';
-import { ORDER_NOT_FOUND } from '../orders/service.ts';
+import { requireLiveOrder } from '../orders/service.ts';
 import { exportShipments, findShipmentRow, listShipments, toShipment } from './shipment-repository.ts';
 import {
   CreateShipmentBody,
@@ -68,9 +67,8 @@ export async function shipmentRoutes(app: ApiInstance, { db, runWrite, cursors, 
       },
     },
     async (request) => {
-      // Whether the order lives is all this needs of it: its stamp, not its row.
       const orderId = request.params.id;
-      if (!(await readOrderStamp(db, request.businessId, orderId))) throw notFound(ORDER_NOT_FOUND);
+      await requireLiveOrder(db, request.businessId, orderId);
       return cursors.list(request, `shipments/${orderId}`, (paging) =>
         listShipments(db, request.businessId, { ...paging, orderId, property: null }),
       );

@@ -10,7 +10,6 @@ import { sendNextCounterValue } from '../db/counters.ts';
 import { createdEvent, namedEvent } from '../log/events.ts';
 import {
   findEntries,
-  findOrderRow,
   insertOrders,
   markIngested,
   softDeleteOrder,
@@ -19,6 +18,8 @@ import {
   type OrderRowWithItems,
 } from './repository.ts';
 import { loadOneOrderItems, loadOrderItems } from './items-repository.ts';
+import { readOrderStamp } from './shared-reads.ts';
+import type { Db } from '../db/types.ts';
 import { toOrder, variantOf, type VariantFields } from './mapper.ts';
 import type { CreateOrderInput, Order } from './schema.ts';
 
@@ -221,6 +222,11 @@ function planOrder(
   };
 }
 
+/** 404 "Order not found" unless the order lives: its stamp is read, not its row. */
+export async function requireLiveOrder(db: Db, businessId: string, id: string): Promise<void> {
+  if (!(await readOrderStamp(db, businessId, id))) throw notFound(ORDER_NOT_FOUND);
+}
+
 /**
  * Records the first announcement of a live order (true); repeats change nothing, as the update only
  * sets a missing time. `seen`, the order read before the business's lock, gives the event its items
@@ -230,7 +236,7 @@ export async function ingestOrder(ctx: WriteContext, orderId: string, seen?: Ord
   const { trx, businessId } = ctx;
   const ingested = await markIngested(trx, businessId, orderId, ctx.now);
   if (!ingested) {
-    if (!(await findOrderRow(trx, businessId, orderId))) throw notFound(ORDER_NOT_FOUND);
+    await requireLiveOrder(trx, businessId, orderId);
     return false;
   }
   const items =
