@@ -27,6 +27,7 @@ import {
   type SimulationCounts,
   type SimulationRun,
 } from './runs.ts';
+import { createRandom } from '../demo/random.ts';
 import { findSandbox } from './service.ts';
 import { simulateOrders } from './simulation.ts';
 
@@ -108,6 +109,10 @@ class LostRun extends Error {}
  */
 export async function driveRun(db: Db, run: SimulationRun, settings: DriveSettings): Promise<SimulationCounts> {
   const { writes, signal, random = Math.random, sleep = sleepFor, clock = Date.now, onChange } = settings;
+  // The buyer's second thoughts draw from a stream of their own: how many numbers an order takes
+  // depends on the buyer and items the database picked (`random()` in SQL), and a seeded run still
+  // changes and cancels the same orders.
+  const thinks = createRandom(Math.floor(random() * 2 ** 32)).next;
   const leaseMs = settings.leaseMs ?? RUN_LEASE_MS;
   const held: Held = { id: run.id, owner: settings.owner };
   const scope = { businessId: run.sandboxId, actor: SIMULATED_BUYER };
@@ -136,12 +141,12 @@ export async function driveRun(db: Db, run: SimulationRun, settings: DriveSettin
           const [order] = await simulateOrders(ctx, { count: 1 }, random);
           await insertRunOrder(ctx.trx, { businessId: run.sandboxId, runId: run.id, orderId: order.id, now: ctx.now });
           const thought: SecondThought[] =
-            random() < CHANGES + CANCELS
+            thinks() < CHANGES + CANCELS
               ? [
                   {
                     orderId: order.id,
-                    at: counts.created + 1 + Math.floor(random() * REMEMBERED),
-                    kind: random() < CANCELS / (CHANGES + CANCELS) ? 'cancelled' : 'changed',
+                    at: counts.created + 1 + Math.floor(thinks() * REMEMBERED),
+                    kind: thinks() < CANCELS / (CHANGES + CANCELS) ? 'cancelled' : 'changed',
                   },
                 ]
               : [];

@@ -31,7 +31,9 @@ describeEachBackend(
         onChange: (change) => changes.push(change),
       });
       assert.equal(counts.created, 30);
-      assert.ok(counts.changed > 0 && counts.cancelled > 0, JSON.stringify(counts));
+      // The seed decides which orders the buyer changes and cancels, whichever buyers and items the
+      // database picked for each order: the same on every run and both backends.
+      assert.deepEqual({ changed: counts.changed, cancelled: counts.cancelled }, { changed: 4, cancelled: 5 });
       assert.equal(changes.length, counts.created + counts.changed + counts.cancelled);
       // One wait between two orders, each at most the interval (a second at 60 a minute).
       assert.equal(waits.length, 29);
