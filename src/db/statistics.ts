@@ -12,9 +12,12 @@ import type { Db } from './types.ts';
  * SQLite: nothing to do.
  */
 export interface StatisticsRefresh {
-  /** Counts `rows` more rows grown. */
-  grew(rows: number): void;
-  /** Runs `ANALYZE` on the tables when enough has grown since the last time, and that was long enough ago or they doubled. */
+  /** Counts `rows` more rows grown, in the worker's tables and in `tables`, which the next refresh adds. */
+  grew(rows: number, tables?: Iterable<string>): void;
+  /**
+   * Runs `ANALYZE` on the tables grown when enough has grown since the last time, and that was long
+   * enough ago or they doubled: the worker's own, and those named since the last refresh.
+   */
   refreshIfDue(): Promise<void>;
 }
 
@@ -30,16 +33,21 @@ export function createStatisticsRefresh(opts: {
   /** The rows grown before the last refresh. */
   let before = 0;
   let refreshedAt = Number.NEGATIVE_INFINITY;
+  /** The tables to analyse next time: a table no write grew keeps its statistics, and costs nothing. */
+  let named = new Set(tables);
   return {
-    grew(rows) {
+    grew(rows, more = []) {
       grown += rows;
+      for (const table of more) named.add(table);
     },
     async refreshIfDue() {
       if (grown < after || (grown < before && clock() - refreshedAt < everyMs)) return;
       before += grown;
       grown = 0;
       refreshedAt = clock();
-      await analyzeTables(db, tables);
+      const due = [...named];
+      named = new Set(tables);
+      await analyzeTables(db, due);
     },
   };
 }

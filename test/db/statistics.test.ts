@@ -4,11 +4,15 @@ import type { KyselyPlugin, RootOperationNode } from 'kysely';
 import { createStatisticsRefresh } from '../../src/db/statistics.ts';
 import { describeEachBackend } from '../helpers/context.ts';
 
-/** Counts the `ANALYZE` statements sent. */
+/** Counts the `ANALYZE` statements sent, and keeps the tables each named. */
 class Analyses implements KyselyPlugin {
   count = 0;
+  tables: string[][] = [];
   transformQuery({ node }: { node: RootOperationNode }): RootOperationNode {
-    if (node.kind === 'RawNode' && node.sqlFragments.join('').trim().startsWith('analyze')) this.count++;
+    if (node.kind === 'RawNode' && node.sqlFragments.join('').trim().startsWith('analyze')) {
+      this.count++;
+      this.tables.push(JSON.stringify(node.parameters).match(/(?<="name":")[a-z_]+/g) ?? []);
+    }
     return node;
   }
   async transformResult<T>({ result }: { result: T }): Promise<T> {
@@ -47,5 +51,23 @@ describeEachBackend('refreshing statistics', (ctx) => {
       await statistics.refreshIfDue();
       assert.equal(analyses.count, expected(count), why);
     }
+  });
+
+  it('analyses the tables named since the last refresh beside its own, each once, and then its own alone', async () => {
+    const analyses = new Analyses();
+    const statistics = createStatisticsRefresh({
+      db: ctx().db.withPlugin(analyses),
+      tables: ['events'],
+      clock: () => 0,
+      after: 10,
+      everyMs: 0,
+    });
+    statistics.grew(6, ['items', 'item_variants']);
+    statistics.grew(6, ['items', 'orders']);
+    await statistics.refreshIfDue();
+    statistics.grew(10);
+    await statistics.refreshIfDue();
+    const expected = [['events', 'items', 'item_variants', 'orders'], ['events']];
+    assert.deepEqual(analyses.tables, ctx().backend === 'postgres' ? expected : []);
   });
 });
