@@ -2,6 +2,9 @@
  * Bulk import throughput (issue 47's goals): lines per second for item creates with two variants
  * and for orders of five lines, through a real server (the bundle `npm start` runs), with the
  * server's peak RSS. `npx tsx bench/imports.ts --db sqlite|postgres [--items N] [--orders N] [--buyers N] [--shipments N]`.
+ * `--url URL --business B --key K`: into a business of an existing database (for example one of
+ * 10,000 or 1,000,000 orders made with `cli demo`), which is kept; its names carry the run's time,
+ * so that runs on one business do not collide.
  * Shipments (issue 64): N shipment lines of one unit each, all of one order's line of N units, so that
  * each line checks the invariant against an order with up to N shipments already.
  * Goals: 5,000 and 2,000 lines/s (SQLite), 2,000 and 800 (PostgreSQL); RSS at most 300 MB.
@@ -26,14 +29,20 @@ const { values } = parseArgs({
     shipments: { type: 'string', default: '1500' },
     profile: { type: 'string' },
     'file-mb': { type: 'string', default: '0' },
+    url: { type: 'string' },
+    business: { type: 'string' },
+    key: { type: 'string' },
   },
 });
-const backend = values.db === 'postgres' ? 'postgres' : 'sqlite';
+if (values.url && (!values.business || !values.key)) throw new Error('--url needs --business and --key');
+const backend = (values.url ? !values.url.startsWith('sqlite:') : values.db === 'postgres') ? 'postgres' : 'sqlite';
 const GOALS = { sqlite: { items: 5000, orders: 2000 }, postgres: { items: 2000, orders: 800 } }[backend];
 
 buildDist();
-const database = await createBenchDatabase(backend);
-const demo = await runDemo(database.url, 10);
+const database = values.url ? { url: values.url, drop: async () => {} } : await createBenchDatabase(backend);
+const demo = values.url ? { businessId: values.business!, apiKey: values.key! } : await runDemo(database.url, 10);
+/** In names, which a business's items must not repeat: empty on a database of the benchmark's own. */
+const tag = values.url ? ` ${Date.now().toString(36)}` : '';
 const fileMb = Number(values['file-mb']);
 // A large file takes longer to send than the default REQUEST_TIMEOUT_MS (15 s) allows.
 const server = await startServer(database.url, values.profile, fileMb > 0 ? { REQUEST_TIMEOUT_MS: '600000' } : {});
@@ -218,7 +227,7 @@ async function throughput() {
       resource: 'item',
       ref: `i${i}`,
       data: {
-        item: { name: `Bench item ${i}` },
+        item: { name: `Bench item${tag} ${i}` },
         variants: [
           { variantName: '500g', currency: 'AUD', price: 10, cost: 4 },
           { variantName: '1kg', currency: 'AUD', price: 18, cost: 7 },
@@ -229,7 +238,12 @@ async function throughput() {
   const itemRate = await run('items', items);
   const buyers = Math.max(1, Number(values.buyers));
   const buyerLines = Array.from({ length: buyers }, (_, b) =>
-    JSON.stringify({ op: 'create', resource: 'buyer', ref: `b${b}`, data: { buyer: { name: `Bench buyer ${b}` } } }),
+    JSON.stringify({
+      op: 'create',
+      resource: 'buyer',
+      ref: `b${b}`,
+      data: { buyer: { name: `Bench buyer${tag} ${b}` } },
+    }),
   );
   const orderLines = Array.from({ length: Number(values.orders) }, (_, i) =>
     JSON.stringify({
@@ -255,7 +269,7 @@ async function throughput() {
         resource: 'item',
         ref,
         data: {
-          item: { name: `Order item ${ref}` },
+          item: { name: `Order item${tag} ${ref}` },
           variants: [
             { variantName: 'a', currency: 'AUD', price: 3 },
             { variantName: 'b', currency: 'AUD', price: 4 },
