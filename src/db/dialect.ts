@@ -130,9 +130,27 @@ export function columnTypes(dialect: Dialect) {
   } as const;
 }
 
-/** PostgreSQL's `ANALYZE` of `tables` now, rather than at autovacuum's next look. */
-export async function analyzeTables(db: Db, tables: string[]): Promise<void> {
-  if (dialectOf(db) === 'postgres') await sql`analyze ${sql.join(tables.map((t) => sql.table(t)))}`.execute(db);
+/** A table's statistics are stale once it has grown by this share of the rows they counted (autovacuum's own). */
+const STALE_SHARE = 0.1;
+
+/**
+ * PostgreSQL's `ANALYZE`, now rather than at autovacuum's next look, of the tables of `grown` (the
+ * rows each grew since it was last analysed here) whose statistics are stale: never counted, or
+ * counting fewer than ten times the rows grown since. A table already large keeps its statistics,
+ * and the time an `ANALYZE` of it takes. The tables analysed, in `grown`'s order; SQLite: none.
+ */
+export async function analyzeGrownTables(db: Db, grown: ReadonlyMap<string, number>): Promise<string[]> {
+  if (dialectOf(db) !== 'postgres' || grown.size === 0) return [];
+  const { rows } = await sql<{ name: string; counted: number | null }>`
+    select t.name, c.reltuples as counted
+    from unnest(${[...grown.keys()]}::text[]) with ordinality as t(name, n)
+    left join pg_class c on c.oid = to_regclass(t.name)
+    order by t.n`.execute(db);
+  const stale = rows
+    .filter(({ name, counted }) => counted === null || counted < 0 || grown.get(name)! >= STALE_SHARE * counted)
+    .map(({ name }) => name);
+  if (stale.length > 0) await sql`analyze ${sql.join(stale.map((t) => sql.table(t)))}`.execute(db);
+  return stale;
 }
 
 /** PostgreSQL: notifies `channel` listeners (src/db/listen.ts) at commit, not on rollback. */

@@ -1,4 +1,4 @@
-import { analyzeTables } from './dialect.ts';
+import { analyzeGrownTables } from './dialect.ts';
 import type { Db } from './types.ts';
 
 /**
@@ -9,14 +9,16 @@ import type { Db } from './types.ts';
  * had grown before. A plan made while a table was small (a scan of every row, which a small table
  * makes cheapest) is then made again before the table outgrows it, not up to `everyMs` later: an
  * import's handle lookups ran such a plan for 20 s, at 1.5 ms a lookup against 0.05 (decision 0053).
- * SQLite: nothing to do.
+ * A refresh analyses only the tables grown by a tenth of the rows PostgreSQL last counted in them
+ * (`analyzeGrownTables`): a plan made for a large table does not change for a few more rows, and an
+ * `ANALYZE` of a business's orders takes most of a second (decision 0073). SQLite: nothing to do.
  */
 export interface StatisticsRefresh {
-  /** Counts `rows` more rows grown, in the worker's tables and in `tables`, which the next refresh adds. */
+  /** Counts `rows` more rows grown, in the worker's tables and in `tables`. */
   grew(rows: number, tables?: Iterable<string>): void;
   /**
-   * Runs `ANALYZE` on the tables grown when enough has grown since the last time, and that was long
-   * enough ago or they doubled: the worker's own, and those named since the last refresh.
+   * When enough has grown since the last time, and that was long enough ago or they doubled, runs
+   * `ANALYZE` on the tables grown whose statistics are stale.
    */
   refreshIfDue(): Promise<void>;
 }
@@ -33,21 +35,19 @@ export function createStatisticsRefresh(opts: {
   /** The rows grown before the last refresh. */
   let before = 0;
   let refreshedAt = Number.NEGATIVE_INFINITY;
-  /** The tables to analyse next time: a table no write grew keeps its statistics, and costs nothing. */
-  let named = new Set(tables);
+  /** The rows each table grew since it was last analysed: a table no write grew is not analysed. */
+  const grownBy = new Map<string, number>();
   return {
     grew(rows, more = []) {
       grown += rows;
-      for (const table of more) named.add(table);
+      for (const table of new Set([...tables, ...more])) grownBy.set(table, (grownBy.get(table) ?? 0) + rows);
     },
     async refreshIfDue() {
       if (grown < after || (grown < before && clock() - refreshedAt < everyMs)) return;
       before += grown;
       grown = 0;
       refreshedAt = clock();
-      const due = [...named];
-      named = new Set(tables);
-      await analyzeTables(db, due);
+      for (const table of await analyzeGrownTables(db, grownBy)) grownBy.delete(table);
     },
   };
 }

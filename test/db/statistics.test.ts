@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { KyselyPlugin, RootOperationNode } from 'kysely';
+import { sql } from 'kysely';
 import { createStatisticsRefresh } from '../../src/db/statistics.ts';
 import { describeEachBackend } from '../helpers/context.ts';
 
@@ -69,5 +70,32 @@ describeEachBackend('refreshing statistics', (ctx) => {
     await statistics.refreshIfDue();
     const expected = [['events', 'items', 'item_variants', 'orders'], ['events']];
     assert.deepEqual(analyses.tables, ctx().backend === 'postgres' ? expected : []);
+  });
+
+  it('leaves a large table its statistics until it has grown by a tenth of the rows they counted', async () => {
+    const analyses = new Analyses();
+    if (ctx().backend === 'postgres') {
+      await sql`create table statistics_probe (n integer)`.execute(ctx().db);
+      await sql`insert into statistics_probe select n from generate_series(1, 20000) as n`.execute(ctx().db);
+      await sql`analyze statistics_probe`.execute(ctx().db);
+    }
+    const statistics = createStatisticsRefresh({
+      db: ctx().db.withPlugin(analyses),
+      tables: [],
+      clock: () => 0,
+      after: 1,
+      everyMs: 0,
+    });
+    /** [rows grown, the ANALYZEs run by then, why]. */
+    const steps: Array<[number, number, string]> = [
+      [1999, 0, '1,999 rows grown in a table of 20,000 counted'],
+      [1, 1, '2,000 rows: a tenth'],
+      [1999, 1, 'counted again from the refresh'],
+    ];
+    for (const [rows, count, why] of steps) {
+      statistics.grew(rows, ['statistics_probe']);
+      await statistics.refreshIfDue();
+      assert.equal(analyses.count, ctx().backend === 'postgres' ? count : 0, why);
+    }
   });
 });

@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig, type WebhookConfig } from '../../src/config.ts';
 import { purgeEventsBefore } from '../../src/log/events.ts';
-import { analyzeTables } from '../../src/db/dialect.ts';
+import { analyzeGrownTables } from '../../src/db/dialect.ts';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
 import { createFixture, createOrder, patchOrder } from '../helpers/orders.ts';
 import { startReceiver } from '../helpers/receiver.ts';
@@ -651,7 +651,7 @@ describeEachBackend(
       const endpoint = await createEndpoint(ctx(), t, { url: 'https://hooks.example.com/stats', status: 'paused' });
       for (let i = 0; i < 3; i++)
         await ctx().request('POST', `/api/v1/webhook-endpoints/${endpoint.id}/test`, { as: t });
-      await analyzeTables(ctx().db, ['webhook_deliveries']);
+      await analyzeGrownTables(ctx().db, new Map([['webhook_deliveries', 3]]));
       if (ctx().backend !== 'postgres') return;
       const { count } = await ctx()
         .db.selectFrom('webhook_deliveries')
