@@ -22,8 +22,12 @@ const CHANNELS = ['edi', 'portal', 'email'];
 
 const pick = <T>(random: () => number, values: readonly T[]) => values[Math.floor(random() * values.length)];
 
-/** A buyer's order of `variants`: a delivery 2 to 14 days out, a purchase-order number, quantities and properties. */
-export function simulatedOrder(now: string, variants: string[], random: () => number): CreateOrderInput {
+/**
+ * A buyer's order of `variants`: a delivery 2 to 14 days out, a purchase-order number, quantities and
+ * properties. It draws a quantity for each of the `lines` asked for, even where the list had fewer
+ * variants: a seeded run then draws as many numbers an order whichever variants the database picked.
+ */
+export function simulatedOrder(now: string, variants: string[], lines: number, random: () => number): CreateOrderInput {
   const delivery = new Date(Math.floor(new Date(now).getTime() / DAY) * DAY + (2 + Math.floor(random() * 13)) * DAY);
   delivery.setUTCHours(7 + Math.floor(random() * 8));
   return {
@@ -31,7 +35,9 @@ export function simulatedOrder(now: string, variants: string[], random: () => nu
     externalReference: `PO-${100_000 + Math.floor(random() * 900_000)}`,
     notes: pick(random, NOTES),
     properties: { sandbox: { simulated: true, channel: pick(random, CHANNELS) } },
-    orderItems: variants.map((itemVariantId) => ({ itemVariantId, quantity: 1 + Math.floor(random() * 24) })),
+    orderItems: Array.from({ length: Math.max(lines, variants.length) }, () => 1 + Math.floor(random() * 24))
+      .slice(0, variants.length)
+      .map((quantity, i) => ({ itemVariantId: variants[i], quantity })),
   };
 }
 
@@ -51,7 +57,7 @@ export async function simulateOrders(
       variants = await pickListVariants(ctx.trx, ctx.businessId, null, lines);
     if (variants.length === 0) throw conflict(NOTHING_TO_ORDER);
     const partnership = { id: buyer.id, itemListId: buyer.itemListId };
-    orders.push((await createOrder(ctx, partnership, simulatedOrder(ctx.now, variants, random))).resource);
+    orders.push((await createOrder(ctx, partnership, simulatedOrder(ctx.now, variants, lines, random))).resource);
   }
   return orders;
 }

@@ -27,7 +27,6 @@ import {
   type SimulationCounts,
   type SimulationRun,
 } from './runs.ts';
-import { createRandom } from '../demo/random.ts';
 import { findSandbox } from './service.ts';
 import { simulateOrders } from './simulation.ts';
 
@@ -109,10 +108,6 @@ class LostRun extends Error {}
  */
 export async function driveRun(db: Db, run: SimulationRun, settings: DriveSettings): Promise<SimulationCounts> {
   const { writes, signal, random = Math.random, sleep = sleepFor, clock = Date.now, onChange } = settings;
-  // The buyer's second thoughts draw from a stream of their own: how many numbers an order takes
-  // depends on the buyer and items the database picked (`random()` in SQL), and a seeded run still
-  // changes and cancels the same orders.
-  const thinks = createRandom(Math.floor(random() * 2 ** 32)).next;
   const leaseMs = settings.leaseMs ?? RUN_LEASE_MS;
   const held: Held = { id: run.id, owner: settings.owner };
   const scope = { businessId: run.sandboxId, actor: SIMULATED_BUYER };
@@ -141,12 +136,12 @@ export async function driveRun(db: Db, run: SimulationRun, settings: DriveSettin
           const [order] = await simulateOrders(ctx, { count: 1 }, random);
           await insertRunOrder(ctx.trx, { businessId: run.sandboxId, runId: run.id, orderId: order.id, now: ctx.now });
           const thought: SecondThought[] =
-            thinks() < CHANGES + CANCELS
+            random() < CHANGES + CANCELS
               ? [
                   {
                     orderId: order.id,
-                    at: counts.created + 1 + Math.floor(thinks() * REMEMBERED),
-                    kind: thinks() < CANCELS / (CHANGES + CANCELS) ? 'cancelled' : 'changed',
+                    at: counts.created + 1 + Math.floor(random() * REMEMBERED),
+                    kind: random() < CANCELS / (CHANGES + CANCELS) ? 'cancelled' : 'changed',
                   },
                 ]
               : [];
@@ -233,17 +228,16 @@ async function receiveArrived(
 /** A change (a line's quantity down by some when it can go down, else up, and a note) or a cancellation. */
 function secondThoughts(kind: SecondThought['kind'], items: OrderItemRow[], random: () => number): UpdateOrderInput {
   if (kind === 'cancelled') return { order: { phase: 'CANCELLED', notes: 'Cancelled by the buyer' } };
-  const line = items[Math.floor(random() * items.length)];
+  // Three draws whatever the order: a seeded run draws as many numbers for each change.
+  const [which, down, by] = [random(), random(), random()];
+  const line = items[Math.floor(which * items.length)];
   if (!line) return { order: { notes: 'Changed by the buyer' } };
   const quantity = Number(line.quantity);
-  const fewer = quantity > 1 && random() < 0.5;
+  const fewer = quantity > 1 && down < 0.5;
   return {
     order: { notes: 'Changed by the buyer' },
     updateOrderItems: [
-      {
-        id: line.id,
-        quantity: fewer ? 1 + Math.floor(random() * (quantity - 1)) : quantity + 1 + Math.floor(random() * 5),
-      },
+      { id: line.id, quantity: fewer ? 1 + Math.floor(by * (quantity - 1)) : quantity + 1 + Math.floor(by * 5) },
     ],
   };
 }
