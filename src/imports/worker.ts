@@ -47,7 +47,7 @@ export interface ImportWorker {
 }
 
 /**
- * The tables an import grows, by the lines' resource: their statistics are refreshed after 1,000
+ * The tables an import grows, by the lines' resource: their statistics are refreshed after 200
  * lines, at most every 30 s (src/db/statistics.ts), for the tables its lines wrote. Without it, a
  * handle lookup read every item of the business, and a new item's last event version every item
  * event of it (decision 0053, session 63). A table no line wrote is not analysed: on a large
@@ -81,7 +81,7 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
     db,
     tables: GROWN_BY_EVERY_IMPORT,
     clock,
-    after: 1000,
+    after: 200,
     everyMs: 30_000,
   });
 
