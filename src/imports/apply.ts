@@ -224,3 +224,5 @@ export function createLineApplier(run: {
     },
   };
 }
+
+export type LineApplier = ReturnType<typeof createLineApplier>;

@@ -1,5 +1,10 @@
 import { writesHoldEveryRequest } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
+import type { WriteContext } from '../write/runner.ts';
+import type { LineApplier, LineDone } from './apply.ts';
+import { lineError, type ResourceName } from './lines.ts';
+import { advance, insertResults, type Counts, type ImportRow } from './repository.ts';
+import type { ImportResultTable } from './table.ts';
 
 /**
  * Lines of an import are applied in batches, each one write transaction. A batch takes as many
@@ -34,4 +39,101 @@ export function batchFull(lines: number, ms: number, budget: number, batchMs: nu
 /** A batch's time on `db`: BATCH_MS, as what waits for a batch there. */
 export function batchTime(db: Db): number {
   return writesHoldEveryRequest(db) ? BATCH_MS.everyRequest : BATCH_MS.businessWrites;
+}
+
+/** What a batch needs of its import's run (src/imports/worker.ts). */
+export interface BatchRun {
+  imp: Pick<ImportRow, 'id' | 'total_lines'>;
+  /** The import's lease, as this instance holds it. */
+  held: { id: string; owner: string };
+  applier: LineApplier;
+  dryRun: boolean;
+  stopOnError: boolean;
+  clock: () => number;
+  leaseMs: number;
+}
+
+export interface BatchDone {
+  /** The last line done. */
+  line: number;
+  /** Whether the import stopped on a line's error. */
+  stopped: boolean;
+  /** The import's counts with the batch's lines. */
+  next: Counts;
+  /** The lines it took, blank ones included. */
+  taken: number;
+  /** When its first line began (`performance.now()`). */
+  began: number;
+  /** The resources of the lines that wrote. */
+  wrote: Set<ResourceName>;
+}
+
+/** This instance's lease on the import passed and another took it: the write rolls back, and this instance lets go. */
+export class LostLease extends Error {}
+
+/**
+ * Applies lines from `texts[from]` (line `first`) on, in the write `ctx`, until the batch is full
+ * (`batchFull`) or the run of lines ends; then stores their results and the import's progress, which
+ * succeeds only while this instance holds the lease (else LostLease). Blank lines count as done and
+ * have no result.
+ */
+export async function writeBatch(
+  ctx: WriteContext,
+  run: BatchRun,
+  counts: Counts,
+  size: { budget: number; batchMs: number },
+  texts: string[],
+  from: number,
+  to: number,
+  first: number,
+): Promise<BatchDone> {
+  const { imp, applier } = run;
+  applier.begin(size.budget);
+  const next = { ...counts };
+  const began = performance.now();
+  let taken = 0;
+  const results: ImportResultTable[] = [];
+  const wrote = new Set<ResourceName>();
+  let line = first - 1;
+  let stopped = false;
+  const record = (done: LineDone[]) => {
+    for (const { parsed, outcome, result } of done) {
+      next[result.outcome as keyof Counts]++;
+      results.push({
+        import_id: imp.id,
+        line: result.line,
+        ref: parsed?.ref ?? null,
+        outcome: result.outcome,
+        record_id: result.recordId,
+        detail:
+          'error' in outcome
+            ? JSON.stringify({ error: lineError(outcome.error) })
+            : result.variantIds
+              ? JSON.stringify({ variantIds: result.variantIds })
+              : null,
+      });
+      stopped ||= 'error' in outcome && run.stopOnError;
+      if (parsed && !run.dryRun && (result.outcome === 'created' || result.outcome === 'updated'))
+        wrote.add(parsed.resource);
+    }
+  };
+  for (let i = from; i < to && !stopped; i++) {
+    if (i > from && batchFull(i - from, performance.now() - began, size.budget, size.batchMs)) break;
+    taken++;
+    line = first + (i - from);
+    if (texts[i].trim() === '') continue;
+    record(await applier.apply(ctx, line, texts[i]));
+  }
+  record(await applier.flush(ctx));
+  await insertResults(ctx.trx, results);
+  // Past the last run of lines (`from === to`): nothing but the count is left.
+  if (from === to) line = imp.total_lines;
+  const at = (ms: number) => new Date(ms).toISOString();
+  const finished =
+    stopped || line === imp.total_lines
+      ? { state: stopped ? ('STOPPED' as const) : ('COMPLETED' as const), at: at(run.clock()) }
+      : undefined;
+  const leaseUntil = at(run.clock() + run.leaseMs);
+  if (!(await advance(ctx.trx, run.held, line, { counts: next, leaseUntil, finished }))) throw new LostLease();
+  return { line, stopped, next, taken, began, wrote };
 }

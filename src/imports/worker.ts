@@ -1,24 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
 import type { Scope } from '../businesses/scopes.ts';
-import { batchFull, batchTime, nextBatchLines } from './batch.ts';
+import { batchTime, LostLease, nextBatchLines, writeBatch } from './batch.ts';
 import { createStatisticsRefresh } from '../db/statistics.ts';
 import type { Db } from '../db/types.ts';
 import { CLI, type Actor, type WriteRunner } from '../write/runner.ts';
-import { createLineApplier, type LineDone } from './apply.ts';
-import type { ImportResultTable } from './table.ts';
-import { lineError, type ResourceName } from './lines.ts';
+import { createLineApplier } from './apply.ts';
+import type { ResourceName } from './lines.ts';
 import { untraced } from '../telemetry/spans.ts';
-import {
-  advance,
-  chunkAt,
-  claimImport,
-  deleteChunks,
-  insertResults,
-  releaseLeases,
-  type Counts,
-  type ImportRow,
-} from './repository.ts';
+import { chunkAt, claimImport, deleteChunks, releaseLeases, type Counts, type ImportRow } from './repository.ts';
 
 /** How often an idle worker looks for imports (a new one on this instance wakes it at once). */
 const IDLE_MS = 1000;
@@ -93,7 +83,6 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
     const counts = JSON.parse(imp.counts) as Counts;
     const actor: Actor = imp.created_by === CLI.id ? CLI : { type: 'api_key', id: imp.created_by, name: null };
     const scope = { businessId: imp.business_id, actor, requestId: imp.id };
-    const held = { id: imp.id, owner };
 
     const applier = createLineApplier({
       importId: imp.id,
@@ -107,65 +96,19 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
     let budget = 8;
     const batchMs = batchTime(db);
 
-    /**
-     * Applies lines from `texts[from]` (line `first`) on, in one write, until the batch is full or the
-     * run of lines ends: the last line done and whether the import stopped on an error, or null when
-     * this instance no longer holds the import. Blank lines count as done and have no result.
-     */
+    const run = {
+      imp,
+      held: { id: imp.id, owner },
+      applier,
+      dryRun: options.dryRun,
+      stopOnError: options.onError === 'stop',
+      clock,
+      leaseMs: deps.leaseMs,
+    };
+    /** One batch of lines, in one write (`writeBatch`): null when this instance no longer holds the import. */
     const runBatch = (texts: string[], from: number, to: number, first: number) =>
       writes
-        .run(scope, async (ctx) => {
-          applier.begin(budget);
-          const next = { ...counts };
-          const began = performance.now();
-          let taken = 0;
-          const results: ImportResultTable[] = [];
-          /** The resources of the lines that wrote. */
-          const wrote = new Set<ResourceName>();
-          let line = first - 1;
-          let stopped = false;
-          const record = (done: LineDone[]) => {
-            for (const { parsed, outcome, result } of done) {
-              next[result.outcome as keyof Counts]++;
-              results.push({
-                import_id: imp.id,
-                line: result.line,
-                ref: parsed?.ref ?? null,
-                outcome: result.outcome,
-                record_id: result.recordId,
-                detail:
-                  'error' in outcome
-                    ? JSON.stringify({ error: lineError(outcome.error) })
-                    : result.variantIds
-                      ? JSON.stringify({ variantIds: result.variantIds })
-                      : null,
-              });
-              stopped ||= 'error' in outcome && options.onError === 'stop';
-              if (parsed && !options.dryRun && (result.outcome === 'created' || result.outcome === 'updated'))
-                wrote.add(parsed.resource);
-            }
-          };
-          for (let i = from; i < to && !stopped; i++) {
-            if (i > from && batchFull(i - from, performance.now() - began, budget, batchMs)) break;
-            taken++;
-            line = first + (i - from);
-            if (texts[i].trim() === '') continue;
-            record(await applier.apply(ctx, line, texts[i]));
-          }
-          record(await applier.flush(ctx));
-          await insertResults(ctx.trx, results);
-          // Past the last run of lines (`from === to`): nothing but the count is left.
-          if (from === to) line = imp.total_lines;
-          const finished =
-            stopped || line === imp.total_lines
-              ? { state: stopped ? ('STOPPED' as const) : ('COMPLETED' as const), at: iso(clock()) }
-              : undefined;
-          if (
-            !(await advance(ctx.trx, held, line, { counts: next, leaseUntil: iso(clock() + deps.leaseMs), finished }))
-          )
-            throw new LostLease();
-          return { line, stopped, next, taken, began, wrote };
-        })
+        .run(scope, (ctx) => writeBatch(ctx, run, counts, { budget, batchMs }, texts, from, to, first))
         .then(
           (batch) => {
             // Committed: the batch's lines count now, and not before.
@@ -271,6 +214,3 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
     },
   };
 }
-
-/** This instance's lease on the import passed and another took it: the transaction rolls back, and this instance lets go. */
-class LostLease extends Error {}
