@@ -82,7 +82,7 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
     const scopes = imp.scopes === null ? null : (JSON.parse(imp.scopes) as Scope[]);
     const counts = JSON.parse(imp.counts) as Counts;
     const actor: Actor = imp.created_by === CLI.id ? CLI : { type: 'api_key', id: imp.created_by, name: null };
-    const scope = { businessId: imp.business_id, actor, requestId: imp.id };
+    const scope = { businessId: imp.business_id, actor, requestId: imp.id, long: true };
 
     const applier = createLineApplier({
       importId: imp.id,

@@ -10,6 +10,8 @@ export type GroupWork<T> = (trx: Transaction<Database>, joined: boolean) => Prom
 
 interface Waiting {
   run: GroupWork<unknown>;
+  /** A long write (an import's batch): it begins a group, and never joins one (`join`). */
+  long: boolean;
   /** What the caller knows the write by: `beforeCommit` is given those of the members kept. */
   tag: unknown;
   resolve(value: unknown): void;
@@ -31,6 +33,7 @@ interface Waiting {
  *   statements are answered, not before it starts; if they failed, that member is undone and the
  *   next one runs again (after the first member, in the next group);
  * - if the COMMIT fails, or a savepoint cannot be rolled back, every member fails and none is kept;
+ * - a long write (an import's batch) begins a group and joins none (decision 0075);
  * - the business's next group begins while this one's COMMIT is on its way; its write lock waits in
  *   the database, and is granted when that COMMIT ends;
  * - `beforeCommit` runs last in every group's transaction, told the members kept (in order) and
@@ -50,10 +53,14 @@ export class WriteGroups {
     this.#beforeCommit = beforeCommit;
   }
 
-  /** Runs `run` in a transaction of the business's writes; resolves once that has committed. */
-  join<T>(businessId: string, run: GroupWork<T>, tag?: unknown): Promise<T> {
+  /**
+   * Runs `run` in a transaction of the business's writes; resolves once that has committed. A `long`
+   * write begins a group of its own: joined to a short write's, it would hold that write's answer for
+   * as long as it runs. The writes that wait for it join it.
+   */
+  join<T>(businessId: string, run: GroupWork<T>, tag?: unknown, long = false): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const waiting: Waiting = { run, tag, resolve: resolve as (value: unknown) => void, reject };
+      const waiting: Waiting = { run, long, tag, resolve: resolve as (value: unknown) => void, reject };
       const queue = this.#queues.get(businessId);
       if (queue) {
         queue.push(waiting);
@@ -92,7 +99,8 @@ export class WriteGroups {
           });
           // Its writes sent ahead are checked by the COMMIT, or once the next member's statements are answered.
           ran.push({ member, answer: () => member.resolve(value) });
-          for (let n = 1; n < MAX_GROUP && queue.length > 0; n++) await this.#joinSavepoint(trx, n, queue, ran);
+          for (let n = 1; n < MAX_GROUP && queue.length > 0 && !queue[0].long; n++)
+            await this.#joinSavepoint(trx, n, queue, ran);
         } catch (error) {
           if (error instanceof FirstWriteFailed) firstFailed = error;
           throw error;

@@ -70,6 +70,8 @@ export interface WriteScope {
    * request's trace and its sampling decision (src/telemetry/spans.ts).
    */
   traceParent?: string | null;
+  /** A long write (an import's batch): on PostgreSQL it begins a group of writes, and joins none (src/write/groups.ts). */
+  long?: boolean;
 }
 
 export interface WriteRunner {
@@ -193,6 +195,7 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
           scope.businessId,
           (trx, joined) => member.context.runInAsyncScope(() => write(trx, member, joined)),
           member,
+          scope.long,
         )
       : db.transaction().execute((trx) => write(trx, member));
     return written.then(

@@ -384,6 +384,25 @@ describeEachBackend('a business’s writes committed together', (ctx) => {
     });
   });
 
+  it('begins a group with a long write rather than joining it to the write before: that write is answered without waiting for it', async (t) => {
+    if (!postgres()) return t.diagnostic("SQLite's driver groups the writes that wait, which run one turn each");
+    const order: string[] = [];
+    let long: Promise<unknown> | undefined;
+    const short = run(async (c) => {
+      await insert(c, 700);
+      // An import's batch asks while this write runs, and waits for it.
+      long = runner.run({ businessId, actor: SYSTEM, long: true }, async (l) => {
+        await insert(l, 701);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        order.push('long ran');
+      });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }).then(() => order.push('short answered'));
+    await Promise.all([short, new Promise((resolve) => setTimeout(resolve, 100)).then(() => long)]);
+    assert.deepEqual(order, ['short answered', 'long ran']);
+    assert.deepEqual([await committed(700), await committed(701)], [1, 1]);
+  });
+
   it('begins the next group while the one before commits', async () => {
     if (postgres()) {
       // A COMMIT that takes half a second: a deferred trigger sleeps at commit.
