@@ -47,8 +47,9 @@ export interface VerifiedKey {
 export interface Authenticator {
   verify(businessId: unknown, apiKey: unknown): Promise<VerifiedKey | null>;
   /**
-   * Why a refused key that is real was refused, when it is the other mode's: a test key on a live
-   * business or a live key on a sandbox. Null otherwise, so a stranger learns nothing of a business.
+   * Why a refused key that is real was refused, when it is the other mode's: a sandbox's test key on
+   * its live business, or the live business's key on its sandbox. Null otherwise, so a stranger, or
+   * another business's key, learns nothing of a business.
    */
   wrongModeHint(businessId: unknown, apiKey: unknown): Promise<string | null>;
 }
@@ -120,7 +121,11 @@ export function createAuthenticator(db: Db, cacheMs: number, clock: () => number
         return null;
       if (keyFormat(apiKey) !== 'current') return null;
       const owner = await findKeyByHash(db, hashApiKey(apiKey));
-      if (!owner || owner.business_id === businessId || !(await findBusiness(db, businessId))) return null;
+      if (!owner || owner.business_id === businessId) return null;
+      // Only between a sandbox and its own live business: of any other, a key's holder learns nothing.
+      const [keys, asked] = await Promise.all([findBusiness(db, owner.business_id), findBusiness(db, businessId)]);
+      const linked = keys?.live_business_id === businessId || asked?.live_business_id === owner.business_id;
+      if (!asked || !linked) return null;
       const presented = keyMode(apiKey);
       if (presented === (await businessKeyMode(db, businessId))) return null;
       return presented === 'test' ? TEST_KEY_ON_LIVE_HINT : LIVE_KEY_ON_SANDBOX_HINT;
