@@ -27,6 +27,9 @@ export async function importRoutes(app: ApiInstance, deps: ImportRouteDeps): Pro
   const { db, clock } = deps;
   // The file is read by the route as it arrives, never parsed into memory by Fastify.
   app.addContentTypeParser(NDJSON_TYPES, (_request, _payload, done) => done(null, undefined));
+  // Nor is any other type parsed as JSON here: the route refuses it, naming the type it takes.
+  app.removeContentTypeParser('*');
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
 
   const answer = (row: ImportRow) => toImport(row, clock());
 

@@ -9,7 +9,7 @@ export const CreateImportQuery = Type.Object(
       Type.Boolean({ default: false, description: 'Check every line and report as usual, and write nothing' }),
     ),
     onError: Type.Optional(
-      Type.Union([Type.Literal('continue'), Type.Literal('stop')], {
+      Type.Enum(['continue', 'stop'], {
         default: 'continue',
         description: 'After a failed line: go on with the next (continue), or stop the import there (stop)',
       }),

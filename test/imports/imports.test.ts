@@ -593,6 +593,19 @@ describeEachBackend('bulk import', (ctx) => {
     assert.equal(badKey.status, 400);
     const badQuery = await send(ctx(), t, file([item('x', 'x')]), '?onError=explode');
     assert.equal(badQuery.status, 400);
+    assert.equal(
+      badQuery.body.fieldErrors.onError,
+      "Invalid enum value. Expected 'continue' | 'stop', received 'explode'",
+    );
+    for (const type of ['text/plain', 'application/octet-stream']) {
+      const other = await ctx().request('POST', '/api/v1/imports', {
+        as: t,
+        body: file([item('x', 'x')]),
+        headers: { 'content-type': type },
+      });
+      assert.equal(other.status, 415, type);
+      assert.equal(other.body.message, 'Content-Type must be application/x-ndjson', type);
+    }
     const missing = await ctx().request('GET', '/api/v1/imports/imp_00000000000000000000000000', { as: t });
     assert.equal(missing.status, 404);
     assert.equal(missing.body.message, 'Import not found');
