@@ -90,7 +90,7 @@ export function createLineApplier(run: {
         first = true;
       }
       let resolved: ParsedLine;
-      let unresolved: boolean;
+      let unresolved: number[];
       try {
         ({ line: resolved, unresolved } = await resolveReferences(parsed, find));
         checkOperation(resolved, run.scopes);
@@ -109,11 +109,11 @@ export function createLineApplier(run: {
       }
       if (held.length > 0) done.push(...(await flush(ctx)));
       // A dry run's line that names a record an earlier line of the dry run would have made: checked as far as it can be without it.
-      if (unresolved)
+      if (unresolved.length > 0)
         return [
           ...done,
           finish(line, parsed, first, {
-            applied: { outcome: resolved.op === 'create' ? 'created' : 'updated', id: '' },
+            applied: { outcome: resolved.op === 'create' ? 'created' : 'updated', id: '', checkedWithout: unresolved },
           }),
         ];
       return [...done, finish(line, parsed, first, await applyOne(ctx, line, resolved))];
@@ -127,8 +127,11 @@ export function createLineApplier(run: {
     try {
       const { result, kept } = await runPart(ctx, (part) => applyLine(part, resolved), { keep: !run.dryRun });
       if (kept) return { applied: result };
-      // A dry run made nothing: a create's result has no record to name.
-      return { applied: result.outcome === 'created' ? { outcome: 'created', id: '' } : result };
+      // A dry run made nothing: a create's result has no record to name, only the number of its variants.
+      return {
+        applied:
+          result.outcome === 'created' ? { outcome: 'created', id: '', variants: result.variantIds?.length } : result,
+      };
     } catch (caught) {
       return failure(caught, line);
     }
@@ -180,6 +183,7 @@ export function createLineApplier(run: {
       outcome: failed ? 'failed' : outcome.applied.outcome,
       recordId: failed ? null : outcome.applied.id || null,
       variantIds: failed ? undefined : outcome.applied.variantIds,
+      variants: failed ? undefined : outcome.applied.variants,
     };
     if (first) pending.set(parsed!.ref!, result);
     return { parsed, outcome, result };

@@ -1,7 +1,7 @@
 import { writesHoldEveryRequest } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
 import type { WriteContext } from '../write/runner.ts';
-import type { LineApplier, LineDone } from './apply.ts';
+import type { LineApplier, LineDone, Outcome } from './apply.ts';
 import { lineError, type ResourceName } from './lines.ts';
 import { advance, insertResults, type Counts, type ImportRow } from './repository.ts';
 import type { ImportResultTable } from './table.ts';
@@ -68,6 +68,22 @@ export interface BatchDone {
   wrote: Set<ResourceName>;
 }
 
+/**
+ * What a line's result says beyond its outcome and id: its error; a create's variants (their ids,
+ * or in a dry run their number); a dry run's line checked without what earlier lines would have made.
+ */
+function resultDetail(outcome: Outcome): string | null {
+  if ('error' in outcome) return JSON.stringify({ error: lineError(outcome.error) });
+  const { variantIds, variants, checkedWithout } = outcome.applied;
+  if (variantIds) return JSON.stringify({ variantIds });
+  if (variants !== undefined) return JSON.stringify({ variants });
+  if (checkedWithout) {
+    const lines = checkedWithout.length === 1 ? `line ${checkedWithout[0]}` : `lines ${checkedWithout.join(', ')}`;
+    return JSON.stringify({ note: `Checked without what ${lines} would have made: a dry run makes nothing` });
+  }
+  return null;
+}
+
 /** This instance's lease on the import passed and another took it: the write rolls back, and this instance lets go. */
 export class LostLease extends Error {}
 
@@ -105,12 +121,7 @@ export async function writeBatch(
         ref: parsed?.ref ?? null,
         outcome: result.outcome,
         record_id: result.recordId,
-        detail:
-          'error' in outcome
-            ? JSON.stringify({ error: lineError(outcome.error) })
-            : result.variantIds
-              ? JSON.stringify({ variantIds: result.variantIds })
-              : null,
+        detail: resultDetail(outcome),
       });
       stopped ||= 'error' in outcome && run.stopOnError;
       if (parsed && !run.dryRun && (result.outcome === 'created' || result.outcome === 'updated'))

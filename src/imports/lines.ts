@@ -83,6 +83,8 @@ export interface Referenced {
   outcome: string;
   recordId: string | null;
   variantIds?: string[];
+  /** A dry run's item create: the variants it would have made. */
+  variants?: number;
 }
 
 /** Reads a line's text: a failed line's error when it is not a line of the format. */
@@ -120,9 +122,12 @@ export const NOT_UTF8 = '\u0000not utf-8';
 export async function resolveReferences(
   line: ParsedLine,
   find: (ref: string) => Promise<Referenced | undefined>,
-): Promise<{ line: ParsedLine; unresolved: boolean }> {
+): Promise<{ line: ParsedLine; unresolved: number[] }> {
   const errors: Record<string, string> = {};
-  let unresolved = false;
+  /** The earlier lines of a dry run whose records the line names: a dry run makes none. */
+  const unresolved = new Set<number>();
+  const noVariant = (line: number, ref: string, index: unknown) =>
+    `Line ${line} (ref '${ref}') has no variant ${JSON.stringify(index)}`;
   const resolve = async (reference: { $ref: string; variant?: unknown }, path: string): Promise<string | undefined> => {
     const target = await find(reference.$ref);
     if (!target) {
@@ -133,15 +138,20 @@ export async function resolveReferences(
       errors[path] = `Line ${target.line} (ref '${reference.$ref}') failed`;
       return undefined;
     }
+    const index = reference.variant;
+    const isIndex = typeof index === 'number' && Number.isInteger(index) && index >= 0;
     if (target.recordId === null) {
-      unresolved = true;
+      // Its variants are counted, though not made: an index beyond them fails as it would.
+      if (index !== undefined && target.variants !== undefined && !(isIndex && index < target.variants)) {
+        errors[path] = noVariant(target.line, reference.$ref, index);
+        return undefined;
+      }
+      unresolved.add(target.line);
       return UNRESOLVED;
     }
-    if (reference.variant === undefined) return target.recordId;
-    const index = reference.variant;
-    const id = typeof index === 'number' && Number.isInteger(index) ? target.variantIds?.[index] : undefined;
-    if (id === undefined)
-      errors[path] = `Line ${target.line} (ref '${reference.$ref}') has no variant ${JSON.stringify(index)}`;
+    if (index === undefined) return target.recordId;
+    const id = isIndex ? target.variantIds?.[index] : undefined;
+    if (id === undefined) errors[path] = noVariant(target.line, reference.$ref, index);
     return id;
   };
   const isReference = (value: unknown): value is { $ref: string; variant?: unknown } => {
@@ -183,7 +193,7 @@ export async function resolveReferences(
     ...(line.patch === undefined ? {} : { patch: (await walk(line.patch, 'patch', 0)) as Record<string, unknown> }),
   };
   if (Object.keys(errors).length > 0) throw validationError(errors);
-  return { line: resolved, unresolved };
+  return { line: resolved, unresolved: [...unresolved].sort((a, b) => a - b) };
 }
 
 /** An error as a line's result shows it: the single call's error body, without a request id. */

@@ -39,6 +39,10 @@ export interface Applied {
   outcome: 'created' | 'updated' | 'unchanged';
   id: string;
   variantIds?: string[];
+  /** A dry run's item create: the variants it would have made. */
+  variants?: number;
+  /** A dry run's line that names what these earlier lines would have made: checked without it. */
+  checkedWithout?: number[];
 }
 
 interface Operation {

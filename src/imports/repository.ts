@@ -208,8 +208,14 @@ export async function findResultByRef(db: Db, importId: string, ref: string): Pr
     .limit(1)
     .executeTakeFirst();
   if (!row) return undefined;
-  const detail = row.detail ? (JSON.parse(row.detail) as { variantIds?: string[] }) : {};
-  return { line: row.line, outcome: row.outcome, recordId: row.record_id, variantIds: detail.variantIds };
+  const detail = row.detail ? (JSON.parse(row.detail) as { variantIds?: string[]; variants?: number }) : {};
+  return {
+    line: row.line,
+    outcome: row.outcome,
+    recordId: row.record_id,
+    variantIds: detail.variantIds,
+    variants: detail.variants,
+  };
 }
 
 /** Results after line `after`, in line order, for the results stream. */

@@ -543,16 +543,35 @@ describeEachBackend('bulk import', (ctx) => {
           },
         },
         { op: 'create', resource: 'item', data: { item: { name: '' }, variants: [] } },
+        // The item of line 1 would have two variants: a third is refused as in a real run.
+        {
+          op: 'create',
+          resource: 'order',
+          buyerId: { $ref: 'b' },
+          data: {
+            expectedDeliveryAt: '2030-01-01T00:00:00.000Z',
+            orderItems: [{ itemVariantId: { $ref: 'dry', variant: 2 }, quantity: 1 }],
+          },
+        },
       ]),
       '?dryRun=true',
     );
     assert.equal(posted.status, 202);
     assert.equal(posted.body.dryRun, true);
     const { imp, results } = await finished(ctx(), t, posted.body.id);
-    assert.deepEqual(imp.counts, { created: 3, updated: 0, unchanged: 0, failed: 1 });
+    assert.deepEqual(imp.counts, { created: 3, updated: 0, unchanged: 0, failed: 2 });
     assert.deepEqual(
       results.map((r) => r.id),
-      [null, null, null, null],
+      [null, null, null, null, null],
+    );
+    // What a dry run could not check, it says: a create's variants by number, and a line checked without what earlier lines would have made.
+    assert.equal(results[0].variants, 2);
+    assert.equal(results[2].note, 'Checked without what lines 1, 2 would have made: a dry run makes nothing');
+    assert.equal(results[4].outcome, 'failed');
+    assert.equal(
+      results[4].error.fieldErrors['orderItems.0.itemVariantId'],
+      "Line 1 (ref 'dry') has no variant 2",
+      JSON.stringify(results[4]),
     );
     const items = await ctx().request('GET', '/api/v1/items?limit=100', { as: t });
     assert.equal(items.body.total, 0, 'nothing written');
