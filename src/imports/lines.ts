@@ -87,17 +87,21 @@ export interface Referenced {
   variants?: number;
 }
 
+const NOT_JSON = 'The line is not valid JSON';
+
 /** Reads a line's text: a failed line's error when it is not a line of the format. */
 export function parseLine(text: string): ParsedLine {
   if (text.startsWith(TOO_LONG)) throw validationError({ '(root)': `The line is longer than ${MAX_LINE_BYTES} bytes` });
   if (text.startsWith(NOT_UTF8)) throw validationError({ '(root)': 'The line is not valid UTF-8' });
+  // No JSON text begins with a NUL.
+  if (text.startsWith(STARTS_WITH_NUL)) throw validationError({ '(root)': NOT_JSON });
   let value: unknown;
   try {
     // As the single call's body: a byte order mark before it skipped, `__proto__` keys refused.
     value = parseJsonText(text);
   } catch (error) {
     if (error instanceof ApiError) throw error;
-    throw validationError({ '(root)': 'The line is not valid JSON' });
+    throw validationError({ '(root)': NOT_JSON });
   }
   // As the single call's body is (src/http/json-body.ts): PostgreSQL cannot hold a NUL, and would store a lone surrogate as U+FFFD.
   const refused = unstorableTextError(text, value, 'data');
@@ -113,6 +117,8 @@ const UNRESOLVED = 'dry_run_record';
 export const TOO_LONG = '\u0000too long';
 /** Stands in for a line whose bytes are not UTF-8. */
 export const NOT_UTF8 = '\u0000not utf-8';
+/** Stands in for a line that begins with a NUL, which would otherwise read as one of these stand-ins. */
+export const STARTS_WITH_NUL = '\u0000nul';
 
 /**
  * Replaces every reference in the line (`id`, `buyerId`, `orderId`, and `{"$ref": ...}` objects anywhere in

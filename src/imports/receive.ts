@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import type { Db } from '../db/types.ts';
 import { ApiError } from '../lib/errors.ts';
-import { MAX_LINE_BYTES, NOT_UTF8, TOO_LONG } from './lines.ts';
+import { MAX_LINE_BYTES, NOT_UTF8, STARTS_WITH_NUL, TOO_LONG } from './lines.ts';
 import { deleteChunks, insertChunk } from './repository.ts';
 
 /** Lines are stored in runs of about this many bytes: memory per upload stays near it. */
@@ -62,6 +62,8 @@ export async function receiveFile(
     let line = tooLong ? Buffer.from(TOO_LONG) : partial.length === 0 ? last : Buffer.concat([...partial, last]);
     // Decoded, it would hold U+FFFD where its bytes were: the line fails instead, as such a body would.
     if (!tooLong && !isUtf8(line)) line = Buffer.from(NOT_UTF8);
+    // Only the stand-ins above begin with a NUL: a line of the file that does must not pass for one.
+    else if (!tooLong && line[0] === 0) line = Buffer.from(STARTS_WITH_NUL);
     partial = [];
     partialBytes = 0;
     tooLong = false;

@@ -803,6 +803,17 @@ describeEachBackend('bulk import', (ctx) => {
     assert.deepEqual(names.body.items.map((i: { name: string }) => i.name).sort(), ['Also good', 'Good']);
   });
 
+  it('fails a line that begins with a NUL as not JSON, whatever follows it', async () => {
+    const t = await ctx().createTenant();
+    const body = `${JSON.stringify(item('Good', 'good'))}\n\u0000too long\n\u0000not utf-8\n\u0000{}\n`;
+    const posted = await send(ctx(), t, body);
+    assert.equal(posted.status, 202, JSON.stringify(posted.body));
+    const { imp, results } = await finished(ctx(), t, posted.body.id);
+    assert.deepEqual(imp.counts, { created: 1, updated: 0, unchanged: 0, failed: 3 });
+    for (const result of results.slice(1))
+      assert.deepEqual(result.error.fieldErrors, { '(root)': 'The line is not valid JSON' }, JSON.stringify(result));
+  });
+
   it('reads a line as the single call reads a body: a byte order mark before it skipped, no __proto__ or constructor.prototype', async () => {
     const t = await ctx().createTenant();
     const variants = [{ variantName: 'One', currency: 'AUD', price: 1 }];
