@@ -249,9 +249,15 @@ export function checkOperation(line: ParsedLine, scopes: Scope[] | null): void {
   const offered = (['create', 'patch', 'upsert'] as const).filter((op) =>
     op === 'upsert' ? operation.create && operation.patch : operation[op],
   );
-  if (!offered.includes(line.op))
-    throw validationError({ op: `A ${line.resource} line takes op ${offered.join(' or ')}` });
+  if (!offered.includes(line.op)) {
+    const article = /^[aeiou]/.test(line.resource) ? 'An' : 'A';
+    throw validationError({ op: `${article} ${line.resource} line takes op ${offered.join(' or ')}` });
+  }
   if (line.op === 'patch' && line.id === undefined) throw validationError({ id: 'Required: the record to patch' });
+  if (line.op !== 'patch' && line.id !== undefined)
+    throw validationError({
+      id: `Only a patch line takes id: ${line.op === 'create' ? 'a create makes' : 'an upsert finds'} its own`,
+    });
   if (line.orderId !== undefined && (line.op === 'patch' || !(line.resource in NEEDS_ORDER)))
     throw validationError({ orderId: 'Only an acknowledgement or shipment line that creates takes orderId' });
   if (line.op === 'upsert') {

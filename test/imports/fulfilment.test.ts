@@ -127,9 +127,17 @@ describeEachBackend('bulk import of acknowledgements and shipments', (ctx) => {
       },
       { op: 'create', resource: 'item', orderId: order.id, data: { item: { name: 'x' } } },
       { op: 'patch', resource: 'acknowledgement', id: 'ack_x', data: {} },
+      // A create makes its own id: one sent with it is refused, not ignored.
+      {
+        op: 'create',
+        resource: 'shipment',
+        orderId: order.id,
+        id: 'shp_forced',
+        data: { lines: [{ orderItemId: lines.a, quantity: 1 }] },
+      },
     ]);
     assert.equal(imp.state, 'COMPLETED');
-    assert.deepEqual(imp.counts, { created: 3, updated: 2, unchanged: 0, failed: 9 });
+    assert.deepEqual(imp.counts, { created: 3, updated: 2, unchanged: 0, failed: 10 });
 
     const ack = byLine.get(1);
     assert.equal(ack.outcome, 'created');
@@ -159,7 +167,8 @@ describeEachBackend('bulk import of acknowledgements and shipments', (ctx) => {
     assert.equal(byLine.get(11).outcome, 'created');
     assert.equal(byLine.get(12).error.errorCode, 'CONFLICT', 'line 2 has nothing left after ASN-3');
     assert.match(byLine.get(13).error.fieldErrors.orderId, /Only an acknowledgement or shipment line/);
-    assert.match(byLine.get(14).error.fieldErrors.op, /acknowledgement line takes op create/);
+    assert.equal(byLine.get(14).error.fieldErrors.op, 'An acknowledgement line takes op create');
+    assert.equal(byLine.get(15).error.fieldErrors.id, 'Only a patch line takes id: a create makes its own');
 
     const first = (await ctx().request('GET', `/api/v1/shipments/${byLine.get(2).id}`, { as: t })).body;
     assert.equal(first.service, 'Ground');
