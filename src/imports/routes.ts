@@ -63,11 +63,15 @@ export async function importRoutes(app: ApiInstance, deps: ImportRouteDeps): Pro
       },
     },
     async (request, reply) => {
-      const type = String(request.headers['content-type'] ?? '')
-        .split(';')[0]
-        .trim()
-        .toLowerCase();
-      if (!NDJSON_TYPES.includes(type))
+      const [type, ...parameters] = String(request.headers['content-type'] ?? '')
+        .split(';')
+        .map((part) => part.trim().toLowerCase());
+      // The file is read as UTF-8: a charset that says otherwise is refused, not misread line by line.
+      const charset = parameters
+        .find((p) => p.startsWith('charset='))
+        ?.slice('charset='.length)
+        .replace(/"/g, '');
+      if (!NDJSON_TYPES.includes(type) || (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8'))
         throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/x-ndjson');
       const key = request.headers['idempotency-key'];
       if (key !== undefined && (typeof key !== 'string' || !KEY_PATTERN.test(key)))

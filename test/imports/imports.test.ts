@@ -610,13 +610,17 @@ describeEachBackend('bulk import', (ctx) => {
     assert.match(none.body.message, /empty/);
     const badKey = await send(ctx(), t, file([item('x', 'x')]), '', { 'idempotency-key': 'has space' });
     assert.equal(badKey.status, 400);
+    const utf8 = await send(ctx(), t, file([item('x', 'x')]), '', {
+      'content-type': 'application/x-ndjson; charset=UTF-8',
+    });
+    assert.equal(utf8.status, 202, 'UTF-8, named');
     const badQuery = await send(ctx(), t, file([item('x', 'x')]), '?onError=explode');
     assert.equal(badQuery.status, 400);
     assert.equal(
       badQuery.body.fieldErrors.onError,
       "Invalid enum value. Expected 'continue' | 'stop', received 'explode'",
     );
-    for (const type of ['text/plain', 'application/octet-stream']) {
+    for (const type of ['text/plain', 'application/octet-stream', 'application/x-ndjson; charset=latin1']) {
       const other = await ctx().request('POST', '/api/v1/imports', {
         as: t,
         body: file([item('x', 'x')]),
