@@ -253,6 +253,9 @@ export function toFieldErrors(errors: ErrorObject[], data: unknown): FieldErrors
     if (error.schemaPath.includes('/oneOf/')) continue;
     const path = pathFor(error);
     if (path in out) continue;
+    // A nullable object's own errors are named within it: that it is not null says nothing more.
+    if (rank(error) > 0 && Object.keys(out).some((field) => path === '(root)' || field.startsWith(`${path}.`)))
+      continue;
     if (Object.keys(out).length >= MAX_FIELD_ERRORS) break;
     out[path] = messageFor(error, data);
   }

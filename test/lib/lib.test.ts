@@ -8,6 +8,8 @@ import { canonicalJson, checkProperties, deepMerge } from '../../src/lib/json.ts
 import { Decimal } from 'decimal.js';
 import { formatAmount, multiply, sum, toDecimalString } from '../../src/lib/money.ts';
 import { toIso } from '../../src/lib/time.ts';
+import { Type } from 'typebox';
+import { compileBody, toFieldErrors } from '../../src/lib/validation.ts';
 
 describe('deepMerge', () => {
   it('merges as the contract example says', () => {
@@ -336,5 +338,27 @@ describe("diffResource (an update event's data.changes)", () => {
       ),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('toFieldErrors', () => {
+  const check = compileBody(
+    Type.Object({
+      weight: Type.Union([Type.Null(), Type.Object({ value: Type.Number({ exclusiveMinimum: 0 }) })]),
+      note: Type.Union([Type.Null(), Type.String()]),
+    }),
+  );
+  const errorsOf = (body: unknown) => {
+    assert.equal(check(body), false);
+    return toFieldErrors(check.errors ?? [], body);
+  };
+
+  it('names what is wrong within a nullable object, and not that it is not null', () => {
+    assert.deepEqual(Object.keys(errorsOf({ weight: { value: -1 }, note: null })), ['weight.value']);
+  });
+
+  it('still says what a nullable field of the wrong type should be', () => {
+    const errors = errorsOf({ weight: null, note: 5 });
+    assert.deepEqual(Object.keys(errors), ['note']);
   });
 });
