@@ -12,13 +12,17 @@ const EMPTY_BODY_MESSAGE = 'Request body is empty; send a JSON object';
 export const NOT_JSON_MESSAGE = 'Request body is not valid JSON';
 const PARSE_OPTIONS = { protoAction: 'error', constructorAction: 'error' } as const;
 
-// `application/json`, any case, with at most charset=utf-8 (quoted or not).
-const JSON_MEDIA_TYPE = /^\s*application\/json\s*(;\s*charset\s*=\s*(utf-8|"utf-8")\s*)?$/i;
-
-/** Anything else, malformed or another charset, is a 415. */
-export function isJsonMediaType(header: unknown): boolean {
-  return typeof header === 'string' && JSON_MEDIA_TYPE.test(header);
+/**
+ * Whether a Content-Type is one of `types`, any case, with at most charset=utf-8 (quoted or not).
+ * Anything else, malformed or another charset, is a 415.
+ */
+export function utf8MediaType(types: readonly string[]): (header: unknown) => boolean {
+  const names = types.map((type) => type.replace(/[./+]/g, '\\$&')).join('|');
+  const pattern = new RegExp(`^\\s*(${names})\\s*(;\\s*charset\\s*=\\s*(utf-8|"utf-8")\\s*)?$`, 'i');
+  return (header) => typeof header === 'string' && pattern.test(header);
 }
+
+export const isJsonMediaType = utf8MediaType(['application/json']);
 
 // A lone surrogate or NUL can only arrive as a JSON escape, so only a body with such an escape needs the walk.
 const SUSPECT_ESCAPE = /\\u(0000|[dD][89a-fA-F])/;

@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { KEY_PATTERN } from '../http/write.ts';
 import { ApiError, badRequest, notFound } from '../lib/errors.ts';
+import { utf8MediaType } from '../http/json-body.ts';
 import { receiveImport } from './service.ts';
 import { findImport, IMPORT_NOT_FOUND, listImports, toImport, type ImportRow } from './repository.ts';
 import { resultsStream } from './results.ts';
@@ -9,6 +10,8 @@ import { CreateImportQuery, ImportPage, ImportParams, ImportResponse, ListImport
 
 const tags = ['Imports'];
 const NDJSON_TYPES = ['application/x-ndjson', 'application/jsonl'];
+/** The file is read as UTF-8: another charset is refused, not misread line by line. */
+const isNdjsonMediaType = utf8MediaType(NDJSON_TYPES);
 
 export interface ImportRouteDeps extends RouteDeps {
   clock: () => number;
@@ -63,15 +66,7 @@ export async function importRoutes(app: ApiInstance, deps: ImportRouteDeps): Pro
       },
     },
     async (request, reply) => {
-      const [type, ...parameters] = String(request.headers['content-type'] ?? '')
-        .split(';')
-        .map((part) => part.trim().toLowerCase());
-      // The file is read as UTF-8: a charset that says otherwise is refused, not misread line by line.
-      const charset = parameters
-        .find((p) => p.startsWith('charset='))
-        ?.slice('charset='.length)
-        .replace(/"/g, '');
-      if (!NDJSON_TYPES.includes(type) || (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8'))
+      if (!isNdjsonMediaType(request.headers['content-type']))
         throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/x-ndjson');
       const key = request.headers['idempotency-key'];
       if (key !== undefined && (typeof key !== 'string' || !KEY_PATTERN.test(key)))
