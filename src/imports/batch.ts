@@ -87,8 +87,16 @@ function resultDetail(outcome: Outcome): string | null {
 /** This instance's lease on the import passed and another took it: the write rolls back, and this instance lets go. */
 export class LostLease extends Error {}
 
+/** Lines of a chunk of the file: `texts[from]` up to `texts[to]` (not taken), the first of them line `first`. */
+export interface Lines {
+  texts: string[];
+  from: number;
+  to: number;
+  first: number;
+}
+
 /**
- * Applies lines from `texts[from]` (line `first`) on, in the write `ctx`, until the batch is full
+ * Applies `lines` in order, in the write `ctx`, until the batch is full
  * (`batchFull`) or the run of lines ends; then stores their results and the import's progress, which
  * succeeds only while this instance holds the lease (else LostLease). Blank lines count as done and
  * have no result.
@@ -98,10 +106,7 @@ export async function writeBatch(
   run: BatchRun,
   counts: Counts,
   size: { budget: number; batchMs: number },
-  texts: string[],
-  from: number,
-  to: number,
-  first: number,
+  { texts, from, to, first }: Lines,
 ): Promise<BatchDone> {
   const { imp, applier } = run;
   applier.begin(size.budget);

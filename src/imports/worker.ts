@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
 import type { Scope } from '../businesses/scopes.ts';
-import { batchTime, LostLease, nextBatchLines, writeBatch } from './batch.ts';
+import { batchTime, type Lines, LostLease, nextBatchLines, writeBatch } from './batch.ts';
 import { createStatisticsRefresh } from '../db/statistics.ts';
 import type { Db } from '../db/types.ts';
 import { CLI, type Actor, type WriteRunner } from '../write/runner.ts';
@@ -106,9 +106,9 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
       leaseMs: deps.leaseMs,
     };
     /** One batch of lines, in one write (`writeBatch`): null when this instance no longer holds the import. */
-    const runBatch = (texts: string[], from: number, to: number, first: number) =>
+    const runBatch = (lines: Lines) =>
       writes
-        .run(scope, (ctx) => writeBatch(ctx, run, counts, { budget, batchMs }, texts, from, to, first))
+        .run(scope, (ctx) => writeBatch(ctx, run, counts, { budget, batchMs }, lines))
         .then(
           (batch) => {
             // Committed: the batch's lines count now, and not before.
@@ -138,7 +138,7 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
       const end = chunk ? chunk.line_count : 0;
       let i = chunk ? done + 1 - chunk.first_line : 0;
       do {
-        const batch = await runBatch(texts, i, end, chunk ? chunk.first_line + i : done + 1);
+        const batch = await runBatch({ texts, from: i, to: end, first: chunk ? chunk.first_line + i : done + 1 });
         if (!batch) return;
         statistics.grew(
           batch.line - done,
