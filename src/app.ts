@@ -9,6 +9,7 @@ import type { OpenSnapshot } from './db/snapshot.ts';
 import { apiKeyAuth, createAuthenticator } from './http/auth.ts';
 import { registerConnectionHandling } from './http/connection.ts';
 import { registerTurnGate } from './http/turns.ts';
+import { ArrivingRequests, registerArrivals } from './http/traffic.ts';
 import { registerJsonBody } from './http/json-body.ts';
 import { createErrorHandler } from './http/error-handler.ts';
 import { createRunWrite } from './http/write.ts';
@@ -122,6 +123,7 @@ export async function createApp(deps: AppDeps) {
       lockWaiting: meters.lockWaiting,
       lockWait: meters.lockWait,
     });
+  const arrivals = new ArrivingRequests();
   const background = createBackground({
     db,
     writes,
@@ -132,6 +134,7 @@ export async function createApp(deps: AppDeps) {
     log: app.log,
     registry,
     importLines: meters.importLines,
+    requestsArrive: () => arrivals.arrive(),
   });
   const webhookSecrets = { box, allowPrivateNetworks: config.webhooks.allowPrivateNetworks };
   const routeDeps: RouteDeps = {
@@ -153,6 +156,7 @@ export async function createApp(deps: AppDeps) {
           app.log.warn({ err }, 'audit: a refusal was not recorded'),
         );
       };
+      registerArrivals(api, arrivals, '/api/v1');
       await api.register(apiKeyAuth, { authenticator, rateLimiter, bucket, refused });
       registerReadRouting(api, replicas);
       // The API's own 404 handler, so that its hooks (authentication first) run for unknown paths too.

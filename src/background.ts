@@ -34,6 +34,8 @@ export interface BackgroundDeps {
   log: Parameters<typeof createWebhookWorker>[0]['log'];
   registry: Registry;
   importLines: Counter;
+  /** Whether API requests arrive (src/http/traffic.ts), for the importer's batch time. */
+  requestsArrive: () => boolean;
 }
 
 export interface Background {
@@ -68,6 +70,7 @@ export function createBackground(deps: BackgroundDeps): Background {
     leaseMs: config.imports.leaseMs,
     log,
     lines: deps.importLines,
+    requestsArrive: deps.requestsArrive,
   });
   jobs.addWorker({ name: 'imports', start: importer.start, stop: importer.stop });
   const simulations = createSimulationWorker({ db, writes, clock, log });

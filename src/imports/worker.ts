@@ -26,6 +26,8 @@ export interface ImportWorkerDeps {
   only?: string;
   /** Lines applied by this instance, by outcome (/metrics: their rate is the lines per second). */
   lines?: { inc(labels: { outcome: string }, value: number): void };
+  /** Whether requests arrive at this instance (src/http/traffic.ts): a SQLite batch is then shorter (`batchTime`). */
+  requestsArrive?: () => boolean;
 }
 
 export interface ImportWorker {
@@ -92,9 +94,8 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
       fromStart: imp.lines_done === 0,
       log: deps.log,
     });
-    /** The lines the next batch takes, and its time (`nextBatchLines`). */
+    /** The lines the next batch takes (`nextBatchLines`). */
     let budget = 8;
-    const batchMs = batchTime(db);
 
     const run = {
       imp,
@@ -106,8 +107,9 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
       leaseMs: deps.leaseMs,
     };
     /** One batch of lines, in one write (`writeBatch`): null when this instance no longer holds the import. */
-    const runBatch = (lines: Lines) =>
-      writes
+    const runBatch = (lines: Lines) => {
+      const batchMs = batchTime(db, deps.requestsArrive?.() ?? false);
+      return writes
         .run(scope, (ctx) => writeBatch(ctx, run, counts, { budget, batchMs }, lines))
         .then(
           (batch) => {
@@ -129,6 +131,7 @@ export function createImportWorker(deps: ImportWorkerDeps): ImportWorker {
             throw error;
           },
         );
+    };
 
     let done = imp.lines_done;
     let stopped = false;

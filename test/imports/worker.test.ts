@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { sql } from 'kysely';
 import { loadConfig } from '../../src/config.ts';
+import { batchTime } from '../../src/imports/batch.ts';
 import { createImportWorker } from '../../src/imports/worker.ts';
 import { createWriteRunner, type WriteRunner } from '../../src/write/runner.ts';
 import { describeEachBackend } from '../helpers/context.ts';
@@ -101,6 +102,57 @@ describeEachBackend(
       assert.deepEqual(results, []);
       const items = await ctx().db.selectFrom('items').select('id').where('business_id', '=', t.businessId).execute();
       assert.deepEqual(items, []);
+    });
+
+    it('asks before each batch whether requests arrive, and on SQLite takes half the time while they do', async () => {
+      const t = await ctx().createTenant();
+      const id = await postImport(
+        ctx(),
+        t,
+        Array.from({ length: 30 }, (_, i) => itemLine(`Item ${i}`, `i${i}`)),
+      );
+      const writes = createWriteRunner(ctx().db);
+      let batches = 0;
+      let asked = 0;
+      const counting: WriteRunner = {
+        ...writes,
+        run: (scope, work) => {
+          batches++;
+          return writes.run(scope, work);
+        },
+      };
+      const worker = createImportWorker({
+        db: ctx().db,
+        writes: counting,
+        clock: Date.now,
+        concurrency: 1,
+        leaseMs: 30_000,
+        log: { warn: () => {} },
+        only: id,
+        requestsArrive: () => {
+          asked++;
+          return true;
+        },
+      });
+      worker.start();
+      try {
+        const deadline = Date.now() + 20_000;
+        while (
+          (await ctx().db.selectFrom('imports').select('state').where('id', '=', id).executeTakeFirstOrThrow())
+            .state !== 'COMPLETED'
+        ) {
+          assert.ok(Date.now() < deadline, 'the import finished within 20 s');
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      } finally {
+        await worker.stop();
+      }
+      assert.ok(batches >= 1);
+      assert.equal(asked, batches);
+      assert.deepEqual(
+        [batchTime(ctx().db, false), batchTime(ctx().db, true)],
+        ctx().backend === 'sqlite' ? [5, 2.5] : [12, 12],
+      );
     });
 
     it("checks a resumed import's lines against the results of the lines done before it", async () => {
