@@ -16,6 +16,7 @@ import { nextCounterValue } from '../db/counters.ts';
 import { findOrderRow } from '../orders/repository.ts';
 import { ORDER_NOT_FOUND } from '../orders/service.ts';
 import { findShippedItemsToInvoice } from './shipped-items.ts';
+import { findShipmentRow } from '../fulfilment/shipment-repository.ts';
 import {
   findInvoice,
   findInvoiceRow,
@@ -127,8 +128,8 @@ function invoiceFields(input: UpdateInvoiceInput, storedProperties: unknown): Up
 
 /**
  * Applies a PATCH in the caller's transaction, under the invoice's row lock. Status moves freely;
- * the one rule is that un-voiding must not give the order a second live invoice. The order itself
- * is never touched.
+ * the rules are that un-voiding must not give the order a second live invoice, nor bill a voided
+ * shipment. The order itself is never touched.
  */
 export async function patchInvoice(
   ctx: WriteContext,
@@ -148,6 +149,9 @@ export async function patchInvoice(
     : undefined;
   if (other)
     throw conflict(`The order already has another live invoice (${other.invoice_number}); this one stays VOIDED`);
+  // As a voided shipment cannot be invoiced, its voided invoice cannot bill it again.
+  if (revived && row.shipment_id && (await findShipmentRow(db, businessId, row.shipment_id))?.status === 'VOIDED')
+    throw conflict('The shipment is voided: its invoice stays VOIDED');
 
   const fields = invoiceFields(input, row.properties);
   if (changesNothing(toInvoice(row, []), toInvoice({ ...row, ...fields } as InvoiceRow, []))) return unchanged(before);

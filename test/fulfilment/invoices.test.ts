@@ -49,17 +49,22 @@ describeEachBackend('POST /api/v1/invoices with a shipmentId', (ctx) => {
     });
     assert.equal(foreign.status, 404);
 
-    await ctx().request('PATCH', `/api/v1/invoices/${one.body.id}`, { as: t, body: { status: 'VOIDED' } });
+    const status = (id: string, to: string) =>
+      ctx().request('PATCH', `/api/v1/invoices/${id}`, { as: t, body: { status: to } });
+    // Reviving a voided invoice beside the other shipment's live invoice is allowed; beside a whole-order one it is not.
+    assert.equal((await status(two.body.id, 'VOIDED')).status, 200);
+    assert.equal((await status(two.body.id, 'DRAFT')).status, 200);
+
+    await status(one.body.id, 'VOIDED');
     await ctx().request('DELETE', `/api/v1/shipments/${first.id}`, { as: t });
     const voided = await invoice({ orderId: order.id, shipmentId: first.id });
     assert.equal(voided.status, 409);
     assert.match(voided.body.message, /voided/);
-    // Reviving the voided invoice beside the other shipment's invoice is allowed; beside a whole-order one it is not.
-    const revived = await ctx().request('PATCH', `/api/v1/invoices/${one.body.id}`, {
-      as: t,
-      body: { status: 'DRAFT' },
-    });
-    assert.equal(revived.status, 200);
+    // Nor is the voided shipment billed again by reviving its voided invoice.
+    const revived = await status(one.body.id, 'AUTHORISED');
+    assert.equal(revived.status, 409);
+    assert.equal(revived.body.message, 'The shipment is voided: its invoice stays VOIDED');
+    assert.equal((await ctx().request('GET', `/api/v1/invoices/${one.body.id}`, { as: t })).body.status, 'VOIDED');
 
     const whole = await invoice({ orderId: second.order.id });
     assert.equal(whole.status, 201);
