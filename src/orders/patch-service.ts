@@ -2,7 +2,7 @@ import { changesNothing, endUpdate, unchanged } from '../write/update.ts';
 import { requireSomethingToUpdate } from '../lib/patch.ts';
 import type { Updateable } from 'kysely';
 import type { OrderTable } from './table.ts';
-import { badRequest, notFound, validationError, type FieldErrors } from '../lib/errors.ts';
+import { badRequest, conflict, notFound, validationError, type FieldErrors } from '../lib/errors.ts';
 import { checkVersion, type ExpectedVersions } from '../lib/versions.ts';
 import type { Written, WriteContext } from '../write/runner.ts';
 import { mergeStoredProperties } from '../lib/properties.ts';
@@ -57,6 +57,15 @@ export async function patchOrder(
   const storedIds = new Set(stored.map((i) => i.id));
   const missing = [...new Set([...updates.map((u) => u.id), ...deletes])].filter((itemId) => !storedIds.has(itemId));
   if (missing.length > 0) throw notFound(`Order item(s) not found: ${missing.join(', ')}`);
+  if (deletes.size > 0) {
+    // What shipments hold of a line is decided under the order's row lock, which their writes take first.
+    if (seen) return patchOrder(ctx, id, input, expected);
+    const shipped = stored.filter((i) => deletes.has(i.id) && Number(i.shipped_quantity) > 0).map((i) => i.id);
+    if (shipped.length > 0)
+      throw conflict(
+        `Order item(s) held by shipments cannot be deleted: ${shipped.join(', ')}; void those shipments first`,
+      );
+  }
 
   const entries =
     creates.length === 0

@@ -217,6 +217,28 @@ describeEachBackend('PATCH and DELETE /api/v1/shipments/:id', (ctx) => {
   });
 });
 
+describeEachBackend('PATCH /api/v1/orders/:id beside shipments', (ctx) => {
+  it('refuses (409) to delete a line that shipments not voided hold, so its goods cannot ship twice; once voided, it may go', async () => {
+    const t = await ctx().createTenant();
+    const { order, lines } = await orderOfThree(ctx(), t);
+    const s = await shipOk(ctx(), t, order.id, { lines: [{ orderItemId: lines.a, quantity: 50 }] });
+    const deleted = await patchOrder(ctx(), t, order.id, { deleteOrderItems: [lines.a, lines.b] });
+    assert.equal(deleted.status, 409);
+    assert.equal(
+      deleted.body.message,
+      `Order item(s) held by shipments cannot be deleted: ${lines.a}; void those shipments first`,
+    );
+    const kept = await getOrder(ctx(), t, order.id);
+    assert.deepEqual(
+      kept.body.orderItems.map((i: any) => i.id),
+      [lines.a, lines.b, lines.c],
+    );
+    assert.equal((await patchOrder(ctx(), t, order.id, { deleteOrderItems: [lines.b] })).status, 200);
+    assert.equal((await ctx().request('DELETE', `/api/v1/shipments/${s.id}`, { as: t })).status, 200);
+    assert.equal((await patchOrder(ctx(), t, order.id, { deleteOrderItems: [lines.a] })).status, 200);
+  });
+});
+
 describeEachBackend('GET /api/v1/shipments', (ctx) => {
   it('filters by order, status, createdSince, modifiedSince and properties, and walks cursor pages', async () => {
     const t = await ctx().createTenant();
