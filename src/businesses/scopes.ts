@@ -51,11 +51,22 @@ export function allows(scopes: readonly Scope[] | null, required: Scope): boolea
 }
 
 /**
- * The scope an API operation needs, from its route (`/api/v1/orders/:id`) and method: the area of
- * its first path segment (an order created for a buyer, or by the sandbox's simulated buyer, is an order; the feed, histories and
- * exports are `events`), read for GET and HEAD, write otherwise. Undefined for no API route.
+ * The scopes an API operation needs, from its route (`/api/v1/orders/:id`) and method: that of its
+ * area (`areaScope`); writing webhook endpoints also needs `events:read`, as an endpoint receives
+ * the business's events, which the feed reads. None for no API route.
  */
-export function requiredScope(method: string, route: string | undefined): Scope | undefined {
+export function requiredScopes(method: string, route: string | undefined): Scope[] {
+  const scope = areaScope(method, route);
+  if (!scope) return [];
+  return scope === 'webhooks:write' ? [scope, 'events:read'] : [scope];
+}
+
+/**
+ * The scope of an API operation's area: the area of its first path segment (an order created for a
+ * buyer, or by the sandbox's simulated buyer, is an order; the feed, histories and exports are
+ * `events`), read for GET and HEAD, write otherwise. Undefined for no API route.
+ */
+function areaScope(method: string, route: string | undefined): Scope | undefined {
   const parts = route?.replace(/^\/api\/v1\//, '').split('/');
   if (!parts || parts[0] === '' || !route!.startsWith('/api/v1/')) return undefined;
   const reading = method === 'GET' || method === 'HEAD';

@@ -23,7 +23,7 @@ import { displayPrefix, keyFormat, keyMode, type KeyMode } from '../businesses/k
 import type { FastifyRequest } from 'fastify';
 import type { Refusal } from '../log/audit.ts';
 import { readJson } from '../lib/json.ts';
-import { allows, requiredScope, type Scope } from '../businesses/scopes.ts';
+import { allows, requiredScopes, type Scope } from '../businesses/scopes.ts';
 import { jsonWithoutMargin, marginFieldIn } from '../businesses/margin.ts';
 import { addressAllowed } from '../businesses/allowlist.ts';
 import { NUL_MESSAGE } from './json-body.ts';
@@ -218,8 +218,8 @@ export const apiKeyAuth = fp<ApiGuardOptions>(
         throw refuse(request, forbidden(message), message, key.id);
       }
       // An unknown path is a 404 whatever the key.
-      const needed = requiredScope(request.method, request.routeOptions.url);
-      if (needed && !allows(key.scopes, needed)) {
+      const needed = requiredScopes(request.method, request.routeOptions.url).find((s) => !allows(key.scopes, s));
+      if (needed) {
         const message = `This API key lacks the scope ${needed}`;
         throw refuse(request, forbidden(message), message, key.id);
       }

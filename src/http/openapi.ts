@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { nameComponents } from './openapi-components.ts';
 import { errorExample, HEADERS, SECURITY_SCHEMES } from './openapi-shared.ts';
-import { requiredScope } from '../businesses/scopes.ts';
+import { requiredScopes } from '../businesses/scopes.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -171,8 +171,9 @@ export function openapiOptions(): FastifyDynamicSwaggerOptions {
           if (extensions.has(`${method} ${path}`)) operation['x-supplyline-extension'] = true;
           if (sandboxOnly.has(`${method} ${path}`)) operation['x-supplyline-sandbox-only'] = true;
           // OpenAPI 3.1 allows scopes (roles) for any scheme.
-          const scope = requiredScope(method.toUpperCase(), path.replace(/\{(\w+)\}/g, ':$1'));
-          if (scope) operation.security = [{ BusinessId: [], ApiKey: [scope] }];
+          const scopes = requiredScopes(method.toUpperCase(), path.replace(/\{(\w+)\}/g, ':$1'));
+          const scope = scopes[0];
+          if (scope) operation.security = [{ BusinessId: [], ApiKey: scopes }];
           decorateResponses(
             operation,
             method,

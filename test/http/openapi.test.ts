@@ -70,7 +70,12 @@ describeEachBackend('GET /openapi.json', (ctx) => {
         assert.ok(!headers.includes('x-business-id') && !headers.includes('x-api-key'), `${method} ${path}`);
         // The document's credentials, with the scope of the key the operation needs (test/http/scopes.test.ts).
         assert.deepEqual(Object.keys(op.security?.[0] ?? {}), ['BusinessId', 'ApiKey'], `${method} ${path}`);
-        assert.equal(op.security[0].ApiKey.length, 1, `${method} ${path}`);
+        // One scope; writing webhook endpoints, two (they receive the events).
+        assert.equal(
+          op.security[0].ApiKey.length,
+          path.startsWith('/api/v1/webhook-endpoints') && method !== 'get' ? 2 : 1,
+          `${method} ${path}`,
+        );
         if (method === 'post' || method === 'patch')
           assert.ok(headers.includes('idempotency-key'), `${method} ${path}`);
         assert.ok(op.responses['401'] && op.responses['429'] && op.responses['500'], `${method} ${path}`);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { AREAS, requiredScope, SCOPES, type Scope } from '../../src/businesses/scopes.ts';
+import { AREAS, requiredScopes, SCOPES, type Scope } from '../../src/businesses/scopes.ts';
 import { describeEachBackend } from '../helpers/context.ts';
 
 /**
@@ -28,14 +28,15 @@ describeEachBackend('API key scopes', (ctx) => {
       for (const [method, op] of Object.entries<any>(ops)) {
         operations++;
         owner = op['x-supplyline-sandbox-only'] === true ? sandbox : live;
-        const declared: string = op.security?.[0]?.ApiKey?.[0];
+        const declared: Scope[] = op.security?.[0]?.ApiKey ?? [];
         const route = path.replace(/\{(\w+)\}/g, ':$1');
-        assert.equal(
+        assert.deepEqual(
           declared,
-          requiredScope(method.toUpperCase(), route),
-          `${method} ${path} declares the scope it needs`,
+          requiredScopes(method.toUpperCase(), route),
+          `${method} ${path} declares the scopes it needs`,
         );
-        const [area, level] = declared.split(':');
+        const [main, ...also] = declared;
+        const [area, level] = main.split(':');
         const url = path.replace(/\{(\w+)\}/g, 'x_missing');
         const call = async (scopes: Scope[] | null) => {
           const as = scopes === null ? owner : await keyFor(scopes);
@@ -44,17 +45,22 @@ describeEachBackend('API key scopes', (ctx) => {
             body: method === 'get' || method === 'delete' ? undefined : {},
           });
         };
-        const other = AREAS.find((a) => a !== area)!;
-        const cases: Array<[Scope[] | null, boolean]> = [
+        const other = AREAS.find((a) => a !== area && !also.some((s) => s.startsWith(`${a}:`)))!;
+        // [the key's scopes, passes, the scope the 403 names]
+        const cases: Array<[Scope[] | null, boolean, Scope?]> = [
           [null, true],
-          [[declared as Scope], true],
+          [declared, true],
           ...(SCOPES.includes(`${area}:write` as Scope)
-            ? [[[`${area}:write` as Scope], true] as [Scope[], boolean]]
+            ? [[[`${area}:write` as Scope, ...also], true] as [Scope[], boolean]]
             : []),
-          [[`${other}:write` as Scope], false],
-          ...(level === 'write' ? [[[`${area}:read` as Scope], false] as [Scope[], boolean]] : []),
+          [[`${other}:write` as Scope, ...also], false, main],
+          ...(level === 'write'
+            ? [[[`${area}:read` as Scope, ...also], false, main] as [Scope[], boolean, Scope]]
+            : []),
+          // Each further scope is needed too: without it, the 403 names it.
+          ...also.map((s) => [[main], false, s] as [Scope[], boolean, Scope]),
         ];
-        for (const [scopes, passes] of cases) {
+        for (const [scopes, passes, named] of cases) {
           const res = await call(scopes);
           const label = `${method.toUpperCase()} ${path} with ${scopes ? scopes.join(',') : 'every scope'}: ${res.status} ${String(JSON.stringify(res.body)).slice(0, 200)}`;
           if (passes) assert.notEqual(res.status, 403, label);
@@ -62,7 +68,7 @@ describeEachBackend('API key scopes', (ctx) => {
             assert.equal(res.status, 403, label);
             assert.deepEqual(
               [res.body.errorCode, res.body.message],
-              ['FORBIDDEN', `This API key lacks the scope ${declared}`],
+              ['FORBIDDEN', `This API key lacks the scope ${named}`],
               label,
             );
           }
@@ -70,6 +76,13 @@ describeEachBackend('API key scopes', (ctx) => {
       }
     }
     assert.ok(operations >= 40, `${operations} operations`);
+  });
+
+  it('lets only a key that may read the events write webhook endpoints: an endpoint receives them', () => {
+    assert.deepEqual(requiredScopes('POST', '/api/v1/webhook-endpoints'), ['webhooks:write', 'events:read']);
+    assert.deepEqual(requiredScopes('POST', '/api/v1/webhook-endpoints/:id/replay'), ['webhooks:write', 'events:read']);
+    assert.deepEqual(requiredScopes('GET', '/api/v1/webhook-endpoints/:id/deliveries'), ['webhooks:read']);
+    assert.deepEqual(requiredScopes('GET', '/health'), []);
   });
 
   it("keeps a rotated key's scopes and expiry, never extends the old key's life, and refuses an unknown scope at the CLI", async () => {
