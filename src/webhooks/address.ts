@@ -5,12 +5,17 @@ import ipaddr from 'ipaddr.js';
 /**
  * Whether a webhook may reach an address without WEBHOOK_ALLOW_PRIVATE_NETWORKS: only ipaddr.js's
  * `unicast` range (every private and reserved range taken out); IPv4-mapped IPv6 judged as IPv4.
+ * IPv4-compatible IPv6 (`::/96`, deprecated since 2006; ipaddr.js calls it unicast) is refused:
+ * `::7f00:1` is 127.0.0.1 to some stacks.
  */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
   let parsed = ipaddr.parse(address);
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress())
-    parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  if (parsed.kind() === 'ipv6') {
+    const v6 = parsed as ipaddr.IPv6;
+    if (v6.isIPv4MappedAddress()) parsed = v6.toIPv4Address();
+    else if (v6.parts.slice(0, 6).every((part) => part === 0)) return false;
+  }
   return parsed.range() === 'unicast';
 }
 

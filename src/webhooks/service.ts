@@ -30,6 +30,9 @@ function checkUrl(raw: string, settings: WebhookSettings): void {
   } catch {
     throw validationError({ url: 'Must be an absolute URL' });
   }
+  // `https:host` parses as https://host/; what is stored and shown is what was sent, so it is spelt out.
+  if (!/^https?:\/\//i.test(raw)) throw validationError({ url: 'Must be an absolute URL (https://host/path)' });
+  if (url.port === '0') throw validationError({ url: 'Must not name port 0' });
   const schemes = settings.allowPrivateNetworks ? ['https:', 'http:'] : ['https:'];
   if (!schemes.includes(url.protocol))
     throw validationError({

@@ -41,6 +41,11 @@ describe('webhook addresses', () => {
       '::ffff:10.1.2.3',
       '::ffff:169.254.169.254',
       '::ffff:7f00:1',
+      // IPv4-compatible IPv6 (::/96, deprecated): judged as the IPv4 address it holds, and refused whole.
+      '::7f00:1',
+      '::127.0.0.1',
+      '::a00:1',
+      '::808:808',
       'not an address',
     ];
     for (const address of refused) assert.equal(isPublicAddress(address), false, address);
@@ -97,7 +102,10 @@ describeEachBackend(
         'https://[::1]/hook',
         'https://10.0.0.7/hook',
         'https://169.254.169.254/latest',
+        'https://[::7f00:1]/hook',
         'http://hooks.example.com/',
+        'https://hooks.example.com:0/',
+        'https:hooks.example.com',
       ]) {
         const res = await ctx().request('POST', '/api/v1/webhook-endpoints', { as: t, body: { url } });
         assert.equal(res.status, 400, url);
