@@ -88,7 +88,9 @@ function isCrossSite(request: FastifyRequest): boolean {
 export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   const { db, clock } = deps;
   // Sign-in attempts are throttled per account and per address, across instances when they share Redis.
-  const perAccount = deps.buckets({ ratePerSecond: 5 / 60, burst: 5 }, 'sign-in-account');
+  // An account's guesses from one address, and from all of them (decision 0032).
+  const perAccountAddress = deps.buckets({ ratePerSecond: 5 / 60, burst: 5 }, 'sign-in-account-address');
+  const perAccount = deps.buckets({ ratePerSecond: 30 / 60, burst: 30 }, 'sign-in-account');
   const perAddress = deps.buckets({ ratePerSecond: 20 / 60, burst: 20 }, 'sign-in-address');
 
   // Pages, not API operations: none is in /openapi.json.
@@ -217,12 +219,23 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
       .trim()
       .toLowerCase()
       .slice(0, 320);
-    // Only attempts the address's budget let through charge the account's, so a stranger refused
-    // by address cannot lock someone else's account.
-    const address = await perAddress.take(request.ip);
-    const account = address.allowed ? await perAccount.take(email) : address;
-    if (!account.allowed || !address.allowed) {
-      reply.header('retry-after', String(Math.max(account.retryAfterSeconds, address.retryAfterSeconds)));
+    // Each budget is charged only when the one before it let the attempt through: a stranger's
+    // guesses spend the account's budget at their own address, and of the account's whole budget
+    // no more than one address's share, so they cannot lock its owner out elsewhere.
+    let refused: { allowed: boolean; retryAfterSeconds: number } | undefined;
+    for (const [bucket, key] of [
+      [perAddress, request.ip],
+      [perAccountAddress, `${email} ${request.ip}`],
+      [perAccount, email],
+    ] as const) {
+      const taken = await bucket.take(key);
+      if (!taken.allowed) {
+        refused = taken;
+        break;
+      }
+    }
+    if (refused) {
+      reply.header('retry-after', String(refused.retryAfterSeconds));
       return page(reply.code(429), 'sign-in.eta', null, {
         title: 'Sign in',
         email,

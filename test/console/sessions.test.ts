@@ -152,6 +152,31 @@ describeEachBackend(
       }
     });
 
+    it("throttles an account's guesses per address, so a stranger's guesses do not lock its owner out; many addresses together are throttled too", async () => {
+      const t = await ctx().createTenant();
+      const victim = await addUser(ctx(), t, 'admin', `locked-${ctx().backend}@example.com`);
+      const stranger = ctx().backend === 'sqlite' ? '10.21.0.1' : '10.22.0.1';
+      frozenAt = Date.now() + offsetMs;
+      try {
+        // Five a minute per account and address: the sixth guess from the stranger's address is refused...
+        for (let i = 0; i < 5; i++)
+          assert.equal((await signIn(ctx(), victim.email, 'guess', {}, stranger)).status, 401);
+        assert.equal((await signIn(ctx(), victim.email, 'guess', {}, stranger)).status, 429);
+        // ...and the owner, elsewhere, signs in.
+        assert.equal((await signIn(ctx(), victim.email, victim.password, {}, '10.23.0.9')).status, 303);
+        // 30 a minute per account from every address together: guesses spread over many addresses meet it.
+        let refusedAt = -1;
+        for (let i = 0; i < 40 && refusedAt < 0; i++) {
+          const { status } = await signIn(ctx(), victim.email, 'guess', {}, `10.24.${i}.1`);
+          if (status === 429) refusedAt = i;
+        }
+        // 5 guesses and a sign-in already spent 6 of the 30.
+        assert.equal(refusedAt, 24);
+      } finally {
+        frozenAt = null;
+      }
+    });
+
     it('answers 400, never 500, to NUL in a form or an address, and ignores a repeated query parameter', async () => {
       const nul = await ctx().app.inject({
         method: 'POST',
