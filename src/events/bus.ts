@@ -20,9 +20,16 @@ export class EventBus {
   readonly #listeners = new Set<(businessId: string | null) => void>();
 
   readonly maxWaiters: number;
+  /**
+   * One business's share of them: each sandbox is a business of its own, so a live business and
+   * its sandboxes (SANDBOXES_PER_BUSINESS, 10) hold at most 5,500 of the 10,000, and the others'
+   * long polls still wait.
+   */
+  readonly maxPerBusiness: number;
 
-  constructor(maxWaiters = 10_000) {
+  constructor(maxWaiters = 10_000, maxPerBusiness = 500) {
     this.maxWaiters = maxWaiters;
+    this.maxPerBusiness = maxPerBusiness;
   }
 
   get waiting(): number {
@@ -62,7 +69,7 @@ export class EventBus {
   /**
    * Subscribe before reading, so a commit in between still wakes the caller. Resolves on the next
    * matching notification, after `ms`, on abort, `cancel()` or close; `ready` is false when
-   * waiting is not possible (closed, or too many waiters).
+   * waiting is not possible (closed, or too many waiters, in all or of the business).
    */
   subscribe(
     businessId: string,
@@ -70,9 +77,14 @@ export class EventBus {
     signal?: AbortSignal,
     takes?: (event: EventHead) => boolean,
   ): { ready: boolean; woken: Promise<void>; cancel: () => void } {
-    if (this.#closed || this.#count >= this.maxWaiters || signal?.aborted)
-      return { ready: false, woken: Promise.resolve(), cancel: () => {} };
     let waiters = this.#waiters.get(businessId);
+    if (
+      this.#closed ||
+      this.#count >= this.maxWaiters ||
+      (waiters?.size ?? 0) >= this.maxPerBusiness ||
+      signal?.aborted
+    )
+      return { ready: false, woken: Promise.resolve(), cancel: () => {} };
     if (!waiters) this.#waiters.set(businessId, (waiters = new Set()));
     const set = waiters;
     this.#count++;

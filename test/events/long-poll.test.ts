@@ -41,6 +41,21 @@ describe('the event bus wakes a filtered long poll only for a commit it would an
     assert.equal(bus.waiting, 0);
   });
 
+  it("holds at most maxPerBusiness waiters of one business, so one tenant's long polls cannot use up another's", async () => {
+    const bus = new EventBus(10, 3);
+    const flood = Array.from({ length: 5 }, () => bus.subscribe('biz_1', 5_000));
+    assert.deepEqual(
+      flood.map((w) => w.ready),
+      [true, true, true, false, false],
+    );
+    const other = bus.subscribe('biz_2', 5_000);
+    assert.equal(other.ready, true, 'another business still waits');
+    assert.equal(bus.waiting, 4);
+    flood[0].cancel();
+    assert.equal(bus.subscribe('biz_1', 5_000).ready, true, 'a place freed is taken again');
+    bus.close();
+  });
+
   it("hears a detailed notification, skips its bare twin, and wakes everyone on an earlier release's bare one", async () => {
     const bus = new EventBus();
     const heard: Array<string | null> = [];
