@@ -60,7 +60,8 @@ interface Operation {
    */
   keyed?: {
     properties(data: any): unknown;
-    matching(db: Db, businessId: string, property: PropertyFilter): Promise<string[]>;
+    /** Records of a fulfilment line's own order only: a shipment is matched among its order's. */
+    matching(db: Db, businessId: string, property: PropertyFilter, line: ParsedLine): Promise<string[]>;
   };
 }
 
@@ -228,7 +229,8 @@ const OPERATIONS: Record<ResourceName, Operation> = {
     },
     keyed: {
       properties: (data) => data.properties,
-      matching: async (db, businessId, property) => ids(await listShipments(db, businessId, { ...firstTwo, property })),
+      matching: async (db, businessId, property, line) =>
+        ids(await listShipments(db, businessId, { ...firstTwo, property, orderId: orderOf(line) })),
     },
   },
 };
@@ -325,7 +327,7 @@ export async function applyLine(ctx: WriteContext, line: ParsedLine): Promise<Ap
   const found =
     'handle' in key
       ? [await findItemIdByHandle(ctx.trx, ctx.businessId, key.handle)].filter((id) => id !== undefined)
-      : await operation.keyed!.matching(ctx.trx, ctx.businessId, key.property);
+      : await operation.keyed!.matching(ctx.trx, ctx.businessId, key.property, line);
   if (found.length > 1)
     throw conflict(
       `More than one ${line.resource.replace('_', ' ')} has ${line.match} ` +

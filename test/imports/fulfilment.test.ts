@@ -187,6 +187,33 @@ describeEachBackend('bulk import of acknowledgements and shipments', (ctx) => {
     assert.equal((await acknowledge(ctx(), other, order.id, {})).status, 404);
   });
 
+  it("matches an upserted shipment among its own order's shipments only, not another order's with the same ASN", async () => {
+    const t = await ctx().createTenant();
+    const one = await orderOfThree(ctx(), t);
+    const two = await orderOfThree(ctx(), t);
+    const first = await ship(ctx(), t, one.order.id, {
+      properties: { asn: 'ASN-9' },
+      lines: [{ orderItemId: one.lines.a, quantity: 5 }],
+    });
+    assert.equal(first.status, 201);
+    const { byLine } = await imported(ctx(), t, [
+      {
+        op: 'upsert',
+        resource: 'shipment',
+        orderId: two.order.id,
+        match: 'properties.asn',
+        data: { properties: { asn: 'ASN-9' }, lines: [{ orderItemId: two.lines.a, quantity: 1 }] },
+      },
+    ]);
+    assert.equal(byLine.get(1).outcome, 'created', JSON.stringify(byLine.get(1)));
+    assert.notEqual(byLine.get(1).id, first.body.id);
+    const shipped = await ctx().request('GET', `/api/v1/orders/${two.order.id}/shipments`, { as: t });
+    assert.deepEqual(
+      shipped.body.items.map((s: any) => s.lines),
+      [[{ orderItemId: two.lines.a, quantity: 1 }]],
+    );
+  });
+
   it('checks the lines in a dry run and writes nothing, and needs fulfilment:write', async () => {
     const t = await ctx().createTenant();
     const { order, lines } = await orderOfThree(ctx(), t);
