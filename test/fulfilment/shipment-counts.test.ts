@@ -7,6 +7,7 @@ import { rebuildShippedQuantities } from '../../src/fulfilment/shipped-quantitie
 import type { Database } from '../../src/db/types.ts';
 import { describeEachBackend } from '../helpers/context.ts';
 import { orderOfThree, ship } from './helpers.ts';
+import { createFixture, createOrder } from '../helpers/orders.ts';
 
 let now = Date.parse('2030-03-01T20:00:00.000Z');
 const clock = () => now;
@@ -114,6 +115,41 @@ describeEachBackend(
             assert.equal(await total(q.filter(Boolean).join('&')), expected.length, q.join(' '));
           }
       }
+    });
+
+    it('rebuild fractional shipped quantities exactly, as decimals, on SQLite too', async () => {
+      const t = await ctx().createTenant();
+      const f = await createFixture(ctx(), t);
+      const order = await createOrder(ctx(), t, f, {
+        orderItems: [
+          { itemVariantId: f.variantIds[0], quantity: 0.8 },
+          { itemVariantId: f.variantIds[1], quantity: 123456.654321 },
+        ],
+      });
+      const [kg, big] = order.orderItems.map((i: { id: string }) => i.id);
+      for (const lines of [
+        [{ orderItemId: kg, quantity: 0.1 }],
+        [
+          { orderItemId: kg, quantity: 0.7 },
+          { orderItemId: big, quantity: 0.000001 },
+        ],
+        [{ orderItemId: big, quantity: 123456.65432 }],
+      ])
+        assert.equal((await ship(ctx(), t, order.id, { lines })).status, 201);
+      const stored = () =>
+        ctx()
+          .db.selectFrom('order_items')
+          .select(['id', 'shipped_quantity'])
+          .where('order_id', '=', order.id)
+          .orderBy('line_number')
+          .execute();
+      const maintained = await stored();
+      assert.deepEqual(
+        maintained.map((l) => l.shipped_quantity),
+        ['0.8', '123456.654321'],
+      );
+      await rebuildShippedQuantities(ctx().db, t.businessId);
+      assert.deepEqual(await stored(), maintained);
     });
   },
   { clock },
