@@ -336,6 +336,13 @@ describeEachBackend('PATCH /api/v1/orders/:id', (ctx) => {
       200,
     );
     assert.equal((await patchOrder(ctx(), t, order.id, { order: { notes: 'four' } }, { 'if-match': '*' })).status, 200);
+    // An If-Match that is no entity tag is a malformed request, not a changed order.
+    for (const header of ['garbage', '3', '"3', '"3", x']) {
+      const bad = await patchOrder(ctx(), t, order.id, { order: { notes: 'five' } }, { 'if-match': header });
+      assert.equal(bad.status, 400, header);
+      assert.equal(bad.body.message, 'If-Match must be entity tags as ETag gives them ("3"), or *', header);
+    }
+    assert.equal((await getOrder(ctx(), t, order.id)).body.notes, 'four');
   });
 
   it('serialises concurrent PATCHes: 20 concurrent property merges all land', async () => {
