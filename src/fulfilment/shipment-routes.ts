@@ -141,7 +141,7 @@ export async function shipmentRoutes(app: ApiInstance, { db, runWrite, cursors, 
         }),
         response: {
           200: ShipmentResponse,
-          409: ref('The shipment is voided, or the Idempotency-Key is in use'),
+          409: ref('The shipment is voided, or its order was deleted, or the Idempotency-Key is in use'),
           412: ref('If-Match named a version that is no longer current; nothing was changed'),
         },
       },
@@ -170,7 +170,10 @@ export async function shipmentRoutes(app: ApiInstance, { db, runWrite, cursors, 
           'The shipment stays, with status VOIDED. The order keeps its status (set it with a PATCH of the order). ' +
           'Voiding a voided shipment answers it unchanged.',
         params: ShipmentParams,
-        response: { 200: ShipmentResponse },
+        response: {
+          200: ShipmentResponse,
+          409: ref("The shipment's order was deleted: its shipments no longer change"),
+        },
       },
     },
     (request, reply) =>

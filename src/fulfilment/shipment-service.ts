@@ -102,12 +102,15 @@ function shipmentFields(input: UpdateShipmentInput, stored: unknown, now: string
   };
 }
 
-/** Locks the shipment's order, then the shipment: the order first, as every write of its lines does. */
+/**
+ * Locks the shipment's order, then the shipment: the order first, as every write of its lines does.
+ * A deleted order's shipments stay readable, as history, and change no more (409).
+ */
 async function lockShipment(ctx: WriteContext, id: string) {
   const peek = await findShipmentRow(ctx.trx, ctx.businessId, id);
   if (!peek) throw notFound(SHIPMENT_NOT_FOUND);
   const order = await findOrderRowWithItems(ctx.trx, ctx.businessId, peek.order_id, true);
-  if (!order) throw notFound(SHIPMENT_NOT_FOUND);
+  if (!order) throw conflict("The shipment's order was deleted: its shipments no longer change");
   const row = (await findShipmentRow(ctx.trx, ctx.businessId, id, true))!;
   return { order, row };
 }

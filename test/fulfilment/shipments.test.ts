@@ -308,4 +308,25 @@ describeEachBackend("An order's acknowledgements and shipments", (ctx) => {
       assert.deepEqual([res.status, res.body.error], [404, 'Order not found'], list);
     }
   });
+
+  it("keeps a deleted order's shipments readable, as history, and refuses their changes with 409 saying why", async () => {
+    const t = await ctx().createTenant();
+    const { order, lines } = await orderOfThree(ctx(), t);
+    const s = await shipOk(ctx(), t, order.id, { lines: [{ orderItemId: lines.a, quantity: 1 }] });
+    assert.equal((await ctx().request('DELETE', `/api/v1/orders/${order.id}`, { as: t })).status, 204);
+    const url = `/api/v1/shipments/${s.id}`;
+    assert.equal((await ctx().request('GET', url, { as: t })).status, 200);
+    for (const [method, body] of [
+      ['PATCH', { status: 'DELIVERED' }],
+      ['DELETE', undefined],
+    ] as const) {
+      const res = await ctx().request(method, url, { as: t, body });
+      assert.deepEqual(
+        [res.status, res.body.message],
+        [409, "The shipment's order was deleted: its shipments no longer change"],
+        method,
+      );
+    }
+    assert.equal((await ctx().request('GET', url, { as: t })).body.version, s.version);
+  });
 });

@@ -10273,6 +10273,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description The shipment's order was deleted: its shipments no longer change */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "IDEMPOTENCY_KEY_IN_USE",
+                     *       "message": "A request with this Idempotency-Key is still being processed",
+                     *       "error": "A request with this Idempotency-Key is still being processed",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Body larger than the limit */
             413: {
                 headers: {
@@ -10510,7 +10530,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description The shipment is voided, or the Idempotency-Key is in use */
+            /** @description The shipment is voided, or its order was deleted, or the Idempotency-Key is in use */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
