@@ -10,10 +10,11 @@ import type { Shipment } from './shipment-schema.ts';
 
 type Follows = { status: string; shipped_at: string; delivered_at: string | null } | null;
 
-/** The order's shipments not voided, summed up: how many, how many delivered, the latest times. */
+/** The order's shipments not voided, summed up: how many, how many delivered and returned, the latest times. */
 interface LiveShipments {
   count: number;
   delivered: number;
+  returned: number;
   shippedAt: string | null;
   deliveredAt: string | null;
 }
@@ -40,7 +41,8 @@ function everyLineShipped({ shippable, shipped }: ShipmentsView): boolean {
 /**
  * What the order's status, shippedAt and deliveredAt are by its shipments: once every line that may
  * ship has shipped, IN_TRANSIT with the latest shipment's shippedAt; DELIVERED when every one of
- * them is delivered too. Null while lines are left to ship: shipments then say nothing of the order.
+ * them is delivered or returned, some delivered; RETURNED when every one is returned. Null while
+ * lines are left to ship: shipments then say nothing of the order.
  */
 function followedBy(view: ShipmentsView, others: LiveShipments): Follows {
   if (!everyLineShipped(view)) return null;
@@ -49,14 +51,16 @@ function followedBy(view: ShipmentsView, others: LiveShipments): Follows {
     ? {
         count: others.count + 1,
         delivered: others.delivered + (one.status === 'DELIVERED' ? 1 : 0),
+        returned: others.returned + (one.status === 'RETURNED' ? 1 : 0),
         shippedAt: later(others.shippedAt, one.shippedAt),
         deliveredAt: later(others.deliveredAt, one.deliveredAt),
       }
     : others;
   if (live.count === 0) return null;
-  const delivered = live.delivered === live.count;
+  const returned = live.returned === live.count;
+  const delivered = !returned && live.delivered + live.returned === live.count;
   return {
-    status: delivered ? 'DELIVERED' : 'IN_TRANSIT',
+    status: returned ? 'RETURNED' : delivered ? 'DELIVERED' : 'IN_TRANSIT',
     shipped_at: live.shippedAt!,
     delivered_at: delivered ? live.deliveredAt : null,
   };
@@ -69,6 +73,7 @@ async function otherLiveShipments(db: Db, businessId: string, orderId: string, e
     .select([
       sql<number | string>`count(*)`.as('count'),
       sql<number | string | null>`sum(case when status = 'DELIVERED' then 1 else 0 end)`.as('delivered'),
+      sql<number | string | null>`sum(case when status = 'RETURNED' then 1 else 0 end)`.as('returned'),
       sql<Date | string | null>`max(shipped_at)`.as('shipped_at'),
       sql<Date | string | null>`max(delivered_at)`.as('delivered_at'),
     ])
@@ -80,6 +85,7 @@ async function otherLiveShipments(db: Db, businessId: string, orderId: string, e
   return {
     count: Number(row.count),
     delivered: Number(row.delivered ?? 0),
+    returned: Number(row.returned ?? 0),
     shippedAt: toIso(row.shipped_at),
     deliveredAt: toIso(row.delivered_at),
   };

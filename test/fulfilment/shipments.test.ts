@@ -217,6 +217,32 @@ describeEachBackend('PATCH and DELETE /api/v1/shipments/:id', (ctx) => {
   });
 });
 
+describeEachBackend('An order whose shipments came back', (ctx) => {
+  it('is RETURNED when every shipment not voided is, DELIVERED when the others were delivered, never back IN_TRANSIT', async () => {
+    const t = await ctx().createTenant();
+    const { order, lines } = await orderOfThree(ctx(), t);
+    const one = await shipOk(ctx(), t, order.id, {
+      lines: [
+        { orderItemId: lines.a, quantity: 50 },
+        { orderItemId: lines.b, quantity: 10 },
+      ],
+    });
+    const two = await shipOk(ctx(), t, order.id, { lines: [{ orderItemId: lines.c, quantity: 4 }] });
+    const set = (id: string, status: string) =>
+      ctx().request('PATCH', `/api/v1/shipments/${id}`, { as: t, body: { status } });
+    const orderStatus = async () => (await getOrder(ctx(), t, order.id)).body.status;
+    await set(one.id, 'DELIVERED');
+    await set(two.id, 'DELIVERED');
+    assert.equal(await orderStatus(), 'DELIVERED');
+    await set(two.id, 'RETURNED');
+    assert.equal(await orderStatus(), 'DELIVERED', 'one delivered, one returned');
+    await set(one.id, 'RETURNED');
+    assert.equal(await orderStatus(), 'RETURNED');
+    await set(two.id, 'IN_TRANSIT');
+    assert.equal(await orderStatus(), 'IN_TRANSIT', 'a shipment on its way again');
+  });
+});
+
 describeEachBackend('PATCH /api/v1/orders/:id beside shipments', (ctx) => {
   it('refuses (409) to delete a line that shipments not voided hold, so its goods cannot ship twice; once voided, it may go', async () => {
     const t = await ctx().createTenant();
