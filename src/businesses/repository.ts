@@ -70,14 +70,33 @@ export async function setAllowedCidrs(
 }
 
 /** A rotation's grace; an earlier expiry is kept. */
-export async function expireApiKey(db: Db, businessId: string, keyId: string, at: string): Promise<void> {
-  await db
+/** Marks a key rotated to `successor` and refused from `at`. False when it was rotated already. */
+export async function retireRotatedKey(
+  db: Db,
+  businessId: string,
+  keyId: string,
+  successor: string,
+  at: string,
+): Promise<boolean> {
+  const { numUpdatedRows } = await db
     .updateTable('api_keys')
-    .set({ expires_at: at })
+    .set({ rotated_to: successor, expires_at: at })
     .where('business_id', '=', businessId)
     .where('id', '=', keyId)
-    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', at)]))
-    .execute();
+    .where('rotated_to', 'is', null)
+    .executeTakeFirst();
+  return numUpdatedRows > 0n;
+}
+
+/** The key that replaced a rotated key; null if it was never rotated. */
+export async function successorOf(db: Db, businessId: string, keyId: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('api_keys')
+    .select('rotated_to')
+    .where('business_id', '=', businessId)
+    .where('id', '=', keyId)
+    .executeTakeFirst();
+  return row?.rotated_to ?? null;
 }
 
 export interface CreatedBusiness extends CreatedKey {

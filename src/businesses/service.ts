@@ -1,8 +1,10 @@
 import { createdEvent, namedEvent, updatedEvent } from '../log/events.ts';
 import { newId } from '../lib/ids.ts';
+import { conflict } from '../lib/errors.ts';
 import { SYSTEM, type Actor, type WriteContext, type WriteRunner } from '../write/runner.ts';
 import {
-  expireApiKey,
+  retireRotatedKey,
+  successorOf,
   insertApiKey,
   insertBusiness,
   listApiKeys,
@@ -46,6 +48,9 @@ export async function createApiKey(
 export async function rotateApiKey(ctx: WriteContext, keyId: string, graceSeconds: number): Promise<CreatedKey | null> {
   const before = await keyObject(ctx, keyId);
   if (!before || before.revokedAt !== null || (before.expiresAt !== null && before.expiresAt <= ctx.now)) return null;
+  // Rotated once already, its expiry is its grace's end: a second successor would inherit that.
+  const rotated = await successorOf(ctx.trx, ctx.businessId, keyId);
+  if (rotated) throw conflict(`This key was already rotated: rotate its successor (${rotated}) instead`);
   const created = await createApiKey(ctx, {
     name: before.name,
     scopes: before.scopes,
@@ -53,12 +58,10 @@ export async function rotateApiKey(ctx: WriteContext, keyId: string, graceSecond
     allowedCidrs: before.allowedCidrs,
   });
   const graceEnds = new Date(new Date(ctx.now).getTime() + graceSeconds * 1000).toISOString();
-  await expireApiKey(
-    ctx.trx,
-    ctx.businessId,
-    keyId,
-    before.expiresAt !== null && before.expiresAt < graceEnds ? before.expiresAt : graceEnds,
-  );
+  // Never later than the key would have expired anyway.
+  const until = before.expiresAt !== null && before.expiresAt < graceEnds ? before.expiresAt : graceEnds;
+  if (!(await retireRotatedKey(ctx.trx, ctx.businessId, keyId, created.keyId, until)))
+    throw conflict('This key was rotated meanwhile: rotate its successor instead');
   ctx.emit(updatedEvent('api_key', before, await keyObject(ctx, keyId)));
   return created;
 }

@@ -28,6 +28,8 @@ export interface ApiKeyTable {
   scopes: string | null;
   /** JSON array of CIDRs; null: anywhere. */
   allowed_cidrs: string | null;
+  /** The key that replaced this one when it was rotated; null: never rotated (migration 0046). */
+  rotated_to: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface BusinessCounterTable {

@@ -116,5 +116,21 @@ describeEachBackend('API key scopes', (ctx) => {
     const listed = await listApiKeys(ctx().db, owner.businessId);
     assert.equal(listed.find((k) => k.id === next!.keyId)!.expiresAt, inAnHour);
     assert.equal(listed.find((k) => k.id === expiring.keyId)!.expiresAt, inAnHour);
+
+    // Rotating a key again in its grace (a form sent twice) would make a second successor that
+    // expires when the grace ends: it is refused, naming the successor to rotate instead.
+    const lasting = await runner.run({ businessId: owner.businessId, actor: SYSTEM }, (c) => createApiKey(c, {}));
+    const successor = await runner.run({ businessId: owner.businessId, actor: SYSTEM }, (c) =>
+      rotateApiKey(c, lasting.keyId, 3_600),
+    );
+    await assert.rejects(
+      runner.run({ businessId: owner.businessId, actor: SYSTEM }, (c) => rotateApiKey(c, lasting.keyId, 3_600)),
+      (error: any) =>
+        error.status === 409 &&
+        error.message === `This key was already rotated: rotate its successor (${successor!.keyId}) instead`,
+    );
+    const after = await listApiKeys(ctx().db, owner.businessId);
+    assert.equal(after.length, listed.length + 2, 'one successor only');
+    assert.equal(after.find((k) => k.id === successor!.keyId)!.expiresAt, null);
   });
 });
