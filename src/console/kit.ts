@@ -1,3 +1,4 @@
+import { unknownEventType } from '../events/schema.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/types.ts';
@@ -159,6 +160,8 @@ export function createKit(deps: ConsoleDeps) {
           'VALIDATION_ERROR',
           'Event types look like order.created, order.* or *, separated by commas.',
         );
+      const unknown = unknownEventType(types);
+      if (unknown) throw new ApiError('VALIDATION_ERROR', `${unknown}.`);
       return [...new Set(types)];
     },
   };

@@ -1,4 +1,4 @@
-import { notFound } from '../lib/errors.ts';
+import { notFound, validationError } from '../lib/errors.ts';
 import { Id } from '../http/schema.ts';
 import { Type } from 'typebox';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
@@ -6,7 +6,13 @@ import { sendRendered } from '../http/rendered.ts';
 import { filterTakes } from '../log/filter.ts';
 import { readAgain } from '../db/replicas/index.ts';
 import { eventPageJson, renderEvents, resourceExists, type HistoryResource } from './repository.ts';
-import { EventPageResponse, eventsGoneResponse, ListEventsQuery, ResourceEventsQuery } from './schema.ts';
+import {
+  EventPageResponse,
+  eventsGoneResponse,
+  ListEventsQuery,
+  ResourceEventsQuery,
+  unknownEventType,
+} from './schema.ts';
 
 const tags = ['Events'];
 const gone = eventsGoneResponse('after');
@@ -46,6 +52,8 @@ export async function eventRoutes(app: ApiInstance, { db, events }: RouteDeps) {
     async (request, reply) => {
       const { after, limit, types, resourceType, resourceId, wait = 0 } = request.query;
       const filter = { after, limit, types: types?.split(','), resourceType, resourceId };
+      const unknown = filter.types && unknownEventType(filter.types);
+      if (unknown) throw validationError({ types: unknown });
       const send = (page: Awaited<ReturnType<typeof renderEvents>>) => sendRendered(reply, eventPageJson(page));
       if (wait === 0) return send(await renderEvents(db, request.businessId, filter));
       // Subscribe, then read, so a commit in between still wakes it; ends early when the client goes or the server stops.

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { ID_PATTERN } from '../lib/ids.ts';
+import { EVENT_ACTIONS } from '../log/events.ts';
 
 export const RESOURCE_TYPES = [
   'order',
@@ -12,6 +13,25 @@ export const RESOURCE_TYPES = [
   'user',
   'shipment',
 ] as const;
+
+/**
+ * Of event types as filters name them (`order.updated`, `order.*`, or `*` where every type is
+ * meant), the first that no event can have, with why: a typo would otherwise filter out everything.
+ */
+export function unknownEventType(types: readonly string[]): string | undefined {
+  const resources: readonly string[] = RESOURCE_TYPES;
+  const actions: readonly string[] = EVENT_ACTIONS;
+  const unknown = types.find((type) => {
+    if (type === '*') return false;
+    const [resource, action] = type.split('.');
+    return !resources.includes(resource) || (action !== '*' && !actions.includes(action));
+  });
+  return (
+    unknown &&
+    `Unknown event type ${unknown}: a type is <resource>.<action> or <resource>.*, with a resource of ` +
+      `${RESOURCE_TYPES.join(', ')} and an action of ${EVENT_ACTIONS.join(', ')}`
+  );
+}
 
 /** `order.updated`, or `order.*` for every type of a resource. */
 const TYPE_PATTERN = '[a-z_]{1,32}\\.(?:\\*|[a-z_]{1,32})';
@@ -36,7 +56,7 @@ export const ListEventsQuery = Type.Object(
       Type.String({
         maxLength: 1000,
         pattern: `^${TYPE_PATTERN}(?:,${TYPE_PATTERN}){0,49}$`,
-        description: 'Comma-separated event types; `order.*` matches every order event',
+        description: 'Comma-separated event types; `order.*` matches every order event; a type no event has is a 400',
         examples: ['order.created,order.updated', 'invoice.*'],
       }),
     ),

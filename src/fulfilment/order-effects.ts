@@ -1,6 +1,6 @@
 import type { Updateable } from 'kysely';
 import { diffResource } from '../log/changes.ts';
-import { namedEvent } from '../log/events.ts';
+import { namedEvent, type EventAction } from '../log/events.ts';
 import { notFound } from '../lib/errors.ts';
 import { toOrder, type OrderItemRow, type OrderRow } from '../orders/mapper.ts';
 import { applyOrderChange } from '../orders/read-model/index.ts';
@@ -31,7 +31,7 @@ export async function changeOrder(
   ctx: WriteContext,
   order: LockedOrder,
   set: Updateable<OrderTable>,
-  name: string,
+  name: EventAction,
 ): Promise<Order> {
   const before = toOrder(order.row, order.items);
   // The row is locked since lockOrder, so its version cannot have moved.

@@ -14,6 +14,23 @@ export type ResourceType =
   | 'user'
   | 'shipment';
 
+/**
+ * What an event says happened: its type is `<resource type>.<action>`. The type of `namedEvent`,
+ * so that a new action is named here, where the feed's and the webhooks' filters check types.
+ */
+export const EVENT_ACTIONS = [
+  'created',
+  'updated',
+  'deleted',
+  'ingested',
+  'acknowledged',
+  'voided',
+  'revoked',
+  'password_changed',
+  'password_reset',
+] as const;
+export type EventAction = (typeof EVENT_ACTIONS)[number];
+
 /** An event a write asks for; the write runner appends it with the write's own context. */
 export interface NewEvent {
   type: string;
@@ -40,7 +57,7 @@ export const updatedEvent = (resourceType: ResourceType, before: { id: string },
 });
 
 /** Deleted, ingested, revoked: a named change whose object says what it did. */
-export const namedEvent = (resourceType: ResourceType, name: string, object: { id: string }): NewEvent => ({
+export const namedEvent = (resourceType: ResourceType, name: EventAction, object: { id: string }): NewEvent => ({
   type: `${resourceType}.${name}`,
   resourceType,
   resourceId: object.id,

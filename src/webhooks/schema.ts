@@ -28,7 +28,8 @@ const Url = Type.String({
 const EventTypes = Type.Array(Type.String({ pattern: EventTypePattern, maxLength: 65 }), {
   maxItems: 100,
   uniqueItems: true,
-  description: 'Event types to deliver; `order.*` matches every order event; empty (the default) means every event',
+  description:
+    'Event types to deliver; `order.*` matches every order event; empty (the default) means every event; a type no event has is a 400',
   examples: [['order.*', 'invoice.created']],
 });
 

@@ -1,3 +1,4 @@
+import { unknownEventType } from '../events/schema.ts';
 import { namedEvent, updatedEvent, createdEvent, lastSequence } from '../log/events.ts';
 import { eventsGone, sequenceRange } from '../events/repository.ts';
 import { newId } from '../lib/ids.ts';
@@ -46,6 +47,12 @@ function checkUrl(raw: string, settings: WebhookSettings): void {
   }
 }
 
+/** An endpoint's event types name types there are: a typo would deliver nothing, silently. */
+function checkEventTypes(types: readonly string[] | undefined): void {
+  const unknown = types && unknownEventType(types);
+  if (unknown) throw validationError({ eventTypes: unknown });
+}
+
 /** The endpoint, its row locked first (see lockEndpoints in queue.ts). */
 async function liveEndpoint(ctx: WriteContext, id: string): Promise<EndpointRow> {
   const row = await findEndpointRow(ctx.trx, ctx.businessId, id, true);
@@ -63,6 +70,7 @@ export async function createEndpoint(
   hidesMargin = false,
 ) {
   checkUrl(input.url, settings);
+  checkEventTypes(input.eventTypes);
   const secret = newWebhookSecret();
   const id = newId('we');
   await ctx.trx
@@ -125,6 +133,7 @@ export async function updateEndpoint(
   const row = await liveEndpoint(ctx, id);
   const before = toEndpoint(row, ctx.now);
   if (input.url !== undefined) checkUrl(input.url, settings);
+  checkEventTypes(input.eventTypes);
   const set = {
     ...(input.url !== undefined ? { url: input.url } : {}),
     ...(input.description !== undefined ? { description: input.description } : {}),

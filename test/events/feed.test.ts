@@ -415,6 +415,26 @@ describeEachBackend('the event log', (ctx) => {
       assert.equal(res.status, 400, query);
     }
   });
+
+  it('refuses an event type that no event has, so a typo is not a feed that stays empty forever', async () => {
+    const t = await ctx().createTenant();
+    for (const [types, named] of [
+      ['orders.created', 'orders.created'],
+      ['order.create', 'order.create'],
+      ['order.created,parcel.*', 'parcel.*'],
+    ]) {
+      const res = await ctx().request('GET', `/api/v1/events?types=${types}`, { as: t });
+      assert.equal(res.status, 400, types);
+      assert.match(
+        res.body.fieldErrors.types,
+        new RegExp(`^Unknown event type ${named.replace('.', '\\.').replace('*', '\\*')}: `),
+        types,
+      );
+    }
+    for (const types of ['order.created,order.acknowledged', 'shipment.*', 'user.password_reset', 'api_key.revoked']) {
+      assert.equal((await ctx().request('GET', `/api/v1/events?types=${types}`, { as: t })).status, 200, types);
+    }
+  });
 });
 
 describeEachBackend('the event feed as a long poll', (ctx) => {

@@ -135,6 +135,8 @@ describeEachBackend(
         [{ url: 'https://user:pw@hooks.example.com/' }, 'url'],
         [{ url: 'https://hooks.example.com/', eventTypes: ['Order created'] }, 'eventTypes/0'],
         [{ url: 'https://hooks.example.com/', eventTypes: ['order.*', 'order.*'] }, 'eventTypes'],
+        [{ url: 'https://hooks.example.com/', eventTypes: ['*', 'orders.*'] }, 'eventTypes'],
+        [{ url: 'https://hooks.example.com/', eventTypes: ['order.create'] }, 'eventTypes'],
         [{ url: 'https://hooks.example.com/', status: 'disabled' }, 'status'],
         [{ url: 'https://hooks.example.com/', secret: 'whsec_x' }, 'secret'],
       ];

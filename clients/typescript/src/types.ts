@@ -2148,7 +2148,7 @@ export interface components {
             url: string;
             description?: string | null;
             /**
-             * @description Event types to deliver; `order.*` matches every order event; empty (the default) means every event
+             * @description Event types to deliver; `order.*` matches every order event; empty (the default) means every event; a type no event has is a 400
              * @example [
              *       "order.*",
              *       "invoice.created"
@@ -2227,7 +2227,7 @@ export interface components {
             url?: string;
             description?: string | null;
             /**
-             * @description Event types to deliver; `order.*` matches every order event; empty (the default) means every event
+             * @description Event types to deliver; `order.*` matches every order event; empty (the default) means every event; a type no event has is a 400
              * @example [
              *       "order.*",
              *       "invoice.created"
@@ -10979,7 +10979,7 @@ export interface operations {
                 after?: number;
                 /** @description Page size, 1 to 1000 */
                 limit?: Ints1To1000;
-                /** @description Comma-separated event types; `order.*` matches every order event */
+                /** @description Comma-separated event types; `order.*` matches every order event; a type no event has is a 400 */
                 types?: string;
                 /** @description Only events of this kind of resource */
                 resourceType?: "order" | "item" | "buyer" | "price_list" | "invoice" | "api_key" | "webhook_endpoint" | "user" | "shipment";
