@@ -42,7 +42,7 @@ import { createWriteRunner, type WriteRunner } from './write/runner.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { auditRoutes } from './audit/routes.ts';
 import { importRoutes } from './imports/routes.ts';
-import { recordRefusal, type Refusal } from './log/audit.ts';
+import { RefusalSampler, recordRefusal, type Refusal } from './log/audit.ts';
 import { consoleRoutes } from './console/routes.ts';
 import { sandboxRoutes } from './sandbox/routes.ts';
 import { createBackground } from './background.ts';
@@ -148,11 +148,14 @@ export async function createApp(deps: AppDeps) {
   };
   const bucket: BucketSettings = { ratePerSecond: config.rateLimitRps, burst: config.rateLimitBurst };
   const authenticator = createAuthenticator(db, config.authCacheMs, clock);
+  const refusals = new RefusalSampler(clock);
   await app.register(
     async (api) => {
       // A refusal is noted in the audit trail after the answer is on its way; a failure to note it is only logged.
       const refused = (r: Refusal) => {
-        recordRefusal(db, r, new Date(clock()).toISOString()).catch((err) =>
+        const reason = refusals.take(r.businessId, r.reason);
+        if (reason === null) return;
+        recordRefusal(db, { ...r, reason }, new Date(clock()).toISOString()).catch((err) =>
           app.log.warn({ err }, 'audit: a refusal was not recorded'),
         );
       };

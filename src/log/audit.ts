@@ -57,6 +57,43 @@ export interface Refusal {
   reason: string;
 }
 
+/** Refusals recorded of one business a minute, on an instance: the trail is kept 400 days, and strangers choose what a refusal's row says. */
+export const REFUSALS_PER_MINUTE = 60;
+/** Businesses followed at once; made-up business ids (which leave no row) would grow it without end. */
+const FOLLOWED = 10_000;
+
+/**
+ * Which refusals are recorded: a business's first REFUSALS_PER_MINUTE of each minute. The first one
+ * recorded after some were left out says how many.
+ */
+export class RefusalSampler {
+  readonly #minutes = new Map<string, { start: number; recorded: number; left: number }>();
+  readonly #now: () => number;
+
+  constructor(now: () => number) {
+    this.#now = now;
+  }
+
+  /** The reason to record the refusal with, or null to leave it out. */
+  take(businessId: string, reason: string): string | null {
+    const now = this.#now();
+    let minute = this.#minutes.get(businessId);
+    if (!minute || now - minute.start >= 60_000) {
+      if (!minute && this.#minutes.size >= FOLLOWED) this.#minutes.clear();
+      minute = { start: now, recorded: 0, left: minute?.left ?? 0 };
+      this.#minutes.set(businessId, minute);
+    }
+    if (minute.recorded >= REFUSALS_PER_MINUTE) {
+      minute.left++;
+      return null;
+    }
+    minute.recorded++;
+    const left = minute.left;
+    minute.left = 0;
+    return left === 0 ? reason : `${reason} (${left} more refused before it were not recorded)`;
+  }
+}
+
 /** One statement, outside any write; a made-up X-Business-Id leaves no row. */
 export async function recordRefusal(db: Db, r: Refusal, now: string): Promise<void> {
   const row = {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { it } from 'node:test';
-import { AUDIT_RETENTION_DAYS, purgeAuditEventsBefore } from '../../src/log/audit.ts';
+import { describe, it } from 'node:test';
+import { AUDIT_RETENTION_DAYS, purgeAuditEventsBefore, RefusalSampler } from '../../src/log/audit.ts';
 import { parseCidrs } from '../../src/businesses/allowlist.ts';
 import { newApiKey } from '../../src/businesses/key-format.ts';
 import { createApiKey, revokeApiKey, rotateApiKey, setKeyAllowlist } from '../../src/businesses/service.ts';
@@ -31,6 +31,21 @@ async function eventually(read: () => Promise<any[]>, done: (items: any[]) => bo
  * with who, which key prefix, address, request id, path and why; served to audit:read keys, kept
  * 400 days, never the key itself.
  */
+describe('the refusals recorded', () => {
+  it("are a business's first 60 of a minute; the first one after says how many were left out", () => {
+    let now = 0;
+    const sampler = new RefusalSampler(() => now);
+    const taken = Array.from({ length: 65 }, () => sampler.take('bus_a', 'Unknown key'));
+    assert.equal(taken.filter((r) => r !== null).length, 60);
+    assert.equal(sampler.take('bus_b', 'Unknown key'), 'Unknown key', 'another business has its own');
+    now += 59_999;
+    assert.equal(sampler.take('bus_a', 'Unknown key'), null);
+    now += 1;
+    assert.equal(sampler.take('bus_a', 'Unknown key'), 'Unknown key (6 more refused before it were not recorded)');
+    assert.equal(sampler.take('bus_a', 'Unknown key'), 'Unknown key');
+  });
+});
+
 describeEachBackend('the audit trail', (ctx) => {
   it('records every change to keys, users and webhook endpoints, with who made it, in the write that made it', async () => {
     const owner = await ctx().createTenant();
@@ -161,6 +176,31 @@ describeEachBackend('the audit trail', (ctx) => {
     const rows = await ctx().db.selectFrom('audit_events').selectAll().execute();
     assert.ok(!JSON.stringify(rows).includes(wrongKey.slice(12)), 'never more of a key than its prefix');
     assert.equal(rows.filter((r) => r.business_id === 'bus_doesnotexist').length, 0);
+  });
+
+  it('records at most 60 refusals of a business a minute on an instance, then says how many it left out, so strangers cannot flood a trail', async () => {
+    const owner = await ctx().createTenant();
+    const junk = { 'x-business-id': owner.businessId, 'x-api-key': 'sl_live_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE00' };
+    const rows = () =>
+      ctx()
+        .db.selectFrom('audit_events')
+        .select(['reason', 'request_id'])
+        .where('business_id', '=', owner.businessId)
+        .where('kind', '=', 'request.unauthorized')
+        .orderBy('created_at')
+        .execute();
+    for (let i = 0; i < 70; i++) {
+      const res = await ctx().app.inject({
+        method: 'GET',
+        url: '/api/v1/orders',
+        headers: { ...junk, 'x-request-id': `flood-${i}` },
+      });
+      assert.equal(res.statusCode, 401);
+    }
+    const recorded = await eventually(rows, (r) => r.length >= 60);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal((await rows()).length, 60, 'the first 60 only');
+    assert.equal(recorded[0].request_id, 'flood-0');
   });
 
   it("serves the trail to a key with audit:read only, and never another business's", async () => {
