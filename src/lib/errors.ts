@@ -48,7 +48,9 @@ export const validationError = (fieldErrors: FieldErrors, message = VALIDATION_M
 export const badRequest = (message: string) => new ApiError('VALIDATION_ERROR', message);
 export const notFound = (message: string) => new ApiError('NOT_FOUND', message);
 export const conflict = (message: string) => new ApiError('CONFLICT', message);
-export const UNAUTHORIZED_HINT = 'Send the X-Business-Id and X-API-Key headers of a live API key';
+/** "Live" is not said of the key: a sandbox's test keys are as good on their sandbox. */
+export const UNAUTHORIZED_HINT =
+  'Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired';
 export const unauthorized = (hint = UNAUTHORIZED_HINT) => new ApiError('UNAUTHORIZED', 'Unauthorized', undefined, hint);
 export const MALFORMED_KEY_HINT =
   'The X-API-Key is malformed (a typo?): a key is sl_live_ (or sl_test_ for a sandbox) and 36 letters and digits, ' +

@@ -2405,7 +2405,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -2617,7 +2617,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -2835,7 +2835,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -3080,7 +3080,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -3294,7 +3294,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -3529,7 +3529,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -3791,7 +3791,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -4003,7 +4003,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -4225,7 +4225,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -4470,7 +4470,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -4704,7 +4704,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -4975,7 +4975,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -5193,7 +5193,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -5438,7 +5438,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -5653,7 +5653,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -5871,7 +5871,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -6156,7 +6156,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -6359,7 +6359,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -6619,7 +6619,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -6833,7 +6833,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -7074,7 +7074,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -7357,7 +7357,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -7571,7 +7571,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -7778,7 +7778,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -8045,7 +8045,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -8284,7 +8284,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -8571,7 +8571,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -8809,7 +8809,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -9071,7 +9071,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -9277,7 +9277,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -9530,7 +9530,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -9811,7 +9811,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -10011,7 +10011,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -10227,7 +10227,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -10482,7 +10482,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -10775,7 +10775,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -11048,7 +11048,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -11272,7 +11272,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -11516,7 +11516,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -11760,7 +11760,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -12004,7 +12004,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -12248,7 +12248,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -12496,7 +12496,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -12696,7 +12696,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -12896,7 +12896,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -13141,7 +13141,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -13360,7 +13360,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -13580,7 +13580,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -13789,7 +13789,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -14034,7 +14034,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -14248,7 +14248,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -14478,7 +14478,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -14755,7 +14755,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -15023,7 +15023,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -15301,7 +15301,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
@@ -15595,7 +15595,7 @@ export interface operations {
                      *       "message": "Unauthorized",
                      *       "error": "Unauthorized",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
-                     *       "hint": "Send the X-Business-Id and X-API-Key headers of a live API key"
+                     *       "hint": "Send the X-Business-Id of your business or sandbox and the X-API-Key of one of its keys that is not revoked or expired"
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
