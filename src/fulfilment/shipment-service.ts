@@ -1,7 +1,7 @@
 import type { Updateable } from 'kysely';
 import { createdEvent, namedEvent } from '../log/events.ts';
 import { diffResource } from '../log/changes.ts';
-import { conflict, notFound } from '../lib/errors.ts';
+import { conflict, notFound, validationError } from '../lib/errors.ts';
 import { newId } from '../lib/ids.ts';
 import { writeJson } from '../lib/json.ts';
 import { requireSomethingToUpdate } from '../lib/patch.ts';
@@ -103,6 +103,19 @@ function shipmentFields(input: UpdateShipmentInput, stored: unknown, now: string
 }
 
 /**
+ * A DELIVERED shipment was delivered at a time, and a delivery time sent (`sent`; not the write's
+ * own, which a shippedAt given ahead may follow) is not before it shipped.
+ */
+function checkTimes(shipment: Shipment, sent: boolean): void {
+  if (shipment.status === 'DELIVERED' && shipment.deliveredAt === null)
+    throw validationError({
+      deliveredAt: 'A DELIVERED shipment has a delivery time: leave deliveredAt out to take now',
+    });
+  if (sent && Date.parse(shipment.deliveredAt!) < Date.parse(shipment.shippedAt))
+    throw validationError({ deliveredAt: `Must not be before the shipment's shippedAt (${shipment.shippedAt})` });
+}
+
+/**
  * Locks the shipment's order, then the shipment: the order first, as every write of its lines does.
  * A deleted order's shipments stay readable, as history, and change no more (409).
  */
@@ -128,7 +141,9 @@ export async function patchShipment(
   if (row.status === 'VOIDED') throw conflict('The shipment is voided; record a new one instead');
   const before = toShipment(row);
   const fields = shipmentFields(input, row.properties, ctx.now);
-  if (changesNothing(before, toShipment({ ...row, ...fields } as ShipmentRow))) return unchanged(before);
+  const after = toShipment({ ...row, ...fields } as ShipmentRow);
+  if (input.status !== undefined || input.deliveredAt !== undefined) checkTimes(after, input.deliveredAt != null);
+  if (changesNothing(before, after)) return unchanged(before);
   const updated = await updateShipmentRow(ctx.trx, row, {
     ...fields,
     version: Number(row.version) + 1,

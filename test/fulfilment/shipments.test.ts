@@ -217,6 +217,34 @@ describeEachBackend('PATCH and DELETE /api/v1/shipments/:id', (ctx) => {
   });
 });
 
+describeEachBackend("A shipment's times", (ctx) => {
+  it('refuse a DELIVERED shipment without a delivery time, and a delivery before it shipped', async () => {
+    const t = await ctx().createTenant();
+    const { order, lines } = await orderOfThree(ctx(), t);
+    const s = await shipOk(ctx(), t, order.id, {
+      shippedAt: '2030-01-10T08:00:00Z',
+      lines: [{ orderItemId: lines.a, quantity: 1 }],
+    });
+    const patch = (body: unknown) => ctx().request('PATCH', `/api/v1/shipments/${s.id}`, { as: t, body });
+    const nulled = await patch({ status: 'DELIVERED', deliveredAt: null });
+    assert.equal(nulled.status, 400);
+    assert.equal(
+      nulled.body.fieldErrors.deliveredAt,
+      'A DELIVERED shipment has a delivery time: leave deliveredAt out to take now',
+    );
+    const early = await patch({ status: 'DELIVERED', deliveredAt: '2030-01-09T08:00:00Z' });
+    assert.equal(early.status, 400);
+    assert.equal(
+      early.body.fieldErrors.deliveredAt,
+      "Must not be before the shipment's shippedAt (2030-01-10T08:00:00.000Z)",
+    );
+    const delivered = await patch({ status: 'DELIVERED', deliveredAt: '2030-01-12T08:00:00Z' });
+    assert.equal(delivered.status, 200);
+    assert.equal((await patch({ deliveredAt: null })).status, 400, 'nor taken from a DELIVERED one');
+    assert.equal((await patch({ status: 'RETURNED', deliveredAt: null })).status, 200);
+  });
+});
+
 describeEachBackend('An order whose shipments came back', (ctx) => {
   it('is RETURNED when every shipment not voided is, DELIVERED when the others were delivered, never back IN_TRANSIT', async () => {
     const t = await ctx().createTenant();
