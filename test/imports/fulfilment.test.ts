@@ -228,6 +228,9 @@ describeEachBackend('bulk import of acknowledgements and shipments', (ctx) => {
     ];
     const dry = await imported(ctx(), t, body, '?dryRun=true');
     assert.deepEqual(dry.imp.counts, { created: 2, updated: 0, unchanged: 0, failed: 0 });
+    // The shipment was checked against the order as it is, without line 1's acknowledgement: it says so.
+    assert.equal(dry.byLine.get(1).note, undefined);
+    assert.equal(dry.byLine.get(2).note, 'Checked without what line 1 would have made: a dry run makes nothing');
     assert.equal((await ctx().request('GET', `/api/v1/orders/${order.id}/shipments`, { as: t })).body.items.length, 0);
     assert.equal((await getOrder(ctx(), t, order.id)).body.acknowledgement, null);
 
