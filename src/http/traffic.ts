@@ -4,9 +4,10 @@ import type { FastifyInstance } from 'fastify';
 const RECENT_MS = 1000;
 
 /**
- * Whether API requests arrive at this instance, for the import worker: on SQLite every request waits
- * for the batch in progress, and its batches are shorter while requests arrive (decision 0076). An
- * import's own requests (a client polling its progress) do not count, nor do health checks.
+ * Whether API requests arrive at this instance, for the import worker: every request (SQLite), or
+ * every write of the business (PostgreSQL), waits for the batch in progress, and batches are half
+ * as long while requests arrive (decision 0076). An import's own requests (a client polling its
+ * progress) do not count, nor do health checks or the console.
  */
 export class ArrivingRequests {
   #last = Number.NEGATIVE_INFINITY;

@@ -10,17 +10,20 @@ import type { ImportResultTable } from './table.ts';
  * Lines of an import are applied in batches, each one write transaction. A batch takes as many
  * lines as ran in its time, from its first line to its COMMIT, at the pace of the batch before
  * (`nextBatchLines`), and at most BATCH_LINES; it also ends once its lines have run its time. On
- * SQLite every request waits for the batch running, so it takes 5 ms, and 2.5 ms while requests
- * arrive (decision 0076); on PostgreSQL only the business's other writes wait for it (for its write
- * lock), and it takes 12 ms, as its round trips and COMMIT cost more.
+ * SQLite every request waits for the batch running, so it takes 5 ms; on PostgreSQL only the
+ * business's other writes wait for it (for its write lock), and it takes 12 ms, as its round trips
+ * and COMMIT cost more. While API requests arrive, half that (decision 0076).
  * docs/decisions/0044-bulk-import.md has the measurements behind the numbers.
  */
 const BATCH_LINES = 200;
 /**
- * A batch's time where every request waits for it (SQLite), alone and while requests arrive, and
- * where only the business's writes do (PostgreSQL).
+ * A batch's time, alone and while API requests arrive: where every request waits for it (SQLite),
+ * and where only the business's writes do (PostgreSQL).
  */
-const BATCH_MS = { everyRequest: 5, besideRequests: 2.5, businessWrites: 12 } as const;
+const BATCH_MS = {
+  everyRequest: { alone: 5, beside: 2.5 },
+  businessWrites: { alone: 12, beside: 6 },
+} as const;
 
 /**
  * How many lines the next batch takes, after one of `lines` took `tookMs` of its `batchMs` from its
@@ -40,10 +43,10 @@ export function batchFull(lines: number, ms: number, budget: number, batchMs: nu
   return lines >= budget || ms >= batchMs;
 }
 
-/** A batch's time on `db` (BATCH_MS), as what waits for a batch there: on SQLite, whether requests arrive. */
+/** A batch's time on `db` (BATCH_MS), as what waits for a batch there, and whether requests arrive. */
 export function batchTime(db: Db, requestsArrive: boolean): number {
-  if (!writesHoldEveryRequest(db)) return BATCH_MS.businessWrites;
-  return requestsArrive ? BATCH_MS.besideRequests : BATCH_MS.everyRequest;
+  const times = writesHoldEveryRequest(db) ? BATCH_MS.everyRequest : BATCH_MS.businessWrites;
+  return requestsArrive ? times.beside : times.alone;
 }
 
 /** What a batch needs of its import's run (src/imports/worker.ts). */

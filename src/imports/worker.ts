@@ -26,7 +26,7 @@ export interface ImportWorkerDeps {
   only?: string;
   /** Lines applied by this instance, by outcome (/metrics: their rate is the lines per second). */
   lines?: { inc(labels: { outcome: string }, value: number): void };
-  /** Whether requests arrive at this instance (src/http/traffic.ts): a SQLite batch is then shorter (`batchTime`). */
+  /** Whether requests arrive at this instance (src/http/traffic.ts): a batch is then shorter (`batchTime`). */
   requestsArrive?: () => boolean;
 }
 
