@@ -94,3 +94,21 @@ export function jsonArrayRows(db: Db, column: string, alias: string) {
   const field = (key: string) => sql<string>`json_extract(${value}, ${`$.${key}`})`;
   return { from: sql`json_each(${sql.ref(column)}) as ${sql.id(alias)}`, text: field, number: field };
 }
+
+/**
+ * An exact sum of JSON numbers of at most `places` decimal places (`sum`, an aggregate of `number`),
+ * and that sum as decimal text (`text`, of the column it was given as). PostgreSQL sums numerics;
+ * SQLite, whose JSON numbers are doubles, sums whole units of 10^-places and writes them back as a
+ * decimal (0.1 + 0.7 is 0.8, not 0.7999999999999999).
+ */
+export function exactDecimalSum(db: Db, number: RawBuilder<string>, places: number) {
+  if (dialectOf(db) === 'postgres')
+    return { sum: sql`sum(${number})`, text: (column: RawBuilder<unknown>) => sql`${column}` };
+  // Literals: a bound JavaScript number is a REAL to SQLite, and its division would not be whole.
+  const unit = sql.lit(10 ** places);
+  return {
+    sum: sql`sum(cast(round(${number} * ${unit}) as integer))`,
+    text: (column: RawBuilder<unknown>) => sql`case when ${column} % ${unit} = 0 then cast(${column} / ${unit} as text)
+      else rtrim(printf(${sql.lit(`%d.%0${places}d`)}, ${column} / ${unit}, ${column} % ${unit}), '0') end`,
+  };
+}

@@ -1,7 +1,6 @@
 import type { Decimal } from 'decimal.js';
 import { sql } from 'kysely';
-import { jsonArrayRows } from '../db/dialect-json.ts';
-import { dialectOf } from '../db/dialect.ts';
+import { exactDecimalSum, jsonArrayRows } from '../db/dialect-json.ts';
 import type { Db } from '../db/types.ts';
 import type { LockedOrder } from './order-effects.ts';
 import { dec, plain } from './quantities.ts';
@@ -35,29 +34,16 @@ export async function addShipped(db: Db, order: LockedOrder, lines: Shipment['li
   }
 }
 
-/**
- * Millionths: a quantity has at most 6 decimal places (the orders' schema), so SQLite, whose JSON
- * numbers are doubles, sums them exactly as whole millionths and writes the sum back as a decimal.
- */
-const MICRO = 1_000_000;
-
 /** Sets every line of a business's orders to what its shipments not voided hold (`cli projections rebuild`). */
 export async function rebuildShippedQuantities(db: Db, businessId: string): Promise<void> {
   const line = jsonArrayRows(db, 's.lines', 'l');
-  const sum =
-    dialectOf(db) === 'postgres'
-      ? sql`sum(${line.number('quantity')})`
-      : sql`sum(cast(round(${line.number('quantity')} * ${MICRO}) as integer))`;
-  const quantity =
-    dialectOf(db) === 'postgres'
-      ? sql`shipped.q`
-      : sql`case when shipped.q % ${MICRO} = 0 then cast(shipped.q / ${MICRO} as text)
-          else rtrim(printf('%d.%06d', shipped.q / ${MICRO}, shipped.q % ${MICRO}), '0') end`;
+  // A quantity has at most 6 decimal places (the orders' schema).
+  const quantity = exactDecimalSum(db, line.number('quantity'), 6);
   await sql`update order_items set shipped_quantity = '0' where business_id = ${businessId} and shipped_quantity <> '0'`.execute(
     db,
   );
-  await sql`update order_items set shipped_quantity = ${quantity}
-    from (select ${line.text('orderItemId')} as id, ${sum} as q from shipments s cross join ${line.from}
+  await sql`update order_items set shipped_quantity = ${quantity.text(sql.ref('shipped.q'))}
+    from (select ${line.text('orderItemId')} as id, ${quantity.sum} as q from shipments s cross join ${line.from}
       where s.business_id = ${businessId} and s.status <> 'VOIDED' group by 1) shipped
     where order_items.business_id = ${businessId} and order_items.id = shipped.id`.execute(db);
 }

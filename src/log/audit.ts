@@ -57,7 +57,10 @@ export interface Refusal {
   reason: string;
 }
 
-/** Refusals recorded of one business a minute, on an instance: the trail is kept 400 days, and strangers choose what a refusal's row says. */
+/**
+ * Refusals recorded of one business a minute, on an instance: the trail is kept 400 days, and
+ * strangers choose what a refusal's row says.
+ */
 export const REFUSALS_PER_MINUTE = 60;
 /** Businesses followed at once; made-up business ids (which leave no row) would grow it without end. */
 const FOLLOWED = 10_000;

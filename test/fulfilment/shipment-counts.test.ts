@@ -124,9 +124,10 @@ describeEachBackend(
         orderItems: [
           { itemVariantId: f.variantIds[0], quantity: 0.8 },
           { itemVariantId: f.variantIds[1], quantity: 123456.654321 },
+          { itemVariantId: f.variantIds[2], quantity: 3 },
         ],
       });
-      const [kg, big] = order.orderItems.map((i: { id: string }) => i.id);
+      const [kg, big, whole] = order.orderItems.map((i: { id: string }) => i.id);
       for (const lines of [
         [{ orderItemId: kg, quantity: 0.1 }],
         [
@@ -134,6 +135,7 @@ describeEachBackend(
           { orderItemId: big, quantity: 0.000001 },
         ],
         [{ orderItemId: big, quantity: 123456.65432 }],
+        [{ orderItemId: whole, quantity: 2 }],
       ])
         assert.equal((await ship(ctx(), t, order.id, { lines })).status, 201);
       const stored = () =>
@@ -146,7 +148,7 @@ describeEachBackend(
       const maintained = await stored();
       assert.deepEqual(
         maintained.map((l) => l.shipped_quantity),
-        ['0.8', '123456.654321'],
+        ['0.8', '123456.654321', '2'],
       );
       await rebuildShippedQuantities(ctx().db, t.businessId);
       assert.deepEqual(await stored(), maintained);
