@@ -373,13 +373,19 @@ describe('Three instances on one PostgreSQL and one Redis', () => {
   });
 
   it('1,000 idle long polls hold no database connection', { skip: skip ?? false }, async () => {
+    // Two businesses: an instance holds at most 500 long polls of one (src/events/bus.ts).
     const t = await fresh('Idle polls');
+    const u = await fresh('More idle polls');
     // An instance of its own without a rate limit, for the thousand requests.
     const quiet = await startServer({ DATABASE_URL: database!.url, RATE_LIMIT_RPS: '0' });
     try {
-      const after = (await call(quiet.base, 'GET', '/api/v1/events?after=0&limit=1000', { as: t })).body.lastSequence;
-      const polls = Array.from({ length: 1000 }, () =>
-        call(quiet.base, 'GET', `/api/v1/events?after=${after}&wait=10`, { as: t }),
+      const last = async (as: typeof t) =>
+        (await call(quiet.base, 'GET', '/api/v1/events?after=0&limit=1000', { as })).body.lastSequence;
+      const after = { t: await last(t), u: await last(u) };
+      const polls = Array.from({ length: 1000 }, (_, i) =>
+        i % 2 === 0
+          ? call(quiet.base, 'GET', `/api/v1/events?after=${after.t}&wait=10`, { as: t })
+          : call(quiet.base, 'GET', `/api/v1/events?after=${after.u}&wait=10`, { as: u }),
       );
       const readPool = async () =>
         (await (await fetch(`${quiet.base}/metrics`)).text())
