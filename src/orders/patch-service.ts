@@ -54,6 +54,15 @@ export async function patchOrder(
   const updates = input.updateOrderItems ?? [];
   const deletes = new Set(input.deleteOrderItems ?? []);
   const creates = input.createOrderItems ?? [];
+  const updatedIds = new Set(updates.map((u) => u.id));
+  const both = Object.fromEntries(
+    (input.deleteOrderItems ?? []).flatMap((itemId, i) =>
+      updatedIds.has(itemId)
+        ? [[`deleteOrderItems.${i}`, 'Also in updateOrderItems: an item is updated or deleted, not both']]
+        : [],
+    ),
+  );
+  if (Object.keys(both).length > 0) throw validationError(both);
   const storedIds = new Set(stored.map((i) => i.id));
   const missing = [...new Set([...updates.map((u) => u.id), ...deletes])].filter((itemId) => !storedIds.has(itemId));
   if (missing.length > 0) throw notFound(`Order item(s) not found: ${missing.join(', ')}`);

@@ -240,6 +240,22 @@ describeEachBackend('PATCH /api/v1/orders/:id', (ctx) => {
     assert.deepEqual([after.notes, after.version, after.orderItems[0].quantity], [null, 1, 2]);
   });
 
+  it('refuses an item both updated and deleted in one request (400), and nothing changes', async () => {
+    const { t, order } = await setup(ctx());
+    const id = order.orderItems[0].id;
+    const res = await patchOrder(ctx(), t, order.id, {
+      updateOrderItems: [{ id, quantity: 3 }],
+      deleteOrderItems: [id],
+    });
+    assert.equal(res.status, 400);
+    assert.equal(
+      res.body.fieldErrors['deleteOrderItems.0'],
+      'Also in updateOrderItems: an item is updated or deleted, not both',
+    );
+    const after = (await getOrder(ctx(), t, order.id)).body;
+    assert.deepEqual([after.version, after.orderItems.length], [1, order.orderItems.length]);
+  });
+
   it('an item of another order is unknown on this one', async () => {
     const { t, f, order } = await setup(ctx());
     const other = await createOrder(ctx(), t, f);
