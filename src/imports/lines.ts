@@ -27,11 +27,8 @@ const Reference = Type.Union([
 
 export const ImportLine = Type.Object(
   {
-    op: Type.Union(
-      OPS.map((op) => Type.Literal(op)),
-      { description: 'create, patch, or upsert (create unless a record matches `match`)' },
-    ),
-    resource: Type.Union(RESOURCES.map((r) => Type.Literal(r))),
+    op: Type.Enum([...OPS], { description: 'create, patch, or upsert (create unless a record matches `match`)' }),
+    resource: Type.Enum([...RESOURCES]),
     ref: Type.Optional(
       Type.String({
         minLength: 1,
