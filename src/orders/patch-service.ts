@@ -33,6 +33,28 @@ function orderFields(order: NonNullable<UpdateOrderInput['order']>): Updateable<
 }
 
 /**
+ * Where a PATCH's items disagree on currency, by the request's own paths: those unlike the items it
+ * leaves as they were, or, when it leaves none so, every item it gives a currency.
+ */
+function mixedCurrencies(
+  kept: OrderItemRow[],
+  updates: NonNullable<UpdateOrderInput['updateOrderItems']>,
+  creates: NonNullable<UpdateOrderInput['createOrderItems']>,
+): FieldErrors {
+  const given = [
+    ...updates.flatMap((u, i) =>
+      u.currency === undefined ? [] : [{ path: `updateOrderItems.${i}`, currency: u.currency }],
+    ),
+    ...creates.map((c, i) => ({ path: `createOrderItems.${i}`, currency: c.currency })),
+  ];
+  const changed = new Set(updates.filter((u) => u.currency !== undefined).map((u) => u.id));
+  const base = kept.find((i) => !changed.has(i.id))?.currency;
+  return Object.fromEntries(
+    given.filter((g) => base === undefined || g.currency !== base).map((g) => [`${g.path}.currency`, MIXED_CURRENCIES]),
+  );
+}
+
+/**
  * Applies a PATCH and returns the order before and after. `seen` was read before the business's
  * lock (src/orders/routes.ts), so the lock is held for the writes only: the update applies at the
  * version seen, and when that has moved the PATCH starts again from the order under its row lock.
@@ -113,7 +135,7 @@ export async function patchOrder(
     })),
   ];
   const currencies = new Set(final.map((i) => i.currency));
-  if (currencies.size > 1) throw validationError({ orderItems: MIXED_CURRENCIES });
+  if (currencies.size > 1) throw validationError(mixedCurrencies(kept, updates, creates));
   const [itemCurrency] = currencies;
   const order = input.order ?? {};
   if (order.currency !== undefined && itemCurrency !== undefined && order.currency !== itemCurrency) {

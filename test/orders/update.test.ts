@@ -325,7 +325,19 @@ describeEachBackend('PATCH /api/v1/orders/:id', (ctx) => {
       createOrderItems: [newItem(f.entryIds[1], { currency: 'USD' })],
     });
     assert.equal(mixed.status, 400);
-    assert.ok(mixed.body.fieldErrors.orderItems);
+    // Named by the request's own path: the PATCH has no orderItems.
+    assert.deepEqual(mixed.body.fieldErrors, {
+      'createOrderItems.0.currency': 'All order items must be in one currency',
+    });
+    const updatedApart = await patchOrder(ctx(), t, order.id, {
+      updateOrderItems: [{ id: order.orderItems[0].id, currency: 'USD' }],
+      createOrderItems: [newItem(f.entryIds[1], {})],
+    });
+    // No item is left as it was to say which currency is the order's: both are named.
+    assert.deepEqual(updatedApart.body.fieldErrors, {
+      'updateOrderItems.0.currency': 'All order items must be in one currency',
+      'createOrderItems.0.currency': 'All order items must be in one currency',
+    });
     const unlike = await patchOrder(ctx(), t, order.id, { order: { currency: 'USD' } });
     assert.equal(unlike.status, 400);
     assert.ok(unlike.body.fieldErrors['order.currency']);
