@@ -6,6 +6,7 @@ import type { WriteContext } from '../write/runner.ts';
 import { parseLine, resolveReferences, type ParsedLine, type Referenced } from './lines.ts';
 import { applyLine, checkOperation, createsMany, type Applied } from './operations.ts';
 import { findLinesByRef, findResultByRef } from './repository.ts';
+import { DryRunNotes } from './dry-run-notes.ts';
 
 export type Outcome = { applied: Applied } | { error: ApiError };
 
@@ -28,14 +29,6 @@ const GROUP_LINES = 100;
  * at once (items, orders) is held, then stored together in one part; if that part fails, its lines are
  * applied one at a time as any other line.
  */
-/** Of the earlier lines a dry run's line of an order was checked without, how many it names; and orders followed. */
-const NOTED = 10;
-const FOLLOWED_ORDERS = 100_000;
-
-/** The order a line changes: an acknowledgement's or shipment's, or an order patched by id. */
-const touchedOrder = (line: ParsedLine): string | undefined =>
-  line.orderId ?? (line.resource === 'order' && line.op === 'patch' ? line.id : undefined);
-
 export function createLineApplier(run: {
   importId: string;
   scopes: Scope[] | null;
@@ -64,12 +57,8 @@ export function createLineApplier(run: {
   const heldRefs = new Map<string, number>();
   /** How many lines a store takes: the batch's lines (`begin`), up to GROUP_LINES. */
   let groupLines = GROUP_LINES;
-  /**
-   * A dry run's lines that would have changed each order (`touchedOrder`), up to NOTED of each: a
-   * later line of the order was checked without them, and says so. A write run again (groups.ts)
-   * sees its own lines here, so only lines before a line count.
-   */
-  const touched = new Map<string, number[]>();
+  /** A dry run's notes of what earlier lines of an order would have changed. */
+  const notes = new DryRunNotes();
 
   /**
    * Line `line`, in the batch's write: the lines this finished, in order. That is this line, or
@@ -131,24 +120,12 @@ export function createLineApplier(run: {
           }),
         ];
       const outcome = await applyOne(ctx, line, resolved);
-      return [...done, finish(line, parsed, first, run.dryRun ? noteEarlier(line, resolved, outcome) : outcome)];
+      const noted =
+        run.dryRun && 'applied' in outcome ? { applied: notes.note(line, resolved, outcome.applied) } : outcome;
+      return [...done, finish(line, parsed, first, noted)];
     } catch (caught) {
       return [...done, finish(line, parsed, first, failure(caught, line))];
     }
-  }
-
-  /** A dry run's line of an order that earlier lines would have changed: checked without them, as it says. */
-  function noteEarlier(line: number, resolved: ParsedLine, outcome: Outcome): Outcome {
-    const order = touchedOrder(resolved);
-    if (order === undefined || !('applied' in outcome)) return outcome;
-    const lines = touched.get(order) ?? [];
-    const earlier = lines.filter((l) => l < line);
-    if (lines.length < NOTED && !lines.includes(line) && (lines.length > 0 || touched.size < FOLLOWED_ORDERS))
-      touched.set(order, [...lines, line]);
-    const { applied } = outcome;
-    return earlier.length === 0 || applied.checkedWithout || applied.variants !== undefined
-      ? outcome
-      : { applied: { ...applied, checkedWithout: earlier } };
   }
 
   /** One checked line as a part of the write. */
