@@ -1,6 +1,7 @@
 import { Type, type TSchema } from 'typebox';
 import { ID_PATTERN } from '../lib/ids.ts';
 import { ERROR_STATUS } from '../lib/errors.ts';
+import { MONEY_SCALE } from '../lib/money.ts';
 
 /** Shared schema pieces; field documentation lives in descriptions and examples. */
 
@@ -69,7 +70,7 @@ export const Decimal = (
     ...(options.examples ? { examples: options.examples } : {}),
   });
 
-export const Money = (description: string) => Decimal(description, 9, 6, { examples: [12.5] });
+export const Money = (description: string) => Decimal(description, 9, MONEY_SCALE, { examples: [12.5] });
 
 export const IdParams = Type.Object({ id: Id('Resource id', 'itm_01jd5x8m2k3n4p5q6r7s8t9v0w') });
 

@@ -19,6 +19,14 @@ export function multiply(a: DecimalInput, b: DecimalInput): string {
   return new D(String(a)).times(new D(String(b))).toFixed();
 }
 
+/** The decimals a price or cost has in the API (the schemas' `Money`). */
+export const MONEY_SCALE = 6;
+
+/** A computed price or cost at the API's scale, half up: one a client can send back as it reads it. */
+export function roundMoney(value: DecimalInput): string {
+  return new D(String(value)).toDecimalPlaces(MONEY_SCALE, D.ROUND_HALF_UP).toFixed();
+}
+
 export function sum(values: DecimalInput[]): string {
   return values.reduce<Decimal>((acc, v) => acc.plus(new D(String(v))), new D(0)).toFixed();
 }

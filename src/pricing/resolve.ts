@@ -1,4 +1,4 @@
-import { multiply } from '../lib/money.ts';
+import { multiply, roundMoney } from '../lib/money.ts';
 
 /** The terms of a price list that decide whether and how it prices a variant; decimals as text. */
 export interface ListTerms {
@@ -43,12 +43,15 @@ export function isListApplicable(list: ListTerms, now: Date): boolean {
   return true;
 }
 
-/** The override when set, else price times the price factor; cost (0 when none) times the cost factor. Decimal only. */
+/**
+ * The override when set, else price times the price factor; cost (0 when none) times the cost factor.
+ * Decimal only; a product is rounded half up to the API's 6 decimals (decision 0077).
+ */
 export function priceEntry(variant: VariantTerms, list: ListTerms, entry: EntryTerms): EffectivePrice {
   return {
     entryId: entry.id,
-    price: entry.overrideFlatPrice ?? multiply(variant.price, list.globalPriceFactor),
-    cost: multiply(variant.cost ?? '0', list.globalCostFactor),
+    price: entry.overrideFlatPrice ?? roundMoney(multiply(variant.price, list.globalPriceFactor)),
+    cost: roundMoney(multiply(variant.cost ?? '0', list.globalCostFactor)),
     currency: entry.currency ?? variant.currency,
   };
 }

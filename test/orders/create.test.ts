@@ -241,6 +241,42 @@ describeEachBackend('POST /api/v1/buyers/:id/orders', (ctx) => {
     assert.equal(p.orderItems[0].itemListEntryId, g.entryIds[0]);
   });
 
+  it("rounds a list factor's price and cost to 6 decimals, half up, so they can be sent back as read", async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    const list = await ctx().request('POST', '/api/v1/pricing', {
+      as: t,
+      body: {
+        itemListData: { label: 'Odd', globalPriceFactor: 0.123457, globalCostFactor: 0.333333 },
+        entries: [{ itemVariantId: f.variantIds[1] }, { itemVariantId: f.variantIds[2] }],
+        partnerships: [f.partnershipId],
+      },
+    });
+    assert.equal(list.status, 201, JSON.stringify(list.body));
+    const o = await createOrder(ctx(), t, f, {
+      orderItems: [
+        { itemVariantId: f.variantIds[1], quantity: 1 },
+        { itemVariantId: f.variantIds[2], quantity: 1 },
+      ],
+    });
+    // 2.5 × 0.123457 = 0.3086425; 0.1 × 0.123457 = 0.0123457; 0.05 × 0.333333 = 0.01666665.
+    assert.deepEqual(
+      o.orderItems.map((i: any) => [i.price, i.cost]),
+      [
+        ['0.308643', '0.00'],
+        ['0.012346', '0.016667'],
+      ],
+    );
+    assert.equal(o.totalAmount, '0.320989');
+    const back = await ctx().request('PATCH', `/api/v1/orders/${o.id}`, {
+      as: t,
+      body: {
+        updateOrderItems: o.orderItems.map((i: any) => ({ id: i.id, price: Number(i.price), cost: Number(i.cost) })),
+      },
+    });
+    assert.equal(back.status, 200, JSON.stringify(back.body));
+  });
+
   it("rejects a variant not on the buyer's list, and an entry of another business, with the field path", async () => {
     const t = await ctx().createTenant();
     const other = await ctx().createTenant();

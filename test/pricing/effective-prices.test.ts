@@ -69,6 +69,21 @@ describe('priceEntry', () => {
     assert.equal(priceEntry({ ...variant, price: '0.1' }, list({ globalPriceFactor: '3' }), entry()).price, '0.3');
   });
 
+  it("rounds a factor's price and cost to the API's 6 decimals, half up, so that they can be sent back", () => {
+    const priced = priceEntry(
+      { ...variant, price: '3.033333', cost: '0.000001' },
+      list({ globalPriceFactor: '0.123457', globalCostFactor: '0.5' }),
+      entry(),
+    );
+    // 3.033333 × 0.123457 = 0.374486192181; 0.000001 × 0.5 = 0.0000005, half up.
+    assert.equal(priced.price, '0.374486');
+    assert.equal(priced.cost, '0.000001');
+    assert.equal(
+      priceEntry({ ...variant, price: '1.000005' }, list({ globalPriceFactor: '0.5' }), entry()).price,
+      '0.500003',
+    );
+  });
+
   it('takes the entry currency, else the variant currency', () => {
     assert.equal(priceEntry(variant, list(), entry()).currency, 'AUD');
     assert.equal(priceEntry(variant, list(), entry({ currency: 'NZD' })).currency, 'NZD');
@@ -142,11 +157,12 @@ describe('resolveEffectivePrice properties', () => {
       fc.property(arbVariant, arbList, arbEntry, (v, l, e) => {
         const result = resolveEffectivePrice(v, { list: l, entry: e }, defaults, NOW)!;
         if (!isListApplicable(l, NOW)) return result.entryId === 'ile_default';
-        const price = e.overrideFlatPrice ?? new Decimal(v.price).times(l.globalPriceFactor);
+        const sixDecimals = (d: Decimal) => d.toDecimalPlaces(6, Decimal.ROUND_HALF_UP);
+        const price = e.overrideFlatPrice ?? sixDecimals(new Decimal(v.price).times(l.globalPriceFactor));
         return (
           result.entryId === 'ile_assigned' &&
           same(result.price, price) &&
-          same(result.cost, new Decimal(v.cost ?? 0).times(l.globalCostFactor)) &&
+          same(result.cost, sixDecimals(new Decimal(v.cost ?? 0).times(l.globalCostFactor))) &&
           result.currency === (e.currency ?? v.currency)
         );
       }),
