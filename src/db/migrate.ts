@@ -41,6 +41,7 @@ import { sandboxes } from './migrations/0042-sandboxes.ts';
 import { simulationRuns } from './migrations/0044-simulation-runs.ts';
 import { shipmentCounts } from './migrations/0045-shipment-counts.ts';
 import { keySuccessors } from './migrations/0046-key-successors.ts';
+import { closedWriteClocks } from './migrations/0047-closed-write-clocks.ts';
 import { apiKeyScopes } from './migrations/0032-api-key-scopes.ts';
 import type { Database, Dialect } from './types.ts';
 import { executedMigrations, hasTable, migratedByNewerRelease, takeBackRenamed } from './migration-history.ts';
@@ -91,6 +92,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     '0044-simulation-runs': simulationRuns(dialect),
     '0045-shipment-counts': shipmentCounts(dialect),
     '0046-key-successors': keySuccessors,
+    '0047-closed-write-clocks': closedWriteClocks,
   };
 }
 

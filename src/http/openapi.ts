@@ -43,6 +43,8 @@ const errorRef = (description: string) => ({ description, $ref: 'ErrorResponse#'
 
 function errorResponses(method: string, url: string, namesOther: boolean) {
   const writes = method === 'POST' || method === 'PATCH';
+  // A DELETE is a write too: it may conflict, but takes no Idempotency-Key.
+  const changes = writes || method === 'DELETE';
   // A path id can be missing, and so can a resource the body names; nothing else answers 404.
   const canMiss = url.includes(':') || namesOther;
   return {
@@ -52,7 +54,14 @@ function errorResponses(method: string, url: string, namesOther: boolean) {
       "The API key lacks the scope this operation needs (the message names it; see the operation's security)",
     ),
     ...(canMiss ? { 404: errorRef('Not found, or owned by another business') } : {}),
-    ...(writes ? { 409: errorRef('Conflict, or the Idempotency-Key is in use by a request still running') } : {}),
+    ...(changes
+      ? {
+          409: errorRef(
+            'Conflict (the message says with what: the state of the resource, a sandbox being reset or deleted), ' +
+              'or the Idempotency-Key is in use by a request still running',
+          ),
+        }
+      : {}),
     413: errorRef('Body larger than the limit'),
     415: errorRef('Body is not application/json'),
     ...(writes ? { 422: errorRef('The Idempotency-Key was used with a different request') } : {}),

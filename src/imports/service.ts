@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Scope } from '../businesses/scopes.ts';
 import { isUniqueViolation } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
-import { ApiError, badRequest } from '../lib/errors.ts';
+import { ApiError, badRequest, conflict } from '../lib/errors.ts';
+import { writesClosed } from '../write/clock.ts';
 import { newId } from '../lib/ids.ts';
 import { receiveFile } from './receive.ts';
 import { deleteChunks, findImportByKey, insertImport, NO_COUNTS, type ImportRow } from './repository.ts';
@@ -43,6 +44,9 @@ export async function receiveImport(db: Db, input: NewImport): Promise<{ imp: Im
     return { imp: existing, replayed: true };
   };
 
+  // Received outside any write: refused as a write would be while its business is closed (a sandbox reset or deleted).
+  const closed = await writesClosed(db, businessId);
+  if (closed !== null) throw conflict(closed);
   const earlier = key === null ? undefined : await findImportByKey(db, businessId, key);
   const id = newId('imp');
   const received = await receiveFile(db, input.body, {

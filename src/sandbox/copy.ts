@@ -130,7 +130,8 @@ export async function copyConfiguration(
       const page = await readPage(db, copy, liveId, after, batchSize);
       if (page.length === 0) break;
       after = String(page.at(-1)!.id);
-      await settings.writes.run({ businessId: sandboxId, actor: settings.actor }, async (ctx) => {
+      // A reset copies into a sandbox closed to other writes (src/sandbox/service.ts).
+      await settings.writes.run({ businessId: sandboxId, actor: settings.actor, whileClosed: true }, async (ctx) => {
         const fresh = copy.fresh ? await copy.fresh(ctx.trx, sandboxId) : {};
         const rows: Row[] = [];
         for (const row of page) {

@@ -12,6 +12,7 @@ import {
   type Sandbox,
 } from './repository.ts';
 import { stopRuns } from './runs.ts';
+import { closeWrites } from '../write/clock.ts';
 import { businessTables, deleteBusinessRows, KEPT_ON_RESET } from './tables.ts';
 
 export interface SandboxSettings extends CopySettings {
@@ -67,38 +68,51 @@ export async function createSandbox(
   return { ...key, sandbox: created, copied };
 }
 
-/** Empties the sandbox but for itself, its keys, users and counters, and copies the live configuration again. */
+/**
+ * Empties the sandbox but for itself, its keys, users and counters, and copies the live configuration
+ * again. The sandbox takes no other writes meanwhile: they are refused with a 409 that says so (an
+ * integration still writing would otherwise put rows into tables already emptied), and taken again
+ * once the copy is done. A reset that stopped halfway leaves it closed; reset it again.
+ */
 export async function resetSandbox(db: Db, sandboxId: string, settings: SandboxSettings) {
   const sandbox = await findSandbox(db, sandboxId);
-  await settings.writes.run({ businessId: sandboxId, actor: settings.actor }, (ctx) =>
-    stopRuns(ctx.trx, sandboxId, ctx.now),
-  );
+  const scope = { businessId: sandboxId, actor: settings.actor, whileClosed: true };
+  await settings.writes.run(scope, async (ctx) => {
+    await closeWrites(ctx.trx, sandboxId, `Sandbox ${sandboxId} is being reset: try again once the reset is done`);
+    await stopRuns(ctx.trx, sandboxId, ctx.now);
+  });
   const removed = await emptySandbox(db, sandboxId, settings, KEPT_ON_RESET);
   const copied = await copyConfiguration(db, sandbox.liveBusinessId, sandboxId, settings);
+  await settings.writes.run(scope, (ctx) => closeWrites(ctx.trx, sandboxId, null));
   return { sandbox, removed, copied };
 }
 
-/** Removes the sandbox and every row of it, in batches; the number of rows removed per table. */
+/**
+ * Removes the sandbox and every row of it, in batches; the number of rows removed per table. Its
+ * write clock stays, closed: a write sent meanwhile, or just after with its key still cached on an
+ * instance, is refused with a 409, not half-made.
+ */
 export async function deleteSandbox(db: Db, sandboxId: string, settings: CopySettings) {
   const sandbox = await findSandbox(db, sandboxId);
   // Console sessions showing the sandbox go back to the live business rather than end with it.
   // Its simulations stop first, so that no order is made while the sandbox empties.
-  await settings.writes.run({ businessId: sandboxId, actor: settings.actor }, async (ctx) => {
+  await settings.writes.run({ businessId: sandboxId, actor: settings.actor, whileClosed: true }, async (ctx) => {
+    await closeWrites(ctx.trx, sandboxId, `Sandbox ${sandboxId} is deleted`);
     await returnSessionsToLive(ctx.trx, sandboxId, sandbox.liveBusinessId);
     await stopRuns(ctx.trx, sandboxId, ctx.now);
   });
-  const removed = await emptySandbox(db, sandboxId, settings, new Set());
+  const removed = await emptySandbox(db, sandboxId, settings, new Set(['write_clocks']));
   return { sandbox, removed };
 }
 
-/** Every write takes the business's write clock, so the clock and the business row itself go last, together. */
-const LAST = ['write_clocks', 'businesses'];
+/** The business row goes last, as every other table's rows name it. */
+const LAST = ['businesses'];
 
 async function emptySandbox(db: Db, sandboxId: string, settings: CopySettings, keep: Set<string>) {
   const batchSize = settings.batchSize ?? 2000;
   const tables = (await businessTables(db)).filter((t) => !keep.has(t.name));
   const removed: Record<string, number> = {};
-  const scope = { businessId: sandboxId, actor: settings.actor };
+  const scope = { businessId: sandboxId, actor: settings.actor, whileClosed: true };
   for (const table of tables.filter((t) => !LAST.includes(t.name))) {
     removed[table.name] = 0;
     for (;;) {

@@ -4,17 +4,44 @@ import { statement } from '../db/statement.ts';
 import { sendWrite } from '../db/pipeline.ts';
 import type { Db } from '../db/types.ts';
 
+/** A write's time, and why its business takes no writes for now (null: it does). */
+export interface WriteClock {
+  time: string;
+  closed: string | null;
+}
+
 /**
  * Takes the business's write lock (its `write_clocks` row, held until commit) and the write's time:
  * the later of the clock and 1 ms after the previous write's. So a write's `updatedAt` is later than
  * that of every write of the business committed before it, with any number of instances, and a
- * poller asking for "later than the latest I saw" misses nothing (decision 0002).
+ * poller asking for "later than the latest I saw" misses nothing (decision 0002). The row also
+ * says whether the business is closed to writes (`closeWrites`): read under the lock, so no write
+ * that the closing write has waited for, or that waits for it, misses it.
  */
-export async function takeWriteTime(db: Db, businessId: string, clockMs: number): Promise<string> {
+export async function takeWriteTime(db: Db, businessId: string, clockMs: number): Promise<WriteClock> {
   const {
     rows: [row],
   } = await db.executeQuery(takeWriteTimeQuery(db, { businessId, clockMs }));
-  return new Date(Number(row.last_ms)).toISOString();
+  return { time: new Date(Number(row.last_ms)).toISOString(), closed: row.closed };
+}
+
+/**
+ * Closes the business to writes, with the reason its 409 gives, or opens it again (null): a
+ * sandbox while it is reset, and from its deletion on. In a write of the business, which holds its
+ * clock row; the writes that close it (`WriteScope.whileClosed`) go on.
+ */
+export async function closeWrites(db: Db, businessId: string, reason: string | null): Promise<void> {
+  await db.updateTable('write_clocks').set({ closed: reason }).where('business_id', '=', businessId).execute();
+}
+
+/** Why the business takes no writes for now, for what records a business's rows outside a write (an import received); null: it does. */
+export async function writesClosed(db: Db, businessId: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('write_clocks')
+    .select('closed')
+    .where('business_id', '=', businessId)
+    .executeTakeFirst();
+  return row?.closed ?? null;
 }
 
 const takeWriteTimeQuery = statement((db, v: { businessId: string; clockMs: number }) =>
@@ -26,7 +53,7 @@ const takeWriteTimeQuery = statement((db, v: { businessId: string; clockMs: numb
         last_ms: greatest(db, sql`write_clocks.last_ms + 1`, sql.ref('excluded.last_ms')),
       }),
     )
-    .returning('last_ms'),
+    .returning(['last_ms', 'closed']),
 );
 
 /** The time of a write that follows another under the same lock: the same rule, without the row. */

@@ -11,6 +11,7 @@ import { recordChanges } from '../log/audit.ts';
 import { keepWriteTime, laterThan, takeWriteTime } from './clock.ts';
 import { WriteGroups } from './groups.ts';
 import { type Idempotency, type Replayable, runIdempotent, type WriteResponse } from './idempotency.ts';
+import { conflict } from '../lib/errors.ts';
 
 export type { Idempotency, Replayable, WriteResponse } from './idempotency.ts';
 
@@ -72,6 +73,8 @@ export interface WriteScope {
   traceParent?: string | null;
   /** A long write (an import's batch): on PostgreSQL it begins a group of writes, and joins none (src/write/groups.ts). */
   long?: boolean;
+  /** A write of the business's own reset or deletion: it goes on while the business is closed to writes (`closeWrites`). */
+  whileClosed?: boolean;
 }
 
 export interface WriteRunner {
@@ -145,12 +148,20 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
     member.atCommit = [];
     if (grouped) collectFor(trx, member.atCommit);
     let now: string;
+    let closed: string | null;
     try {
       // A write that joined a group's transaction holds the lock already, and follows the group's last time.
-      now = joined ? laterThan(lastTimes.get(trx)!, clock()) : await takeWriteTime(trx, scope.businessId, clock());
+      if (joined) {
+        now = laterThan(lastTimes.get(trx)!, clock());
+        closed = closedIn.get(trx) ?? null;
+      } else {
+        ({ time: now, closed } = await takeWriteTime(trx, scope.businessId, clock()));
+        closedIn.set(trx, closed);
+      }
     } finally {
       if (!again) options.lockWaiting?.dec();
     }
+    if (closed !== null && !scope.whileClosed) throw conflict(closed);
     lastTimes.set(trx, now);
     if (!again) options.lockWait?.observe((performance.now() - member.asked) / 1000);
     const ctx: WriteContext = {
@@ -214,6 +225,8 @@ export function createWriteRunner(db: Kysely<Database>, options: WriteRunnerOpti
   const grouped = statementsAreRoundTrips(db);
   /** The time of the last write each open transaction ran (a group's writes follow it). */
   const lastTimes = new WeakMap<Transaction<Database>, string>();
+  /** Why the business of each open transaction takes no writes, as its clock row said (null: it does). */
+  const closedIn = new WeakMap<Transaction<Database>, string | null>();
   // Before a group's COMMIT: what the writes it keeps collected (their events, the read model's
   // counts), one statement each; and, as its writes after the first took their times without the
   // clock, the clock, stored once.

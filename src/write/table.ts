@@ -15,4 +15,6 @@ export interface WriteClockTable {
   business_id: string;
   /** Milliseconds since the epoch; PostgreSQL answers a bigint as text. */
   last_ms: number | string;
+  /** Why the business takes no writes for now, as its 409 says it (src/write/clock.ts); null: open. */
+  closed: string | null;
 }

@@ -7,7 +7,7 @@ import { listSandboxes } from '../../src/sandbox/repository.ts';
 import { findRun } from '../../src/sandbox/runs.ts';
 import { createSandbox, deleteSandbox, resetSandbox } from '../../src/sandbox/service.ts';
 import { runSimulation, startSimulation } from '../../src/sandbox/simulator.ts';
-import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
+import { createWriteRunner, SYSTEM, type WriteRunner } from '../../src/write/runner.ts';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
 import { exported } from '../helpers/export.ts';
 import { importNow } from '../helpers/imports.ts';
@@ -37,6 +37,37 @@ async function countRows(ctx: TestContext, table: string, businessId: string): P
     n: number;
   }>`select count(*) as n from ${sql.table(table)} where business_id = ${businessId}`.execute(ctx.db);
   return Number(rows[0].n);
+}
+
+const ITEM = { item: { name: 'Written meanwhile' }, variants: [{ variantName: 'One', currency: 'AUD', price: 1 }] };
+
+/**
+ * A write runner for a reset or delete that, after its `after`th write, has the sandbox's own key
+ * create an item through the API, as an integration still writing would: what it answered is in `answers`.
+ */
+function interleaved(ctx: TestContext, sandbox: Tenant, after: number) {
+  const inner = createWriteRunner(ctx.db);
+  const answers: Array<{ status: number; body: any }> = [];
+  let ran = 0;
+  const writes: WriteRunner = {
+    ...inner,
+    run: async (scope, work) => {
+      const result = await inner.run(scope, work);
+      if (++ran === after) {
+        answers.push(await ctx.request('POST', '/api/v1/items', { as: sandbox, body: ITEM }));
+        // An import is received outside any write: it checks the same.
+        answers.push(
+          await ctx.request('POST', '/api/v1/imports', {
+            as: sandbox,
+            body: `${JSON.stringify({ op: 'create', resource: 'item', data: ITEM })}\n`,
+            headers: { 'content-type': 'application/x-ndjson' },
+          }),
+        );
+      }
+      return result;
+    },
+  };
+  return { writes, answers };
 }
 
 describeEachBackend(
@@ -174,6 +205,27 @@ describeEachBackend(
       assert.ok(after.body.items.length > 0 && after.body.items[0].sequence > lastSequence);
     });
 
+    it('refuses the writes that arrive while it runs with a 409, and takes them again once it is done', async () => {
+      const { live } = await liveBusinessWithConfiguration(ctx());
+      const { tenant: sandbox } = await newSandbox(ctx(), live);
+      const { writes, answers } = interleaved(ctx(), sandbox, 3);
+      await resetSandbox(ctx().db, sandbox.businessId, sandboxSettings(ctx(), { writes }));
+      assert.equal(answers.length, 2);
+      for (const answer of answers) {
+        assert.equal(answer.status, 409, JSON.stringify(answer.body));
+        assert.equal(
+          answer.body.error,
+          `Sandbox ${sandbox.businessId} is being reset: try again once the reset is done`,
+        );
+      }
+      assert.equal(
+        await countRows(ctx(), 'items', sandbox.businessId),
+        (await countRows(ctx(), 'items', live.businessId)) - 1,
+      );
+      const after = await ctx().request('POST', '/api/v1/items', { as: sandbox, body: ITEM });
+      assert.equal(after.status, 201, JSON.stringify(after.body));
+    });
+
     it('refuses a live business', async () => {
       const live = await ctx().createTenant();
       await assert.rejects(resetSandbox(ctx().db, live.businessId, sandboxSettings(ctx())), /is live, not a sandbox/);
@@ -251,7 +303,8 @@ describeEachBackend(
 
       assert.ok((await throughParent('import_results', sandbox.businessId)) > 0);
       await deleteSandbox(ctx().db, sandbox.businessId, sandboxSettings(ctx()));
-      for (const table of tables)
+      // But for its write clock, kept closed: a write sent with its key, still cached for a moment, is refused.
+      for (const table of tables.filter((t) => t.name !== 'write_clocks'))
         for (const column of table.columns) {
           const { rows } = await sql<{ n: number }>`select count(*) as n from ${sql.table(table.name)}
             where cast(${sql.ref(column)} as text) like ${`%${sandbox.businessId}%`}`.execute(ctx().db);
@@ -262,6 +315,27 @@ describeEachBackend(
       assert.deepEqual(await configurationOf(ctx(), live), liveBefore);
       assert.equal((await ctx().request('GET', '/api/v1/orders', { as: live })).body.items.length, 1);
       assert.equal(await findRun(ctx().db, sandbox.businessId, running.id), undefined);
+    });
+
+    it('refuses the writes that arrive while it runs, and after it, with a 409, and leaves nothing half-deleted', async () => {
+      const { live } = await liveBusinessWithConfiguration(ctx());
+      const { tenant: sandbox } = await newSandbox(ctx(), live);
+      // Its key is in this instance's cache of keys, as an integration's is while it writes.
+      assert.equal((await ctx().request('GET', '/api/v1/items', { as: sandbox })).status, 200);
+      const { writes, answers } = interleaved(ctx(), sandbox, 3);
+      await deleteSandbox(ctx().db, sandbox.businessId, sandboxSettings(ctx(), { writes }));
+      for (const answer of answers) {
+        assert.equal(answer.status, 409, JSON.stringify(answer.body));
+        assert.equal(answer.body.error, `Sandbox ${sandbox.businessId} is deleted`);
+      }
+      for (const table of ['items', 'events', 'api_keys'])
+        assert.equal(await countRows(ctx(), table, sandbox.businessId), 0, table);
+      const business = await sql`select id from businesses where id = ${sandbox.businessId}`.execute(ctx().db);
+      assert.equal(business.rows.length, 0);
+      // Its key, still in this instance's cache of keys for a moment: refused, not half-made.
+      const late = await ctx().request('POST', '/api/v1/items', { as: sandbox, body: ITEM });
+      assert.ok([401, 409].includes(late.status), JSON.stringify(late.body));
+      assert.equal(await countRows(ctx(), 'items', sandbox.businessId), 0);
     });
   },
   { config: { secretKeys: [SECRET_KEY] } },

@@ -2862,7 +2862,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflict, or the Idempotency-Key is in use by a request still running */
+            /** @description Conflict (the message says with what: the state of the resource, a sandbox being reset or deleted), or the Idempotency-Key is in use by a request still running */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3340,6 +3340,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description Conflict (the message says with what: the state of the resource, a sandbox being reset or deleted), or the Idempotency-Key is in use by a request still running */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "IDEMPOTENCY_KEY_IN_USE",
+                     *       "message": "A request with this Idempotency-Key is still being processed",
+                     *       "error": "A request with this Idempotency-Key is still being processed",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Body larger than the limit */
             413: {
                 headers: {
@@ -3577,7 +3597,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflict, or the Idempotency-Key is in use by a request still running */
+            /** @description Conflict (the message says with what: the state of the resource, a sandbox being reset or deleted), or the Idempotency-Key is in use by a request still running */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4252,7 +4272,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflict, or the Idempotency-Key is in use by a request still running */
+            /** @description Conflict (the message says with what: the state of the resource, a sandbox being reset or deleted), or the Idempotency-Key is in use by a request still running */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4752,7 +4772,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflict, or the Idempotency-Key is in use by a request still running */
+            /** @description Conflict (the message says with what: the state of the resource, a sandbox being reset or deleted), or the Idempotency-Key is in use by a request still running */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5220,7 +5240,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflict, or the Idempotency-Key is in use by a request still running */
+            /** @description Conflict (the message says with what: the state of the resource, a sandbox being reset or deleted), or the Idempotency-Key is in use by a request still running */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5919,7 +5939,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflict, or the Idempotency-Key is in use by a request still running */
+            /** @description Conflict (the message says with what: the state of the resource, a sandbox being reset or deleted), or the Idempotency-Key is in use by a request still running */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6405,7 +6425,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflict, or the Idempotency-Key is in use by a request still running */
+            /** @description Conflict (the message says with what: the state of the resource, a sandbox being reset or deleted), or the Idempotency-Key is in use by a request still running */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6879,6 +6899,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description Conflict (the message says with what: the state of the resource, a sandbox being reset or deleted), or the Idempotency-Key is in use by a request still running */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "IDEMPOTENCY_KEY_IN_USE",
+                     *       "message": "A request with this Idempotency-Key is still being processed",
+                     *       "error": "A request with this Idempotency-Key is still being processed",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Body larger than the limit */
             413: {
                 headers: {
@@ -7122,7 +7162,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflict, or the Idempotency-Key is in use by a request still running */
+            /** @description Conflict (the message says with what: the state of the resource, a sandbox being reset or deleted), or the Idempotency-Key is in use by a request still running */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -12923,7 +12963,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflict, or the Idempotency-Key is in use by a request still running */
+            /** @description Conflict (the message says with what: the state of the resource, a sandbox being reset or deleted), or the Idempotency-Key is in use by a request still running */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -13816,7 +13856,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflict, or the Idempotency-Key is in use by a request still running */
+            /** @description Conflict (the message says with what: the state of the resource, a sandbox being reset or deleted), or the Idempotency-Key is in use by a request still running */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -14294,6 +14334,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description Conflict (the message says with what: the state of the resource, a sandbox being reset or deleted), or the Idempotency-Key is in use by a request still running */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "IDEMPOTENCY_KEY_IN_USE",
+                     *       "message": "A request with this Idempotency-Key is still being processed",
+                     *       "error": "A request with this Idempotency-Key is still being processed",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Body larger than the limit */
             413: {
                 headers: {
@@ -14526,7 +14586,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflict, or the Idempotency-Key is in use by a request still running */
+            /** @description Conflict (the message says with what: the state of the resource, a sandbox being reset or deleted), or the Idempotency-Key is in use by a request still running */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -14803,7 +14863,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflict, or the Idempotency-Key is in use by a request still running */
+            /** @description Conflict (the message says with what: the state of the resource, a sandbox being reset or deleted), or the Idempotency-Key is in use by a request still running */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -15071,7 +15131,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflict, or the Idempotency-Key is in use by a request still running */
+            /** @description Conflict (the message says with what: the state of the resource, a sandbox being reset or deleted), or the Idempotency-Key is in use by a request still running */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -15349,7 +15409,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflict, or the Idempotency-Key is in use by a request still running */
+            /** @description Conflict (the message says with what: the state of the resource, a sandbox being reset or deleted), or the Idempotency-Key is in use by a request still running */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
