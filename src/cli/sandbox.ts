@@ -4,7 +4,7 @@ import { tableProgress } from '../demo/progress.ts';
 import type { CopyProgress } from '../sandbox/copy.ts';
 import { resolveSecretBox } from '../runtime.ts';
 import { listSandboxes } from '../sandbox/repository.ts';
-import { runSimulation } from '../sandbox/simulator.ts';
+import { isOrdersPerMinute, ORDERS_PER_MINUTE_RULE, runSimulation } from '../sandbox/simulator.ts';
 import { createSandbox, deleteSandbox, resetSandbox, type SandboxSettings } from '../sandbox/service.ts';
 import { CLI, type WriteRunner } from '../write/runner.ts';
 import {
@@ -113,8 +113,8 @@ export const sandboxCommands: Record<string, Command> = {
     required: ['business', 'orders-per-minute'],
     async run({ db, writes }, values) {
       const ordersPerMinute = Number(values['orders-per-minute']);
-      if (!(ordersPerMinute > 0 && ordersPerMinute <= 6000))
-        throw new UsageError('--orders-per-minute must be a number above 0, at most 6000');
+      if (!isOrdersPerMinute(ordersPerMinute))
+        throw new UsageError(`--orders-per-minute: ${ORDERS_PER_MINUTE_RULE.replace(/^M/, 'm')}`);
       const minutes = values.minutes === undefined ? undefined : Number(values.minutes);
       if (minutes !== undefined && !(minutes > 0 && minutes <= 10_080))
         throw new UsageError('--minutes must be a number above 0, at most 10080 (a week)');

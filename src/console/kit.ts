@@ -138,6 +138,11 @@ export function createKit(deps: ConsoleDeps) {
       businessId: user.businessId,
       actor: { type: 'user' as const, id: user.id, name: user.name },
     }),
+    /** The user's own business, whose team and accounts these are, also while a sandbox is shown. */
+    ownBusinessOf: (user: SessionUser) => ({
+      businessId: user.liveBusinessId,
+      actor: { type: 'user' as const, id: user.id, name: user.name },
+    }),
     idOf: (request: FastifyRequest) => (request.params as { id: string }).id,
     /** A repeated parameter (an array) is dropped. */
     queryOf: (request: FastifyRequest): Record<string, string | undefined> =>

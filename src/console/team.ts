@@ -9,11 +9,11 @@ import type { SessionUser } from './session.ts';
 
 /** The team (owners): add users with a role, change roles, reset a password, disable. */
 export function registerTeamPages(app: FastifyInstance, kit: ConsoleKit): void {
-  const { page, signedIn, actorOf, act, done, idOf } = kit;
+  const { page, signedIn, ownBusinessOf, act, done, idOf } = kit;
   const { db, writes } = kit.deps;
   /** Another user: yourself is changed on your account page. */
   const otherUser = async (user: SessionUser, id: string) => {
-    const row = await findUser(db, user.businessId, id);
+    const row = await findUser(db, user.liveBusinessId, id);
     if (!row) throw new ApiError('NOT_FOUND', 'No such user.');
     if (row.id === user.id)
       throw new ApiError(
@@ -35,7 +35,7 @@ export function registerTeamPages(app: FastifyInstance, kit: ConsoleKit): void {
     return page(reply, 'team.eta', user, {
       title: 'Team',
       section: 'team',
-      users: await listUsers(db, user.businessId),
+      users: await listUsers(db, user.liveBusinessId),
     });
   });
 
@@ -44,7 +44,7 @@ export function registerTeamPages(app: FastifyInstance, kit: ConsoleKit): void {
     if (!user) return reply;
     const form = request.body as Form;
     return act(reply, user, '/console/team', async () => {
-      const created = await writes.run(actorOf(user), (ctx) =>
+      const created = await writes.run(ownBusinessOf(user), (ctx) =>
         createUser(ctx, { email: String(form.email ?? ''), name: String(form.name ?? ''), role: form.role as Role }),
       );
       return {
@@ -66,7 +66,10 @@ export function registerTeamPages(app: FastifyInstance, kit: ConsoleKit): void {
     const id = idOf(request);
     return act(reply, user, '/console/team', async () => {
       const row = await otherUser(user, id);
-      const changed = await writes.run(actorOf(user), (ctx) => updateUser(ctx, row.id, { role: form.role as Role }));
+      if (form.role === undefined || form.role === '') throw new ApiError('VALIDATION_ERROR', 'Choose a role.');
+      const changed = await writes.run(ownBusinessOf(user), (ctx) =>
+        updateUser(ctx, row.id, { role: form.role as Role }),
+      );
       return { notice: `${changed.name} is now ${changed.role}.` };
     });
   });
@@ -92,7 +95,7 @@ export function registerTeamPages(app: FastifyInstance, kit: ConsoleKit): void {
     const id = idOf(request);
     return act(reply, user, '/console/team', async () => {
       const row = await otherUser(user, id);
-      await writes.run(actorOf(user), (ctx) => updateUser(ctx, row.id, { status: 'disabled' }));
+      await writes.run(ownBusinessOf(user), (ctx) => updateUser(ctx, row.id, { status: 'disabled' }));
       return { notice: `Disabled ${row.name}: their sessions have ended.` };
     });
   });
@@ -116,11 +119,11 @@ export function registerTeamPages(app: FastifyInstance, kit: ConsoleKit): void {
     const user = signedIn(request, reply, ['owner']);
     if (!user) return reply;
     const id = idOf(request);
-    const row = await findUser(db, user.businessId, id);
+    const row = await findUser(db, user.liveBusinessId, id);
     if (!row) throw new ApiError('NOT_FOUND', 'No such user.');
     if (row.id === user.id) return done(reply, user, '/console/account', { error: 'Change your own password here.' });
     const password = generatePassword();
-    await writes.run(actorOf(user), (ctx) => setPassword(ctx, row.id, password));
+    await writes.run(ownBusinessOf(user), (ctx) => setPassword(ctx, row.id, password));
     return done(reply, user, '/console/team', {
       notice: `Reset the password of ${row.name}; their sessions have ended.`,
       secret: {

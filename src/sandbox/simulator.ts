@@ -40,6 +40,8 @@ const REMEMBERED = 5;
 /** How long a driver holds a run past its last write; it renews the lease at a third of this while it waits. */
 export const RUN_LEASE_MS = 15_000;
 export const MAX_ORDERS_PER_MINUTE = 6000;
+/** The least: an order every 100 minutes (the time between two orders is kept in milliseconds, as an integer). */
+export const MIN_ORDERS_PER_MINUTE = 0.01;
 /** A week. */
 export const MAX_MINUTES = 10_080;
 
@@ -68,10 +70,13 @@ const sleepFor = (ms: number, signal?: AbortSignal) =>
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** A run's rate and length, checked: at most 6,000 orders a minute, at most a week. */
+export const ORDERS_PER_MINUTE_RULE = `Must be a number from ${MIN_ORDERS_PER_MINUTE} (an order every 100 minutes) to ${MAX_ORDERS_PER_MINUTE}`;
+export const isOrdersPerMinute = (n: number) =>
+  Number.isFinite(n) && n >= MIN_ORDERS_PER_MINUTE && n <= MAX_ORDERS_PER_MINUTE;
+
+/** A run's rate and length, checked: from an order every 100 minutes to 6,000 a minute, at most a week. */
 export function runPlan(ordersPerMinute: number, minutes: number | undefined) {
-  if (!(Number.isFinite(ordersPerMinute) && ordersPerMinute > 0 && ordersPerMinute <= MAX_ORDERS_PER_MINUTE))
-    throw validationError({ ordersPerMinute: `Must be a number above 0, at most ${MAX_ORDERS_PER_MINUTE}` });
+  if (!isOrdersPerMinute(ordersPerMinute)) throw validationError({ ordersPerMinute: ORDERS_PER_MINUTE_RULE });
   if (minutes !== undefined && !(Number.isFinite(minutes) && minutes > 0 && minutes <= MAX_MINUTES))
     throw validationError({ minutes: `Must be a number above 0, at most ${MAX_MINUTES} (a week)` });
   return {

@@ -3,6 +3,7 @@ import { it } from 'node:test';
 import { listSandboxes } from '../../src/sandbox/repository.ts';
 import { findRun, listRuns } from '../../src/sandbox/runs.ts';
 import { runSimulation } from '../../src/sandbox/simulator.ts';
+import { listUsers } from '../../src/users/repository.ts';
 import { createUser } from '../../src/users/service.ts';
 import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
 import { describeEachBackend, type Tenant } from '../helpers/context.ts';
@@ -106,6 +107,47 @@ describeEachBackend('console sandboxes', (ctx) => {
     assert.equal((await post(`/console/sandboxes/${foreign.businessId}/delete`, owner)).statusCode, 404);
   });
 
+  it("while a sandbox is shown, Your account and Team act on the user's own business", async () => {
+    const live = await ctx().createTenant();
+    await createFixture(ctx(), live);
+    const sandbox = await ctx().createSandbox(live, 'Trial');
+    const email = `owner-${Math.random().toString(36).slice(2, 8)}@example.com`;
+    const { password } = await createWriteRunner(ctx().db).run({ businessId: live.businessId, actor: SYSTEM }, (c) =>
+      createUser(c, { email, name: 'Owner person', role: 'owner' }),
+    );
+    const signIn = await ctx().app.inject({
+      method: 'POST',
+      url: '/console/sign-in',
+      headers: FORM,
+      payload: new URLSearchParams({ email, password }).toString(),
+    });
+    const owner = String(signIn.headers['set-cookie'] ?? '').split(';')[0];
+    assert.equal((await post('/console/switch', owner, { businessId: sandbox.businessId })).statusCode, 303);
+    const flashed = async (res: Awaited<ReturnType<typeof post>>, page: string) =>
+      (await get(page, `${owner}; ${flashOf(res)}`)).body;
+
+    const changed = await post('/console/account/password', owner, {
+      current: password,
+      password: 'A-new-password-long-enough-1',
+      repeat: 'A-new-password-long-enough-1',
+    });
+    assert.match(await flashed(changed, '/console/account'), /Your password is changed/);
+
+    const added = await post('/console/team', owner, { email: 'added@example.com', name: 'Added', role: 'viewer' });
+    assert.match(await flashed(added, '/console/team'), /Added added@example.com as viewer/);
+    const team = await listUsers(ctx().db, live.businessId);
+    const addedUser = team.find((u) => u.email === 'added@example.com');
+    assert.ok(addedUser, JSON.stringify(team));
+    assert.deepEqual(await listUsers(ctx().db, sandbox.businessId), []);
+    // Listed on the Team page while the sandbox is shown, as on the live business.
+    assert.match((await get('/console/team', owner)).body, /added@example\.com/);
+
+    const noRole = await post(`/console/team/${addedUser.id}`, owner);
+    const page = await flashed(noRole, '/console/team');
+    assert.doesNotMatch(page, /is now/);
+    assert.match(page, /Choose a role/);
+  });
+
   it('owners reset and delete a sandbox after confirming; a session showing it goes back to live', async () => {
     const live = await ctx().createTenant();
     await createFixture(ctx(), live);
@@ -146,7 +188,7 @@ describeEachBackend('console sandboxes', (ctx) => {
     const bad = await post('/console/simulation', owner, { ordersPerMinute: '0' });
     assert.match(
       (await get('/console/simulation', `${owner}; ${flashOf(bad)}`)).body,
-      /ordersPerMinute: Must be a number above 0/,
+      /ordersPerMinute: Must be a number from 0.01 \(an order every 100 minutes\) to 6000/,
     );
     assert.equal((await post('/console/simulation', admin, { ordersPerMinute: '60' })).statusCode, 403);
     assert.equal((await post('/console/simulation', owner, { ordersPerMinute: '1', minutes: '' })).statusCode, 303);

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { createRandom } from '../../src/demo/random.ts';
-import { runSimulation, type SimulatedChange } from '../../src/sandbox/simulator.ts';
-import { createWriteRunner } from '../../src/write/runner.ts';
+import type { ApiError } from '../../src/lib/errors.ts';
+import { findRun } from '../../src/sandbox/runs.ts';
+import { runSimulation, startSimulation, type SimulatedChange } from '../../src/sandbox/simulator.ts';
+import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
 import { describeEachBackend } from '../helpers/context.ts';
 import { liveBusinessWithConfiguration, SECRET_KEY } from './helpers.ts';
 
@@ -131,6 +133,27 @@ describeEachBackend(
         }),
         /is live, not a sandbox/,
       );
+    });
+
+    it('refuses a rate below an order every 100 minutes, whose wait could not be stored, on both backends', async () => {
+      const { live } = await liveBusinessWithConfiguration(ctx());
+      const sandbox = await ctx().createSandbox(live);
+      for (const ordersPerMinute of [0.00001, 1e-300, 0])
+        await assert.rejects(
+          startSimulation(ctx().db, createWriteRunner(ctx().db), sandbox.businessId, {
+            ordersPerMinute,
+            actor: SYSTEM,
+            now: Date.now(),
+          }),
+          (error: ApiError) =>
+            error.fieldErrors?.ordersPerMinute === 'Must be a number from 0.01 (an order every 100 minutes) to 6000',
+        );
+      const slowest = await startSimulation(ctx().db, createWriteRunner(ctx().db), sandbox.businessId, {
+        ordersPerMinute: 0.01,
+        actor: SYSTEM,
+        now: Date.now(),
+      });
+      assert.equal((await findRun(ctx().db, sandbox.businessId, slowest.id))?.ordersPerMinute, 0.01);
     });
   },
   { config: { secretKeys: [SECRET_KEY] } },
