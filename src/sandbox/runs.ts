@@ -42,6 +42,17 @@ export interface SimulationRun {
   endedAt: string | null;
 }
 
+/** How many of the sandbox's runs are running. */
+export async function countRunning(db: Db, sandboxId: string): Promise<number> {
+  const row = await db
+    .selectFrom('simulation_runs')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('business_id', '=', sandboxId)
+    .where('state', '=', 'RUNNING')
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 /** The one instance driving a run, by its lease. */
 export interface Held {
   id: string;

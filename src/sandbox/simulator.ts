@@ -8,7 +8,7 @@
  */
 import { setTimeout as wait } from 'node:timers/promises';
 import type { Db } from '../db/types.ts';
-import { ApiError, validationError } from '../lib/errors.ts';
+import { ApiError, conflict, validationError } from '../lib/errors.ts';
 import { newId } from '../lib/ids.ts';
 import { patchOrder } from '../orders/patch-service.ts';
 import type { OrderItemRow } from '../orders/mapper.ts';
@@ -16,6 +16,7 @@ import { loadOneOrderItems } from '../orders/items-repository.ts';
 import type { Order, UpdateOrderInput } from '../orders/schema.ts';
 import type { Actor, WriteContext, WriteRunner } from '../write/runner.ts';
 import {
+  countRunning,
   endRun,
   findArrivedRunOrders,
   insertRun,
@@ -39,6 +40,8 @@ const CANCELS = 0.1;
 const REMEMBERED = 5;
 /** How long a driver holds a run past its last write; it renews the lease at a third of this while it waits. */
 export const RUN_LEASE_MS = 15_000;
+/** Runs of one sandbox running at once. */
+export const MAX_RUNNING = 3;
 export const MAX_ORDERS_PER_MINUTE = 6000;
 /** The least: an order every 100 minutes (the time between two orders is kept in milliseconds, as an integer). */
 export const MIN_ORDERS_PER_MINUTE = 0.01;
@@ -95,13 +98,17 @@ export async function startSimulation(
 ): Promise<SimulationRun> {
   const { intervalMs, total } = runPlan(plan.ordersPerMinute, plan.minutes);
   await findSandbox(db, sandboxId);
-  return writes.run({ businessId: sandboxId, actor: plan.actor }, (ctx) =>
-    insertRun(
+  // Counted under the sandbox's write lock, so the limit holds with any number of instances.
+  return writes.run({ businessId: sandboxId, actor: plan.actor }, async (ctx) => {
+    const running = await countRunning(ctx.trx, sandboxId);
+    if (running >= MAX_RUNNING)
+      throw conflict(`Sandbox ${sandboxId} has ${running} simulations running, the most it may have: stop one first`);
+    return insertRun(
       ctx.trx,
       { id: newId('sim'), businessId: sandboxId, intervalMs, total, startedBy: plan.actor, now: iso(plan.now) },
       lease,
-    ),
-  );
+    );
+  });
 }
 
 /** The run is no longer this driver's: stopped, ended, or taken over after its lease passed. */

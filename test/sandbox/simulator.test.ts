@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { createRandom } from '../../src/demo/random.ts';
 import type { ApiError } from '../../src/lib/errors.ts';
-import { findRun } from '../../src/sandbox/runs.ts';
+import { endRun, findRun } from '../../src/sandbox/runs.ts';
 import { runSimulation, startSimulation, type SimulatedChange } from '../../src/sandbox/simulator.ts';
 import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
 import { describeEachBackend } from '../helpers/context.ts';
@@ -154,6 +154,27 @@ describeEachBackend(
         now: Date.now(),
       });
       assert.equal((await findRun(ctx().db, sandbox.businessId, slowest.id))?.ordersPerMinute, 0.01);
+    });
+
+    it('runs at most 3 simulations of one sandbox at once: a fourth is a 409 until one stops', async () => {
+      const { live } = await liveBusinessWithConfiguration(ctx());
+      const sandbox = await ctx().createSandbox(live);
+      const start = () =>
+        startSimulation(ctx().db, createWriteRunner(ctx().db), sandbox.businessId, {
+          ordersPerMinute: 1,
+          actor: SYSTEM,
+          now: Date.now(),
+        });
+      const runs = [await start(), await start(), await start()];
+      await assert.rejects(
+        start(),
+        (error: ApiError) =>
+          error.code === 'CONFLICT' &&
+          error.message ===
+            `Sandbox ${sandbox.businessId} has 3 simulations running, the most it may have: stop one first`,
+      );
+      assert.equal(await endRun(ctx().db, sandbox.businessId, runs[0].id, new Date().toISOString()), true);
+      assert.equal((await start()).state, 'RUNNING');
     });
   },
   { config: { secretKeys: [SECRET_KEY] } },
