@@ -180,19 +180,23 @@ function flag(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(`${name} must be on or off, got '${raw}'`);
 }
 
+/** A URL as a message may show it: without its password. */
+const masked = (url: string) => url.replace(/:[^:@/]*@/, ':***@');
+const POSTGRES_URL = /^postgres(ql)?:\/\/.+/;
+
 function databaseUrl(raw: string | undefined): string {
   const url = raw === undefined || raw === '' ? 'sqlite:./data/supplyline.db' : raw;
-  if (!/^(sqlite:.+|postgres(ql)?:\/\/.+)$/.test(url)) {
-    throw new ConfigError(
-      `DATABASE_URL must be sqlite:PATH or postgres://..., got '${url.replace(/:[^:@/]*@/, ':***@')}'`,
-    );
+  if (!/^(sqlite:.+|postgres(ql)?:\/\/.+)$/.test(url) || !URL.canParse(url)) {
+    throw new ConfigError(`DATABASE_URL must be sqlite:PATH or postgres://..., got '${masked(url)}'`);
   }
   return url;
 }
 
-function directUrl(raw: string | undefined): string | undefined {
+/** A PostgreSQL URL of its own (`name`), or undefined when it is not set. */
+function postgresUrl(name: string, raw: string | undefined): string | undefined {
   if (raw === undefined || raw === '') return undefined;
-  if (!/^postgres(ql)?:\/\/.+/.test(raw)) throw new ConfigError('DATABASE_DIRECT_URL must be a postgres:// URL');
+  if (!POSTGRES_URL.test(raw) || !URL.canParse(raw))
+    throw new ConfigError(`${name} must be a postgres:// URL, got '${masked(raw)}'`);
   return raw;
 }
 
@@ -204,10 +208,8 @@ function replicaUrls(raw: string | undefined, primary: string): readonly string[
   if (urls.length > 0 && !primary.startsWith('postgres'))
     throw new ConfigError('DATABASE_REPLICA_URLS needs DATABASE_URL to be PostgreSQL: SQLite has no replicas');
   for (const url of urls)
-    if (!/^postgres(ql)?:\/\/.+/.test(url) || !URL.canParse(url))
-      throw new ConfigError(
-        `DATABASE_REPLICA_URLS must be postgres:// URLs separated by commas, got '${url.replace(/:[^:@/]*@/, ':***@')}'`,
-      );
+    if (!POSTGRES_URL.test(url) || !URL.canParse(url))
+      throw new ConfigError(`DATABASE_REPLICA_URLS must be postgres:// URLs separated by commas, got '${masked(url)}'`);
   return Object.freeze(urls);
 }
 
@@ -225,8 +227,8 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got '${logLevel}'`);
   }
   const redisUrl = env.REDIS_URL || null;
-  if (redisUrl !== null && !/^rediss?:\/\/.+/.test(redisUrl)) {
-    throw new ConfigError(`REDIS_URL must start with redis:// or rediss://`);
+  if (redisUrl !== null && (!/^rediss?:\/\/.+/.test(redisUrl) || !URL.canParse(redisUrl))) {
+    throw new ConfigError(`REDIS_URL must be a redis:// or rediss:// URL, got '${masked(redisUrl)}'`);
   }
   const headersTimeoutMs = integer(env, 'HEADERS_TIMEOUT_MS', 10_000, 1000, 600_000);
   const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', 15_000, 1000, 600_000);
@@ -248,7 +250,10 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 100 * 1024 * 1024),
     authCacheMs: 4000,
     pgPreparedStatements: flag(env, 'PG_PREPARED_STATEMENTS', true),
-    listenDatabaseUrl: databaseUrl(env.LISTEN_DATABASE_URL || directUrl(env.DATABASE_DIRECT_URL) || env.DATABASE_URL),
+    listenDatabaseUrl:
+      postgresUrl('LISTEN_DATABASE_URL', env.LISTEN_DATABASE_URL) ??
+      postgresUrl('DATABASE_DIRECT_URL', env.DATABASE_DIRECT_URL) ??
+      databaseUrl(env.DATABASE_URL),
     databaseReplicaUrls: replicaUrls(env.DATABASE_REPLICA_URLS, databaseUrl(env.DATABASE_URL)),
     migrationLockWaitMs: integer(env, 'MIGRATION_LOCK_WAIT_SECONDS', 60, 1, 86_400) * 1000,
     responseCacheMb: integer(env, 'RESPONSE_CACHE_MB', 32, 0, 4096),

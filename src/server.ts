@@ -57,6 +57,7 @@ async function main() {
     EVENTS_CHANNEL,
     (payload) => events.hear(payload),
     () => events.wakeAll(),
+    (message) => console.error(message),
   );
   const { box: secretBox } = resolveSecretBox(config);
   let closing = false;

@@ -48,7 +48,30 @@ export const sandboxCommands: Record<string, Command> = {
       if (name === '') throw new UsageError('--name must not be empty');
       const liveId = await requireBusiness(db, String(values.from));
       const progress = values.json ? undefined : tableProgress();
-      const created = await asCliError(() => createSandbox(db, liveId, name, settings(writes, progress)));
+      // Interrupted during its copy, the sandbox stays, closed to writes: say what to do with it.
+      let made: string | undefined;
+      const interrupted = () => {
+        if (made)
+          process.stderr.write(
+            `\nInterrupted: sandbox ${made} was not fully copied and takes no writes. ` +
+              `Run 'sandbox reset --business ${made}' to copy again (then 'key create --business ${made}' for a key: ` +
+              `its first was not shown), or 'sandbox delete --business ${made}'.\n`,
+          );
+        process.exit(130);
+      };
+      process.once('SIGINT', interrupted);
+      process.once('SIGTERM', interrupted);
+      const created = await asCliError(() =>
+        createSandbox(db, liveId, name, {
+          ...settings(writes, progress),
+          onMade: (id) => {
+            made = id;
+          },
+        }),
+      ).finally(() => {
+        process.off('SIGINT', interrupted);
+        process.off('SIGTERM', interrupted);
+      });
       progress?.finish();
       if (values.json)
         return printJson({
@@ -100,8 +123,8 @@ export const sandboxCommands: Record<string, Command> = {
       if (values.json) return printJson(sandboxes);
       if (sandboxes.length === 0) return printLines(`Business ${liveId} has no sandboxes.`);
       printTable(
-        ['ID', 'NAME', 'CREATED'],
-        sandboxes.map((s) => [s.id, s.name, s.createdAt]),
+        ['ID', 'NAME', 'CREATED', 'STATE'],
+        sandboxes.map((s) => [s.id, s.name, s.createdAt, s.closed ?? 'ready']),
       );
     },
   },

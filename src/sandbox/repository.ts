@@ -8,12 +8,15 @@ export interface Sandbox {
   name: string;
   liveBusinessId: string;
   createdAt: string;
+  /** Why it takes no writes for now (being created, reset or deleted, or a copy interrupted); null: ready. */
+  closed: string | null;
 }
 
 export async function listSandboxes(db: Db, liveBusinessId: string): Promise<Sandbox[]> {
   const rows = await db
     .selectFrom('businesses')
-    .select(['id', 'name', 'live_business_id', 'created_at'])
+    .leftJoin('write_clocks', 'write_clocks.business_id', 'businesses.id')
+    .select(['id', 'name', 'live_business_id', 'created_at', 'write_clocks.closed'])
     .where('live_business_id', '=', liveBusinessId)
     .orderBy('created_at')
     .orderBy('id')
@@ -23,6 +26,7 @@ export async function listSandboxes(db: Db, liveBusinessId: string): Promise<San
     name: r.name,
     liveBusinessId: r.live_business_id!,
     createdAt: toIso(r.created_at)!,
+    closed: r.closed ?? null,
   }));
 }
 
@@ -35,7 +39,11 @@ export async function findBusinessKind(db: Db, businessId: string) {
     .executeTakeFirst();
 }
 
-export async function insertSandboxBusiness(db: Db, sandbox: Omit<Sandbox, 'createdAt'>, now: string): Promise<void> {
+export async function insertSandboxBusiness(
+  db: Db,
+  sandbox: Omit<Sandbox, 'createdAt' | 'closed'>,
+  now: string,
+): Promise<void> {
   await db
     .insertInto('businesses')
     .values({

@@ -12,13 +12,19 @@ import {
   type Sandbox,
 } from './repository.ts';
 import { stopRuns } from './runs.ts';
-import { closeWrites } from '../write/clock.ts';
+import { closeWrites, newClosedClock } from '../write/clock.ts';
 import { businessTables, deleteBusinessRows, KEPT_ON_RESET } from './tables.ts';
 
 export interface SandboxSettings extends CopySettings {
   /** SANDBOXES_PER_BUSINESS. */
   maxSandboxes: number;
+  /** Told the new sandbox's id once it exists, before its copy (the CLI, to say what an interruption leaves). */
+  onMade?: (sandboxId: string) => void;
 }
+
+/** What a sandbox whose copy has not finished answers a write. */
+const creatingReason = (id: string) =>
+  `Sandbox ${id} is being created: if its copy was interrupted, reset the sandbox to copy again, or delete it`;
 
 export interface CreatedSandbox extends CreatedKey {
   sandbox: Sandbox;
@@ -61,9 +67,15 @@ export async function createSandbox(
           `the most it may have (SANDBOXES_PER_BUSINESS=${settings.maxSandboxes})`,
       );
     await insertSandboxBusiness(ctx.trx, sandbox, ctx.now);
+    // Closed until its copy is done: a copy cut short leaves it saying so, not looking complete.
+    await newClosedClock(ctx.trx, sandbox.id, ctx.now, creatingReason(sandbox.id));
     return insertApiKey(ctx.trx, sandbox.id, ctx.now, { name: 'Sandbox key', createdBy: ctx.actor });
   });
+  settings.onMade?.(sandbox.id);
   const copied = await copyConfiguration(db, liveBusinessId, sandbox.id, settings);
+  await settings.writes.run({ businessId: sandbox.id, actor: settings.actor, whileClosed: true }, (ctx) =>
+    closeWrites(ctx.trx, sandbox.id, null),
+  );
   const [created] = (await listSandboxes(db, liveBusinessId)).filter((s) => s.id === sandbox.id);
   return { ...key, sandbox: created, copied };
 }

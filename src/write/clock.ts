@@ -34,6 +34,17 @@ export async function closeWrites(db: Db, businessId: string, reason: string | n
   await db.updateTable('write_clocks').set({ closed: reason }).where('business_id', '=', businessId).execute();
 }
 
+/**
+ * A new business's clock, closed to writes until `closeWrites(…, null)` opens it (a sandbox until its
+ * copy is done): taken in the write that makes the business, under another business's lock.
+ */
+export async function newClosedClock(db: Db, businessId: string, time: string, reason: string): Promise<void> {
+  await db
+    .insertInto('write_clocks')
+    .values({ business_id: businessId, last_ms: Date.parse(time), closed: reason })
+    .execute();
+}
+
 /** Why the business takes no writes for now, for what records a business's rows outside a write (an import received); null: it does. */
 export async function writesClosed(db: Db, businessId: string): Promise<string | null> {
   const row = await db

@@ -54,7 +54,7 @@ for (const backend of backends) {
       assert.equal(deleted.code, 0, deleted.stderr);
       assert.match(deleted.stdout, /^Deleted sandbox bus_\w+ \(Trial\) and its \d+ rows\.\n$/);
       const table = await runCli(['sandbox', 'list', '--business', liveId], database.url);
-      assert.match(table.stdout, /^ID +NAME +CREATED\nbus_\w+ +Cli Supplier \(sandbox\) +\S+\n$/);
+      assert.match(table.stdout, /^ID +NAME +CREATED +STATE\nbus_\w+ +Cli Supplier \(sandbox\) +\S+ +ready\n$/);
 
       const refused = await runCli(['sandbox', 'delete', '--business', liveId], database.url);
       assert.equal(refused.code, 1);

@@ -3,6 +3,7 @@ import { it } from 'node:test';
 import { sql } from 'kysely';
 import { describeTables } from '../../src/db/schema-tables.ts';
 import type { ApiError } from '../../src/lib/errors.ts';
+import { insertApiKey } from '../../src/businesses/repository.ts';
 import { listSandboxes } from '../../src/sandbox/repository.ts';
 import { findRun } from '../../src/sandbox/runs.ts';
 import { createSandbox, deleteSandbox, resetSandbox } from '../../src/sandbox/service.ts';
@@ -141,6 +142,52 @@ describeEachBackend(
       const order = await ctx().request('GET', '/api/v1/orders', { as: sandbox });
       assert.equal(order.status, 200);
       assert.deepEqual(order.body.items, []);
+    });
+
+    it('leaves a sandbox whose copy was cut short closed to writes, saying so, until it is reset', async () => {
+      const { live } = await liveBusinessWithConfiguration(ctx());
+      const inner = createWriteRunner(ctx().db);
+      let ran = 0;
+      // The process dies during the copy: its fourth write never happens.
+      const dying: WriteRunner = {
+        ...inner,
+        run: async (scope, work) => {
+          if (++ran === 4) throw new Error('killed');
+          return inner.run(scope, work);
+        },
+      };
+      let made = '';
+      await assert.rejects(
+        createSandbox(ctx().db, live.businessId, 'Cut short', {
+          ...sandboxSettings(ctx(), { writes: dying }),
+          onMade: (id) => {
+            made = id;
+          },
+        }),
+        /killed/,
+      );
+      const reason = `Sandbox ${made} is being created: if its copy was interrupted, reset the sandbox to copy again, or delete it`;
+      const [listed] = await listSandboxes(ctx().db, live.businessId);
+      assert.deepEqual([listed.id, listed.closed], [made, reason]);
+      const key = await createWriteRunner(ctx().db).run({ businessId: made, actor: SYSTEM, whileClosed: true }, (c) =>
+        insertApiKey(c.trx, made, c.now, { name: 'Later key', createdBy: SYSTEM }),
+      );
+      const sandbox = {
+        businessId: made,
+        apiKey: key.apiKey,
+        keyId: '',
+        headers: { 'x-business-id': made, 'x-api-key': key.apiKey },
+      };
+      const refused = await ctx().request('POST', '/api/v1/items', { as: sandbox, body: ITEM });
+      assert.equal(refused.status, 409, JSON.stringify(refused.body));
+      assert.equal(refused.body.error, reason);
+
+      await resetSandbox(ctx().db, made, sandboxSettings(ctx()));
+      assert.equal((await listSandboxes(ctx().db, live.businessId))[0].closed, null);
+      assert.equal((await ctx().request('POST', '/api/v1/items', { as: sandbox, body: ITEM })).status, 201);
+      // A sandbox made in one go is ready at once.
+      const { sandbox: whole } = await newSandbox(ctx(), live);
+      assert.equal(whole.closed, null);
     });
 
     it('refuses a sandbox of a sandbox, an unknown business, and more than the setting allows', async () => {
