@@ -73,7 +73,8 @@ const sleepFor = (ms: number, signal?: AbortSignal) =>
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export const ORDERS_PER_MINUTE_RULE = `Must be a number from ${MIN_ORDERS_PER_MINUTE} (an order every 100 minutes) to ${MAX_ORDERS_PER_MINUTE}`;
+export const ORDERS_PER_MINUTE_RULE =
+  `Must be a number from ${MIN_ORDERS_PER_MINUTE} ` + `(an order every 100 minutes) to ${MAX_ORDERS_PER_MINUTE}`;
 export const isOrdersPerMinute = (n: number) =>
   Number.isFinite(n) && n >= MIN_ORDERS_PER_MINUTE && n <= MAX_ORDERS_PER_MINUTE;
 
