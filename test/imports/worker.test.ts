@@ -151,7 +151,7 @@ describeEachBackend(
       assert.equal(asked, batches);
       assert.deepEqual(
         [batchTime(ctx().db, false), batchTime(ctx().db, true)],
-        ctx().backend === 'sqlite' ? [5, 2.5] : [12, 6],
+        ctx().backend === 'sqlite' ? [10, 2.5] : [24, 6],
       );
     });
 
