@@ -218,6 +218,21 @@ export async function stopRuns(db: Db, businessId: string, now: string): Promise
     .execute();
 }
 
+/**
+ * After a step failed for no reason of the client's: no instance, this one included, takes the run
+ * again until `until` (its lease, renewed now), so a failure that lasts is tried once a lease, not
+ * once a poll.
+ */
+export async function pauseRun(db: Db, held: Held, until: string): Promise<void> {
+  await db
+    .updateTable('simulation_runs')
+    .set({ lease_owner: 'paused', lease_until: until })
+    .where('id', '=', held.id)
+    .where('lease_owner', '=', held.owner)
+    .where('state', '=', 'RUNNING')
+    .execute();
+}
+
 /** Gives up this owner's leases (at shutdown), so another instance may take its runs at once. */
 export async function releaseRuns(db: Db, owner: string): Promise<void> {
   await db

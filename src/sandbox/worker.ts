@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { Db } from '../db/types.ts';
 import { ApiError } from '../lib/errors.ts';
 import type { WriteRunner } from '../write/runner.ts';
-import { claimRun, endRun, releaseRuns } from './runs.ts';
+import { claimRun, endRun, pauseRun, releaseRuns } from './runs.ts';
 import { driveRun, RUN_LEASE_MS } from './simulator.ts';
 
 /** How often an instance looks for runs to drive. */
@@ -45,7 +45,10 @@ export function createSimulationWorker(deps: SimulationWorkerDeps) {
           async (err: unknown) => {
             if (err instanceof ApiError && err.status < 500)
               await endRun(db, run.sandboxId, run.id, iso(clock()), err.message);
-            else log.warn({ err, runId: run.id }, 'simulation: a step failed; the run resumes when its lease passes');
+            else {
+              log.warn({ err, runId: run.id }, 'simulation: a step failed; the run resumes when its lease passes');
+              await pauseRun(db, { id: run.id, owner }, iso(clock() + leaseMs));
+            }
           },
         )
         .catch((err: unknown) => log.warn({ err, runId: run.id }, 'simulation: a failed run was not recorded'))

@@ -5,7 +5,7 @@ import { listFindings } from '../../src/sandbox/findings.ts';
 import { endRun, findRun, type SimulationRun } from '../../src/sandbox/runs.ts';
 import { runSimulation, startSimulation } from '../../src/sandbox/simulator.ts';
 import { createSimulationWorker } from '../../src/sandbox/worker.ts';
-import { createWriteRunner, SYSTEM } from '../../src/write/runner.ts';
+import { createWriteRunner, SYSTEM, type WriteRunner } from '../../src/write/runner.ts';
 import { describeEachBackend, type Tenant, type TestContext } from '../helpers/context.ts';
 import { liveBusinessWithConfiguration, SECRET_KEY } from './helpers.ts';
 
@@ -79,6 +79,49 @@ describeEachBackend(
         assert.equal(await ordersOf(ctx(), sandbox, endless.id), stopped.counts.created);
       } finally {
         await Promise.all(instances.map((w) => w.stop()));
+      }
+    });
+
+    it('after a step fails unexpectedly, waits for its lease to pass before any instance tries it again', async () => {
+      const { live } = await liveBusinessWithConfiguration(ctx());
+      const sandbox = await ctx().createSandbox(live);
+      const inner = createWriteRunner(ctx().db);
+      let steps = 0;
+      // Every step of the run fails with something that is no client's error.
+      const failing: WriteRunner = {
+        ...inner,
+        run: async (scope, work) => {
+          if (scope.businessId === sandbox.businessId) {
+            steps++;
+            throw new Error('not a client error');
+          }
+          return inner.run(scope, work);
+        },
+      };
+      const warnings: string[] = [];
+      const instance = createSimulationWorker({
+        db: ctx().db,
+        writes: failing,
+        clock: Date.now,
+        log: { warn: (_details, message) => warnings.push(message) },
+        pollMs: 20,
+        leaseMs: 60_000,
+      });
+      const run = await startSimulation(ctx().db, inner, sandbox.businessId, {
+        ordersPerMinute: 6000,
+        actor: SYSTEM,
+        now: Date.now(),
+      });
+      instance.start();
+      try {
+        await until(ctx(), sandbox, run.id, () => steps > 0);
+        // Polled every 20 ms for half a second: tried once, not 25 times.
+        await wait(500);
+        assert.equal(steps, 1);
+        assert.equal(warnings.length, 1, JSON.stringify(warnings));
+        assert.equal((await findRun(ctx().db, sandbox.businessId, run.id))!.state, 'RUNNING');
+      } finally {
+        await instance.stop();
       }
     });
 
