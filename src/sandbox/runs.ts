@@ -2,7 +2,7 @@
  * Simulation runs (migration 0044): one simulated buyer at work in a sandbox, its schedule, counts and
  * the second thoughts to come, driven by whichever single instance holds its lease.
  */
-import { sql, type SqlBool, type UpdateObject } from 'kysely';
+import { sql, type UpdateObject } from 'kysely';
 import type { Database, Db } from '../db/types.ts';
 import { whereLive } from '../db/live.ts';
 import { readJson } from '../lib/json.ts';
@@ -135,37 +135,6 @@ export async function listRuns(db: Db, businessId: string, limit = 10): Promise<
   return rows.map(toRun);
 }
 
-/** A running run whose lease has passed (or is this owner's own), now held by `owner`; else undefined. */
-export async function claimRun(
-  db: Db,
-  owner: string,
-  now: string,
-  leaseUntil: string,
-  skip: string[],
-): Promise<SimulationRun | undefined> {
-  // Free: no lease, a lease passed, or this owner's own (a run it let go of after a failed step).
-  const free = sql<SqlBool>`(lease_until is null or lease_until < ${now} or lease_owner = ${owner})`;
-  const candidate = await db
-    .selectFrom('simulation_runs')
-    .select('id')
-    .where('state', '=', 'RUNNING')
-    .where(free)
-    .$if(skip.length > 0, (q) => q.where('id', 'not in', skip))
-    .orderBy('next_at')
-    .limit(1)
-    .executeTakeFirst();
-  if (!candidate) return undefined;
-  const row = await db
-    .updateTable('simulation_runs')
-    .set({ lease_owner: owner, lease_until: leaseUntil })
-    .where('id', '=', candidate.id)
-    .where('state', '=', 'RUNNING')
-    .where(free)
-    .returningAll()
-    .executeTakeFirst();
-  return row && toRun(row);
-}
-
 /**
  * Changes a run in the transaction of the write that did what the change records, only while `held`
  * holds it and it runs (and, with `created`, only if that many orders were made before): false when
@@ -215,30 +184,6 @@ export async function stopRuns(db: Db, businessId: string, now: string): Promise
     .set({ state: 'STOPPED', ended_at: now, lease_owner: null, lease_until: null })
     .where('business_id', '=', businessId)
     .where('state', '=', 'RUNNING')
-    .execute();
-}
-
-/**
- * After a step failed for no reason of the client's: no instance, this one included, takes the run
- * again until `until` (its lease, renewed now), so a failure that lasts is tried once a lease, not
- * once a poll.
- */
-export async function pauseRun(db: Db, held: Held, until: string): Promise<void> {
-  await db
-    .updateTable('simulation_runs')
-    .set({ lease_owner: 'paused', lease_until: until })
-    .where('id', '=', held.id)
-    .where('lease_owner', '=', held.owner)
-    .where('state', '=', 'RUNNING')
-    .execute();
-}
-
-/** Gives up this owner's leases (at shutdown), so another instance may take its runs at once. */
-export async function releaseRuns(db: Db, owner: string): Promise<void> {
-  await db
-    .updateTable('simulation_runs')
-    .set({ lease_owner: null, lease_until: null })
-    .where('lease_owner', '=', owner)
     .execute();
 }
 

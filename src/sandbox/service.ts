@@ -73,9 +73,7 @@ export async function createSandbox(
   });
   settings.onMade?.(sandbox.id);
   const copied = await copyConfiguration(db, liveBusinessId, sandbox.id, settings);
-  await settings.writes.run({ businessId: sandbox.id, actor: settings.actor, whileClosed: true }, (ctx) =>
-    closeWrites(ctx.trx, sandbox.id, null),
-  );
+  await openSandbox(sandbox.id, settings);
   const [created] = (await listSandboxes(db, liveBusinessId)).filter((s) => s.id === sandbox.id);
   return { ...key, sandbox: created, copied };
 }
@@ -95,8 +93,15 @@ export async function resetSandbox(db: Db, sandboxId: string, settings: SandboxS
   });
   const removed = await emptySandbox(db, sandboxId, settings, KEPT_ON_RESET);
   const copied = await copyConfiguration(db, sandbox.liveBusinessId, sandboxId, settings);
-  await settings.writes.run(scope, (ctx) => closeWrites(ctx.trx, sandboxId, null));
+  await openSandbox(sandboxId, settings);
   return { sandbox, removed, copied };
+}
+
+/** Takes writes again once a sandbox's copy is done (closed while it was created or reset). */
+async function openSandbox(sandboxId: string, settings: CopySettings) {
+  await settings.writes.run({ businessId: sandboxId, actor: settings.actor, whileClosed: true }, (ctx) =>
+    closeWrites(ctx.trx, sandboxId, null),
+  );
 }
 
 /**

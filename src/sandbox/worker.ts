@@ -8,7 +8,8 @@ import { randomBytes } from 'node:crypto';
 import type { Db } from '../db/types.ts';
 import { ApiError } from '../lib/errors.ts';
 import type { WriteRunner } from '../write/runner.ts';
-import { claimRun, endRun, pauseRun, releaseRuns } from './runs.ts';
+import { claimRun, pauseRun, releaseRuns } from './leases.ts';
+import { endRun } from './runs.ts';
 import { driveRun, RUN_LEASE_MS } from './simulator.ts';
 
 /** How often an instance looks for runs to drive. */
