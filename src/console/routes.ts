@@ -5,25 +5,13 @@ import view from '@fastify/view';
 import { Eta } from 'eta';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../lib/errors.ts';
-import { DUMMY_HASH, verifyPassword } from '../users/password.ts';
-import { findUserByEmail } from '../users/repository.ts';
 import { registerKeyPages } from './keys.ts';
-import { createKit, Forbidden, localNext, type ConsoleDeps, type Form } from './kit.ts';
+import { registerSignInPages } from './sign-in.ts';
+import { createKit, Forbidden, type ConsoleDeps, type Form } from './kit.ts';
 import { registerAccountPages } from './account.ts';
 import { registerOrderPages } from './orders.ts';
 import { registerFulfilmentPages } from './fulfilment.ts';
-import {
-  ABSOLUTE_MS,
-  checkCsrf,
-  cookieValue,
-  createSession,
-  csrfTokenOf,
-  endAllSessions,
-  endSession,
-  readSession,
-  SESSION_COOKIE,
-  type SessionUser,
-} from './session.ts';
+import { checkCsrf, cookieValue, csrfTokenOf, readSession, SESSION_COOKIE, type SessionUser } from './session.ts';
 import { registerTeamPages } from './team.ts';
 import { registerAuditPages } from './audit.ts';
 import { registerImportPages } from './imports.ts';
@@ -87,12 +75,6 @@ function isCrossSite(request: FastifyRequest): boolean {
  */
 export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   const { db, clock } = deps;
-  // Sign-in attempts are throttled per account and per address, across instances when they share Redis.
-  // An account's guesses from one address, and from all of them (decision 0032).
-  const perAccountAddress = deps.buckets({ ratePerSecond: 5 / 60, burst: 5 }, 'sign-in-account-address');
-  const perAccount = deps.buckets({ ratePerSecond: 30 / 60, burst: 30 }, 'sign-in-account');
-  const perAddress = deps.buckets({ ratePerSecond: 20 / 60, burst: 20 }, 'sign-in-address');
-
   // Pages, not API operations: none is in /openapi.json.
   app.addHook('onRoute', (route) => {
     route.schema = { ...route.schema, hide: true };
@@ -179,9 +161,6 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   });
   const kit = createKit(deps);
   const { page, signedIn } = kit;
-  const cookie = (value: string, maxAgeSeconds: number) =>
-    `${SESSION_COOKIE}=${value}; Path=/console; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${deps.secureCookie ? '; Secure' : ''}`;
-
   app.get('/console/assets/:name', async (request, reply) => {
     // Own names only: `valueOf` or `constructor` would find Object.prototype's.
     const name = (request.params as { name: string }).name;
@@ -199,93 +178,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
     );
   });
 
-  // The sign-in page says so (no session is left to carry a flash).
-  const SIGNED_OUT: Record<string, string> = {
-    out: 'You are signed out.',
-    everywhere: 'You are signed out on every device and browser.',
-  };
-
-  app.get('/console/sign-in', async (request, reply) => {
-    const q = kit.queryOf(request);
-    const next = localNext(q.next);
-    if (request.consoleUser) return reply.redirect(next, 303);
-    const notice = q.signed && Object.hasOwn(SIGNED_OUT, q.signed) ? SIGNED_OUT[q.signed] : undefined;
-    return page(reply, 'sign-in.eta', null, { title: 'Sign in', next, notice });
-  });
-
-  app.post('/console/sign-in', async (request, reply) => {
-    const form = (request.body ?? {}) as Form;
-    const email = String(form.email ?? '')
-      .trim()
-      .toLowerCase()
-      .slice(0, 320);
-    // Each budget is charged only when the one before it let the attempt through: a stranger's
-    // guesses spend the account's budget at their own address, and of the account's whole budget
-    // no more than one address's share, so they cannot lock its owner out elsewhere.
-    let refused: { allowed: boolean; retryAfterSeconds: number } | undefined;
-    for (const [bucket, key] of [
-      [perAddress, request.ip],
-      [perAccountAddress, `${email} ${request.ip}`],
-      [perAccount, email],
-    ] as const) {
-      const taken = await bucket.take(key);
-      if (!taken.allowed) {
-        refused = taken;
-        break;
-      }
-    }
-    if (refused) {
-      reply.header('retry-after', String(refused.retryAfterSeconds));
-      return page(reply.code(429), 'sign-in.eta', null, {
-        title: 'Sign in',
-        email,
-        next: localNext(form.next),
-        error: 'Too many attempts. Wait a minute, then try again.',
-      });
-    }
-    const user = email ? await findUserByEmail(db, email) : undefined;
-    // A missing user costs a hash too, so timing does not tell which emails exist.
-    const ok = await verifyPassword(String(form.password ?? '').slice(0, 200), user?.password_hash ?? DUMMY_HASH);
-    if (!user || !ok || user.status !== 'active') {
-      return page(reply.code(401), 'sign-in.eta', null, {
-        title: 'Sign in',
-        email,
-        next: localNext(form.next),
-        error: 'Wrong email or password.',
-      });
-    }
-    const token = await createSession(db, user, clock());
-    reply.header('set-cookie', cookie(token, ABSOLUTE_MS / 1000));
-    return reply.redirect(localNext(form.next), 303);
-  });
-
-  app.post('/console/sign-out', async (request, reply) => {
-    if (request.consoleUser) await endSession(db, request.consoleUser.token, clock());
-    reply.header('set-cookie', cookie('', 0));
-    return reply.redirect('/console/sign-in?signed=out', 303);
-  });
-
-  app.get('/console/sign-out-everywhere', async (request, reply) => {
-    const user = signedIn(request, reply);
-    if (!user) return reply;
-    return page(reply, 'confirm.eta', user, {
-      title: 'Sign out everywhere',
-      heading: 'Sign out everywhere?',
-      action: '/console/sign-out-everywhere',
-      button: 'Sign out everywhere',
-      cancel: '/console',
-      message: 'Every session of yours ends: this browser, and any other device or browser where you are signed in.',
-    });
-  });
-
-  app.post('/console/sign-out-everywhere', async (request, reply) => {
-    const user = signedIn(request, reply);
-    if (!user) return reply;
-    await endAllSessions(db, user.id, clock());
-    reply.header('set-cookie', cookie('', 0));
-    return reply.redirect('/console/sign-in?signed=everywhere', 303);
-  });
-
+  registerSignInPages(app, kit);
   registerKeyPages(app, kit);
   registerWebhookPages(app, kit);
   registerOrderPages(app, kit);
