@@ -59,6 +59,8 @@ async function main() {
     () => events.wakeAll(),
     (message) => console.error(message),
   );
+  // A replica taken out or put back is said on stderr, as the listener's troubles are.
+  for (const replica of handle.replicas?.replicas ?? []) replica.report = (message) => console.error(message);
   const { box: secretBox } = resolveSecretBox(config);
   let closing = false;
   const app = await createApp({

@@ -17,6 +17,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   if (typeof code === 'string') {
     // PostgreSQL: connection exceptions (08), shutdown or start-up (57P01-57P03), out of connections (53300).
     if (/^08[0-9A-Z]{3}$/.test(code) || ['57P01', '57P02', '57P03', '53300'].includes(code)) return true;
+    // A replica's statement cancelled by replay: another try finds the primary or a replica caught up.
+    if (code === '40001' && /conflict with recovery/i.test(text)) return true;
     if (
       [
         'ECONNREFUSED',

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Kysely } from 'kysely';
 import pg from 'pg';
+import { isDatabaseUnavailable } from '../errors.ts';
 import { PoolerSafePostgresDialect } from '../migration-lock.ts';
 import type { OpenSnapshot } from '../snapshot.ts';
 import type { Database } from '../types.ts';
@@ -70,7 +71,6 @@ export class ReadReplicas {
   readonly #primary: Primary;
   readonly #positions: pg.Pool;
   readonly #position: SharedQuery<Position>;
-  #system: string | null = null;
   #turn = 0;
   #timer: NodeJS.Timeout | null = null;
   #probing: Promise<void> | null = null;
@@ -140,28 +140,37 @@ export class ReadReplicas {
     await Promise.all([this.#positions.end(), ...this.replicas.map((r) => r.pool.end())]);
   }
 
+  /**
+   * Each replica's answer first, then the primary's position: a standby has replayed only what the
+   * primary flushed before, so one found past that position follows another history (`Replica.judge`).
+   */
   async #probeAll(): Promise<void> {
+    const answers = await Promise.all(
+      this.replicas.map((replica) =>
+        withTimeout(replica.check(), PROBE_TIMEOUT_MS).then(
+          (row) => (row === undefined ? new Error('no answer within 2 s') : row),
+          (error: Error) => error,
+        ),
+      ),
+    );
     let primary: Position | null = null;
+    let system: string | null = null;
     try {
-      this.#system ??= (
+      // Asked at every probe: after a failover DATABASE_URL may name another cluster.
+      system = (
         await this.#positions.query<{ system: string }>(
           'select system_identifier::text as system from pg_control_system()',
         )
       ).rows[0]!.system;
       primary = await this.positionNow();
     } catch {
-      // The replicas are still probed: their state is reported whatever the primary's.
+      // The replicas are still judged, and taken out: they cannot be checked against the primary.
     }
-    await Promise.all(
-      this.replicas.map((replica) =>
-        Promise.race([
-          replica.probe(primary, this.#system),
-          new Promise<void>((resolve) =>
-            setTimeout(() => resolve(replica.takeOut('no answer within 2 s')), PROBE_TIMEOUT_MS).unref(),
-          ),
-        ]),
-      ),
-    );
+    this.replicas.forEach((replica, i) => {
+      const answer = answers[i]!;
+      if (answer instanceof Error) replica.takeOut(answer.message);
+      else replica.judge(answer, primary, system);
+    });
   }
 
   #choice(read: Read): Promise<Choice> {
@@ -203,7 +212,7 @@ export class ReadReplicas {
     const choice = await this.#choice(read);
     if (!choice.replica) return choice.connect();
     try {
-      return await choice.connect();
+      return watched(await choice.connect(), choice.replica);
     } catch (error) {
       // Gone since it was chosen: taken out, and this read (every statement of it) goes to the primary.
       choice.replica.takeOut((error as Error).message);
@@ -212,4 +221,39 @@ export class ReadReplicas {
       return this.#primary.connect();
     }
   }
+}
+
+/** The promise's value, or undefined once `ms` have passed without it. */
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const watching = new WeakSet<pg.PoolClient>();
+
+/**
+ * A replica's client whose failures for want of the replica (its connection lost, the server shut
+ * down, a statement cancelled by replay) take the replica out at once: the read that met it answers
+ * 503 with Retry-After, and the reads after it go to the primary until a probe puts it back.
+ */
+function watched(client: pg.PoolClient, replica: Replica): pg.PoolClient {
+  if (watching.has(client)) return client;
+  watching.add(client);
+  const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+  (client as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (...args) => {
+    try {
+      return await query(...args);
+    } catch (error) {
+      if (isDatabaseUnavailable(error)) replica.takeOut((error as Error).message);
+      throw error;
+    }
+  };
+  return client;
 }

@@ -23,11 +23,28 @@ export interface ReplicaStatus {
   reason?: string;
 }
 
+/**
+ * What the probe reads of a replica. `readable`: Supplyline's tables are there and its role may read
+ * them (null: no `orders` table on its search path, the wrong database or schema).
+ */
 const PROBE = `select pg_is_in_recovery() as recovering,
   pg_last_wal_replay_lsn()::text as replayed,
-  pg_last_wal_receive_lsn()::text as received,
-  extract(epoch from now() - pg_last_xact_replay_timestamp())::float8 as behind,
-  (select system_identifier::text from pg_control_system()) as system`;
+  (select system_identifier::text from pg_control_system()) as system,
+  (select has_table_privilege(t, 'select') from to_regclass('orders') t) as readable`;
+
+/** A replica's answer to the probe. */
+export interface ProbeRow {
+  recovering: boolean;
+  replayed: string | null;
+  system: string;
+  readable: boolean | null;
+}
+
+const NOT_CHECKED = 'not checked yet';
+/** Positions kept for the lag; past this the second oldest goes, so the oldest, which it is measured from, stays. */
+const LAG_MEMORY = 600;
+/** How long a read waits for a replica's replay position before it takes the replica out and goes on without it. */
+export const REPLAY_WAIT_MS = 500;
 
 /** One streaming replica: its pool, what it has replayed, and whether reads may go to it. */
 export class Replica {
@@ -36,11 +53,14 @@ export class Replica {
   readonly connect: () => Promise<pg.PoolClient>;
   readonly openSnapshot: OpenSnapshot;
   up = false;
-  reason: string | null = 'not checked yet';
+  reason: string | null = NOT_CHECKED;
+  /** Told when it is taken out or put back (the server logs it). */
+  report: (message: string) => void = () => {};
   replayed: Position | null = null;
   lagBytes: number | null = null;
   lagSeconds: number | null = null;
   readonly #replay: SharedQuery<Position | null>;
+  readonly #lag = new Lag();
 
   constructor(url: string, options: ReplicaOptions) {
     const parsed = new URL(url);
@@ -66,49 +86,67 @@ export class Replica {
     });
   }
 
-  /** What it has replayed now (one query per turn of the event loop); null, and taken out, when it cannot say. */
-  async replay(): Promise<Position | null> {
+  /**
+   * What it has replayed now (one query per turn of the event loop); null, and taken out, when it
+   * cannot say within `waitMs`: a replica that stalls does not hold the reads choosing.
+   */
+  async replay(waitMs = REPLAY_WAIT_MS): Promise<Position | null> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), waitMs);
+    });
     try {
-      const replayed = await this.#replay.get();
+      const replayed = await Promise.race([this.#replay.get(), late]);
+      if (replayed === 'late') {
+        this.takeOut(`no answer to its replay position within ${waitMs} ms`);
+        return null;
+      }
       if (replayed === null) this.takeOut('not a standby (pg_is_in_recovery() is false): promoted?');
       else if (this.replayed === null || replayed > this.replayed) this.replayed = replayed;
       return replayed;
     } catch (error) {
       this.takeOut((error as Error).message);
       return null;
+    } finally {
+      clearTimeout(timer);
     }
   }
 
   takeOut(reason: string): void {
+    if (this.up || this.reason === NOT_CHECKED) this.report(`Replica ${this.name} is taken out: ${reason}`);
     this.up = false;
     this.reason = reason;
   }
 
-  /** The periodic check: up when it answers, is a standby, and replays the primary's cluster. */
-  async probe(primary: Position | null, primarySystem: string | null): Promise<void> {
-    try {
-      const { rows } = await this.#query<{
-        recovering: boolean;
-        replayed: string | null;
-        received: string | null;
-        behind: number | null;
-        system: string;
-      }>(PROBE);
+  #putBack(): void {
+    if (!this.up) this.report(`Replica ${this.name} is up: reads may go to it`);
+    this.up = true;
+    this.reason = null;
+  }
 
-      const row = rows[0]!;
-      if (!row.recovering || row.replayed === null) return this.takeOut('not a standby (pg_is_in_recovery() is false)');
-      if (primarySystem !== null && row.system !== primarySystem)
-        return this.takeOut('a replica of another cluster than DATABASE_URL');
-      const replayed = parsePosition(row.replayed)!;
-      this.replayed = replayed;
-      this.lagBytes = primary === null ? null : Math.max(0, Number(primary - replayed));
-      // Nothing received waits to be replayed: no lag, however long ago the last transaction was.
-      this.lagSeconds = row.received === row.replayed ? 0 : Math.max(0, row.behind ?? 0);
-      this.up = true;
-      this.reason = null;
-    } catch (error) {
-      this.takeOut((error as Error).message);
+  /** The probe's query; its answer is judged once the primary's position is read after it (`judge`). */
+  async check(): Promise<ProbeRow> {
+    return (await this.#query<ProbeRow>(PROBE)).rows[0]!;
+  }
+
+  /**
+   * Up when it answers, is a standby of the primary's cluster with Supplyline's tables, and has not
+   * replayed past `primary`, the primary's position read after its answer. A standby can replay only
+   * what the primary flushed, so one past it follows another history: left on an old timeline by a
+   * failover, or a standby of a promoted copy. Its rows are not the primary's, and would be read as
+   * current until the primary caught up with its position.
+   */
+  judge(row: ProbeRow, primary: Position | null, primarySystem: string | null, now = Date.now()): void {
+    const fault = faultOf(row, primary, primarySystem);
+    if (fault !== null) {
+      this.takeOut(fault);
+      return;
     }
+    const replayed = parsePosition(row.replayed!)!;
+    this.replayed = replayed;
+    this.lagBytes = Number(primary! - replayed);
+    this.lagSeconds = this.#lag.behind(primary!, replayed, now);
+    this.#putBack();
   }
 
   /** `pool.query` would hand its callback to a client whose `query` preparingPool replaced: a client of its own. */
@@ -133,5 +171,38 @@ export class Replica {
       lagSeconds: this.lagSeconds,
       ...(this.reason === null ? {} : { reason: this.reason }),
     };
+  }
+}
+
+/** Why reads may not go to a replica that answered the probe with `row`, or null. */
+function faultOf(row: ProbeRow, primary: Position | null, primarySystem: string | null): string | null {
+  if (!row.recovering || row.replayed === null) return 'not a standby (pg_is_in_recovery() is false)';
+  if (primarySystem === null || primary === null)
+    return 'the primary (DATABASE_URL) did not answer, so the replica could not be checked against it';
+  if (row.system !== primarySystem) return 'a replica of another cluster than DATABASE_URL';
+  if (row.readable === null) return "Supplyline's tables are not in this database (the wrong database or schema?)";
+  if (!row.readable) return "its user may not read Supplyline's tables";
+  if (parsePosition(row.replayed)! > primary)
+    return "it has replayed past the primary's position: it follows another history (left on an old timeline by a failover?)";
+  return null;
+}
+
+/**
+ * How far behind a replica is in time: since when the primary has been at a position the replica has
+ * not replayed yet, from the positions the probes saw (one a second). It needs no privilege and no
+ * transaction timestamps, so it also grows for a replica that stopped receiving WAL.
+ */
+class Lag {
+  /** The primary's positions the replica had not replayed when seen, oldest first, with when. */
+  readonly #seen: Array<{ position: Position; at: number }> = [];
+
+  behind(primary: Position, replayed: Position, now: number): number {
+    const seen = this.#seen;
+    while (seen.length > 0 && seen[0]!.position <= replayed) seen.shift();
+    if (primary > replayed && (seen.length === 0 || seen.at(-1)!.position < primary)) {
+      seen.push({ position: primary, at: now });
+      if (seen.length > LAG_MEMORY) seen.splice(1, 1);
+    }
+    return seen.length === 0 ? 0 : (now - seen[0]!.at) / 1000;
   }
 }

@@ -1,0 +1,210 @@
+import assert from 'node:assert/strict';
+import { createServer, type Server as NetServer, type Socket, connect as connectTcp } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { isDatabaseUnavailable } from '../../src/db/errors.ts';
+import { parsePosition, ReadReplicas } from '../../src/db/replicas/index.ts';
+import { startReplicatedCluster, type ReplicatedCluster } from '../helpers/replica-cluster.ts';
+import { missing, sleep } from './helpers.ts';
+
+/** A TCP proxy to `port` that can hold every byte (a replica that stalls) or cut every connection. */
+async function startProxy(port: number) {
+  const sockets = new Set<Socket>();
+  let frozen = false;
+  const server: NetServer = createServer((inbound) => {
+    const outbound = connectTcp(port, '127.0.0.1');
+    for (const [from, to] of [
+      [inbound, outbound],
+      [outbound, inbound],
+    ] as const) {
+      sockets.add(from);
+      from.on('data', (chunk) => {
+        if (!frozen) to.write(chunk);
+      });
+      from.on('error', () => to.destroy());
+      from.on('close', () => {
+        sockets.delete(from);
+        to.destroy();
+      });
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    freeze: (on: boolean) => {
+      frozen = on;
+    },
+    cut: () => {
+      for (const socket of sockets) socket.destroy();
+    },
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/**
+ * The replicas' probe and choice against real clusters (a primary and a streaming replica of the
+ * test's own): what the hostile review of read replicas found. Without the server, so each case
+ * sees one ReadReplicas.
+ */
+describe('Read replicas: probes, stalls and lost connections', () => {
+  const skip = missing('postgres');
+  let cluster: ReplicatedCluster | undefined;
+  const primaryPool = () => {
+    const pool = new pg.Pool({ connectionString: cluster!.primaryUrl(), max: 2 });
+    return { connect: () => pool.connect(), openSnapshot: async () => Promise.reject(new Error('unused')), pool };
+  };
+  const opened: Array<{ close(): Promise<unknown> }> = [];
+  const open = (replicaUrl: string) => {
+    const primary = primaryPool();
+    const replicas = new ReadReplicas(cluster!.primaryUrl(), primary, [replicaUrl]);
+    opened.push({ close: () => replicas.close().then(() => primary.pool.end()) });
+    return replicas;
+  };
+  const upWithin = async (replicas: ReadReplicas, ms = 10_000) => {
+    const deadline = Date.now() + ms;
+    while (replicas.status()[0]!.state !== 'up') {
+      if (Date.now() > deadline) throw new Error(`the replica is not up: ${replicas.status()[0]!.reason}`);
+      await replicas.probe();
+      await sleep(50);
+    }
+  };
+  const read = (replicas: ReadReplicas) =>
+    replicas.run(replicas.newRead(null), () =>
+      sql<{ n: number }>`select count(*)::int as n from orders`.execute(replicas.db),
+    );
+
+  before(async () => {
+    if (skip) return;
+    cluster = await startReplicatedCluster();
+    await cluster.onPrimary('select 1');
+    const client = new pg.Client({ connectionString: cluster.primaryUrl() });
+    await client.connect();
+    await client.query('create table orders (id text primary key)');
+    await client.end();
+  });
+  after(async () => {
+    for (const o of opened) await o.close().catch(() => {});
+    await cluster?.stop();
+  });
+
+  it('keeps a healthy replica up from one probe to the next', { skip: skip ?? false }, async () => {
+    const replicas = open(cluster!.replicaUrl());
+    replicas.start();
+    await upWithin(replicas);
+    const states = new Set<string>();
+    // Each probe raced a timer of 2 s that was never cleared: it took the replica out 2 s after every probe.
+    for (let i = 0; i < 35; i++) {
+      states.add(replicas.status()[0]!.state);
+      await sleep(100);
+    }
+    assert.deepEqual([...states], ['up'], `taken out: ${replicas.status()[0]!.reason}`);
+  });
+
+  it('takes out a replica that has replayed past the primary, and one without the tables', {
+    skip: skip ?? false,
+  }, async () => {
+    const replicas = open(cluster!.replicaUrl());
+    await upWithin(replicas);
+    const replica = replicas.replicas[0]!;
+    const row = await replica.check();
+    const replayed = parsePosition(row.replayed!)!;
+    replica.judge(row, replayed, row.system);
+    assert.equal(replica.up, true);
+    replica.judge(row, replayed - 1n, row.system);
+    assert.equal(replica.up, false);
+    assert.match(replica.reason!, /replayed past the primary's position/);
+
+    // The right cluster, the wrong database: every read would fail with "relation does not exist".
+    const wrong = open(cluster!.replicaUrl('postgres'));
+    await wrong.probe();
+    assert.equal(wrong.status()[0]!.state, 'down');
+    assert.match(wrong.status()[0]!.reason!, /tables are not in this database/);
+  });
+
+  it('does not hold a read behind a replica that stalls, and takes it out', {
+    skip: skip ?? false,
+    timeout: 20_000,
+  }, async () => {
+    const proxy = await startProxy(Number(new URL(cluster!.replicaUrl()).port));
+    opened.push({ close: proxy.close });
+    const url = new URL(cluster!.replicaUrl());
+    url.port = String(proxy.port);
+    const replicas = open(url.toString());
+    await upWithin(replicas);
+    proxy.freeze(true);
+    try {
+      const started = Date.now();
+      const { rows } = await read(replicas);
+      assert.equal(rows[0]!.n, 0);
+      const took = Date.now() - started;
+      assert.ok(took < 2000, `the read waited ${took} ms for the stalled replica`);
+      assert.equal(replicas.status()[0]!.state, 'down');
+      assert.match(replicas.status()[0]!.reason!, /no answer to its replay position/);
+    } finally {
+      proxy.freeze(false);
+    }
+  });
+
+  it('takes a replica out at once when its connection is lost during a read', { skip: skip ?? false }, async () => {
+    const proxy = await startProxy(Number(new URL(cluster!.replicaUrl()).port));
+    opened.push({ close: proxy.close });
+    const url = new URL(cluster!.replicaUrl());
+    url.port = String(proxy.port);
+    const replicas = open(url.toString());
+    const targets: string[] = [];
+    replicas.onChoice = (target) => targets.push(target);
+    await upWithin(replicas);
+    await read(replicas);
+    assert.deepEqual(targets, ['replica']);
+    // The replica goes away while a read's statement runs on it.
+    const slow = replicas.run(replicas.newRead(null), () => sql`select pg_sleep(1)`.execute(replicas.db));
+    await sleep(300);
+    proxy.cut();
+    await assert.rejects(slow, (error) => isDatabaseUnavailable(error));
+    assert.equal(replicas.status()[0]!.state, 'down');
+    targets.length = 0;
+    await read(replicas);
+    assert.deepEqual(targets, ['primary'], 'the next read goes to the primary, not to the lost replica');
+  });
+
+  it("reports the lag of a replica that stopped receiving the primary's WAL", { skip: skip ?? false }, async () => {
+    const replicas = open(cluster!.replicaUrl());
+    await upWithin(replicas);
+    const [{ primary_conninfo: conninfo }] = (await cluster!.onReplica('show primary_conninfo')) as Array<{
+      primary_conninfo: string;
+    }>;
+    await cluster!.onReplica("alter system set primary_conninfo = 'host=127.0.0.1 port=1 user=postgres'");
+    await cluster!.onReplica('select pg_reload_conf()');
+    try {
+      await sleep(500);
+      const deadline = Date.now() + 10_000;
+      let lag = 0;
+      while (lag < 2) {
+        if (Date.now() > deadline) throw new Error(`the lag stayed at ${lag} s: ${JSON.stringify(replicas.status())}`);
+        const client = new pg.Client({ connectionString: cluster!.primaryUrl() });
+        await client.connect();
+        await client.query('insert into orders values (gen_random_uuid()::text)');
+        await client.end();
+        await replicas.probe();
+        lag = replicas.status()[0]!.lagSeconds ?? 0;
+        await sleep(400);
+      }
+      assert.ok(replicas.status()[0]!.lagBytes! > 0);
+    } finally {
+      await cluster!.onReplica(`alter system set primary_conninfo = '${conninfo.replaceAll("'", "''")}'`);
+      await cluster!.onReplica('select pg_reload_conf()');
+    }
+  });
+
+  it('takes a statement cancelled by replay for an outage (503), not a bug (500)', () => {
+    const conflict = Object.assign(new Error('canceling statement due to conflict with recovery'), { code: '40001' });
+    assert.equal(isDatabaseUnavailable(conflict), true);
+    const serialization = Object.assign(new Error('could not serialize access'), { code: '40001' });
+    assert.equal(isDatabaseUnavailable(serialization), false);
+  });
+});
