@@ -1,5 +1,6 @@
 import { parseSecretKeys } from './lib/secret-box.ts';
 import { parseCidrs } from './businesses/allowlist.ts';
+import { maskUrl } from './lib/urls.ts';
 
 export interface Config {
   readonly port: number;
@@ -180,14 +181,12 @@ function flag(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(`${name} must be on or off, got '${raw}'`);
 }
 
-/** A URL as a message may show it: without its password. */
-const masked = (url: string) => url.replace(/:[^:@/]*@/, ':***@');
 const POSTGRES_URL = /^postgres(ql)?:\/\/.+/;
 
 function databaseUrl(raw: string | undefined): string {
   const url = raw === undefined || raw === '' ? 'sqlite:./data/supplyline.db' : raw;
   if (!/^(sqlite:.+|postgres(ql)?:\/\/.+)$/.test(url) || !URL.canParse(url)) {
-    throw new ConfigError(`DATABASE_URL must be sqlite:PATH or postgres://..., got '${masked(url)}'`);
+    throw new ConfigError(`DATABASE_URL must be sqlite:PATH or postgres://..., got '${maskUrl(url)}'`);
   }
   return url;
 }
@@ -196,7 +195,7 @@ function databaseUrl(raw: string | undefined): string {
 function postgresUrl(name: string, raw: string | undefined): string | undefined {
   if (raw === undefined || raw === '') return undefined;
   if (!POSTGRES_URL.test(raw) || !URL.canParse(raw))
-    throw new ConfigError(`${name} must be a postgres:// URL, got '${masked(raw)}'`);
+    throw new ConfigError(`${name} must be a postgres:// URL, got '${maskUrl(raw)}'`);
   return raw;
 }
 
@@ -207,9 +206,14 @@ function replicaUrls(raw: string | undefined, primary: string): readonly string[
     .filter((u) => u !== '');
   if (urls.length > 0 && !primary.startsWith('postgres'))
     throw new ConfigError('DATABASE_REPLICA_URLS needs DATABASE_URL to be PostgreSQL: SQLite has no replicas');
-  for (const url of urls)
+  // A URL that does not parse may be half of one cut at a comma in its password: it is not shown.
+  urls.forEach((url, i) => {
     if (!POSTGRES_URL.test(url) || !URL.canParse(url))
-      throw new ConfigError(`DATABASE_REPLICA_URLS must be postgres:// URLs separated by commas, got '${masked(url)}'`);
+      throw new ConfigError(
+        'DATABASE_REPLICA_URLS must be postgres:// URLs separated by commas (write a comma in a password as %2C): ' +
+          `URL ${i + 1} of ${urls.length} does not parse`,
+      );
+  });
   return Object.freeze(urls);
 }
 
@@ -228,7 +232,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const redisUrl = env.REDIS_URL || null;
   if (redisUrl !== null && (!/^rediss?:\/\/.+/.test(redisUrl) || !URL.canParse(redisUrl))) {
-    throw new ConfigError(`REDIS_URL must be a redis:// or rediss:// URL, got '${masked(redisUrl)}'`);
+    throw new ConfigError(`REDIS_URL must be a redis:// or rediss:// URL, got '${maskUrl(redisUrl)}'`);
   }
   const headersTimeoutMs = integer(env, 'HEADERS_TIMEOUT_MS', 10_000, 1000, 600_000);
   const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', 15_000, 1000, 600_000);

@@ -12,6 +12,7 @@ import { openSqliteDatabase } from './sqlite-driver.ts';
 import type { Database, Dialect } from './types.ts';
 import { serviceTypes } from './pg-types.ts';
 import type { PoolStats } from '../http/metrics.ts';
+import { maskUrl } from '../lib/urls.ts';
 
 export interface DatabaseHandle {
   db: Kysely<Database>;
@@ -136,7 +137,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
   return {
     db,
     dialect: 'postgres',
-    describe: url.replace(/:[^:@/]*@/, ':***@'),
+    describe: maskUrl(url),
     close: async () => {
       await replicas?.close();
       await db.destroy();

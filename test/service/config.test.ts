@@ -60,4 +60,19 @@ describe('database and Redis URLs in the configuration', () => {
     assert.equal(config.listenDatabaseUrl, 'postgres://u:p@db.internal:5432/db?sslmode=require');
     assert.equal(loadConfig({ DATABASE_URL: 'sqlite:./data/x.db' }).listenDatabaseUrl, 'sqlite:./data/x.db');
   });
+
+  it('shows no part of a password in a URL it refuses, whatever the password holds', () => {
+    // A comma cuts DATABASE_REPLICA_URLS in two: the first half, 'postgres://u:Top', has no '@' to mask up to.
+    assert.match(
+      refused({ DATABASE_URL: PRIMARY, DATABASE_REPLICA_URLS: 'postgres://u:Top,Secret99@h/db' }),
+      /^DATABASE_REPLICA_URLS must be postgres:\/\/ URLs separated by commas \(write a comma in a password as %2C\): URL 1 of 2 does not parse/,
+    );
+    assert.doesNotMatch(
+      refused({ DATABASE_URL: PRIMARY, DATABASE_REPLICA_URLS: 'postgres://u:Top,Secret99@h/db' }),
+      /Top/,
+    );
+    // A '/', ':' or '@' in a password (not percent-encoded) is masked with the rest of it.
+    for (const password of ['Top/Secret99', 'Top:Secret99', 'Top@Secret99'])
+      assert.doesNotMatch(refused({ DATABASE_URL: `postgres://admin:${password}@db:notaport/x` }), /Top|Secret/);
+  });
 });
