@@ -18,11 +18,14 @@ const buyer = { id: 'phm_1', name: 'Acme' };
 
 describe('@supplyline/client calls', async () => {
   // Each test queues the statuses its next requests get; 'cut' drops the body mid-way, 'drop' the connection.
-  const script: Array<number | 'cut' | 'drop' | 'hang'> = [];
+  const script: Array<number | 'cut' | 'drop' | 'hang' | 'slow'> = [];
   const server = await scriptedServer((req, res) => {
     const next = script.shift() ?? 200;
     if (next === 'drop') return void req.socket.destroy();
     if (next === 'hang') return;
+    // An empty page of the feed after half a second, as a long poll answers.
+    if (next === 'slow')
+      return void setTimeout(() => json(res, 200, { items: [], lastSequence: 7, hasMore: false }), 500);
     if (next === 'cut') return cutBody(res, buyer);
     if (next === 429)
       return json(res, 429, { errorCode: 'RATE_LIMITED', message: 'slow down' }, { 'retry-after': '1' });
@@ -153,7 +156,42 @@ describe('@supplyline/client calls', async () => {
     const seen = since(start);
     assert.equal(seen.length, 3);
     assert.match(String(seen[2].headers['idempotency-key']), /.+/, 'a raw POST gets a key too');
+    // Each credential once: node joins a header sent twice with ", ", which the API refuses as malformed.
+    for (const request of seen) {
+      assert.equal(request.headers['x-api-key'], tenant.apiKey);
+      assert.equal(request.headers['x-business-id'], tenant.businessId);
+    }
     assert.deepEqual(JSON.parse(seen[2].body), { buyer: { name: '' } });
+  });
+
+  it('takes a 404 to a repeated DELETE for done: the attempt before may have deleted it', async () => {
+    const start = server.seen.length;
+    script.push('drop', 404);
+    assert.equal(await client().items.delete('itm_1'), undefined);
+    assert.equal(since(start).length, 2);
+    // A first attempt's 404 is the caller's to know.
+    script.push(404);
+    await assert.rejects(client().items.delete('itm_1'), (error: unknown) => error instanceof SupplylineApiError);
+  });
+
+  it("gives a page of the feed that waits its wait and 15 s more, past the client's timeout", async () => {
+    script.push('slow');
+    const page = await client({ timeout: 200 }).events.list({ after: 7, wait: 1 });
+    assert.equal(page.lastSequence, 7);
+    script.push('slow');
+    await assert.rejects(
+      client({ timeout: 200 }).events.list({ after: 7 }),
+      (error: unknown) => error instanceof SupplylineTimeoutError,
+    );
+  });
+
+  it('refuses a follow whose polls would not wait (waitSeconds outside 1..30) before it sends anything', async () => {
+    const start = server.seen.length;
+    for (const waitSeconds of [0, 31, 0.5])
+      await assert.rejects(async () => {
+        for await (const _ of client().events.follow({ after: 0, waitSeconds })) break;
+      }, RangeError);
+    assert.equal(since(start).length, 0);
   });
 
   it('sends User-Agent supplyline-node/<version>, per-call headers, and calls the hooks on every attempt', async () => {

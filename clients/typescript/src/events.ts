@@ -56,6 +56,9 @@ export interface FollowOptions {
 export async function* followEvents(transport: Transport, opts: FollowOptions): AsyncGenerator<SupplylineEvent> {
   let after = opts.after;
   const wait = opts.waitSeconds ?? 25;
+  // A wait of 0 would poll without waiting, as fast as answers come, and spend the business's rate limit.
+  if (!Number.isInteger(wait) || wait < 1 || wait > 30)
+    throw new RangeError(`waitSeconds must be a whole number of seconds from 1 to 30, got ${wait}`);
   let failures = 0;
   while (!opts.signal?.aborted) {
     let page: EventPage;

@@ -229,7 +229,15 @@ export function createSupplylineClient(options: ClientOptions) {
       follow: (opts: FollowOptions) => followEvents(t, opts),
       /** One page of the feed (GET /api/v1/events). */
       list: (query: ListEventsQuery = {}, options?: RequestOptions) =>
-        t.json<EventPage>({ method: 'GET', path: '/api/v1/events', query, options }).then((r) => r.data),
+        t
+          .json<EventPage>({
+            method: 'GET',
+            path: '/api/v1/events',
+            query,
+            // A long poll answers after up to `wait` seconds: its timeout is that and 15 s more.
+            options: query.wait ? { timeout: (query.wait + 15) * 1000, ...options } : options,
+          })
+          .then((r) => r.data),
     },
   };
 }

@@ -145,12 +145,11 @@ export function createTransport(options: TransportOptions) {
   };
 
   function headersOf(call: Call): Headers {
-    const headers = new Headers({
-      'User-Agent': `supplyline-node/${VERSION}`,
-      ...options.headers,
-      ...call.headers,
-      ...call.options?.headers,
-    });
+    // Set one source after another: header names differ in case between them (the raw client's
+    // Request lower-cases its own), and each name must be sent once, the last source's value.
+    const headers = new Headers({ 'User-Agent': `supplyline-node/${VERSION}` });
+    for (const source of [options.headers, call.headers, call.options?.headers])
+      for (const [name, value] of Object.entries(source ?? {})) headers.set(name, value);
     if (call.body !== undefined) headers.set('Content-Type', 'application/json');
     const consistency = call.options?.consistency ?? options.consistency ?? 'any';
     const reads = call.method === 'GET' || call.method === 'HEAD';
@@ -202,6 +201,9 @@ export function createTransport(options: TransportOptions) {
           if (mode.stream) clearTimeout(timer);
           return await read(response);
         }
+        // A DELETE takes no Idempotency-Key, so its repeat answers 404 once the attempt before deleted.
+        if (response?.status === 404 && call.method === 'DELETE' && attempt > 1 && !mode.anyStatus)
+          return await read(new Response(null, { status: 204 }));
         if (response && !(await retryable(response))) {
           if (mode.anyStatus) return response;
           throw await apiError(response);
