@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { ID_PATTERN } from '../lib/ids.ts';
-import { EVENT_ACTIONS } from '../log/events.ts';
+import { EVENT_TYPES } from '../log/events.ts';
 
 export const RESOURCE_TYPES = [
   'order',
@@ -14,22 +14,28 @@ export const RESOURCE_TYPES = [
   'shipment',
 ] as const;
 
+/** Every event type, `order.created` and so on (src/log/events.ts). */
+export const ALL_EVENT_TYPES: readonly string[] = Object.entries(EVENT_TYPES).flatMap(([resource, actions]) =>
+  actions.map((action) => `${resource}.${action}`),
+);
+
 /**
  * Of event types as filters name them (`order.updated`, `order.*`, or `*` where every type is
- * meant), the first that no event can have, with why: a typo would otherwise filter out everything.
+ * meant), the first that no event can have, with why: a typo would otherwise filter out everything,
+ * and so would a resource's action that only another resource has (`item.acknowledged`).
  */
 export function unknownEventType(types: readonly string[]): string | undefined {
   const resources: readonly string[] = RESOURCE_TYPES;
-  const actions: readonly string[] = EVENT_ACTIONS;
-  const unknown = types.find((type) => {
-    if (type === '*') return false;
-    const [resource, action] = type.split('.');
-    return !resources.includes(resource) || (action !== '*' && !actions.includes(action));
-  });
+  const unknown = types.find(
+    (type) =>
+      type !== '*' &&
+      !ALL_EVENT_TYPES.includes(type) &&
+      !(type.endsWith('.*') && resources.includes(type.slice(0, -2))),
+  );
   return (
     unknown &&
-    `Unknown event type ${unknown}: a type is <resource>.<action> or <resource>.*, with a resource of ` +
-      `${RESOURCE_TYPES.join(', ')} and an action of ${EVENT_ACTIONS.join(', ')}`
+    `Unknown event type ${unknown}: a type is <resource>.* (a resource of ${RESOURCE_TYPES.join(', ')}) ` +
+      `or one of ${ALL_EVENT_TYPES.join(', ')}`
   );
 }
 

@@ -31,7 +31,7 @@ export async function changeOrder(
   ctx: WriteContext,
   order: LockedOrder,
   set: Updateable<OrderTable>,
-  name: EventAction,
+  name: EventAction<'order'>,
 ): Promise<Order> {
   const before = toOrder(order.row, order.items);
   // The row is locked since lockOrder, so its version cannot have moved.

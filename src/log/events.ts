@@ -15,21 +15,22 @@ export type ResourceType =
   | 'shipment';
 
 /**
- * What an event says happened: its type is `<resource type>.<action>`. The type of `namedEvent`,
- * so that a new action is named here, where the feed's and the webhooks' filters check types.
+ * Every event the feed and webhooks carry: `<resource type>.<action>`, with the actions each
+ * resource's changes have. `namedEvent` takes only these, so a new kind of event is named here,
+ * where the feed's and the webhooks' filters check the types they are given.
  */
-export const EVENT_ACTIONS = [
-  'created',
-  'updated',
-  'deleted',
-  'ingested',
-  'acknowledged',
-  'voided',
-  'revoked',
-  'password_changed',
-  'password_reset',
-] as const;
-export type EventAction = (typeof EVENT_ACTIONS)[number];
+export const EVENT_TYPES = {
+  order: ['created', 'updated', 'deleted', 'ingested', 'acknowledged'],
+  shipment: ['created', 'updated', 'voided'],
+  item: ['created', 'updated', 'deleted'],
+  buyer: ['created', 'updated'],
+  price_list: ['created', 'updated'],
+  invoice: ['created', 'updated'],
+  api_key: ['created', 'updated', 'revoked'],
+  webhook_endpoint: ['created', 'updated', 'paused', 'disabled', 'deleted'],
+  user: ['created', 'updated', 'password_changed', 'password_reset'],
+} as const satisfies Record<ResourceType, readonly string[]>;
+export type EventAction<R extends ResourceType> = (typeof EVENT_TYPES)[R][number];
 
 /** An event a write asks for; the write runner appends it with the write's own context. */
 export interface NewEvent {
@@ -57,7 +58,11 @@ export const updatedEvent = (resourceType: ResourceType, before: { id: string },
 });
 
 /** Deleted, ingested, revoked: a named change whose object says what it did. */
-export const namedEvent = (resourceType: ResourceType, name: EventAction, object: { id: string }): NewEvent => ({
+export const namedEvent = <R extends ResourceType>(
+  resourceType: R,
+  name: EventAction<R>,
+  object: { id: string },
+): NewEvent => ({
   type: `${resourceType}.${name}`,
   resourceType,
   resourceId: object.id,

@@ -422,6 +422,9 @@ describeEachBackend('the event log', (ctx) => {
       ['orders.created', 'orders.created'],
       ['order.create', 'order.create'],
       ['order.created,parcel.*', 'parcel.*'],
+      // An action of another resource's: no item is acknowledged, no price list deleted.
+      ['item.acknowledged', 'item.acknowledged'],
+      ['order.created,price_list.deleted', 'price_list.deleted'],
     ]) {
       const res = await ctx().request('GET', `/api/v1/events?types=${types}`, { as: t });
       assert.equal(res.status, 400, types);
@@ -431,7 +434,13 @@ describeEachBackend('the event log', (ctx) => {
         types,
       );
     }
-    for (const types of ['order.created,order.acknowledged', 'shipment.*', 'user.password_reset', 'api_key.revoked']) {
+    for (const types of [
+      'order.created,order.acknowledged',
+      'shipment.*',
+      'user.password_reset',
+      'api_key.revoked',
+      'webhook_endpoint.paused,webhook_endpoint.disabled',
+    ]) {
       assert.equal((await ctx().request('GET', `/api/v1/events?types=${types}`, { as: t })).status, 200, types);
     }
   });

@@ -136,6 +136,7 @@ describeEachBackend(
         [{ url: 'https://hooks.example.com/', eventTypes: ['Order created'] }, 'eventTypes/0'],
         [{ url: 'https://hooks.example.com/', eventTypes: ['order.*', 'order.*'] }, 'eventTypes'],
         [{ url: 'https://hooks.example.com/', eventTypes: ['*', 'orders.*'] }, 'eventTypes'],
+        [{ url: 'https://hooks.example.com/', eventTypes: ['order.*', 'item.acknowledged'] }, 'eventTypes'],
         [{ url: 'https://hooks.example.com/', eventTypes: ['order.create'] }, 'eventTypes'],
         [{ url: 'https://hooks.example.com/', status: 'disabled' }, 'status'],
         [{ url: 'https://hooks.example.com/', secret: 'whsec_x' }, 'secret'],

@@ -29,7 +29,7 @@ export type SupplylineEvent =
       Schemas['WebhookEndpoint']
     >
   | ResourceEvent<'api_key', 'created' | 'updated' | 'revoked', Record<string, unknown>>
-  | ResourceEvent<'user', 'created' | 'updated', Record<string, unknown>>;
+  | ResourceEvent<'user', 'created' | 'updated' | 'password_changed' | 'password_reset', Record<string, unknown>>;
 
 export type EventType = SupplylineEvent['type'];
 export type EventPage = { items: SupplylineEvent[]; lastSequence: number; hasMore: boolean };
