@@ -39,6 +39,19 @@ export const eventsGone = (oldest: number) =>
   );
 
 /**
+ * An `after` past the latest event: a sequence of another business or sandbox, or of a database
+ * since restored. Answering an empty page would let the reader skip every event up to it unseen.
+ */
+export const eventsAhead = (after: number, latest: number) =>
+  new ApiError(
+    'CONFLICT',
+    `after is ${after}, past this business's latest event, ${latest}: a sequence of another business or ` +
+      'sandbox, or of a database since restored',
+    undefined,
+    `Load the resource's export (it names the sequence it holds) and follow the feed from there`,
+  );
+
+/**
  * A page of events after `after`, ascending, bounded by the latest sequence read first: sequences
  * commit in order (src/log/events.ts), so all up to it are visible. `lastSequence` moves past
  * events the filters skip, so a filtered reader does not read them again.
@@ -50,7 +63,8 @@ export async function readEvents(
 ): Promise<EventPage<Selectable<EventTable>>> {
   const { oldest, latest } = await sequenceRange(db, businessId);
   if (filter.after < oldest - 1) throw eventsGone(oldest);
-  if (latest <= filter.after) return { items: [], lastSequence: filter.after, hasMore: false };
+  if (filter.after > latest) throw eventsAhead(filter.after, latest);
+  if (latest === filter.after) return { items: [], lastSequence: filter.after, hasMore: false };
   const rows = await filteredEvents(
     db,
     businessId,

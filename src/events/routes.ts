@@ -8,6 +8,7 @@ import { readAgain } from '../db/replicas/index.ts';
 import { eventPageJson, renderEvents, resourceExists, type HistoryResource } from './repository.ts';
 import {
   EventPageResponse,
+  eventsAheadResponse,
   eventsGoneResponse,
   ListEventsQuery,
   ResourceEventsQuery,
@@ -16,6 +17,7 @@ import {
 
 const tags = ['Events'];
 const gone = eventsGoneResponse('after');
+const ahead = eventsAheadResponse('after');
 
 /** The resources with a history, their paths and their 404 texts. */
 const HISTORIES: Array<{ resource: HistoryResource; path: string; tag: string; notFound: string; id: string }> = [
@@ -46,7 +48,7 @@ export async function eventRoutes(app: ApiInstance, { db, events }: RouteDeps) {
           'names), then ask again with after=lastSequence. A reader that asked for events after N never later finds one at ' +
           'or below N. With types/resourceType/resourceId, lastSequence still moves past the events the filters skip.',
         querystring: ListEventsQuery,
-        response: { 200: EventPageResponse, 410: gone },
+        response: { 200: EventPageResponse, 409: ahead, 410: gone },
       },
     },
     async (request, reply) => {
@@ -98,7 +100,7 @@ export async function eventRoutes(app: ApiInstance, { db, events }: RouteDeps) {
           description: `Every event of the ${history.resource}, also after it was deleted, paged like GET /api/v1/events.`,
           params: historyParams(history.resource, history.id),
           querystring: ResourceEventsQuery,
-          response: { 200: EventPageResponse, 410: gone },
+          response: { 200: EventPageResponse, 409: ahead, 410: gone },
         },
       },
       async (request, reply) => {

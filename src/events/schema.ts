@@ -160,6 +160,12 @@ export const EventPageResponse = Type.Object(
 );
 
 /** A 410 answer: the range asked for starts below the retained events; the message names the oldest retained sequence. */
+export const eventsAheadResponse = (field: string) =>
+  Type.Unsafe<unknown>({
+    $ref: 'ErrorResponse#',
+    description: `\`${field}\` is past the business's latest event (a sequence of another business, or of a database since restored)`,
+  });
+
 export const eventsGoneResponse = (field: string) =>
   Type.Unsafe<unknown>({
     $ref: 'ErrorResponse#',

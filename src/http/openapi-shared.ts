@@ -116,6 +116,12 @@ export function errorExample(
     case 404:
       return body('NOT_FOUND', NOT_FOUND[tag ?? ''] ?? 'Not found');
     case 409:
+      // A read's 409: the feed's `after` past the latest event.
+      if (method === 'get')
+        return body(
+          'CONFLICT',
+          "after is 4515, past this business's latest event, 3515: a sequence of another business or sandbox, or of a database since restored",
+        );
       return body('IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still being processed');
     case 410:
       return body('GONE', 'Events up to 1200 are no longer retained; the oldest is 1201');

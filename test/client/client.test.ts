@@ -448,6 +448,19 @@ for (const backend of backendList) {
       );
     });
 
+    it('reports a checkpoint past the feed (409, another business or a restored database) as a resynchronisation error', async () => {
+      const { ResyncRequiredError } = await import('../../clients/typescript/src/errors.ts');
+      await assert.rejects(
+        async () => {
+          for await (const _ of client.events.follow({ after: 1_000_000, waitSeconds: 1 })) {
+            /* read */
+          }
+        },
+        (error: unknown) =>
+          error instanceof ResyncRequiredError && error.reason === 'ahead' && error.after === 1_000_000,
+      );
+    });
+
     it('reports a feed below the retained range (410) as a resynchronisation error', async () => {
       const { ResyncRequiredError } = await import('../../clients/typescript/src/errors.ts');
       const purged = createSupplylineClient({

@@ -376,9 +376,21 @@ describeEachBackend('the event log', (ctx) => {
       'buyer.created',
     );
 
-    // Past the end: nothing, and lastSequence stays where the reader is.
-    const beyond = await ctx().request('GET', `/api/v1/events?after=${last + 50}`, { as: t });
-    assert.deepEqual(beyond.body, { items: [], lastSequence: last + 50, hasMore: false });
+    // At the end: nothing yet. Past it: a sequence this feed never reached (another business's, a
+    // restored database's), refused, as an empty page would let the reader skip every event up to it.
+    const newest = await latest(ctx(), t);
+    const end = await ctx().request('GET', `/api/v1/events?after=${newest}`, { as: t });
+    assert.deepEqual(end.body, { items: [], lastSequence: newest, hasMore: false });
+    for (const wait of [0, 1]) {
+      const beyond = await ctx().request('GET', `/api/v1/events?after=${newest + 50}&wait=${wait}`, { as: t });
+      assert.equal(beyond.status, 409);
+      assert.equal(beyond.body.errorCode, 'CONFLICT');
+      assert.equal(
+        beyond.body.message,
+        `after is ${newest + 50}, past this business's latest event, ${newest}: a sequence of another business or ` +
+          'sandbox, or of a database since restored',
+      );
+    }
   });
 
   it('answers 410 with the oldest retained sequence for an `after` below it', async () => {

@@ -60,9 +60,10 @@ export class SupplylineTimeoutError extends SupplylineError {
  * or the sequence jumped. Resynchronise from an export (orders.exportThenFollow) and follow from its sequence.
  */
 export class ResyncRequiredError extends SupplylineError {
-  readonly reason: 'gone' | 'gap';
+  /** gone: the events after it are no longer retained; gap: one was missing; ahead: it is past the feed's latest. */
+  readonly reason: 'gone' | 'gap' | 'ahead';
   readonly after: number;
-  constructor(reason: 'gone' | 'gap', after: number, detail: string) {
+  constructor(reason: 'gone' | 'gap' | 'ahead', after: number, detail: string) {
     super(
       `Event feed cannot continue after ${after} (${detail}); resynchronise from an export, then follow from its sequence`,
     );

@@ -77,6 +77,8 @@ export async function* followEvents(transport: Transport, opts: FollowOptions): 
       if (opts.signal?.aborted) return;
       if (error instanceof SupplylineApiError && error.status === 410)
         throw new ResyncRequiredError('gone', after, error.message);
+      if (error instanceof SupplylineApiError && error.status === 409 && error.errorCode === 'CONFLICT')
+        throw new ResyncRequiredError('ahead', after, error.message);
       if (error instanceof SupplylineApiError && !isRetryableStatus(error.status)) throw error;
       opts.onError?.(error);
       await sleep(Math.min(10_000, 250 * 2 ** failures++) * (0.5 + Math.random() / 2), opts.signal).catch(

@@ -11114,6 +11114,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description `after` is past the business's latest event (a sequence of another business, or of a database since restored) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "CONFLICT",
+                     *       "message": "after is 4515, past this business's latest event, 3515: a sequence of another business or sandbox, or of a database since restored",
+                     *       "error": "after is 4515, past this business's latest event, 3515: a sequence of another business or sandbox, or of a database since restored",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description `after` is below the retained events; the message names the oldest retained sequence */
             410: {
                 headers: {
@@ -11352,6 +11372,26 @@ export interface operations {
                      *       "errorCode": "NOT_FOUND",
                      *       "message": "Order not found",
                      *       "error": "Order not found",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description `after` is past the business's latest event (a sequence of another business, or of a database since restored) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "CONFLICT",
+                     *       "message": "after is 4515, past this business's latest event, 3515: a sequence of another business or sandbox, or of a database since restored",
+                     *       "error": "after is 4515, past this business's latest event, 3515: a sequence of another business or sandbox, or of a database since restored",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
@@ -11602,6 +11642,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description `after` is past the business's latest event (a sequence of another business, or of a database since restored) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "CONFLICT",
+                     *       "message": "after is 4515, past this business's latest event, 3515: a sequence of another business or sandbox, or of a database since restored",
+                     *       "error": "after is 4515, past this business's latest event, 3515: a sequence of another business or sandbox, or of a database since restored",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description `after` is below the retained events; the message names the oldest retained sequence */
             410: {
                 headers: {
@@ -11840,6 +11900,26 @@ export interface operations {
                      *       "errorCode": "NOT_FOUND",
                      *       "message": "Buyer not found",
                      *       "error": "Buyer not found",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description `after` is past the business's latest event (a sequence of another business, or of a database since restored) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "CONFLICT",
+                     *       "message": "after is 4515, past this business's latest event, 3515: a sequence of another business or sandbox, or of a database since restored",
+                     *       "error": "after is 4515, past this business's latest event, 3515: a sequence of another business or sandbox, or of a database since restored",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
@@ -12090,6 +12170,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description `after` is past the business's latest event (a sequence of another business, or of a database since restored) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "CONFLICT",
+                     *       "message": "after is 4515, past this business's latest event, 3515: a sequence of another business or sandbox, or of a database since restored",
+                     *       "error": "after is 4515, past this business's latest event, 3515: a sequence of another business or sandbox, or of a database since restored",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description `after` is below the retained events; the message names the oldest retained sequence */
             410: {
                 headers: {
@@ -12328,6 +12428,26 @@ export interface operations {
                      *       "errorCode": "NOT_FOUND",
                      *       "message": "Shipment not found",
                      *       "error": "Shipment not found",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description `after` is past the business's latest event (a sequence of another business, or of a database since restored) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "CONFLICT",
+                     *       "message": "after is 4515, past this business's latest event, 3515: a sequence of another business or sandbox, or of a database since restored",
+                     *       "error": "after is 4515, past this business's latest event, 3515: a sequence of another business or sandbox, or of a database since restored",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
