@@ -5,7 +5,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createSupplylineClient, type SupplylineEvent } from '../../clients/typescript/src/index.ts';
+import {
+  createSupplylineClient,
+  SupplylineConnectionError,
+  SupplylineError,
+  type SupplylineEvent,
+} from '../../clients/typescript/src/index.ts';
 import { cutBody, json, scriptedServer } from './scripted-server.ts';
 
 const tenant = { businessId: 'bus_1', apiKey: 'sl_live_x' };
@@ -139,6 +144,27 @@ describe('orders.export', () => {
       for await (const _ of await client.orders.export()) if (++n === 10) break;
       for (let i = 0; i < 100 && !closed; i++) await new Promise((r) => setTimeout(r, 20));
       assert.ok(closed, 'the connection was closed');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('throws a SupplylineConnectionError when an export is cut mid-body', async () => {
+    const server = await scriptedServer(async (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson', 'supplyline-event-sequence': '1' });
+      res.write('{"id":"ord_1"}\n{"id":"ord_');
+      setTimeout(() => req.socket.destroy(), 50);
+    });
+    try {
+      const client = createSupplylineClient({ baseUrl: server.base, ...tenant });
+      const seen: string[] = [];
+      await assert.rejects(
+        async () => {
+          for await (const order of await client.orders.export()) seen.push(order.id);
+        },
+        (error: unknown) => error instanceof SupplylineConnectionError && error instanceof SupplylineError,
+      );
+      assert.deepEqual(seen, ['ord_1']);
     } finally {
       await server.close();
     }

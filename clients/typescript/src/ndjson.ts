@@ -1,3 +1,5 @@
+import { SupplylineConnectionError } from './errors.ts';
+
 /**
  * The records of an NDJSON body, one at a time: only the line being read is held, so an export of
  * any size runs in constant memory. Stopping early (break, return) cancels the body.
@@ -8,7 +10,10 @@ export async function* readNdjson<T>(body: ReadableStream<Uint8Array>): AsyncGen
   let rest = '';
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      // A body cut mid-way fails the read with the runtime's own error ("terminated"): said as the client's.
+      const { done, value } = await reader.read().catch((error: unknown) => {
+        throw new SupplylineConnectionError(error);
+      });
       rest += done ? decoder.decode() : decoder.decode(value, { stream: true });
       let start = 0;
       for (let end: number; (end = rest.indexOf('\n', start)) >= 0; start = end + 1) {
