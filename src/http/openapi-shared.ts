@@ -120,7 +120,8 @@ export function errorExample(
       if (method === 'get')
         return body(
           'CONFLICT',
-          "after is 4515, past this business's latest event, 3515: a sequence of another business or sandbox, or of a database since restored",
+          "after is 4515, past this business's latest event, 3515: " +
+            'a sequence of another business or sandbox, or of a database since restored',
         );
       return body('IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still being processed');
     case 410:

@@ -343,7 +343,7 @@ describeEachBackend(
         body: {
           url: 'https://hooks.example.com/a-rather-long-path/for/the/layout/check',
           description: 'Layout check',
-          eventTypes: ['buyer.deleted'],
+          eventTypes: ['buyer.updated'],
         },
       });
       assert.equal(hook.status, 201);
