@@ -128,6 +128,30 @@ describe('@supplyline/client calls', async () => {
     );
   });
 
+  it('tells the Idempotency-Key a write sent in the error it ends with, so the caller can send it again', async () => {
+    const dead = createSupplylineClient({
+      baseUrl: 'http://127.0.0.1:1',
+      ...tenant,
+      retry: { maxAttempts: 2, baseDelayMs: 1 },
+    });
+    await assert.rejects(
+      dead.buyers.create({ buyer: { name: 'Acme' } } as never, { idempotencyKey: 'key-1' }),
+      (error: unknown) => error instanceof SupplylineConnectionError && error.idempotencyKey === 'key-1',
+    );
+    const start = server.seen.length;
+    script.push(400);
+    await assert.rejects(
+      client().buyers.create({ buyer: { name: '' } } as never),
+      (error: unknown) =>
+        error instanceof SupplylineApiError && error.idempotencyKey === since(start)[0].headers['idempotency-key'],
+    );
+    script.push(400);
+    await assert.rejects(
+      client().buyers.page(),
+      (error: unknown) => error instanceof SupplylineApiError && error.idempotencyKey === undefined,
+    );
+  });
+
   it("ends a call at its timeout with SupplylineTimeoutError, and an aborted call with the signal's reason", async () => {
     script.push('hang');
     const t0 = Date.now();

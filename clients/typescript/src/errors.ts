@@ -9,6 +9,12 @@ export interface ErrorBody {
 
 /** Every error this client throws is one of these, so one `instanceof` catches them all. */
 export class SupplylineError extends Error {
+  /**
+   * The Idempotency-Key the call sent (a POST's or PATCH's), when it failed after the client's own
+   * retries: send the call again with it (`idempotencyKey`), and it cannot be done twice.
+   */
+  idempotencyKey: string | undefined;
+
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'SupplylineError';

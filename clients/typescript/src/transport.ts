@@ -1,4 +1,10 @@
-import { SupplylineApiError, SupplylineConnectionError, SupplylineTimeoutError, type ErrorBody } from './errors.ts';
+import {
+  SupplylineApiError,
+  SupplylineConnectionError,
+  type SupplylineError,
+  SupplylineTimeoutError,
+  type ErrorBody,
+} from './errors.ts';
 import { VERSION } from './version.ts';
 
 export interface RetryOptions {
@@ -175,6 +181,12 @@ export function createTransport(options: TransportOptions) {
     const deadline = Date.now() + timeout;
     const userSignal = call.options?.signal;
     const headers = headersOf(call);
+    const key = headers.get('Idempotency-Key') ?? undefined;
+    /** The error with the call's key, for a caller who sends the call again. */
+    const keyed = <E extends SupplylineError>(error: E): E => {
+      error.idempotencyKey = key;
+      return error;
+    };
     const body = call.body === undefined ? call.payload : JSON.stringify(call.body);
     const target = url(call.path, call.query);
     for (let attempt = 1; ; attempt++) {
@@ -206,7 +218,7 @@ export function createTransport(options: TransportOptions) {
           return await read(new Response(null, { status: 204 }));
         if (response && !(await retryable(response))) {
           if (mode.anyStatus) return response;
-          throw await apiError(response);
+          throw keyed(await apiError(response));
         }
       } catch (error) {
         if (error instanceof SupplylineApiError || !response?.ok) throw error;
@@ -216,7 +228,7 @@ export function createTransport(options: TransportOptions) {
         clearTimeout(timer);
       }
       if (userSignal?.aborted) throw userSignal.reason;
-      if (clock.signal.aborted) throw new SupplylineTimeoutError(timeout, failure);
+      if (clock.signal.aborted) throw keyed(new SupplylineTimeoutError(timeout, failure));
       const backoff = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1)) * Math.random();
       const asked = retryAfterMs(response?.headers.get('retry-after') ?? null);
       // Never sooner than the server asked; when it asks for longer than one wait may be, or than
@@ -224,8 +236,8 @@ export function createTransport(options: TransportOptions) {
       const wait = Math.max(backoff, asked ?? 0);
       if (attempt >= maxAttempts || (asked !== null && asked > maxDelayMs) || Date.now() + wait >= deadline) {
         if (response && mode.anyStatus) return response;
-        if (response) throw await apiError(response);
-        throw new SupplylineConnectionError(failure);
+        if (response) throw keyed(await apiError(response));
+        throw keyed(new SupplylineConnectionError(failure));
       }
       await response?.body?.cancel().catch(() => undefined);
       await sleep(wait, userSignal);
