@@ -246,14 +246,15 @@ const watching = new WeakSet<pg.PoolClient>();
 function watched(client: pg.PoolClient, replica: Replica): pg.PoolClient {
   if (watching.has(client)) return client;
   watching.add(client);
-  const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
-  (client as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (...args) => {
-    try {
-      return await query(...args);
-    } catch (error) {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args) => {
+    const result = query(...args);
+    // A promise of the answer is watched; anything else (a cursor) is handed back as it is.
+    if (!(result instanceof Promise)) return result;
+    return result.catch((error: unknown) => {
       if (isDatabaseUnavailable(error)) replica.takeOut((error as Error).message);
       throw error;
-    }
+    });
   };
   return client;
 }
