@@ -5,7 +5,7 @@ import { isDatabaseUnavailable } from '../errors.ts';
 import { PoolerSafePostgresDialect } from '../migration-lock.ts';
 import type { OpenSnapshot } from '../snapshot.ts';
 import type { Database } from '../types.ts';
-import { parsePosition, PRIMARY_POSITION, SharedQuery, type Position } from './position.ts';
+import { parsePosition, PRIMARY_POSITION, SharedQuery, withTimeout, type Position } from './position.ts';
 import { Replica, type ReplicaOptions, type ReplicaStatus } from './replica.ts';
 
 export { formatPosition, parsePosition, type Position } from './position.ts';
@@ -220,19 +220,6 @@ export class ReadReplicas {
       this.onChoice('primary', 0);
       return this.#primary.connect();
     }
-  }
-}
-
-/** The promise's value, or undefined once `ms` have passed without it. */
-async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms);
-  });
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -48,3 +48,16 @@ export class SharedQuery<T> {
     return next;
   }
 }
+
+/** The promise's value, or undefined once `ms` have passed without it. */
+export async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

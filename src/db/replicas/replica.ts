@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { preparingPool } from '../pg-prepared.ts';
 import { postgresSnapshots, type OpenSnapshot } from '../snapshot.ts';
-import { formatPosition, parsePosition, SharedQuery, type Position } from './position.ts';
+import { formatPosition, parsePosition, SharedQuery, withTimeout, type Position } from './position.ts';
 import { serviceTypes } from '../pg-types.ts';
 
 export interface ReplicaOptions {
@@ -91,13 +91,9 @@ export class Replica {
    * cannot say within `waitMs`: a replica that stalls does not hold the reads choosing.
    */
   async replay(waitMs = REPLAY_WAIT_MS): Promise<Position | null> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => {
-      timer = setTimeout(() => resolve('late'), waitMs);
-    });
     try {
-      const replayed = await Promise.race([this.#replay.get(), late]);
-      if (replayed === 'late') {
+      const replayed = await withTimeout(this.#replay.get(), waitMs);
+      if (replayed === undefined) {
         this.takeOut(`no answer to its replay position within ${waitMs} ms`);
         return null;
       }
@@ -107,8 +103,6 @@ export class Replica {
     } catch (error) {
       this.takeOut((error as Error).message);
       return null;
-    } finally {
-      clearTimeout(timer);
     }
   }
 
