@@ -138,7 +138,7 @@ export async function buildBundle(name: string): Promise<{ outdir: string; remov
   const { build } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts as Record<string, string>;
   assert.match(build, /--outdir=dist\b/);
   const outdir = `.bundle-${name}-${randomBytes(4).toString('hex')}`;
-  await run('sh', ['-c', build.replace('--outdir=dist', `--outdir=${outdir}`)], {
+  await run('sh', ['-c', build.replaceAll('--outdir=dist', `--outdir=${outdir}`)], {
     cwd: root,
     env: { ...baseEnv, PATH: `${join(root, 'node_modules', '.bin')}:${process.env.PATH}` },
   });
