@@ -172,6 +172,25 @@ describe('Read replicas: probes, stalls and lost connections', () => {
     assert.deepEqual(targets, ['primary'], 'the next read goes to the primary, not to the lost replica');
   });
 
+  it("counts a read whose chosen replica cannot be reached once, as the primary's", {
+    skip: skip ?? false,
+  }, async () => {
+    const replicas = open(cluster!.replicaUrl());
+    const targets: string[] = [];
+    replicas.onChoice = (target) => targets.push(target);
+    await upWithin(replicas);
+    const replica = replicas.replicas[0]! as { connect: () => Promise<pg.PoolClient> };
+    const connect = replica.connect;
+    let calls = 0;
+    // The first connection reads its replay position, and the replica is chosen; the read's own fails.
+    replica.connect = () => (++calls === 1 ? connect() : Promise.reject(new Error('connect ECONNREFUSED')));
+    const { rows } = await read(replicas);
+    assert.equal(rows[0]!.n, 0);
+    assert.equal(calls, 2);
+    assert.deepEqual(targets, ['primary'], 'counted once, by the database that served it');
+    assert.equal(replicas.status()[0]!.state, 'down');
+  });
+
   it("reports the lag of a replica that stopped receiving the primary's WAL", { skip: skip ?? false }, async () => {
     const replicas = open(cluster!.replicaUrl());
     await upWithin(replicas);

@@ -20,6 +20,8 @@ export interface Read {
   /** The primary's position when the read chose: everything committed before it began. */
   position: Position | null;
   choice: Promise<Choice> | null;
+  /** Whether the read has been counted (`onChoice`): once, by the database it first used. */
+  counted: boolean;
 }
 
 interface Choice {
@@ -27,6 +29,8 @@ interface Choice {
   connect(): Promise<pg.PoolClient>;
   openSnapshot: OpenSnapshot;
   replica?: Replica;
+  /** How long the choice took, in seconds. */
+  seconds?: number;
 }
 
 interface Primary {
@@ -66,7 +70,10 @@ export class ReadReplicas {
   readonly db: Kysely<Database>;
   /** The routed `openSnapshot`: an export's snapshot on the request's choice. */
   readonly openSnapshot: OpenSnapshot;
-  /** Called once per read that chose: where it went and how long the choice took (seconds). */
+  /**
+   * Called once per read, when it first uses a database: where it went (the primary when its replica
+   * could not be reached) and how long the choice took (seconds).
+   */
   onChoice: (target: ReadTarget, seconds: number) => void = () => {};
   readonly #primary: Primary;
   readonly #positions: pg.Pool;
@@ -91,13 +98,13 @@ export class ReadReplicas {
     this.openSnapshot = async () => {
       const read = reads.getStore();
       if (!read) return this.#primary.openSnapshot();
-      return (await this.#choice(read)).openSnapshot();
+      return this.#counted(read, await this.#choice(read)).openSnapshot();
     };
   }
 
   /** A read that must see everything committed before now, and `after`. */
   newRead(after: Position | null): Read {
-    return { after, position: null, choice: null };
+    return { after, position: null, choice: null, counted: false };
   }
 
   /** Runs `work`, and everything it starts, as `read`. */
@@ -202,7 +209,15 @@ export class ReadReplicas {
         }
       }
     }
-    this.onChoice(choice.target, (performance.now() - started) / 1000);
+    choice.seconds = (performance.now() - started) / 1000;
+    return choice;
+  }
+
+  #counted(read: Read, choice: Choice): Choice {
+    if (!read.counted) {
+      read.counted = true;
+      this.onChoice(choice.target, choice.seconds ?? 0);
+    }
     return choice;
   }
 
@@ -210,15 +225,17 @@ export class ReadReplicas {
     const read = reads.getStore();
     if (!read) return this.#primary.connect();
     const choice = await this.#choice(read);
-    if (!choice.replica) return choice.connect();
+    if (!choice.replica) return this.#counted(read, choice).connect();
     try {
-      return watched(await choice.connect(), choice.replica);
+      const client = watched(await choice.connect(), choice.replica);
+      this.#counted(read, choice);
+      return client;
     } catch (error) {
       // Gone since it was chosen: taken out, and this read (every statement of it) goes to the primary.
       choice.replica.takeOut((error as Error).message);
-      read.choice = Promise.resolve({ target: 'primary', ...this.#primary });
-      this.onChoice('primary', 0);
-      return this.#primary.connect();
+      const primary: Choice = { target: 'primary', ...this.#primary, seconds: choice.seconds };
+      read.choice = Promise.resolve(primary);
+      return this.#counted(read, primary).connect();
     }
   }
 }
