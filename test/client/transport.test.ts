@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, describe, it, mock } from 'node:test';
+import { inspect } from 'node:util';
 import {
   createSupplylineClient,
   SupplylineApiError,
@@ -150,6 +151,23 @@ describe('@supplyline/client calls', async () => {
       client().buyers.page(),
       (error: unknown) => error instanceof SupplylineApiError && error.idempotencyKey === undefined,
     );
+  });
+
+  it('logs an API error as its status, code and request id, with the answer kept out of sight', async () => {
+    script.push(400);
+    const error = await client()
+      .buyers.page()
+      .then(
+        () => assert.fail('a 400 is thrown'),
+        (e: unknown) => e as SupplylineApiError,
+      );
+    const logged = inspect(error);
+    assert.match(logged, /status: 400/);
+    assert.match(logged, /errorCode: 'VALIDATION_ERROR'/);
+    // The whole Response (its headers map, body stream and internals) made one log line dozens.
+    assert.doesNotMatch(logged, /Response|ReadableStream|bodyUsed/);
+    assert.equal(error.response?.status, 400, 'still there for its headers');
+    assert.equal(Object.keys(error).includes('response'), false);
   });
 
   it("ends a call at its timeout with SupplylineTimeoutError, and an aborted call with the signal's reason", async () => {

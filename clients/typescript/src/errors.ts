@@ -28,8 +28,11 @@ export class SupplylineApiError extends SupplylineError {
   readonly fieldErrors: Record<string, string> | undefined;
   readonly requestId: string | undefined;
   readonly hint: string | undefined;
-  /** The answer itself (its body already read), for its headers. */
-  readonly response: Response | undefined;
+  /**
+   * The answer itself (its body already read), for its headers. Not enumerable, so that logging the
+   * error shows its status, code and request id rather than the whole Response.
+   */
+  declare readonly response: Response | undefined;
 
   constructor(status: number, body: ErrorBody | undefined, fallbackRequestId?: string | null, response?: Response) {
     super(body?.message ?? `HTTP ${status}`);
@@ -39,7 +42,7 @@ export class SupplylineApiError extends SupplylineError {
     this.fieldErrors = body?.fieldErrors;
     this.requestId = body?.requestId ?? fallbackRequestId ?? undefined;
     this.hint = body?.hint;
-    this.response = response;
+    Object.defineProperty(this, 'response', { value: response, enumerable: false });
   }
 }
 
