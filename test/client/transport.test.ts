@@ -116,12 +116,12 @@ describe('@supplyline/client calls', async () => {
     );
   });
 
+  /** A client of a port nothing listens on, retrying once. */
+  const unreachable = () =>
+    createSupplylineClient({ baseUrl: 'http://127.0.0.1:1', ...tenant, retry: { maxAttempts: 2, baseDelayMs: 1 } });
+
   it('throws SupplylineConnectionError when no attempt reaches the server', async () => {
-    const dead = createSupplylineClient({
-      baseUrl: 'http://127.0.0.1:1',
-      ...tenant,
-      retry: { maxAttempts: 2, baseDelayMs: 1 },
-    });
+    const dead = unreachable();
     await assert.rejects(
       dead.buyers.page(),
       (error: unknown) =>
@@ -130,11 +130,7 @@ describe('@supplyline/client calls', async () => {
   });
 
   it('tells the Idempotency-Key a write sent in the error it ends with, so the caller can send it again', async () => {
-    const dead = createSupplylineClient({
-      baseUrl: 'http://127.0.0.1:1',
-      ...tenant,
-      retry: { maxAttempts: 2, baseDelayMs: 1 },
-    });
+    const dead = unreachable();
     await assert.rejects(
       dead.buyers.create({ buyer: { name: 'Acme' } } as never, { idempotencyKey: 'key-1' }),
       (error: unknown) => error instanceof SupplylineConnectionError && error.idempotencyKey === 'key-1',
