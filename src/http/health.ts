@@ -48,7 +48,10 @@ export function registerHealth(
       check(),
       new Promise<string>((resolve) => setTimeout(resolve, READY_TIMEOUT_MS, 'database unavailable').unref()),
     ]);
-    const extra = replicas ? { replicas: replicas.status() } : {};
+    // Unauthenticated: each replica by its place in DATABASE_REPLICA_URLS, not its host (the log and /metrics name it).
+    const extra = replicas
+      ? { replicas: replicas.status().map(({ name: _, ...status }, i) => ({ replica: i + 1, ...status })) }
+      : {};
     return reply
       .code(reason === null ? 200 : 503)
       .send(reason === null ? { status: 'ok', ...extra } : { status: 'unavailable', reason, ...extra });

@@ -150,7 +150,9 @@ describe('Read replicas: probes, stalls and lost connections', () => {
     }
   });
 
-  it('takes a replica out at once when its connection is lost during a read', { skip: skip ?? false }, async () => {
+  it('takes a replica out at once when its connection is lost during a read, and answers that read from the primary', {
+    skip: skip ?? false,
+  }, async () => {
     const proxy = await startProxy(Number(new URL(cluster!.replicaUrl()).port));
     opened.push({ close: proxy.close });
     const url = new URL(cluster!.replicaUrl());
@@ -161,12 +163,37 @@ describe('Read replicas: probes, stalls and lost connections', () => {
     await upWithin(replicas);
     await read(replicas);
     assert.deepEqual(targets, ['replica']);
-    // The replica goes away while a read's statement runs on it.
-    const slow = replicas.run(replicas.newRead(null), () => sql`select pg_sleep(1)`.execute(replicas.db));
+    // The replica goes away while a read's statement runs on it: the statement runs again on the primary.
+    const server = (rows: Array<{ recovering: boolean }>) => (rows[0]!.recovering ? 'replica' : 'primary');
+    const whereRead = replicas.newRead(null);
+    const slow = replicas.run(whereRead, async () => {
+      const first = await sql<{ recovering: boolean }>`select pg_is_in_recovery() as recovering`.execute(replicas.db);
+      const second = await sql<{ recovering: boolean }>`select pg_is_in_recovery() as recovering, pg_sleep(1)`.execute(
+        replicas.db,
+      );
+      const third = await sql<{ recovering: boolean }>`select pg_is_in_recovery() as recovering`.execute(replicas.db);
+      return [first, second, third].map((r) => server(r.rows));
+    });
     await sleep(300);
     proxy.cut();
-    await assert.rejects(slow, (error) => isDatabaseUnavailable(error));
+    assert.deepEqual(
+      await slow,
+      ['replica', 'primary', 'primary'],
+      'the lost statement and the rest of its read on the primary',
+    );
     assert.equal(replicas.status()[0]!.state, 'down');
+    // In a transaction a statement is not run again elsewhere: the transaction fails, as it would alone.
+    await upWithin(replicas);
+    const inTransaction = replicas.run(replicas.newRead(null), () =>
+      replicas.db.transaction().execute(async (trx) => {
+        await sql`select 1`.execute(trx);
+        await sleep(400);
+        return sql`select 1`.execute(trx);
+      }),
+    );
+    await sleep(200);
+    proxy.cut();
+    await assert.rejects(inTransaction, (error) => isDatabaseUnavailable(error));
     targets.length = 0;
     await read(replicas);
     assert.deepEqual(targets, ['primary'], 'the next read goes to the primary, not to the lost replica');

@@ -6,7 +6,7 @@ import { PoolerSafePostgresDialect } from '../migration-lock.ts';
 import type { OpenSnapshot } from '../snapshot.ts';
 import type { Database } from '../types.ts';
 import { parsePosition, PRIMARY_POSITION, SharedQuery, withTimeout, type Position } from './position.ts';
-import { Replica, type ReplicaOptions, type ReplicaStatus } from './replica.ts';
+import { Replica, UNREACHABLE, type ReplicaOptions, type ReplicaStatus } from './replica.ts';
 
 export { formatPosition, parsePosition, type Position } from './position.ts';
 export type { ReplicaOptions, ReplicaStatus } from './replica.ts';
@@ -155,7 +155,7 @@ export class ReadReplicas {
     const answers = await Promise.all(
       this.replicas.map((replica) =>
         withTimeout(replica.check(), PROBE_TIMEOUT_MS).then(
-          (row) => (row === undefined ? new Error('no answer within 2 s') : row),
+          (row) => (row === undefined ? ('no answer to the probe within 2 s' as const) : row),
           (error: Error) => error,
         ),
       ),
@@ -175,7 +175,8 @@ export class ReadReplicas {
     }
     this.replicas.forEach((replica, i) => {
       const answer = answers[i]!;
-      if (answer instanceof Error) replica.takeOut(answer.message);
+      if (typeof answer === 'string') replica.takeOut(answer);
+      else if (answer instanceof Error) replica.takeOut(UNREACHABLE, answer);
       else replica.judge(answer, primary, system);
     });
   }
@@ -227,37 +228,67 @@ export class ReadReplicas {
     const choice = await this.#choice(read);
     if (!choice.replica) return this.#counted(read, choice).connect();
     try {
-      const client = watched(await choice.connect(), choice.replica);
+      const client = watched(await choice.connect(), choice.replica, this.#onPrimary);
       this.#counted(read, choice);
       return client;
     } catch (error) {
       // Gone since it was chosen: taken out, and this read (every statement of it) goes to the primary.
-      choice.replica.takeOut((error as Error).message);
-      const primary: Choice = { target: 'primary', ...this.#primary, seconds: choice.seconds };
-      read.choice = Promise.resolve(primary);
-      return this.#counted(read, primary).connect();
+      choice.replica.takeOut(UNREACHABLE, error);
+      return this.#counted(read, this.#toPrimary(read, choice.seconds)).connect();
     }
   }
+
+  /** The rest of `read` goes to the primary. */
+  #toPrimary(read: Read, seconds?: number): Choice {
+    const primary: Choice = { target: 'primary', ...this.#primary, seconds };
+    read.choice = Promise.resolve(primary);
+    return primary;
+  }
+
+  /** A statement its replica lost, sent again on the primary, where the rest of its read goes too. */
+  readonly #onPrimary = async (args: unknown[]): Promise<unknown> => {
+    const read = reads.getStore();
+    const client = await (read ? this.#toPrimary(read) : this.#primary).connect();
+    try {
+      return await (client.query as (...args: unknown[]) => Promise<unknown>)(...args);
+    } finally {
+      client.release();
+    }
+  };
 }
 
 const watching = new WeakSet<pg.PoolClient>();
 
 /**
  * A replica's client whose failures for want of the replica (its connection lost, the server shut
- * down, a statement cancelled by replay) take the replica out at once: the read that met it answers
- * 503 with Retry-After, and the reads after it go to the primary until a probe puts it back.
+ * down, a statement cancelled by replay) take the replica out at once, and the reads after it go to
+ * the primary until a probe puts it back. The statement that met the failure runs again on the
+ * primary (`onPrimary`), which has everything the replica had: a read statement may run twice. In a
+ * transaction (an export's snapshot) it cannot, as its snapshot stays on the replica: the read fails
+ * there with 503 and Retry-After.
  */
-function watched(client: pg.PoolClient, replica: Replica): pg.PoolClient {
+function watched(
+  client: pg.PoolClient,
+  replica: Replica,
+  onPrimary: (args: unknown[]) => Promise<unknown>,
+): pg.PoolClient {
   if (watching.has(client)) return client;
   watching.add(client);
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  let inTransaction = false;
   (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args) => {
+    const text = typeof args[0] === 'string' ? args[0] : '';
+    const once = inTransaction || /^\s*(begin|start transaction)\b/i.test(text);
+    if (/^\s*(begin|start transaction)\b/i.test(text)) inTransaction = true;
+    else if (/^\s*(commit|rollback)\b/i.test(text)) inTransaction = false;
     const result = query(...args);
     // A promise of the answer is watched; anything else (a cursor) is handed back as it is.
     if (!(result instanceof Promise)) return result;
     return result.catch((error: unknown) => {
-      if (isDatabaseUnavailable(error)) replica.takeOut((error as Error).message);
-      throw error;
+      if (!isDatabaseUnavailable(error)) throw error;
+      replica.takeOut(UNREACHABLE, error);
+      if (once) throw error;
+      return onPrimary(args);
     });
   };
   return client;

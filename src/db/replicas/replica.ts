@@ -19,9 +19,13 @@ export interface ReplicaStatus {
   replayed: string | null;
   lagBytes: number | null;
   lagSeconds: number | null;
-  /** Why it is down. */
+  /** Why it is down: one of a few fixed texts (the log has the driver's message). */
   reason?: string;
 }
+
+/** Why a replica is down when the driver failed: what it said is logged, not shown (`/readyz`). */
+export const UNREACHABLE =
+  'it could not be reached, or it failed a statement: connection refused or lost, shut down, or cancelled by replay';
 
 /**
  * What the probe reads of a replica. `readable`: Supplyline's tables are there and its role may read
@@ -101,13 +105,17 @@ export class Replica {
       else if (this.replayed === null || replayed > this.replayed) this.replayed = replayed;
       return replayed;
     } catch (error) {
-      this.takeOut((error as Error).message);
+      this.takeOut(UNREACHABLE, error);
       return null;
     }
   }
 
-  takeOut(reason: string): void {
-    if (this.up || this.reason === NOT_CHECKED) this.report(`Replica ${this.name} is taken out: ${reason}`);
+  /** Reads go elsewhere; `reason` is shown, and the driver's `error`, if any, logged. */
+  takeOut(reason: string, error?: unknown): void {
+    if (this.up || this.reason === NOT_CHECKED) {
+      const said = error instanceof Error ? ` (${error.message})` : '';
+      this.report(`Replica ${this.name} is taken out: ${reason}${said}`);
+    }
     this.up = false;
     this.reason = reason;
   }
