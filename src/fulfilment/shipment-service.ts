@@ -83,8 +83,9 @@ export async function createShipment(
   return { resource, before: null };
 }
 
-function shipmentFields(input: UpdateShipmentInput, stored: unknown, now: string): Updateable<ShipmentTable> {
-  const delivered = input.status === 'DELIVERED' && input.deliveredAt === undefined;
+/** A shipment's columns a PATCH sets; DELIVERED without a time takes now only when it was not DELIVERED already. */
+function shipmentFields(input: UpdateShipmentInput, stored: ShipmentRow, now: string): Updateable<ShipmentTable> {
+  const delivered = input.status === 'DELIVERED' && input.deliveredAt === undefined && stored.status !== 'DELIVERED';
   return {
     ...(input.carrier !== undefined && {
       carrier: writeJson(input.carrier ? { name: input.carrier.name, scac: input.carrier.scac ?? null } : null),
@@ -97,7 +98,7 @@ function shipmentFields(input: UpdateShipmentInput, stored: unknown, now: string
     ...(input.deliveredAt !== undefined && { delivered_at: dateOrNull(input.deliveredAt) }),
     ...(delivered && { delivered_at: now }),
     ...(input.properties !== undefined && {
-      properties: mergeStoredProperties(stored, input.properties, 'properties'),
+      properties: mergeStoredProperties(stored.properties, input.properties, 'properties'),
     }),
   };
 }
@@ -140,7 +141,7 @@ export async function patchShipment(
   checkVersion(expected, Number(row.version), 'shipment');
   if (row.status === 'VOIDED') throw conflict('The shipment is voided; record a new one instead');
   const before = toShipment(row);
-  const fields = shipmentFields(input, row.properties, ctx.now);
+  const fields = shipmentFields(input, row, ctx.now);
   const after = toShipment({ ...row, ...fields } as ShipmentRow);
   if (input.status !== undefined || input.deliveredAt !== undefined) checkTimes(after, input.deliveredAt != null);
   if (changesNothing(before, after)) return unchanged(before);

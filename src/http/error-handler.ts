@@ -10,6 +10,7 @@ import {
 } from '../lib/errors.ts';
 import { requestTraceFields } from '../telemetry/spans.ts';
 import { NOT_JSON_MESSAGE } from './json-body.ts';
+import { INGESTION_KEY_HINT, invalidKey } from './write.ts';
 import { bodyError, toFieldErrors } from '../lib/validation.ts';
 
 function partOf(request: FastifyRequest, context: string | undefined): unknown {
@@ -34,7 +35,7 @@ export function toApiError(error: FastifyError, request: FastifyRequest, bodyLim
     error.validationContext === 'headers' &&
     (error.validation as Array<{ instancePath?: string }>).some((v) => v.instancePath === '/idempotency-key')
   ) {
-    return badRequest('Invalid idempotency key format');
+    return invalidKey(INGESTION_KEY_HINT);
   }
   if (error.validation && error.validationContext === 'body') return bodyError(error.validation as never, request.body);
   if (error.validation)

@@ -103,7 +103,7 @@ export function errorExample(
           ? { limit: 'Must be <= 100' }
           : required.length > 0
             ? { [required[0]]: 'Required' }
-            : { '(root)': 'Must NOT have additional properties' };
+            : { colour: 'Unrecognized key' };
       return body('VALIDATION_ERROR', VALIDATION_MESSAGE, fieldErrors);
     }
     case 401:

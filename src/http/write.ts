@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { canonicalJson } from '../lib/json.ts';
-import { badRequest } from '../lib/errors.ts';
+import { ApiError } from '../lib/errors.ts';
 import { requestTraceParent } from '../telemetry/spans.ts';
 import type { WriteContext, WriteResponse, WriteRunner, WriteScope } from '../write/runner.ts';
 
@@ -19,6 +19,17 @@ export type RunWrite = (
 
 /** 1 to 255 printable ASCII characters. */
 export const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+/** The contract's 400 for an Idempotency-Key it refuses, with what the key must be as its hint. */
+export const invalidKey = (
+  hint = 'An Idempotency-Key is 1 to 255 printable ASCII characters, without spaces: a UUID is a good one',
+) => new ApiError('VALIDATION_ERROR', 'Invalid idempotency key format', undefined, hint);
+
+/** Order ingestion's key is not chosen but derived from its body (the contract's 4.2). */
+export const INGESTION_KEY_HINT =
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the key's recipe, shown as written
+  'On this call the key is the hex SHA-256 of `${orderId}-${businessId}-order-integration`, the two ids of the body ' +
+  'joined as written, with nothing else hashed (no trailing newline)';
 
 function fingerprintOf(request: FastifyRequest): string {
   return (
@@ -51,7 +62,7 @@ export function createRunWrite(runner: WriteRunner): RunWrite {
     const scope = writeScopeOf(request);
     const key = request.headers['idempotency-key'];
     if (key === undefined || !replays(request)) return send(reply, await runner.run(scope, work));
-    if (typeof key !== 'string' || !KEY_PATTERN.test(key)) throw badRequest('Invalid idempotency key format');
+    if (typeof key !== 'string' || !KEY_PATTERN.test(key)) throw invalidKey();
     const { response, replayed } = await runner.runIdempotent(
       scope,
       { key, fingerprint: fingerprintOf(request) },

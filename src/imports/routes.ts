@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
-import { KEY_PATTERN } from '../http/write.ts';
-import { ApiError, badRequest, notFound } from '../lib/errors.ts';
+import { invalidKey, KEY_PATTERN } from '../http/write.ts';
+import { ApiError, notFound } from '../lib/errors.ts';
 import { utf8MediaType } from '../http/json-body.ts';
 import { receiveImport } from './service.ts';
 import { findImport, IMPORT_NOT_FOUND, listImports, toImport, type ImportRow } from './repository.ts';
@@ -67,10 +67,12 @@ export async function importRoutes(app: ApiInstance, deps: ImportRouteDeps): Pro
     },
     async (request, reply) => {
       if (!isNdjsonMediaType(request.headers['content-type']))
-        throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/x-ndjson');
+        throw new ApiError(
+          'UNSUPPORTED_MEDIA_TYPE',
+          'Content-Type must be application/x-ndjson or application/jsonl, in UTF-8',
+        );
       const key = request.headers['idempotency-key'];
-      if (key !== undefined && (typeof key !== 'string' || !KEY_PATTERN.test(key)))
-        throw badRequest('Invalid idempotency key format');
+      if (key !== undefined && (typeof key !== 'string' || !KEY_PATTERN.test(key))) throw invalidKey();
       const { imp, replayed } = await receiveImport(db, {
         businessId: request.businessId,
         actorId: request.apiKeyId,

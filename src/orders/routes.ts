@@ -3,10 +3,11 @@ import { createHash } from 'node:crypto';
 import { Type } from 'typebox';
 import { findBuyerPartnership } from '../buyers/repository.ts';
 import { BUYER_NOT_FOUND } from '../buyers/service.ts';
-import { badRequest, notFound, validationError } from '../lib/errors.ts';
+import { notFound, validationError } from '../lib/errors.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
 import { pageJson, sendRendered, serializerOf } from '../http/rendered.ts';
 import { SuccessResponse } from '../http/schema.ts';
+import { INGESTION_KEY_HINT, invalidKey } from '../http/write.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { registerExport } from '../http/export.ts';
 import { exportOrders } from './export-repository.ts';
@@ -109,7 +110,7 @@ export async function orderRoutes(
       const key = request.headers['idempotency-key'];
       // The key is fully determined by the body, and repeats change nothing, so no replay store is needed.
       if (key !== undefined && (typeof key !== 'string' || key.toLowerCase() !== ingestionKeyOf(orderId, businessId))) {
-        throw badRequest('Invalid idempotency key format');
+        throw invalidKey(INGESTION_KEY_HINT);
       }
       // Read before the write takes its business's lock: a repeat changes nothing and needs no write,
       // nor more than the order's stamp.

@@ -243,6 +243,28 @@ describeEachBackend("A shipment's times", (ctx) => {
     assert.equal((await patch({ deliveredAt: null })).status, 400, 'nor taken from a DELIVERED one');
     assert.equal((await patch({ status: 'RETURNED', deliveredAt: null })).status, 200);
   });
+
+  it('keeps the delivery time of a DELIVERED shipment sent DELIVERED again: the PATCH changes nothing', async () => {
+    const t = await ctx().createTenant();
+    const { order, lines } = await orderOfThree(ctx(), t);
+    const s = await shipOk(ctx(), t, order.id, { lines: [{ orderItemId: lines.a, quantity: 1 }] });
+    const patch = (body: unknown) => ctx().request('PATCH', `/api/v1/shipments/${s.id}`, { as: t, body });
+    const delivered = await patch({ status: 'DELIVERED' });
+    assert.equal(delivered.status, 200);
+    const events = async () => (await ctx().request('GET', `/api/v1/shipments/${s.id}/events`, { as: t })).body.items.length;
+    const count = await events();
+    // A retry, or an ASN file sent again: the same status, no delivery time.
+    const again = await patch({ status: 'DELIVERED' });
+    assert.equal(again.status, 200);
+    assert.equal(again.body.deliveredAt, delivered.body.deliveredAt);
+    assert.equal(again.body.version, delivered.body.version);
+    assert.equal(again.body.updatedAt, delivered.body.updatedAt);
+    assert.equal(again.headers.etag, delivered.headers.etag);
+    assert.equal(await events(), count, 'no event for a change of nothing');
+    // A delivery time sent is still taken.
+    const corrected = await patch({ status: 'DELIVERED', deliveredAt: '2031-01-01T00:00:00Z' });
+    assert.equal(corrected.body.deliveredAt, '2031-01-01T00:00:00.000Z');
+  });
 });
 
 describeEachBackend('An order whose shipments came back', (ctx) => {

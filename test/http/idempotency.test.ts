@@ -52,7 +52,7 @@ describeEachBackend(
       assert.equal(await countItems(ctx(), t.businessId), 1);
     });
 
-    it('rejects a malformed key with 400', async () => {
+    it('rejects a malformed key with 400, saying what a key is', async () => {
       const t = await ctx().createTenant();
       for (const key of ['x'.repeat(256), 'has space', 'ünïcode']) {
         const res = await ctx().request('POST', '/api/v1/items', {
@@ -62,6 +62,10 @@ describeEachBackend(
         });
         assert.equal(res.status, 400, key);
         assert.equal(res.body.error, 'Invalid idempotency key format');
+        assert.equal(
+          res.body.hint,
+          'An Idempotency-Key is 1 to 255 printable ASCII characters, without spaces: a UUID is a good one',
+        );
       }
       assert.equal(await countItems(ctx(), t.businessId), 0);
     });

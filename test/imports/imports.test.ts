@@ -605,7 +605,7 @@ describeEachBackend('bulk import', (ctx) => {
     const t = await ctx().createTenant();
     const json = await ctx().request('POST', '/api/v1/imports', { as: t, body: { op: 'create' } });
     assert.equal(json.status, 415);
-    assert.equal(json.body.message, 'Content-Type must be application/x-ndjson');
+    assert.equal(json.body.message, 'Content-Type must be application/x-ndjson or application/jsonl, in UTF-8');
     const empty = await send(ctx(), t, '\n');
     assert.equal(empty.status, 202, 'a file of blank lines is a file');
     const none = await send(ctx(), t, '');
@@ -630,7 +630,7 @@ describeEachBackend('bulk import', (ctx) => {
         headers: { 'content-type': type },
       });
       assert.equal(other.status, 415, type);
-      assert.equal(other.body.message, 'Content-Type must be application/x-ndjson', type);
+      assert.equal(other.body.message, 'Content-Type must be application/x-ndjson or application/jsonl, in UTF-8', type);
     }
     const missing = await ctx().request('GET', '/api/v1/imports/imp_00000000000000000000000000', { as: t });
     assert.equal(missing.status, 404);

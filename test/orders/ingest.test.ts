@@ -60,7 +60,7 @@ describeEachBackend(
       assert.deepEqual([after.version, after.updatedAt], [order.version, order.updatedAt]);
     });
 
-    it('a malformed idempotency key gives 400 Invalid idempotency key format', async () => {
+    it('a malformed idempotency key gives 400 Invalid idempotency key format, with the recipe as its hint', async () => {
       const t = await ctx().createTenant();
       const order = await createOrder(ctx(), t, await createFixture(ctx(), t));
       const body = { orderId: order.id, businessId: t.businessId };
@@ -74,6 +74,8 @@ describeEachBackend(
         assert.equal(res.status, 400, key);
         assert.equal(res.body.error, 'Invalid idempotency key format');
         assert.equal(res.body.errorCode, 'VALIDATION_ERROR');
+        // The contract's text, and what the key must be: a well-formed digest of the wrong text is the usual mistake.
+        assert.match(res.body.hint, /SHA-256 of `\$\{orderId\}-\$\{businessId\}-order-integration`/, key);
       }
       assert.equal(await ingestedAt(ctx(), order.id), null);
     });
