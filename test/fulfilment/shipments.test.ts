@@ -251,7 +251,8 @@ describeEachBackend("A shipment's times", (ctx) => {
     const patch = (body: unknown) => ctx().request('PATCH', `/api/v1/shipments/${s.id}`, { as: t, body });
     const delivered = await patch({ status: 'DELIVERED' });
     assert.equal(delivered.status, 200);
-    const events = async () => (await ctx().request('GET', `/api/v1/shipments/${s.id}/events`, { as: t })).body.items.length;
+    const events = async () =>
+      (await ctx().request('GET', `/api/v1/shipments/${s.id}/events`, { as: t })).body.items.length;
     const count = await events();
     // A retry, or an ASN file sent again: the same status, no delivery time.
     const again = await patch({ status: 'DELIVERED' });

@@ -630,7 +630,11 @@ describeEachBackend('bulk import', (ctx) => {
         headers: { 'content-type': type },
       });
       assert.equal(other.status, 415, type);
-      assert.equal(other.body.message, 'Content-Type must be application/x-ndjson or application/jsonl, in UTF-8', type);
+      assert.equal(
+        other.body.message,
+        'Content-Type must be application/x-ndjson or application/jsonl, in UTF-8',
+        type,
+      );
     }
     const missing = await ctx().request('GET', '/api/v1/imports/imp_00000000000000000000000000', { as: t });
     assert.equal(missing.status, 404);
