@@ -113,6 +113,8 @@ export async function followSet(
   if (row.status !== now.status) set.status = now.status;
   if (toIso(row.shipped_at) !== now.shipped_at) set.shipped_at = now.shipped_at;
   if (now.status === 'DELIVERED' && toIso(row.delivered_at) !== now.delivered_at) set.delivered_at = now.delivered_at;
+  // On its way again: not delivered. A RETURNED order keeps when it was delivered, if it was.
+  if (now.status === 'IN_TRANSIT' && row.delivered_at !== null) set.delivered_at = null;
   return set;
 }
 

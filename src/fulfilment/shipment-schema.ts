@@ -112,7 +112,11 @@ export const UpdateShipmentBody = Type.Object(
   {
     ...editable,
     status: Type.Optional(PatchStatus),
-    deliveredAt: Type.Optional(Nullable(DateTime('When it arrived; DELIVERED without it takes now'))),
+    deliveredAt: Type.Optional(
+      Nullable(
+        DateTime('When it arrived; DELIVERED without it takes now (unless DELIVERED already); IN_TRANSIT has none'),
+      ),
+    ),
     properties: Type.Optional(Properties),
   },
   {

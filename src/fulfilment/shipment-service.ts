@@ -97,6 +97,8 @@ function shipmentFields(input: UpdateShipmentInput, stored: ShipmentRow, now: st
     ...(input.status !== undefined && { status: input.status }),
     ...(input.deliveredAt !== undefined && { delivered_at: dateOrNull(input.deliveredAt) }),
     ...(delivered && { delivered_at: now }),
+    // On its way again: not delivered.
+    ...(input.status === 'IN_TRANSIT' && input.deliveredAt === undefined && { delivered_at: null }),
     ...(input.properties !== undefined && {
       properties: mergeStoredProperties(stored.properties, input.properties, 'properties'),
     }),
@@ -104,7 +106,7 @@ function shipmentFields(input: UpdateShipmentInput, stored: ShipmentRow, now: st
 }
 
 /**
- * A DELIVERED shipment was delivered at a time, and a delivery time sent (`sent`; not the write's
+ * A DELIVERED shipment was delivered at a time, one IN_TRANSIT was not, and a delivery time sent (`sent`; not the write's
  * own, which a shippedAt given ahead may follow) is not before it shipped.
  */
 function checkTimes(shipment: Shipment, sent: boolean): void {
@@ -112,6 +114,8 @@ function checkTimes(shipment: Shipment, sent: boolean): void {
     throw validationError({
       deliveredAt: 'A DELIVERED shipment has a delivery time: leave deliveredAt out to take now',
     });
+  if (shipment.status === 'IN_TRANSIT' && shipment.deliveredAt !== null)
+    throw validationError({ deliveredAt: 'A shipment IN_TRANSIT has no delivery time: send status DELIVERED with it' });
   if (sent && Date.parse(shipment.deliveredAt!) < Date.parse(shipment.shippedAt))
     throw validationError({ deliveredAt: `Must not be before the shipment's shippedAt (${shipment.shippedAt})` });
 }

@@ -289,8 +289,20 @@ describeEachBackend('An order whose shipments came back', (ctx) => {
     assert.equal(await orderStatus(), 'DELIVERED', 'one delivered, one returned');
     await set(one.id, 'RETURNED');
     assert.equal(await orderStatus(), 'RETURNED');
-    await set(two.id, 'IN_TRANSIT');
+    const again = await set(two.id, 'IN_TRANSIT');
     assert.equal(await orderStatus(), 'IN_TRANSIT', 'a shipment on its way again');
+    // On its way is not delivered: neither the shipment nor its order keeps a delivery time.
+    assert.equal(again.body.deliveredAt, null);
+    assert.equal((await getOrder(ctx(), t, order.id)).body.deliveredAt, null);
+    const dated = await ctx().request('PATCH', `/api/v1/shipments/${two.id}`, {
+      as: t,
+      body: { deliveredAt: '2031-01-01T00:00:00Z' },
+    });
+    assert.equal(dated.status, 400);
+    assert.equal(
+      dated.body.fieldErrors.deliveredAt,
+      'A shipment IN_TRANSIT has no delivery time: send status DELIVERED with it',
+    );
   });
 });
 
