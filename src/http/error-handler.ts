@@ -13,6 +13,15 @@ import { NOT_JSON_MESSAGE } from './json-body.ts';
 import { INGESTION_KEY_HINT, invalidKey } from './write.ts';
 import { bodyError, toFieldErrors } from '../lib/validation.ts';
 
+/** A time whose offset's `+` was sent unencoded, and so arrived as a space (`…T10:00:00 10:00`). */
+const PLUS_AS_SPACE = /^\d{4}-\d\d-\d\dT[\d:.]+ \d\d:?\d\d$/;
+export const PLUS_AS_SPACE_HINT =
+  "A + in a query string is read as a space: send a time zone offset's + as %2B (2030-01-01T00:00:00%2B10:00), or use Z";
+const hasPlusAsSpace = (query: unknown) =>
+  typeof query === 'object' &&
+  query !== null &&
+  Object.values(query).some((value) => typeof value === 'string' && PLUS_AS_SPACE.test(value));
+
 function partOf(request: FastifyRequest, context: string | undefined): unknown {
   switch (context) {
     case 'querystring':
@@ -38,8 +47,13 @@ export function toApiError(error: FastifyError, request: FastifyRequest, bodyLim
     return invalidKey(INGESTION_KEY_HINT);
   }
   if (error.validation && error.validationContext === 'body') return bodyError(error.validation as never, request.body);
-  if (error.validation)
-    return validationError(toFieldErrors(error.validation as never, partOf(request, error.validationContext)));
+  if (error.validation) {
+    const part = partOf(request, error.validationContext);
+    const refused = validationError(toFieldErrors(error.validation as never, part));
+    return error.validationContext === 'querystring' && hasPlusAsSpace(part)
+      ? new ApiError('VALIDATION_ERROR', refused.message, refused.fieldErrors, PLUS_AS_SPACE_HINT)
+      : refused;
+  }
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError('PAYLOAD_TOO_LARGE', `Request body is larger than ${bodyLimit} bytes`);

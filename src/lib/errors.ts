@@ -54,7 +54,7 @@ export const UNAUTHORIZED_HINT =
 export const unauthorized = (hint = UNAUTHORIZED_HINT) => new ApiError('UNAUTHORIZED', 'Unauthorized', undefined, hint);
 export const MALFORMED_KEY_HINT =
   'The X-API-Key is malformed (a typo?): a key is sl_live_ (or sl_test_ for a sandbox) and 36 letters and digits, ' +
-  'or 32 hex characters for keys made before 2026-11-28';
+  'the last 6 a checksum of the others, so one wrong character shows; or 32 hex characters for keys made before 2026-11-28';
 export const TEST_KEY_ON_LIVE_HINT =
   'A test key (sl_test_) works only on its sandbox, and this business is live: ' +
   "use a live key (sl_live_), or send the sandbox's id in X-Business-Id";

@@ -25,6 +25,7 @@ describeEachBackend(
     });
 
     it('gives one identical 401 body for every kind of failure, and says only whether the key was malformed', async () => {
+      const typo = (key: string) => key.slice(0, 12) + (key[12] === 'A' ? 'B' : 'A') + key.slice(13);
       const t = await ctx().createTenant();
       const cases: Array<[Record<string, string>, string]> = [
         [{}, UNAUTHORIZED_HINT],
@@ -33,7 +34,10 @@ describeEachBackend(
         [{ 'x-business-id': t.businessId, 'x-api-key': newApiKey() }, UNAUTHORIZED_HINT],
         [{ 'x-business-id': t.businessId, 'x-api-key': 'wrong' }, MALFORMED_KEY_HINT],
         [{ 'x-business-id': t.businessId, 'x-api-key': 'x'.repeat(5000) }, MALFORMED_KEY_HINT],
+        // One character wrong: the right shape, a wrong checksum, which the hint names.
+        [{ 'x-business-id': t.businessId, 'x-api-key': typo(t.apiKey) }, MALFORMED_KEY_HINT],
       ];
+      assert.match(MALFORMED_KEY_HINT, /the last 6 a checksum of the others/);
       for (const [headers, hint] of cases) {
         const res = await ctx().request('GET', '/api/v1/items', { headers });
         assertUnauthorized(res);

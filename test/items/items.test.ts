@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { PLUS_AS_SPACE_HINT } from '../../src/http/error-handler.ts';
 import { it } from 'node:test';
 import { CompiledQuery, sql } from 'kysely';
 import { createItems } from '../../src/items/service.ts';
@@ -575,6 +576,17 @@ describeEachBackend('Item input edge cases', (ctx) => {
     const res = await ctx().request('GET', '/api/v1/items?updatedSince=2016-12-31T23:59:60Z', { as: t });
     assert.equal(res.status, 400);
     assert.equal(res.body.fieldErrors.updatedSince, 'Invalid date-time');
+    assert.equal(res.body.hint, undefined);
+  });
+
+  it('says why a time with an unencoded + offset is refused: the query string made it a space', async () => {
+    const t = await ctx().createTenant();
+    const plus = await ctx().request('GET', '/api/v1/items?updatedSince=2020-01-01T00:00:00.000+10:00', { as: t });
+    assert.equal(plus.status, 400);
+    assert.equal(plus.body.fieldErrors.updatedSince, 'Invalid date-time');
+    assert.equal(plus.body.hint, PLUS_AS_SPACE_HINT);
+    const encoded = await ctx().request('GET', '/api/v1/items?updatedSince=2020-01-01T00:00:00.000%2B10:00', { as: t });
+    assert.equal(encoded.status, 200);
   });
 });
 
