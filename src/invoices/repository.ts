@@ -45,7 +45,7 @@ export async function findLiveInvoiceForOrder(
 ) {
   let query = db
     .selectFrom('invoices')
-    .select(['id', 'invoice_number'])
+    .select(['id', 'invoice_number', 'shipment_id'])
     .where('business_id', '=', businessId)
     .where('order_id', '=', orderId)
     .where('id', '<>', exceptId)

@@ -44,7 +44,7 @@ export async function invoiceRoutes(app: ApiInstance, { db, runWrite, cursors, o
         body: CreateInvoiceBody,
         response: {
           201: InvoiceResponse,
-          409: ref('The order already has a live invoice, or the Idempotency-Key is in use'),
+          409: ref('What the invoice would bill has a live invoice already (the order, or the shipment), or the Idempotency-Key is in use'),
         },
       },
     },

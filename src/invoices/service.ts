@@ -33,10 +33,28 @@ export const INVOICE_NOT_FOUND = 'Invoice not found';
 
 export const formatInvoiceNumber = (n: number) => `INV-${String(n).padStart(6, '0')}`;
 
-const alreadyInvoiced = (invoiceNumber?: string) =>
-  conflict(
-    `The order already has a live invoice${invoiceNumber ? ` (${invoiceNumber})` : ''}; void it before invoicing the order again`,
-  );
+/**
+ * The 409 of an invoice that would bill again what `live` bills (null: found by the unique index, which
+ * names no invoice): the same shipment, the whole order beside one of its shipments, or the other way round.
+ */
+function alreadyInvoiced(
+  shipmentId: string | null,
+  live: { invoice_number: string; shipment_id: string | null } | null,
+) {
+  const number = live ? ` (${live.invoice_number})` : '';
+  if (shipmentId !== null && (live === null || live.shipment_id === shipmentId))
+    return conflict(`The shipment already has a live invoice${number}; void it before invoicing the shipment again`);
+  if (shipmentId !== null)
+    return conflict(
+      `The order already has a live invoice of the whole order${number}, which bills its shipments; void it first`,
+    );
+  if (live?.shipment_id)
+    return conflict(
+      `The order already has a live invoice of one of its shipments${number}: ` +
+        'an invoice of the whole order would bill it again; void it first',
+    );
+  return conflict(`The order already has a live invoice${number}; void it before invoicing the order again`);
+}
 
 /** A single-variant item's variant is named "Default", which says nothing on an invoice. */
 export const describeLine = (itemName: string, variantName: string) =>
@@ -62,7 +80,7 @@ export async function createInvoice(ctx: WriteContext, input: CreateInvoiceInput
   if (!order) throw notFound(ORDER_NOT_FOUND);
   const shipmentId = input.shipmentId ?? null;
   const live = await findLiveInvoiceForOrder(db, businessId, order.id, '', shipmentId);
-  if (live) throw alreadyInvoiced(live.invoice_number);
+  if (live) throw alreadyInvoiced(shipmentId, live);
   const items =
     shipmentId === null
       ? await findOrderItemsToInvoice(db, businessId, order.id)
@@ -106,7 +124,7 @@ export async function createInvoice(ctx: WriteContext, input: CreateInvoiceInput
         created_at: now,
         updated_at: now,
       }),
-    () => alreadyInvoiced(),
+    () => alreadyInvoiced(shipmentId, null),
   );
   await insertInvoiceLineItems(db, lines);
   const resource = (await findInvoice(db, businessId, invoiceId))!;

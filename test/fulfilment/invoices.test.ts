@@ -38,8 +38,19 @@ describeEachBackend('POST /api/v1/invoices with a shipmentId', (ctx) => {
     assert.equal(two.status, 201);
     assert.equal(two.body.totalAmount, '25.00');
 
-    assert.equal((await invoice({ orderId: order.id, shipmentId: first.id })).status, 409);
-    assert.equal((await invoice({ orderId: order.id })).status, 409);
+    // Each 409 names what is billed already.
+    const again = await invoice({ orderId: order.id, shipmentId: first.id });
+    assert.equal(again.status, 409);
+    assert.equal(
+      again.body.message,
+      `The shipment already has a live invoice (${one.body.invoiceNumber}); void it before invoicing the shipment again`,
+    );
+    const wholeBeside = await invoice({ orderId: order.id });
+    assert.equal(wholeBeside.status, 409);
+    assert.match(
+      wholeBeside.body.message,
+      /^The order already has a live invoice of one of its shipments \(INV-\d+\): an invoice of the whole order would bill it again; void it first$/,
+    );
     const wrongOrder = await invoice({ orderId: second.order.id, shipmentId: first.id });
     assert.equal(wrongOrder.status, 400);
     assert.ok(wrongOrder.body.fieldErrors.shipmentId);
@@ -70,6 +81,11 @@ describeEachBackend('POST /api/v1/invoices with a shipmentId', (ctx) => {
     assert.equal(whole.status, 201);
     assert.equal(whole.body.shipmentId, null);
     const s = await shipOk(ctx(), t, second.order.id, { lines: [{ orderItemId: second.lines.a, quantity: 1 }] });
-    assert.equal((await invoice({ orderId: second.order.id, shipmentId: s.id })).status, 409);
+    const beside = await invoice({ orderId: second.order.id, shipmentId: s.id });
+    assert.equal(beside.status, 409);
+    assert.equal(
+      beside.body.message,
+      `The order already has a live invoice of the whole order (${whole.body.invoiceNumber}), which bills its shipments; void it first`,
+    );
   });
 });
