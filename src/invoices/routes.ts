@@ -44,7 +44,9 @@ export async function invoiceRoutes(app: ApiInstance, { db, runWrite, cursors, o
         body: CreateInvoiceBody,
         response: {
           201: InvoiceResponse,
-          409: ref('What the invoice would bill has a live invoice already (the order, or the shipment), or the Idempotency-Key is in use'),
+          409: ref(
+            'What the invoice would bill has a live invoice already (the order, or the shipment), or the Idempotency-Key is in use',
+          ),
         },
       },
     },
