@@ -5,6 +5,19 @@ import { ApiError, badRequest, validationError } from '../lib/errors.ts';
 
 export const NUL_MESSAGE = 'Text must not contain the NUL character (\\u0000)';
 export const UNSUPPORTED_MEDIA_TYPE_MESSAGE = 'Content-Type must be application/json (optionally with charset=utf-8)';
+export const CONTENT_ENCODING_MESSAGE =
+  'A request body with a Content-Encoding (gzip, br, …) is not taken: send it uncompressed, without that header';
+
+/**
+ * A body sent with a content coding other than `identity`, which nothing here decodes: 415, with
+ * `Accept-Encoding: identity` (RFC 9110, 15.5.16). Taken as it came, it would be broken JSON, or a
+ * plain body under a header that says otherwise.
+ */
+export function contentEncodingError(request: FastifyRequest): ApiError | null {
+  const coding = request.headers['content-encoding'];
+  if (coding === undefined || /^\s*(identity\s*)?$/i.test(coding)) return null;
+  return new ApiError('UNSUPPORTED_MEDIA_TYPE', CONTENT_ENCODING_MESSAGE);
+}
 const SURROGATE_MESSAGE = 'Must be valid Unicode text: a lone UTF-16 surrogate was sent';
 const NUL_FIELD_MESSAGE = 'Must not contain the NUL character (\\u0000)';
 export const PROTOTYPE_KEYS_MESSAGE = 'Request body must not contain the keys __proto__ or constructor.prototype';
@@ -118,6 +131,8 @@ export function registerJsonBody(app: FastifyInstance, bodyLimit: number): void 
         return done(null, undefined);
       if (!isJsonMediaType(request.headers['content-type']))
         return done(new ApiError('UNSUPPORTED_MEDIA_TYPE', UNSUPPORTED_MEDIA_TYPE_MESSAGE), undefined);
+      const encoded = contentEncodingError(request);
+      if (encoded) return done(encoded, undefined);
       if (!isUtf8(bytes)) return done(badRequest('Request body is not valid UTF-8'), undefined);
       if (bytes.length === 0) return done(badRequest(EMPTY_BODY_MESSAGE), undefined);
       const text = bytes.toString('utf8');

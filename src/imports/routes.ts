@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { invalidKey, KEY_PATTERN } from '../http/write.ts';
 import { ApiError, notFound } from '../lib/errors.ts';
-import { utf8MediaType } from '../http/json-body.ts';
+import { contentEncodingError, utf8MediaType } from '../http/json-body.ts';
 import { receiveImport } from './service.ts';
 import { findImport, IMPORT_NOT_FOUND, listImports, toImport, type ImportRow } from './repository.ts';
 import { resultsStream } from './results.ts';
@@ -71,6 +71,8 @@ export async function importRoutes(app: ApiInstance, deps: ImportRouteDeps): Pro
           'UNSUPPORTED_MEDIA_TYPE',
           'Content-Type must be application/x-ndjson or application/jsonl, in UTF-8',
         );
+      const encoded = contentEncodingError(request);
+      if (encoded) throw encoded;
       const key = request.headers['idempotency-key'];
       if (key !== undefined && (typeof key !== 'string' || !KEY_PATTERN.test(key))) throw invalidKey();
       const { imp, replayed } = await receiveImport(db, {

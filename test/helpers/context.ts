@@ -157,7 +157,11 @@ export class TestContext {
       method: method as 'GET',
       url,
       headers,
-      payload: hasBody ? (typeof options.body === 'string' ? options.body : JSON.stringify(options.body)) : undefined,
+      payload: hasBody
+        ? typeof options.body === 'string' || Buffer.isBuffer(options.body)
+          ? options.body
+          : JSON.stringify(options.body)
+        : undefined,
     });
     const text = response.body;
     let body: any = text;

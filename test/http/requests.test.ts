@@ -1,5 +1,7 @@
 import { sql } from 'kysely';
 import assert from 'node:assert/strict';
+import { gzipSync } from 'node:zlib';
+import { CONTENT_ENCODING_MESSAGE } from '../../src/http/json-body.ts';
 import { after, before, describe, it } from 'node:test';
 import { createApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -72,6 +74,43 @@ describeEachBackend('HTTP error model', (ctx) => {
     }
     const noBody = await ctx().request('POST', '/api/v1/items', { as: t });
     assert.equal(noBody.status, 400);
+  });
+
+  it('gives 415 for a compressed body, which it would otherwise read as broken JSON or take as plain', async () => {
+    const t = await ctx().createTenant();
+    const body = JSON.stringify({ item: { name: 'Packed' }, variants: [{ currency: 'AUD', price: 1 }] });
+    for (const [coding, payload] of [
+      ['gzip', gzipSync(body)],
+      ['gzip', body],
+      ['br, gzip', body],
+    ] as const) {
+      const res = await ctx().request('POST', '/api/v1/items', {
+        as: t,
+        body: payload,
+        headers: { 'content-type': 'application/json', 'content-encoding': coding },
+      });
+      assert.equal(res.status, 415, coding);
+      assertErrorBody(res.body, 'UNSUPPORTED_MEDIA_TYPE', res.headers['x-request-id']);
+      assert.equal(res.body.message, CONTENT_ENCODING_MESSAGE);
+      assert.equal(res.headers['accept-encoding'], 'identity');
+    }
+    const imported = await ctx().request('POST', '/api/v1/imports', {
+      as: t,
+      body: `{"op":"create","resource":"buyer","data":{"buyer":{"name":"x"}}}\n`,
+      headers: { 'content-type': 'application/x-ndjson', 'content-encoding': 'gzip' },
+    });
+    assert.equal(imported.status, 415);
+    assert.equal(imported.body.message, CONTENT_ENCODING_MESSAGE);
+    const identity = await ctx().request('POST', '/api/v1/items', {
+      as: t,
+      body,
+      headers: { 'content-type': 'application/json', 'content-encoding': 'identity' },
+    });
+    assert.equal(identity.status, 201, 'identity is no coding');
+    assert.equal(
+      (await ctx().request('GET', '/api/v1/items', { as: t, headers: { 'content-encoding': 'gzip' } })).status,
+      200,
+    );
   });
 
   it('gives 413 above the body limit', async () => {
