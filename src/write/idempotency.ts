@@ -30,12 +30,17 @@ export interface Idempotency {
 
 export type Replayable = { response: WriteResponse; replayed: boolean };
 
-/** 4xx answers other than validation are part of the outcome and are replayed; 400 and 5xx are not. */
+/**
+ * 4xx answers other than validation are part of the outcome and are replayed; 400 and 5xx are not,
+ * nor is a 412: `If-Match` is not part of the request's fingerprint, and the retry the guides ask
+ * for (fetch again, re-apply, send with the same key) carries the current ETag, and must run.
+ */
 function isStorable(error: unknown): error is ApiError {
   return (
     error instanceof ApiError &&
     error.status > 400 &&
     error.status < 500 &&
+    error.code !== 'PRECONDITION_FAILED' &&
     error.code !== 'IDEMPOTENCY_KEY_IN_USE' &&
     error.code !== 'IDEMPOTENCY_KEY_REUSED' &&
     error.code !== 'UNAUTHORIZED' &&

@@ -4,6 +4,7 @@ import { createApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { purgeExpiredIdempotencyKeys } from '../../src/write/idempotency-records.ts';
 import { backends, createTestContext, describeEachBackend, type TestContext } from '../helpers/context.ts';
+import { createFixture, createOrder, getOrder, patchOrder } from '../helpers/orders.ts';
 
 let now = Date.parse('2026-03-01T00:00:00.000Z');
 const clock = () => now;
@@ -78,6 +79,25 @@ describeEachBackend(
       const good = await ctx().request('POST', '/api/v1/items', { as: t, body: body(), headers });
       assert.equal(good.status, 201);
       assert.equal(good.headers['idempotent-replayed'], undefined);
+    });
+
+    it('does not store a 412, so the retry with the current ETag runs under the same key', async () => {
+      const t = await ctx().createTenant();
+      const order = await createOrder(ctx(), t, await createFixture(ctx(), t));
+      const etag = (await getOrder(ctx(), t, order.id)).headers.etag as string;
+      const body = { order: { notes: 'packed' } };
+      const key = { 'idempotency-key': 'sync-order-notes' };
+      const stale = await patchOrder(ctx(), t, order.id, body, { ...key, 'if-match': '"999"' });
+      assert.equal(stale.status, 412);
+      // As the guides say: fetch again, re-apply, send again with the same key.
+      const retried = await patchOrder(ctx(), t, order.id, body, { ...key, 'if-match': etag });
+      assert.equal(retried.status, 200, JSON.stringify(retried.body));
+      assert.equal(retried.headers['idempotent-replayed'], undefined);
+      assert.equal(retried.body.notes, 'packed');
+      // The write is then what the key replays, whatever If-Match a repeat carries.
+      const repeat = await patchOrder(ctx(), t, order.id, body, { ...key, 'if-match': etag });
+      assert.equal(repeat.headers['idempotent-replayed'], 'true');
+      assert.equal(repeat.body.version, retried.body.version);
     });
 
     it('stores other 4xx outcomes and replays them', async () => {
