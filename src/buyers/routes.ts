@@ -1,4 +1,5 @@
 import { notFound } from '../lib/errors.ts';
+import { NO_ETAG_RESPONSE, refuseIfMatch } from '../http/etag.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { registerExport } from '../http/export.ts';
@@ -92,13 +93,15 @@ export async function buyerRoutes(app: ApiInstance, { db, runWrite, cursors, ope
         summary: 'Update a buyer, its partnership status, and create, update or delete its contacts',
         params: BuyerParams,
         body: UpdateBuyerBody,
-        response: { 200: BuyerResponse },
+        response: { 200: BuyerResponse, 412: NO_ETAG_RESPONSE },
       },
     },
-    (request, reply) =>
-      runWrite(request, reply, async (ctx) => {
+    (request, reply) => {
+      refuseIfMatch(request.headers['if-match'], 'Buyers');
+      return runWrite(request, reply, async (ctx) => {
         const { resource } = await patchBuyer(ctx, request.params.id, request.body);
         return { status: 200, body: resource };
-      }),
+      });
+    },
   );
 }

@@ -1,4 +1,5 @@
-import { badRequest } from '../lib/errors.ts';
+import { Type } from 'typebox';
+import { ApiError, badRequest } from '../lib/errors.ts';
 import type { ExpectedVersions } from '../lib/versions.ts';
 
 export const etagOf = (version: number) => `"${version}"`;
@@ -21,4 +22,24 @@ export function parseIfMatch(header: string | undefined): ExpectedVersions | und
     if (/^(0|[1-9]\d{0,14})$/.test(text)) versions.push(Number(text));
   }
   return versions;
+}
+
+/** The 412 of a resource that has no ETag, as a response schema. */
+export const NO_ETAG_RESPONSE = Type.Unsafe<unknown>({
+  $ref: 'ErrorResponse#',
+  description:
+    'If-Match was sent, but this resource has no ETag, so it cannot match (only * does); nothing was changed',
+});
+
+/**
+ * A PATCH of a resource without versions (items, buyers, webhook endpoints) that names one in
+ * If-Match: it cannot match, so 412 (RFC 9110 13.1.1), rather than an overwrite the caller
+ * believed guarded. `*` matches any current record.
+ */
+export function refuseIfMatch(header: string | undefined, plural: string): void {
+  if (header === undefined || parseIfMatch(header) === '*') return;
+  throw new ApiError(
+    'PRECONDITION_FAILED',
+    `${plural} have no ETag, so If-Match cannot match: send the PATCH without it (it is not guarded)`,
+  );
 }

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { NO_ETAG_RESPONSE, refuseIfMatch } from '../http/etag.ts';
 import { notFound } from '../lib/errors.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
 import { IdParams } from '../http/schema.ts';
@@ -94,14 +95,16 @@ export async function itemRoutes(app: ApiInstance, { db, runWrite, cursors, open
         summary: 'Update an item and create, update or delete its variants',
         params: IdParams,
         body: UpdateItemBody,
-        response: { 200: ItemResponse },
+        response: { 200: ItemResponse, 412: NO_ETAG_RESPONSE },
       },
     },
-    (request, reply) =>
-      runWrite(request, reply, async (ctx) => {
+    (request, reply) => {
+      refuseIfMatch(request.headers['if-match'], 'Items');
+      return runWrite(request, reply, async (ctx) => {
         const { resource } = await patchItem(ctx, request.params.id, request.body);
         return { status: 200, body: resource };
-      }),
+      });
+    },
   );
 
   app.delete(

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { NO_ETAG_RESPONSE, refuseIfMatch } from '../http/etag.ts';
 import { eventsGoneResponse } from '../events/schema.ts';
 import { badRequest, notFound } from '../lib/errors.ts';
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
@@ -116,14 +117,16 @@ export async function webhookRoutes(
         summary: 'Change a webhook endpoint: URL, description, event types, or status (pause, resume, disable)',
         params: WebhookEndpointParams,
         body: UpdateWebhookEndpointBody,
-        response: { 200: WebhookEndpointResponse },
+        response: { 200: WebhookEndpointResponse, 412: NO_ETAG_RESPONSE },
       },
     },
-    (request, reply) =>
-      runWrite(request, reply, async (ctx) => ({
+    (request, reply) => {
+      refuseIfMatch(request.headers['if-match'], 'Webhook endpoints');
+      return runWrite(request, reply, async (ctx) => ({
         status: 200,
         body: await updateEndpoint(ctx, request.params.id, request.body, settings, request.hidesMargin),
-      })),
+      }));
+    },
   );
 
   app.delete(

@@ -307,3 +307,40 @@ describeEachBackend('integer query parameters', (ctx) => {
     assert.equal((await ctx().request('GET', '/api/v1/orders?limit=-1', { as: t })).status, 400);
   });
 });
+
+describeEachBackend('If-Match on a resource without an ETag', (ctx) => {
+  it('is a 412 on items, buyers and webhook endpoints, which have no versions, unless it is *', async () => {
+    const t = await ctx().createTenant();
+    const item = await ctx().request('POST', '/api/v1/items', {
+      as: t,
+      body: { item: { name: 'Tea' }, variants: [{ currency: 'AUD', price: 1 }] },
+    });
+    const buyer = await ctx().request('POST', '/api/v1/buyers', { as: t, body: { buyer: { name: 'Cafe' } } });
+    const endpoint = await ctx().request('POST', '/api/v1/webhook-endpoints', {
+      as: t,
+      body: { url: 'https://erp.example.com/hooks', eventTypes: ['order.*'] },
+    });
+    for (const [plural, path, body, field, value] of [
+      ['Items', `/api/v1/items/${item.body.id}`, { name: 'Green tea' }, 'name', 'Green tea'],
+      ['Buyers', `/api/v1/buyers/${buyer.body.id}`, { buyer: { name: 'Corner cafe' } }, 'name', 'Corner cafe'],
+      [
+        'Webhook endpoints',
+        `/api/v1/webhook-endpoints/${endpoint.body.id}`,
+        { description: 'ERP' },
+        'description',
+        'ERP',
+      ],
+    ] as const) {
+      const guarded = await ctx().request('PATCH', path, { as: t, body, headers: { 'if-match': '"1"' } });
+      assert.equal(guarded.status, 412, plural);
+      assert.equal(
+        guarded.body.message,
+        `${plural} have no ETag, so If-Match cannot match: send the PATCH without it (it is not guarded)`,
+      );
+      assert.notEqual((await ctx().request('GET', path, { as: t })).body[field], value, `${plural}: nothing changed`);
+      const any = await ctx().request('PATCH', path, { as: t, body, headers: { 'if-match': '*' } });
+      assert.equal(any.status, 200, `${plural}: * matches any current record`);
+      assert.equal(any.body[field], value);
+    }
+  });
+});

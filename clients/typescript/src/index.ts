@@ -5,6 +5,7 @@ import {
   deletable,
   exportable,
   historied,
+  guardedPatchable,
   patchable,
   readable,
   type ListQuery,
@@ -88,7 +89,7 @@ export function createSupplylineClient(options: ClientOptions) {
 
   const orders = {
     ...readable<Order, ListQuery<'listOrders'>, QueryOf<'listOrders'>>(t, '/api/v1/orders'),
-    ...patchable<Order, Schemas['UpdateOrderBody']>(t, '/api/v1/orders'),
+    ...guardedPatchable<Order, Schemas['UpdateOrderBody']>(t, '/api/v1/orders'),
     ...deletable(t, '/api/v1/orders'),
     ...historied(t, '/api/v1/orders'),
     ...exportable<Order>(t, '/api/v1/orders'),
@@ -148,7 +149,7 @@ export function createSupplylineClient(options: ClientOptions) {
     invoices: {
       ...readable<Schemas['Invoice'], ListQuery<'listInvoices'>, QueryOf<'listInvoices'>>(t, '/api/v1/invoices'),
       ...creatable<Schemas['CreateInvoiceBody'], Schemas['Invoice']>(t, '/api/v1/invoices'),
-      ...patchable<Schemas['Invoice'], Schemas['UpdateInvoiceBody']>(t, '/api/v1/invoices'),
+      ...guardedPatchable<Schemas['Invoice'], Schemas['UpdateInvoiceBody']>(t, '/api/v1/invoices'),
       ...historied(t, '/api/v1/invoices'),
       ...exportable<Schemas['Invoice']>(t, '/api/v1/invoices'),
     },
@@ -167,7 +168,7 @@ export function createSupplylineClient(options: ClientOptions) {
     },
     shipments: {
       ...readable<Schemas['Shipment'], ListQuery<'listShipments'>, QueryOf<'listShipments'>>(t, SHIPMENTS),
-      ...patchable<Schemas['Shipment'], Schemas['UpdateShipmentBody']>(t, SHIPMENTS),
+      ...guardedPatchable<Schemas['Shipment'], Schemas['UpdateShipmentBody']>(t, SHIPMENTS),
       ...historied(t, SHIPMENTS),
       ...exportable<Schemas['Shipment']>(t, SHIPMENTS),
       /** POST /api/v1/orders/{orderId}/shipments: packages or lines; 409 when a line has less left to ship. */

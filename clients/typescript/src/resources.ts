@@ -41,7 +41,7 @@ export function readable<T, Q extends object, P extends object>(t: Transport, pa
     /** One page; pass its `nextCursor` as `cursor` for the next. */
     page: (query?: P, options?: RequestOptions) =>
       t.json<Page<T>>({ method: 'GET', path, query, options }).then((r) => r.data),
-    /** The record and its ETag (pass it as `ifMatch` to a patch). */
+    /** The record, and its ETag where it has versions (orders, invoices, shipments: pass it as `ifMatch` to a patch). */
     get: (id: string, options?: RequestOptions) => t.json<T>({ method: 'GET', path: at(path, id), options }),
   };
 }
@@ -50,7 +50,14 @@ export const creatable = <C, R>(t: Transport, path: string) => ({
   create: (body: C, options?: RequestOptions) => t.json<R>({ method: 'POST', path, body, options }).then((r) => r.data),
 });
 
+/** PATCH of a resource without versions (items, buyers, webhook endpoints): no ETag, so no ifMatch. */
 export const patchable = <T, U>(t: Transport, path: string) => ({
+  patch: (id: string, body: U, options?: RequestOptions) =>
+    t.json<T>({ method: 'PATCH', path: at(path, id), body, options }),
+});
+
+/** PATCH of a versioned resource (orders, invoices, shipments), which a read's ETag can guard. */
+export const guardedPatchable = <T, U>(t: Transport, path: string) => ({
   /** PATCH; pass ifMatch (the ETag of a read) to fail with 412 when someone changed it since. */
   patch: (id: string, body: U, options: RequestOptions & { ifMatch?: string } = {}) =>
     t.json<T>({

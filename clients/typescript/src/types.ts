@@ -3272,7 +3272,7 @@ export interface operations {
                      *       "error": "Validation failed. Please review the highlighted fields.",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "fieldErrors": {
-                     *         "(root)": "Must NOT have additional properties"
+                     *         "colour": "Unrecognized key"
                      *       }
                      *     }
                      */
@@ -3526,7 +3526,7 @@ export interface operations {
                      *       "error": "Validation failed. Please review the highlighted fields.",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "fieldErrors": {
-                     *         "(root)": "Must NOT have additional properties"
+                     *         "colour": "Unrecognized key"
                      *       }
                      *     }
                      */
@@ -3612,6 +3612,27 @@ export interface operations {
                      *       "errorCode": "IDEMPOTENCY_KEY_IN_USE",
                      *       "message": "A request with this Idempotency-Key is still being processed",
                      *       "error": "A request with this Idempotency-Key is still being processed",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description If-Match was sent, but this resource has no ETag, so it cannot match (only * does); nothing was changed */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "PRECONDITION_FAILED",
+                     *       "message": "The order has changed: its current version is 4",
+                     *       "error": "The order has changed: its current version is 4",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
@@ -4701,7 +4722,7 @@ export interface operations {
                      *       "error": "Validation failed. Please review the highlighted fields.",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "fieldErrors": {
-                     *         "(root)": "Must NOT have additional properties"
+                     *         "colour": "Unrecognized key"
                      *       }
                      *     }
                      */
@@ -4787,6 +4808,27 @@ export interface operations {
                      *       "errorCode": "IDEMPOTENCY_KEY_IN_USE",
                      *       "message": "A request with this Idempotency-Key is still being processed",
                      *       "error": "A request with this Idempotency-Key is still being processed",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description If-Match was sent, but this resource has no ETag, so it cannot match (only * does); nothing was changed */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "PRECONDITION_FAILED",
+                     *       "message": "The order has changed: its current version is 4",
+                     *       "error": "The order has changed: its current version is 4",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
@@ -6831,7 +6873,7 @@ export interface operations {
                      *       "error": "Validation failed. Please review the highlighted fields.",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "fieldErrors": {
-                     *         "(root)": "Must NOT have additional properties"
+                     *         "colour": "Unrecognized key"
                      *       }
                      *     }
                      */
@@ -7091,7 +7133,7 @@ export interface operations {
                      *       "error": "Validation failed. Please review the highlighted fields.",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "fieldErrors": {
-                     *         "(root)": "Must NOT have additional properties"
+                     *         "colour": "Unrecognized key"
                      *       }
                      *     }
                      */
@@ -7866,7 +7908,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description The order already has a live invoice, or the Idempotency-Key is in use */
+            /** @description What the invoice would bill has a live invoice already (the order, or the shipment), or the Idempotency-Key is in use */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8301,7 +8343,7 @@ export interface operations {
                      *       "error": "Validation failed. Please review the highlighted fields.",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "fieldErrors": {
-                     *         "(root)": "Must NOT have additional properties"
+                     *         "colour": "Unrecognized key"
                      *       }
                      *     }
                      */
@@ -8826,7 +8868,7 @@ export interface operations {
                      *       "error": "Validation failed. Please review the highlighted fields.",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "fieldErrors": {
-                     *         "(root)": "Must NOT have additional properties"
+                     *         "colour": "Unrecognized key"
                      *       }
                      *     }
                      */
@@ -9547,7 +9589,7 @@ export interface operations {
                      *       "error": "Validation failed. Please review the highlighted fields.",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "fieldErrors": {
-                     *         "(root)": "Must NOT have additional properties"
+                     *         "colour": "Unrecognized key"
                      *       }
                      *     }
                      */
@@ -10245,7 +10287,7 @@ export interface operations {
                      *       "error": "Validation failed. Please review the highlighted fields.",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "fieldErrors": {
-                     *         "(root)": "Must NOT have additional properties"
+                     *         "colour": "Unrecognized key"
                      *       }
                      *     }
                      */
@@ -10499,7 +10541,7 @@ export interface operations {
                      *       "error": "Validation failed. Please review the highlighted fields.",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "fieldErrors": {
-                     *         "(root)": "Must NOT have additional properties"
+                     *         "colour": "Unrecognized key"
                      *       }
                      *     }
                      */
@@ -10792,7 +10834,7 @@ export interface operations {
                      *       "error": "Validation failed. Please review the highlighted fields.",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "fieldErrors": {
-                     *         "(root)": "Must NOT have additional properties"
+                     *         "colour": "Unrecognized key"
                      *       }
                      *     }
                      */
@@ -13033,7 +13075,7 @@ export interface operations {
                      *       "error": "Validation failed. Please review the highlighted fields.",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "fieldErrors": {
-                     *         "(root)": "Must NOT have additional properties"
+                     *         "colour": "Unrecognized key"
                      *       }
                      *     }
                      */
@@ -14386,7 +14428,7 @@ export interface operations {
                      *       "error": "Validation failed. Please review the highlighted fields.",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "fieldErrors": {
-                     *         "(root)": "Must NOT have additional properties"
+                     *         "colour": "Unrecognized key"
                      *       }
                      *     }
                      */
@@ -14635,7 +14677,7 @@ export interface operations {
                      *       "error": "Validation failed. Please review the highlighted fields.",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "fieldErrors": {
-                     *         "(root)": "Must NOT have additional properties"
+                     *         "colour": "Unrecognized key"
                      *       }
                      *     }
                      */
@@ -14721,6 +14763,27 @@ export interface operations {
                      *       "errorCode": "IDEMPOTENCY_KEY_IN_USE",
                      *       "message": "A request with this Idempotency-Key is still being processed",
                      *       "error": "A request with this Idempotency-Key is still being processed",
+                     *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description If-Match was sent, but this resource has no ETag, so it cannot match (only * does); nothing was changed */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "errorCode": "PRECONDITION_FAILED",
+                     *       "message": "The order has changed: its current version is 4",
+                     *       "error": "The order has changed: its current version is 4",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w"
                      *     }
                      */
@@ -14912,7 +14975,7 @@ export interface operations {
                      *       "error": "Validation failed. Please review the highlighted fields.",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "fieldErrors": {
-                     *         "(root)": "Must NOT have additional properties"
+                     *         "colour": "Unrecognized key"
                      *       }
                      *     }
                      */
@@ -15180,7 +15243,7 @@ export interface operations {
                      *       "error": "Validation failed. Please review the highlighted fields.",
                      *       "requestId": "req_01jd5x8m2k3n4p5q6r7s8t9v0w",
                      *       "fieldErrors": {
-                     *         "(root)": "Must NOT have additional properties"
+                     *         "colour": "Unrecognized key"
                      *       }
                      *     }
                      */
