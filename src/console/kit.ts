@@ -3,7 +3,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/types.ts';
 import type { Buckets } from '../http/rate-limit.ts';
-import { ApiError } from '../lib/errors.ts';
+import { ApiError, notFound } from '../lib/errors.ts';
+import { ID_PATTERN } from '../lib/ids.ts';
 import type { Role } from '../users/table.ts';
 import type { WebhookSettings } from '../webhooks/service.ts';
 import type { WriteRunner } from '../write/runner.ts';
@@ -30,6 +31,8 @@ export interface ConsoleDeps {
 
 /** The error handler answers 403. */
 export class Forbidden extends Error {}
+/** What an id can be (src/lib/ids.ts): nothing else reaches a query, a page or a redirect's Location. */
+const CONSOLE_ID = new RegExp(ID_PATTERN);
 
 export type Form = Record<string, string>;
 
@@ -143,7 +146,12 @@ export function createKit(deps: ConsoleDeps) {
       businessId: user.liveBusinessId,
       actor: { type: 'user' as const, id: user.id, name: user.name },
     }),
-    idOf: (request: FastifyRequest) => (request.params as { id: string }).id,
+    /** The `:id` of the URL; one no record can have (spaces, line breaks, other scripts) is a 404 here. */
+    idOf: (request: FastifyRequest) => {
+      const { id } = request.params as { id: string };
+      if (!CONSOLE_ID.test(id)) throw notFound('Not found');
+      return id;
+    },
     /** A repeated parameter (an array) is dropped. */
     queryOf: (request: FastifyRequest): Record<string, string | undefined> =>
       Object.fromEntries(

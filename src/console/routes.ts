@@ -142,6 +142,8 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps) {
           ? error.status
           : ((error as { statusCode?: number }).statusCode ?? 500);
     if (status >= 500) request.log.error({ err: error, ...requestTraceFields(request) }, 'console error');
+    // A redirect that failed may have left its Location: this answer is a page.
+    reply.removeHeader('location');
     const message =
       error instanceof Forbidden
         ? 'Your role does not allow this page.'

@@ -270,6 +270,27 @@ describeEachBackend('the console under hostile input', (ctx) => {
         );
       }
     }
+    // An id no record can have (another script, a line break) is a 404 page, or a form's error
+    // redirect, never a 500 from a redirect's Location that cannot hold it; with forms that fail too.
+    const failing: Record<string, string> = {
+      graceSeconds: 'x',
+      afterSequence: 'x',
+      eventTypes: 'bogus',
+      role: 'king',
+    };
+    for (const { method, path } of named) {
+      for (const id of ['€', 'x\r\ny', 'ord x']) {
+        const url = path.replace(':id', encodeURIComponent(id));
+        const res = await send(ctx(), method, url, me, method === 'POST' ? failing : undefined);
+        const said = `${method} ${path} with ${JSON.stringify(id)} -> ${res.statusCode} ${res.body.slice(0, 200)}`;
+        if (res.statusCode === 303) assert.match(String(res.headers.location), /^\/console\/[\x21-\x7e]*$/, said);
+        else {
+          assert.equal(res.statusCode, 404, said);
+          assert.match(res.headers['content-type'] as string, /^text\/html/, said);
+          assert.equal(res.headers.location, undefined, said);
+        }
+      }
+    }
     // Their key still works, their endpoint is still enabled, their owner is still an owner with a live session.
     assert.equal(
       (await ctx().request('GET', `/api/v1/webhook-endpoints/${other.webhook}`, { as: theirs })).body.status,
