@@ -1,5 +1,6 @@
 import type { ApiInstance, RouteDeps } from '../http/types.ts';
 import { listAuditEvents } from '../log/audit.ts';
+import { parseDateTime } from '../lib/time.ts';
 import { AuditEventPage, ListAuditEventsQuery } from './schema.ts';
 
 /** The audit trail, for keys with audit:read (the console shows owners the same). */
@@ -21,7 +22,10 @@ export async function auditRoutes(app: ApiInstance, { db, cursors }: RouteDeps):
       },
     },
     async (request) => {
-      const { keyId, kind, since, until } = request.query;
+      const { keyId, kind } = request.query;
+      // Compared as stored (UTC, milliseconds): any RFC 3339 spelling of the instant is one.
+      const since = request.query.since === undefined ? undefined : parseDateTime(request.query.since);
+      const until = request.query.until === undefined ? undefined : parseDateTime(request.query.until);
       return cursors.list(request, 'audit-events', (paging) =>
         listAuditEvents(db, request.businessId, { keyId, kind, since, until }, paging),
       );

@@ -106,6 +106,12 @@ describeEachBackend('the audit trail', (ctx) => {
     );
     assert.equal((await trail(ctx(), owner, `&until=${items[0].occurredAt}`)).length, 0);
     assert.equal((await trail(ctx(), owner, `&since=${items.at(-1).occurredAt}`)).length, 1);
+    // The same instants written other ways RFC 3339 allows: an offset, lower-case t and z.
+    const tenHoursAhead = (iso: string) =>
+      encodeURIComponent(new Date(Date.parse(iso) + 36_000_000).toISOString().replace('Z', '+10:00'));
+    assert.equal((await trail(ctx(), owner, `&since=${tenHoursAhead(items.at(-1).occurredAt)}`)).length, 1);
+    assert.equal((await trail(ctx(), owner, `&since=${items.at(-1).occurredAt.toLowerCase()}`)).length, 1);
+    assert.equal((await trail(ctx(), owner, `&until=${tenHoursAhead(items[0].occurredAt)}`)).length, 0);
     // Pages by cursor, like every list.
     const first = await ctx().request('GET', '/api/v1/audit-events?limit=4', { as: owner });
     const second = await ctx().request(
