@@ -6,6 +6,7 @@ import { isLiveBusiness } from '../businesses/repository.ts';
 import { notFound, validationError, conflict } from '../lib/errors.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import type { WriteContext } from '../write/runner.ts';
+import { changesNothing } from '../write/update.ts';
 import { literalAddressOf, isPublicAddress } from './address.ts';
 import { toEndpoint } from './mapper.ts';
 import { cancelBacklog, queueTestDelivery } from './queue.ts';
@@ -141,6 +142,8 @@ export async function updateEndpoint(
     ...(input.status !== undefined ? await setStatus(ctx, row, input.status) : {}),
     ...(hidesMargin ? { hides_margin: 1 } : {}),
   };
+  // A PATCH that changes nothing writes nothing and sends no event (docs/webhooks.md).
+  if (changesNothing(before, toEndpoint({ ...row, ...set } as EndpointRow, ctx.now))) return before;
   await ctx.trx
     .updateTable('webhook_endpoints')
     .set({ ...set, updated_at: ctx.now } as never)

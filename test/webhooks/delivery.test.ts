@@ -161,6 +161,14 @@ describeEachBackend(
       });
       assert.equal(patched.status, 200);
       assert.equal(patched.body.description, 'mirror');
+      // The same again changes nothing: no write, no event, the same updatedAt.
+      const same = await ctx().request('PATCH', `/api/v1/webhook-endpoints/${created.id}`, {
+        as: t,
+        body: { description: 'mirror', eventTypes: ['invoice.*'], status: 'enabled' },
+      });
+      assert.equal(same.status, 200);
+      assert.equal(same.body.updatedAt, patched.body.updatedAt);
+      assert.equal(same.body.description, 'mirror');
       await ctx().request('PATCH', `/api/v1/webhook-endpoints/${created.id}`, { as: t, body: { status: 'paused' } });
       await ctx().request('PATCH', `/api/v1/webhook-endpoints/${created.id}`, { as: t, body: { status: 'disabled' } });
       const rotated = await ctx().request('POST', `/api/v1/webhook-endpoints/${created.id}/rotate-secret`, {
