@@ -22,6 +22,7 @@ import {
 } from './schema.ts';
 import {
   createEndpoint,
+  MAX_ENDPOINTS,
   deleteEndpoint,
   ENDPOINT_NOT_FOUND,
   replayRange,
@@ -62,7 +63,13 @@ export async function webhookRoutes(
         operationId: 'createWebhookEndpoint',
         summary: 'Create a webhook endpoint; the answer shows its signing secret, this once',
         body: CreateWebhookEndpointBody,
-        response: { 201: WebhookEndpointWithSecret },
+        response: {
+          201: WebhookEndpointWithSecret,
+          409: Type.Unsafe<unknown>({
+            $ref: 'ErrorResponse#',
+            description: `The business has ${MAX_ENDPOINTS} webhook endpoints already, or the Idempotency-Key is in use`,
+          }),
+        },
       },
     },
     (request, reply) =>

@@ -63,6 +63,12 @@ async function liveEndpoint(ctx: WriteContext, id: string): Promise<EndpointRow>
 
 const reload = async (ctx: WriteContext, id: string) => toEndpoint(await liveEndpoint(ctx, id), ctx.now);
 
+/**
+ * A business's endpoints, deleted ones aside, disabled ones included: each event goes to each, and
+ * the instances' delivery slots are shared by every business, so the fan-out is bounded.
+ */
+export const MAX_ENDPOINTS = 16;
+
 /** Deliveries start after this write; a key without margin:read makes an endpoint without cost fields. */
 export async function createEndpoint(
   ctx: WriteContext,
@@ -72,6 +78,15 @@ export async function createEndpoint(
 ) {
   checkUrl(input.url, settings);
   checkEventTypes(input.eventTypes);
+  // Counted under the business's write lock, which every create of the business takes.
+  const { n } = await ctx.trx
+    .selectFrom('webhook_endpoints')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('business_id', '=', ctx.businessId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  if (Number(n) >= MAX_ENDPOINTS)
+    throw conflict(`A business has at most ${MAX_ENDPOINTS} webhook endpoints: delete one it no longer needs first`);
   const secret = newWebhookSecret();
   const id = newId('we');
   await ctx.trx
@@ -107,8 +122,9 @@ function changeEvent(before: WebhookEndpoint, after: WebhookEndpoint) {
 }
 
 /**
- * Disabling drops the backlog; enabling a disabled endpoint starts from the next event, a paused one
- * goes on where it stopped; either way its failure window restarts. `failing_since` stays, as the reason.
+ * Disabling drops the backlog; a disabled endpoint, enabled or paused, starts from the next event,
+ * and what was queued for it meanwhile (a test event) is dropped too; a paused one goes on where it
+ * stopped. Enabled, its failure window restarts. `failing_since` stays, as the reason.
  */
 export async function setStatus(
   ctx: WriteContext,
@@ -116,11 +132,9 @@ export async function setStatus(
   status: EndpointRow['status'],
 ): Promise<Partial<EndpointRow>> {
   if (status === row.status) return {};
-  if (status === 'disabled') await cancelBacklog(ctx.trx, row.id, ctx.now);
-  if (status === 'enabled' && row.status === 'disabled') {
-    return { status, failing_since: null, cursor_sequence: await lastSequence(ctx.trx, ctx.businessId) };
-  }
-  return status === 'enabled' ? { status, failing_since: null } : { status };
+  if (status === 'disabled' || row.status === 'disabled') await cancelBacklog(ctx.trx, row.id, ctx.now);
+  const from = row.status === 'disabled' ? { cursor_sequence: await lastSequence(ctx.trx, ctx.businessId) } : {};
+  return status === 'enabled' ? { status, failing_since: null, ...from } : { status, ...from };
 }
 
 /** A key without margin:read hides the margin from now on (never the reverse). */

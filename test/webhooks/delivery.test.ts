@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { MAX_ENDPOINTS } from '../../src/webhooks/service.ts';
 import { after, before, it } from 'node:test';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
@@ -99,6 +100,39 @@ describeEachBackend(
         .where('id', '=', created.id)
         .executeTakeFirstOrThrow();
       assert.ok(!JSON.stringify(row).includes(created.secret.slice(6)));
+    });
+
+    it(`refuses a business's endpoint past ${MAX_ENDPOINTS} (409), deleted ones aside`, async () => {
+      const t = await ctx().createTenant();
+      const made = [];
+      for (let i = 0; i < MAX_ENDPOINTS; i++)
+        made.push(await createEndpoint(ctx(), t, { url: `https://hooks.example.com/${i}` }));
+      const extra = { url: 'https://hooks.example.com/extra' };
+      const refused = await ctx().request('POST', '/api/v1/webhook-endpoints', { as: t, body: extra });
+      assert.equal(refused.status, 409);
+      assert.equal(
+        refused.body.message,
+        `A business has at most ${MAX_ENDPOINTS} webhook endpoints: delete one it no longer needs first`,
+      );
+      // Another business is not held back, and a deleted endpoint frees its place.
+      const other = await ctx().createTenant();
+      assert.equal((await ctx().request('POST', '/api/v1/webhook-endpoints', { as: other, body: extra })).status, 201);
+      await ctx().request('DELETE', `/api/v1/webhook-endpoints/${made[0].id}`, { as: t });
+      assert.equal((await ctx().request('POST', '/api/v1/webhook-endpoints', { as: t, body: extra })).status, 201);
+    });
+
+    it('starts a disabled endpoint from the next event however it comes back, through paused too', async () => {
+      const t = await ctx().createTenant();
+      const made = await createEndpoint(ctx(), t, { url: 'https://hooks.example.com/d' });
+      const patch = (status: string) =>
+        ctx().request('PATCH', `/api/v1/webhook-endpoints/${made.id}`, { as: t, body: { status } });
+      await patch('disabled');
+      await createItem(ctx(), t, 'Made while disabled');
+      const last = (await feed(ctx(), t)).at(-1).sequence;
+      const paused = await patch('paused');
+      assert.equal(paused.body.lastSequence, last, 'what happened while it was disabled is not sent once it is paused');
+      const enabled = await patch('enabled');
+      assert.equal(enabled.body.lastSequence, last);
     });
 
     it('answers a retried create with the same secret, stored encrypted under the Idempotency-Key', async () => {

@@ -14018,7 +14018,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Conflict (the message says with what: the state of the resource, a sandbox being reset or deleted), or the Idempotency-Key is in use by a request still running */
+            /** @description The business has 16 webhook endpoints already, or the Idempotency-Key is in use */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
