@@ -1,6 +1,7 @@
 import { parseSecretKeys } from './lib/secret-box.ts';
 import { parseCidrs } from './businesses/allowlist.ts';
 import { maskUrl } from './lib/urls.ts';
+import { costOf } from './users/password.ts';
 
 export interface Config {
   readonly port: number;
@@ -226,6 +227,11 @@ function metricsToken(raw: string | undefined): string | null {
 
 /** Reads every setting once, at start; a bad value stops the process with a clear message. */
 export function loadConfig(env: Env = process.env): Config {
+  try {
+    costOf(env.PASSWORD_HASH_COST);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
   const logLevel = env.LOG_LEVEL || 'info';
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got '${logLevel}'`);

@@ -4,7 +4,8 @@ import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
  * scrypt with N=2^17, r=8, p=1 (128 MiB per hash, slow by design). PASSWORD_HASH_COST (log2 N,
  * 14 to 20) sets N for new hashes (test scripts lower it); a stored hash names its own N.
  */
-const N_LOG2 = costOf(process.env.PASSWORD_HASH_COST);
+// A bad value is reported by loadConfig (src/config.ts), which every process runs before it hashes.
+const N_LOG2 = validCost(process.env.PASSWORD_HASH_COST) ?? 17;
 const R = 8;
 const P = 1;
 const KEY_LENGTH = 32;
@@ -12,11 +13,15 @@ const MAXMEM = 256 * 1024 * 1024;
 
 /** log2 N: 17 when unset; throws naming the range otherwise. */
 export function costOf(raw: string | undefined): number {
+  const cost = validCost(raw);
+  if (cost === null) throw new Error(`PASSWORD_HASH_COST must be a whole number from 14 to 20, got '${raw}'`);
+  return cost;
+}
+
+function validCost(raw: string | undefined): number | null {
   if (raw === undefined || raw === '') return 17;
   const cost = Number(raw);
-  if (!Number.isInteger(cost) || cost < 14 || cost > 20)
-    throw new Error(`PASSWORD_HASH_COST must be a whole number from 14 to 20, got '${raw}'`);
-  return cost;
+  return Number.isInteger(cost) && cost >= 14 && cost <= 20 ? cost : null;
 }
 
 function derive(password: string, salt: Buffer, nLog2: number, r: number, p: number): Promise<Buffer> {

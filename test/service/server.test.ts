@@ -140,4 +140,18 @@ describe('npm start (src/server.ts)', () => {
     assert.equal(await exited(child), 1);
     assert.match(err, /PORT must be a whole number/);
   });
+
+  it('exits 1 with the same clear message for a bad PASSWORD_HASH_COST, not a stack trace', async () => {
+    const child = spawn(process.execPath, [...TYPESCRIPT, 'src/server.ts'], {
+      env: { ...baseEnv, PASSWORD_HASH_COST: '99' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    child.stderr.on('data', (d) => {
+      err += d;
+    });
+    assert.equal(await exited(child), 1);
+    assert.match(err, /^Configuration error: PASSWORD_HASH_COST must be a whole number from 14 to 20, got '99'$/m);
+    assert.doesNotMatch(err, /\n\s+at /, 'no stack trace');
+  });
 });
