@@ -30,7 +30,7 @@ function formatUsage(): string {
     '  help                                   show this text',
     '',
     'The database comes from DATABASE_URL (sqlite:PATH or postgres://...; default sqlite:./data/supplyline.db).',
-    'Pending migrations are applied before every command but backup.',
+    'Pending migrations are applied before every command but backup, key check and help.',
   ].join('\n');
 }
 
