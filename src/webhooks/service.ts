@@ -7,6 +7,7 @@ import { notFound, validationError, conflict } from '../lib/errors.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import type { WriteContext } from '../write/runner.ts';
 import { changesNothing } from '../write/update.ts';
+import { whereLive } from '../db/live.ts';
 import { literalAddressOf, isPublicAddress } from './address.ts';
 import { toEndpoint } from './mapper.ts';
 import { cancelBacklog, queueTestDelivery } from './queue.ts';
@@ -83,7 +84,7 @@ export async function createEndpoint(
     .selectFrom('webhook_endpoints')
     .select((eb) => eb.fn.countAll<number | string>().as('n'))
     .where('business_id', '=', ctx.businessId)
-    .where('deleted_at', 'is', null)
+    .where(whereLive())
     .executeTakeFirstOrThrow();
   if (Number(n) >= MAX_ENDPOINTS)
     throw conflict(`A business has at most ${MAX_ENDPOINTS} webhook endpoints: delete one it no longer needs first`);

@@ -128,29 +128,28 @@ describe('npm start (src/server.ts)', () => {
     assert.ok(Date.now() - signalled >= 1400, `it served for the drain (${Date.now() - signalled} ms)`);
   });
 
-  it('exits 1 with a clear message on bad configuration', async () => {
+  /** The server started with `env` on top of the base: its exit code and what it wrote on stderr. */
+  const startWith = async (env: Record<string, string>) => {
     const child = spawn(process.execPath, [...TYPESCRIPT, 'src/server.ts'], {
-      env: { ...baseEnv, PORT: 'abc' },
+      env: { ...baseEnv, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let err = '';
     child.stderr.on('data', (d) => {
       err += d;
     });
-    assert.equal(await exited(child), 1);
+    return { code: await exited(child), err };
+  };
+
+  it('exits 1 with a clear message on bad configuration', async () => {
+    const { code, err } = await startWith({ PORT: 'abc' });
+    assert.equal(code, 1);
     assert.match(err, /PORT must be a whole number/);
   });
 
   it('exits 1 with the same clear message for a bad PASSWORD_HASH_COST, not a stack trace', async () => {
-    const child = spawn(process.execPath, [...TYPESCRIPT, 'src/server.ts'], {
-      env: { ...baseEnv, PASSWORD_HASH_COST: '99' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let err = '';
-    child.stderr.on('data', (d) => {
-      err += d;
-    });
-    assert.equal(await exited(child), 1);
+    const { code, err } = await startWith({ PASSWORD_HASH_COST: '99' });
+    assert.equal(code, 1);
     assert.match(err, /^Configuration error: PASSWORD_HASH_COST must be a whole number from 14 to 20, got '99'$/m);
     assert.doesNotMatch(err, /\n\s+at /, 'no stack trace');
   });
