@@ -19,6 +19,17 @@ export async function findEndpointRow(db: Db, businessId: string, id: string, lo
 
 export type EndpointRow = NonNullable<Awaited<ReturnType<typeof findEndpointRow>>>;
 
+/** How many live endpoints (disabled ones included) a business has. */
+export async function countLiveEndpoints(db: Db, businessId: string): Promise<number> {
+  const { n } = await db
+    .selectFrom('webhook_endpoints')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('business_id', '=', businessId)
+    .where(whereLive())
+    .executeTakeFirstOrThrow();
+  return Number(n);
+}
+
 /** Live endpoints, oldest first (ids grow with time). */
 export async function listEndpoints(
   db: Db,

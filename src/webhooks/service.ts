@@ -7,11 +7,10 @@ import { notFound, validationError, conflict } from '../lib/errors.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import type { WriteContext } from '../write/runner.ts';
 import { changesNothing } from '../write/update.ts';
-import { whereLive } from '../db/live.ts';
 import { literalAddressOf, isPublicAddress } from './address.ts';
 import { toEndpoint } from './mapper.ts';
 import { cancelBacklog, queueTestDelivery } from './queue.ts';
-import { findEndpointRow, type EndpointRow } from './repository.ts';
+import { countLiveEndpoints, findEndpointRow, type EndpointRow } from './repository.ts';
 import type { CreateWebhookEndpointInput, UpdateWebhookEndpointInput, WebhookEndpoint } from './schema.ts';
 import { newWebhookSecret } from './signature.ts';
 
@@ -80,13 +79,7 @@ export async function createEndpoint(
   checkUrl(input.url, settings);
   checkEventTypes(input.eventTypes);
   // Counted under the business's write lock, which every create of the business takes.
-  const { n } = await ctx.trx
-    .selectFrom('webhook_endpoints')
-    .select((eb) => eb.fn.countAll<number | string>().as('n'))
-    .where('business_id', '=', ctx.businessId)
-    .where(whereLive())
-    .executeTakeFirstOrThrow();
-  if (Number(n) >= MAX_ENDPOINTS)
+  if ((await countLiveEndpoints(ctx.trx, ctx.businessId)) >= MAX_ENDPOINTS)
     throw conflict(`A business has at most ${MAX_ENDPOINTS} webhook endpoints: delete one it no longer needs first`);
   const secret = newWebhookSecret();
   const id = newId('we');
