@@ -1,9 +1,18 @@
 /** Console users, from the command line. */
-import { createUser, updateUser } from '../users/service.ts';
+import { createUser, ROLES, updateUser } from '../users/service.ts';
 import { listUsers } from '../users/repository.ts';
 import type { Role } from '../users/table.ts';
 import { CLI } from '../write/runner.ts';
-import { asCliError, json, printJson, printLines, printTable, requireBusiness, type Command } from './command.ts';
+import {
+  asCliError,
+  json,
+  printJson,
+  printLines,
+  printTable,
+  requireBusiness,
+  UsageError,
+  type Command,
+} from './command.ts';
 
 export const userCommands: Record<string, Command> = {
   'user create': {
@@ -18,8 +27,10 @@ export const userCommands: Record<string, Command> = {
     },
     required: ['business', 'email', 'name', 'role'],
     async run({ db, writes }, values) {
+      const role = String(values.role) as Role;
+      if (!ROLES.includes(role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`);
       const businessId = await requireBusiness(db, String(values.business));
-      const input = { email: String(values.email), name: String(values.name), role: String(values.role) as Role };
+      const input = { email: String(values.email), name: String(values.name), role };
       const { user, password } = await asCliError(() =>
         writes.run({ businessId, actor: CLI }, (ctx) => createUser(ctx, input)),
       );

@@ -251,8 +251,8 @@ for (const backend of backends) {
         ],
         database.url,
       );
-      assert.equal(badRole.code, 1);
-      assert.match(badRole.stderr, /role: Must be one of owner, admin, viewer/);
+      assert.equal(badRole.code, 2, 'a role that does not exist is a usage error');
+      assert.match(badRole.stderr, /--role must be one of owner, admin, viewer/);
       const list = await runCli(['user', 'list', '--business', business.businessId], database.url);
       assert.match(list.stdout, new RegExp(`${user.id}\\s+${email.replace('.', '\\.')}\\s+Ana\\s+admin\\s+active`));
       const disabled = await runCli(
