@@ -9,7 +9,7 @@ import {
   validationError,
 } from '../lib/errors.ts';
 import { requestTraceFields } from '../telemetry/spans.ts';
-import { CONTENT_ENCODING_MESSAGE, NOT_JSON_MESSAGE } from './json-body.ts';
+import { NOT_JSON_MESSAGE } from './json-body.ts';
 import { INGESTION_KEY_HINT, invalidKey } from './write.ts';
 import { bodyError, toFieldErrors } from '../lib/validation.ts';
 
@@ -108,7 +108,7 @@ function discardRestOfBody(request: FastifyRequest, reply: FastifyReply, bodyLim
 export function createErrorHandler(bodyLimit: number) {
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const apiError = toApiError(error, request, bodyLimit);
-    if (apiError.message === CONTENT_ENCODING_MESSAGE) reply.header('accept-encoding', 'identity');
+    if (apiError.headers) reply.headers(apiError.headers);
     if (apiError.code === 'SERVICE_UNAVAILABLE') {
       reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
       // The outage is logged without the driver's error text, which may name hosts or files.

@@ -16,7 +16,9 @@ export const CONTENT_ENCODING_MESSAGE =
 export function contentEncodingError(request: FastifyRequest): ApiError | null {
   const coding = request.headers['content-encoding'];
   if (coding === undefined || /^\s*(identity\s*)?$/i.test(coding)) return null;
-  return new ApiError('UNSUPPORTED_MEDIA_TYPE', CONTENT_ENCODING_MESSAGE);
+  return new ApiError('UNSUPPORTED_MEDIA_TYPE', CONTENT_ENCODING_MESSAGE).withHeaders({
+    'accept-encoding': 'identity',
+  });
 }
 const SURROGATE_MESSAGE = 'Must be valid Unicode text: a lone UTF-16 surrogate was sent';
 const NUL_FIELD_MESSAGE = 'Must not contain the NUL character (\\u0000)';

@@ -28,6 +28,8 @@ export class ApiError extends Error {
   readonly fieldErrors?: FieldErrors;
   /** What to do about it, where the message alone leaves a newcomer guessing. */
   readonly hint?: string;
+  /** Response headers that belong to this answer (a 415's `Accept-Encoding`), set by the error handler. */
+  headers?: Readonly<Record<string, string>>;
 
   constructor(code: ErrorCode, message: string, fieldErrors?: FieldErrors, hint?: string) {
     super(message);
@@ -35,6 +37,12 @@ export class ApiError extends Error {
     this.status = ERROR_STATUS[code];
     this.fieldErrors = fieldErrors;
     this.hint = hint;
+  }
+
+  /** This error, answered with these headers too. */
+  withHeaders(headers: Readonly<Record<string, string>>): this {
+    this.headers = headers;
+    return this;
   }
 }
 
