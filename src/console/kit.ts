@@ -6,7 +6,7 @@ import type { Buckets } from '../http/rate-limit.ts';
 import { ApiError, notFound } from '../lib/errors.ts';
 import { ID_PATTERN } from '../lib/ids.ts';
 import type { Role } from '../users/table.ts';
-import type { WebhookSettings } from '../webhooks/service.ts';
+import type { WebhookSettings } from '../webhooks/checks.ts';
 import type { WriteRunner } from '../write/runner.ts';
 import { flashCookie, FLASH_SECONDS, openFlash, sealFlash, type Flash } from './flash.ts';
 import { FORMAT } from './format.ts';

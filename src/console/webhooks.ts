@@ -3,14 +3,8 @@ import { ApiError } from '../lib/errors.ts';
 import { toEndpoint } from '../webhooks/mapper.ts';
 import { findEndpointRow, listDeliveries, listEndpoints } from '../webhooks/repository.ts';
 import { DELIVERY_STATUSES } from '../webhooks/schema.ts';
-import {
-  createEndpoint,
-  deleteEndpoint,
-  replayRange,
-  rotateSecret,
-  sendTestEvent,
-  updateEndpoint,
-} from '../webhooks/service.ts';
+import { createEndpoint, deleteEndpoint, rotateSecret, updateEndpoint } from '../webhooks/service.ts';
+import { replayRange, sendTestEvent } from '../webhooks/redelivery.ts';
 import type { DeliveryStatus } from '../webhooks/table.ts';
 import { GRACE_CHOICES, type ConsoleKit, type Form } from './kit.ts';
 import type { SessionUser } from './session.ts';

@@ -25,12 +25,11 @@ import {
   MAX_ENDPOINTS,
   deleteEndpoint,
   ENDPOINT_NOT_FOUND,
-  replayRange,
   rotateSecret,
-  sendTestEvent,
   updateEndpoint,
-  type WebhookSettings,
 } from './service.ts';
+import { replayRange, sendTestEvent } from './redelivery.ts';
+import type { WebhookSettings } from './checks.ts';
 
 const tags = ['Webhooks'];
 const config = { extension: true };

@@ -1,61 +1,19 @@
-import { unknownEventType } from '../events/schema.ts';
 import { namedEvent, updatedEvent, createdEvent, lastSequence } from '../log/events.ts';
-import { eventsGone, sequenceRange } from '../events/repository.ts';
 import { newId } from '../lib/ids.ts';
-import { isLiveBusiness } from '../businesses/repository.ts';
-import { notFound, validationError, conflict } from '../lib/errors.ts';
-import type { SecretBox } from '../lib/secret-box.ts';
+import { notFound, conflict } from '../lib/errors.ts';
 import type { WriteContext } from '../write/runner.ts';
 import { changesNothing } from '../write/update.ts';
-import { literalAddressOf, isPublicAddress } from './address.ts';
+import { checkEventTypes, checkUrl, type WebhookSettings } from './checks.ts';
 import { toEndpoint } from './mapper.ts';
-import { cancelBacklog, queueTestDelivery } from './queue.ts';
+import { cancelBacklog } from './queue.ts';
 import { countLiveEndpoints, findEndpointRow, type EndpointRow } from './repository.ts';
 import type { CreateWebhookEndpointInput, UpdateWebhookEndpointInput, WebhookEndpoint } from './schema.ts';
 import { newWebhookSecret } from './signature.ts';
 
 export const ENDPOINT_NOT_FOUND = 'Webhook endpoint not found';
 
-export interface WebhookSettings {
-  box: SecretBox;
-  allowPrivateNetworks: boolean;
-}
-
-/**
- * Refuses at save what can never be delivered: a scheme other than https (or http with private
- * networks allowed), credentials, a fragment, or a non-public IP literal. Names are checked at delivery.
- */
-function checkUrl(raw: string, settings: WebhookSettings): void {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw validationError({ url: 'Must be an absolute URL' });
-  }
-  // `https:host` parses as https://host/; what is stored and shown is what was sent, so it is spelt out.
-  if (!/^https?:\/\//i.test(raw)) throw validationError({ url: 'Must be an absolute URL (https://host/path)' });
-  if (url.port === '0') throw validationError({ url: 'Must not name port 0' });
-  const schemes = settings.allowPrivateNetworks ? ['https:', 'http:'] : ['https:'];
-  if (!schemes.includes(url.protocol))
-    throw validationError({
-      url: settings.allowPrivateNetworks ? 'Must be an https or http URL' : 'Must be an https URL',
-    });
-  if (url.username !== '' || url.password !== '') throw validationError({ url: 'Must not contain credentials' });
-  if (url.hash !== '') throw validationError({ url: 'Must not contain a fragment (#...)' });
-  const literal = literalAddressOf(url.hostname);
-  if (!settings.allowPrivateNetworks && literal !== null && !isPublicAddress(literal)) {
-    throw validationError({ url: 'Must not point at a private, loopback, link-local or reserved address' });
-  }
-}
-
-/** An endpoint's event types name types there are: a typo would deliver nothing, silently. */
-function checkEventTypes(types: readonly string[] | undefined): void {
-  const unknown = types && unknownEventType(types);
-  if (unknown) throw validationError({ eventTypes: unknown });
-}
-
 /** The endpoint, its row locked first (see lockEndpoints in queue.ts). */
-async function liveEndpoint(ctx: WriteContext, id: string): Promise<EndpointRow> {
+export async function liveEndpoint(ctx: WriteContext, id: string): Promise<EndpointRow> {
   const row = await findEndpointRow(ctx.trx, ctx.businessId, id, true);
   if (!row) throw notFound(ENDPOINT_NOT_FOUND);
   return row;
@@ -210,63 +168,4 @@ export async function rotateSecret(ctx: WriteContext, id: string, graceSeconds: 
   const endpoint = await reload(ctx, id);
   ctx.emit(updatedEvent('webhook_endpoint', before, endpoint));
   return { endpoint, secret };
-}
-
-/** Queues a `webhook.test` event to this endpoint only, outside the log. */
-export async function sendTestEvent(ctx: WriteContext, id: string) {
-  const row = await liveEndpoint(ctx, id);
-  const endpoint = toEndpoint(row, ctx.now);
-  const eventId = newId('evt');
-  const event = {
-    id: eventId,
-    sequence: null,
-    type: 'webhook.test',
-    resourceType: 'webhook_endpoint',
-    resourceId: id,
-    resourceVersion: null,
-    occurredAt: ctx.now,
-    actor: ctx.actor,
-    requestId: ctx.requestId,
-    idempotencyKey: ctx.idempotencyKey,
-    livemode: await isLiveBusiness(ctx.trx, ctx.businessId),
-    data: { object: endpoint },
-  };
-  const deliveryId = await queueTestDelivery(ctx, id, eventId, JSON.stringify(event));
-  return { deliveryId, eventId, endpointStatus: row.status };
-}
-
-/** Queues the events after `after` up to `until` again, in order. */
-export async function replayRange(ctx: WriteContext, id: string, after: number, until: number) {
-  const endpoint = await liveEndpoint(ctx, id);
-  const { oldest, latest } = await sequenceRange(ctx.trx, ctx.businessId);
-  if (until <= after) throw validationError({ untilSequence: 'Must be greater than afterSequence' });
-  if (until > latest)
-    throw validationError({ untilSequence: `Must be at most the latest event's sequence, ${latest}` });
-  if (after < oldest - 1) throw eventsGone(oldest);
-  const open = await ctx.trx
-    .selectFrom('webhook_replays')
-    .select((eb) => eb.fn.countAll<number | string>().as('n'))
-    .where('endpoint_id', '=', id)
-    .where('finished_at', 'is', null)
-    .executeTakeFirstOrThrow();
-  if (Number(open.n) >= 10) throw conflict('This endpoint already has 10 replays in progress; wait for one to finish');
-  const replay = {
-    id: newId('whr'),
-    business_id: ctx.businessId,
-    endpoint_id: id,
-    after_sequence: after,
-    until_sequence: until,
-    cursor_sequence: after,
-    created_at: ctx.now,
-    finished_at: null,
-  };
-  await ctx.trx.insertInto('webhook_replays').values(replay).execute();
-  return {
-    id: replay.id,
-    endpointId: id,
-    afterSequence: after,
-    untilSequence: until,
-    createdAt: ctx.now,
-    endpointStatus: endpoint.status,
-  };
 }
