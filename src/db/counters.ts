@@ -38,3 +38,22 @@ const nextCounterQuery = statement((db, v: { businessId: string; name: string; c
     )
     .returning('value'),
 );
+
+/**
+ * Raises a per-business counter to `value` unless it is past it already, so that the values given
+ * next come after it (an order's SO number that a caller sent in the numbers' own form).
+ */
+export async function raiseCounterTo(db: Db, businessId: string, name: string, value: number): Promise<void> {
+  await db.executeQuery(raiseCounterQuery(db, { businessId, name, value }));
+}
+
+const raiseCounterQuery = statement((db, v: { businessId: string; name: string; value: number }) =>
+  db
+    .insertInto('business_counters')
+    .values({ business_id: v.businessId, name: v.name, value: v.value })
+    .onConflict((oc) =>
+      oc.columns(['business_id', 'name']).doUpdateSet({
+        value: sql<number>`case when business_counters.value < excluded.value then excluded.value else business_counters.value end`,
+      }),
+    ),
+);

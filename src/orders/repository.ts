@@ -1,7 +1,7 @@
 import { readOrderRowShared } from './shared-reads.ts';
 import { insertOrderItemsQuery, loadOneOrderItems } from './items-repository.ts';
 import type { Insertable, QueryResult, Selectable, Updateable } from 'kysely';
-import { nextCounterValue } from '../db/counters.ts';
+import { nextCounterValue, raiseCounterTo } from '../db/counters.ts';
 import { anyOf, forUpdate } from '../db/dialect.ts';
 import type { Db } from '../db/types.ts';
 import type { OrderItemTable, OrderTable } from './table.ts';
@@ -33,6 +33,9 @@ export async function insertOrders(
 ): Promise<Array<{ order: OrderRow; items: Array<Selectable<OrderItemTable>> }>> {
   if (orders.length === 0) return [];
   const numbered = orders.filter((o) => o.numbered).length;
+  // A number sent as a reference is not given again: the count moves past it first.
+  const sent = Math.max(0, ...orders.map((o) => (o.numbered ? 0 : numberOf(o.order.internal_reference))));
+  if (sent > 0) await raiseCounterTo(db, orders[0].order.business_id, 'order', sent);
   const last = async () =>
     taken ? await taken.value : await nextCounterValue(db, orders[0].order.business_id, 'order', numbered);
   let next = numbered === 0 ? 0 : (await last()) - numbered + 1;
@@ -76,6 +79,14 @@ function* chunks<T>(rows: T[], size: number): Generator<T[]> {
 
 /** An SO number: `SO-000001`, with more digits past 999,999. */
 const formatReference = (n: number) => `SO-${String(n).padStart(6, '0')}`;
+
+/** The number of a reference written as `formatReference` writes it, within the counter's range; else 0. */
+function numberOf(reference: string | null | undefined): number {
+  const digits = reference && /^SO-(\d{6,9})$/.exec(reference)?.[1];
+  if (!digits) return 0;
+  const n = Number(digits);
+  return formatReference(n) === reference ? n : 0;
+}
 
 /** A live order of this business; with `lock`, its row stays locked until the transaction ends. */
 export async function findOrderRow(

@@ -452,6 +452,22 @@ describeEachBackend('POST /api/v1/buyers/:id/orders', (ctx) => {
     assert.equal((await getOrder(ctx(), t, next.id)).body.internalReference, 'SO-1000000');
   });
 
+  it('never gives a number a sent internalReference already has in the same form; other references leave the count alone', async () => {
+    const t = await ctx().createTenant();
+    const f = await createFixture(ctx(), t);
+    assert.equal((await createOrder(ctx(), t, f)).internalReference, 'SO-000001');
+    const sent = await postOrder(ctx(), t, f, { internalReference: 'SO-000003' });
+    assert.equal(sent.status, 201, JSON.stringify(sent.body));
+    assert.equal((await createOrder(ctx(), t, f)).internalReference, 'SO-000004');
+    // Below the count, in another form, past the counter's range, or someone else's: sent as they are, nothing skipped.
+    for (const internalReference of ['SO-000002', 'SO-7', 'so-000009', 'SO-0000009', 'SO-9999999999', 'PO-000050']) {
+      const other = await postOrder(ctx(), t, f, { internalReference });
+      assert.equal(other.status, 201, JSON.stringify(other.body));
+      assert.equal(other.body.internalReference, internalReference);
+    }
+    assert.equal((await createOrder(ctx(), t, f)).internalReference, 'SO-000005');
+  });
+
   it('is idempotent with an Idempotency-Key: one order, the same answer replayed', async () => {
     const t = await ctx().createTenant();
     const f = await createFixture(ctx(), t);
