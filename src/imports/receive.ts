@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import type { Db } from '../db/types.ts';
-import { ApiError } from '../lib/errors.ts';
+import { ApiError, badRequest } from '../lib/errors.ts';
 import { MAX_LINE_BYTES, NOT_UTF8, STARTS_WITH_NUL, TOO_LONG } from './lines.ts';
 import { deleteChunks, insertChunk } from './repository.ts';
 
@@ -14,6 +14,20 @@ export interface Received {
   lines: number;
   /** sha256 of the file, as hex. */
   sha256: string;
+}
+
+export const UPLOAD_CUT_OFF = 'The upload broke off before its end: send the whole file again';
+
+/**
+ * The upload's pieces; a failure of the stream itself (its client reset or closed the connection)
+ * is the client's doing, a 400, never taken for a failure of the database the caller writes to.
+ */
+async function* piecesOf(body: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  try {
+    yield* body;
+  } catch (error) {
+    throw error instanceof ApiError ? error : badRequest(UPLOAD_CUT_OFF);
+  }
 }
 
 /**
@@ -84,7 +98,7 @@ export async function receiveFile(
   };
 
   try {
-    for await (const piece of body) {
+    for await (const piece of piecesOf(body)) {
       bytes += piece.length;
       if (bytes > target.maxBytes) {
         throw new ApiError(

@@ -192,6 +192,30 @@ for (const backend of backends) {
       assert.ok(served > 5);
     });
 
+    it('takes an import upload its client cuts off as the client going away, not as the database being down', async () => {
+      const url = new URL(server.base);
+      const line = `${JSON.stringify({ op: 'create', resource: 'buyer', data: { buyer: { name: 'Cut off' } } })}\n`;
+      const head =
+        `POST /api/v1/imports HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-ndjson\r\n` +
+        Object.entries(tenant.headers)
+          .map(([k, v]) => `${k}: ${v}\r\n`)
+          .join('') +
+        `Content-Length: ${line.length * 100_000}\r\n\r\n`;
+      await new Promise<void>((resolve) => {
+        const socket = connect(Number(url.port), url.hostname, () => {
+          socket.write(head);
+          // Part of the file, then a reset (RST), as a client killed mid-upload leaves it.
+          socket.write(line.repeat(2000), () => setTimeout(() => socket.resetAndDestroy(), 300));
+        });
+        socket.on('error', () => {});
+        socket.on('close', () => resolve());
+      });
+      // The next request is served; the server's log has no outage in it.
+      assert.equal((await send(server.base, { path: '/api/v1/imports', headers: tenant.headers })).status, 200);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.doesNotMatch(server.output(), /database unavailable/);
+    });
+
     it('lets a client that sends a body over the limit read its 413 instead of a reset', async () => {
       const big = Buffer.alloc(3 * 1024 * 1024, 'x');
       const withLength = await send(server.base, {
