@@ -6,12 +6,22 @@ const LOST_CONNECTION = new RegExp(
   'i',
 );
 
+/** Errors a replica's client met for want of its replica (src/db/replicas/watched.ts), whatever their code or text. */
+const replicaLost = new WeakSet<object>();
+
+/** `error`, answered as an outage (503) wherever it surfaces: the replica's, not the request's. */
+export function asReplicaLost<E>(error: E): E {
+  if (error !== null && typeof error === 'object') replicaLost.add(error);
+  return error;
+}
+
 /**
  * Whether the database cannot take the query now (down, restarting, out of connections, locked):
  * an outage, answered 503 with Retry-After, rather than a bug.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (error === null || typeof error !== 'object') return false;
+  if (replicaLost.has(error)) return true;
   const { code, message } = error as { code?: unknown; message?: unknown };
   const text = typeof message === 'string' ? message : '';
   if (typeof code === 'string') {

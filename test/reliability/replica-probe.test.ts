@@ -6,6 +6,8 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { isDatabaseUnavailable } from '../../src/db/errors.ts';
 import { parsePosition, ReadReplicas } from '../../src/db/replicas/index.ts';
+import type { Replica } from '../../src/db/replicas/replica.ts';
+import { watched } from '../../src/db/replicas/watched.ts';
 import { startReplicatedCluster, type ReplicatedCluster } from '../helpers/replica-cluster.ts';
 import { missing, sleep } from './helpers.ts';
 
@@ -199,6 +201,60 @@ describe('Read replicas: probes, stalls and lost connections', () => {
     assert.deepEqual(targets, ['primary'], 'the next read goes to the primary, not to the lost replica');
   });
 
+  it('cuts a statement a stalled replica holds when the probe finds it silent, and answers it from the primary', {
+    skip: skip ?? false,
+    timeout: 20_000,
+  }, async () => {
+    const proxy = await startProxy(Number(new URL(cluster!.replicaUrl()).port));
+    opened.push({ close: proxy.close });
+    const url = new URL(cluster!.replicaUrl());
+    url.port = String(proxy.port);
+    const replicas = open(url.toString());
+    await upWithin(replicas);
+    const waiting = replicas.run(replicas.newRead(null), () =>
+      sql<{ recovering: boolean }>`select pg_is_in_recovery() as recovering, pg_sleep(0.3)`.execute(replicas.db),
+    );
+    await sleep(100);
+    proxy.freeze(true);
+    try {
+      const started = Date.now();
+      await replicas.probe();
+      const { rows } = await waiting;
+      assert.equal(rows[0]!.recovering, false, 'answered by the primary');
+      assert.ok(Date.now() - started < 5000, `the read waited ${Date.now() - started} ms`);
+      assert.equal(replicas.status()[0]!.state, 'down');
+    } finally {
+      proxy.freeze(false);
+    }
+  });
+
+  it('sends a read to the primary while every connection to the replica is taken, and keeps the replica up', {
+    skip: skip ?? false,
+  }, async () => {
+    const primary = primaryPool();
+    const replicas = new ReadReplicas(cluster!.primaryUrl(), primary, [cluster!.replicaUrl()], { poolSize: 1 });
+    opened.push({ close: () => replicas.close().then(() => primary.pool.end()) });
+    await upWithin(replicas);
+    const targets: string[] = [];
+    replicas.onChoice = (target) => targets.push(target);
+    const where = (rows: Array<{ recovering: boolean }>) => (rows[0]!.recovering ? 'replica' : 'primary');
+    const holding = replicas.run(replicas.newRead(null), () =>
+      sql<{ recovering: boolean }>`select pg_is_in_recovery() as recovering, pg_sleep(1.5)`.execute(replicas.db),
+    );
+    await sleep(300);
+    const started = Date.now();
+    const meanwhile = await replicas.run(replicas.newRead(null), () =>
+      sql<{ recovering: boolean }>`select pg_is_in_recovery() as recovering`.execute(replicas.db),
+    );
+    assert.equal(where(meanwhile.rows), 'primary');
+    assert.ok(Date.now() - started < 1000, 'it did not wait for the connection');
+    assert.equal(replicas.status()[0]!.state, 'up', 'a busy replica is not a lost one');
+    await replicas.probe();
+    assert.equal(replicas.status()[0]!.state, 'up', replicas.status()[0]!.reason);
+    assert.equal(where((await holding).rows), 'replica');
+    assert.deepEqual(targets, ['replica', 'primary']);
+  });
+
   it("counts a read whose chosen replica cannot be reached once, as the primary's", {
     skip: skip ?? false,
   }, async () => {
@@ -207,13 +263,15 @@ describe('Read replicas: probes, stalls and lost connections', () => {
     replicas.onChoice = (target) => targets.push(target);
     await upWithin(replicas);
     const replica = replicas.replicas[0]! as { connect: () => Promise<pg.PoolClient> };
-    const connect = replica.connect;
     let calls = 0;
-    // The first connection reads its replay position, and the replica is chosen; the read's own fails.
-    replica.connect = () => (++calls === 1 ? connect() : Promise.reject(new Error('connect ECONNREFUSED')));
+    // Its replay position is read on a connection of the probe's, and the replica is chosen; the read's own fails.
+    replica.connect = () => {
+      calls++;
+      return Promise.reject(new Error('connect ECONNREFUSED'));
+    };
     const { rows } = await read(replicas);
     assert.equal(rows[0]!.n, 0);
-    assert.equal(calls, 2);
+    assert.equal(calls, 1);
     assert.deepEqual(targets, ['primary'], 'counted once, by the database that served it');
     assert.equal(replicas.status()[0]!.state, 'down');
   });
@@ -245,6 +303,46 @@ describe('Read replicas: probes, stalls and lost connections', () => {
       await cluster!.onReplica(`alter system set primary_conninfo = '${conninfo.replaceAll("'", "''")}'`);
       await cluster!.onReplica('select pg_reload_conf()');
     }
+  });
+
+  it("runs a statement that replay cancelled again on the primary in any server language, and never a transaction's", async () => {
+    type Fake = { query: (...args: unknown[]) => Promise<unknown>; getTransactionStatus: () => string };
+    const taken: string[] = [];
+    const fakeReplica = { takeOut: (reason: string) => taken.push(reason) } as unknown as Replica;
+    const german = () =>
+      Object.assign(new Error('storniere Anfrage wegen Konflikt mit der Wiederherstellung'), { code: '40001' });
+    const clientIn = (status: string): Fake => ({
+      query: async (text: unknown) => {
+        if (String(text).startsWith('select')) throw german();
+        return { rows: [] };
+      },
+      getTransactionStatus: () => status,
+    });
+    const again: unknown[] = [];
+    const onPrimary = async (args: unknown[]) => {
+      again.push(args[0]);
+      return { rows: [{ on: 'primary' }] };
+    };
+    const alone = watched(clientIn('I') as unknown as pg.PoolClient, fakeReplica, onPrimary);
+    assert.deepEqual(await alone.query('select 1'), { rows: [{ on: 'primary' }] });
+    assert.deepEqual(again, ['select 1']);
+    // After a savepoint's rollback the transaction is still open (the server says T): not run elsewhere.
+    const inside = watched(clientIn('T') as unknown as pg.PoolClient, fakeReplica, onPrimary);
+    await inside.query('rollback to savepoint s');
+    await assert.rejects(inside.query('select 2'), (error) => isDatabaseUnavailable(error));
+    assert.deepEqual(again, ['select 1']);
+    assert.equal(taken.length, 2);
+    // Anything else a statement fails with is the statement's own.
+    const syntax = watched(
+      {
+        query: async () => Promise.reject(Object.assign(new Error('syntax error'), { code: '42601' })),
+        getTransactionStatus: () => 'I',
+      } as unknown as pg.PoolClient,
+      fakeReplica,
+      onPrimary,
+    );
+    await assert.rejects(syntax.query('select 3'), /syntax error/);
+    assert.equal(taken.length, 2);
   });
 
   it('takes a statement cancelled by replay for an outage (503), not a bug (500)', () => {

@@ -144,7 +144,7 @@ export class ReadReplicas {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = null;
     await this.#probing;
-    await Promise.all([this.#positions.end(), ...this.replicas.map((r) => r.pool.end())]);
+    await Promise.all([this.#positions.end(), ...this.replicas.map((r) => r.close())]);
   }
 
   /**
@@ -175,8 +175,8 @@ export class ReadReplicas {
     }
     this.replicas.forEach((replica, i) => {
       const answer = answers[i]!;
-      if (typeof answer === 'string') replica.takeOut(answer);
-      else if (answer instanceof Error) replica.takeOut(UNREACHABLE, answer);
+      if (typeof answer === 'string') replica.cutOff(answer);
+      else if (answer instanceof Error) replica.cutOff(UNREACHABLE, answer);
       else replica.judge(answer, primary, system);
     });
   }
@@ -227,6 +227,8 @@ export class ReadReplicas {
     if (!read) return this.#primary.connect();
     const choice = await this.#choice(read);
     if (!choice.replica) return this.#counted(read, choice).connect();
+    // Every connection to it taken: the primary now rather than a wait, and the replica stays up.
+    if (choice.replica.busy) return this.#counted(read, this.#toPrimary(read, choice.seconds)).connect();
     try {
       const client = watched(await choice.connect(), choice.replica, this.#onPrimary);
       this.#counted(read, choice);

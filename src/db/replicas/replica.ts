@@ -65,22 +65,30 @@ export class Replica {
   lagSeconds: number | null = null;
   readonly #replay: SharedQuery<Position | null>;
   readonly #lag = new Lag();
+  /** The probe's and the replay position's own connections: reads that fill `pool` do not hold them. */
+  readonly #checks: pg.Pool;
+  /** The reads' clients out of `pool` now: cut when the replica stops answering (`cutOff`). */
+  readonly #lent = new Set<pg.PoolClient>();
 
   constructor(url: string, options: ReplicaOptions) {
     const parsed = new URL(url);
     this.name = `${parsed.host}${parsed.pathname}`;
-    this.pool = new pg.Pool({
+    const settings = {
       connectionString: url,
-      max: options.poolSize ?? 10,
       connectionTimeoutMillis: 2000,
+      keepAlive: true,
       types: serviceTypes,
       options: options.schema ? `-c search_path=${options.schema}` : undefined,
-    });
+    };
+    this.pool = new pg.Pool({ ...settings, max: options.poolSize ?? 10 });
+    this.#checks = new pg.Pool({ ...settings, max: 2 });
     // As for the primary's pool: a lost connection reports on its next query, never crashes the process.
-    this.pool.on('error', () => {});
-    this.pool.on('connect', (client) => client.on('error', () => {}));
+    for (const pool of [this.pool, this.#checks]) {
+      pool.on('error', () => {});
+      pool.on('connect', (client) => client.on('error', () => {}));
+    }
     const prepared = preparingPool(this.pool, { naming: options.prepare !== false });
-    this.connect = () => prepared.connect();
+    this.connect = async () => this.#lend(await prepared.connect());
     this.openSnapshot = postgresSnapshots(this.pool);
     this.#replay = new SharedQuery(async () => {
       const { rows } = await this.#query<{ replayed: string | null }>(
@@ -98,16 +106,45 @@ export class Replica {
     try {
       const replayed = await withTimeout(this.#replay.get(), waitMs);
       if (replayed === undefined) {
-        this.takeOut(`no answer to its replay position within ${waitMs} ms`);
+        this.cutOff(`no answer to its replay position within ${waitMs} ms`);
         return null;
       }
       if (replayed === null) this.takeOut('not a standby (pg_is_in_recovery() is false): promoted?');
       else if (this.replayed === null || replayed > this.replayed) this.replayed = replayed;
       return replayed;
     } catch (error) {
-      this.takeOut(UNREACHABLE, error);
+      this.cutOff(UNREACHABLE, error);
       return null;
     }
+  }
+
+  /** Whether a read would wait for one of its connections: every one is out. */
+  get busy(): boolean {
+    return this.pool.totalCount >= (this.pool.options.max ?? 10) && this.pool.idleCount === 0;
+  }
+
+  #lend(client: pg.PoolClient): pg.PoolClient {
+    if (!this.#lent.has(client)) {
+      this.#lent.add(client);
+      const release = client.release.bind(client);
+      client.release = (error?: Error | boolean) => {
+        this.#lent.delete(client);
+        client.release = release;
+        return release(error);
+      };
+    }
+    return client;
+  }
+
+  /**
+   * Taken out for not answering, and the reads' connections to it cut: a statement waiting on a
+   * replica that stalled fails at once, and runs again on the primary (`watched`) instead of waiting
+   * for TCP to give up.
+   */
+  cutOff(reason: string, error?: unknown): void {
+    this.takeOut(reason, error);
+    for (const client of this.#lent)
+      (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
   }
 
   /** Reads go elsewhere; `reason` is shown, and the driver's `error`, if any, logged. */
@@ -151,17 +188,12 @@ export class Replica {
     this.#putBack();
   }
 
-  /** `pool.query` would hand its callback to a client whose `query` preparingPool replaced: a client of its own. */
-  async #query<R extends pg.QueryResultRow>(text: string): Promise<pg.QueryResult<R>> {
-    const client = await this.connect();
-    try {
-      const result = await client.query<R>(text);
-      client.release();
-      return result;
-    } catch (error) {
-      client.release(error as Error);
-      throw error;
-    }
+  #query<R extends pg.QueryResultRow>(text: string): Promise<pg.QueryResult<R>> {
+    return this.#checks.query<R>(text);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.pool.end(), this.#checks.end()]);
   }
 
   status(): ReplicaStatus {

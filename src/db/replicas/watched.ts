@@ -1,8 +1,17 @@
 import type pg from 'pg';
-import { isDatabaseUnavailable } from '../errors.ts';
+import { asReplicaLost, isDatabaseUnavailable } from '../errors.ts';
 import { type Replica, UNREACHABLE } from './replica.ts';
 
 const watching = new WeakSet<pg.PoolClient>();
+
+/**
+ * A read-only session on a standby meets these only when replay cancels it (a conflict with
+ * recovery, whatever the server's language), or drops its database: never for its own doing.
+ */
+const REPLAY_CONFLICTS = new Set(['40001', '40P01', '57P04']);
+
+const lostReplica = (error: unknown) =>
+  isDatabaseUnavailable(error) || REPLAY_CONFLICTS.has(String((error as { code?: unknown } | null)?.code));
 
 /**
  * A replica's client whose failures for want of the replica (its connection lost, the server shut
@@ -20,21 +29,30 @@ export function watched(
   if (watching.has(client)) return client;
   watching.add(client);
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-  let inTransaction = false;
+  /** BEGINs sent whose answer has not come: the server's status does not say so yet. */
+  let opening = 0;
   (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args) => {
     const text = typeof args[0] === 'string' ? args[0] : '';
-    const once = inTransaction || /^\s*(begin|start transaction)\b/i.test(text);
-    if (/^\s*(begin|start transaction)\b/i.test(text)) inTransaction = true;
-    else if (/^\s*(commit|rollback)\b/i.test(text)) inTransaction = false;
+    const opens = /^\s*(begin|start\s+transaction)\b/i.test(text);
+    // In a transaction, as the server last said (a savepoint's rollback leaves it open), or about to be.
+    const once = opens || opening > 0 || client.getTransactionStatus() !== 'I';
+    if (opens) opening++;
     const result = query(...args);
     // A promise of the answer is watched; anything else (a cursor) is handed back as it is.
     if (!(result instanceof Promise)) return result;
-    return result.catch((error: unknown) => {
-      if (!isDatabaseUnavailable(error)) throw error;
-      replica.takeOut(UNREACHABLE, error);
-      if (once) throw error;
-      return onPrimary(args);
-    });
+    return result.then(
+      (answer: unknown) => {
+        if (opens) opening--;
+        return answer;
+      },
+      (error: unknown) => {
+        if (opens) opening--;
+        if (!lostReplica(error)) throw error;
+        replica.takeOut(UNREACHABLE, error);
+        if (once) throw asReplicaLost(error);
+        return onPrimary(args);
+      },
+    );
   };
   return client;
 }
