@@ -30,10 +30,13 @@ export async function sequenceRange(db: Db, businessId: string): Promise<{ oldes
   return { oldest: row.oldest === null ? latest + 1 : Number(row.oldest), latest };
 }
 
-export const eventsGone = (oldest: number) =>
+/** `latest`: the last sequence given; when none is retained after it (a sandbox just reset), the message says so. */
+export const eventsGone = (oldest: number, latest = Number.POSITIVE_INFINITY) =>
   new ApiError(
     'GONE',
-    `Events up to ${oldest - 1} are no longer retained; the oldest is ${oldest}`,
+    oldest > latest
+      ? `Events up to ${latest} are no longer retained, and none after it yet; the next is ${latest + 1}`
+      : `Events up to ${oldest - 1} are no longer retained; the oldest is ${oldest}`,
     undefined,
     `Load the resource's export (it names the sequence it holds) and follow the feed from there`,
   );
@@ -62,7 +65,7 @@ export async function readEvents(
   filter: EventFilter,
 ): Promise<EventPage<Selectable<EventTable>>> {
   const { oldest, latest } = await sequenceRange(db, businessId);
-  if (filter.after < oldest - 1) throw eventsGone(oldest);
+  if (filter.after < oldest - 1) throw eventsGone(oldest, latest);
   if (filter.after > latest) throw eventsAhead(filter.after, latest);
   if (latest === filter.after) return { items: [], lastSequence: filter.after, hasMore: false };
   const rows = await filteredEvents(

@@ -235,6 +235,9 @@ const OPERATIONS: Record<ResourceName, Operation> = {
   },
 };
 
+/** A path in an upsert's `patch`, as the line's other errors name it. */
+const inPatch = (path: string | undefined) => path && `patch.${path}`;
+
 /**
  * Checks a resolved line against what its key may do and what its operation takes: the same
  * scopes as the single call (`items:write` for an item line; `margin:write` to send cost fields),
@@ -246,7 +249,7 @@ export function checkOperation(line: ParsedLine, scopes: Scope[] | null): void {
   if (!allows(scopes, needed)) throw forbidden(`This API key lacks the scope ${needed}`);
   const field = allows(scopes, 'margin:write')
     ? undefined
-    : (marginFieldIn(line.data) ?? (line.patch && marginFieldIn(line.patch)));
+    : (marginFieldIn(line.data) ?? inPatch(line.patch && marginFieldIn(line.patch)));
   if (field) throw forbidden(`This API key lacks the scope margin:write (it sent ${field})`);
   const offered = (['create', 'patch', 'upsert'] as const).filter((op) =>
     op === 'upsert' ? operation.create && operation.patch : operation[op],

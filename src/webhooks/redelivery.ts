@@ -38,7 +38,7 @@ export async function replayRange(ctx: WriteContext, id: string, after: number, 
   if (until <= after) throw validationError({ untilSequence: 'Must be greater than afterSequence' });
   if (until > latest)
     throw validationError({ untilSequence: `Must be at most the latest event's sequence, ${latest}` });
-  if (after < oldest - 1) throw eventsGone(oldest);
+  if (after < oldest - 1) throw eventsGone(oldest, latest);
   const open = await ctx.trx
     .selectFrom('webhook_replays')
     .select((eb) => eb.fn.countAll<number | string>().as('n'))

@@ -663,6 +663,13 @@ describeEachBackend('bulk import', (ctx) => {
           resource: 'item',
           data: { item: { name: 'Cheap' }, variants: [{ variantName: 'x', currency: 'AUD', price: 1 }] },
         },
+        {
+          op: 'upsert',
+          resource: 'item',
+          match: 'handle',
+          data: { item: { name: 'Tea', handle: 'tea' }, variants: [{ variantName: 'a', currency: 'AUD', price: 1 }] },
+          patch: { variants: [{ cost: 3 }] },
+        },
       ]),
     );
     assert.equal(mixed.status, 202);
@@ -670,6 +677,11 @@ describeEachBackend('bulk import', (ctx) => {
     assert.equal(results[0].error.message, 'This API key lacks the scope buyers:write');
     assert.equal(results[1].error.message, 'This API key lacks the scope margin:write (it sent variants.0.cost)');
     assert.equal(results[2].outcome, 'created');
+    assert.equal(
+      results[3].error.message,
+      'This API key lacks the scope margin:write (it sent patch.variants.0.cost)',
+      "a path in an upsert's patch names it",
+    );
     const readOnly = await ctx().addKey(t, ['items:write']);
     assert.equal((await send(ctx(), readOnly, file([item('x', 'x')]))).status, 403);
   });

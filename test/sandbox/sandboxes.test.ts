@@ -242,6 +242,13 @@ describeEachBackend(
       await resetSandbox(ctx().db, sandbox.businessId, sandboxSettings(ctx()));
       assert.deepEqual(withoutIdsAndTimes(await configurationOf(ctx(), sandbox)), withoutIdsAndTimes(before));
       assert.equal(await countRows(ctx(), 'orders', sandbox.businessId), 0);
+      // Its events are gone, and none follows yet: the 410 names no event that does not exist.
+      const gone = await ctx().request('GET', '/api/v1/events?after=0', { as: sandbox });
+      assert.equal(gone.status, 410, JSON.stringify(gone.body));
+      assert.equal(
+        gone.body.message,
+        `Events up to ${lastSequence} are no longer retained, and none after it yet; the next is ${lastSequence + 1}`,
+      );
       const created = await ctx().request('POST', '/api/v1/buyers', {
         as: sandbox,
         body: { buyer: { name: 'After reset' } },
