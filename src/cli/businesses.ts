@@ -20,6 +20,7 @@ import {
 
 export const businessCommands: Record<string, Command> = {
   'business create': {
+    creates: true,
     usage: 'business create --name NAME [--json]   create a business and its first API key',
     options: { name: { type: 'string' }, ...json },
     required: ['name'],

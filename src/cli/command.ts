@@ -1,4 +1,6 @@
 /** What every command of the CLI is made of: its shape, its two kinds of failure, and its output. */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { findBusiness } from '../businesses/repository.ts';
 import type { DatabaseHandle } from '../db/connection.ts';
@@ -17,7 +19,9 @@ export async function asCliError<T>(work: () => Promise<T>): Promise<T> {
             .map(([k, v]) => `${k}: ${v}`)
             .join('; ')
         : '';
-      throw new CliError(fields ? `${error.message} (${fields})` : error.message);
+      const message = fields ? `${error.message} (${fields})` : error.message;
+      // A value the service refuses as such (a malformed email) is wrong usage, as a malformed flag is.
+      throw error.code === 'VALIDATION_ERROR' ? new UsageError(message) : new CliError(message);
     }
     throw error;
   }
@@ -25,6 +29,19 @@ export async function asCliError<T>(work: () => Promise<T>): Promise<T> {
 
 /** The caller got the invocation wrong: exit code 2 and a pointer to the usage text. */
 export class UsageError extends Error {}
+
+/**
+ * A command that acts on what a SQLite database holds, where DATABASE_URL names no file: a mistyped
+ * path would make an empty database there, and the command would answer "not found".
+ */
+export function requireSqliteFile(databaseUrl: string): void {
+  if (!databaseUrl.startsWith('sqlite:')) return;
+  const path = databaseUrl.slice('sqlite:'.length);
+  if (path === ':memory:' || existsSync(path)) return;
+  throw new CliError(
+    `No database at ${resolve(path)} (DATABASE_URL): check the path; 'supplyline migrate' makes a new one there`,
+  );
+}
 
 export function usage<T>(parse: () => T): T {
   try {
@@ -43,6 +60,8 @@ export interface Command {
   usage: string;
   options: Options;
   required: string[];
+  /** It may make the SQLite file DATABASE_URL names (migrate, demo, business create); the others need it there. */
+  creates?: true;
   /** The one positional argument the command takes (backup's FILE), named for usage errors. */
   positional?: string;
   /** `applied`: the migrations that just ran. Resolves to the exit code when not 0 (an import with failed lines). */

@@ -6,6 +6,7 @@ import { asCliError, printLines, requireBusiness, UsageError, type Command } fro
 
 export const dataCommands: Record<string, Command> = {
   demo: {
+    creates: true,
     usage:
       'demo [--orders N] [--items M] [--buyers K] [--json]  create a business full of demo data (default 300 orders, 40 items, 20 buyers)',
     options: DEMO_OPTIONS,

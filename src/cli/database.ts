@@ -59,6 +59,7 @@ export const databaseCommands: Record<string, Command> = {
     },
   },
   migrate: {
+    creates: true,
     usage: 'migrate                                apply pending database migrations',
     options: {},
     required: [],

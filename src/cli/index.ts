@@ -5,7 +5,7 @@ import { createDatabase, type DatabaseHandle } from '../db/connection.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { createWriteRunner } from '../write/runner.ts';
 import { businessCommands } from './businesses.ts';
-import { CliError, printLines, UsageError, type Command, type Values } from './command.ts';
+import { CliError, printLines, requireSqliteFile, UsageError, type Command, type Values } from './command.ts';
 import { dataCommands } from './data.ts';
 import { databaseCommands } from './database.ts';
 import { eventCommands } from './events.ts';
@@ -35,12 +35,20 @@ function formatUsage(): string {
 }
 
 /** Splits argv into a command and its validated options; throws UsageError for anything off. */
-function parseCommand(argv: string[]): { command: Command; values: Values; positionals: string[] } | 'help' {
+type Parsed = { command: Command; values: Values; positionals: string[] } | 'help' | { noun: string; usages: string[] };
+
+function parseCommand(argv: string[]): Parsed {
   if (argv.length === 0 || ['help', '--help', '-h'].includes(argv[0])) return 'help';
   const words = ['migrate', 'demo', 'backup', 'import'].includes(argv[0]) ? 1 : 2;
   const name = argv.slice(0, words).join(' ');
   const command = commands[name];
-  if (!command) throw new UsageError(`Unknown command '${name}'`);
+  if (!command) {
+    // A noun alone, or with --help: its commands, rather than "unknown".
+    const group = Object.entries(commands).filter(([n]) => n.startsWith(`${argv[0]} `));
+    if (group.length > 0 && (argv.length === 1 || ['help', '--help', '-h'].includes(argv[1] ?? '')))
+      return { noun: argv[0], usages: group.map(([, c]) => `  ${c.usage}`) };
+    throw new UsageError(`Unknown command '${name}'`);
+  }
   let values: Values;
   let positionals: string[];
   try {
@@ -72,8 +80,18 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
       printLines(formatUsage());
       return 0;
     }
+    if ('noun' in parsed) {
+      // `key --help` asked for them; `key` alone is missing its command.
+      if (argv.length > 1) {
+        printLines(`Commands of '${parsed.noun}':`, ...parsed.usages);
+        return 0;
+      }
+      process.stderr.write(`Error: '${parsed.noun}' needs a command:\n${parsed.usages.join('\n')}\n`);
+      return 2;
+    }
     // runtime.ts's openDatabase without importing the HTTP stack beside it, and keeping the list of what ran.
     const { databaseUrl, pgPreparedStatements, migrationLockWaitMs } = loadConfig(env);
+    if (!parsed.command.creates && !parsed.command.alone) requireSqliteFile(databaseUrl);
     if (parsed.command.alone) {
       await parsed.command.alone(databaseUrl, parsed.positionals);
       return 0;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -53,6 +53,39 @@ describe('CLI arguments', () => {
     assert.match(results[0].stderr, /Unknown command 'frobnicate'/);
     assert.match(results[1].stderr, /--bogus/);
     assert.match(results[2].stderr, /needs --name/);
+  });
+
+  it("lists a noun's commands for `key --help`, and says `key` alone needs one (exit 2)", async () => {
+    const [asked, bare, user] = await Promise.all([
+      runCli(['key', '--help'], url),
+      runCli(['key'], url),
+      runCli(['user', '-h'], url),
+    ]);
+    assert.equal(asked.code, 0, asked.stderr);
+    for (const command of ['key create', 'key list', 'key allow', 'key check', 'key revoke'])
+      assert.match(asked.stdout, new RegExp(`^  ${command} `, 'm'));
+    assert.doesNotMatch(asked.stdout, /business create/);
+    assert.equal(bare.code, 2);
+    assert.match(bare.stderr, /^Error: 'key' needs a command:\n {2}key create /);
+    assert.equal(user.code, 0, user.stderr);
+    assert.match(user.stdout, /^ {2}user disable /m);
+  });
+
+  it('refuses a SQLite path with no database for a command that acts on one, and makes none there', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'supplyline-cli-typo-'));
+    try {
+      const typo = `sqlite:${join(dir, 'mistyped', 'supplyine.db')}`;
+      const revoke = await runCli(['key', 'revoke', '--key-id', 'key_01m96spsw7czmffv28zpgs9mbf'], typo);
+      assert.equal(revoke.code, 1);
+      assert.match(revoke.stderr, /^Error: No database at .*mistyped\/supplyine\.db \(DATABASE_URL\): check the path/);
+      assertNoStack(revoke);
+      assert.equal(existsSync(join(dir, 'mistyped')), false, 'nothing was made at the mistyped path');
+      // migrate (and business create, demo) make it, as on a first run.
+      assert.equal((await runCli(['migrate'], typo)).code, 0);
+      assert.equal(existsSync(join(dir, 'mistyped', 'supplyine.db')), true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('reports a bad DATABASE_URL with exit code 1', async () => {
@@ -253,6 +286,23 @@ for (const backend of backends) {
       );
       assert.equal(badRole.code, 2, 'a role that does not exist is a usage error');
       assert.match(badRole.stderr, /--role must be one of owner, admin, viewer/);
+      const badEmail = await runCli(
+        [
+          'user',
+          'create',
+          '--business',
+          business.businessId,
+          '--email',
+          'notanemail',
+          '--name',
+          'X',
+          '--role',
+          'viewer',
+        ],
+        database.url,
+      );
+      assert.equal(badEmail.code, 2, 'a value the service refuses as such is a usage error too');
+      assert.match(badEmail.stderr, /email: Must be an email address/);
       const list = await runCli(['user', 'list', '--business', business.businessId], database.url);
       assert.match(list.stdout, new RegExp(`${user.id}\\s+${email.replace('.', '\\.')}\\s+Ana\\s+admin\\s+active`));
       const disabled = await runCli(
