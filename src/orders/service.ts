@@ -1,4 +1,4 @@
-import { ApiError, badRequest, notFound, validationError, type FieldErrors } from '../lib/errors.ts';
+import { ApiError, notFound, validationError, type FieldErrors } from '../lib/errors.ts';
 import { groupBy } from '../lib/group.ts';
 import { newId } from '../lib/ids.ts';
 import { writeJson } from '../lib/json.ts';
@@ -27,6 +27,24 @@ export const ORDER_NOT_FOUND = 'Order not found';
 export const DUPLICATE_ENTRY =
   'one or more order items already exist; an order can only have one item per item list entry';
 export const MIXED_CURRENCIES = 'All order items must be in one currency';
+export const ONE_LINE_PER_ENTRY = 'An order has one item per item list entry: two of these items name the same one';
+
+/** Each item of a new order that names the entry an earlier one does, by the field it named it with. */
+function repeatedEntries(
+  items: CreateOrderInput['orderItems'],
+  entryIds: string[],
+): Record<string, string> | undefined {
+  const first = new Map<string, number>();
+  const repeats: Record<string, string> = {};
+  entryIds.forEach((entryId, i) => {
+    const earlier = first.get(entryId);
+    if (earlier === undefined) first.set(entryId, i);
+    else
+      repeats[`orderItems.${i}.${items[i].itemVariantId === undefined ? 'itemListEntryId' : 'itemVariantId'}`] =
+        `The same item list entry as orderItems.${earlier}: send one item with the quantities added up`;
+  });
+  return Object.keys(repeats).length > 0 ? repeats : undefined;
+}
 
 /** Prices one entry with its own list's terms: the override, or the variant's price times the factor. */
 export function priceOfEntry(entry: EntryRow) {
@@ -167,7 +185,8 @@ function planOrder(
   }
   const entryIds = input.orderItems.map((item, i) => resolved.get(i)?.entryId ?? item.itemListEntryId ?? '');
   if (Object.keys(errors).length > 0) throw validationError(errors);
-  if (new Set(entryIds).size !== entryIds.length) throw badRequest(DUPLICATE_ENTRY);
+  const repeats = repeatedEntries(input.orderItems, entryIds);
+  if (repeats) throw validationError(repeats, ONE_LINE_PER_ENTRY);
 
   const orderId = newId('ord');
   const items = input.orderItems.map((item, i) => {

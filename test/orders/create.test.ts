@@ -332,10 +332,11 @@ describeEachBackend('POST /api/v1/buyers/:id/orders', (ctx) => {
       ],
     });
     assert.equal(twice.status, 400);
-    assert.equal(
-      twice.body.error,
-      'one or more order items already exist; an order can only have one item per item list entry',
-    );
+    assert.equal(twice.body.error, 'An order has one item per item list entry: two of these items name the same one');
+    assert.deepEqual(twice.body.fieldErrors, {
+      'orderItems.1.itemListEntryId':
+        'The same item list entry as orderItems.0: send one item with the quantities added up',
+    });
   });
 
   it('validates the body by path: required fields, quantity, unknown keys, empty items', async () => {
