@@ -22,6 +22,17 @@ const hasPlusAsSpace = (query: unknown) =>
   query !== null &&
   Object.values(query).some((value) => typeof value === 'string' && PLUS_AS_SPACE.test(value));
 
+export const DATE_TIME_HINT =
+  'Times are RFC 3339 date-times with a time and a zone, years 0001 to 9999: 2026-01-01T00:00:00Z or 2026-01-01T10:00:00+10:00';
+
+/** A refusal that names a time field, with the form a time takes (a date alone is the usual slip). */
+function withTimeHint(refused: ApiError, hint = DATE_TIME_HINT): ApiError {
+  const names = Object.values(refused.fieldErrors ?? {}).some((message) => message === 'Invalid date-time');
+  return names || hint !== DATE_TIME_HINT
+    ? new ApiError('VALIDATION_ERROR', refused.message, refused.fieldErrors, hint)
+    : refused;
+}
+
 function partOf(request: FastifyRequest, context: string | undefined): unknown {
   switch (context) {
     case 'querystring':
@@ -46,13 +57,14 @@ export function toApiError(error: FastifyError, request: FastifyRequest, bodyLim
   ) {
     return invalidKey(INGESTION_KEY_HINT);
   }
-  if (error.validation && error.validationContext === 'body') return bodyError(error.validation as never, request.body);
+  if (error.validation && error.validationContext === 'body')
+    return withTimeHint(bodyError(error.validation as never, request.body));
   if (error.validation) {
     const part = partOf(request, error.validationContext);
     const refused = validationError(toFieldErrors(error.validation as never, part));
     return error.validationContext === 'querystring' && hasPlusAsSpace(part)
-      ? new ApiError('VALIDATION_ERROR', refused.message, refused.fieldErrors, PLUS_AS_SPACE_HINT)
-      : refused;
+      ? withTimeHint(refused, PLUS_AS_SPACE_HINT)
+      : withTimeHint(refused);
   }
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { PLUS_AS_SPACE_HINT } from '../../src/http/error-handler.ts';
+import { PLUS_AS_SPACE_HINT, DATE_TIME_HINT } from '../../src/http/error-handler.ts';
 import { it } from 'node:test';
 import { CompiledQuery, sql } from 'kysely';
 import { createItems } from '../../src/items/service.ts';
@@ -576,7 +576,27 @@ describeEachBackend('Item input edge cases', (ctx) => {
     const res = await ctx().request('GET', '/api/v1/items?updatedSince=2016-12-31T23:59:60Z', { as: t });
     assert.equal(res.status, 400);
     assert.equal(res.body.fieldErrors.updatedSince, 'Invalid date-time');
-    assert.equal(res.body.hint, undefined);
+    assert.equal(res.body.hint, DATE_TIME_HINT, 'not the + hint: the form a time takes');
+  });
+
+  it('shows the form a time takes when a time field is refused, in a query and in a body', async () => {
+    const t = await ctx().createTenant();
+    const day = await ctx().request('GET', '/api/v1/items?updatedSince=2026-01-01', { as: t });
+    assert.equal(day.status, 400);
+    assert.equal(day.body.hint, DATE_TIME_HINT);
+    const buyers = await ctx().request('GET', '/api/v1/buyers', { as: t });
+    const buyerId = buyers.body.items[0]?.id ?? 'phm_01m96spsw5pepqgchsbkxqyh1b';
+    const order = await ctx().request('POST', `/api/v1/buyers/${buyerId}/orders`, {
+      as: t,
+      body: { expectedDeliveryAt: '2030-01-15', orderItems: [{ itemVariantId: 'var_x', quantity: 1 }] },
+    });
+    assert.equal(order.status, 400, JSON.stringify(order.body));
+    assert.equal(order.body.fieldErrors.expectedDeliveryAt, 'Invalid date-time');
+    assert.equal(order.body.hint, DATE_TIME_HINT);
+    // Other refusals carry no such hint.
+    const unnamed = await ctx().request('GET', '/api/v1/items?limit=0', { as: t });
+    assert.equal(unnamed.status, 400);
+    assert.equal(unnamed.body.hint, undefined);
   });
 
   it('says why a time with an unencoded + offset is refused: the query string made it a space', async () => {
