@@ -35,6 +35,8 @@ import { mergeStoredProperties } from '../lib/properties.ts';
 import { toBuyer, type BuyerRow } from './mapper.ts';
 
 export const BUYER_NOT_FOUND = 'Buyer not found';
+export const PARTNERSHIP_AS_BUYER_HINT =
+  "This is a partnership's id (prt_…): a buyer's routes take the buyer's id (phm_…), as GET /api/v1/buyers shows it";
 
 export interface PrimaryRequest {
   /** The contact this request marked `isPrimary: true`, if any. */

@@ -2,8 +2,8 @@ import { rawQueryOf } from '../http/cursor.ts';
 import { createHash } from 'node:crypto';
 import { Type } from 'typebox';
 import { findBuyerPartnership } from '../buyers/repository.ts';
-import { BUYER_NOT_FOUND } from '../buyers/service.ts';
-import { notFound, validationError } from '../lib/errors.ts';
+import { BUYER_NOT_FOUND, PARTNERSHIP_AS_BUYER_HINT } from '../buyers/service.ts';
+import { ApiError, notFound, validationError } from '../lib/errors.ts';
 import { readPropertyFilter } from '../http/list-query.ts';
 import { pageJson, sendRendered, serializerOf } from '../http/rendered.ts';
 import { SuccessResponse } from '../http/schema.ts';
@@ -69,7 +69,10 @@ export async function orderRoutes(
     },
     async (request, reply) => {
       const partnership = await findBuyerPartnership(db, request.businessId, request.params.id);
-      if (!partnership) throw notFound(BUYER_NOT_FOUND);
+      if (!partnership)
+        throw request.params.id.startsWith('prt_')
+          ? new ApiError('NOT_FOUND', BUYER_NOT_FOUND, undefined, PARTNERSHIP_AS_BUYER_HINT)
+          : notFound(BUYER_NOT_FOUND);
       return runWrite(request, reply, async (ctx) => {
         const { resource } = await createOrder(ctx, partnership, request.body);
         return { status: 201, body: resource, headers: { etag: etagOf(resource.version) } };

@@ -32,7 +32,10 @@ export async function createPriceList(ctx: WriteContext, input: CreatePriceListI
   const partnerships = input.partnerships ?? [];
   const live = await findLivePartnershipIds(db, businessId, partnerships);
   partnerships.forEach((id, i) => {
-    if (!live.has(id)) errors[`partnerships.${i}`] = 'Partnership not found';
+    if (!live.has(id))
+      errors[`partnerships.${i}`] = id.startsWith('phm_')
+        ? "Partnership not found: this is a buyer's id; send the buyer's partnershipId (prt_…)"
+        : 'Partnership not found';
   });
 
   if (Object.keys(errors).length > 0) throw validationError(errors);

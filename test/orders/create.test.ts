@@ -369,6 +369,12 @@ describeEachBackend('POST /api/v1/buyers/:id/orders', (ctx) => {
     const res = await postOrder(ctx(), t, { ...f, buyerId: 'phm_missing' });
     assert.equal(res.status, 404);
     assert.equal(res.body.message, 'Buyer not found');
+    assert.equal(res.body.hint, undefined);
+    // The buyer's partnership id where its own id belongs: said so.
+    const partnership = await postOrder(ctx(), t, { ...f, buyerId: f.partnershipId });
+    assert.equal(partnership.status, 404);
+    assert.equal(partnership.body.message, 'Buyer not found');
+    assert.match(partnership.body.hint, /^This is a partnership's id \(prt_…\)/);
   });
 
   it('numbers orders per business, uniquely under 20 concurrent creations', async () => {

@@ -172,7 +172,7 @@ describeEachBackend('POST /api/v1/pricing', (ctx) => {
           { itemVariantId: mine.variantIds[1] },
           { itemVariantId: live.variantIds[0] },
         ],
-        partnerships: [foreignPartner.partnershipId, partner.partnershipId, 'prt_missing'],
+        partnerships: [foreignPartner.partnershipId, partner.partnershipId, 'prt_missing', 'phm_a_buyers_id'],
       },
     });
     assert.equal(res.status, 400);
@@ -184,6 +184,7 @@ describeEachBackend('POST /api/v1/pricing', (ctx) => {
       'entries.4.itemVariantId': 'Item variant is listed more than once',
       'partnerships.0': 'Partnership not found',
       'partnerships.2': 'Partnership not found',
+      'partnerships.3': "Partnership not found: this is a buyer's id; send the buyer's partnershipId (prt_…)",
     });
     assert.ok(!JSON.stringify(res.body).includes(other.businessId));
     assert.equal(await countLists(ctx(), t), 1);
