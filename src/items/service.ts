@@ -29,13 +29,42 @@ export async function createItems(
   ctx: WriteContext,
   inputs: CreateItemInput[],
 ): Promise<({ resource: Item; variantIds: string[] } | ApiError)[]> {
-  const inserted = await insertItems(ctx.trx, ctx.businessId, inputs, ctx.now);
-  return inserted.map((r) => {
+  const refused = inputs.map(({ variants }) => sameNames(variants.map((v, i) => [`variants.${i}`, v.variantName])));
+  const inserted = await insertItems(
+    ctx.trx,
+    ctx.businessId,
+    inputs.filter((_, i) => refused[i] === undefined),
+    ctx.now,
+  );
+  let next = 0;
+  return inputs.map((_, i) => {
+    const r = refused[i] ?? inserted[next++]!;
     if (r instanceof ApiError) return r;
     const resource = toItem(r.item, r.variants);
     ctx.emit(createdEvent('item', resource));
     return { resource, variantIds: r.variantIds };
   });
+}
+
+const DEFAULT_VARIANT_NAME = 'Default';
+
+/**
+ * 400 naming each variant, by its path, whose name one before it in `named` has: an item's variants
+ * are told apart by name (a single-variant item's is Default). `named` is [path, name], the names
+ * that stay or are set, those set by the request last, so that a name already repeated among the
+ * stored variants refuses nothing the request does not set.
+ */
+function sameNames(named: Array<[string | null, string | undefined]>): ApiError | undefined {
+  const seen = new Set<string>();
+  const errors: Record<string, string> = {};
+  for (const [path, given] of named) {
+    const name = given ?? DEFAULT_VARIANT_NAME;
+    if (seen.has(name) && path !== null)
+      errors[`${path}.variantName`] =
+        `Another variant of this item is named '${name}': give each variant a name of its own`;
+    seen.add(name);
+  }
+  return Object.keys(errors).length > 0 ? validationError(errors) : undefined;
 }
 
 /** The item as `changes` would leave it, where they create and delete no variant (updateItem's writes). */
@@ -76,6 +105,15 @@ export async function patchItem(ctx: WriteContext, id: string, input: UpdateItem
   if (missing.length > 0) throw notFound(`Item variant(s) not found: ${missing.join(', ')}`);
 
   const creates = input.createVariants ?? [];
+  const renamed = new Map(updates.flatMap((u, i) => (u.variantName === undefined ? [] : [[u.id, i] as const])));
+  const clash = sameNames([
+    ...variants
+      .filter((v) => !deletes.includes(v.id) && !renamed.has(v.id))
+      .map((v) => [null, v.variant_name] as const),
+    ...[...renamed].map(([, i]) => [`updateVariants.${i}`, updates[i].variantName] as const),
+    ...creates.map((v, i) => [`createVariants.${i}`, v.variantName] as const),
+  ] as Array<[string | null, string | undefined]>);
+  if (clash) throw clash;
   if (
     deletes.length > 0 &&
     (await countLiveVariants(db, businessId, id)) - new Set(deletes).size + creates.length < 1

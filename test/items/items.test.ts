@@ -72,6 +72,43 @@ describeEachBackend('POST /api/v1/items', (ctx) => {
     assert.equal(got.body.variants[0].variantName, 'Default');
   });
 
+  it('refuses two variants of one item with one name, unnamed ones (Default) included, and names each repeat', async () => {
+    const t = await ctx().createTenant();
+    const twoDefaults = await ctx().request('POST', '/api/v1/items', {
+      as: t,
+      body: { item: { name: 'Two' }, variants: [variant({ price: 1 }), variant({ price: 2 })] },
+    });
+    assert.equal(twoDefaults.status, 400, JSON.stringify(twoDefaults.body));
+    assert.deepEqual(twoDefaults.body.fieldErrors, {
+      'variants.1.variantName': "Another variant of this item is named 'Default': give each variant a name of its own",
+    });
+    const named = await createItem(ctx(), t, {
+      item: { name: 'Named' },
+      variants: [variant({ variantName: 'A' }), variant({ variantName: 'B' })],
+    });
+    const patch = (body: Record<string, unknown>) =>
+      ctx().request('PATCH', `/api/v1/items/${named.id}`, { as: t, body });
+    const added = await patch({ createVariants: [variant({ variantName: 'A' })] });
+    assert.equal(added.status, 400);
+    assert.deepEqual(Object.keys(added.body.fieldErrors), ['createVariants.0.variantName']);
+    const renamed = await patch({ updateVariants: [{ id: named.variantIds[1], variantName: 'A' }] });
+    assert.equal(renamed.status, 400);
+    assert.deepEqual(Object.keys(renamed.body.fieldErrors), ['updateVariants.0.variantName']);
+    // Swapped, or a name freed by a delete in the same call: allowed.
+    const swapped = await patch({
+      updateVariants: [
+        { id: named.variantIds[0], variantName: 'B' },
+        { id: named.variantIds[1], variantName: 'A' },
+      ],
+    });
+    assert.equal(swapped.status, 200, JSON.stringify(swapped.body));
+    const freed = await patch({
+      deleteVariants: [named.variantIds[0]],
+      createVariants: [variant({ variantName: 'B' })],
+    });
+    assert.equal(freed.status, 200, JSON.stringify(freed.body));
+  });
+
   it('requires at least one variant', async () => {
     const t = await ctx().createTenant();
     const res = await ctx().request('POST', '/api/v1/items', { as: t, body: { item: { name: 'X' }, variants: [] } });
