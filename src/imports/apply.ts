@@ -3,7 +3,7 @@ import { isDatabaseUnavailable } from '../db/errors.ts';
 import { ApiError, validationError } from '../lib/errors.ts';
 import { runPart, WriteBroken } from '../write/part.ts';
 import type { WriteContext } from '../write/runner.ts';
-import { parseLine, resolveReferences, type ParsedLine, type Referenced } from './lines.ts';
+import { parseLine, refOf, resolveReferences, type ParsedLine, type Referenced } from './lines.ts';
 import { applyLine, checkOperation, createsMany, type Applied } from './operations.ts';
 import { findLinesByRef, findResultByRef } from './repository.ts';
 import { DryRunNotes } from './dry-run-notes.ts';
@@ -124,7 +124,9 @@ export function createLineApplier(run: {
         run.dryRun && 'applied' in outcome ? { applied: notes.note(line, resolved, outcome.applied) } : outcome;
       return [...done, finish(line, parsed, first, noted)];
     } catch (caught) {
-      return [...done, finish(line, parsed, first, failure(caught, line))];
+      // A line refused before it parsed still names its ref, where its text has one.
+      const named = parsed ?? ({ ref: refOf(text) } as ParsedLine);
+      return [...done, finish(line, named, first, failure(caught, line))];
     }
   }
 

@@ -107,6 +107,30 @@ export function parseLine(text: string): ParsedLine {
   return value as ParsedLine;
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * The ref of a line `parseLine` refused, where its text is a JSON object with a ref the results can
+ * hold (no NUL, no lone surrogate, within the length): the caller matches its failure by it. Else null.
+ */
+export function refOf(text: string): string | null {
+  if (text.startsWith('\u0000')) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+  } catch {
+    return null;
+  }
+  const ref = typeof value === 'object' && value !== null ? (value as { ref?: unknown }).ref : undefined;
+  return typeof ref === 'string' &&
+    ref.length >= 1 &&
+    ref.length <= MAX_REF_LENGTH &&
+    !ref.includes('\u0000') &&
+    !LONE_SURROGATE.test(ref)
+    ? ref
+    : null;
+}
+
 /** Stands in, in a dry run, for a record an earlier line would have made: shaped as an id, so the line's schema still checks. */
 const UNRESOLVED = 'dry_run_record';
 

@@ -799,6 +799,35 @@ describeEachBackend('bulk import', (ctx) => {
       errors.slice(3).map((e) => e.fields),
       [{ ref: nul }, { ref: surrogate }, { ref: surrogate }, { buyerId: nul }, { id: surrogate }],
     );
+    // Each failure names the line's ref, so the caller can match it; a ref that cannot be stored is null.
+    assert.deepEqual(
+      results.map((r) => r.ref),
+      ['nul-name', 'surrogate-name', 'fine', null, null, null, null, null],
+    );
+  });
+
+  it('names the ref of a line refused before it was applied: a bad shape, a forbidden key, a NUL in its data', async () => {
+    const t = await ctx().createTenant();
+    const body = [
+      JSON.stringify({ op: 'create', resource: 'buyer', ref: 'no-name', data: { buyer: {} } }),
+      '{"op":"create","resource":"buyer","ref":"proto","data":{"buyer":{"name":"x","__proto__":{"a":1}}}}',
+      JSON.stringify({ op: 'create', resource: 'buyer', ref: 'nul', data: { buyer: { name: 'a\u0000b' } } }),
+      '{"op":"create","resource":"buyer","ref":"broken",',
+      JSON.stringify({ op: 'create', resource: 'buyer', ref: 'ok', data: { buyer: { name: 'Fine' } } }),
+    ].join('\n');
+    const posted = await send(ctx(), t, body);
+    assert.equal(posted.status, 202, JSON.stringify(posted.body));
+    const { results } = await finished(ctx(), t, posted.body.id);
+    assert.deepEqual(
+      results.map((r) => [r.ref, r.outcome]),
+      [
+        ['no-name', 'failed'],
+        ['proto', 'failed'],
+        ['nul', 'failed'],
+        [null, 'failed'],
+        ['ok', 'created'],
+      ],
+    );
   });
 
   it('fails a line whose bytes are not UTF-8 as a single call refuses such a body, and stores nothing of it', async () => {
