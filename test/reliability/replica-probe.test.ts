@@ -67,6 +67,14 @@ describe('Read replicas: probes, stalls and lost connections', () => {
     opened.push({ close: () => replicas.close().then(() => primary.pool.end()) });
     return replicas;
   };
+  /** Replicas of one, reached through a proxy that can stall or cut it. */
+  const openThroughProxy = async () => {
+    const proxy = await startProxy(Number(new URL(cluster!.replicaUrl()).port));
+    opened.push({ close: proxy.close });
+    const url = new URL(cluster!.replicaUrl());
+    url.port = String(proxy.port);
+    return { proxy, replicas: open(url.toString()) };
+  };
   const upWithin = async (replicas: ReadReplicas, ms = 10_000) => {
     const deadline = Date.now() + ms;
     while (replicas.status()[0]!.state !== 'up') {
@@ -132,11 +140,7 @@ describe('Read replicas: probes, stalls and lost connections', () => {
     skip: skip ?? false,
     timeout: 20_000,
   }, async () => {
-    const proxy = await startProxy(Number(new URL(cluster!.replicaUrl()).port));
-    opened.push({ close: proxy.close });
-    const url = new URL(cluster!.replicaUrl());
-    url.port = String(proxy.port);
-    const replicas = open(url.toString());
+    const { proxy, replicas } = await openThroughProxy();
     await upWithin(replicas);
     proxy.freeze(true);
     try {
@@ -155,11 +159,7 @@ describe('Read replicas: probes, stalls and lost connections', () => {
   it('takes a replica out at once when its connection is lost during a read, and answers that read from the primary', {
     skip: skip ?? false,
   }, async () => {
-    const proxy = await startProxy(Number(new URL(cluster!.replicaUrl()).port));
-    opened.push({ close: proxy.close });
-    const url = new URL(cluster!.replicaUrl());
-    url.port = String(proxy.port);
-    const replicas = open(url.toString());
+    const { proxy, replicas } = await openThroughProxy();
     const targets: string[] = [];
     replicas.onChoice = (target) => targets.push(target);
     await upWithin(replicas);
@@ -205,11 +205,7 @@ describe('Read replicas: probes, stalls and lost connections', () => {
     skip: skip ?? false,
     timeout: 20_000,
   }, async () => {
-    const proxy = await startProxy(Number(new URL(cluster!.replicaUrl()).port));
-    opened.push({ close: proxy.close });
-    const url = new URL(cluster!.replicaUrl());
-    url.port = String(proxy.port);
-    const replicas = open(url.toString());
+    const { proxy, replicas } = await openThroughProxy();
     await upWithin(replicas);
     const waiting = replicas.run(replicas.newRead(null), () =>
       sql<{ recovering: boolean }>`select pg_is_in_recovery() as recovering, pg_sleep(0.3)`.execute(replicas.db),
