@@ -272,6 +272,29 @@ describe('Read replicas: probes, stalls and lost connections', () => {
     assert.equal(replicas.status()[0]!.state, 'down');
   });
 
+  it('opens an export on the primary when its chosen replica cannot give it a snapshot', {
+    skip: skip ?? false,
+  }, async () => {
+    const pool = new pg.Pool({ connectionString: cluster!.primaryUrl(), max: 2 });
+    const onPrimary = { marker: 'primary snapshot' };
+    const primary = {
+      connect: () => pool.connect(),
+      openSnapshot: async () => onPrimary as unknown as Awaited<ReturnType<ReadReplicas['openSnapshot']>>,
+    };
+    const replicas = new ReadReplicas(cluster!.primaryUrl(), primary, [cluster!.replicaUrl()]);
+    opened.push({ close: () => replicas.close().then(() => pool.end()) });
+    await upWithin(replicas);
+    const targets: string[] = [];
+    replicas.onChoice = (target) => targets.push(target);
+    const replica = replicas.replicas[0]! as unknown as { openSnapshot: () => Promise<unknown> };
+    replica.openSnapshot = () =>
+      Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
+    const snapshot = await replicas.run(replicas.newRead(null), () => replicas.openSnapshot());
+    assert.equal(snapshot, onPrimary);
+    assert.deepEqual(targets, ['primary']);
+    assert.equal(replicas.status()[0]!.state, 'down');
+  });
+
   it("reports the lag of a replica that stopped receiving the primary's WAL", { skip: skip ?? false }, async () => {
     const replicas = open(cluster!.replicaUrl());
     await upWithin(replicas);

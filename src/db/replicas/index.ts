@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Kysely } from 'kysely';
 import pg from 'pg';
+import { isDatabaseUnavailable } from '../errors.ts';
 import { PoolerSafePostgresDialect } from '../migration-lock.ts';
 import type { OpenSnapshot } from '../snapshot.ts';
 import type { Database } from '../types.ts';
@@ -98,7 +99,19 @@ export class ReadReplicas {
     this.openSnapshot = async () => {
       const read = reads.getStore();
       if (!read) return this.#primary.openSnapshot();
-      return this.#counted(read, await this.#choice(read)).openSnapshot();
+      const choice = await this.#choice(read);
+      if (!choice.replica) return this.#counted(read, choice).openSnapshot();
+      if (choice.replica.busy) return this.#counted(read, this.#toPrimary(read, choice.seconds)).openSnapshot();
+      try {
+        const snapshot = await choice.openSnapshot();
+        this.#counted(read, choice);
+        return snapshot;
+      } catch (error) {
+        // Gone since it was chosen, before anything was read: the export opens on the primary.
+        if (!isDatabaseUnavailable(error)) throw error;
+        choice.replica.takeOut(UNREACHABLE, error);
+        return this.#counted(read, this.#toPrimary(read, choice.seconds)).openSnapshot();
+      }
     };
   }
 
