@@ -41,7 +41,7 @@ export function sqliteSnapshots(file: string, main: Kysely<Database>): OpenSnaps
 }
 
 /** PostgreSQL: one pooled client in a `repeatable read, read only` transaction. */
-export function postgresSnapshots(pool: pg.Pool): OpenSnapshot {
+export function postgresSnapshots(pool: Pick<pg.Pool, 'connect'>): OpenSnapshot {
   return async () => {
     const client = await pool.connect();
     try {

@@ -105,7 +105,13 @@ export async function patchItem(ctx: WriteContext, id: string, input: UpdateItem
   if (missing.length > 0) throw notFound(`Item variant(s) not found: ${missing.join(', ')}`);
 
   const creates = input.createVariants ?? [];
-  const renamed = new Map(updates.flatMap((u, i) => (u.variantName === undefined ? [] : [[u.id, i] as const])));
+  // A rename is a name that changes: one sent again as stored sets nothing.
+  const stored = new Map(variants.map((v) => [v.id, v.variant_name]));
+  const renamed = new Map(
+    updates.flatMap((u, i) =>
+      u.variantName === undefined || u.variantName === stored.get(u.id) ? [] : [[u.id, i] as const],
+    ),
+  );
   const clash = sameNames([
     ...variants
       .filter((v) => !deletes.includes(v.id) && !renamed.has(v.id))

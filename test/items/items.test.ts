@@ -107,6 +107,21 @@ describeEachBackend('POST /api/v1/items', (ctx) => {
       createVariants: [variant({ variantName: 'B' })],
     });
     assert.equal(freed.status, 200, JSON.stringify(freed.body));
+    // Names already repeated (stored before this rule) refuse nothing a PATCH does not change.
+    const twins = await createItem(ctx(), t, {
+      item: { name: 'Twins' },
+      variants: [variant({ variantName: 'X' }), variant({ variantName: 'Y' })],
+    });
+    await ctx()
+      .db.updateTable('item_variants')
+      .set({ variant_name: 'Default' })
+      .where('item_id', '=', twins.id)
+      .execute();
+    const resent = await ctx().request('PATCH', `/api/v1/items/${twins.id}`, {
+      as: t,
+      body: { updateVariants: [{ id: twins.variantIds[0], variantName: 'Default', price: 3 }] },
+    });
+    assert.equal(resent.status, 200, JSON.stringify(resent.body));
   });
 
   it('requires at least one variant', async () => {

@@ -224,6 +224,27 @@ describe('Read replicas: probes, stalls and lost connections', () => {
     }
   });
 
+  it("cuts an export's statement on a replica that stalls, and fails it as an outage (503)", {
+    skip: skip ?? false,
+    timeout: 20_000,
+  }, async () => {
+    const { proxy, replicas } = await openThroughProxy();
+    await upWithin(replicas);
+    const snapshot = await replicas.run(replicas.newRead(null), () => replicas.openSnapshot());
+    const waiting = sql`select pg_sleep(0.3)`.execute(snapshot.db);
+    await sleep(100);
+    proxy.freeze(true);
+    try {
+      const started = Date.now();
+      await replicas.probe();
+      await assert.rejects(waiting, (error) => isDatabaseUnavailable(error));
+      assert.ok(Date.now() - started < 5000, `the export waited ${Date.now() - started} ms`);
+    } finally {
+      proxy.freeze(false);
+      await snapshot.release().catch(() => {});
+    }
+  });
+
   it('sends a read to the primary while every connection to the replica is taken, and keeps the replica up', {
     skip: skip ?? false,
   }, async () => {
@@ -327,7 +348,7 @@ describe('Read replicas: probes, stalls and lost connections', () => {
   it("runs a statement that replay cancelled again on the primary in any server language, and never a transaction's", async () => {
     type Fake = { query: (...args: unknown[]) => Promise<unknown>; getTransactionStatus: () => string };
     const taken: string[] = [];
-    const fakeReplica = { takeOut: (reason: string) => taken.push(reason) } as unknown as Replica;
+    const fakeReplica = { lost: (error: Error) => taken.push(error.message) } as unknown as Replica;
     const german = () =>
       Object.assign(new Error('storniere Anfrage wegen Konflikt mit der Wiederherstellung'), { code: '40001' });
     const clientIn = (status: string): Fake => ({

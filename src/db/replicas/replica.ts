@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { preparingPool } from '../pg-prepared.ts';
+import { watched } from './watched.ts';
 import { postgresSnapshots, type OpenSnapshot } from '../snapshot.ts';
 import { formatPosition, parsePosition, SharedQuery, withTimeout, type Position } from './position.ts';
 import { serviceTypes } from '../pg-types.ts';
@@ -45,6 +46,8 @@ export interface ProbeRow {
 }
 
 const NOT_CHECKED = 'not checked yet';
+/** A snapshot's statements are all in its transaction, and none runs again elsewhere. */
+const NEVER_AGAIN = () => Promise.reject(new Error("a snapshot's statement never runs again elsewhere"));
 /** Positions kept for the lag; past this the second oldest goes, so the oldest, which it is measured from, stays. */
 const LAG_MEMORY = 600;
 /** How long a read waits for a replica's replay position before it takes the replica out and goes on without it. */
@@ -77,6 +80,7 @@ export class Replica {
       connectionString: url,
       connectionTimeoutMillis: 2000,
       keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
       types: serviceTypes,
       options: options.schema ? `-c search_path=${options.schema}` : undefined,
     };
@@ -89,7 +93,8 @@ export class Replica {
     }
     const prepared = preparingPool(this.pool, { naming: options.prepare !== false });
     this.connect = async () => this.#lend(await prepared.connect());
-    this.openSnapshot = postgresSnapshots(this.pool);
+    // An export's transaction is watched too: a lost replica or a replay's cancel is its 503, and cut when it stalls.
+    this.openSnapshot = postgresSnapshots({ connect: async () => watched(await this.connect(), this, NEVER_AGAIN) });
     this.#replay = new SharedQuery(async () => {
       const { rows } = await this.#query<{ replayed: string | null }>(
         'select pg_last_wal_replay_lsn()::text as replayed',
@@ -145,6 +150,11 @@ export class Replica {
     this.takeOut(reason, error);
     for (const client of this.#lent)
       (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+  }
+
+  /** A statement on it failed for want of it (`watched`). */
+  lost(error: unknown): void {
+    this.takeOut(UNREACHABLE, error);
   }
 
   /** Reads go elsewhere; `reason` is shown, and the driver's `error`, if any, logged. */

@@ -1,8 +1,14 @@
 import type pg from 'pg';
 import { asReplicaLost, isDatabaseUnavailable } from '../errors.ts';
-import { type Replica, UNREACHABLE } from './replica.ts';
+
+/** What a watched client tells of a failure for want of its replica (`Replica.lost`). */
+export interface Watcher {
+  lost(error: unknown): void;
+}
 
 const watching = new WeakSet<pg.PoolClient>();
+/** Where each client's lost statement runs again: its latest lender's (a pooled client serves reads and exports in turn). */
+const rerun = new WeakMap<pg.PoolClient, (args: unknown[]) => Promise<unknown>>();
 
 /**
  * A read-only session on a standby meets these only when replay cancels it (a conflict with
@@ -23,9 +29,10 @@ const lostReplica = (error: unknown) =>
  */
 export function watched(
   client: pg.PoolClient,
-  replica: Replica,
+  replica: Watcher,
   onPrimary: (args: unknown[]) => Promise<unknown>,
 ): pg.PoolClient {
+  rerun.set(client, onPrimary);
   if (watching.has(client)) return client;
   watching.add(client);
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
@@ -48,9 +55,9 @@ export function watched(
       (error: unknown) => {
         if (opens) opening--;
         if (!lostReplica(error)) throw error;
-        replica.takeOut(UNREACHABLE, error);
+        replica.lost(error);
         if (once) throw asReplicaLost(error);
-        return onPrimary(args);
+        return rerun.get(client)!(args);
       },
     );
   };
