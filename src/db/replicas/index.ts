@@ -1,7 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Kysely } from 'kysely';
 import pg from 'pg';
-import { isDatabaseUnavailable } from '../errors.ts';
 import { PoolerSafePostgresDialect } from '../migration-lock.ts';
 import type { OpenSnapshot } from '../snapshot.ts';
 import type { Database } from '../types.ts';
@@ -98,20 +97,7 @@ export class ReadReplicas {
     routed.add(this.db);
     this.openSnapshot = async () => {
       const read = reads.getStore();
-      if (!read) return this.#primary.openSnapshot();
-      const choice = await this.#choice(read);
-      if (!choice.replica) return this.#counted(read, choice).openSnapshot();
-      if (choice.replica.busy) return this.#counted(read, this.#toPrimary(read, choice.seconds)).openSnapshot();
-      try {
-        const snapshot = await choice.openSnapshot();
-        this.#counted(read, choice);
-        return snapshot;
-      } catch (error) {
-        // Gone since it was chosen, before anything was read: the export opens on the primary.
-        if (!isDatabaseUnavailable(error)) throw error;
-        choice.replica.takeOut(UNREACHABLE, error);
-        return this.#counted(read, this.#toPrimary(read, choice.seconds)).openSnapshot();
-      }
+      return read ? this.#open(read, (choice) => choice.openSnapshot()) : this.#primary.openSnapshot();
     };
   }
 
@@ -238,18 +224,28 @@ export class ReadReplicas {
   async #connect(): Promise<pg.PoolClient> {
     const read = reads.getStore();
     if (!read) return this.#primary.connect();
+    return this.#open(read, async (choice) =>
+      choice.replica ? watched(await choice.connect(), choice.replica, this.#onPrimary) : choice.connect(),
+    );
+  }
+
+  /**
+   * A connection or an export's snapshot where `read` has chosen, counted once by where it is served.
+   * Every connection to its replica taken: the primary now rather than a wait, and the replica stays
+   * up. The replica gone since it was chosen: taken out, and this read (every statement of it) goes
+   * to the primary; nothing of it was read yet.
+   */
+  async #open<T>(read: Read, open: (choice: Choice) => Promise<T>): Promise<T> {
     const choice = await this.#choice(read);
-    if (!choice.replica) return this.#counted(read, choice).connect();
-    // Every connection to it taken: the primary now rather than a wait, and the replica stays up.
-    if (choice.replica.busy) return this.#counted(read, this.#toPrimary(read, choice.seconds)).connect();
+    if (!choice.replica) return open(this.#counted(read, choice));
+    if (choice.replica.busy) return open(this.#counted(read, this.#toPrimary(read, choice.seconds)));
     try {
-      const client = watched(await choice.connect(), choice.replica, this.#onPrimary);
+      const opened = await open(choice);
       this.#counted(read, choice);
-      return client;
+      return opened;
     } catch (error) {
-      // Gone since it was chosen: taken out, and this read (every statement of it) goes to the primary.
       choice.replica.takeOut(UNREACHABLE, error);
-      return this.#counted(read, this.#toPrimary(read, choice.seconds)).connect();
+      return open(this.#counted(read, this.#toPrimary(read, choice.seconds)));
     }
   }
 
