@@ -109,7 +109,15 @@ export class Replica {
    */
   async replay(waitMs = REPLAY_WAIT_MS): Promise<Position | null> {
     try {
-      const replayed = await withTimeout(this.#replay.get(), waitMs);
+      const answer = this.#replay.get();
+      let replayed = await withTimeout(answer, waitMs);
+      // The wait ran out while the event loop was held (a long collection, a large render): an answer
+      // already in the socket is read in the turn's I/O, before its `setImmediate`.
+      if (replayed === undefined)
+        replayed = await Promise.race([
+          answer,
+          new Promise<undefined>((resolve) => setImmediate(() => resolve(undefined))),
+        ]);
       if (replayed === undefined) {
         this.cutOff(`no answer to its replay position within ${waitMs} ms`);
         return null;
