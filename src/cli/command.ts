@@ -60,6 +60,8 @@ export interface Command {
   usage: string;
   options: Options;
   required: string[];
+  /** Refuses values that are wrong whatever the database holds (UsageError), before it is opened. */
+  check?(values: Values): void;
   /** It may make the SQLite file DATABASE_URL names (migrate, demo, business create); the others need it there. */
   creates?: true;
   /** The one positional argument the command takes (backup's FILE), named for usage errors. */

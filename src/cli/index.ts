@@ -69,6 +69,7 @@ function parseCommand(argv: string[]): Parsed {
   if (missing.length > 0) throw new UsageError(`'${name}' needs ${missing.map((o) => `--${o}`).join(' and ')}`);
   if (command.positional !== undefined && positionals.length !== 1)
     throw new UsageError(`'${name}' needs one ${command.positional}`);
+  command.check?.(values);
   return { command, values, positionals };
 }
 

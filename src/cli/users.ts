@@ -26,9 +26,12 @@ export const userCommands: Record<string, Command> = {
       ...json,
     },
     required: ['business', 'email', 'name', 'role'],
+    check(values) {
+      if (!ROLES.includes(String(values.role) as Role))
+        throw new UsageError(`--role must be one of ${ROLES.join(', ')}`);
+    },
     async run({ db, writes }, values) {
       const role = String(values.role) as Role;
-      if (!ROLES.includes(role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`);
       const businessId = await requireBusiness(db, String(values.business));
       const input = { email: String(values.email), name: String(values.name), role };
       const { user, password } = await asCliError(() =>

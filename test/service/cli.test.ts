@@ -75,6 +75,13 @@ describe('CLI arguments', () => {
     const dir = mkdtempSync(join(tmpdir(), 'supplyline-cli-typo-'));
     try {
       const typo = `sqlite:${join(dir, 'mistyped', 'supplyine.db')}`;
+      // Wrong usage is said first, whatever the database.
+      const role = await runCli(
+        ['user', 'create', '--business', 'bus_x', '--email', 'a@example.com', '--name', 'A', '--role', 'king'],
+        typo,
+      );
+      assert.equal(role.code, 2, role.stderr);
+      assert.match(role.stderr, /--role must be one of owner, admin, viewer/);
       const revoke = await runCli(['key', 'revoke', '--key-id', 'key_01m96spsw7czmffv28zpgs9mbf'], typo);
       assert.equal(revoke.code, 1);
       assert.match(revoke.stderr, /^Error: No database at .*mistyped\/supplyine\.db \(DATABASE_URL\): check the path/);
