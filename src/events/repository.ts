@@ -30,8 +30,8 @@ export async function sequenceRange(db: Db, businessId: string): Promise<{ oldes
   return { oldest: row.oldest === null ? latest + 1 : Number(row.oldest), latest };
 }
 
-/** `latest`: the last sequence given; when none is retained after it (a sandbox just reset), the message says so. */
-export const eventsGone = (oldest: number, latest = Number.POSITIVE_INFINITY) =>
+/** `latest`: the last sequence given; when none is retained (a sandbox just reset), the message says so. */
+export const eventsGone = (oldest: number, latest: number) =>
   new ApiError(
     'GONE',
     oldest > latest

@@ -25,12 +25,11 @@ const hasPlusAsSpace = (query: unknown) =>
 export const DATE_TIME_HINT =
   'Times are RFC 3339 date-times with a time and a zone, years 0001 to 9999: 2026-01-01T00:00:00Z or 2026-01-01T10:00:00+10:00';
 
-/** A refusal that names a time field, with the form a time takes (a date alone is the usual slip). */
-function withTimeHint(refused: ApiError, hint = DATE_TIME_HINT): ApiError {
-  const names = Object.values(refused.fieldErrors ?? {}).some((message) => message === 'Invalid date-time');
-  return names || hint !== DATE_TIME_HINT
-    ? new ApiError('VALIDATION_ERROR', refused.message, refused.fieldErrors, hint)
-    : refused;
+/** A refusal with what to do about a time it names: a `+` sent unencoded, else the form a time takes. */
+function withTimeHint(refused: ApiError, plusAsSpace = false): ApiError {
+  const namesTime = Object.values(refused.fieldErrors ?? {}).includes('Invalid date-time');
+  const hint = plusAsSpace ? PLUS_AS_SPACE_HINT : namesTime ? DATE_TIME_HINT : undefined;
+  return hint ? new ApiError('VALIDATION_ERROR', refused.message, refused.fieldErrors, hint) : refused;
 }
 
 function partOf(request: FastifyRequest, context: string | undefined): unknown {
@@ -62,9 +61,7 @@ export function toApiError(error: FastifyError, request: FastifyRequest, bodyLim
   if (error.validation) {
     const part = partOf(request, error.validationContext);
     const refused = validationError(toFieldErrors(error.validation as never, part));
-    return error.validationContext === 'querystring' && hasPlusAsSpace(part)
-      ? withTimeHint(refused, PLUS_AS_SPACE_HINT)
-      : withTimeHint(refused);
+    return withTimeHint(refused, error.validationContext === 'querystring' && hasPlusAsSpace(part));
   }
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

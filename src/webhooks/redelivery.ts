@@ -6,6 +6,7 @@ import { newId } from '../lib/ids.ts';
 import type { WriteContext } from '../write/runner.ts';
 import { toEndpoint } from './mapper.ts';
 import { queueTestDelivery } from './queue.ts';
+import { countOpenReplays, insertReplay } from './repository.ts';
 import { liveEndpoint } from './service.ts';
 
 /** Queues a `webhook.test` event to this endpoint only, outside the log. */
@@ -39,13 +40,8 @@ export async function replayRange(ctx: WriteContext, id: string, after: number, 
   if (until > latest)
     throw validationError({ untilSequence: `Must be at most the latest event's sequence, ${latest}` });
   if (after < oldest - 1) throw eventsGone(oldest, latest);
-  const open = await ctx.trx
-    .selectFrom('webhook_replays')
-    .select((eb) => eb.fn.countAll<number | string>().as('n'))
-    .where('endpoint_id', '=', id)
-    .where('finished_at', 'is', null)
-    .executeTakeFirstOrThrow();
-  if (Number(open.n) >= 10) throw conflict('This endpoint already has 10 replays in progress; wait for one to finish');
+  if ((await countOpenReplays(ctx.trx, id)) >= 10)
+    throw conflict('This endpoint already has 10 replays in progress; wait for one to finish');
   const replay = {
     id: newId('whr'),
     business_id: ctx.businessId,
@@ -56,7 +52,7 @@ export async function replayRange(ctx: WriteContext, id: string, after: number, 
     created_at: ctx.now,
     finished_at: null,
   };
-  await ctx.trx.insertInto('webhook_replays').values(replay).execute();
+  await insertReplay(ctx.trx, replay);
   return {
     id: replay.id,
     endpointId: id,

@@ -4,7 +4,8 @@ import type { Db } from '../db/types.ts';
 import { whereLive } from '../db/live.ts';
 import { forUpdate } from '../db/dialect.ts';
 import { toDelivery, toEndpoint } from './mapper.ts';
-import type { DeliveryStatus } from './table.ts';
+import type { DeliveryStatus, WebhookReplayTable } from './table.ts';
+import type { Insertable } from 'kysely';
 
 /** A live endpoint's row; with `lock`, locked until the transaction ends. */
 export async function findEndpointRow(db: Db, businessId: string, id: string, lock = false) {
@@ -28,6 +29,21 @@ export async function countLiveEndpoints(db: Db, businessId: string): Promise<nu
     .where(whereLive())
     .executeTakeFirstOrThrow();
   return Number(n);
+}
+
+/** The endpoint's replays not finished yet. */
+export async function countOpenReplays(db: Db, endpointId: string): Promise<number> {
+  const { n } = await db
+    .selectFrom('webhook_replays')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('endpoint_id', '=', endpointId)
+    .where('finished_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return Number(n);
+}
+
+export async function insertReplay(db: Db, replay: Insertable<WebhookReplayTable>): Promise<void> {
+  await db.insertInto('webhook_replays').values(replay).execute();
 }
 
 /** Live endpoints, oldest first (ids grow with time). */
